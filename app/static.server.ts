@@ -1,0 +1,41 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+const types: Record<string, string> = {
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+  ".txt": "text/plain; charset=utf-8",
+  ".woff2": "font/woff2",
+};
+
+/** Serves the built client files; fingerprinted /assets/ are cached for a year. */
+export function createStaticHandler(root: string) {
+  const base = path.resolve(root);
+  return (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    const pathname = decodeURIComponent((req.url ?? "/").split("?")[0]!);
+    if (pathname === "/" || pathname.endsWith("/")) return false;
+    const file = path.resolve(base, "." + pathname);
+    if (!file.startsWith(base + path.sep)) return false;
+    let stat: fs.Stats;
+    try {
+      stat = fs.statSync(file);
+    } catch {
+      return false;
+    }
+    if (!stat.isFile()) return false;
+    res.writeHead(200, {
+      "content-type": types[path.extname(file)] ?? "application/octet-stream",
+      "content-length": stat.size,
+      "cache-control": pathname.startsWith("/assets/") ? "public, max-age=31536000, immutable" : "public, max-age=3600",
+    });
+    if (req.method === "HEAD") res.end();
+    else fs.createReadStream(file).pipe(res);
+    return true;
+  };
+}

@@ -1,0 +1,106 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { SQL } from "drizzle-orm";
+import * as schema from "./schema/index.ts";
+
+export { schema };
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+/** A transaction handle is used exactly like a Db. */
+export type Tx = Db;
+
+export type Driver = "pglite" | "postgres";
+
+export interface Database {
+  db: Db;
+  driver: Driver;
+  /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+/** Rows of a raw `db.execute()`: PGlite returns `{ rows }`, postgres.js an array. */
+export function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
+  return rowsOf<T>(await db.execute(statement));
+}
+
+export async function openPostgres(url: string, options: { max?: number } = {}): Promise<Database> {
+  const { default: postgres } = await import("postgres");
+  const { drizzle } = await import("drizzle-orm/postgres-js");
+  const sql = postgres(url, {
+    max: options.max ?? 20,
+    onnotice: () => {},
+    connect_timeout: 10,
+    idle_timeout: 30,
+  });
+  const db = drizzle(sql, { schema }) as unknown as Db;
+  return {
+    db,
+    driver: "postgres",
+    async listen(channel, onPayload) {
+      const sub = await sql.listen(channel, (payload) => onPayload(payload));
+      return () => sub.unlisten();
+    },
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
+
+/** PGlite in `dataDir`, or in memory when dataDir is undefined (tests). */
+export async function openPglite(dataDir?: string): Promise<Database> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const client = dataDir ? new PGlite(dataDir) : new PGlite();
+  await client.waitReady;
+  const db = drizzle(client, { schema }) as unknown as Db;
+  return {
+    db,
+    driver: "pglite",
+    async listen(channel, onPayload) {
+      const unsub = await client.listen(channel, onPayload);
+      return async () => unsub();
+    },
+    close: () => client.close(),
+  };
+}
+
+/** Applies pending migrations. On PostgreSQL, an advisory lock lets many instances start at once. */
+export async function migrateDatabase(database: Database, url?: string): Promise<void> {
+  if (database.driver === "pglite") {
+    const { migrate } = await import("drizzle-orm/pglite/migrator");
+    await migrate(database.db as never, { migrationsFolder });
+    return;
+  }
+  const { default: postgres } = await import("postgres");
+  const { drizzle } = await import("drizzle-orm/postgres-js");
+  const { migrate } = await import("drizzle-orm/postgres-js/migrator");
+  if (!url) throw new Error("migrateDatabase needs the PostgreSQL url");
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  try {
+    await sql`select pg_advisory_lock(7318201)`;
+    await migrate(drizzle(sql), { migrationsFolder });
+  } finally {
+    await sql`select pg_advisory_unlock(7318201)`.catch(() => {});
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Number of migrations in the journal vs applied, for /healthz. */
+export async function migrationStatus(db: Db): Promise<{ expected: number; applied: number }> {
+  const journal = JSON.parse(
+    fs.readFileSync(path.join(migrationsFolder, "meta", "_journal.json"), "utf8"),
+  ) as { entries: unknown[] };
+  const { sql } = await import("drizzle-orm");
+  const applied = await query<{ n: number }>(
+    db,
+    sql`select count(*)::int as n from drizzle.__drizzle_migrations`,
+  ).catch(() => [{ n: 0 }]);
+  return { expected: journal.entries.length, applied: Number(applied[0]?.n ?? 0) };
+}

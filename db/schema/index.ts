@@ -1,0 +1,4 @@
+export * from "./auth.ts";
+export * from "./orgs.ts";
+export * from "./issues.ts";
+export * from "./activity.ts";

@@ -1,0 +1,249 @@
+import { sql } from "drizzle-orm";
+import {
+  bigserial,
+  boolean,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+import { user } from "./auth.ts";
+import { orgs, projects } from "./orgs.ts";
+
+export const issueStatuses = ["todo", "doing", "blocked", "review", "done", "canceled"] as const;
+export type IssueStatus = (typeof issueStatuses)[number];
+export const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
+export type SlaState = (typeof slaStates)[number];
+
+/**
+ * Issues. Content columns (`*_enc`) hold ciphertext under the org's data key.
+ * The ranking columns (own/effective level, effective deadline, open blockers, SLA)
+ * are maintained incrementally by server/queue/ranking.ts so a claim is an index scan.
+ * The live lease is mirrored here (lease_token_hash, lease_expires_at) so dispatch
+ * filters on one row; the history of leases is in `leases`.
+ */
+export const issues = pgTable(
+  "issues",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    number: integer("number").notNull(),
+    identifier: text("identifier").notNull(),
+    titleEnc: text("title_enc").notNull(),
+    bodyEnc: text("body_enc"),
+    noDependencyEnc: text("no_dependency_enc"),
+    cancelReasonEnc: text("cancel_reason_enc"),
+    work: boolean("work").notNull(),
+    status: text("status", { enum: issueStatuses }).notNull().default("todo"),
+    priority: smallint("priority").notNull().default(0),
+    assigneeId: text("assignee_id").references(() => user.id, { onDelete: "set null" }),
+    parentId: text("parent_id"),
+    authorId: text("author_id").references(() => user.id, { onDelete: "set null" }),
+    /** The human principal whose work went into review; never its reviewer. */
+    submitterId: text("submitter_id"),
+    dueAt: timestamp("due_at", { withTimezone: true }),
+    dueSetAt: timestamp("due_set_at", { withTimezone: true }),
+    ownLevel: smallint("own_level").notNull().default(0),
+    effectiveLevel: smallint("effective_level").notNull().default(0),
+    effectiveDueAt: timestamp("effective_due_at", { withTimezone: true }),
+    openBlockerCount: integer("open_blocker_count").notNull().default(0),
+    slaState: text("sla_state", { enum: slaStates }).notNull().default("none"),
+    /** When time next moves this issue across an SLA threshold; the SLA sweep reads it. */
+    slaNextAt: timestamp("sla_next_at", { withTimezone: true }),
+    fence: integer("fence").notNull().default(0),
+    leaseId: text("lease_id"),
+    leaseTokenHash: text("lease_token_hash"),
+    leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
+    /** Set once the issue is first claimed: the Dash's Backlog / Active split. */
+    firstClaimedAt: timestamp("first_claimed_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("issues_project_number_uq").on(t.projectId, t.number),
+    uniqueIndex("issues_org_identifier_uq").on(t.orgId, t.identifier),
+    // Dispatch order as an index: effective level, review first, effective deadline,
+    // oldest, lowest number. Only dispatchable candidates are in it.
+    index("issues_dispatch_idx")
+      .on(
+        t.projectId,
+        sql`${t.effectiveLevel} desc`,
+        sql`(${t.status} = 'review') desc`,
+        sql`${t.effectiveDueAt} asc nulls last`,
+        t.createdAt,
+        t.number,
+      )
+      .where(
+        sql`${t.work} and ${t.status} in ('todo','doing','review') and ${t.openBlockerCount} = 0`,
+      ),
+    index("issues_sla_next_idx").on(t.projectId, t.slaNextAt).where(sql`${t.slaNextAt} is not null`),
+    index("issues_lease_expiry_idx")
+      .on(t.leaseExpiresAt)
+      .where(sql`${t.leaseId} is not null`),
+    index("issues_parent_idx").on(t.parentId),
+    index("issues_org_status_idx").on(t.orgId, t.status),
+  ],
+);
+
+export const relationTypes = ["blocks", "related", "duplicate"] as const;
+export type StoredRelationType = (typeof relationTypes)[number];
+
+/** `blocks` edges are dispatch edges: source blocks target. `blocked_by` is stored reversed. */
+export const relations = pgTable(
+  "relations",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    sourceId: text("source_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    targetId: text("target_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    type: text("type", { enum: relationTypes }).notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("relations_edge_uq").on(t.sourceId, t.targetId, t.type),
+    index("relations_target_idx").on(t.targetId, t.type),
+  ],
+);
+
+export const leaseEndReasons = ["released", "finished", "expired"] as const;
+
+/** Every lease ever granted; at most one live per issue (mirrored on issues). */
+export const leases = pgTable(
+  "leases",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    fence: integer("fence").notNull(),
+    keyId: text("key_id"),
+    userId: text("user_id").notNull(),
+    runtime: text("runtime").notNull(),
+    claimedAt: timestamp("claimed_at", { withTimezone: true }).notNull(),
+    heartbeatAt: timestamp("heartbeat_at", { withTimezone: true }).notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    endedAt: timestamp("ended_at", { withTimezone: true }),
+    endReason: text("end_reason", { enum: leaseEndReasons }),
+    /** Set by the reclaim sweep once the expiry is recorded in the activity log. */
+    reclaimRecordedAt: timestamp("reclaim_recorded_at", { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex("leases_issue_fence_uq").on(t.issueId, t.fence),
+    index("leases_key_live_idx").on(t.keyId).where(sql`${t.endedAt} is null`),
+    index("leases_unrecorded_idx")
+      .on(t.expiresAt)
+      .where(sql`${t.endedAt} is null and ${t.reclaimRecordedAt} is null`),
+  ],
+);
+
+export const checkpoints = pgTable(
+  "checkpoints",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    leaseId: text("lease_id"),
+    userId: text("user_id"),
+    keyId: text("key_id"),
+    runtime: text("runtime"),
+    doneEnc: text("done_enc"),
+    nextEnc: text("next_enc"),
+    gotchasEnc: text("gotchas_enc"),
+    noteEnc: text("note_enc"),
+    branch: text("branch"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("checkpoints_issue_idx").on(t.issueId, t.createdAt)],
+);
+
+export const comments = pgTable(
+  "comments",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    parentId: text("parent_id"),
+    authorId: text("author_id"),
+    keyId: text("key_id"),
+    runtime: text("runtime"),
+    bodyEnc: text("body_enc").notNull(),
+    retractedAt: timestamp("retracted_at", { withTimezone: true }),
+    retractNoteEnc: text("retract_note_enc"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("comments_issue_idx").on(t.issueId, t.createdAt)],
+);
+
+export const labels = pgTable(
+  "labels",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    color: text("color"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("labels_org_name_uq").on(t.orgId, t.name)],
+);
+
+export const issueLabels = pgTable(
+  "issue_labels",
+  {
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    labelId: text("label_id")
+      .notNull()
+      .references(() => labels.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.issueId, t.labelId] }), index("issue_labels_label_idx").on(t.labelId)],
+);
+
+export const attachments = pgTable(
+  "attachments",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    urlEnc: text("url_enc").notNull(),
+    titleEnc: text("title_enc"),
+    authorId: text("author_id"),
+    keyId: text("key_id"),
+    obsoletedAt: timestamp("obsoleted_at", { withTimezone: true }),
+    obsoleteReasonEnc: text("obsolete_reason_enc"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("attachments_issue_idx").on(t.issueId)],
+);

@@ -1,0 +1,100 @@
+import { sql } from "drizzle-orm";
+import {
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+import { user } from "./auth.ts";
+
+export const orgs = pgTable("orgs", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  timeZone: text("time_zone").notNull().default("UTC"),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** One wrapped data key per org and version. Deleting these rows crypto-shreds the org. */
+export const orgKeys = pgTable(
+  "org_keys",
+  {
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    version: integer("version").notNull(),
+    wrappedKey: text("wrapped_key").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.version] })],
+);
+
+export const memberRoles = ["owner", "admin", "member"] as const;
+export type MemberRole = (typeof memberRoles)[number];
+export const memberStatuses = ["active", "suspended"] as const;
+
+export const members = pgTable(
+  "members",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => user.id, { onDelete: "cascade" }),
+    role: text("role", { enum: memberRoles }).notNull().default("member"),
+    status: text("status", { enum: memberStatuses }).notNull().default("active"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("members_org_user_uq").on(t.orgId, t.userId)],
+);
+
+export const projects = pgTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    prefix: text("prefix").notNull(),
+    /** Next issue number; taken with UPDATE ... RETURNING so numbering never gaps or collides. */
+    nextNumber: integer("next_number").notNull().default(1),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],
+);
+
+/**
+ * Agent keys (`rtsc_...`). Only the SHA-256 of the secret is stored; `prefix` is the
+ * visible start shown in lists. A key acts for one human principal in one org.
+ */
+export const agentKeys = pgTable(
+  "agent_keys",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "set null" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => user.id, { onDelete: "cascade" }),
+    runtime: text("runtime").notNull(),
+    keyHash: text("key_hash").notNull(),
+    prefix: text("prefix").notNull(),
+    claimCap: integer("claim_cap"),
+    parentKeyId: text("parent_key_id"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex("agent_keys_hash_uq").on(t.keyHash),
+    index("agent_keys_org_user_idx").on(t.orgId, t.userId),
+    index("agent_keys_live_idx").on(t.orgId).where(sql`${t.revokedAt} is null`),
+  ],
+);

@@ -1,0 +1,87 @@
+/**
+ * The process entry: validate config → open the database (migrating it) → serve the
+ * React Router app over HTTP → shut down gracefully on SIGINT/SIGTERM.
+ */
+import http from "node:http";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { createRequestListener } from "@react-router/node";
+import type { ServerBuild } from "react-router";
+import { loadConfig } from "./server/config/index.ts";
+import { boot } from "./server/boot.ts";
+import { describeFatal } from "./server/fatal.ts";
+import { createLogger } from "./server/log.ts";
+import { migrationStatus } from "./db/client.ts";
+import { sql } from "drizzle-orm";
+import { createStaticHandler } from "./app/static.server.ts";
+import type { RetascLoadContext } from "./app/context.server.ts";
+
+async function main() {
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const booted = await boot(config, { warn: (m) => log.warn(m) });
+  const { services } = booted;
+
+  const buildPath = path.resolve("build/server/index.js");
+  const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
+
+  const health = async () => {
+    try {
+      await services.db.execute(sql`select 1`);
+      const migrations = await migrationStatus(services.db);
+      const ok = migrations.applied >= migrations.expected;
+      return { ok, detail: { mode: config.mode, database: "ok", migrations } };
+    } catch (error) {
+      log.error({ err: error }, "health check failed");
+      return { ok: false, detail: { mode: config.mode, database: "unreachable" } };
+    }
+  };
+
+  const context: RetascLoadContext = { services, health };
+  const handle = createRequestListener({ build, mode: "production", getLoadContext: () => context as never });
+  const serveStatic = createStaticHandler("build/client");
+
+  const server = http.createServer((req, res) => {
+    if (serveStatic(req, res)) return;
+    void handle(req, res);
+  });
+  server.keepAliveTimeout = 5_000;
+  server.listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.PORT;
+  const url = config.PUBLIC_URL ?? `http://localhost:${port}`;
+  log.info({ port, mode: config.mode }, "retasc listening");
+  if (config.mode === "embedded") {
+    process.stderr.write(
+      `\nRetasc is running at ${url} (embedded mode, data in ${path.resolve(config.RETASC_DATA_DIR)})\n` +
+        `Next: npm run admin -- bootstrap --org Acme --project Web --prefix WEB --email you@example.com --json\n` +
+        `then point an MCP client at ${url}/mcp with "Authorization: Bearer <key>".\n\n`,
+    );
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down: finishing in-flight requests");
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const force = setTimeout(() => server.closeAllConnections(), 10_000);
+    await closed;
+    clearTimeout(force);
+    await booted.close();
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`✗ retasc could not start: ${describeFatal(error)}\n`);
+  process.exit(1);
+});

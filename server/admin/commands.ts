@@ -1,0 +1,74 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import type { Services } from "../context.ts";
+import { orgs, projects } from "../../db/schema/index.ts";
+import { DomainError, notFound } from "../errors.ts";
+import {
+  createOrg,
+  createProject,
+  emailSchema,
+  ensureMember,
+  ensureUser,
+  mintAgentKey,
+  prefixSchema,
+  runtimeSchema,
+} from "../orgs/index.ts";
+
+export const bootstrapInput = z.object({
+  org: z.string().trim().min(1, "--org is required"),
+  project: z.string().trim().min(1, "--project is required"),
+  prefix: prefixSchema,
+  email: emailSchema,
+  runtime: runtimeSchema.default("admin"),
+});
+
+/** Creates an org, its owner, a project and a first agent key, in one transaction. */
+export async function bootstrap(services: Services, raw: unknown) {
+  const input = bootstrapInput.parse(raw);
+  return services.db.transaction(async (tx) => {
+    const userId = await ensureUser(tx, input.email);
+    const orgId = await createOrg(services, tx, { name: input.org, ownerUserId: userId });
+    const project = await createProject(tx, { orgId, name: input.project, prefix: input.prefix });
+    const { key } = await mintAgentKey(tx, { orgId, userId, projectId: project.id, runtime: input.runtime });
+    return { orgId, projectId: project.id, userId, key };
+  });
+}
+
+export const mintKeyInput = z.object({
+  org: z.string().trim().min(1, "--org is required"),
+  email: emailSchema,
+  runtime: runtimeSchema,
+  project: z.string().trim().min(1).optional(),
+});
+
+/** Mints a key for a person in an org, adding them as a member if needed. */
+export async function mintKey(services: Services, raw: unknown) {
+  const input = mintKeyInput.parse(raw);
+  return services.db.transaction(async (tx) => {
+    const org = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, input.org));
+    if (!org[0]) throw notFound(`org ${input.org}`, "Pass the orgId printed by bootstrap.");
+    let projectId: string | null = null;
+    if (input.project) {
+      const project = await tx
+        .select({ id: projects.id })
+        .from(projects)
+        .where(and(eq(projects.orgId, input.org), eq(projects.id, input.project)));
+      if (!project[0]) {
+        throw new DomainError("NOT_FOUND", `project ${input.project} not found in this org`, "Pass a projectId of this org.");
+      }
+      projectId = project[0].id;
+    } else {
+      const first = await tx
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.orgId, input.org))
+        .orderBy(projects.createdAt)
+        .limit(1);
+      projectId = first[0]?.id ?? null;
+    }
+    const userId = await ensureUser(tx, input.email);
+    await ensureMember(tx, input.org, userId);
+    const { key } = await mintAgentKey(tx, { orgId: input.org, userId, projectId, runtime: input.runtime });
+    return { userId, key };
+  });
+}

@@ -1,0 +1,60 @@
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { loadConfig } from "../config/index.ts";
+import { boot } from "../boot.ts";
+import { describeFatal } from "../fatal.ts";
+import { bootstrap, mintKey } from "./commands.ts";
+
+/**
+ * Operator commands for a server with no browser yet: `npm run admin -- <command>`.
+ * They boot like the server (migrations first), so they work on a brand-new database.
+ */
+const usage = `usage: npm run admin -- <command> [options]
+
+  bootstrap --org <name> --project <name> --prefix <PFX> --email <email> [--json]
+      create an org, its owner, a project and an agent key
+  mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--json]
+      mint an agent key for a person (added as a member if needed)
+`;
+
+const commands = { bootstrap, "mint-key": mintKey } as const;
+
+async function main() {
+  const [command, ...rest] = process.argv.slice(2);
+  if (!command || command === "--help" || command === "help") {
+    process.stdout.write(usage);
+    return;
+  }
+  const run = commands[command as keyof typeof commands];
+  if (!run) throw new Error(`unknown command "${command}"\n${usage}`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      org: { type: "string" },
+      project: { type: "string" },
+      prefix: { type: "string" },
+      email: { type: "string" },
+      runtime: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  const config = loadConfig();
+  const booted = await boot(config, { warn: (m) => process.stderr.write(`! ${m}\n`), poolSize: 2 });
+  try {
+    const result = await run(booted.services, values);
+    if (values.json) {
+      process.stdout.write(JSON.stringify(result) + "\n");
+    } else {
+      for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${v}\n`);
+      process.stderr.write("the key is shown once; store it now\n");
+    }
+  } finally {
+    await booted.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`✗ ${error instanceof z.ZodError ? error.issues.map((i) => i.message).join("; ") : describeFatal(error)}\n`);
+  process.exit(1);
+});

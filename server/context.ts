@@ -1,0 +1,56 @@
+import type { Db } from "../db/client.ts";
+import type { Config } from "./config/index.ts";
+import type { Keyring } from "./crypto/index.ts";
+
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+/** Publishes change events (PostgreSQL NOTIFY); the Dash's live view listens. */
+export interface EventPublisher {
+  publish(tx: Db, event: RetascEvent): Promise<void>;
+}
+export interface RetascEvent {
+  orgId: string;
+  kind: string;
+  issueId?: string;
+  identifier?: string;
+  [key: string]: unknown;
+}
+
+/** Long-lived pieces every server/ function may need, built once at boot. */
+export interface Services {
+  db: Db;
+  config: Config;
+  keyring: Keyring;
+  clock: Clock;
+  events: EventPublisher;
+}
+
+/**
+ * Who is acting. Every write records the human principal (`userId`), the agent key and
+ * the runtime; `system` is the sweeps and the operator commands.
+ */
+export interface Principal {
+  kind: "agent" | "human" | "system";
+  orgId: string;
+  userId: string | null;
+  keyId: string | null;
+  runtime: string | null;
+  projectId: string | null;
+  claimCap: number | null;
+}
+
+export interface Ctx extends Services {
+  principal: Principal;
+}
+
+export function systemPrincipal(orgId: string): Principal {
+  return { kind: "system", orgId, userId: null, keyId: null, runtime: "retasc", projectId: null, claimCap: null };
+}
+
+export const withPrincipal = (services: Services, principal: Principal): Ctx => ({
+  ...services,
+  principal,
+});

@@ -1,0 +1,162 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { and, desc, eq } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
+import { orgKeys } from "../../db/schema/index.ts";
+
+/**
+ * Envelope encryption. The master key wraps one random 256-bit data key per org
+ * (AES-256-GCM, org id as associated data); content is AES-256-GCM under the org's
+ * data key. Ciphertext format: `v<keyVersion>.<base64(iv | tag | ciphertext)>`.
+ * Deleting an org's `org_keys` rows makes its content unreadable (crypto-shredding).
+ */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+function seal(key: Buffer, plaintext: Buffer, aad: string): Buffer {
+  const iv = crypto.randomBytes(IV_BYTES);
+  const cipher = crypto.createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(Buffer.from(aad));
+  const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ct]);
+}
+
+function open(key: Buffer, sealed: Buffer, aad: string): Buffer {
+  const iv = sealed.subarray(0, IV_BYTES);
+  const tag = sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES);
+  const decipher = crypto.createDecipheriv("aes-256-gcm", key, iv);
+  decipher.setAAD(Buffer.from(aad));
+  decipher.setAuthTag(tag);
+  return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+}
+
+export class KeyUnavailableError extends Error {
+  constructor(orgId: string) {
+    super(`no data key for org ${orgId}: it was deleted or never created`);
+    this.name = "KeyUnavailableError";
+  }
+}
+
+/** Encrypts and decrypts one org's content under its current data key. */
+export class OrgCipher {
+  constructor(
+    private readonly orgId: string,
+    private readonly keys: Map<number, Buffer>,
+    private readonly currentVersion: number,
+  ) {}
+
+  encrypt(plaintext: string): string;
+  encrypt(plaintext: string | null | undefined): string | null;
+  encrypt(plaintext: string | null | undefined): string | null {
+    if (plaintext === null || plaintext === undefined) return null;
+    const key = this.keys.get(this.currentVersion)!;
+    const sealed = seal(key, Buffer.from(plaintext, "utf8"), this.orgId);
+    return `v${this.currentVersion}.${sealed.toString("base64")}`;
+  }
+
+  decrypt(ciphertext: string): string;
+  decrypt(ciphertext: string | null | undefined): string | null;
+  decrypt(ciphertext: string | null | undefined): string | null {
+    if (ciphertext === null || ciphertext === undefined) return null;
+    const dot = ciphertext.indexOf(".");
+    const version = Number(ciphertext.slice(1, dot));
+    const key = this.keys.get(version);
+    if (!key) throw new KeyUnavailableError(this.orgId);
+    return open(key, Buffer.from(ciphertext.slice(dot + 1), "base64"), this.orgId).toString("utf8");
+  }
+}
+
+export class Keyring {
+  private readonly cache = new Map<string, OrgCipher>();
+
+  constructor(private readonly masterKey: Buffer) {
+    if (masterKey.length !== 32) throw new Error("master key must be 32 bytes");
+  }
+
+  /** Creates version 1 of an org's data key, inside the caller's transaction. */
+  async createOrgKey(db: Db, orgId: string): Promise<void> {
+    const dataKey = crypto.randomBytes(32);
+    await db.insert(orgKeys).values({
+      orgId,
+      version: 1,
+      wrappedKey: seal(this.masterKey, dataKey, orgId).toString("base64"),
+    });
+  }
+
+  async forOrg(db: Db, orgId: string): Promise<OrgCipher> {
+    const cached = this.cache.get(orgId);
+    if (cached) return cached;
+    const rows = await db
+      .select()
+      .from(orgKeys)
+      .where(eq(orgKeys.orgId, orgId))
+      .orderBy(desc(orgKeys.version));
+    if (rows.length === 0) throw new KeyUnavailableError(orgId);
+    const keys = new Map<number, Buffer>();
+    for (const row of rows) {
+      keys.set(row.version, open(this.masterKey, Buffer.from(row.wrappedKey, "base64"), orgId));
+    }
+    const cipher = new OrgCipher(orgId, keys, rows[0]!.version);
+    this.cache.set(orgId, cipher);
+    return cipher;
+  }
+
+  /** Destroys an org's data keys: everything encrypted under them is unreadable from now on. */
+  async shredOrg(db: Db, orgId: string): Promise<void> {
+    await db.delete(orgKeys).where(eq(orgKeys.orgId, orgId));
+    this.cache.delete(orgId);
+  }
+
+  /** Re-wraps every org key under a new master key without touching content. */
+  static async rotateMaster(db: Db, oldMaster: Buffer, newMaster: Buffer): Promise<number> {
+    const rows = await db.select().from(orgKeys);
+    for (const row of rows) {
+      const dataKey = open(oldMaster, Buffer.from(row.wrappedKey, "base64"), row.orgId);
+      await db
+        .update(orgKeys)
+        .set({ wrappedKey: seal(newMaster, dataKey, row.orgId).toString("base64") })
+        .where(and(eq(orgKeys.orgId, row.orgId), eq(orgKeys.version, row.version)));
+    }
+    return rows.length;
+  }
+}
+
+/**
+ * The master key: RETASC_MASTER_KEY when set; in the embedded mode, generated once into
+ * the data dir (mode 0600) so a self-hoster can start with nothing configured.
+ */
+export function resolveMasterKey(
+  configured: string | undefined,
+  dataDir: string | undefined,
+  warn: (message: string) => void,
+): Buffer {
+  if (configured) return Buffer.from(configured, "base64");
+  if (!dataDir) throw new Error("RETASC_MASTER_KEY is required when DATABASE_URL is set");
+  const file = path.join(dataDir, "master.key");
+  if (fs.existsSync(file)) {
+    const key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64");
+    if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key`);
+    return key;
+  }
+  const key = crypto.randomBytes(32);
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600, flag: "wx" });
+  warn(
+    `generated a master key in ${file}; back it up — without it the data cannot be read. ` +
+      "Set RETASC_MASTER_KEY to manage it yourself.",
+  );
+  return key;
+}
+
+export const sha256 = (value: string) => crypto.createHash("sha256").update(value).digest("hex");
+
+export function randomToken(prefix: string, bytes = 24): string {
+  return prefix + crypto.randomBytes(bytes).toString("base64url");
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
+}

@@ -1,0 +1,76 @@
+/**
+ * Coded domain errors. Thrown by server/ functions, translated only at the edges:
+ * HTTP status in routes, `isError` tool results in MCP, retry-or-give-up in workers.
+ */
+export const errorCodes = [
+  "NOT_FOUND",
+  "ALREADY_CLAIMED",
+  "STALE_CLAIM",
+  "BLOCKED",
+  "CONTAINER",
+  "STATUS_NOT_CLAIMABLE",
+  "SELF_REVIEW",
+  "CLAIM_CAP",
+  "BILLING_INACTIVE",
+  "SPEND_CAP",
+  "FORBIDDEN",
+  "UNAUTHORIZED",
+  "INVALID_INPUT",
+  "CYCLE",
+  "CONFLICT",
+  "RATE_LIMITED",
+  "UNAVAILABLE",
+] as const;
+export type ErrorCode = (typeof errorCodes)[number];
+
+export class DomainError extends Error {
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+    public readonly hint: string,
+    public readonly details?: Record<string, unknown>,
+    public readonly tellHuman?: string,
+  ) {
+    super(message);
+    this.name = "DomainError";
+  }
+
+  toJSON() {
+    return {
+      code: this.code,
+      message: this.message,
+      hint: this.hint,
+      ...(this.details ? { details: this.details } : {}),
+      ...(this.tellHuman ? { tellHuman: this.tellHuman } : {}),
+    };
+  }
+}
+
+export const notFound = (what: string, hint = "Check the identifier; you can only see your own org.") =>
+  new DomainError("NOT_FOUND", `${what} not found`, hint);
+
+export const invalidInput = (message: string, hint: string) =>
+  new DomainError("INVALID_INPUT", message, hint);
+
+export const forbidden = (message: string, hint = "Ask an owner or admin of the org.") =>
+  new DomainError("FORBIDDEN", message, hint);
+
+export const httpStatusOf: Record<ErrorCode, number> = {
+  NOT_FOUND: 404,
+  ALREADY_CLAIMED: 409,
+  STALE_CLAIM: 409,
+  BLOCKED: 409,
+  CONTAINER: 409,
+  STATUS_NOT_CLAIMABLE: 409,
+  SELF_REVIEW: 409,
+  CLAIM_CAP: 429,
+  BILLING_INACTIVE: 402,
+  SPEND_CAP: 402,
+  FORBIDDEN: 403,
+  UNAUTHORIZED: 401,
+  INVALID_INPUT: 400,
+  CYCLE: 409,
+  CONFLICT: 409,
+  RATE_LIMITED: 429,
+  UNAVAILABLE: 503,
+};
