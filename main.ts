@@ -13,6 +13,7 @@ import { describeFatal } from "./server/fatal.ts";
 import { createLogger } from "./server/log.ts";
 import { migrationStatus } from "./db/client.ts";
 import { sql } from "drizzle-orm";
+import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 
@@ -37,7 +38,9 @@ async function main() {
     }
   };
 
-  const context: RetascLoadContext = { services, health };
+  const hub = new EventHub();
+  await hub.start(booted.database);
+  const context: RetascLoadContext = { services, hub, log, health };
   const handle = createRequestListener({ build, mode: "production", getLoadContext: () => context as never });
   const serveStatic = createStaticHandler("build/client");
 
@@ -73,6 +76,7 @@ async function main() {
     const force = setTimeout(() => server.closeAllConnections(), 10_000);
     await closed;
     clearTimeout(force);
+    await hub.close();
     await booted.close();
     log.info("stopped");
     process.exit(0);

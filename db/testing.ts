@@ -1,0 +1,146 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import postgres from "postgres";
+import { loadConfig, type Config } from "../server/config/index.ts";
+import { systemClock, type Clock, type Services } from "../server/context.ts";
+import { Keyring } from "../server/crypto/index.ts";
+import { notifyPublisher } from "../server/events/index.ts";
+import { migrateDatabase, migrationsFolder, openPglite, openPostgres, type Database } from "./client.ts";
+
+/**
+ * Test databases. With TEST_DATABASE_URL (or DATABASE_URL) set, each call creates a
+ * fresh PostgreSQL database cloned from a migrated template; otherwise an in-memory
+ * PGlite. RETASC_TEST_DRIVER=pglite forces PGlite.
+ */
+export const testDatabaseUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
+export const testDriver: "postgres" | "pglite" =
+  process.env.RETASC_TEST_DRIVER === "pglite" || !testDatabaseUrl ? "pglite" : "postgres";
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+function migrationsHash(): string {
+  const hash = crypto.createHash("sha256");
+  for (const file of fs.readdirSync(migrationsFolder).sort()) {
+    if (file.endsWith(".sql")) hash.update(fs.readFileSync(path.join(migrationsFolder, file)));
+  }
+  return hash.digest("hex").slice(0, 12);
+}
+
+async function ensureTemplate(adminUrl: string): Promise<string> {
+  const template = `retasc_tpl_${migrationsHash()}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin`select pg_advisory_lock(7318202)`;
+    const exists = await admin`select 1 from pg_database where datname = ${template}`;
+    if (exists.length === 0) {
+      await admin.unsafe(`create database "${template}"`);
+      const database = await openPostgres(withDatabase(adminUrl, template), { max: 1 });
+      try {
+        await migrateDatabase(database, withDatabase(adminUrl, template));
+      } finally {
+        await database.close();
+      }
+    }
+    await admin`select pg_advisory_unlock(7318202)`;
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  return template;
+}
+
+export interface TestDatabase {
+  database: Database;
+  /** Connection string of this test's own PostgreSQL database (postgres driver only). */
+  url: string | undefined;
+  /** Opens another pool on the same database: a second "app instance". */
+  openAnother(max?: number): Promise<Database>;
+  close(): Promise<void>;
+}
+
+export async function createTestDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
+  if (testDriver === "pglite") {
+    const database = await openPglite();
+    await migrateDatabase(database);
+    return {
+      database,
+      url: undefined,
+      openAnother: async () => database,
+      close: () => database.close(),
+    };
+  }
+  const adminUrl = testDatabaseUrl!;
+  const template = await ensureTemplate(adminUrl);
+  const name = `retasc_t_${crypto.randomBytes(6).toString("hex")}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.unsafe(`create database "${name}" template "${template}"`);
+        break;
+      } catch (error) {
+        // Another test may be cloning the same template right now.
+        if (attempt > 40 || !String((error as Error).message).includes("being accessed")) throw error;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  const url = withDatabase(adminUrl, name);
+  const database = await openPostgres(url, { max: options.max ?? 10 });
+  const extra: Database[] = [];
+  return {
+    database,
+    url,
+    async openAnother(max = 10) {
+      const other = await openPostgres(url, { max });
+      extra.push(other);
+      return other;
+    },
+    async close() {
+      await Promise.all([database.close(), ...extra.map((d) => d.close())]);
+      const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await cleanup.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await cleanup.end({ timeout: 5 });
+      }
+    },
+  };
+}
+
+/** A controllable clock for tests of leases and deadlines. */
+export class TestClock implements Clock {
+  constructor(private current = new Date("2026-06-01T12:00:00.000Z").getTime()) {}
+  now() {
+    return new Date(this.current);
+  }
+  advance(ms: number) {
+    this.current += ms;
+  }
+  set(date: Date) {
+    this.current = date.getTime();
+  }
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", ...overrides });
+}
+
+export function servicesFor(
+  database: Database,
+  options: { clock?: Clock; config?: Config; keyring?: Keyring } = {},
+): Services {
+  return {
+    db: database.db,
+    config: options.config ?? testConfig(),
+    keyring: options.keyring ?? new Keyring(crypto.randomBytes(32)),
+    clock: options.clock ?? systemClock,
+    events: notifyPublisher,
+  };
+}

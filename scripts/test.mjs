@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// `npm test`: the suites against PostgreSQL when TEST_DATABASE_URL or DATABASE_URL is set,
+// then the same suites against embedded PGlite; PGlite alone when no URL is set.
+// Browser tests (e2e/) run last when Chromium is installed. Extra args go to vitest.
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+
+const args = process.argv.slice(2);
+const url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+const runs = url ? ["postgres", "pglite"] : ["pglite"];
+
+function run(label, command, commandArgs, env) {
+  process.stderr.write(`\n=== ${label} ===\n`);
+  const result = spawnSync(command, commandArgs, { stdio: "inherit", env: { ...process.env, ...env } });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+for (const driver of runs) {
+  run(`unit and integration tests on ${driver}`, "npx", ["vitest", "run", ...args], {
+    RETASC_TEST_DRIVER: driver,
+    ...(url ? { TEST_DATABASE_URL: url } : {}),
+  });
+}
+if (args.length === 0 && fs.existsSync("e2e/playwright.test.mjs")) {
+  if (fs.existsSync("/usr/bin/chromium")) run("browser tests", "node", ["e2e/playwright.test.mjs"], {});
+  else process.stderr.write("\n! /usr/bin/chromium not found: browser tests skipped (apt-get install -y chromium)\n");
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+// Kept apart from vite.config.ts so the React Router plugin is not loaded under tests.
+export default defineConfig({
+  test: {
+    include: ["**/*.test.ts"],
+    exclude: ["**/node_modules/**", "build/**", "e2e/**", ".retasc/**"],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+    maxWorkers: 2,
+    reporters: ["default"],
+  },
+});
