@@ -1,4 +1,4 @@
-import { boolean, index, integer, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { boolean, index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 /**
  * Identity tables in the shape better-auth's Drizzle adapter expects.
@@ -50,7 +50,11 @@ export const account = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("account_user_idx").on(t.userId)],
+  // A provider identity maps to exactly one person: sign-in links on (provider, account id).
+  (t) => [
+    index("account_user_idx").on(t.userId),
+    uniqueIndex("account_provider_account_uq").on(t.providerId, t.accountId),
+  ],
 );
 
 export const verification = pgTable(
@@ -66,15 +70,23 @@ export const verification = pgTable(
   (t) => [index("verification_identifier_idx").on(t.identifier)],
 );
 
-export const deviceCode = pgTable("device_code", {
-  id: text("id").primaryKey(),
-  deviceCode: text("device_code").notNull(),
-  userCode: text("user_code").notNull(),
-  userId: text("user_id"),
-  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
-  status: text("status").notNull(),
-  lastPolledAt: timestamp("last_polled_at", { withTimezone: true }),
-  pollingInterval: integer("polling_interval"),
-  clientId: text("client_id"),
-  scope: text("scope"),
-});
+/** RFC 8628 device authorizations (`retasc login`); better-auth retries on a unique collision. */
+export const deviceCode = pgTable(
+  "device_code",
+  {
+    id: text("id").primaryKey(),
+    deviceCode: text("device_code").notNull(),
+    userCode: text("user_code").notNull(),
+    userId: text("user_id"),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    status: text("status").notNull(),
+    lastPolledAt: timestamp("last_polled_at", { withTimezone: true }),
+    pollingInterval: integer("polling_interval"),
+    clientId: text("client_id"),
+    scope: text("scope"),
+  },
+  (t) => [
+    uniqueIndex("device_code_device_code_uq").on(t.deviceCode),
+    uniqueIndex("device_code_user_code_uq").on(t.userCode),
+  ],
+);

@@ -2,3 +2,4 @@ export * from "./auth.ts";
 export * from "./orgs.ts";
 export * from "./issues.ts";
 export * from "./activity.ts";
+export * from "./accounts.ts";

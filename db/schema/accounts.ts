@@ -1,0 +1,60 @@
+import { sql } from "drizzle-orm";
+import { index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { user } from "./auth.ts";
+import { agentKeys, memberRoles, orgs, projects } from "./orgs.ts";
+
+/**
+ * Invites (`rtscinv_...`): single-use codes that add a person to an org. Only the
+ * SHA-256 of the code is stored. The state is derived: accepted, revoked, expired
+ * (past `expires_at` while unspent) or pending.
+ */
+export const invites = pgTable(
+  "invites",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    codeHash: text("code_hash").notNull(),
+    role: text("role", { enum: memberRoles }).notNull().default("member"),
+    createdBy: text("created_by").references(() => user.id, { onDelete: "set null" }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    acceptedAt: timestamp("accepted_at", { withTimezone: true }),
+    acceptedBy: text("accepted_by").references(() => user.id, { onDelete: "set null" }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    revokedBy: text("revoked_by").references(() => user.id, { onDelete: "set null" }),
+  },
+  (t) => [uniqueIndex("invites_code_hash_uq").on(t.codeHash), index("invites_org_idx").on(t.orgId)],
+);
+
+/**
+ * Setup codes (`rtscsetup_...`): issued in the Dash by a signed-in person, redeemed once
+ * by `retasc bind --setup` on a headless machine, which receives an agent key for that
+ * person, org and project. Short-lived; only the SHA-256 is stored.
+ */
+export const setupCodes = pgTable(
+  "setup_codes",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => user.id, { onDelete: "cascade" }),
+    runtime: text("runtime").notNull(),
+    codeHash: text("code_hash").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true }),
+    keyId: text("key_id").references(() => agentKeys.id, { onDelete: "set null" }),
+  },
+  (t) => [
+    uniqueIndex("setup_codes_code_hash_uq").on(t.codeHash),
+    index("setup_codes_unused_idx").on(t.orgId).where(sql`${t.usedAt} is null`),
+  ],
+);
