@@ -29,7 +29,9 @@ export const activity = pgTable(
 
 /**
  * Side effects that must survive a crash, written in the same transaction as the change.
- * Payloads carry ids only, never decrypted content. A relay hands rows to the job runner.
+ * Payloads carry ids only, never decrypted content. With Redis, a relay hands rows to BullMQ
+ * (`relayed_at`) and the worker marks them `completed_at`/`failed_at`; without Redis the
+ * in-process runner executes them straight from this table (`available_at`, `locked_until`).
  */
 export const outbox = pgTable(
   "outbox",
@@ -41,6 +43,41 @@ export const outbox = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     relayedAt: timestamp("relayed_at", { withTimezone: true }),
     attempts: integer("attempts").notNull().default(0),
+    /** In-process runner: not before this time (retry backoff). */
+    availableAt: timestamp("available_at", { withTimezone: true }).notNull().defaultNow(),
+    /** In-process runner: held by a runner until then; a crashed runner's rows come back after it. */
+    lockedUntil: timestamp("locked_until", { withTimezone: true }),
+    completedAt: timestamp("completed_at", { withTimezone: true }),
+    failedAt: timestamp("failed_at", { withTimezone: true }),
+    /** Error class or domain code of the last failure: never content. */
+    lastError: text("last_error"),
   },
-  (t) => [index("outbox_pending_idx").on(t.id).where(sql`${t.relayedAt} is null`)],
+  (t) => [
+    index("outbox_pending_idx").on(t.id).where(sql`${t.relayedAt} is null`),
+    index("outbox_open_idx").on(t.id).where(sql`${t.completedAt} is null and ${t.failedAt} is null`),
+    index("outbox_failed_idx").on(t.failedAt).where(sql`${t.failedAt} is not null`),
+  ],
+);
+
+/**
+ * One row per unit of background work that has taken effect: `outbox:<id>` for an outbox job,
+ * `<sweep>:<tick>` for a sweep tick. Written in the same transaction as the effect, so a job
+ * delivered twice (at-least-once) takes effect once; `runs` counts the deliveries that got here.
+ */
+export const jobReceipts = pgTable(
+  "job_receipts",
+  {
+    key: text("key").primaryKey(),
+    job: text("job").notNull(),
+    runs: integer("runs").notNull().default(1),
+    result: jsonb("result"),
+    /** Error class or domain code when the run failed: never content. */
+    error: text("error"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("job_receipts_job_idx").on(t.job, t.createdAt),
+    index("job_receipts_error_idx").on(t.createdAt).where(sql`${t.error} is not null`),
+  ],
 );

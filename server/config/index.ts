@@ -42,6 +42,11 @@ export const configSchema = z.object({
   RETASC_WORKERS: z.enum(["inline", "off"]).optional(),
   PUBLIC_URL: optionalUrl,
   BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** Email + password sign-in; unset = on in the embedded mode, off in the server mode. */
+  RETASC_EMAIL_PASSWORD: z
+    .enum(["on", "off", "true", "false", "1", "0"], "must be on or off")
+    .transform((v) => v === "on" || v === "true" || v === "1")
+    .optional(),
   GITHUB_CLIENT_ID: z.string().optional(),
   GITHUB_CLIENT_SECRET: z.string().optional(),
   GOOGLE_CLIENT_ID: z.string().optional(),
@@ -50,6 +55,24 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   LEASE_TTL_SECONDS: positiveInt(1800),
   CLAIM_CAP_DEFAULT: positiveInt(7),
+  // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
+  RECLAIM_SWEEP_MS: positiveInt(30_000),
+  SLA_SWEEP_MS: positiveInt(60_000),
+  /** Fallback poll of the outbox; NOTIFY normally wakes the relay at once. */
+  OUTBOX_POLL_MS: positiveInt(5_000),
+  /** A relayed outbox row not completed after this long is handed to Redis again (lost Redis data). */
+  OUTBOX_REDELIVER_MS: positiveInt(300_000),
+  /** How long a worker holds a job before another may take it over (a crashed worker's jobs). */
+  JOB_LOCK_MS: positiveInt(30_000),
+  JOB_ATTEMPTS: positiveInt(10),
+  /** First retry delay; each further retry doubles it. */
+  JOB_BACKOFF_MS: positiveInt(1_000),
+  JOB_CONCURRENCY: positiveInt(8),
+  /** Redis key prefix of the BullMQ queues, so several deployments (or tests) can share a Redis. */
+  BULLMQ_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -")
+    .default("retasc"),
   MCP_MAX_BODY_BYTES: positiveInt(1_048_576),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
@@ -64,6 +87,7 @@ export const configSchema = z.object({
 export type Config = z.infer<typeof configSchema> & {
   mode: "embedded" | "server";
   leaseTtlMs: number;
+  emailPassword: boolean;
 };
 
 export class ConfigError extends Error {
@@ -85,5 +109,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...c,
     mode: c.DATABASE_URL ? "server" : "embedded",
     leaseTtlMs: c.LEASE_TTL_SECONDS * 1000,
+    emailPassword: c.RETASC_EMAIL_PASSWORD ?? !c.DATABASE_URL,
   };
 }
