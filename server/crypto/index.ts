@@ -74,6 +74,15 @@ export class Keyring {
     if (masterKey.length !== 32) throw new Error("master key must be 32 bytes");
   }
 
+  /**
+   * A stable secret for another purpose (better-auth's session signing), derived from the
+   * master key so a self-hoster has one key to keep, not two.
+   */
+  deriveSecret(purpose: string): string {
+    const bytes = crypto.hkdfSync("sha256", this.masterKey, Buffer.alloc(0), `retasc:${purpose}`, 32);
+    return Buffer.from(bytes).toString("base64url");
+  }
+
   /** Creates version 1 of an org's data key, inside the caller's transaction. */
   async createOrgKey(db: Db, orgId: string): Promise<void> {
     const dataKey = crypto.randomBytes(32);
