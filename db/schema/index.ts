@@ -3,3 +3,4 @@ export * from "./orgs.ts";
 export * from "./issues.ts";
 export * from "./activity.ts";
 export * from "./accounts.ts";
+export * from "./intake.ts";
