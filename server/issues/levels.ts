@@ -1,0 +1,84 @@
+import type { SlaState } from "../../db/schema/index.ts";
+
+/**
+ * Pure ranking arithmetic. Levels: none 0 < low 1 < medium 2 < high 3 < urgent 4 < breached 5.
+ * Priority numbers are the product's: 0 none, 1 urgent, 2 high, 3 medium, 4 low.
+ */
+export const LEVEL_HIGH = 3;
+export const LEVEL_URGENT = 4;
+export const LEVEL_BREACHED = 5;
+
+export function levelOfPriority(priority: number): number {
+  return priority === 0 ? 0 : 5 - priority;
+}
+
+export interface SlaInfo {
+  state: SlaState;
+  /** The floor deadline pressure puts under the own level (0 when none). */
+  floor: number;
+  /** When time next moves the issue across a threshold; null when it never will. */
+  nextAt: Date | null;
+  remainingMs: number | null;
+}
+
+/**
+ * Deadline pressure over the window from when the deadline was set to the deadline:
+ * warning from 75% (floor high), breaching from 90% (floor urgent), breached past due.
+ */
+export function slaOf(dueAt: Date | null, windowStart: Date | null, now: Date): SlaInfo {
+  if (!dueAt) return { state: "none", floor: 0, nextAt: null, remainingMs: null };
+  const due = dueAt.getTime();
+  const start = Math.min(windowStart?.getTime() ?? due, due);
+  const t = now.getTime();
+  const remainingMs = due - t;
+  const t75 = start + Math.ceil((due - start) * 0.75);
+  const t90 = start + Math.ceil((due - start) * 0.9);
+  if (t >= due) return { state: "breached", floor: LEVEL_BREACHED, nextAt: null, remainingMs };
+  if (t >= t90) return { state: "breaching", floor: LEVEL_URGENT, nextAt: new Date(due), remainingMs };
+  if (t >= t75) return { state: "warning", floor: LEVEL_HIGH, nextAt: new Date(t90), remainingMs };
+  return { state: "ok", floor: 0, nextAt: new Date(t75), remainingMs };
+}
+
+export function ownLevelOf(priority: number, sla: SlaInfo): number {
+  return Math.max(levelOfPriority(priority), sla.floor);
+}
+
+/** The last millisecond of a calendar date in an IANA time zone. */
+export function endOfDayIn(date: string, timeZone: string): Date {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
+  // Midnight that starts the next day, local time, found by correcting a UTC guess by the zone offset.
+  const nextMidnightUtcGuess = Date.UTC(y, m - 1, d + 1);
+  const offset = zoneOffsetMs(nextMidnightUtcGuess, timeZone);
+  let instant = nextMidnightUtcGuess - offset;
+  const offsetAtInstant = zoneOffsetMs(instant, timeZone);
+  if (offsetAtInstant !== offset) instant = nextMidnightUtcGuess - offsetAtInstant;
+  return new Date(instant - 1);
+}
+
+function zoneOffsetMs(utcMs: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+  }).formatToParts(new Date(utcMs));
+  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  const asUtc = Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute"), get("second"));
+  return asUtc - Math.floor(utcMs / 1000) * 1000;
+}
+
+/** `rtsc-42/fix-the-login-redirect`: the branch every claimant of an issue works on. */
+export function branchName(identifier: string, title: string): string {
+  const slug = title
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48)
+    .replace(/-+$/g, "");
+  return slug ? `${identifier.toLowerCase()}/${slug}` : identifier.toLowerCase();
+}

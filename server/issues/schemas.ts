@@ -1,0 +1,95 @@
+import { z } from "zod";
+import { issueStatuses, slaStates } from "../../db/schema/index.ts";
+
+/** Input schemas of the issue surface, defined once and reused by MCP tools, the Dash and the CLI. */
+export const identifierSchema = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z][A-Za-z0-9]{1,9}-[1-9][0-9]{0,8}$/, "an issue identifier looks like RTSC-42")
+  .transform((v) => v.toUpperCase());
+
+export const statusSchema = z.enum(issueStatuses);
+export const prioritySchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(4)
+  .describe("0 none, 1 urgent, 2 high, 3 medium, 4 low");
+
+/** Epoch milliseconds, an ISO 8601 instant, or a YYYY-MM-DD date (end of that day in the org's time zone). */
+export const dueAtSchema = z
+  .union([z.number().int().min(0).max(8.64e15), z.string().trim().max(40)])
+  .nullable()
+  .describe("epoch ms, ISO 8601 instant, or YYYY-MM-DD (end of that day in the org's time zone); null clears");
+
+export const assigneeSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(320)
+  .nullable()
+  .describe('a member\'s email, a user id, "me" (your human), or null (unassigned)');
+
+const shortText = (max: number) => z.string().trim().min(1).max(max);
+export const claimTokenSchema = z.string().trim().min(1).max(200);
+
+export const saveIssueInput = z.object({
+  identifier: identifierSchema.optional().describe("omit to create; pass to update"),
+  project: z.string().trim().min(1).max(10).optional().describe("project prefix for a new issue; defaults to your key's project"),
+  title: shortText(500).optional(),
+  body: z.string().max(100_000).optional().describe("Markdown"),
+  work: z.boolean().optional().describe("true: a unit an agent executes; false: a tracking container"),
+  blockedBy: z.array(identifierSchema).max(100).optional(),
+  noDependency: shortText(500).optional().describe("why this issue depends on nothing"),
+  status: statusSchema.optional(),
+  priority: prioritySchema.optional(),
+  assignee: assigneeSchema.optional(),
+  labels: z.array(shortText(64)).max(50).optional().describe("replaces the issue's labels"),
+  dueAt: dueAtSchema.optional(),
+  cancelReason: shortText(2000).optional(),
+  parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
+  claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
+});
+export type SaveIssueInput = z.input<typeof saveIssueInput>;
+
+export const getIssueInput = z.object({ identifier: identifierSchema });
+
+export const listIssuesInput = z.object({
+  status: z.union([statusSchema, z.array(statusSchema).min(1)]).optional(),
+  priority: prioritySchema.optional(),
+  label: shortText(64).optional(),
+  assignee: assigneeSchema.optional(),
+  author: assigneeSchema.optional(),
+  slaState: z.enum(slaStates).optional(),
+  project: z.string().trim().min(1).max(10).optional(),
+  limit: z.number().int().min(1).max(200).default(50),
+});
+
+export const relationTypeInput = z.enum(["blocks", "blocked_by", "related", "duplicate"]);
+export const relationInput = z.object({
+  sourceId: identifierSchema,
+  targetId: identifierSchema,
+  type: relationTypeInput,
+});
+
+export const saveCommentInput = z.object({
+  issue: identifierSchema,
+  body: z.string().trim().min(1).max(50_000),
+  parent: z.string().uuid().optional().describe("the comment this replies to"),
+});
+export const listCommentsInput = z.object({ issue: identifierSchema });
+export const retractCommentInput = z.object({ comment: z.string().uuid(), note: shortText(2000) });
+
+export const saveLabelInput = z.object({
+  name: shortText(64),
+  color: z.string().trim().regex(/^#[0-9a-fA-F]{6}$/, "a color is #rrggbb").optional(),
+});
+
+export const saveAttachmentInput = z.object({
+  issue: identifierSchema,
+  url: z.url().max(2000),
+  title: shortText(500).optional(),
+});
+export const listAttachmentsInput = z.object({ issue: identifierSchema });
+export const getAttachmentInput = z.object({ attachment: z.string().uuid() });
+export const obsoleteAttachmentInput = z.object({ attachment: z.string().uuid(), reason: shortText(2000) });

@@ -1,0 +1,152 @@
+import { and, desc, eq, or, sql } from "drizzle-orm";
+import { query, type Db } from "../../db/client.ts";
+import { checkpoints, issues, members, orgs, projects, relations, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import type { OrgCipher } from "../crypto/index.ts";
+import { DomainError, invalidInput, notFound } from "../errors.ts";
+import { endOfDayIn } from "./levels.ts";
+
+/** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
+export type IssueRow = typeof issues.$inferSelect;
+
+export interface WriteScope {
+  tx: Db;
+  ctx: Ctx;
+  cipher: OrgCipher;
+  now: Date;
+}
+
+export const TERMINAL_STATUSES = ["done", "canceled"] as const;
+export const isTerminal = (status: string) => status === "done" || status === "canceled";
+
+/** Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization failure. */
+export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.db.transaction((tx) => fn({ tx, ctx, cipher, now: ctx.clock.now() }));
+    } catch (error) {
+      const code = (error as { code?: string; cause?: { code?: string } }).code ??
+        (error as { cause?: { code?: string } }).cause?.code;
+      if ((code === "40P01" || code === "40001" || error instanceof RetryTransaction) && attempt < 8) {
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+/** Thrown inside a transaction when what it read changed under it; the transaction reruns. */
+export class RetryTransaction extends Error {}
+
+export async function findIssue(
+  tx: Db,
+  orgId: string,
+  identifier: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<IssueRow> {
+  const base = tx.select().from(issues).where(and(eq(issues.orgId, orgId), eq(issues.identifier, identifier)));
+  const rows = options.forUpdate ? await base.for("update") : await base;
+  if (!rows[0]) throw notFound(`issue ${identifier}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
+  return rows[0];
+}
+
+export async function findIssues(tx: Db, orgId: string, identifiers: readonly string[]): Promise<IssueRow[]> {
+  const found: IssueRow[] = [];
+  for (const identifier of new Set(identifiers)) found.push(await findIssue(tx, orgId, identifier));
+  return found;
+}
+
+/** Resolves an assignee argument (email, user id, "me", null) to an active member's user id. */
+export async function resolveAssignee(tx: Db, ctx: Ctx, assignee: string | null): Promise<string | null> {
+  if (assignee === null) return null;
+  if (assignee.toLowerCase() === "me") {
+    if (!ctx.principal.userId) throw invalidInput('"me" needs a human principal', "Pass an email instead.");
+    return ctx.principal.userId;
+  }
+  const rows = await tx
+    .select({ userId: members.userId, status: members.status })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(
+      and(
+        eq(members.orgId, ctx.principal.orgId),
+        or(eq(user.email, assignee.toLowerCase()), eq(user.id, assignee)),
+      ),
+    );
+  const member = rows[0];
+  if (!member) throw notFound(`member ${assignee}`, "Assign to a member's email, their user id, \"me\", or null; list_members shows who is in the org.");
+  if (member.status !== "active") {
+    throw new DomainError("INVALID_INPUT", `${assignee} is not an active member`, "Assign to an active member.");
+  }
+  return member.userId;
+}
+
+export async function orgTimeZone(tx: Db, orgId: string): Promise<string> {
+  const rows = await tx.select({ tz: orgs.timeZone }).from(orgs).where(eq(orgs.id, orgId));
+  return rows[0]?.tz ?? "UTC";
+}
+
+/** `dueAt` as given by a caller: epoch ms, ISO instant, or YYYY-MM-DD (end of that day in the org's zone). */
+export function parseDueAt(value: number | string | null, timeZone: string): Date | null {
+  if (value === null) return null;
+  if (typeof value === "number") return new Date(value);
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) {
+    const calendar = new Date(`${value}T00:00:00Z`);
+    if (!Number.isNaN(calendar.getTime()) && calendar.toISOString().slice(0, 10) === value) {
+      return endOfDayIn(value, timeZone);
+    }
+  } else if (/^\d{4}-\d{2}-\d{2}T/.test(value)) {
+    const date = new Date(value);
+    if (!Number.isNaN(date.getTime())) return date;
+  }
+  throw invalidInput(
+    `dueAt "${value}" is not a date`,
+    "Pass epoch milliseconds, an ISO 8601 instant (2026-12-01T17:00:00Z) or a date (2026-12-01).",
+  );
+}
+
+export async function projectFor(tx: Db, ctx: Ctx, prefix?: string): Promise<{ id: string; prefix: string }> {
+  const where = prefix
+    ? and(eq(projects.orgId, ctx.principal.orgId), eq(projects.prefix, prefix.toUpperCase()))
+    : ctx.principal.projectId
+      ? and(eq(projects.orgId, ctx.principal.orgId), eq(projects.id, ctx.principal.projectId))
+      : eq(projects.orgId, ctx.principal.orgId);
+  const rows = await tx.select({ id: projects.id, prefix: projects.prefix }).from(projects).where(where).orderBy(projects.createdAt).limit(1);
+  if (!rows[0]) throw notFound(prefix ? `project ${prefix}` : "project", "Pass `project` with a prefix from list_projects.");
+  return rows[0];
+}
+
+export async function hasBlockEdges(tx: Db, issueId: string): Promise<boolean> {
+  const rows = await query<{ found: boolean }>(
+    tx,
+    sql`select exists(select 1 from relations where type = 'blocks' and (source_id = ${issueId} or target_id = ${issueId})) as found`,
+  );
+  return Boolean(rows[0]?.found);
+}
+
+export async function latestCheckpoint(tx: Db, issueId: string) {
+  const rows = await tx
+    .select()
+    .from(checkpoints)
+    .where(eq(checkpoints.issueId, issueId))
+    .orderBy(desc(checkpoints.createdAt), desc(checkpoints.id))
+    .limit(1);
+  return rows[0] ?? null;
+}
+
+export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identifier: string; status: string }[]> {
+  return tx
+    .select({ identifier: issues.identifier, status: issues.status })
+    .from(relations)
+    .innerJoin(issues, eq(issues.id, relations.sourceId))
+    .where(
+      and(
+        eq(relations.targetId, issueId),
+        eq(relations.type, "blocks"),
+        sql`${issues.status} not in ('done', 'canceled')`,
+      ),
+    )
+    .orderBy(issues.identifier);
+}

@@ -1,0 +1,497 @@
+import { and, eq, gt, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import { query, type Db } from "../../db/client.ts";
+import { agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import { systemPrincipal, type Ctx } from "../context.ts";
+import { randomToken, sha256 } from "../crypto/index.ts";
+import { DomainError } from "../errors.ts";
+import { branchName } from "../issues/levels.ts";
+import { newId } from "../orgs/index.ts";
+import {
+  findIssue,
+  inTransaction,
+  latestCheckpoint,
+  openBlockersOf,
+  type IssueRow,
+  type WriteScope,
+} from "../issues/store.ts";
+import { checkpointView, isLeaseLive, issueView, summarize } from "../issues/views.ts";
+import { currentHolder, describeHolder, endLease, requireLiveToken } from "./lease.ts";
+import { idList } from "./ranking.ts";
+import {
+  checkClaimInput,
+  checkpointInput,
+  claimIssueInput,
+  heartbeatInput,
+  nextBatchInput,
+  nextIssueInput,
+  releaseIssueInput,
+} from "./schemas.ts";
+import { slaSweepOrg } from "./sla.ts";
+
+export { reclaimSweep } from "./reclaim.ts";
+export { slaSweep } from "./sla.ts";
+
+/** Dispatch order over the stored ranking columns (see DESIGN.md section 4). */
+const ORDER = sql`i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc`;
+
+function dispatchable(now: Date): SQL {
+  return sql`i.work and i.status in ('todo', 'doing', 'review') and i.open_blocker_count = 0
+    and (i.lease_expires_at is null or i.lease_expires_at <= ${now.toISOString()}::timestamptz)`;
+}
+
+/** The key's project, or the whole org for a key without one. */
+function scopeOf(ctx: Ctx): SQL {
+  return ctx.principal.projectId
+    ? sql`i.project_id = ${ctx.principal.projectId} and i.org_id = ${ctx.principal.orgId}`
+    : sql`i.org_id = ${ctx.principal.orgId}`;
+}
+
+/** Lanes: the caller's human plus unassigned. Nobody is ever handed their own work to review. */
+function laneOf(ctx: Ctx, allLanes: boolean | undefined): SQL {
+  const me = ctx.principal.userId;
+  const notOwnReview = me ? sql`not (i.status = 'review' and i.submitter_id is not distinct from ${me})` : sql`true`;
+  if (allLanes || !me) return notOwnReview;
+  return sql`(i.assignee_id is null or i.assignee_id = ${me}) and ${notOwnReview}`;
+}
+
+async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promise<number> {
+  const rows = await query<{ n: number }>(
+    db,
+    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and ${dispatchable(now)} and ${lane}`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+function othersLane(ctx: Ctx): SQL {
+  const me = ctx.principal.userId;
+  return me
+    ? sql`i.assignee_id is not null and i.assignee_id <> ${me} and not (i.status = 'review' and i.submitter_id is not distinct from ${me})`
+    : sql`false`;
+}
+
+/**
+ * Per-key live-claim cap. Locking the key row serialises one key's claims, so the cap
+ * holds exactly even when eight agents share a key.
+ */
+async function claimBudget(scope: WriteScope): Promise<{ live: number; cap: number }> {
+  const { tx, ctx, now } = scope;
+  const cap = ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
+  if (!ctx.principal.keyId) return { live: 0, cap };
+  await tx.select({ id: agentKeys.id }).from(agentKeys).where(eq(agentKeys.id, ctx.principal.keyId)).for("update");
+  const rows = await tx
+    .select({ n: sql<number>`count(*)::int` })
+    .from(leases)
+    .where(and(eq(leases.keyId, ctx.principal.keyId), isNull(leases.endedAt), gt(leases.expiresAt, now)));
+  return { live: Number(rows[0]?.n ?? 0), cap };
+}
+
+const claimCapError = (cap: number) =>
+  new DomainError(
+    "CLAIM_CAP",
+    `this key already holds ${cap} live claims, its cap`,
+    "Finish or release_issue one of your claims before taking another.",
+    { cap },
+  );
+
+/** Takes the lease on a locked, dispatchable row. Ends (and records) an expired predecessor. */
+async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number) {
+  const { tx, ctx, now, cipher } = scope;
+  const principal = ctx.principal;
+  if (row.leaseId) await recordExpiry(scope, row.leaseId, row.id, "claim");
+  const fence = row.fence + 1;
+  const claimToken = randomToken("rtclm_", 24);
+  const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs);
+  const leaseId = newId();
+  await tx.insert(leases).values({
+    id: leaseId,
+    orgId: principal.orgId,
+    issueId: row.id,
+    fence,
+    keyId: principal.keyId,
+    userId: principal.userId ?? "system",
+    runtime: principal.runtime ?? "unknown",
+    claimedAt: now,
+    heartbeatAt: now,
+    expiresAt,
+  });
+  await tx
+    .update(issues)
+    .set({
+      fence,
+      leaseId,
+      leaseTokenHash: sha256(claimToken),
+      leaseExpiresAt: expiresAt,
+      status: row.status === "review" ? "review" : "doing",
+      firstClaimedAt: row.firstClaimedAt ?? now,
+      updatedAt: now,
+    })
+    .where(eq(issues.id, row.id));
+  await recordActivity(scope, {
+    issueId: row.id,
+    kind: "claimed",
+    detail: { fence, expiresAt: expiresAt.toISOString(), review: row.status === "review" },
+  });
+  await ctx.events.publish(tx, { orgId: principal.orgId, kind: "claim.taken", issueId: row.id, identifier: row.identifier, fence });
+  const claimed = await findIssue(tx, principal.orgId, row.identifier);
+  const issue = await issueView(tx, cipher, claimed, now);
+  return {
+    identifier: row.identifier,
+    claimToken,
+    fence,
+    expiresAt: expiresAt.toISOString(),
+    branch: issue.checkpoint?.branch ?? branchName(row.identifier, issue.title),
+    checkpoint: issue.checkpoint,
+    otherClaims,
+    issue,
+  };
+}
+export type ClaimReply = Awaited<ReturnType<typeof claimRow>>;
+
+/** Ends an expired lease once and records the reclaim; whoever gets there first (sweep or claim) records it. */
+export async function recordExpiry(scope: WriteScope, leaseId: string, issueId: string, by: "claim" | "sweep") {
+  const ended = await scope.tx
+    .update(leases)
+    .set({ endedAt: scope.now, endReason: "expired", reclaimRecordedAt: scope.now })
+    .where(and(eq(leases.id, leaseId), isNull(leases.endedAt)))
+    .returning({ fence: leases.fence, runtime: leases.runtime, userId: leases.userId, expiresAt: leases.expiresAt });
+  const lease = ended[0];
+  if (!lease) return false;
+  await recordActivity(scope, {
+    issueId,
+    kind: "reclaimed",
+    detail: { fence: lease.fence, runtime: lease.runtime, userId: lease.userId, expiredAt: lease.expiresAt.toISOString(), by },
+  }, systemPrincipal(scope.ctx.principal.orgId));
+  return true;
+}
+
+async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
+  const ready = await countReady(ctx.db, ctx, now, laneOf(ctx, allLanes));
+  const otherLanes = allLanes ? 0 : await countReady(ctx.db, ctx, now, othersLane(ctx));
+  return {
+    claimed: false as const,
+    ready,
+    otherLanes,
+    message:
+      otherLanes > 0
+        ? `Nothing claimable in your lane; ${otherLanes} ready issue(s) sit in other people's lanes. Call again with allLanes:true to take one.`
+        : ready > 0
+          ? "Ready work exists but was claimed concurrently; call next_issue again."
+          : "Nothing is claimable right now: everything is held, blocked, or done.",
+  };
+}
+
+/** Moves any issue whose deadline state time has changed before dispatching, so the order is exact. */
+async function applyDueSla(ctx: Ctx, now: Date) {
+  const rows = await query<{ found: boolean }>(
+    ctx.db,
+    sql`select exists(select 1 from issues i where ${scopeOf(ctx)} and i.sla_next_at <= ${now.toISOString()}::timestamptz) as found`,
+  );
+  if (rows[0]?.found) await slaSweepOrg(ctx, ctx.principal.orgId);
+}
+
+/** Claims the single most urgent dispatchable issue in the caller's lanes. */
+export async function nextIssue(ctx: Ctx, raw: unknown) {
+  const input = nextIssueInput.parse(raw ?? {});
+  await applyDueSla(ctx, ctx.clock.now());
+  const claimed = await inTransaction(ctx, async (scope) => {
+    const budget = await claimBudget(scope);
+    const rows = await query<{ id: string }>(
+      scope.tx,
+      sql`select i.id from issues i where ${scopeOf(ctx)} and ${dispatchable(scope.now)} and ${laneOf(ctx, input.allLanes)}
+          order by ${ORDER} limit 1 for update skip locked`,
+    );
+    if (!rows[0]) return null;
+    if (budget.live >= budget.cap) throw claimCapError(budget.cap);
+    const [row] = await scope.tx.select().from(issues).where(eq(issues.id, rows[0].id));
+    return claimRow(scope, row!, budget.live);
+  });
+  return claimed ?? emptyReply(ctx, ctx.clock.now(), input.allLanes);
+}
+
+/** Pairs among `ids` that may not go out together: dependency paths, parent/child, related, duplicate. */
+async function conflictsAmong(db: Db, ids: string[]): Promise<Set<string>> {
+  const conflicts = new Set<string>();
+  if (ids.length < 2) return conflicts;
+  const list = idList(ids);
+  const pairs = await query<{ a: string; b: string }>(
+    db,
+    sql`with recursive reach(origin, id) as (
+          select r.source_id, r.target_id from relations r where r.type = 'blocks' and r.source_id in (${list})
+          union
+          select reach.origin, r.target_id from reach join relations r on r.source_id = reach.id and r.type = 'blocks'
+        )
+        select origin as a, id as b from reach where id in (${list})
+        union all
+        select source_id, target_id from relations where type in ('related', 'duplicate') and source_id in (${list}) and target_id in (${list})
+        union all
+        select parent_id, id from issues where id in (${list}) and parent_id in (${list})`,
+  );
+  for (const { a, b } of pairs) {
+    conflicts.add(`${a}|${b}`);
+    conflicts.add(`${b}|${a}`);
+  }
+  return conflicts;
+}
+
+/** Up to n mutually independent dispatchable issues in order; a free peek, or all claimed in one transaction. */
+export async function nextBatch(ctx: Ctx, raw: unknown) {
+  const input = nextBatchInput.parse(raw ?? {});
+  await applyDueSla(ctx, ctx.clock.now());
+  const window = Math.min(200, input.n * 4 + 10);
+  const result = await inTransaction(ctx, async (scope) => {
+    const budget = input.claim ? await claimBudget(scope) : null;
+    const lock = input.claim ? sql`for update skip locked` : sql``;
+    const candidates = await query<{ id: string }>(
+      scope.tx,
+      sql`select i.id from issues i where ${scopeOf(ctx)} and ${dispatchable(scope.now)} and ${laneOf(ctx, input.allLanes)}
+          order by ${ORDER} limit ${window} ${lock}`,
+    );
+    const conflicts = await conflictsAmong(scope.tx, candidates.map((c) => c.id));
+    const limit = budget ? Math.min(input.n, budget.cap - budget.live) : input.n;
+    if (budget && limit <= 0 && candidates.length > 0) throw claimCapError(budget.cap);
+    const picked: string[] = [];
+    for (const { id } of candidates) {
+      if (picked.length >= limit) break;
+      if (picked.every((p) => !conflicts.has(`${p}|${id}`))) picked.push(id);
+    }
+    if (picked.length === 0) return null;
+    const rows = await scope.tx.select().from(issues).where(inArray(issues.id, picked));
+    const ordered = picked.map((id) => rows.find((r) => r.id === id)!);
+    if (!input.claim) {
+      return { claimed: false as const, issues: await summarize(scope.tx, scope.cipher, ordered, scope.now) };
+    }
+    const claims: ClaimReply[] = [];
+    for (const row of ordered) claims.push(await claimRow(scope, row, budget!.live + claims.length));
+    return { claimed: true as const, claims };
+  });
+  if (result) return result;
+  const empty = await emptyReply(ctx, ctx.clock.now(), input.allLanes);
+  return input.claim ? { ...empty, claims: [] } : { ...empty, issues: [] };
+}
+
+/** Claims one named issue, ignoring lanes; refuses only for a stated reason. */
+export async function claimIssue(ctx: Ctx, raw: unknown) {
+  const { identifier } = claimIssueInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const { tx, now } = scope;
+    const budget = await claimBudget(scope);
+    const row = await findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true });
+    if (!row.work) {
+      throw new DomainError("CONTAINER", `${identifier} is a container (work:false) and is never claimed`, "Claim one of its children instead.", {
+        identifier,
+      });
+    }
+    if (!["todo", "doing", "review"].includes(row.status)) {
+      throw new DomainError(
+        "STATUS_NOT_CLAIMABLE",
+        `${identifier} is ${row.status}`,
+        row.status === "blocked"
+          ? "It is flagged blocked on something external; a person clears that flag."
+          : "Terminal issues are not claimed; call next_issue for open work.",
+        { identifier, status: row.status },
+      );
+    }
+    if (isLeaseLive(row, now)) {
+      const holder = await currentHolder(tx, row, now);
+      throw new DomainError(
+        "ALREADY_CLAIMED",
+        `${identifier} is held by ${holder ? describeHolder(holder) : "another agent"}`,
+        "Call next_issue for other work, or wait for the lease to end.",
+        { identifier, holder, expiresAt: holder?.expiresAt ?? null },
+      );
+    }
+    if (row.openBlockerCount > 0) {
+      const blockers = await openBlockersOf(tx, row.id);
+      throw new DomainError(
+        "BLOCKED",
+        `${identifier} waits on ${blockers.map((b) => `${b.identifier} (${b.status})`).join(", ")}`,
+        "Work on a blocker instead (next_issue hands out the most urgent one).",
+        { identifier, openBlockers: blockers },
+      );
+    }
+    if (row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) {
+      throw new DomainError(
+        "SELF_REVIEW",
+        `you submitted ${identifier} for review; the same principal cannot review it`,
+        "Another person's agent must review it.",
+        { identifier },
+      );
+    }
+    if (budget.live >= budget.cap) throw claimCapError(budget.cap);
+    return claimRow(scope, row, budget.live);
+  });
+}
+
+/** Does this key hold the issue right now? */
+export async function checkClaim(ctx: Ctx, raw: unknown) {
+  const { identifier } = checkClaimInput.parse(raw);
+  const now = ctx.clock.now();
+  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  const holder = await currentHolder(ctx.db, row, now);
+  return {
+    identifier,
+    status: row.status,
+    held: holder !== null,
+    youHold: holder !== null && holder.keyId !== null && holder.keyId === ctx.principal.keyId,
+    holder,
+    expiresAt: holder?.expiresAt ?? null,
+    fence: row.fence,
+  };
+}
+
+async function renew(scope: WriteScope, row: IssueRow) {
+  const expiresAt = new Date(scope.now.getTime() + scope.ctx.config.leaseTtlMs);
+  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt }).where(eq(issues.id, row.id));
+  await scope.tx.update(leases).set({ expiresAt, heartbeatAt: scope.now }).where(eq(leases.id, row.leaseId!));
+  return expiresAt;
+}
+
+/** Renews the lease. Only heartbeat and checkpoint do. */
+export async function heartbeat(ctx: Ctx, raw: unknown) {
+  const input = heartbeatInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    const expiresAt = await renew(scope, row);
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "heartbeat",
+      detail: { fence: row.fence },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.renewed", issueId: row.id, identifier: row.identifier });
+    return { identifier: row.identifier, expiresAt: expiresAt.toISOString(), fence: row.fence };
+  });
+}
+
+async function writeCheckpoint(
+  scope: WriteScope,
+  row: IssueRow,
+  notes: { done?: string; next?: string; gotchas?: string; note?: string; branch?: string },
+) {
+  const { tx, ctx, now, cipher } = scope;
+  const previous = await latestCheckpoint(tx, row.id);
+  await tx.insert(checkpoints).values({
+    id: newId(),
+    orgId: ctx.principal.orgId,
+    issueId: row.id,
+    leaseId: row.leaseId,
+    userId: ctx.principal.userId,
+    keyId: ctx.principal.keyId,
+    runtime: ctx.principal.runtime,
+    doneEnc: cipher.encrypt(notes.done ?? null),
+    nextEnc: cipher.encrypt(notes.next ?? null),
+    gotchasEnc: cipher.encrypt(notes.gotchas ?? null),
+    noteEnc: cipher.encrypt(notes.note ?? null),
+    branch: notes.branch ?? previous?.branch ?? null,
+    createdAt: now,
+  });
+}
+
+/** Records handoff notes that survive release and reclaim, and renews the lease. */
+export async function checkpoint(ctx: Ctx, raw: unknown) {
+  const input = checkpointInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    await writeCheckpoint(scope, row, input);
+    const expiresAt = await renew(scope, row);
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "checkpoint",
+      detail: { fence: row.fence, done: input.done, next: input.next, gotchas: input.gotchas, note: input.note },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.checkpoint", issueId: row.id, identifier: row.identifier });
+    return {
+      identifier: row.identifier,
+      expiresAt: expiresAt.toISOString(),
+      fence: row.fence,
+      checkpoint: checkpointView(scope.cipher, await latestCheckpoint(scope.tx, row.id)),
+    };
+  });
+}
+
+/** Returns held work to the pool; the checkpoint stays for the next claimant. */
+export async function releaseIssue(ctx: Ctx, raw: unknown) {
+  const input = releaseIssueInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    if (input.note) await writeCheckpoint(scope, row, { note: input.note });
+    await endLease(scope, row, "released");
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "released",
+      detail: { fence: row.fence, note: input.note },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
+    return { identifier: row.identifier, released: true, status: row.status };
+  });
+}
+
+/** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims. */
+export async function queueStatus(ctx: Ctx) {
+  const now = ctx.clock.now();
+  const db = ctx.db;
+  const scope = scopeOf(ctx);
+  const [byStatus, sla, blocked, live] = await Promise.all([
+    query<{ status: string; n: number }>(db, sql`select i.status, count(*)::int as n from issues i where ${scope} group by i.status`),
+    query<{ sla_state: string; n: number }>(
+      db,
+      sql`select i.sla_state, count(*)::int as n from issues i where ${scope} and i.status not in ('done', 'canceled') and i.sla_state <> 'none' group by i.sla_state`,
+    ),
+    query<{ identifier: string; blocker: string; blocker_status: string }>(
+      db,
+      sql`select i.identifier, b.identifier as blocker, b.status as blocker_status
+          from issues i join relations r on r.target_id = i.id and r.type = 'blocks' join issues b on b.id = r.source_id
+          where ${scope} and i.open_blocker_count > 0 and i.status not in ('done', 'canceled') and b.status not in ('done', 'canceled')
+          order by i.number limit 200`,
+    ),
+    db
+      .select({
+        identifier: issues.identifier,
+        status: issues.status,
+        expiresAt: leases.expiresAt,
+        claimedAt: leases.claimedAt,
+        heartbeatAt: leases.heartbeatAt,
+        runtime: leases.runtime,
+        userId: leases.userId,
+        email: user.email,
+        fence: leases.fence,
+      })
+      .from(issues)
+      .innerJoin(leases, eq(leases.id, issues.leaseId))
+      .leftJoin(user, eq(user.id, leases.userId))
+      .where(
+        and(
+          eq(issues.orgId, ctx.principal.orgId),
+          ctx.principal.projectId ? eq(issues.projectId, ctx.principal.projectId) : undefined,
+          gt(issues.leaseExpiresAt, now),
+        ),
+      )
+      .orderBy(leases.expiresAt),
+  ]);
+  const blockedOn = new Map<string, { identifier: string; status: string }[]>();
+  for (const b of blocked) {
+    const list = blockedOn.get(b.identifier) ?? [];
+    list.push({ identifier: b.blocker, status: b.blocker_status });
+    blockedOn.set(b.identifier, list);
+  }
+  return {
+    counts: Object.fromEntries(byStatus.map((r) => [r.status, Number(r.n)])),
+    ready: await countReady(db, ctx, now, sql`true`),
+    deadlinePressure: Object.fromEntries(sla.map((r) => [r.sla_state, Number(r.n)])),
+    blockedOn: [...blockedOn].map(([identifier, blockers]) => ({ identifier, blockers })),
+    liveClaims: live.map((l) => ({
+      identifier: l.identifier,
+      status: l.status,
+      runtime: l.runtime,
+      userId: l.userId,
+      email: l.email,
+      fence: l.fence,
+      claimedAt: l.claimedAt.toISOString(),
+      heartbeatAt: l.heartbeatAt.toISOString(),
+      expiresAt: l.expiresAt.toISOString(),
+    })),
+  };
+}

@@ -1,0 +1,74 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { issues, leases, user } from "../../db/schema/index.ts";
+import type { Db } from "../../db/client.ts";
+import { constantTimeEqual, sha256 } from "../crypto/index.ts";
+import { DomainError } from "../errors.ts";
+import type { IssueRow, WriteScope } from "../issues/store.ts";
+import { isLeaseLive } from "../issues/views.ts";
+
+/** Who holds an issue right now, for refusals that must name the holder. */
+export async function currentHolder(tx: Db, row: IssueRow, now: Date) {
+  if (!isLeaseLive(row, now)) return null;
+  const rows = await tx
+    .select({
+      userId: leases.userId,
+      runtime: leases.runtime,
+      keyId: leases.keyId,
+      fence: leases.fence,
+      expiresAt: leases.expiresAt,
+      email: user.email,
+      name: user.name,
+    })
+    .from(leases)
+    .leftJoin(user, eq(user.id, leases.userId))
+    .where(eq(leases.id, row.leaseId!));
+  const holder = rows[0];
+  if (!holder) return null;
+  return { ...holder, expiresAt: holder.expiresAt.toISOString() };
+}
+export type Holder = NonNullable<Awaited<ReturnType<typeof currentHolder>>>;
+
+export const describeHolder = (h: Holder) => `${h.name ?? h.email ?? h.userId} (${h.runtime}) until ${h.expiresAt}`;
+
+/**
+ * Fencing: a write that presents a claim token must present the live one. A released,
+ * expired or superseded token is refused with STALE_CLAIM naming the current holder.
+ */
+export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: string | undefined): Promise<void> {
+  const live = isLeaseLive(row, scope.now);
+  if (token && live && row.leaseTokenHash && constantTimeEqual(sha256(token), row.leaseTokenHash)) return;
+  const holder = await currentHolder(scope.tx, row, scope.now);
+  if (!token) {
+    throw new DomainError(
+      "STALE_CLAIM",
+      holder ? `${row.identifier} is held by ${describeHolder(holder)}` : `${row.identifier} needs a live claim for this write`,
+      holder
+        ? "Only the holder can finish it; wait for release or expiry."
+        : "Claim it first (claim_issue), then pass the claimToken you get.",
+      { identifier: row.identifier, holder },
+    );
+  }
+  throw new DomainError(
+    "STALE_CLAIM",
+    holder
+      ? `your claim on ${row.identifier} is no longer live: it is held by ${describeHolder(holder)}`
+      : `your claim on ${row.identifier} is no longer live (released or expired); nobody holds it now`,
+    holder
+      ? "Stop working on it; call next_issue for other work."
+      : "Claim it again with claim_issue and resume from the checkpoint it returns.",
+    { identifier: row.identifier, holder, currentFence: row.fence },
+  );
+}
+
+/** Ends the issue's live lease (finish or release): the issue becomes dispatchable again unless terminal. */
+export async function endLease(scope: WriteScope, row: IssueRow, reason: "released" | "finished"): Promise<void> {
+  if (!row.leaseId) return;
+  await scope.tx
+    .update(leases)
+    .set({ endedAt: scope.now, endReason: reason })
+    .where(and(eq(leases.id, row.leaseId), isNull(leases.endedAt)));
+  await scope.tx
+    .update(issues)
+    .set({ leaseId: null, leaseTokenHash: null, leaseExpiresAt: null })
+    .where(eq(issues.id, row.id));
+}

@@ -1,0 +1,117 @@
+import { sql, type SQL } from "drizzle-orm";
+import { query, type Db } from "../../db/client.ts";
+
+/**
+ * Keeps the stored ranking columns current. Effective level = max(own level, effective
+ * level of every non-terminal issue it blocks); effective deadline = earliest deadline
+ * among itself and what it gates. Only the changed issues and their transitive blockers
+ * are recomputed, in memory, from one ancestor query and one edge query.
+ */
+
+/** Serialises graph-changing writes within an org so incremental re-ranking never races. */
+export async function lockOrgGraph(tx: Db, orgId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"rank:" + orgId}))`);
+}
+
+export const idList = (ids: readonly string[]): SQL => sql.join(ids.map((id) => sql`${id}`), sql`, `);
+
+const TERMINAL = sql`('done', 'canceled')`;
+
+interface NodeRow {
+  id: string;
+  own_level: number;
+  due_at: string | Date | null;
+  status: string;
+  effective_level: number;
+  effective_due_at: string | Date | null;
+}
+interface EdgeRow {
+  source_id: string;
+  target_id: string;
+  effective_level: number;
+  effective_due_at: string | Date | null;
+}
+
+const ms = (v: string | Date | null): number | null => (v === null ? null : new Date(v).getTime());
+const minDue = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+
+/** Recomputes effective level and deadline for `seeds` and everything that transitively blocks them. */
+export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> {
+  if (seeds.length === 0) return 0;
+  const nodes = await query<NodeRow>(
+    tx,
+    sql`with recursive up(id) as (
+          select i.id from issues i where i.id in (${idList(seeds)})
+          union
+          select r.source_id from relations r
+            join up on r.target_id = up.id
+            join issues s on s.id = r.source_id and s.status not in ${TERMINAL}
+          where r.type = 'blocks'
+        )
+        select i.id, i.own_level, i.due_at, i.status, i.effective_level, i.effective_due_at
+        from issues i join up on up.id = i.id`,
+  );
+  if (nodes.length === 0) return 0;
+  const ids = nodes.map((n) => n.id);
+  const edges = await query<EdgeRow>(
+    tx,
+    sql`select r.source_id, r.target_id, t.effective_level, t.effective_due_at
+        from relations r join issues t on t.id = r.target_id
+        where r.type = 'blocks' and r.source_id in (${idList(ids)}) and t.status not in ${TERMINAL}`,
+  );
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const targets = new Map<string, EdgeRow[]>();
+  for (const e of edges) {
+    const list = targets.get(e.source_id) ?? [];
+    list.push(e);
+    targets.set(e.source_id, list);
+  }
+  const computed = new Map<string, { level: number; due: number | null }>();
+  const compute = (id: string): { level: number; due: number | null } => {
+    const done = computed.get(id);
+    if (done) return done;
+    const node = byId.get(id)!;
+    const terminal = node.status === "done" || node.status === "canceled";
+    let level = Number(node.own_level);
+    let due = terminal ? null : ms(node.due_at);
+    if (!terminal) {
+      for (const edge of targets.get(id) ?? []) {
+        const t = byId.has(edge.target_id)
+          ? compute(edge.target_id)
+          : { level: Number(edge.effective_level), due: ms(edge.effective_due_at) };
+        level = Math.max(level, t.level);
+        due = minDue(due, t.due);
+      }
+    }
+    const result = { level, due };
+    computed.set(id, result);
+    return result;
+  };
+  const changes: SQL[] = [];
+  for (const node of nodes) {
+    const { level, due } = compute(node.id);
+    if (level !== Number(node.effective_level) || due !== ms(node.effective_due_at)) {
+      changes.push(sql`(${node.id}, ${level}::smallint, ${due === null ? null : new Date(due).toISOString()}::timestamptz)`);
+    }
+  }
+  if (changes.length > 0) {
+    await tx.execute(sql`update issues set effective_level = v.level, effective_due_at = v.due
+      from (values ${sql.join(changes, sql`, `)}) as v(id, level, due) where issues.id = v.id`);
+  }
+  return changes.length;
+}
+
+/** Is there a path of `blocks` edges from `from` to `to`? (Adding to→from would close a cycle.) */
+export async function reaches(tx: Db, from: string, to: string): Promise<boolean> {
+  if (from === to) return true;
+  const rows = await query<{ found: boolean }>(
+    tx,
+    sql`with recursive down(id) as (
+          select ${from}::text
+          union
+          select r.target_id from relations r join down on r.source_id = down.id where r.type = 'blocks'
+        )
+        select exists(select 1 from down where id = ${to}) as found`,
+  );
+  return Boolean(rows[0]?.found);
+}

@@ -1,0 +1,60 @@
+import { and, eq, lte, sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import { issues } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { ownLevelOf, slaOf } from "../issues/levels.ts";
+import { inTransaction } from "../issues/store.ts";
+import { lockOrgGraph, rerank } from "./ranking.ts";
+
+/**
+ * Time moves issues across deadline thresholds (75% warning, 90% breaching, past due).
+ * Each issue stores when that next happens; this re-ranks the ones whose moment has come.
+ */
+export async function slaSweepOrg(ctx: Ctx, orgId: string): Promise<number> {
+  const system = withPrincipal(ctx, systemPrincipal(orgId));
+  return inTransaction(system, async (scope) => {
+    const { tx, now } = scope;
+    await lockOrgGraph(tx, orgId);
+    const due = await tx
+      .select()
+      .from(issues)
+      .where(and(eq(issues.orgId, orgId), lte(issues.slaNextAt, now)))
+      .for("update");
+    const moved: string[] = [];
+    for (const row of due) {
+      const sla = slaOf(row.dueAt, row.dueSetAt ?? row.createdAt, now);
+      const ownLevel = ownLevelOf(row.priority, sla);
+      await tx
+        .update(issues)
+        .set({ ownLevel, slaState: sla.state, slaNextAt: sla.nextAt })
+        .where(eq(issues.id, row.id));
+      if (sla.state !== row.slaState) {
+        await recordActivity(scope, {
+          issueId: row.id,
+          kind: "sla_changed",
+          detail: { from: row.slaState, to: sla.state, ownLevel },
+        });
+        await system.events.publish(tx, { orgId, kind: "issue.sla", issueId: row.id, identifier: row.identifier, slaState: sla.state });
+      }
+      if (ownLevel !== row.ownLevel) moved.push(row.id);
+    }
+    if (moved.length > 0) await rerank(tx, moved);
+    return due.length;
+  });
+}
+
+/** The SLA sweep job: every org with an issue whose deadline state time has come. */
+export async function slaSweep(services: Services): Promise<{ changed: number }> {
+  const now = services.clock.now();
+  const orgs = await query<{ org_id: string }>(
+    services.db,
+    sql`select distinct org_id from issues where sla_next_at <= ${now.toISOString()}::timestamptz`,
+  );
+  let changed = 0;
+  for (const { org_id } of orgs) {
+    changed += await slaSweepOrg(withPrincipal(services, systemPrincipal(org_id)), org_id);
+  }
+  return { changed };
+}
+
