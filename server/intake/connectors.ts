@@ -1,0 +1,73 @@
+import { and, asc, eq, isNull } from "drizzle-orm";
+import { z } from "zod";
+import { connectors, projects } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { notFound } from "../errors.ts";
+import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
+
+export const listConnectorsInput = z.object({});
+export const revokeConnectorInput = z.object({
+  connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
+});
+
+/** The org's intake connectors, metadata only: secrets and tokens never leave the server. */
+export async function listConnectors(ctx: Ctx, input: z.input<typeof listConnectorsInput>) {
+  listConnectorsInput.parse(input);
+  const rows = await ctx.db
+    .select({
+      id: connectors.id,
+      provider: connectors.provider,
+      repo: connectors.repo,
+      baseUrl: connectors.baseUrl,
+      intakeLabel: connectors.intakeLabel,
+      tokenEnc: connectors.tokenEnc,
+      projectPrefix: projects.prefix,
+      createdAt: connectors.createdAt,
+      revokedAt: connectors.revokedAt,
+    })
+    .from(connectors)
+    .innerJoin(projects, eq(projects.id, connectors.projectId))
+    .where(eq(connectors.orgId, ctx.principal.orgId))
+    .orderBy(asc(connectors.createdAt));
+  return {
+    connectors: rows.map((row) => ({
+      id: row.id,
+      provider: row.provider,
+      repo: row.repo,
+      baseUrl: row.baseUrl,
+      project: row.projectPrefix,
+      intakeLabel: row.intakeLabel,
+      tokenOnFile: row.tokenEnc !== null,
+      status: row.revokedAt ? ("revoked" as const) : ("active" as const),
+      createdAt: row.createdAt.toISOString(),
+      revokedAt: row.revokedAt?.toISOString() ?? null,
+    })),
+  };
+}
+
+/**
+ * Disconnects a connector: its webhooks are refused from now on. Owner or admin;
+ * idempotent (revoking a revoked connector reports when it was revoked).
+ */
+export async function revokeConnector(ctx: Ctx, input: z.input<typeof revokeConnectorInput>) {
+  const { connectorId } = revokeConnectorInput.parse(input);
+  const { orgId, userId } = ctx.principal;
+  return ctx.db.transaction(async (tx) => {
+    const rows = await tx
+      .select({ id: connectors.id, revokedAt: connectors.revokedAt })
+      .from(connectors)
+      .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId)))
+      .for("update");
+    const row = rows[0];
+    if (!row) throw notFound(`connector ${connectorId}`, "list_connectors shows your org's connectors.");
+    requireRole(await actorOf(ctx, tx), ["owner", "admin"], "revoking a connector");
+    if (row.revokedAt) return { connectorId, status: "revoked" as const, revokedAt: row.revokedAt.toISOString(), changed: false };
+    const now = ctx.clock.now();
+    await tx
+      .update(connectors)
+      .set({ revokedAt: now, revokedBy: userId })
+      .where(and(eq(connectors.id, connectorId), isNull(connectors.revokedAt)));
+    await recordOrgActivity(ctx, tx, "connector.revoked", { connectorId });
+    return { connectorId, status: "revoked" as const, revokedAt: now.toISOString(), changed: true };
+  });
+}

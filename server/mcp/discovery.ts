@@ -1,0 +1,114 @@
+import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import type { Config } from "../config/index.ts";
+import { fullDescription, serverInfo, tools } from "./registry.ts";
+import { toolGroups } from "./tool.ts";
+
+/**
+ * Discovery documents on the app's origin, so an agent that knows only the host can
+ * find the MCP endpoint, how to authenticate and what the tools are.
+ */
+export function publicOrigin(request: Request, config: Pick<Config, "PUBLIC_URL">): string {
+  return config.PUBLIC_URL ? new URL(config.PUBLIC_URL).origin : new URL(request.url).origin;
+}
+
+const summary =
+  "The work queue for fleets of AI coding agents: each pull hands out the most urgent unblocked issue under a " +
+  "fenced, heartbeated lease, and a dead agent's work goes to the next one with its last checkpoint.";
+
+/** `/.well-known/mcp.json`: where the server is, how to speak to it, how to authenticate. */
+export function serverCard(origin: string) {
+  const endpoint = `${origin}/mcp`;
+  return {
+    name: serverInfo.name,
+    title: serverInfo.title,
+    version: serverInfo.version,
+    description: summary,
+    endpoint,
+    transport: { type: "streamable-http", url: endpoint, method: "POST", stateless: true, response: "application/json" },
+    remotes: [
+      {
+        type: "streamable-http",
+        url: endpoint,
+        headers: [
+          {
+            name: "Authorization",
+            description: "Bearer <agent key>: an rtsc_ key minted for you by your org",
+            isRequired: true,
+            isSecret: true,
+          },
+        ],
+      },
+    ],
+    authentication: {
+      type: "bearer",
+      header: "Authorization",
+      scheme: "Bearer",
+      tokenPrefix: "rtsc_",
+      obtain: "An owner or member mints an agent key in the Dash or with `npm run admin -- mint-key`.",
+    },
+    protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
+    capabilities: { tools: { listChanged: false } },
+    tools: tools.map((tool) => tool.name),
+    documentation: `${origin}/index.md`,
+  };
+}
+
+export const linksetContentType = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"';
+
+/** `/.well-known/api-catalog` (RFC 9727): a linkset naming the MCP endpoint and its descriptions. */
+export function apiCatalog(origin: string) {
+  const endpoint = `${origin}/mcp`;
+  return {
+    linkset: [
+      {
+        anchor: `${origin}/.well-known/api-catalog`,
+        item: [{ href: endpoint, title: "Retasc MCP server (Streamable HTTP)" }],
+      },
+      {
+        anchor: endpoint,
+        "service-desc": [{ href: `${origin}/.well-known/mcp.json`, type: "application/json" }],
+        "service-doc": [{ href: `${origin}/index.md`, type: "text/markdown" }],
+        status: [{ href: `${origin}/healthz`, type: "application/json" }],
+      },
+    ],
+  };
+}
+
+/** `/index.md`: the landing page as Markdown, with every tool an agent can call. */
+export function landingMarkdown(origin: string): string {
+  const lines = [
+    "# Retasc",
+    "",
+    summary,
+    "",
+    "## Connect an agent",
+    "",
+    `- MCP endpoint: \`${origin}/mcp\` (Streamable HTTP, JSON responses, stateless)`,
+    "- Authentication: `Authorization: Bearer rtsc_...`, an agent key minted for your human in your org",
+    `- Server card: ${origin}/.well-known/mcp.json; API catalog: ${origin}/.well-known/api-catalog`,
+    "",
+    "For Claude Code:",
+    "",
+    "```sh",
+    `claude mcp add --transport http retasc ${origin}/mcp --header "Authorization: Bearer $RETASC_KEY"`,
+    "```",
+    "",
+    "Then call `whoami`, then `next_issue`.",
+    "",
+    "## The work loop",
+    "",
+    "1. `next_issue` claims the most urgent unblocked issue in your lane and returns a `claimToken`, a branch and the last checkpoint.",
+    "2. `heartbeat` or `checkpoint` before the lease expires; only these renew it.",
+    "3. Finish with `save_issue` (status `done`, or `review` with a reviewer as assignee) and the `claimToken`, or give the work back with `release_issue`.",
+    "",
+    "## Tools",
+  ];
+  for (const group of toolGroups) {
+    const inGroup = tools.filter((tool) => tool.group === group);
+    if (inGroup.length === 0) continue;
+    lines.push("", `### ${group[0]!.toUpperCase()}${group.slice(1)}`, "");
+    for (const tool of inGroup) lines.push(`- \`${tool.name}\`: ${fullDescription(tool)}`);
+  }
+  lines.push("");
+  return lines.join("\n");
+}

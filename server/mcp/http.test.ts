@@ -1,0 +1,255 @@
+import crypto from "node:crypto";
+import { eq } from "drizzle-orm";
+import { Writable } from "node:stream";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { z } from "zod";
+import { agentKeys, connectors, members } from "../../db/schema/index.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
+import type { Services } from "../context.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { invokeTool } from "./invoke.ts";
+import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "./testing.ts";
+import { defineTool, readOnly } from "./tool.ts";
+
+const endpoint = `${inProcessOrigin}/mcp`;
+let testDb: TestDatabase;
+let services: Services;
+let org: SeededOrg;
+let mcpFetch: typeof fetch;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  services = servicesFor(testDb.database, {
+    config: testConfig({ MCP_MAX_BODY_BYTES: "4096", PUBLIC_URL: "https://retasc.example.com" }),
+  });
+  org = await seedOrg(services);
+  mcpFetch = inProcessFetch(services);
+});
+afterAll(() => testDb?.close());
+
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
+
+function post(body: string, headers: Record<string, string> = {}) {
+  return mcpFetch(endpoint, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${org.agents.alice.key}`,
+      ...headers,
+    },
+    body,
+  });
+}
+
+describe("HTTP edge of /mcp", () => {
+  test("no key: 401 with a Bearer challenge", async () => {
+    const response = await post(JSON.stringify(initialize), { authorization: "" });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toBe('Bearer realm="retasc"');
+    const body = await response.json();
+    expect(body.error.message).toMatch(/Authorization: Bearer/);
+  });
+
+  test("unknown key: 401 invalid_token", async () => {
+    const response = await post(JSON.stringify(initialize), { authorization: `Bearer rtsc_${"x".repeat(43)}` });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+  });
+
+  test("a revoked key and the key of a suspended person stop working at once", async () => {
+    const doomed = await org.agentFor("bob", "doomed");
+    const client = await connectClient(endpoint, doomed.key, { fetch: mcpFetch });
+    await callOk(client, "whoami");
+    await services.db.update(agentKeys).set({ revokedAt: new Date() }).where(eq(agentKeys.id, doomed.principal.keyId!));
+    await expect(client.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+
+    const carol = await org.agentFor("carol", "carol-2");
+    const carolClient = await connectClient(endpoint, carol.key, { fetch: mcpFetch });
+    await callOk(carolClient, "whoami");
+    await services.db.update(members).set({ status: "suspended" }).where(eq(members.userId, carol.principal.userId!));
+    try {
+      await expect(carolClient.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+    } finally {
+      await services.db.update(members).set({ status: "active" }).where(eq(members.userId, carol.principal.userId!));
+    }
+  });
+
+  test("a foreign Origin gets 403; the app's own origins are accepted", async () => {
+    const foreign = await post(JSON.stringify(initialize), { origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect((await foreign.json()).error.message).toMatch(/evil\.example/);
+    for (const origin of [inProcessOrigin, "https://retasc.example.com"]) {
+      const response = await post(JSON.stringify(initialize), { origin });
+      expect(response.status).toBe(200);
+    }
+  });
+
+  test("an oversized body gets 413 before it is parsed", async () => {
+    const big = JSON.stringify({ ...initialize, params: { ...initialize.params, padding: "x".repeat(5000) } });
+    const response = await post(big);
+    expect(response.status).toBe(413);
+    expect((await response.json()).jsonrpc).toBe("2.0");
+  });
+
+  test("malformed JSON and non-JSON-RPC bodies get protocol errors, never a 500", async () => {
+    const broken = await post("{not json");
+    expect(broken.status).toBe(400);
+    expect((await broken.json()).error.code).toBe(-32700);
+    const notRpc = await post(JSON.stringify({ hello: "world" }));
+    expect(notRpc.status).toBe(400);
+    const body = await notRpc.text();
+    expect(body).not.toMatch(/at .*\.(js|ts):\d+/);
+    const unknownMethod = await post(JSON.stringify({ jsonrpc: "2.0", id: 7, method: "no/such" }), {
+      "mcp-protocol-version": "2025-06-18",
+    });
+    expect(unknownMethod.status).toBe(200);
+    expect((await unknownMethod.json()).error.code).toBe(-32601);
+  });
+
+  test("GET and DELETE get 405: the server is stateless", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const response = await mcpFetch(endpoint, {
+        method,
+        headers: { accept: "text/event-stream", authorization: `Bearer ${org.agents.alice.key}` },
+      });
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("POST");
+    }
+  });
+});
+
+describe("tool calls", () => {
+  test("tools/list: every tool has a description with its cost, schemas and all four annotations", async () => {
+    const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const { tools } = await client.listTools();
+    expect(tools.length).toBeGreaterThan(5);
+    for (const tool of tools) {
+      expect(tool.description).toMatch(/Cost: /);
+      expect(tool.inputSchema.type).toBe("object");
+      expect(tool.outputSchema?.type).toBe("object");
+      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
+        expect(typeof tool.annotations?.[hint], `${tool.name}.${hint}`).toBe("boolean");
+      }
+    }
+  });
+
+  test("an unknown tool is a JSON-RPC invalid-params error", async () => {
+    const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    await expect(client.callTool({ name: "drop_database", arguments: {} })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  test("wrong argument types and unknown arguments are INVALID_INPUT results naming the problem", async () => {
+    const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const wrongType = await callError(client, "get_project", { prefix: 42 });
+    expect(wrongType.code).toBe("INVALID_INPUT");
+    expect(wrongType.message).toMatch(/prefix/);
+    const unknown = await callError(client, "get_project", { prefx: "RTSC" });
+    expect(unknown.code).toBe("INVALID_INPUT");
+    expect(unknown.message).toMatch(/unknown argument prefx \(accepted: prefix\)/);
+  });
+
+  test("whoami names the human, org, project and key", async () => {
+    const client = await connectClient(endpoint, org.agents.bob.key, { fetch: mcpFetch });
+    const me = await callOk(client, "whoami");
+    expect(me.human).toMatchObject({ userId: org.agents.bob.userId, role: "member" });
+    expect(me.org.id).toBe(org.orgId);
+    expect(me.project).toMatchObject({ id: org.projectId, prefix: org.prefix });
+    expect(me.key).toMatchObject({ id: org.agents.bob.principal.keyId, runtime: "codex", claimCap: 7 });
+  });
+
+  test("mint_session_key mints a working key with the same identity", async () => {
+    const client = await connectClient(endpoint, org.agents.bob.key, { fetch: mcpFetch });
+    const minted = await callOk(client, "mint_session_key");
+    expect(minted.key).toMatch(/^rtsc_/);
+    expect(minted.parentKeyId).toBe(org.agents.bob.principal.keyId);
+    const session = await connectClient(endpoint, minted.key, { fetch: mcpFetch });
+    const me = await callOk(session, "whoami");
+    expect(me.human.userId).toBe(org.agents.bob.userId);
+    expect(me.key).toMatchObject({ id: minted.keyId, parentKeyId: org.agents.bob.principal.keyId, runtime: "codex" });
+  });
+
+  test("projects: list and get with counts", async () => {
+    const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const { projects } = await callOk(client, "list_projects");
+    expect(projects.map((p: { prefix: string }) => p.prefix)).toEqual([org.prefix]);
+    const project = await callOk(client, "get_project", { prefix: org.prefix.toLowerCase() });
+    expect(project).toMatchObject({ id: org.projectId, prefix: org.prefix, open: 0 });
+    expect((await callError(client, "get_project", { prefix: "NOPE" })).code).toBe("NOT_FOUND");
+  });
+
+  test("connectors: metadata only, owner/admin revoke, idempotent, invisible to other orgs", async () => {
+    const cipher = await services.keyring.forOrg(services.db, org.orgId);
+    const connectorId = crypto.randomUUID();
+    await services.db.insert(connectors).values({
+      id: connectorId,
+      orgId: org.orgId,
+      projectId: org.projectId,
+      provider: "github",
+      repo: "acme/web",
+      webhookSecretEnc: cipher.encrypt("whsec-very-secret"),
+      tokenEnc: cipher.encrypt("ghp-very-secret"),
+    });
+    const alice = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const bob = await connectClient(endpoint, org.agents.bob.key, { fetch: mcpFetch });
+    const listed = await alice.callTool({ name: "list_connectors", arguments: {} });
+    expect(JSON.stringify(listed)).not.toMatch(/very-secret/);
+    expect((listed.structuredContent as any).connectors).toEqual([
+      expect.objectContaining({ id: connectorId, provider: "github", repo: "acme/web", project: org.prefix, tokenOnFile: true, status: "active" }),
+    ]);
+
+    const other = await seedOrg(services, { prefix: "OTH" });
+    const stranger = await connectClient(endpoint, other.agents.alice.key, { fetch: mcpFetch });
+    expect((await callError(stranger, "revoke_connector", { connectorId })).code).toBe("NOT_FOUND");
+    expect((await callOk(stranger, "list_connectors")).connectors).toEqual([]);
+
+    expect((await callError(bob, "revoke_connector", { connectorId })).code).toBe("FORBIDDEN");
+    const revoked = await callOk(alice, "revoke_connector", { connectorId });
+    expect(revoked).toMatchObject({ connectorId, status: "revoked", changed: true });
+    expect(await callOk(alice, "revoke_connector", { connectorId })).toMatchObject({ changed: false, revokedAt: revoked.revokedAt });
+  });
+
+  test("usage and billing summaries are honest about what is recorded", async () => {
+    const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const usage = await callOk(client, "usage_summary");
+    expect(usage.metered).toBe(false);
+    expect(usage.writesAllTime).toBeGreaterThan(0);
+    expect(usage.byKind).toEqual(expect.arrayContaining([expect.objectContaining({ kind: "key.session_minted" })]));
+    const billing = await callOk(client, "billing_summary");
+    expect(billing).toMatchObject({ enabled: false, balanceMicroCredits: null });
+  });
+});
+
+describe("the invoke wrapper", () => {
+  test("an unexpected failure becomes UNAVAILABLE with the request id; the detail only reaches the log", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "info" }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
+    const exploding = defineTool({
+      name: "explode",
+      title: "Explode",
+      group: "observability",
+      description: "test only",
+      input: z.object({}),
+      output: z.object({}),
+      annotations: readOnly,
+      access: "read",
+      meter: null,
+      handler: async () => {
+        throw new Error("connection string postgres://secret@db");
+      },
+    });
+    const result = await invokeTool({ services, principal: org.agents.alice.principal, log, requestId: "req-123" }, exploding, {});
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toEqual({
+      error: { code: "UNAVAILABLE", message: "explode failed on the server", hint: expect.stringContaining("req-123") },
+    });
+    expect(JSON.stringify(result)).not.toMatch(/secret/);
+    expect(lines.join("")).toMatch(/secret@db/);
+  });
+});

@@ -1,0 +1,67 @@
+import { performance } from "node:perf_hooks";
+import { withPrincipal, type Principal, type Services } from "../context.ts";
+import type { Logger } from "../log.ts";
+import { describeZodError, errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
+import { chargeOf, type ToolDefinition } from "./tool.ts";
+
+/** Who is calling and where to log: fixed for one HTTP request. */
+export interface CallScope {
+  services: Services;
+  principal: Principal;
+  log: Logger;
+  requestId: string;
+}
+
+/**
+ * The one wrapper every tool call goes through: validates the arguments against the
+ * tool's schema, runs the handler as the key's principal (so every write is attributed),
+ * logs the outcome with its meter charge, and turns any failure into an `isError`
+ * result. Billing plugs in here (admit before, record the charge after) without
+ * touching the tools.
+ */
+export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: Record<string, unknown>): Promise<ToolResult> {
+  const started = performance.now();
+  const { principal } = scope;
+  const logFields = {
+    requestId: scope.requestId,
+    tool: tool.name,
+    orgId: principal.orgId,
+    userId: principal.userId,
+    keyId: principal.keyId,
+    runtime: principal.runtime,
+  };
+  const unknownArguments = Object.keys(args).filter((key) => !(key in tool.input.shape));
+  if (unknownArguments.length > 0) {
+    const accepted = Object.keys(tool.input.shape);
+    scope.log.info({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    return errorResult(
+      invalidArguments(
+        tool.name,
+        `unknown argument${unknownArguments.length > 1 ? "s" : ""} ${unknownArguments.join(", ")} ` +
+          `(accepted: ${accepted.length ? accepted.join(", ") : "none"})`,
+      ),
+    );
+  }
+  const parsed = tool.input.safeParse(args);
+  if (!parsed.success) {
+    scope.log.info({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    return errorResult(invalidArguments(tool.name, describeZodError(parsed.error)));
+  }
+  try {
+    const output = await tool.handler(withPrincipal(scope.services, principal), args);
+    const charge = chargeOf(tool, parsed.data, output);
+    scope.log.info(
+      { ...logFields, outcome: "ok", charge, durationMs: round(performance.now() - started) },
+      "mcp tool call",
+    );
+    return successResult(output as Record<string, unknown>);
+  } catch (error) {
+    const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);
+    const durationMs = round(performance.now() - started);
+    if (internal) scope.log.error({ ...logFields, outcome: "failed", durationMs, err: error }, "mcp tool call failed");
+    else scope.log.info({ ...logFields, outcome: "refused", code: toolError.code, durationMs }, "mcp tool call");
+    return errorResult(toolError);
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { toolErrorSchema } from "./errors.ts";
+import { costSentence, toolGroups, type ToolDefinition } from "./tool.ts";
+import { identityTools } from "./tools/identity.ts";
+import { connectorTools } from "./tools/org.ts";
+import { projectTools, usageTools } from "./tools/observability.ts";
+
+export const serverInfo = { name: "retasc", title: "Retasc", version: "1.0.0" };
+
+export const serverInstructions = [
+  "Retasc is a work queue for coding agents. Start with whoami.",
+  "The loop: next_issue claims the most urgent unblocked issue for you and returns a claimToken and a branch;",
+  "heartbeat (or checkpoint) before the lease expires; checkpoint what you did, what is next and any gotchas;",
+  "finish with save_issue (status done, or review with a reviewer as assignee) passing the claimToken,",
+  "or give the work back with release_issue. A refused call returns isError with error.code and a hint to act on;",
+  "relay error.tellHuman to your human verbatim.",
+].join(" ");
+
+/** Every tool, in the order of the design's table. */
+export const tools: readonly ToolDefinition[] = [...identityTools, ...connectorTools, ...projectTools, ...usageTools].sort(
+  (a, b) => toolGroups.indexOf(a.group) - toolGroups.indexOf(b.group),
+);
+
+export const toolsByName: ReadonlyMap<string, ToolDefinition> = new Map(tools.map((tool) => [tool.name, tool]));
+
+/** JSON Schema (draft 7, which the SDK's client validator speaks) without the `$schema` marker. */
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _marker, ...rest } = z.toJSONSchema(schema, { io, target: "draft-7", unrepresentable: "any" });
+  return rest;
+}
+
+/** The input schema; arguments it does not name are refused, so it says so. */
+export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
+  return { ...jsonSchema(tool.input, "input"), type: "object", additionalProperties: false };
+}
+
+/** What `structuredContent` holds: the tool's result, or on `isError` the error envelope. */
+export function outputJsonSchema(tool: ToolDefinition): NonNullable<Tool["outputSchema"]> {
+  return { type: "object", ...jsonSchema(z.union([tool.output, toolErrorSchema]), "output") };
+}
+
+export const fullDescription = (tool: ToolDefinition) => `${tool.description} ${costSentence(tool)}`;
+
+let listed: Tool[] | undefined;
+
+/** The tools/list answer, built once per process: it never changes while the server runs. */
+export function listedTools(): Tool[] {
+  listed ??= tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: fullDescription(tool),
+    inputSchema: inputJsonSchema(tool),
+    outputSchema: outputJsonSchema(tool),
+    annotations: { title: tool.title, ...tool.annotations },
+  }));
+  return listed;
+}

@@ -1,0 +1,90 @@
+import type { z } from "zod";
+import type { Ctx } from "../context.ts";
+import { rateCard, type MeterTier } from "../usage/rate-card.ts";
+
+export const toolGroups = [
+  "identity",
+  "work loop",
+  "issues",
+  "graph",
+  "collaboration",
+  "attachments",
+  "org",
+  "observability",
+] as const;
+export type ToolGroup = (typeof toolGroups)[number];
+
+/** All four hints are set on every tool: MCP's defaults (destructive, open world) are wrong for most of ours. */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * How billing treats a tool. `read`: never metered, never refused for billing.
+ * `write`: metered and refused when the org has no credit. `wind-down`: metered but
+ * always allowed, so a lapsed org can still let go of work cleanly.
+ */
+export type BillingAccess = "read" | "write" | "wind-down";
+
+export interface Charge {
+  tier: MeterTier;
+  units: number;
+}
+
+/** What a successful call is metered as. `charge` refines it per call (free empty polls, per-issue batches). */
+export interface Metering<I extends z.ZodObject, O extends z.ZodType> {
+  tier: MeterTier;
+  /** Told to the agent after the price, e.g. "free when nothing is claimed". */
+  note?: string;
+  charge?(input: z.output<I>, output: z.output<O>): Charge | null;
+}
+
+/**
+ * One MCP tool. The input schema is the service's own zod schema (defined once in
+ * server/), the output schema describes `structuredContent` on success. The handler
+ * only calls server/ functions; the invoke wrapper does auth context, logging,
+ * metering and error translation around it.
+ */
+export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
+  name: string;
+  title: string;
+  group: ToolGroup;
+  /** For the agent: what it does and when to call it. The cost sentence is added from `access` and `meter`. */
+  description: string;
+  input: I;
+  output: O;
+  annotations: ToolAnnotations;
+  access: BillingAccess;
+  /** null for reads, which are free. */
+  meter: Metering<I, O> | null;
+  handler(ctx: Ctx, input: z.input<I>): Promise<z.input<O>>;
+}
+
+/** Keeps each tool's handler typed against its own schemas while the registry holds them together. */
+export function defineTool<I extends z.ZodObject, O extends z.ZodType>(tool: ToolDefinition<I, O>): ToolDefinition {
+  return tool as unknown as ToolDefinition;
+}
+
+export function chargeOf(tool: ToolDefinition, input: unknown, output: unknown): Charge | null {
+  if (!tool.meter) return null;
+  return tool.meter.charge ? tool.meter.charge(input as never, output as never) : { tier: tool.meter.tier, units: 1 };
+}
+
+/** The cost sentence every description ends with, derived from the metering so the two never disagree. */
+export function costSentence(tool: ToolDefinition): string {
+  if (!tool.meter) return "Cost: free (a read).";
+  const price = `${rateCard[tool.meter.tier].toLocaleString("en-US")} micro-credits (${tool.meter.tier} tier)`;
+  const note = tool.meter.note ? `; ${tool.meter.note}` : "";
+  const windDown = tool.access === "wind-down" ? " Always allowed, even when the org's billing has lapsed." : "";
+  return `Cost: ${price}${note}.${windDown}`;
+}
+
+export const readOnly: ToolAnnotations = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+};

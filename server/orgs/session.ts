@@ -1,0 +1,92 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { agentKeys, members, orgs, projects, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { DomainError, notFound } from "../errors.ts";
+import { recordOrgActivity } from "./access.ts";
+import { mintAgentKey } from "./index.ts";
+
+/** The calling agent's identity: the human it acts for, the org, the key's project and runtime. */
+export async function whoami(ctx: Ctx) {
+  const { principal, db } = ctx;
+  const rows = await db
+    .select({
+      userId: user.id,
+      email: user.email,
+      name: user.name,
+      role: members.role,
+      orgName: orgs.name,
+      timeZone: orgs.timeZone,
+    })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .innerJoin(orgs, eq(orgs.id, members.orgId))
+    .where(and(eq(members.orgId, principal.orgId), eq(members.userId, principal.userId ?? "")));
+  const row = rows[0];
+  if (!row) throw notFound("your membership", "Your key no longer belongs to an active member of this org.");
+  const key = principal.keyId
+    ? (
+        await db
+          .select({ id: agentKeys.id, prefix: agentKeys.prefix, parentKeyId: agentKeys.parentKeyId })
+          .from(agentKeys)
+          .where(eq(agentKeys.id, principal.keyId))
+      )[0]
+    : undefined;
+  const project = principal.projectId
+    ? (
+        await db
+          .select({ id: projects.id, prefix: projects.prefix, name: projects.name })
+          .from(projects)
+          .where(and(eq(projects.id, principal.projectId), eq(projects.orgId, principal.orgId)))
+      )[0]
+    : undefined;
+  return {
+    kind: principal.kind,
+    human: { userId: row.userId, email: row.email, name: row.name, role: row.role },
+    org: { id: principal.orgId, name: row.orgName, timeZone: row.timeZone },
+    project: project ?? null,
+    key: key
+      ? {
+          id: key.id,
+          prefix: key.prefix,
+          runtime: principal.runtime,
+          parentKeyId: key.parentKeyId,
+          claimCap: principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT,
+        }
+      : null,
+    leaseTtlSeconds: ctx.config.LEASE_TTL_SECONDS,
+  };
+}
+export type WhoamiView = Awaited<ReturnType<typeof whoami>>;
+
+export const mintSessionKeyInput = z.object({});
+
+/**
+ * Mints a key for one session of the calling agent: same human, org, project, runtime
+ * and claim cap, with the caller's key as its parent. The secret is returned once.
+ */
+export async function mintSessionKey(ctx: Ctx, input: z.input<typeof mintSessionKeyInput>) {
+  mintSessionKeyInput.parse(input);
+  const { principal } = ctx;
+  if (principal.kind !== "agent" || !principal.keyId || !principal.userId || !principal.runtime) {
+    throw new DomainError("FORBIDDEN", "only an agent key can mint a session key", "Call this with an agent key (rtsc_...).");
+  }
+  return ctx.db.transaction(async (tx) => {
+    const minted = await mintAgentKey(tx, {
+      orgId: principal.orgId,
+      userId: principal.userId!,
+      runtime: principal.runtime!,
+      projectId: principal.projectId,
+      parentKeyId: principal.keyId,
+      claimCap: principal.claimCap,
+    });
+    await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId });
+    return {
+      key: minted.key,
+      keyId: minted.keyId,
+      runtime: principal.runtime!,
+      parentKeyId: principal.keyId!,
+      projectId: principal.projectId,
+    };
+  });
+}
