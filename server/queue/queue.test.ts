@@ -312,11 +312,11 @@ describe("lanes and batches", () => {
     const d = await create(a, "d", { priority: 3 });
     const peek = await nextBatch(a, { n: 5 });
     expect(peek.claimed).toBe(false);
-    const peeked = "issues" in peek ? peek.issues.map((i) => i.identifier) : [];
+    const peeked = "issues" in peek ? (peek.issues ?? []).map((i) => i.identifier) : [];
     expect(peeked).toEqual([root.identifier, r1.identifier, d.identifier]);
     expect((await queueStatus(a)).liveClaims).toHaveLength(0);
     const claimed = await nextBatch(a, { n: 2, claim: true });
-    expect("claims" in claimed && claimed.claims.map((c) => c.identifier)).toEqual([root.identifier, r1.identifier]);
+    expect("claims" in claimed && (claimed.claims ?? []).map((c) => c.identifier)).toEqual([root.identifier, r1.identifier]);
     expect((await queueStatus(a)).liveClaims).toHaveLength(2);
   });
 

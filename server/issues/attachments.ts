@@ -1,0 +1,88 @@
+import { and, asc, eq } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
+import { attachments, issues } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import type { Ctx } from "../context.ts";
+import type { OrgCipher } from "../crypto/index.ts";
+import { notFound } from "../errors.ts";
+import { newId } from "../orgs/index.ts";
+import { getAttachmentInput, listAttachmentsInput, obsoleteAttachmentInput, saveAttachmentInput } from "./schemas.ts";
+import { findIssue, inTransaction } from "./store.ts";
+
+/** Link attachments. Obsoleting is the delete-equivalent: the record stays, flagged with a reason. */
+function view(cipher: OrgCipher, row: typeof attachments.$inferSelect, issue: string) {
+  return {
+    id: row.id,
+    issue,
+    url: cipher.decrypt(row.urlEnc),
+    title: cipher.decrypt(row.titleEnc),
+    authorId: row.authorId,
+    obsolete: row.obsoletedAt !== null,
+    obsoleteReason: cipher.decrypt(row.obsoleteReasonEnc),
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+export async function saveAttachment(ctx: Ctx, raw: unknown) {
+  const input = saveAttachmentInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const { tx, now, cipher } = scope;
+    const issue = await findIssue(tx, ctx.principal.orgId, input.issue);
+    const [row] = await tx
+      .insert(attachments)
+      .values({
+        id: newId(),
+        orgId: ctx.principal.orgId,
+        issueId: issue.id,
+        urlEnc: cipher.encrypt(input.url),
+        titleEnc: cipher.encrypt(input.title ?? null),
+        authorId: ctx.principal.userId,
+        keyId: ctx.principal.keyId,
+        createdAt: now,
+      })
+      .returning();
+    await recordActivity(scope, { issueId: issue.id, kind: "attachment_added", detail: { attachmentId: row!.id } });
+    return view(cipher, row!, issue.identifier);
+  });
+}
+
+export async function listAttachments(ctx: Ctx, raw: unknown) {
+  const input = listAttachmentsInput.parse(raw);
+  const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  const rows = await ctx.db.select().from(attachments).where(eq(attachments.issueId, issue.id)).orderBy(asc(attachments.createdAt));
+  return { issue: issue.identifier, attachments: rows.map((r) => view(cipher, r, issue.identifier)) };
+}
+
+async function findAttachment(db: Db, orgId: string, id: string) {
+  const rows = await db
+    .select({ attachment: attachments, identifier: issues.identifier })
+    .from(attachments)
+    .innerJoin(issues, eq(issues.id, attachments.issueId))
+    .where(and(eq(attachments.id, id), eq(attachments.orgId, orgId)));
+  if (!rows[0]) throw notFound(`attachment ${id}`);
+  return rows[0];
+}
+
+export async function getAttachment(ctx: Ctx, raw: unknown) {
+  const input = getAttachmentInput.parse(raw);
+  const { attachment, identifier } = await findAttachment(ctx.db, ctx.principal.orgId, input.attachment);
+  return view(await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId), attachment, identifier);
+}
+
+export async function obsoleteAttachment(ctx: Ctx, raw: unknown) {
+  const input = obsoleteAttachmentInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const { tx, now, cipher } = scope;
+    const { attachment, identifier } = await findAttachment(tx, ctx.principal.orgId, input.attachment);
+    if (!attachment.obsoletedAt) {
+      await tx
+        .update(attachments)
+        .set({ obsoletedAt: now, obsoleteReasonEnc: cipher.encrypt(input.reason) })
+        .where(eq(attachments.id, attachment.id));
+      await recordActivity(scope, { issueId: attachment.issueId, kind: "attachment_obsoleted", detail: { attachmentId: attachment.id } });
+    }
+    const updated = await findAttachment(tx, ctx.principal.orgId, attachment.id);
+    return view(cipher, updated.attachment, identifier);
+  });
+}

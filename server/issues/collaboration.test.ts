@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import type { Services } from "../context.ts";
+import { seedOrg } from "../testing/fixtures.ts";
+import { getAttachment, listAttachments, obsoleteAttachment, saveAttachment } from "./attachments.ts";
+import { listComments, retractComment, saveComment } from "./comments.ts";
+import { getIssue, saveIssue } from "./index.ts";
+import { listLabels, saveLabel } from "./labels.ts";
+
+let tdb: TestDatabase;
+let services: Services;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database);
+});
+afterAll(() => tdb.close());
+
+describe("comments, labels, attachments", () => {
+  it("threads comments and retracts without deleting; only the author may retract", async () => {
+    const org = await seedOrg(services);
+    const { alice, bob } = org.agents;
+    const issue = await saveIssue(alice.ctx, { title: "t", work: true, noDependency: "none" });
+    const top = await saveComment(alice.ctx, { issue: issue.identifier, body: "first" });
+    const reply = await saveComment(bob.ctx, { issue: issue.identifier, body: "reply", parent: top.id });
+    await expect(retractComment(bob.ctx, { comment: top.id, note: "nope" })).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await retractComment(alice.ctx, { comment: top.id, note: "wrong issue" });
+    const thread = await listComments(bob.ctx, { issue: issue.identifier });
+    expect(thread.comments.map((c) => [c.body, c.parent, c.retracted, c.retractNote])).toEqual([
+      ["first", null, true, "wrong issue"],
+      ["reply", top.id, false, null],
+    ]);
+    expect(reply.parent).toBe(top.id);
+  });
+
+  it("labels are idempotent by name and replaced on the issue", async () => {
+    const org = await seedOrg(services);
+    const a = org.agents.alice.ctx;
+    await saveLabel(a, { name: "bug", color: "#ff0000" });
+    await saveLabel(a, { name: "bug" });
+    const issue = await saveIssue(a, { title: "t", work: true, noDependency: "none", labels: ["bug", "ui"] });
+    expect(issue.labels).toEqual(["bug", "ui"]);
+    const relabeled = await saveIssue(a, { identifier: issue.identifier, labels: ["ui"] });
+    expect(relabeled.labels).toEqual(["ui"]);
+    expect((await listLabels(a)).labels).toEqual([
+      expect.objectContaining({ name: "bug", color: "#ff0000", issues: 0 }),
+      expect.objectContaining({ name: "ui", issues: 1 }),
+    ]);
+  });
+
+  it("attachments are obsoleted with a reason, never removed, and invisible to another org", async () => {
+    const org = await seedOrg(services);
+    const other = await seedOrg(services);
+    const a = org.agents.alice.ctx;
+    const issue = await saveIssue(a, { title: "t", work: true, noDependency: "none" });
+    const link = await saveAttachment(a, { issue: issue.identifier, url: "https://example.com/spec", title: "Spec" });
+    await obsoleteAttachment(a, { attachment: link.id, reason: "superseded" });
+    const listed = await listAttachments(a, { issue: issue.identifier });
+    expect(listed.attachments).toEqual([expect.objectContaining({ url: "https://example.com/spec", obsolete: true, obsoleteReason: "superseded" })]);
+    await expect(getAttachment(other.agents.alice.ctx, { attachment: link.id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(getIssue(other.agents.alice.ctx, { identifier: issue.identifier })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+});

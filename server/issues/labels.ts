@@ -1,0 +1,30 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import { issueLabels, labels } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { newId } from "../orgs/index.ts";
+import { saveLabelInput } from "./schemas.ts";
+
+/** Creates a label, or updates its color; idempotent by name. */
+export async function saveLabel(ctx: Ctx, raw: unknown) {
+  const input = saveLabelInput.parse(raw);
+  const [row] = await ctx.db
+    .insert(labels)
+    .values({ id: newId(), orgId: ctx.principal.orgId, name: input.name, color: input.color ?? null })
+    .onConflictDoUpdate({
+      target: [labels.orgId, labels.name],
+      set: { color: input.color !== undefined ? input.color : sql`${labels.color}` },
+    })
+    .returning();
+  return { id: row!.id, name: row!.name, color: row!.color };
+}
+
+export async function listLabels(ctx: Ctx) {
+  const rows = await ctx.db
+    .select({ id: labels.id, name: labels.name, color: labels.color, issues: sql<number>`count(${issueLabels.issueId})::int` })
+    .from(labels)
+    .leftJoin(issueLabels, eq(issueLabels.labelId, labels.id))
+    .where(and(eq(labels.orgId, ctx.principal.orgId)))
+    .groupBy(labels.id)
+    .orderBy(asc(labels.name));
+  return { labels: rows.map((r) => ({ ...r, issues: Number(r.issues) })) };
+}
