@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
+import type { Services } from "../context.ts";
+import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods, type Auth } from "./index.ts";
+
+const origin = "http://retasc.test";
+const host = "retasc.test";
+
+let tdb: TestDatabase;
+let services: Services;
+let auth: Auth;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database);
+  auth = createAuth(services);
+});
+afterAll(async () => {
+  await tdb.close();
+});
+
+function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return auth.handler(
+    new Request(`${origin}/api/auth${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin, ...headers },
+      body: JSON.stringify(body),
+    }),
+  );
+}
+
+function cookieOf(response: Response): string {
+  return response.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
+}
+
+async function signUp(email: string) {
+  const response = await post("/sign-up/email", { email, password: "correct horse battery", name: "Ada" });
+  expect(response.status).toBe(200);
+  return cookieOf(response);
+}
+
+describe("sign-in methods", () => {
+  it("offers email + password by default when embedded and social providers only when configured", () => {
+    expect(signInMethods(testConfig())).toEqual({ emailPassword: true, social: [] });
+    expect(
+      signInMethods(
+        testConfig({ DATABASE_URL: "postgres://x/y", GITHUB_CLIENT_ID: "id", GITHUB_CLIENT_SECRET: "secret" }),
+      ),
+    ).toEqual({ emailPassword: false, social: ["github"] });
+    expect(signInMethods(testConfig({ RETASC_EMAIL_PASSWORD: "on", DATABASE_URL: "postgres://x/y" })).emailPassword).toBe(true);
+  });
+
+  it("refuses email sign-up when the operator turned it off", async () => {
+    const closed = createAuth({ ...services, config: testConfig({ RETASC_EMAIL_PASSWORD: "off" }) });
+    const response = await closed.handler(
+      new Request(`${origin}/api/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify({ email: "nobody@example.com", password: "correct horse battery", name: "N" }),
+      }),
+    );
+    expect(response.status).toBeGreaterThanOrEqual(400);
+  });
+});
+
+describe("email + password sessions", () => {
+  it("signs a person up and resolves the session cookie to them", async () => {
+    const cookie = await signUp("ada@example.com");
+    const who = await sessionUser(auth, new Headers({ cookie, host }));
+    expect(who?.email).toBe("ada@example.com");
+    expect(await sessionUser(auth, new Headers({ host }))).toBeNull();
+  });
+
+  it("refuses a sign-in with the wrong password", async () => {
+    await signUp("grace@example.com");
+    const response = await post("/sign-in/email", { email: "grace@example.com", password: "wrong password!" });
+    expect(response.status).toBe(401);
+  });
+});
+
+describe("device authorization (RFC 8628)", () => {
+  it("hands the CLI a bearer session once the signed-in person approves the code", async () => {
+    const cookie = await signUp("linus@example.com");
+    const codeResponse = await post("/device/code", { client_id: CLI_CLIENT_ID });
+    expect(codeResponse.status).toBe(200);
+    const code = (await codeResponse.json()) as {
+      device_code: string;
+      user_code: string;
+      verification_uri: string;
+      verification_uri_complete: string;
+      interval: number;
+    };
+    expect(code.verification_uri).toBe(`${origin}/device`);
+    expect(code.verification_uri_complete).toContain(`user_code=${code.user_code}`);
+
+    const poll = () =>
+      post("/device/token", {
+        grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+        device_code: code.device_code,
+        client_id: CLI_CLIENT_ID,
+      });
+    const pending = await poll();
+    expect(pending.status).toBe(400);
+    expect(((await pending.json()) as { error: string }).error).toBe("authorization_pending");
+
+    // The /device page first looks the code up as the signed-in person, which binds it to them.
+    const verify = await auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
+    expect(verify.status).toBe("pending");
+    await auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+
+    // Polling faster than the interval is answered with slow_down; wait it out.
+    await new Promise((r) => setTimeout(r, code.interval * 1000 + 50));
+    const granted = await poll();
+    expect(granted.status).toBe(200);
+    const token = ((await granted.json()) as { access_token: string }).access_token;
+    const who = await sessionUser(auth, new Headers({ authorization: `Bearer ${token}`, host }));
+    expect(who?.email).toBe("linus@example.com");
+
+    // A device code is redeemed once.
+    await new Promise((r) => setTimeout(r, code.interval * 1000 + 50));
+    expect((await poll()).status).toBe(400);
+  });
+
+  it("refuses an unknown client id", async () => {
+    const response = await post("/device/code", { client_id: "someone-else" });
+    expect(response.status).toBe(400);
+  });
+
+  it("reports a denied code to the polling CLI as access_denied", async () => {
+    const cookie = await signUp("margaret@example.com");
+    const code = (await (await post("/device/code", { client_id: CLI_CLIENT_ID })).json()) as {
+      device_code: string;
+      user_code: string;
+    };
+    await auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
+    await auth.api.deviceDeny({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+    const denied = await post("/device/token", {
+      grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+      device_code: code.device_code,
+      client_id: CLI_CLIENT_ID,
+    });
+    expect(((await denied.json()) as { error: string }).error).toBe("access_denied");
+  });
+});

@@ -1,0 +1,83 @@
+import { betterAuth } from "better-auth";
+import { drizzleAdapter } from "better-auth/adapters/drizzle";
+import { bearer, deviceAuthorization } from "better-auth/plugins";
+import { account, deviceCode, session, user, verification } from "../../db/schema/index.ts";
+import type { Services } from "../context.ts";
+
+/** The OAuth client id the `retasc` CLI presents in the device flow. */
+export const CLI_CLIENT_ID = "retasc-cli";
+export const AUTH_BASE_PATH = "/api/auth";
+/** Where a person enters or confirms a device code (RFC 8628 verification_uri). */
+export const DEVICE_PATH = "/device";
+
+export type SocialProvider = "github" | "google";
+
+/** Which ways to sign in this deployment offers, from its configuration. */
+export function signInMethods(config: Services["config"]) {
+  const social: SocialProvider[] = [];
+  if (config.GITHUB_CLIENT_ID && config.GITHUB_CLIENT_SECRET) social.push("github");
+  if (config.GOOGLE_CLIENT_ID && config.GOOGLE_CLIENT_SECRET) social.push("google");
+  return { emailPassword: config.emailPassword, social };
+}
+
+/**
+ * The better-auth instance for this deployment:
+ * - GitHub and Google sign-in when their client credentials are configured. Account
+ *   linking is off: a provider identity is found by (provider, provider account id) only,
+ *   never joined to an existing person because the email matches.
+ * - Email + password when `config.emailPassword` (on by default in the embedded mode).
+ * - Device authorization (RFC 8628) for `retasc login`, verified at /device.
+ * - Bearer sessions, so the CLI sends its device-flow token as `Authorization: Bearer`.
+ * Session signing uses BETTER_AUTH_SECRET, or a secret derived from the master key.
+ */
+export function createAuth(services: Pick<Services, "db" | "config" | "keyring">) {
+  const { config } = services;
+  const methods = signInMethods(config);
+  return betterAuth({
+    appName: "Retasc",
+    basePath: AUTH_BASE_PATH,
+    // Without PUBLIC_URL the app answers on whatever origin reached it (like the rest of the app).
+    baseURL: config.PUBLIC_URL ?? { allowedHosts: ["*"], protocol: "auto" },
+    secret: config.BETTER_AUTH_SECRET ?? services.keyring.deriveSecret("better-auth"),
+    database: drizzleAdapter(services.db, {
+      provider: "pg",
+      schema: { user, session, account, verification, deviceCode },
+    }),
+    emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
+    socialProviders: {
+      ...(methods.social.includes("github")
+        ? { github: { clientId: config.GITHUB_CLIENT_ID!, clientSecret: config.GITHUB_CLIENT_SECRET! } }
+        : {}),
+      ...(methods.social.includes("google")
+        ? { google: { clientId: config.GOOGLE_CLIENT_ID!, clientSecret: config.GOOGLE_CLIENT_SECRET! } }
+        : {}),
+    },
+    account: { accountLinking: { enabled: false } },
+    plugins: [
+      deviceAuthorization({
+        verificationUri: DEVICE_PATH,
+        expiresIn: "15m",
+        interval: "3s",
+        validateClient: (clientId) => clientId === CLI_CLIENT_ID,
+      }),
+      bearer(),
+    ],
+    telemetry: { enabled: false },
+    logger: { disabled: config.LOG_LEVEL === "silent" },
+  });
+}
+
+export type Auth = ReturnType<typeof createAuth>;
+
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+/** The signed-in person of a request (session cookie or `Authorization: Bearer`), or null. */
+export async function sessionUser(auth: Auth, headers: Headers): Promise<SessionUser | null> {
+  const result = await auth.api.getSession({ headers });
+  if (!result) return null;
+  return { id: result.user.id, email: result.user.email, name: result.user.name };
+}

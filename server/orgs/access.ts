@@ -1,0 +1,110 @@
+import { and, asc, eq } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
+import { members, type MemberRole } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import { withPrincipal, type Ctx, type Principal, type Services } from "../context.ts";
+import { DomainError, forbidden, notFound } from "../errors.ts";
+
+/**
+ * Who may do what in an org. Roles: owner > admin > member. Every check reads the acting
+ * human's membership from the database, so a suspension or role change applies at once,
+ * whether the call came from the Dash, the CLI or an agent key.
+ */
+export interface Membership {
+  memberId: string;
+  orgId: string;
+  userId: string;
+  role: MemberRole;
+  status: "active" | "suspended";
+}
+
+const rank: Record<MemberRole, number> = { owner: 3, admin: 2, member: 1 };
+
+export async function membershipOf(db: Db, orgId: string, userId: string): Promise<Membership | null> {
+  const rows = await db
+    .select({ memberId: members.id, orgId: members.orgId, userId: members.userId, role: members.role, status: members.status })
+    .from(members)
+    .where(and(eq(members.orgId, orgId), eq(members.userId, userId)));
+  return rows[0] ?? null;
+}
+
+/** A person acting through the Dash or the CLI (no agent key). */
+export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli"): Principal {
+  return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, claimCap: null };
+}
+
+/** A Ctx for a signed-in person in one of their orgs; refuses non-members and suspended members. */
+export async function humanCtx(
+  services: Services,
+  input: { orgId: string; userId: string; runtime: "dash" | "cli" },
+): Promise<{ ctx: Ctx; membership: Membership }> {
+  const membership = await membershipOf(services.db, input.orgId, input.userId);
+  if (!membership) throw notFound("org", "You are not a member of that org; `retasc whoami` lists yours.");
+  if (membership.status !== "active") {
+    throw forbidden("your membership of this org is suspended", "Ask an owner or admin of the org to reactivate you.");
+  }
+  return { ctx: withPrincipal(services, humanPrincipal(input.orgId, input.userId, input.runtime)), membership };
+}
+
+/**
+ * The acting human's membership. Operator commands (the `system` principal) act as an
+ * owner. An agent acts with its human's role.
+ */
+export async function actorOf(ctx: Ctx, db: Db = ctx.db): Promise<Membership> {
+  const { principal } = ctx;
+  if (principal.kind === "system") {
+    return { memberId: "system", orgId: principal.orgId, userId: "system", role: "owner", status: "active" };
+  }
+  const membership = principal.userId ? await membershipOf(db, principal.orgId, principal.userId) : null;
+  if (!membership || membership.status !== "active") {
+    throw new DomainError("UNAUTHORIZED", "this principal is not an active member of the org", "Sign in again, or ask an owner or admin to reactivate you.");
+  }
+  return membership;
+}
+
+export function requireRole(actor: Membership, roles: readonly MemberRole[], action: string): void {
+  if (!roles.includes(actor.role)) {
+    throw forbidden(`${action} needs the ${roles.join(" or ")} role; you are ${article(actor.role)} ${actor.role}`);
+  }
+}
+
+/** Owners act on anyone; admins on ordinary members only (never an owner or a peer admin). */
+export function requireOutranks(actor: Membership, target: { role: MemberRole }, action: string): void {
+  if (actor.role === "owner") return;
+  if (actor.role === "admin" && rank[target.role] < rank.admin) return;
+  throw forbidden(
+    `${article(actor.role, true)} ${actor.role} cannot ${action} ${article(target.role)} ${target.role}`,
+    actor.role === "admin" ? "Only an owner can act on owners and admins." : "Ask an owner or admin of the org.",
+  );
+}
+
+function article(role: MemberRole, capital = false): string {
+  const a = role === "owner" || role === "admin" ? "an" : "a";
+  return capital ? a[0]!.toUpperCase() + a.slice(1) : a;
+}
+
+/**
+ * Locks the org's owner rows (in id order, so concurrent callers never deadlock) and
+ * returns how many are active. Suspensions and demotions take this lock before checking
+ * that an active owner remains, so two owners suspending each other cannot both succeed.
+ */
+export async function lockActiveOwners(tx: Db, orgId: string): Promise<{ memberId: string; status: string }[]> {
+  const rows = await tx
+    .select({ memberId: members.id, status: members.status })
+    .from(members)
+    .where(and(eq(members.orgId, orgId), eq(members.role, "owner")))
+    .orderBy(asc(members.id))
+    .for("update");
+  return rows.filter((r) => r.status === "active");
+}
+
+/** Records an org-level write in the activity log, inside the caller's transaction. */
+export async function recordOrgActivity(
+  ctx: Ctx,
+  tx: Db,
+  kind: string,
+  detail: Record<string, unknown>,
+): Promise<void> {
+  const cipher = await ctx.keyring.forOrg(tx, ctx.principal.orgId);
+  await recordActivity({ tx, ctx, cipher, now: ctx.clock.now() }, { kind, detail });
+}

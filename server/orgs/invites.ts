@@ -1,0 +1,192 @@
+import { and, desc, eq, gt, isNull } from "drizzle-orm";
+import { z } from "zod";
+import { invites, members, orgs, user } from "../../db/schema/index.ts";
+import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import { randomToken, sha256 } from "../crypto/index.ts";
+import { DomainError, forbidden, notFound } from "../errors.ts";
+import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
+import { newId } from "./index.ts";
+
+/**
+ * Invites: single-use `rtscinv_...` codes that add a person to an org as a member. Only
+ * the code's SHA-256 is stored; the code is shown once, to whoever minted it.
+ */
+export const INVITE_PREFIX = "rtscinv_";
+export const DEFAULT_INVITE_DAYS = 7;
+const DAY_MS = 86_400_000;
+
+export const createInviteInput = z.object({
+  expiresDays: z.number().int().min(1, "an invite lasts 1 to 30 days").max(30, "an invite lasts 1 to 30 days").default(DEFAULT_INVITE_DAYS),
+});
+export const inviteIdInput = z.object({ inviteId: z.string().trim().min(1, "inviteId is required").max(100) });
+export const inviteCodeSchema = z
+  .string()
+  .trim()
+  .transform((value) => extractInviteCode(value))
+  .pipe(z.string().regex(/^rtscinv_[A-Za-z0-9_-]{16,100}$/, "an invite code looks like rtscinv_… (or a link ending in one)"));
+export const redeemInviteInput = z.object({ code: inviteCodeSchema });
+
+/** Accepts the bare code or any link that carries it (…/join/rtscinv_…, ?code=rtscinv_…). */
+export function extractInviteCode(value: string): string {
+  const match = /rtscinv_[A-Za-z0-9_-]+/.exec(value);
+  return match ? match[0] : value;
+}
+
+export type InviteState = "pending" | "accepted" | "revoked" | "expired";
+
+function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expiresAt: Date }, now: Date): InviteState {
+  if (row.acceptedAt) return "accepted";
+  if (row.revokedAt) return "revoked";
+  if (row.expiresAt <= now) return "expired";
+  return "pending";
+}
+
+/** Mints an invite (owner or admin). Returns the code once. */
+export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
+  const { expiresDays } = createInviteInput.parse(raw);
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner", "admin"], "inviting people");
+    const code = randomToken(INVITE_PREFIX, 24);
+    const inviteId = newId();
+    const expiresAt = new Date(ctx.clock.now().getTime() + expiresDays * DAY_MS);
+    await tx.insert(invites).values({
+      id: inviteId,
+      orgId: ctx.principal.orgId,
+      codeHash: sha256(code),
+      role: "member",
+      createdBy: ctx.principal.userId,
+      createdAt: ctx.clock.now(),
+      expiresAt,
+    });
+    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, expiresAt: expiresAt.toISOString() });
+    return { inviteId, code, expiresAt: expiresAt.toISOString() };
+  });
+}
+
+/** Every invite of the org with its state (owner or admin). A spent invite has no expiry to show. */
+export async function listInvites(ctx: Ctx) {
+  const actor = await actorOf(ctx);
+  requireRole(actor, ["owner", "admin"], "listing invites");
+  const now = ctx.clock.now();
+  const rows = await ctx.db
+    .select({
+      inviteId: invites.id,
+      role: invites.role,
+      createdAt: invites.createdAt,
+      expiresAt: invites.expiresAt,
+      acceptedAt: invites.acceptedAt,
+      revokedAt: invites.revokedAt,
+      acceptedByEmail: user.email,
+    })
+    .from(invites)
+    .leftJoin(user, eq(user.id, invites.acceptedBy))
+    .where(eq(invites.orgId, ctx.principal.orgId))
+    .orderBy(desc(invites.createdAt), desc(invites.id));
+  return {
+    invites: rows.map((r) => {
+      const state = stateOf(r, now);
+      return {
+        inviteId: r.inviteId,
+        role: r.role,
+        state,
+        createdAt: r.createdAt.toISOString(),
+        expiresAt: state === "pending" || state === "expired" ? r.expiresAt.toISOString() : null,
+        acceptedAt: r.acceptedAt?.toISOString() ?? null,
+        acceptedBy: r.acceptedByEmail ?? null,
+        revokedAt: r.revokedAt?.toISOString() ?? null,
+      };
+    }),
+  };
+}
+
+/** Voids a pending invite (owner or admin). */
+export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>) {
+  const { inviteId } = inviteIdInput.parse(raw);
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner", "admin"], "revoking invites");
+    const now = ctx.clock.now();
+    const rows = await tx.select().from(invites).where(and(eq(invites.orgId, ctx.principal.orgId), eq(invites.id, inviteId)));
+    const invite = rows[0];
+    if (!invite) throw notFound(`invite ${inviteId}`, "List invites with `retasc members list`.");
+    const state = stateOf(invite, now);
+    if (state === "revoked") return { inviteId, state, changed: false };
+    if (state !== "pending") {
+      throw new DomainError("CONFLICT", `invite ${inviteId} is ${state}; only a pending invite can be revoked`, "Nothing to do.");
+    }
+    await tx
+      .update(invites)
+      .set({ revokedAt: now, revokedBy: ctx.principal.userId })
+      .where(and(eq(invites.id, inviteId), isNull(invites.acceptedAt), isNull(invites.revokedAt)));
+    await recordOrgActivity(ctx, tx, "invite.revoked", { inviteId });
+    return { inviteId, state: "revoked" as const, changed: true };
+  });
+}
+
+/**
+ * Redeems an invite for a signed-in person: they become a member of the org. The code is
+ * consumed with one conditional UPDATE, so of any number of concurrent redemptions exactly
+ * one succeeds. A used, revoked or expired code is refused with its reason.
+ */
+export async function redeemInvite(services: Services, input: { userId: string; code: string }) {
+  const code = inviteCodeSchema.parse(input.code);
+  const codeHash = sha256(code);
+  const now = services.clock.now();
+  return services.db.transaction(async (tx) => {
+    const found = await tx
+      .select({ invite: invites, orgName: orgs.name })
+      .from(invites)
+      .innerJoin(orgs, eq(orgs.id, invites.orgId))
+      .where(eq(invites.codeHash, codeHash));
+    const row = found[0];
+    if (!row) throw notFound("invite code", "Check the code, or ask an owner or admin for a new invite.");
+    const { invite, orgName } = row;
+    const existing = await tx
+      .select({ id: members.id, status: members.status, role: members.role })
+      .from(members)
+      .where(and(eq(members.orgId, invite.orgId), eq(members.userId, input.userId)));
+    if (existing[0]?.status === "suspended") {
+      throw forbidden(`your membership of ${orgName} is suspended`, "Ask an owner or admin of the org to reactivate you.");
+    }
+    if (existing[0]) {
+      throw new DomainError("CONFLICT", `you are already a member of ${orgName}`, "Nothing to redeem; bind a folder with `retasc bind`.", {
+        orgId: invite.orgId,
+      });
+    }
+    const taken = await tx
+      .update(invites)
+      .set({ acceptedAt: now, acceptedBy: input.userId })
+      .where(
+        and(eq(invites.id, invite.id), isNull(invites.acceptedAt), isNull(invites.revokedAt), gt(invites.expiresAt, now)),
+      )
+      .returning({ id: invites.id });
+    if (taken.length === 0) {
+      // Re-read: a concurrent redemption may have spent it since the first read.
+      const current = (await tx.select().from(invites).where(eq(invites.id, invite.id)))[0]!;
+      throw refusal(stateOf(current, now), current);
+    }
+    const memberId = newId();
+    await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId: input.userId, role: invite.role });
+    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, "cli"));
+    await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
+    await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
+    return { orgId: invite.orgId, orgName, memberId, role: invite.role };
+  });
+}
+
+function refusal(state: InviteState, invite: { expiresAt: Date; acceptedAt: Date | null; revokedAt: Date | null }) {
+  const hint = "Ask an owner or admin of the org for a new invite.";
+  switch (state) {
+    case "accepted":
+      return new DomainError("CONFLICT", "this invite was already used; invite codes work once", hint, { reason: "used" });
+    case "revoked":
+      return new DomainError("FORBIDDEN", "this invite was revoked", hint, { reason: "revoked" });
+    case "expired":
+      return new DomainError("FORBIDDEN", `this invite expired on ${invite.expiresAt.toISOString().slice(0, 10)}`, hint, {
+        reason: "expired",
+      });
+    default:
+      return new DomainError("CONFLICT", "this invite could not be redeemed; try again", hint);
+  }
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import type { Ctx, Services } from "../context.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { authenticateAgentKey } from "./index.ts";
+import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
+import { setMemberRole, suspendMember } from "./members.ts";
+import { peopleOf, refusal, type Person } from "./testing.ts";
+
+let tdb: TestDatabase;
+let services: Services;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database);
+});
+afterAll(async () => {
+  await tdb.close();
+});
+
+let org: SeededOrg;
+let as: Record<Person, Ctx>;
+let memberIds: Record<Person, string>;
+beforeEach(async () => {
+  org = await seedOrg(services);
+  ({ as, memberIds } = await peopleOf(services, org));
+});
+
+describe("mintKey", () => {
+  it("mints a key for the caller that authenticates as them, in the chosen project", async () => {
+    const minted = await mintKey(as.bob, { projectId: org.projectId, runtime: "codex" });
+    expect(minted.key).toMatch(/^rtsc_/);
+    const principal = await authenticateAgentKey(services.db, minted.key);
+    expect(principal).toMatchObject({ userId: org.agents.bob.userId, projectId: org.projectId, runtime: "codex" });
+  });
+
+  it("lets owners and admins mint for others but not members", async () => {
+    const carol = org.agents.carol.userId;
+    expect((await refusal(mintKey(as.bob, { userId: carol, runtime: "x" }))).code).toBe("FORBIDDEN");
+    const byOwner = await mintKey(as.alice, { userId: carol, runtime: "ci" });
+    expect((await authenticateAgentKey(services.db, byOwner.key))?.userId).toBe(carol);
+  });
+
+  it("refuses a project of another org and a suspended holder", async () => {
+    const other = await seedOrg(services);
+    expect((await refusal(mintKey(as.bob, { projectId: other.projectId }))).code).toBe("NOT_FOUND");
+    await suspendMember(as.alice, { memberId: memberIds.carol });
+    expect((await refusal(mintKey(as.alice, { userId: org.agents.carol.userId }))).code).toBe("FORBIDDEN");
+  });
+});
+
+describe("revokeKey", () => {
+  it("refuses a member revoking another member's key", async () => {
+    const carolKey = org.agents.carol.principal.keyId!;
+    const error = await refusal(revokeKey(as.bob, { keyId: carolKey }));
+    expect(error.code).toBe("FORBIDDEN");
+    expect(error.message).toContain("another person's key");
+    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).not.toBeNull();
+  });
+
+  it("lets a member revoke their own key and an admin revoke anyone's", async () => {
+    expect(await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! })).toMatchObject({ changed: true });
+    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+    expect(await revokeKey(as.bob, { keyId: org.agents.alice.principal.keyId! })).toMatchObject({ changed: true });
+    expect(await authenticateAgentKey(services.db, org.agents.alice.key)).toBeNull();
+  });
+});
+
+describe("rotateKey", () => {
+  it("replaces the key in one step: the old stops working, the new acts the same", async () => {
+    const rotated = await rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
+    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    const principal = await authenticateAgentKey(services.db, rotated.key);
+    expect(principal).toMatchObject({ userId: org.agents.bob.userId, runtime: "codex", projectId: org.projectId });
+    expect((await refusal(rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! }))).code).toBe("CONFLICT");
+  });
+
+  it("lets one of several concurrent rotations of a key win", async () => {
+    const keyId = org.agents.carol.principal.keyId!;
+    const results = await Promise.allSettled([1, 2, 3, 4].map(() => rotateKey(as.carol, { keyId })));
+    const won = results.filter((r) => r.status === "fulfilled");
+    expect(won).toHaveLength(1);
+    const { keys } = await listKeys(as.carol);
+    expect(keys.filter((k) => k.status === "active")).toHaveLength(1);
+  });
+
+  it("refuses a member rotating someone else's key", async () => {
+    expect((await refusal(rotateKey(as.carol, { keyId: org.agents.bob.principal.keyId! }))).code).toBe("FORBIDDEN");
+  });
+});
+
+describe("listKeys", () => {
+  it("shows members their own keys and owners every key, never a secret", async () => {
+    const mine = await listKeys(as.bob);
+    expect(mine.keys.map((k) => k.userId)).toEqual([org.agents.bob.userId]);
+    const all = await listKeys(as.alice);
+    expect(all.keys).toHaveLength(3);
+    expect(JSON.stringify(all)).not.toContain(org.agents.bob.key);
+    await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
+    expect((await listKeys(as.bob)).keys).toHaveLength(0);
+    expect((await listKeys(as.bob, { includeRevoked: true })).keys[0]).toMatchObject({ status: "revoked" });
+  });
+});

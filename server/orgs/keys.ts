@@ -1,0 +1,158 @@
+import { and, desc, eq, isNull } from "drizzle-orm";
+import { z } from "zod";
+import type { Db } from "../../db/client.ts";
+import { agentKeys, projects, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { DomainError, forbidden, notFound } from "../errors.ts";
+import { actorOf, membershipOf, recordOrgActivity, requireRole, type Membership } from "./access.ts";
+import { mintAgentKey, runtimeSchema } from "./index.ts";
+
+/**
+ * Agent keys as a person manages them: mint, list, rotate, revoke. Members manage their
+ * own keys; owners and admins manage anyone's. The secret is returned once, at mint or
+ * rotation, and never again.
+ */
+export const mintKeyInput = z.object({
+  projectId: z.string().trim().min(1).max(100).optional(),
+  runtime: runtimeSchema.default("claude-code"),
+  /** Mint for another member (owners and admins only); default: the caller. */
+  userId: z.string().trim().min(1).max(100).optional(),
+  claimCap: z.number().int().min(1).max(1000).optional(),
+});
+export const keyIdInput = z.object({ keyId: z.string().trim().min(1, "keyId is required").max(100) });
+export const listKeysInput = z.object({ includeRevoked: z.boolean().optional() });
+
+export interface KeyView {
+  keyId: string;
+  prefix: string;
+  runtime: string;
+  userId: string;
+  userEmail: string;
+  projectId: string | null;
+  projectPrefix: string | null;
+  status: "active" | "revoked";
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+function requireKeyManager(actor: Membership, ownerUserId: string, action: string): void {
+  if (ownerUserId !== actor.userId) requireRole(actor, ["owner", "admin"], `${action} another person's key`);
+}
+
+export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
+  const input = mintKeyInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    const userId = input.userId ?? actor.userId;
+    requireKeyManager(actor, userId, "minting");
+    const holder = await membershipOf(tx, orgId, userId);
+    if (!holder) throw notFound(`member ${userId}`, "Keys are minted for people in the org.");
+    if (holder.status !== "active") {
+      throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
+    }
+    const minted = await mintAgentKey(tx, {
+      orgId,
+      userId,
+      runtime: input.runtime,
+      projectId: input.projectId ?? null,
+      claimCap: input.claimCap ?? null,
+    });
+    await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId });
+    return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), runtime: input.runtime, projectId: input.projectId ?? null, userId };
+  });
+}
+
+/** Members see their own keys; owners and admins see every key in the org. */
+export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}) {
+  const input = listKeysInput.parse(raw);
+  const actor = await actorOf(ctx);
+  const seesAll = actor.role === "owner" || actor.role === "admin";
+  const rows = await ctx.db
+    .select({
+      keyId: agentKeys.id,
+      prefix: agentKeys.prefix,
+      runtime: agentKeys.runtime,
+      userId: agentKeys.userId,
+      userEmail: user.email,
+      projectId: agentKeys.projectId,
+      projectPrefix: projects.prefix,
+      createdAt: agentKeys.createdAt,
+      lastUsedAt: agentKeys.lastUsedAt,
+      revokedAt: agentKeys.revokedAt,
+    })
+    .from(agentKeys)
+    .innerJoin(user, eq(user.id, agentKeys.userId))
+    .leftJoin(projects, eq(projects.id, agentKeys.projectId))
+    .where(
+      and(
+        eq(agentKeys.orgId, ctx.principal.orgId),
+        seesAll ? undefined : eq(agentKeys.userId, actor.userId),
+        input.includeRevoked ? undefined : isNull(agentKeys.revokedAt),
+      ),
+    )
+    .orderBy(desc(agentKeys.createdAt), desc(agentKeys.id));
+  const keys: KeyView[] = rows.map((r) => ({
+    ...r,
+    status: r.revokedAt ? "revoked" : "active",
+    createdAt: r.createdAt.toISOString(),
+    lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
+    revokedAt: r.revokedAt?.toISOString() ?? null,
+  }));
+  return { keys };
+}
+
+async function keyInOrg(tx: Db, orgId: string, keyId: string) {
+  const rows = await tx.select().from(agentKeys).where(and(eq(agentKeys.orgId, orgId), eq(agentKeys.id, keyId)));
+  if (!rows[0]) throw notFound(`key ${keyId}`, "List keys with `retasc key list`.");
+  return rows[0];
+}
+
+/** Revokes a key at once. Idempotent: revoking a revoked key changes nothing. */
+export async function revokeKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
+  const { keyId } = keyIdInput.parse(raw);
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
+    requireKeyManager(actor, key.userId, "revoking");
+    if (key.revokedAt) return { keyId, status: "revoked" as const, changed: false };
+    await tx.update(agentKeys).set({ revokedAt: ctx.clock.now() }).where(eq(agentKeys.id, keyId));
+    await recordOrgActivity(ctx, tx, "key.revoked", { keyId, prefix: key.prefix });
+    return { keyId, status: "revoked" as const, changed: true };
+  });
+}
+
+/**
+ * Replaces a live key with a new one for the same person, project, runtime and cap, and
+ * revokes the old one in the same transaction. Of two concurrent rotations, one wins.
+ */
+export async function rotateKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
+  const { keyId } = keyIdInput.parse(raw);
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
+    requireKeyManager(actor, key.userId, "rotating");
+    const revoked = await tx
+      .update(agentKeys)
+      .set({ revokedAt: ctx.clock.now() })
+      .where(and(eq(agentKeys.id, keyId), isNull(agentKeys.revokedAt)))
+      .returning({ id: agentKeys.id });
+    if (revoked.length === 0) {
+      throw new DomainError("CONFLICT", `key ${key.prefix}… is already revoked`, "Mint a new key with `retasc key mint`.");
+    }
+    const holder = await membershipOf(tx, key.orgId, key.userId);
+    if (holder?.status !== "active") {
+      throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
+    }
+    const minted = await mintAgentKey(tx, {
+      orgId: key.orgId,
+      userId: key.userId,
+      runtime: key.runtime,
+      projectId: key.projectId,
+      claimCap: key.claimCap,
+    });
+    await recordOrgActivity(ctx, tx, "key.rotated", { from: keyId, to: minted.keyId });
+    return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), replacedKeyId: keyId, runtime: key.runtime, projectId: key.projectId };
+  });
+}

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { membershipOf } from "./access.ts";
+import { authenticateAgentKey } from "./index.ts";
+import { peopleOf, refusal, type Person } from "./testing.ts";
+import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
+
+let tdb: TestDatabase;
+let services: Services;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database);
+});
+afterAll(async () => {
+  await tdb.close();
+});
+
+let org: SeededOrg;
+let as: Record<Person, Ctx>;
+let memberIds: Record<Person, string>;
+
+beforeEach(async () => {
+  org = await seedOrg(services);
+  ({ as, memberIds } = await peopleOf(services, org));
+});
+
+describe("listMembers", () => {
+  it("lists people with roles and agents with the human they act for, filtered by query", async () => {
+    const { members } = await listMembers(org.agents.bob.ctx);
+    const people = members.filter((m) => m.kind === "human");
+    const agents = members.filter((m) => m.kind === "agent");
+    expect(people.map((p) => p.kind === "human" && p.role).sort()).toEqual(["member", "member", "owner"]);
+    expect(agents).toHaveLength(3);
+    const codex = agents.find((a) => a.kind === "agent" && a.runtime === "codex");
+    expect(codex).toMatchObject({ status: "active", userId: org.agents.bob.userId, projectPrefix: "RTSC" });
+    const onlyBob = await listMembers(as.alice, { query: "bob" });
+    expect(onlyBob.members.every((m) => (m.kind === "human" ? m.email : m.humanEmail).startsWith("bob"))).toBe(true);
+    expect(onlyBob.members).toHaveLength(2);
+  });
+});
+
+describe("suspendMember", () => {
+  it("suspends a member and retires their agents at once", async () => {
+    const result = await suspendMember(as.alice, { memberId: memberIds.bob });
+    expect(result).toMatchObject({ status: "suspended", retiredAgents: 1, changed: true });
+    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    const { members } = await listMembers(as.alice, { includeRetired: true });
+    expect(members.find((m) => m.memberId === memberIds.bob)).toMatchObject({ status: "suspended" });
+    expect(members.find((m) => m.memberId === org.agents.bob.principal.keyId)).toMatchObject({ status: "retired" });
+    // Reactivation restores the person, not the retired agents.
+    expect(await reactivateMember(as.alice, { memberId: memberIds.bob })).toMatchObject({ status: "active", changed: true });
+    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+  });
+
+  it("refuses a member suspending anyone, naming the role needed", async () => {
+    const error = await refusal(suspendMember(as.bob, { memberId: memberIds.carol }));
+    expect(error.code).toBe("FORBIDDEN");
+    expect(error.message).toContain("owner or admin");
+    // Also through the member's agent key.
+    expect((await refusal(suspendMember(org.agents.bob.ctx, { memberId: memberIds.carol }))).code).toBe("FORBIDDEN");
+    expect((await membershipOf(services.db, org.orgId, org.agents.carol.userId))!.status).toBe("active");
+  });
+
+  it("refuses an admin suspending the owner or a peer admin, but lets them suspend a member", async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "admin" });
+    const onOwner = await refusal(suspendMember(as.bob, { memberId: memberIds.alice }));
+    expect(onOwner.code).toBe("FORBIDDEN");
+    expect(onOwner.message).toBe("An admin cannot suspend an owner");
+    expect((await refusal(suspendMember(as.bob, { memberId: memberIds.carol }))).message).toBe("An admin cannot suspend an admin");
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "member" });
+    expect(await suspendMember(as.bob, { memberId: memberIds.carol })).toMatchObject({ status: "suspended" });
+  });
+
+  it("refuses self-suspension and suspending the last active owner", async () => {
+    expect((await refusal(suspendMember(as.alice, { memberId: memberIds.alice }))).message).toContain("yourself");
+    const operator = withPrincipal(services, systemPrincipal(org.orgId));
+    const last = await refusal(suspendMember(operator, { memberId: memberIds.alice }));
+    expect(last.code).toBe("FORBIDDEN");
+    expect(last.message).toContain("last active owner");
+    expect((await refusal(setMemberRole(operator, { memberId: memberIds.alice, role: "member" }))).message).toContain("last active owner");
+  });
+
+  it("lets exactly one of two owners suspending each other at the same time succeed", async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "owner" });
+    const results = await Promise.allSettled([
+      suspendMember(as.alice, { memberId: memberIds.bob }),
+      suspendMember(as.bob, { memberId: memberIds.alice }),
+    ]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const alice = await membershipOf(services.db, org.orgId, org.agents.alice.userId);
+    const bob = await membershipOf(services.db, org.orgId, org.agents.bob.userId);
+    expect([alice!.status, bob!.status].sort()).toEqual(["active", "suspended"]);
+  });
+
+  it("tells people from agents apart", async () => {
+    const agentId = org.agents.carol.principal.keyId!;
+    expect((await refusal(suspendMember(as.alice, { memberId: agentId }))).code).toBe("INVALID_INPUT");
+    expect((await refusal(retireMember(as.alice, { memberId: memberIds.carol }))).code).toBe("INVALID_INPUT");
+    expect((await refusal(suspendMember(as.alice, { memberId: "no-such-member" }))).code).toBe("NOT_FOUND");
+  });
+
+  it("does not reach people of another org", async () => {
+    const other = await seedOrg(services);
+    const otherMember = (await membershipOf(services.db, other.orgId, other.agents.bob.userId))!.memberId;
+    expect((await refusal(suspendMember(as.alice, { memberId: otherMember }))).code).toBe("NOT_FOUND");
+  });
+});
+
+describe("retireMember", () => {
+  it("lets a member retire their own agent but not another person's", async () => {
+    const bobAgent = org.agents.bob.principal.keyId!;
+    const carolAgent = org.agents.carol.principal.keyId!;
+    expect((await refusal(retireMember(as.bob, { memberId: carolAgent }))).code).toBe("FORBIDDEN");
+    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).not.toBeNull();
+    expect(await retireMember(as.bob, { memberId: bobAgent })).toMatchObject({ status: "retired", changed: true });
+    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ status: "retired", changed: true });
+    expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ changed: false });
+  });
+});
+
+describe("setMemberRole", () => {
+  it("is for owners only", async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+    expect((await refusal(setMemberRole(as.bob, { memberId: memberIds.carol, role: "admin" }))).message).toContain("owner");
+  });
+});

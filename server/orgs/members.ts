@@ -1,0 +1,224 @@
+import { and, asc, eq, isNull } from "drizzle-orm";
+import { z } from "zod";
+import type { Db } from "../../db/client.ts";
+import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { forbidden, invalidInput, notFound } from "../errors.ts";
+import { actorOf, lockActiveOwners, recordOrgActivity, requireOutranks, requireRole } from "./access.ts";
+
+/**
+ * The people and agents of an org. People are `members` rows and are suspended (and
+ * reactivated); agents are agent keys and are retired, which is final. Suspending a
+ * person retires every agent they run.
+ */
+export const listMembersInput = z.object({
+  query: z.string().trim().max(200).optional(),
+  includeRetired: z.boolean().optional(),
+});
+export const memberIdInput = z.object({ memberId: z.string().trim().min(1, "memberId is required").max(100) });
+export const setMemberRoleInput = memberIdInput.extend({ role: z.enum(memberRoles) });
+
+export interface PersonView {
+  kind: "human";
+  memberId: string;
+  userId: string;
+  name: string;
+  email: string;
+  role: MemberRole;
+  status: "active" | "suspended";
+  joinedAt: string;
+}
+
+export interface AgentView {
+  kind: "agent";
+  memberId: string;
+  runtime: string;
+  keyPrefix: string;
+  /** The human principal this agent acts for. */
+  userId: string;
+  humanName: string;
+  humanEmail: string;
+  projectId: string | null;
+  projectPrefix: string | null;
+  status: "active" | "retired";
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export async function listMembers(ctx: Ctx, raw: z.input<typeof listMembersInput> = {}) {
+  const input = listMembersInput.parse(raw);
+  await actorOf(ctx);
+  const orgId = ctx.principal.orgId;
+  const people = await ctx.db
+    .select({
+      memberId: members.id,
+      userId: members.userId,
+      name: user.name,
+      email: user.email,
+      role: members.role,
+      status: members.status,
+      joinedAt: members.createdAt,
+    })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(eq(members.orgId, orgId))
+    .orderBy(asc(members.createdAt), asc(members.id));
+  const agents = await ctx.db
+    .select({
+      memberId: agentKeys.id,
+      runtime: agentKeys.runtime,
+      keyPrefix: agentKeys.prefix,
+      userId: agentKeys.userId,
+      humanName: user.name,
+      humanEmail: user.email,
+      projectId: agentKeys.projectId,
+      projectPrefix: projects.prefix,
+      revokedAt: agentKeys.revokedAt,
+      createdAt: agentKeys.createdAt,
+      lastUsedAt: agentKeys.lastUsedAt,
+    })
+    .from(agentKeys)
+    .innerJoin(user, eq(user.id, agentKeys.userId))
+    .leftJoin(projects, eq(projects.id, agentKeys.projectId))
+    .where(and(eq(agentKeys.orgId, orgId), input.includeRetired ? undefined : isNull(agentKeys.revokedAt)))
+    .orderBy(asc(agentKeys.createdAt), asc(agentKeys.id));
+
+  const needle = input.query?.toLowerCase();
+  const matches = (...fields: (string | null)[]) =>
+    !needle || fields.some((f) => f !== null && f.toLowerCase().includes(needle));
+  const result: (PersonView | AgentView)[] = [
+    ...people
+      .filter((p) => matches(p.name, p.email, p.role))
+      .map((p): PersonView => ({ kind: "human", ...p, joinedAt: p.joinedAt.toISOString() })),
+    ...agents
+      .filter((a) => matches(a.runtime, a.keyPrefix, a.humanName, a.humanEmail, a.projectPrefix))
+      .map(({ revokedAt, ...a }): AgentView => ({
+        kind: "agent",
+        ...a,
+        status: revokedAt ? "retired" : "active",
+        createdAt: a.createdAt.toISOString(),
+        lastUsedAt: a.lastUsedAt?.toISOString() ?? null,
+      })),
+  ];
+  return { members: result };
+}
+
+async function personInOrg(tx: Db, orgId: string, memberId: string) {
+  const rows = await tx
+    .select({ memberId: members.id, userId: members.userId, role: members.role, status: members.status, email: user.email })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(and(eq(members.orgId, orgId), eq(members.id, memberId)));
+  if (rows[0]) return rows[0];
+  const agent = await tx
+    .select({ id: agentKeys.id })
+    .from(agentKeys)
+    .where(and(eq(agentKeys.orgId, orgId), eq(agentKeys.id, memberId)));
+  if (agent[0]) {
+    throw invalidInput(`member ${memberId} is an agent, not a person`, "Agents are retired (retire_member), not suspended.");
+  }
+  throw notFound(`member ${memberId}`, "List the org's people with list_members.");
+}
+
+/** Revokes every live key a person holds in the org; returns how many. */
+async function retireAgentsOf(tx: Db, orgId: string, userId: string, now: Date): Promise<number> {
+  const retired = await tx
+    .update(agentKeys)
+    .set({ revokedAt: now })
+    .where(and(eq(agentKeys.orgId, orgId), eq(agentKeys.userId, userId), isNull(agentKeys.revokedAt)))
+    .returning({ id: agentKeys.id });
+  return retired.length;
+}
+
+/**
+ * Suspends a person (owner or admin; an admin only acts on ordinary members). Their
+ * agents are retired in the same transaction. Refuses self-suspension and the last
+ * active owner.
+ */
+export async function suspendMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
+  const { memberId } = memberIdInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return ctx.db.transaction(async (tx) => {
+    const activeOwners = await lockActiveOwners(tx, orgId);
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner", "admin"], "suspending a member");
+    const target = await personInOrg(tx, orgId, memberId);
+    if (target.memberId === actor.memberId) {
+      throw forbidden("you cannot suspend yourself", "Ask another owner or admin.");
+    }
+    requireOutranks(actor, target, "suspend");
+    if (target.status === "suspended") return { memberId, status: "suspended" as const, retiredAgents: 0, changed: false };
+    if (target.role === "owner" && !activeOwners.some((o) => o.memberId !== target.memberId)) {
+      throw forbidden("the last active owner of an org cannot be suspended", "Make someone else an owner first.");
+    }
+    await tx.update(members).set({ status: "suspended" }).where(eq(members.id, target.memberId));
+    const retiredAgents = await retireAgentsOf(tx, orgId, target.userId, ctx.clock.now());
+    await recordOrgActivity(ctx, tx, "member.suspended", { memberId, email: target.email, retiredAgents });
+    await ctx.events.publish(tx, { orgId, kind: "member.suspended", memberId });
+    return { memberId, status: "suspended" as const, retiredAgents, changed: true };
+  });
+}
+
+/** Reactivates a suspended person. Their retired agents stay retired: they mint new keys. */
+export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
+  const { memberId } = memberIdInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner", "admin"], "reactivating a member");
+    const target = await personInOrg(tx, orgId, memberId);
+    requireOutranks(actor, target, "reactivate");
+    if (target.status === "active") return { memberId, status: "active" as const, changed: false };
+    await tx.update(members).set({ status: "active" }).where(eq(members.id, target.memberId));
+    await recordOrgActivity(ctx, tx, "member.reactivated", { memberId, email: target.email });
+    await ctx.events.publish(tx, { orgId, kind: "member.reactivated", memberId });
+    return { memberId, status: "active" as const, changed: true };
+  });
+}
+
+/**
+ * Retires an agent (revokes its key for good). Owners and admins retire any agent; a
+ * member retires only their own.
+ */
+export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
+  const { memberId } = memberIdInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return ctx.db.transaction(async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    const rows = await tx
+      .select({ id: agentKeys.id, userId: agentKeys.userId, revokedAt: agentKeys.revokedAt, prefix: agentKeys.prefix })
+      .from(agentKeys)
+      .where(and(eq(agentKeys.orgId, orgId), eq(agentKeys.id, memberId)));
+    const agent = rows[0];
+    if (!agent) {
+      const person = await tx.select({ id: members.id }).from(members).where(and(eq(members.orgId, orgId), eq(members.id, memberId)));
+      if (person[0]) throw invalidInput(`member ${memberId} is a person, not an agent`, "People are suspended (suspend_member), not retired.");
+      throw notFound(`member ${memberId}`, "List the org's agents with list_members.");
+    }
+    if (agent.userId !== actor.userId) requireRole(actor, ["owner", "admin"], "retiring another person's agent");
+    if (agent.revokedAt) return { memberId, status: "retired" as const, changed: false };
+    await tx.update(agentKeys).set({ revokedAt: ctx.clock.now() }).where(eq(agentKeys.id, agent.id));
+    await recordOrgActivity(ctx, tx, "agent.retired", { memberId, keyPrefix: agent.prefix });
+    await ctx.events.publish(tx, { orgId, kind: "agent.retired", memberId });
+    return { memberId, status: "retired" as const, changed: true };
+  });
+}
+
+/** Changes a person's role. Owner only; the last active owner cannot be demoted. */
+export async function setMemberRole(ctx: Ctx, raw: z.input<typeof setMemberRoleInput>) {
+  const { memberId, role } = setMemberRoleInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return ctx.db.transaction(async (tx) => {
+    const activeOwners = await lockActiveOwners(tx, orgId);
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner"], "changing a member's role");
+    const target = await personInOrg(tx, orgId, memberId);
+    if (target.role === role) return { memberId, role, changed: false };
+    if (target.role === "owner" && !activeOwners.some((o) => o.memberId !== target.memberId)) {
+      throw forbidden("the last active owner of an org cannot be demoted", "Make someone else an owner first.");
+    }
+    await tx.update(members).set({ role }).where(eq(members.id, target.memberId));
+    await recordOrgActivity(ctx, tx, "member.role_changed", { memberId, from: target.role, to: role });
+    return { memberId, role, changed: true };
+  });
+}
