@@ -1,0 +1,77 @@
+import { sql } from "drizzle-orm";
+import type { z } from "zod";
+import { query, type Db } from "../../db/client.ts";
+import { outbox } from "../../db/schema/index.ts";
+import { jobSchemas, type JobSchemas } from "../../workers/jobs.ts";
+import { invalidInput } from "../errors.ts";
+
+/** NOTIFY channel that wakes the outbox relay (or the in-process runner) on commit. */
+export const OUTBOX_CHANNEL = "retasc_outbox";
+
+export type Enqueue<S extends JobSchemas> = <J extends keyof S & string>(
+  tx: Db,
+  job: J,
+  payload: z.input<S[J]>,
+) => Promise<number>;
+
+/** An `enqueue` bound to a job map; the app uses `enqueue` below, tests bind their own probe jobs. */
+export function createEnqueue<S extends JobSchemas>(schemas: S): Enqueue<S> {
+  return async (tx, job, payload) => {
+    const schema = schemas[job];
+    if (!schema) throw invalidInput(`unknown job ${job}`, `Use one of: ${Object.keys(schemas).join(", ")}.`);
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) {
+      throw invalidInput(
+        `invalid payload for job ${job}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "payload"} ${i.message}`).join("; ")}`,
+        "Job payloads carry ids and kinds only, never content.",
+      );
+    }
+    const data = parsed.data as Record<string, unknown>;
+    const orgId = typeof data.orgId === "string" ? data.orgId : null;
+    const [row] = await tx.insert(outbox).values({ job, payload: data, orgId }).returning({ id: outbox.id });
+    // Delivered on commit only; several in one transaction collapse into one notification.
+    await tx.execute(sql`select pg_notify(${OUTBOX_CHANNEL}, '')`);
+    return row!.id;
+  };
+}
+
+/**
+ * Records a side effect to run after this transaction commits: call it with the transaction
+ * of the change that causes it, so a crash can neither lose it nor run it for a rolled-back change.
+ */
+export const enqueue = createEnqueue(jobSchemas);
+
+export async function markOutboxCompleted(db: Db, id: number): Promise<void> {
+  await db.execute(
+    sql`update outbox set completed_at = now(), locked_until = null, last_error = null where id = ${id} and completed_at is null`,
+  );
+}
+
+export async function markOutboxFailed(db: Db, id: number, error: string): Promise<void> {
+  await db.execute(
+    sql`update outbox set failed_at = now(), locked_until = null, last_error = ${error}
+        where id = ${id} and completed_at is null and failed_at is null`,
+  );
+}
+
+export interface JobHealth {
+  /** Outbox rows not yet completed or failed. */
+  pending: number;
+  /** Outbox jobs that gave up (kept until an operator looks). */
+  failed: number;
+  /** Sweep ticks that failed in the last 24 hours. */
+  failedSweeps24h: number;
+}
+
+/** The counts `/healthz` and the Dash show; read from the database, so the same in every mode. */
+export async function jobHealth(db: Db): Promise<JobHealth> {
+  const [row] = await query<{ pending: number; failed: number; failed_sweeps: number }>(
+    db,
+    sql`select
+          (select count(*)::int from outbox where completed_at is null and failed_at is null) as pending,
+          (select count(*)::int from outbox where failed_at is not null) as failed,
+          (select count(*)::int from job_receipts
+             where error is not null and created_at > now() - interval '24 hours') as failed_sweeps`,
+  );
+  return { pending: Number(row?.pending ?? 0), failed: Number(row?.failed ?? 0), failedSweeps24h: Number(row?.failed_sweeps ?? 0) };
+}

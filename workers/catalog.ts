@@ -1,0 +1,76 @@
+import { UnrecoverableError } from "bullmq";
+import { z } from "zod";
+import type { Services } from "../server/context.ts";
+import { DomainError, type ErrorCode } from "../server/errors.ts";
+import type { Logger } from "../server/log.ts";
+import { jobSchemas, type JobSchemas } from "./jobs.ts";
+import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
+
+/** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */
+export interface JobContext {
+  services: Services;
+  log: Logger;
+  key: string;
+  outboxId: number;
+  /** 1 on the first delivery, counting retries and takeovers from crashed workers. */
+  attempt: number;
+}
+
+export type JobHandler<S extends z.ZodType> = (ctx: JobContext, payload: z.output<S>) => Promise<unknown>;
+
+/** Job schemas with one handler each: what a runner can execute. */
+export interface JobCatalog {
+  schemas: JobSchemas;
+  handlers: Record<string, JobHandler<z.ZodType>>;
+}
+
+export function jobCatalog<S extends JobSchemas>(
+  schemas: S,
+  handlers: { [J in keyof S]: JobHandler<S[J]> },
+): JobCatalog {
+  return { schemas, handlers: handlers as Record<string, JobHandler<z.ZodType>> };
+}
+
+export function mergeCatalogs(...catalogs: JobCatalog[]): JobCatalog {
+  return {
+    schemas: Object.assign({}, ...catalogs.map((c) => c.schemas)),
+    handlers: Object.assign({}, ...catalogs.map((c) => c.handlers)),
+  };
+}
+
+/** Every job the app enqueues, with its handler. */
+export const retascJobs = jobCatalog(jobSchemas, {
+  "notify.issue_event": notifyIssueEvent,
+});
+
+/** Validates the payload against the shared schema and runs the handler. */
+export async function executeJob(catalog: JobCatalog, ctx: JobContext, name: string, payload: unknown): Promise<unknown> {
+  const schema = catalog.schemas[name];
+  const handler = catalog.handlers[name];
+  if (!schema || !handler) throw new UnrecoverableError(`unknown job ${name}`);
+  const parsed = schema.safeParse(payload);
+  if (!parsed.success) throw new UnrecoverableError(`invalid payload for job ${name}`);
+  return handler(ctx, parsed.data);
+}
+
+/** Domain refusals that a retry cannot change; anything else (a database blip, a timeout) is retried. */
+const retryableCodes: readonly ErrorCode[] = ["UNAVAILABLE", "RATE_LIMITED", "CONFLICT"];
+
+export function isPermanent(error: unknown): boolean {
+  if (error instanceof UnrecoverableError || error instanceof z.ZodError) return true;
+  if (error instanceof DomainError) return !retryableCodes.includes(error.code);
+  return false;
+}
+
+/** A short label for a failure, stored in the database: the error class or code, never its message. */
+export function errorLabel(error: unknown): string {
+  if (error instanceof DomainError) return error.code;
+  const e = error as { name?: string; code?: unknown };
+  const name = typeof e?.name === "string" ? e.name : "Error";
+  return typeof e?.code === "string" ? `${name}:${e.code}`.slice(0, 100) : name.slice(0, 100);
+}
+
+/** Exponential backoff: base, 2×base, 4×base… capped at an hour. */
+export function backoffMs(base: number, attempt: number): number {
+  return Math.min(base * 2 ** Math.max(0, attempt - 1), 3_600_000);
+}

@@ -1,0 +1,31 @@
+import { z } from "zod";
+
+/**
+ * The one map from job name to payload schema. `enqueue` validates against it before the
+ * outbox row is written, and the runners validate again before a handler sees the payload.
+ * Payloads are ids and enums only (strict objects), never content: they sit in the outbox
+ * table and in Redis, where nothing is encrypted.
+ */
+export const issueEventKinds = ["done", "canceled", "review", "assigned", "reclaimed"] as const;
+export type IssueEventKind = (typeof issueEventKinds)[number];
+
+const id = z.string().min(1).max(200);
+
+export const jobSchemas = {
+  /** An issue event someone may be told about (sending DMs is the notifications issue). */
+  "notify.issue_event": z
+    .object({
+      orgId: id,
+      issueId: id,
+      kind: z.enum(issueEventKinds),
+      /** The human whose action caused it: never notified of their own action. */
+      actorId: id.nullable().optional(),
+      /** The activity-log entry that records the event, when there is one. */
+      activityId: z.number().int().positive().optional(),
+    })
+    .strict(),
+};
+
+export type JobSchemas = Record<string, z.ZodType>;
+export type JobName = keyof typeof jobSchemas;
+export type JobPayload<J extends JobName> = z.output<(typeof jobSchemas)[J]>;

@@ -1,0 +1,40 @@
+import { loadConfig } from "../server/config/index.ts";
+import { boot } from "../server/boot.ts";
+import { describeFatal } from "../server/fatal.ts";
+import { createLogger } from "../server/log.ts";
+import type { JobCatalog } from "./catalog.ts";
+import { startWorkers } from "./index.ts";
+
+/**
+ * A worker process (`npm run workers`): runs jobs until SIGINT/SIGTERM, then stops taking work,
+ * lets in-flight jobs finish (or hands them back) and closes the database. Any number of these
+ * can run against one PostgreSQL and Redis.
+ */
+export async function runWorkerProcess(options: { catalog?: JobCatalog } = {}): Promise<void> {
+  try {
+    const config = loadConfig();
+    if (config.mode === "embedded") {
+      throw new Error(
+        "npm run workers needs DATABASE_URL: in the embedded mode the server runs its jobs itself (one process owns the data directory)",
+      );
+    }
+    const log = createLogger(config.LOG_LEVEL).child({ process: "workers" });
+    if (!config.REDIS_URL) log.warn("REDIS_URL is not set: running jobs from the database without BullMQ");
+    const booted = await boot(config, { warn: (m) => log.warn(m), poolSize: config.JOB_CONCURRENCY + 4 });
+    const runner = await startWorkers({ services: booted.services, database: booted.database, log, catalog: options.catalog });
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, "workers shutting down: finishing in-flight jobs");
+      await runner.stop();
+      await booted.close();
+      process.exit(0);
+    };
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  } catch (error) {
+    process.stderr.write(`✗ retasc workers could not start: ${describeFatal(error)}\n`);
+    process.exit(1);
+  }
+}

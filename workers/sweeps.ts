@@ -1,0 +1,65 @@
+import { sql } from "drizzle-orm";
+import { query } from "../db/client.ts";
+import type { Config } from "../server/config/index.ts";
+import type { Services } from "../server/context.ts";
+import type { Logger } from "../server/log.ts";
+import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
+import { errorLabel } from "./catalog.ts";
+import { arriveAt, settleReceipt } from "./receipts.ts";
+
+/** A repeating job: its body runs once per tick of `everyMs`, however many runners there are. */
+export interface SweepDefinition {
+  name: string;
+  everyMs: number;
+  run(services: Services): Promise<Record<string, number>>;
+}
+
+export type SweepOutcome = { ran: true; result: Record<string, number> } | { ran: false };
+
+/**
+ * Runs one tick of a sweep unless some runner already took it. The tick is claimed first (a
+ * receipt `<name>@<tick>`), so BullMQ redelivering a tick, or several in-process runners on one
+ * database, never run it twice; a tick lost to a crash is made up by the next one, because
+ * every sweep works from the current state of the database.
+ */
+export async function runSweepTick(
+  services: Services,
+  log: Logger,
+  sweep: SweepDefinition,
+  tickMs: number,
+): Promise<SweepOutcome> {
+  const key = `${sweep.name}@${tickMs}`;
+  if (!(await arriveAt(services.db, key, sweep.name))) return { ran: false };
+  const started = Date.now();
+  try {
+    const result = await sweep.run(services);
+    await settleReceipt(services.db, key, { result });
+    log.debug({ sweep: sweep.name, tick: tickMs, ms: Date.now() - started, ...result }, "sweep ran");
+    return { ran: true, result };
+  } catch (error) {
+    await settleReceipt(services.db, key, { error: errorLabel(error) }).catch(() => {});
+    throw error;
+  }
+}
+
+const RETENTION = sql`interval '7 days'`;
+
+/** Forgets finished background work after a week; failed outbox rows are kept for an operator. */
+export async function pruneJobHistory(services: Services): Promise<Record<string, number>> {
+  const [row] = await query<{ outbox: number; receipts: number }>(
+    services.db,
+    sql`with o as (delete from outbox where completed_at < now() - ${RETENTION} returning 1),
+             r as (delete from job_receipts where created_at < now() - ${RETENTION} returning 1)
+        select (select count(*)::int from o) as outbox, (select count(*)::int from r) as receipts`,
+  );
+  return { outbox: Number(row?.outbox ?? 0), receipts: Number(row?.receipts ?? 0) };
+}
+
+/** The app's repeating jobs, at the intervals from config. */
+export function retascSweeps(config: Config): SweepDefinition[] {
+  return [
+    { name: "sweep.reclaim", everyMs: config.RECLAIM_SWEEP_MS, run: (services) => reclaimSweep(services) },
+    { name: "sweep.sla", everyMs: config.SLA_SWEEP_MS, run: slaSweep },
+    { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
+  ];
+}
