@@ -1,0 +1,98 @@
+import crypto from "node:crypto";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { query } from "../../db/client.ts";
+import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import type { Services } from "../context.ts";
+import { saveComment } from "../issues/comments.ts";
+import { getIssue, saveIssue } from "../issues/index.ts";
+import { checkpoint, claimIssue } from "../queue/index.ts";
+import { deleteOrg } from "../orgs/index.ts";
+import { seedOrg } from "../testing/fixtures.ts";
+import { Keyring, KeyUnavailableError } from "./index.ts";
+
+let tdb: TestDatabase;
+let services: Services;
+const master = crypto.randomBytes(32);
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database, { keyring: new Keyring(master) });
+});
+afterAll(() => tdb.close());
+
+/** Every text value in every table, as the database stores it. */
+async function everyStoredText(): Promise<string> {
+  const tables = await query<{ table_name: string }>(
+    services.db,
+    sql`select table_name from information_schema.tables where table_schema = 'public'`,
+  );
+  let all = "";
+  for (const { table_name } of tables) {
+    const rows = await query<Record<string, unknown>>(services.db, sql.raw(`select * from "${table_name}"`));
+    all += JSON.stringify(rows);
+  }
+  return all;
+}
+
+describe("encryption at rest", () => {
+  it("stores no plaintext of titles, bodies, comments, checkpoint notes or activity detail", async () => {
+    const org = await seedOrg(services);
+    const a = org.agents.alice.ctx;
+    const secret = (what: string) => `${what}-${crypto.randomBytes(6).toString("hex")}`;
+    const title = secret("title");
+    const body = secret("body");
+    const reason = secret("nodep");
+    const comment = secret("comment");
+    const note = secret("note");
+    const issue = await saveIssue(a, { title, body, work: true, noDependency: reason });
+    await saveComment(a, { issue: issue.identifier, body: comment });
+    const claim = await claimIssue(a, { identifier: issue.identifier });
+    await checkpoint(a, { identifier: issue.identifier, claimToken: claim.claimToken, done: note, next: note, gotchas: note, note });
+    const stored = await everyStoredText();
+    for (const plaintext of [title, body, reason, comment, note]) expect(stored).not.toContain(plaintext);
+    expect(stored).not.toContain(claim.claimToken);
+    expect(stored).not.toContain(org.agents.alice.key);
+    // ...while reads through the org's key see it all.
+    const read = await getIssue(a, { identifier: issue.identifier });
+    expect(read).toMatchObject({ title, body, noDependency: reason, checkpoint: { done: note } });
+  });
+
+  it("crypto-shreds an org: after deletion its ciphertext cannot be decrypted", async () => {
+    const org = await seedOrg(services);
+    const a = org.agents.alice.ctx;
+    const issue = await saveIssue(a, { title: "shred me", work: true, noDependency: "none" });
+    const [row] = await query<{ title_enc: string }>(services.db, sql`select title_enc from issues where org_id = ${org.orgId}`);
+    const cipher = await services.keyring.forOrg(services.db, org.orgId);
+    expect(cipher.decrypt(row!.title_enc)).toBe("shred me");
+    await deleteOrg(services, services.db, org.orgId);
+    // A process that never saw the key (a fresh keyring with the same master key) finds nothing to decrypt with.
+    const freshKeyring = new Keyring(master);
+    await expect(freshKeyring.forOrg(services.db, org.orgId)).rejects.toBeInstanceOf(KeyUnavailableError);
+    await expect(services.keyring.forOrg(services.db, org.orgId)).rejects.toBeInstanceOf(KeyUnavailableError);
+    expect(issue.identifier).toBe("RTSC-1");
+  });
+
+  it("re-wraps org keys under a new master key without touching content", async () => {
+    const org = await seedOrg(services);
+    await saveIssue(org.agents.alice.ctx, { title: "survives rotation", work: true, noDependency: "none" });
+    const oldMaster = master;
+    const newMaster = crypto.randomBytes(32);
+    const [before] = await query<{ title_enc: string }>(services.db, sql`select title_enc from issues where org_id = ${org.orgId}`);
+    await services.db.transaction((tx) => Keyring.rotateMaster(tx, oldMaster, newMaster));
+    const rotated = new Keyring(newMaster);
+    const cipher = await rotated.forOrg(services.db, org.orgId);
+    expect(cipher.decrypt(before!.title_enc)).toBe("survives rotation");
+    await expect(new Keyring(oldMaster).forOrg(services.db, org.orgId)).rejects.toThrow();
+    (services as { keyring: Keyring }).keyring = rotated;
+  });
+
+  it("rejects tampered ciphertext", async () => {
+    const keyring = new Keyring(crypto.randomBytes(32));
+    const org = await seedOrg({ ...services, keyring });
+    const cipher = await keyring.forOrg(services.db, org.orgId);
+    const sealed = cipher.encrypt("integrity");
+    const bytes = Buffer.from(sealed.split(".")[1]!, "base64");
+    bytes[bytes.length - 1] ^= 1;
+    expect(() => cipher.decrypt(`v1.${bytes.toString("base64")}`)).toThrow();
+  });
+});
