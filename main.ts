@@ -23,7 +23,7 @@ async function main() {
   const booted = await boot(config, { warn: (m) => log.warn(m) });
   const { services } = booted;
 
-  const buildPath = path.resolve("build/server/index.js");
+  const buildPath = path.resolve(config.RETASC_BUILD_DIR, "server/index.js");
   const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
 
   const health = async () => {
@@ -42,7 +42,7 @@ async function main() {
   await hub.start(booted.database);
   const context: RetascLoadContext = { services, hub, log, health };
   const handle = createRequestListener({ build, mode: "production", getLoadContext: () => context as never });
-  const serveStatic = createStaticHandler("build/client");
+  const serveStatic = createStaticHandler(path.join(config.RETASC_BUILD_DIR, "client"));
 
   const server = http.createServer((req, res) => {
     if (serveStatic(req, res)) return;

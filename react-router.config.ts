@@ -1,3 +1,4 @@
 import type { Config } from "@react-router/dev/config";
 
-export default { ssr: true, appDirectory: "app" } satisfies Config;
+// RETASC_BUILD_DIR lets test runs build into their own directory while another build serves.
+export default { ssr: true, appDirectory: "app", buildDirectory: process.env.RETASC_BUILD_DIR || "build" } satisfies Config;

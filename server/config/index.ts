@@ -38,6 +38,8 @@ export const configSchema = z.object({
     .optional(),
   REDIS_URL: optionalUrl,
   RETASC_DATA_DIR: z.string().default(".retasc"),
+  /** Where `react-router build` wrote the app (tests build into their own directory). */
+  RETASC_BUILD_DIR: z.string().default("build"),
   RETASC_MASTER_KEY: base64Key.optional(),
   RETASC_WORKERS: z.enum(["inline", "off"]).optional(),
   PUBLIC_URL: optionalUrl,

@@ -1,0 +1,139 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+/**
+ * The real app as a separate process, for tests that go over HTTP: built once per test
+ * run (see global-setup.ts), started with `tsx main.ts` on a free port.
+ */
+const root = path.resolve(import.meta.dirname, "../..");
+
+export function testBuildDir(): string {
+  const dir = process.env.RETASC_TEST_BUILD_DIR ?? path.join(root, "node_modules/.cache/retasc-test-build/adhoc");
+  if (fs.existsSync(path.join(dir, "server/index.js"))) return dir;
+  const lock = `${dir}.lock`;
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch {
+      // Another worker is building: wait for it.
+      if (fs.existsSync(path.join(dir, "server/index.js"))) return dir;
+      spawnSync("sleep", ["0.2"]);
+    }
+  }
+  try {
+    if (!fs.existsSync(path.join(dir, "server/index.js"))) {
+      const result = spawnSync("npx", ["react-router", "build"], {
+        cwd: root,
+        env: { ...process.env, RETASC_BUILD_DIR: dir },
+        encoding: "utf8",
+      });
+      if (result.status !== 0) throw new Error(`react-router build failed:\n${result.stdout}\n${result.stderr}`);
+    }
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+  return dir;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+export interface AppProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "retasc-data-"));
+}
+
+/** Runs a command of this repo (tsx entry) to completion and returns its output. */
+export function runEntry(entry: string, args: string[], env: Record<string, string | undefined>) {
+  return spawnSync(process.execPath, ["--import", "tsx", entry, ...args], {
+    cwd: root,
+    env: { ...cleanEnv(), ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+}
+
+function cleanEnv(): Record<string, string | undefined> {
+  const env = { ...process.env };
+  for (const name of ["DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
+    delete env[name];
+  }
+  return env;
+}
+
+export async function startApp(
+  env: Record<string, string | undefined> = {},
+  options: { timeoutMs?: number } = {},
+): Promise<AppProcess> {
+  const buildDir = testBuildDir();
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
+    cwd: root,
+    env: {
+      ...cleanEnv(),
+      RETASC_BUILD_DIR: buildDir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      RETASC_DATA_DIR: env.RETASC_DATA_DIR ?? tempDataDir(),
+      ...(env.DATABASE_URL && !env.RETASC_MASTER_KEY ? { RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64") } : {}),
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: false,
+  });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`app exited with ${child.exitCode}:\n${output}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`app did not become healthy in time:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    port,
+    child,
+    output: () => output,
+    stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+      return new Promise((resolve) => {
+        child.once("exit", (code) => resolve(code));
+        child.kill(signal);
+      });
+    },
+  };
+}
