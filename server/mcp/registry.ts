@@ -1,10 +1,14 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { toolErrorSchema } from "./errors.ts";
-import { costSentence, toolGroups, type ToolDefinition } from "./tool.ts";
+import { costSentence, type ToolDefinition } from "./tool.ts";
+import { attachmentTools } from "./tools/attachments.ts";
+import { collaborationTools } from "./tools/collaboration.ts";
 import { identityTools } from "./tools/identity.ts";
-import { connectorTools } from "./tools/org.ts";
-import { projectTools, usageTools } from "./tools/observability.ts";
+import { graphTools, issueTools } from "./tools/issues.ts";
+import { queueTools, projectTools, usageTools } from "./tools/observability.ts";
+import { connectorTools, memberTools } from "./tools/org.ts";
+import { workTools } from "./tools/work.ts";
 
 export const serverInfo = { name: "retasc", title: "Retasc", version: "1.0.0" };
 
@@ -18,26 +22,41 @@ export const serverInstructions = [
 ].join(" ");
 
 /** Every tool, in the order of the design's table. */
-export const tools: readonly ToolDefinition[] = [...identityTools, ...connectorTools, ...projectTools, ...usageTools].sort(
-  (a, b) => toolGroups.indexOf(a.group) - toolGroups.indexOf(b.group),
-);
+export const tools: readonly ToolDefinition[] = [
+  ...identityTools,
+  ...workTools,
+  ...issueTools,
+  ...graphTools,
+  ...collaborationTools,
+  ...attachmentTools,
+  ...memberTools,
+  ...connectorTools,
+  ...queueTools,
+  ...projectTools,
+  ...usageTools,
+];
 
 export const toolsByName: ReadonlyMap<string, ToolDefinition> = new Map(tools.map((tool) => [tool.name, tool]));
 
-/** JSON Schema (draft 7, which the SDK's client validator speaks) without the `$schema` marker. */
-function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
-  const { $schema: _marker, ...rest } = z.toJSONSchema(schema, { io, target: "draft-7", unrepresentable: "any" });
+/**
+ * JSON Schema (draft 7, which the SDK's client validator speaks) without the `$schema`
+ * marker. Rendered as "input" for both directions: output objects then stay open to
+ * fields added later (zod's "output" rendering closes them), and no output schema uses
+ * transforms or defaults, where the two renderings would differ.
+ */
+function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _marker, ...rest } = z.toJSONSchema(schema, { io: "input", target: "draft-7", unrepresentable: "any" });
   return rest;
 }
 
 /** The input schema; arguments it does not name are refused, so it says so. */
 export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
-  return { ...jsonSchema(tool.input, "input"), type: "object", additionalProperties: false };
+  return { ...jsonSchema(tool.input), type: "object", additionalProperties: false };
 }
 
 /** What `structuredContent` holds: the tool's result, or on `isError` the error envelope. */
 export function outputJsonSchema(tool: ToolDefinition): NonNullable<Tool["outputSchema"]> {
-  return { type: "object", ...jsonSchema(z.union([tool.output, toolErrorSchema]), "output") };
+  return { type: "object", ...jsonSchema(z.union([tool.output, toolErrorSchema])) };
 }
 
 export const fullDescription = (tool: ToolDefinition) => `${tool.description} ${costSentence(tool)}`;

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { issueStatuses, slaStates } from "../../../db/schema/index.ts";
+import { queueStatus } from "../../queue/index.ts";
 import { getProject, getProjectInput, listProjects, listProjectsInput } from "../../orgs/projects.ts";
 import { billingSummary, billingSummaryInput, usageSummary, usageSummaryInput } from "../../usage/index.ts";
 import { meterTiers } from "../../usage/rate-card.ts";
@@ -25,6 +27,50 @@ const rateCardOutput = z.object({
   tiers: z.array(z.object({ tier: z.enum(meterTiers), microCredits: z.number().int() })),
   free: z.string(),
 });
+
+const countsOf = (keys: readonly string[]) =>
+  z.record(z.string(), z.number().int()).describe(`non-zero counts keyed by ${keys.join(", ")}`);
+
+export const queueTools = [
+  defineTool({
+    name: "queue_status",
+    title: "Queue status",
+    group: "observability",
+    description:
+      "The fleet in one call, for your key's project (or the whole org for an org-wide key): issue counts by " +
+      "status, how many are ready to dispatch, deadline pressure (open issues by SLA state), what is blocked on " +
+      "what, and every live claim with its holder, runtime, last heartbeat and expiry.",
+    input: z.object({}),
+    output: z.object({
+      counts: countsOf(issueStatuses),
+      ready: z.number().int(),
+      deadlinePressure: countsOf(slaStates),
+      blockedOn: z.array(
+        z.object({
+          identifier: z.string(),
+          blockers: z.array(z.object({ identifier: z.string(), status: z.string() })),
+        }),
+      ),
+      liveClaims: z.array(
+        z.object({
+          identifier: z.string(),
+          status: z.enum(issueStatuses),
+          runtime: z.string(),
+          userId: z.string(),
+          email: z.string().nullable(),
+          fence: z.number().int(),
+          claimedAt: z.string(),
+          heartbeatAt: z.string(),
+          expiresAt: z.string(),
+        }),
+      ),
+    }),
+    annotations: readOnly,
+    access: "read",
+    meter: null,
+    handler: (ctx) => queueStatus(ctx),
+  }),
+];
 
 export const projectTools = [
   defineTool({

@@ -1,7 +1,107 @@
 import { z } from "zod";
-import { connectorProviders } from "../../../db/schema/index.ts";
+import { connectorProviders, memberRoles } from "../../../db/schema/index.ts";
 import { listConnectors, listConnectorsInput, revokeConnector, revokeConnectorInput } from "../../intake/connectors.ts";
+import {
+  listMembers,
+  listMembersInput,
+  memberIdInput,
+  reactivateMember,
+  retireMember,
+  suspendMember,
+} from "../../orgs/members.ts";
 import { defineTool, readOnly } from "../tool.ts";
+
+const personOutput = z.object({
+  kind: z.literal("human"),
+  memberId: z.string(),
+  userId: z.string(),
+  name: z.string(),
+  email: z.string(),
+  role: z.enum(memberRoles),
+  status: z.enum(["active", "suspended"]),
+  joinedAt: z.string(),
+});
+const agentOutput = z.object({
+  kind: z.literal("agent"),
+  memberId: z.string().describe("the agent key's id"),
+  runtime: z.string(),
+  keyPrefix: z.string(),
+  userId: z.string().describe("the human this agent acts for"),
+  humanName: z.string(),
+  humanEmail: z.string(),
+  projectId: z.string().nullable(),
+  projectPrefix: z.string().nullable(),
+  status: z.enum(["active", "retired"]),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable(),
+});
+
+export const memberTools = [
+  defineTool({
+    name: "list_members",
+    title: "List members",
+    group: "org",
+    description:
+      "The org's people (with role and status) and agents (each agent key: runtime, the human it acts for, its " +
+      "project, last use). query filters by name, email, role, runtime or key prefix; retired agents are left out " +
+      "unless includeRetired. Use the emails as assignee values and the memberIds for the admin tools.",
+    input: listMembersInput,
+    output: z.object({ members: z.array(z.union([personOutput, agentOutput])) }),
+    annotations: readOnly,
+    access: "read",
+    meter: null,
+    handler: (ctx, input) => listMembers(ctx, input),
+  }),
+  defineTool({
+    name: "suspend_member",
+    title: "Suspend a person",
+    group: "org",
+    description:
+      "Suspends a person (memberId of a human) and retires every agent key they run, at once. Owner or admin; an " +
+      "admin acts on ordinary members only. Refuses suspending yourself and the last active owner. Reversible with " +
+      "reactivate_member (their keys stay retired). Idempotent.",
+    input: memberIdInput,
+    output: z.object({
+      memberId: z.string(),
+      status: z.literal("suspended"),
+      retiredAgents: z.number().int(),
+      changed: z.boolean(),
+    }),
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    access: "wind-down",
+    meter: { tier: "plumbing" },
+    handler: (ctx, input) => suspendMember(ctx, input),
+  }),
+  defineTool({
+    name: "reactivate_member",
+    title: "Reactivate a person",
+    group: "org",
+    description:
+      "Reactivates a suspended person (memberId of a human). Owner or admin. Their old agent keys stay retired; " +
+      "they mint new ones. Idempotent.",
+    input: memberIdInput,
+    output: z.object({ memberId: z.string(), status: z.literal("active"), changed: z.boolean() }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    access: "write",
+    meter: { tier: "plumbing" },
+    handler: (ctx, input) => reactivateMember(ctx, input),
+  }),
+  defineTool({
+    name: "retire_member",
+    title: "Retire an agent",
+    group: "org",
+    description:
+      "Retires an agent (memberId of an agent key): the key stops working at once, for good; there is no " +
+      "reactivation for agents. Owners and admins retire any agent, a member only their own. People are " +
+      "suspended, not retired. Idempotent.",
+    input: memberIdInput,
+    output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    access: "wind-down",
+    meter: { tier: "plumbing" },
+    handler: (ctx, input) => retireMember(ctx, input),
+  }),
+];
 
 export const connectorTools = [
   defineTool({

@@ -1,0 +1,114 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { toolErrorSchema } from "./errors.ts";
+import { fullDescription, inputJsonSchema, serverInfo, tools } from "./registry.ts";
+import { toolGroups, type ToolDefinition } from "./tool.ts";
+
+/**
+ * docs/mcp-tools.md, rendered from the tool registry so the reference cannot drift from
+ * what tools/list serves. `npm run docs:mcp` writes it; a test fails when it is stale.
+ */
+export const mcpToolsDocPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs/mcp-tools.md");
+
+type JsonSchema = {
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: JsonSchema[];
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  description?: string;
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+};
+
+function typeOf(schema: JsonSchema): string {
+  if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(" \\| ");
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  if (schema.anyOf) return schema.anyOf.map(typeOf).join(" \\| ");
+  if (schema.type === "array") return `${schema.items ? typeOf(schema.items) : "unknown"}[]`;
+  if (Array.isArray(schema.type)) return schema.type.join(" \\| ");
+  if (schema.type === "integer" && schema.minimum !== undefined && schema.maximum !== undefined) {
+    return `integer ${schema.minimum}..${schema.maximum}`;
+  }
+  return schema.type ?? "any";
+}
+
+const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+function argumentsTable(tool: ToolDefinition): string[] {
+  const schema = inputJsonSchema(tool) as JsonSchema;
+  const properties = Object.entries(schema.properties ?? {});
+  if (properties.length === 0) return ["No arguments."];
+  const required = new Set(schema.required ?? []);
+  const lines = ["| argument | type | required | notes |", "|---|---|---|---|"];
+  for (const [name, property] of properties) {
+    const notes = [property.description, property.default !== undefined ? `default ${JSON.stringify(property.default)}` : undefined]
+      .filter(Boolean)
+      .join("; ");
+    lines.push(`| \`${name}\` | ${typeOf(property)} | ${required.has(name) ? "yes" : "no"} | ${cell(notes)} |`);
+  }
+  return lines;
+}
+
+function resultFields(tool: ToolDefinition): string {
+  const variants = (tool.output instanceof z.ZodUnion ? tool.output.options : [tool.output]) as z.ZodType[];
+  return variants
+    .map((variant) => (variant instanceof z.ZodObject ? Object.keys(variant.shape).map((k) => `\`${k}\``).join(", ") : "a value"))
+    .join("; or ");
+}
+
+function hints(tool: ToolDefinition): string {
+  const a = tool.annotations;
+  return `readOnly ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, openWorld ${a.openWorldHint}`;
+}
+
+const accessLabel = { read: "read", write: "write", "wind-down": "wind-down (always allowed)" } as const;
+
+export function renderToolReference(): string {
+  const errorCodes = (toolErrorSchema.shape.error.shape.code.options as string[]).map((c) => `\`${c}\``).join(", ");
+  const lines = [
+    "# MCP tool reference",
+    "",
+    "<!-- Generated from server/mcp/registry.ts by `npm run docs:mcp`. Do not edit by hand. -->",
+    "",
+    `The ${serverInfo.title} MCP server answers \`POST /mcp\` (Streamable HTTP, JSON responses, stateless) and ` +
+      "needs `Authorization: Bearer rtsc_...`, an agent key; without a valid key the answer is 401 with " +
+      "`WWW-Authenticate`. The key decides the org, the human principal, the project and the runtime.",
+    "",
+    `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema (tools/list ` +
+      "carries the full JSON Schemas). Issues are addressed by identifier, like `RTSC-42`.",
+    "",
+    "**Errors** come back as tool results with `isError: true` and " +
+      "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +
+      `\`tellHuman\` to your human verbatim. Codes: ${errorCodes}. Malformed JSON-RPC, an unknown tool, an oversized ` +
+      "body (413) or a foreign `Origin` (403) get protocol errors instead.",
+    "",
+    "**Billing access**: *read* tools are never metered or refused for billing; *write* tools are metered and " +
+      "refused with `BILLING_INACTIVE` when the org has no credit; *wind-down* tools are metered but always allowed.",
+  ];
+  for (const group of toolGroups) {
+    const inGroup = tools.filter((tool) => tool.group === group);
+    if (inGroup.length === 0) continue;
+    lines.push("", `## ${group[0]!.toUpperCase()}${group.slice(1)}`);
+    for (const tool of inGroup) {
+      lines.push(
+        "",
+        `### ${tool.name}`,
+        "",
+        `*${tool.title}.* ${fullDescription(tool)}`,
+        "",
+        `Access: ${accessLabel[tool.access]}. Hints: ${hints(tool)}.`,
+        "",
+        ...argumentsTable(tool),
+        "",
+        `Result: ${resultFields(tool)}.`,
+      );
+    }
+  }
+  lines.push("");
+  return lines.join("\n");
+}

@@ -1,0 +1,115 @@
+import { z } from "zod";
+import { issueStatuses, slaStates } from "../../db/schema/index.ts";
+
+/**
+ * Output schemas of the issue and queue tools: the shapes server/issues and server/queue
+ * return (views.ts, queue/index.ts); the type checker holds the services to them. The
+ * published JSON Schemas leave objects open, so a field added to a view reaches agents
+ * without breaking clients that validate against them.
+ */
+const iso = z.string().describe("ISO 8601 instant");
+const status = z.enum(issueStatuses);
+
+export const personRef = z.object({ userId: z.string(), email: z.string(), name: z.string() });
+
+export const checkpointOutput = z
+  .looseObject({
+    done: z.string().nullable(),
+    next: z.string().nullable(),
+    gotchas: z.string().nullable(),
+    note: z.string().nullable(),
+    branch: z.string().nullable(),
+    runtime: z.string().nullable(),
+    userId: z.string().nullable(),
+    createdAt: iso,
+  })
+  .describe("the latest handoff notes; they survive release and reclaim");
+
+const linkedIssue = z.object({ identifier: z.string(), status });
+
+export const issueOutput = z.object({
+  identifier: z.string(),
+  title: z.string(),
+  body: z.string().nullable(),
+  work: z.boolean(),
+  status,
+  priority: z.number().int().describe("0 none, 1 urgent, 2 high, 3 medium, 4 low"),
+  assignee: personRef.nullable().describe("the lane: who this is for (the reviewer while in review)"),
+  author: personRef.nullable(),
+  parent: z.string().nullable(),
+  children: z.array(z.string()),
+  labels: z.array(z.string()),
+  dueAt: iso.nullable(),
+  slaState: z.enum(slaStates),
+  timeRemainingMs: z.number().nullable(),
+  ownLevel: z.number().int(),
+  effectiveLevel: z.number().int().describe("own level raised by everything this issue blocks; dispatch order"),
+  effectiveDueAt: iso.nullable(),
+  blockedBy: z.array(linkedIssue),
+  blocks: z.array(linkedIssue),
+  openBlockers: z.array(z.string()),
+  related: z.array(z.string()),
+  duplicates: z.array(z.string()),
+  lease: z
+    .looseObject({
+      holder: personRef.nullable(),
+      holderUserId: z.string(),
+      runtime: z.string(),
+      keyId: z.string().nullable(),
+      expiresAt: iso,
+      fence: z.number().int(),
+    })
+    .nullable()
+    .describe("the live claim, if any"),
+  fence: z.number().int(),
+  checkpoint: checkpointOutput.nullable(),
+  branch: z.string(),
+  noDependency: z.string().nullable(),
+  cancelReason: z.string().nullable(),
+  createdAt: iso,
+  updatedAt: iso,
+});
+
+export const issueSummaryOutput = z.object({
+  identifier: z.string(),
+  title: z.string(),
+  work: z.boolean(),
+  status,
+  priority: z.number().int(),
+  effectiveLevel: z.number().int(),
+  assignee: personRef.nullable(),
+  dueAt: iso.nullable(),
+  slaState: z.enum(slaStates),
+  timeRemainingMs: z.number().nullable(),
+  held: z.boolean(),
+  leaseExpiresAt: iso.nullable(),
+  updatedAt: iso,
+});
+
+export const holderOutput = z.object({
+  userId: z.string(),
+  runtime: z.string(),
+  keyId: z.string().nullable(),
+  fence: z.number().int(),
+  expiresAt: iso,
+  email: z.string().nullable(),
+  name: z.string().nullable(),
+});
+
+export const claimOutput = z.object({
+  identifier: z.string(),
+  claimToken: z.string().describe("pass it to heartbeat, checkpoint, release_issue and the finishing save_issue"),
+  fence: z.number().int().describe("rises with every claim of this issue"),
+  expiresAt: iso.describe("the lease ends here unless heartbeat or checkpoint renews it"),
+  branch: z.string().describe("the branch to work on"),
+  checkpoint: checkpointOutput.nullable(),
+  otherClaims: z.number().int().describe("your other live claims"),
+  issue: issueOutput,
+});
+
+export const nothingClaimableOutput = z.object({
+  claimed: z.literal(false),
+  ready: z.number().int().describe("dispatchable issues in your lanes (claimed concurrently if not zero)"),
+  otherLanes: z.number().int().describe("ready issues assigned to other people; allLanes:true takes them"),
+  message: z.string(),
+});
