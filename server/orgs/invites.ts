@@ -190,3 +190,17 @@ function refusal(state: InviteState, invite: { expiresAt: Date; acceptedAt: Date
       return new DomainError("CONFLICT", "this invite could not be redeemed; try again", hint);
   }
 }
+
+/** What an invite code leads to, for the join page; never spends it. */
+export async function describeInvite(services: Pick<Services, "db" | "clock">, rawCode: string) {
+  const parsed = inviteCodeSchema.safeParse(rawCode);
+  if (!parsed.success) return null;
+  const rows = await services.db
+    .select({ invite: invites, orgName: orgs.name })
+    .from(invites)
+    .innerJoin(orgs, eq(orgs.id, invites.orgId))
+    .where(eq(invites.codeHash, sha256(parsed.data)));
+  const row = rows[0];
+  if (!row) return null;
+  return { orgName: row.orgName, state: stateOf(row.invite, services.clock.now()), code: parsed.data };
+}

@@ -1,0 +1,159 @@
+import { Form } from "react-router";
+import type { Route } from "./+types/dash.settings.keys";
+import { publicOrigin, requireMember } from "../auth.server.ts";
+import { attempt } from "../errors.server.ts";
+import { listKeys, mintKey, revokeKey, rotateKey } from "../../server/orgs/keys.ts";
+import { listProjects } from "../../server/orgs/projects.ts";
+import { createSetupCode } from "../../server/orgs/setup-codes.ts";
+import { Button, Card, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
+
+export function meta() {
+  return [{ title: "Keys · Retasc" }];
+}
+
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const { ctx, membership } = await requireMember(request, context);
+  const [{ keys }, { projects }] = await Promise.all([listKeys(ctx, { includeRevoked: true }), listProjects(ctx, {})]);
+  return { keys, projects, me: membership };
+}
+
+/** The prompt a person pastes to an agent on a machine with no browser. */
+function agentPrompt(origin: string, code: string): string {
+  return [
+    "Set Retasc up in the folder you're working in, so you can pull work from my queue.",
+    "",
+    "First tell me its full path, and wait for me to say go. Then run exactly this:",
+    `npx retasc bind --setup ${code} --url ${origin}`,
+    "",
+    "When it's done, restart yourself so the Retasc tools load, then check my queue and tell me what you find.",
+  ].join("\n");
+}
+
+export async function action({ request, context }: Route.ActionArgs) {
+  const { ctx } = await requireMember(request, context);
+  const form = await request.formData();
+  const intent = String(form.get("intent") ?? "");
+  const keyId = String(form.get("keyId") ?? "");
+  const projectId = String(form.get("projectId") ?? "") || undefined;
+  const runtime = String(form.get("runtime") ?? "") || undefined;
+  const result = await attempt(context.log, async () => {
+    switch (intent) {
+      case "mint": {
+        const minted = await mintKey(ctx, { projectId, runtime });
+        return { secret: { label: "New key", key: minted.key } };
+      }
+      case "rotate": {
+        const rotated = await rotateKey(ctx, { keyId });
+        return { secret: { label: "Replacement key", key: rotated.key } };
+      }
+      case "revoke":
+        await revokeKey(ctx, { keyId });
+        return { done: "Key revoked." };
+      case "setup": {
+        const setup = await createSetupCode(ctx, { projectId: projectId ?? "", runtime });
+        return { setup: { ...setup, prompt: agentPrompt(publicOrigin(request, context), setup.code) } };
+      }
+      default:
+        return {};
+    }
+  });
+  return result.ok ? { ...result.value, error: null } : { error: result.error };
+}
+
+export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
+  const { keys, projects, me } = loaderData;
+  const seesAll = me.role !== "member";
+  const projectOptions = projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }));
+  const secret = actionData && "secret" in actionData ? actionData.secret : null;
+  const setup = actionData && "setup" in actionData ? actionData.setup : null;
+  return (
+    <div className="flex flex-col gap-8">
+      <h1 className="text-2xl font-semibold">Agent keys</h1>
+      <p className="text-sm text-stone-700">
+        {seesAll ? "Every key in the org." : "Your keys."} A key acts for one person in one org and project; it is shown once, when
+        it is minted or rotated.
+      </p>
+      <ErrorNote error={actionData?.error} />
+      {actionData && "done" in actionData && actionData.done ? <Notice>{actionData.done}</Notice> : null}
+      {secret ? (
+        <div className="flex flex-col gap-2" data-testid="new-key">
+          <Notice>Copy it now: this is the only time it is shown.</Notice>
+          <SecretBox label={secret.label} value={secret.key} />
+        </div>
+      ) : null}
+      <table className="w-full border-collapse text-left text-sm">
+        <caption className="sr-only">Agent keys</caption>
+        <thead>
+          <tr className="border-b border-stone-300">
+            <th scope="col" className="py-2">Key</th>
+            <th scope="col">Runtime</th>
+            <th scope="col">Person</th>
+            <th scope="col">Project</th>
+            <th scope="col">Last used</th>
+            <th scope="col">State</th>
+            <th scope="col"><span className="sr-only">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr key={k.keyId} className="border-b border-stone-200" data-key={k.prefix}>
+              <td className="py-2 font-mono">{k.prefix}…</td>
+              <td>{k.runtime}</td>
+              <td>{k.userEmail}</td>
+              <td>{k.projectPrefix ?? "any"}</td>
+              <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : "never"}</td>
+              <td>{k.status}</td>
+              <td className="flex justify-end gap-2 py-1">
+                {k.status === "active" ? (
+                  <Form method="post" className="flex gap-2">
+                    <input type="hidden" name="keyId" value={k.keyId} />
+                    <Button name="intent" value="rotate" tone="secondary" aria-label={`Rotate ${k.prefix}`}>
+                      Rotate
+                    </Button>
+                    <Button name="intent" value="revoke" tone="danger" aria-label={`Revoke ${k.prefix}`}>
+                      Revoke
+                    </Button>
+                  </Form>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {projects.length === 0 ? (
+        <p>Create a project first; keys are minted for a project.</p>
+      ) : (
+        <div className="grid gap-6 md:grid-cols-2">
+          <Card title="Mint a key">
+            <Form method="post" className="flex flex-col gap-4">
+              <Select label="Project" name="projectId" options={projectOptions} />
+              <Field label="Runtime" name="runtime" defaultValue="claude-code" hint="What runs with it: claude-code, codex, cursor, ci…" />
+              <div>
+                <Button name="intent" value="mint">
+                  Mint key
+                </Button>
+              </div>
+            </Form>
+          </Card>
+          <Card title="Connect an agent with no browser">
+            {setup ? (
+              <div className="mb-4 flex flex-col gap-2" data-testid="setup-code">
+                <Notice>Paste this to your agent. The code works once, within ten minutes.</Notice>
+                <SecretBox label="Agent prompt" value={setup.prompt} />
+              </div>
+            ) : null}
+            <Form method="post" className="flex flex-col gap-4">
+              <Select label="Project" name="projectId" options={projectOptions} />
+              <Field label="Runtime" name="runtime" defaultValue="claude-code" />
+              <div>
+                <Button name="intent" value="setup">
+                  Get a setup code
+                </Button>
+              </div>
+            </Form>
+          </Card>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,210 @@
+import { Form } from "react-router";
+import type { Route } from "./+types/dash.settings.members";
+import { publicOrigin, requireMember } from "../auth.server.ts";
+import { attempt } from "../errors.server.ts";
+import { createInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
+import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
+import { Button, Card, ErrorNote, Field, Notice, SecretBox } from "../components/ui.tsx";
+
+export function meta() {
+  return [{ title: "Members · Retasc" }];
+}
+
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const { ctx, membership } = await requireMember(request, context);
+  const manages = membership.role !== "member";
+  const { members } = await listMembers(ctx);
+  const invites = manages ? (await listInvites(ctx)).invites : [];
+  return { members, invites, me: membership, manages };
+}
+
+export async function action({ request, context }: Route.ActionArgs) {
+  const { ctx } = await requireMember(request, context);
+  const form = await request.formData();
+  const intent = String(form.get("intent") ?? "");
+  const memberId = String(form.get("memberId") ?? "");
+  const result = await attempt(context.log, async () => {
+    switch (intent) {
+      case "invite": {
+        const invite = await createInvite(ctx, { expiresDays: Number(form.get("expiresDays") ?? 7) });
+        return { invite: { ...invite, link: `${publicOrigin(request, context)}/join/${invite.code}` } };
+      }
+      case "revoke-invite":
+        await revokeInvite(ctx, { inviteId: String(form.get("inviteId") ?? "") });
+        return { done: "Invite revoked." };
+      case "suspend": {
+        const r = await suspendMember(ctx, { memberId });
+        return { done: `Suspended; ${r.retiredAgents} agent${r.retiredAgents === 1 ? "" : "s"} retired.` };
+      }
+      case "reactivate":
+        await reactivateMember(ctx, { memberId });
+        return { done: "Reactivated." };
+      case "retire":
+        await retireMember(ctx, { memberId });
+        return { done: "Agent retired." };
+      case "make-admin":
+      case "make-member":
+      case "make-owner": {
+        const role = intent.slice("make-".length) as "admin" | "member" | "owner";
+        await setMemberRole(ctx, { memberId, role });
+        return { done: `Role changed to ${role}.` };
+      }
+      default:
+        return { done: null };
+    }
+  });
+  return result.ok ? { ...result.value, error: null } : { error: result.error };
+}
+
+function Action({ intent, memberId, label, tone = "secondary" }: { intent: string; memberId: string; label: string; tone?: "secondary" | "danger" }) {
+  return (
+    <Form method="post" className="inline">
+      <input type="hidden" name="memberId" value={memberId} />
+      <Button name="intent" value={intent} tone={tone}>
+        {label}
+      </Button>
+    </Form>
+  );
+}
+
+export default function Members({ loaderData, actionData }: Route.ComponentProps) {
+  const { members, invites, me, manages } = loaderData;
+  const people = members.filter((m) => m.kind === "human");
+  const agents = members.filter((m) => m.kind === "agent");
+  const result = actionData && "invite" in actionData ? actionData : null;
+  return (
+    <div className="flex flex-col gap-8">
+      <h1 className="text-2xl font-semibold">Members</h1>
+      <ErrorNote error={actionData?.error} />
+      {actionData && "done" in actionData && actionData.done ? <Notice>{actionData.done}</Notice> : null}
+      <Card title="People">
+        <table className="w-full border-collapse text-left text-sm">
+          <thead>
+            <tr className="border-b border-stone-300">
+              <th scope="col" className="py-2">Name</th>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">State</th>
+              <th scope="col"><span className="sr-only">Actions</span></th>
+            </tr>
+          </thead>
+          <tbody>
+            {people.map((p) =>
+              p.kind === "human" ? (
+                <tr key={p.memberId} className="border-b border-stone-200" data-member={p.email}>
+                  <td className="py-2">{p.name}</td>
+                  <td>{p.email}</td>
+                  <td>{p.role}</td>
+                  <td>{p.status}</td>
+                  <td className="flex flex-wrap justify-end gap-2 py-1">
+                    {manages && p.memberId !== me.memberId ? (
+                      p.status === "active" ? (
+                        <Action intent="suspend" memberId={p.memberId} label="Suspend" tone="danger" />
+                      ) : (
+                        <Action intent="reactivate" memberId={p.memberId} label="Reactivate" />
+                      )
+                    ) : null}
+                    {me.role === "owner" && p.memberId !== me.memberId ? (
+                      p.role === "member" ? (
+                        <Action intent="make-admin" memberId={p.memberId} label="Make admin" />
+                      ) : p.role === "admin" ? (
+                        <Action intent="make-member" memberId={p.memberId} label="Make member" />
+                      ) : null
+                    ) : null}
+                  </td>
+                </tr>
+              ) : null,
+            )}
+          </tbody>
+        </table>
+      </Card>
+      <Card title="Agents">
+        {agents.length === 0 ? (
+          <p className="text-sm text-stone-600">No live agents. Bind a folder with <code>retasc bind</code>.</p>
+        ) : (
+          <table className="w-full border-collapse text-left text-sm">
+            <thead>
+              <tr className="border-b border-stone-300">
+                <th scope="col" className="py-2">Runtime</th>
+                <th scope="col">Key</th>
+                <th scope="col">Acts for</th>
+                <th scope="col">Project</th>
+                <th scope="col">Last used</th>
+                <th scope="col"><span className="sr-only">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              {agents.map((a) =>
+                a.kind === "agent" ? (
+                  <tr key={a.memberId} className="border-b border-stone-200">
+                    <td className="py-2">{a.runtime}</td>
+                    <td className="font-mono">{a.keyPrefix}…</td>
+                    <td>{a.humanEmail}</td>
+                    <td>{a.projectPrefix ?? "any"}</td>
+                    <td>{a.lastUsedAt ? new Date(a.lastUsedAt).toLocaleString() : "never"}</td>
+                    <td className="py-1 text-right">
+                      {manages || a.userId === me.userId ? (
+                        <Action intent="retire" memberId={a.memberId} label="Retire" tone="danger" />
+                      ) : null}
+                    </td>
+                  </tr>
+                ) : null,
+              )}
+            </tbody>
+          </table>
+        )}
+      </Card>
+      {manages ? (
+        <Card title="Invites">
+          {result?.invite ? (
+            <div className="mb-4 flex flex-col gap-3" data-testid="new-invite">
+              <Notice>Invite created. It is shown once, works once, and expires {new Date(result.invite.expiresAt).toLocaleDateString()}.</Notice>
+              <SecretBox label="Invite code" value={result.invite.code} />
+              <SecretBox label="They run" value={`npx retasc join ${result.invite.code}`} />
+              <SecretBox label="Or open" value={result.invite.link} />
+            </div>
+          ) : null}
+          <Form method="post" className="mb-6 flex items-end gap-3">
+            <Field label="Expires after (days)" name="expiresDays" type="number" defaultValue="7" />
+            <Button name="intent" value="invite">
+              New invite
+            </Button>
+          </Form>
+          {invites.length > 0 ? (
+            <table className="w-full border-collapse text-left text-sm">
+              <thead>
+                <tr className="border-b border-stone-300">
+                  <th scope="col" className="py-2">Created</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Accepted by</th>
+                  <th scope="col"><span className="sr-only">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                {invites.map((i) => (
+                  <tr key={i.inviteId} className="border-b border-stone-200">
+                    <td className="py-2">{new Date(i.createdAt).toLocaleString()}</td>
+                    <td>{i.state}</td>
+                    <td>{i.expiresAt ? new Date(i.expiresAt).toLocaleDateString() : "—"}</td>
+                    <td>{i.acceptedBy ?? "—"}</td>
+                    <td className="py-1 text-right">
+                      {i.state === "pending" ? (
+                        <Form method="post">
+                          <input type="hidden" name="inviteId" value={i.inviteId} />
+                          <Button name="intent" value="revoke-invite" tone="danger">
+                            Revoke
+                          </Button>
+                        </Form>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : null}
+        </Card>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,81 @@
+import { Form } from "react-router";
+import type { Route } from "./+types/dash.settings.projects";
+import { requireMember } from "../auth.server.ts";
+import { attempt } from "../errors.server.ts";
+import { addProject } from "../../server/orgs/account.ts";
+import { listProjects } from "../../server/orgs/projects.ts";
+import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
+
+export function meta() {
+  return [{ title: "Projects · Retasc" }];
+}
+
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const { ctx, membership } = await requireMember(request, context);
+  const { projects } = await listProjects(ctx, {});
+  return { projects, canCreate: membership.role !== "member" };
+}
+
+export async function action({ request, context }: Route.ActionArgs) {
+  const { ctx } = await requireMember(request, context);
+  const form = await request.formData();
+  const result = await attempt(context.log, () =>
+    addProject(ctx, { name: String(form.get("name") ?? ""), prefix: String(form.get("prefix") ?? "") }),
+  );
+  return result.ok ? { created: result.value.prefix, error: null } : { created: null, error: result.error };
+}
+
+export default function Projects({ loaderData, actionData }: Route.ComponentProps) {
+  const { projects, canCreate } = loaderData;
+  return (
+    <div className="flex flex-col gap-6">
+      <h1 className="text-2xl font-semibold">Projects</h1>
+      {projects.length === 0 ? (
+        <p className="text-stone-700">No projects yet.</p>
+      ) : (
+        <table className="w-full border-collapse text-left text-sm">
+          <caption className="sr-only">Projects of this org</caption>
+          <thead>
+            <tr className="border-b border-stone-300">
+              <th scope="col" className="py-2">Prefix</th>
+              <th scope="col">Name</th>
+              <th scope="col">Issues so far</th>
+              <th scope="col">Id</th>
+            </tr>
+          </thead>
+          <tbody>
+            {projects.map((p) => (
+              <tr key={p.id} className="border-b border-stone-200">
+                <td className="py-2 font-mono">{p.prefix}</td>
+                <td>{p.name}</td>
+                <td>{p.issueCounter}</td>
+                <td className="font-mono text-xs text-stone-500">{p.id}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {canCreate ? (
+        <Card title="New project">
+          <Form method="post" className="flex flex-col gap-4">
+            <ErrorNote error={actionData?.error} />
+            {actionData?.created ? <Notice>Created project {actionData.created}.</Notice> : null}
+            <Field label="Name" name="name" required placeholder="Web" />
+            <Field
+              label="Prefix"
+              name="prefix"
+              required
+              placeholder="WEB"
+              hint="2–10 letters or digits, starting with a letter. Issues are named PREFIX-1, PREFIX-2, …"
+            />
+            <div>
+              <Button>Create project</Button>
+            </div>
+          </Form>
+        </Card>
+      ) : (
+        <p className="text-sm text-stone-600">Owners and admins create projects.</p>
+      )}
+    </div>
+  );
+}

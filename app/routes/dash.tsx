@@ -1,0 +1,102 @@
+import { Form, Link, NavLink, Outlet } from "react-router";
+import type { Route } from "./+types/dash";
+import { requireUser } from "../auth.server.ts";
+import { listOrgsOf } from "../../server/orgs/account.ts";
+import { currentOrgCookie } from "../auth.server.ts";
+
+export function meta() {
+  return [{ title: "Dash · Retasc" }];
+}
+
+/**
+ * The signed-in shell of the Dash: header, org switcher, navigation, and an Outlet for
+ * every page under /dash. Pages resolve their own org with requireMember().
+ */
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const user = await requireUser(request, context);
+  const { orgs } = await listOrgsOf(context.services, user.id);
+  const active = orgs.filter((o) => o.status === "active");
+  const wanted = (await currentOrgCookie.parse(request.headers.get("cookie"))) as string | null;
+  const current = active.find((o) => o.orgId === wanted) ?? active[0] ?? null;
+  return { user, orgs: active, currentOrgId: current?.orgId ?? null };
+}
+
+const links = [
+  { to: "/dash", label: "Overview", end: true },
+  { to: "/dash/settings/projects", label: "Projects" },
+  { to: "/dash/settings/members", label: "Members" },
+  { to: "/dash/settings/keys", label: "Keys" },
+];
+
+export default function DashLayout({ loaderData }: Route.ComponentProps) {
+  const { user, orgs, currentOrgId } = loaderData;
+  return (
+    <div className="min-h-screen">
+      <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:bg-white focus:p-2">
+        Skip to content
+      </a>
+      <header className="border-b border-stone-200 bg-white">
+        <div className="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-6 py-3">
+          <Link to="/dash" className="text-lg font-bold tracking-tight">
+            Retasc
+          </Link>
+          {orgs.length > 0 ? (
+            <Form method="post" action="/dash/switch-org" className="flex items-center gap-2" aria-label="Switch org">
+              <label htmlFor="org-switcher" className="text-sm text-stone-600">
+                Org
+              </label>
+              <select
+                id="org-switcher"
+                name="orgId"
+                defaultValue={currentOrgId ?? undefined}
+                className="rounded border border-stone-300 bg-white px-2 py-1 text-sm"
+                onChange={(e) => e.currentTarget.form?.requestSubmit()}
+              >
+                {orgs.map((o) => (
+                  <option key={o.orgId} value={o.orgId}>
+                    {o.name} ({o.role})
+                  </option>
+                ))}
+              </select>
+              <noscript>
+                <button type="submit" className="rounded border px-2 py-1 text-sm">
+                  Switch
+                </button>
+              </noscript>
+            </Form>
+          ) : null}
+          <Link to="/dash/orgs/new" className="text-sm underline">
+            New org
+          </Link>
+          <div className="ml-auto flex items-center gap-3 text-sm">
+            <span className="text-stone-600">{user.email}</span>
+            <Form method="post" action="/auth/sign-out">
+              <button type="submit" className="underline">
+                Sign out
+              </button>
+            </Form>
+          </div>
+        </div>
+        {orgs.length > 0 ? (
+          <nav aria-label="Dash" className="mx-auto flex max-w-5xl gap-1 px-6">
+            {links.map((l) => (
+              <NavLink
+                key={l.to}
+                to={l.to}
+                end={l.end}
+                className={({ isActive }) =>
+                  `border-b-2 px-3 py-2 text-sm ${isActive ? "border-stone-900 font-medium" : "border-transparent text-stone-600 hover:text-stone-900"}`
+                }
+              >
+                {l.label}
+              </NavLink>
+            ))}
+          </nav>
+        ) : null}
+      </header>
+      <main id="main" className="mx-auto max-w-5xl px-6 py-8">
+        <Outlet />
+      </main>
+    </div>
+  );
+}
