@@ -49,6 +49,7 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
       if (sweep) return runSweepTick(services, log, sweep, tickOf(job));
       const { outboxId, payload } = job.data as OutboxJobData;
       const attempt = Math.max(1, job.attemptsStarted ?? job.attemptsMade + 1);
+      log.debug({ job: job.name, outboxId, attempt }, "job started");
       try {
         const result = await executeJob(catalog, { services, log, key: `outbox:${outboxId}`, outboxId, attempt }, job.name, payload);
         await markOutboxCompleted(db, outboxId);

@@ -52,6 +52,7 @@ export async function startInlineRunner(options: RunnerOptions & { exclusive: bo
   async function run(row: ClaimedRow): Promise<void> {
     const id = Number(row.id);
     const attempt = Number(row.attempts);
+    log.debug({ job: row.job, outboxId: id, attempt }, "job started");
     try {
       await executeJob(catalog, { services, log, key: `outbox:${id}`, outboxId: id, attempt }, row.job, row.payload);
       await markOutboxCompleted(db, id);

@@ -1,3 +1,4 @@
+import { DataDirHeldError } from "../db/data-dir.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { boot } from "../server/boot.ts";
 import { describeFatal } from "../server/fatal.ts";
@@ -8,19 +9,20 @@ import { startWorkers } from "./index.ts";
 /**
  * A worker process (`npm run workers`): runs jobs until SIGINT/SIGTERM, then stops taking work,
  * lets in-flight jobs finish (or hands them back) and closes the database. Any number of these
- * can run against one PostgreSQL and Redis.
+ * can run against one PostgreSQL and Redis. In the embedded mode it can drain a data directory
+ * while the server is stopped (the data-directory lock keeps it from running beside the server).
  */
 export async function runWorkerProcess(options: { catalog?: JobCatalog } = {}): Promise<void> {
   try {
     const config = loadConfig();
-    if (config.mode === "embedded") {
-      throw new Error(
-        "npm run workers needs DATABASE_URL: in the embedded mode the server runs its jobs itself (one process owns the data directory)",
-      );
-    }
     const log = createLogger(config.LOG_LEVEL).child({ process: "workers" });
     if (!config.REDIS_URL) log.warn("REDIS_URL is not set: running jobs from the database without BullMQ");
-    const booted = await boot(config, { warn: (m) => log.warn(m), poolSize: config.JOB_CONCURRENCY + 4 });
+    const booted = await boot(config, { warn: (m) => log.warn(m), poolSize: config.JOB_CONCURRENCY + 4 }).catch((error: unknown) => {
+      if (error instanceof DataDirHeldError) {
+        throw new Error(`${error.message}. In the embedded mode the server runs the jobs itself; set DATABASE_URL to run separate workers`);
+      }
+      throw error;
+    });
     const runner = await startWorkers({ services: booted.services, database: booted.database, log, catalog: options.catalog });
     let stopping = false;
     const shutdown = async (signal: string) => {

@@ -1,0 +1,16 @@
+import { PrivateRedis, redisServerAvailable } from "./redis.ts";
+
+/**
+ * A Redis for tests that leave it running: the CI one (TEST_REDIS_URL) when set, else a private
+ * one. Tests keep apart by a unique BullMQ prefix, never by flushing.
+ */
+export async function testRedis(): Promise<{ url: string; close(): Promise<void> }> {
+  const shared = process.env.TEST_REDIS_URL;
+  if (shared) return { url: shared, close: async () => {} };
+  const redis = await PrivateRedis.start();
+  return { url: redis.url, close: () => redis.close() };
+}
+
+export const redisTestsCanRun = Boolean(process.env.TEST_REDIS_URL) || redisServerAvailable;
+
+export const uniquePrefix = () => `retasc-test-${Math.random().toString(36).slice(2, 10)}`;
