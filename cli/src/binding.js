@@ -1,0 +1,204 @@
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { deploymentUrl, normalizeUrl } from "./api.js";
+import { CliError } from "./errors.js";
+import { newWorkspaceId, readBindings, updateBindings } from "./store.js";
+
+/**
+ * How a folder is wired to Retasc. The folder holds a secret-free `./.mcp.json` whose
+ * `retasc` server names the MCP URL and a `headersHelper` command (Claude Code runs it to
+ * get the Authorization header); the helper reads the key from the keystore by workspace
+ * id. RETASC_MCP_KEY (explicit key) and RETASC_WORKSPACE override the folder's marker.
+ */
+export const MARKER = ".mcp.json";
+export const SERVER_NAME = "retasc";
+const WORKSPACE_FLAG = /--workspace\s+(ws_[0-9a-f]+)/;
+
+/** @param {string} url */
+export const mcpUrlOf = (url) => process.env.RETASC_MCP_URL || `${url}/mcp`;
+
+/** @param {string} file */
+function readMarker(file) {
+  try {
+    const value = JSON.parse(fs.readFileSync(file, "utf8"));
+    return value && typeof value === "object" ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The nearest `.mcp.json` with a retasc server, from `start` upwards, then in the main
+ * worktree of the git repository (claim worktrees live beside it).
+ * @param {string} start
+ * @returns {{ dir: string, file: string, workspaceId: string | null, url: string | null } | null}
+ */
+export function findMarker(start) {
+  const candidates = [];
+  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+    candidates.push(dir);
+    if (path.dirname(dir) === dir) break;
+  }
+  const main = mainWorktree(start);
+  if (main) candidates.push(main);
+  for (const dir of candidates) {
+    const file = path.join(dir, MARKER);
+    const server = readMarker(file)?.mcpServers?.[SERVER_NAME];
+    if (!server) continue;
+    const helper = typeof server.headersHelper === "string" ? server.headersHelper : "";
+    return { dir, file, workspaceId: WORKSPACE_FLAG.exec(helper)?.[1] ?? null, url: typeof server.url === "string" ? server.url : null };
+  }
+  return null;
+}
+
+/** @param {string} cwd */
+function mainWorktree(cwd) {
+  try {
+    const common = execFileSync("git", ["rev-parse", "--path-format=absolute", "--git-common-dir"], {
+      cwd,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+    return path.basename(common) === ".git" ? path.dirname(common) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * @typedef {{ key: string, url: string, mcpUrl: string, source: string, workspaceId: string | null,
+ *   workspace: import("./store.js").Workspace | null }} ResolvedBinding
+ * The folder's agent key and where to use it, or null when nothing is bound.
+ * @param {string} cwd
+ * @param {{ url?: string }} [flags]
+ * @returns {ResolvedBinding | null}
+ */
+export function resolveBinding(cwd, flags = {}) {
+  if (process.env.RETASC_MCP_KEY) {
+    const url = deploymentUrl(flags);
+    return { key: process.env.RETASC_MCP_KEY, url, mcpUrl: mcpUrlOf(url), source: "RETASC_MCP_KEY", workspaceId: null, workspace: null };
+  }
+  const { workspaces } = readBindings();
+  /** @param {string} id @param {string} source */
+  const fromWorkspace = (id, source) => {
+    const workspace = workspaces[id];
+    if (!workspace) return null;
+    return { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source, workspaceId: id, workspace };
+  };
+  if (process.env.RETASC_WORKSPACE) {
+    const found = fromWorkspace(process.env.RETASC_WORKSPACE, "RETASC_WORKSPACE");
+    if (!found) throw new CliError("NOT_BOUND", `workspace ${process.env.RETASC_WORKSPACE} is not in the keystore`, "Unset RETASC_WORKSPACE or bind again.");
+    return found;
+  }
+  const marker = findMarker(cwd);
+  if (marker?.workspaceId) {
+    const found = fromWorkspace(marker.workspaceId, marker.file);
+    if (found) return found;
+  }
+  // A marker written on another machine (or a lost id): fall back to the folder's path.
+  const dir = marker?.dir ?? path.resolve(cwd);
+  const byPath = Object.entries(workspaces).find(([, w]) => w.path === dir);
+  return byPath ? fromWorkspace(byPath[0], `keystore (${dir})`) : null;
+}
+
+/** @param {string} cwd @param {{ url?: string }} [flags] */
+export function requireBinding(cwd, flags = {}) {
+  const binding = resolveBinding(cwd, flags);
+  if (!binding) {
+    throw new CliError("NOT_BOUND", "this folder is not bound to a Retasc project", "Run `retasc bind` here (or `retasc bind --setup <code>`), or set RETASC_MCP_KEY.");
+  }
+  return binding;
+}
+
+/** The command that runs this CLI: `retasc` when that is on PATH and is us, else node + this file. */
+export function launcherCommand() {
+  const self = fs.realpathSync(fileURLToPath(new URL("../bin/retasc.js", import.meta.url)));
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    try {
+      if (fs.realpathSync(path.join(dir, "retasc")) === self) return "retasc";
+    } catch {
+      // not there
+    }
+  }
+  return `${JSON.stringify(process.execPath)} ${JSON.stringify(self)}`;
+}
+
+/**
+ * Stores the key in the keystore and writes the folder's marker, keeping any other MCP
+ * servers already in ./.mcp.json.
+ * @param {{ dir: string, url: string, key: string, keyId: string, orgId: string, orgName: string,
+ *   projectId: string, prefix: string, runtime: string }} input
+ */
+export async function wireFolder(input) {
+  const dir = path.resolve(input.dir);
+  const url = normalizeUrl(input.url);
+  const existing = findMarker(dir);
+  const workspaceId = existing && existing.dir === dir && existing.workspaceId ? existing.workspaceId : newWorkspaceId();
+  await updateBindings((bindings) => {
+    bindings.workspaces[workspaceId] = {
+      path: dir,
+      url,
+      orgId: input.orgId,
+      orgName: input.orgName,
+      projectId: input.projectId,
+      prefix: input.prefix,
+      keyId: input.keyId,
+      key: input.key,
+      runtime: input.runtime,
+      boundAt: new Date().toISOString(),
+    };
+  });
+  const file = path.join(dir, MARKER);
+  const marker = readMarker(file) ?? {};
+  marker.mcpServers ??= {};
+  marker.mcpServers[SERVER_NAME] = {
+    type: "http",
+    url: mcpUrlOf(url),
+    headersHelper: `${launcherCommand()} mcp headers --workspace ${workspaceId}`,
+  };
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, `${JSON.stringify(marker, null, 2)}\n`);
+  fs.renameSync(temp, file);
+  return { workspaceId, marker: file, mcpUrl: mcpUrlOf(url) };
+}
+
+/**
+ * Config blocks for other MCP clients. They read the key from RETASC_MCP_KEY, which
+ * `export RETASC_MCP_KEY="$(retasc mcp key)"` sets from the keystore.
+ * @param {string} mcpUrl
+ */
+export function clientBlocks(mcpUrl) {
+  return {
+    codex: {
+      file: "~/.codex/config.toml",
+      text: `[mcp_servers.retasc]\nurl = "${mcpUrl}"\nbearer_token_env_var = "RETASC_MCP_KEY"`,
+    },
+    opencode: {
+      file: "opencode.json",
+      text: JSON.stringify(
+        { $schema: "https://opencode.ai/config.json", mcp: { retasc: { type: "remote", url: mcpUrl, headers: { Authorization: "Bearer {env:RETASC_MCP_KEY}" } } } },
+        null,
+        2,
+      ),
+    },
+    cursor: {
+      file: ".cursor/mcp.json",
+      text: JSON.stringify({ mcpServers: { retasc: { url: mcpUrl, headers: { Authorization: "Bearer ${env:RETASC_MCP_KEY}" } } } }, null, 2),
+    },
+    cline: {
+      file: "cline_mcp_settings.json (MCP Servers → Configure)",
+      text: JSON.stringify(
+        { mcpServers: { retasc: { type: "streamableHttp", url: mcpUrl, headers: { Authorization: "Bearer <paste the output of: retasc mcp key>" } } } },
+        null,
+        2,
+      ),
+    },
+    gemini: {
+      file: ".gemini/settings.json",
+      text: JSON.stringify({ mcpServers: { retasc: { httpUrl: mcpUrl, headers: { Authorization: "Bearer $RETASC_MCP_KEY" } } } }, null, 2),
+    },
+  };
+}

@@ -1,0 +1,310 @@
+import path from "node:path";
+import { deploymentUrl, normalizeUrl, request } from "../api.js";
+import { clientBlocks, findMarker, mcpUrlOf, requireBinding, resolveBinding, wireFolder } from "../binding.js";
+import { CliError } from "../errors.js";
+import { withMcp } from "../mcp.js";
+import { note, ok, out, printJson } from "../output.js";
+import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.js";
+import { activeOrgs, asSession, currentSession, requireSession } from "../session.js";
+import { readBindings } from "../store.js";
+import { login } from "./session.js";
+
+/** A prefix from a project name: its first letters and digits, upper case, 2-6 long. */
+export function derivePrefix(/** @type {string} */ name) {
+  const letters = name.toUpperCase().replace(/[^A-Z0-9]/g, "").replace(/^[0-9]+/, "");
+  return (letters.length >= 2 ? letters : `${letters}PRJ`).slice(0, 6);
+}
+
+/**
+ * Refuses to silently replace a folder's binding to another org or project.
+ * @param {any} flags @param {{ orgId: string, projectId: string }} target
+ * @returns {Promise<"same" | "new" | "replace">}
+ */
+async function checkRebind(flags, target) {
+  const current = resolveBinding(process.cwd(), flags);
+  const workspace = current?.workspace;
+  if (!workspace) return "new";
+  if (workspace.orgId === target.orgId && workspace.projectId === target.projectId) return "same";
+  const what = `org "${workspace.orgName}" / project ${workspace.prefix}`;
+  if (flags.yes) return "replace";
+  if (!interactive()) throw new CliError("ALREADY_BOUND", `this folder is already bound to ${what}`, "Pass --yes to replace the binding.");
+  if (!(await confirm(`This folder is already bound to ${what}. Replace it?`))) throw new CliError("CANCELED", "kept the existing binding", "Nothing changed.");
+  return "replace";
+}
+
+/**
+ * Stores the key, writes the marker, and tells the person how every client connects.
+ * @param {any} flags
+ * @param {{ url: string, key: string, keyId: string, orgId: string, orgName: string, projectId: string, prefix: string, runtime: string }} bound
+ * @param {Record<string, unknown>} [extra]
+ */
+async function finishBinding(flags, bound, extra = {}) {
+  const wired = await wireFolder({ dir: process.cwd(), ...bound });
+  const result = {
+    ...extra,
+    workspaceId: wired.workspaceId,
+    orgId: bound.orgId,
+    orgName: bound.orgName,
+    projectId: bound.projectId,
+    prefix: bound.prefix,
+    keyId: bound.keyId,
+    keyPrefix: bound.key.slice(0, 12),
+    runtime: bound.runtime,
+    mcpUrl: wired.mcpUrl,
+    marker: wired.marker,
+    clients: Object.fromEntries(Object.entries(clientBlocks(wired.mcpUrl)).map(([name, block]) => [name, block])),
+  };
+  if (flags.json) {
+    printJson(result);
+    return result;
+  }
+  ok(`Minted key for this workspace (${result.keyPrefix}…).`);
+  note();
+  ok(`This folder is bound to org "${bound.orgName}" / project ${bound.prefix}.`);
+  note(`  Agents launched here can only ever read or write ${bound.prefix}.`);
+  note(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} is wired (no secret in it; safe to commit).`);
+  note();
+  note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  printBlocks(wired.mcpUrl);
+  note("Start your agent in this folder, or restart it if it's already open, and it'll pull from the queue.");
+  return result;
+}
+
+/** @param {string} mcpUrl */
+function printBlocks(mcpUrl) {
+  const names = { codex: "Codex", opencode: "OpenCode", cursor: "Cursor", cline: "Cline", gemini: "Gemini CLI" };
+  for (const [name, block] of Object.entries(clientBlocks(mcpUrl))) {
+    note(`\n# ${names[/** @type {keyof typeof names} */ (name)]} (${block.file})`);
+    note(block.text);
+  }
+  note();
+}
+
+/**
+ * @param {any} flags
+ * @param {{ url: string, token: string, user: { name: string } }} session
+ */
+async function pickOrg(flags, session) {
+  const orgs = await activeOrgs(session);
+  if (flags["org-id"]) {
+    const org = orgs.find((o) => o.orgId === flags["org-id"]);
+    if (!org) throw new CliError("NOT_FOUND", `you are not an active member of org ${flags["org-id"]}`, "`retasc whoami` lists your orgs.");
+    return org;
+  }
+  if (flags["org-name"]) {
+    const name = String(flags["org-name"]).trim();
+    const existing = orgs.find((o) => o.name.toLowerCase() === name.toLowerCase());
+    if (existing) return existing;
+    const created = await asSession(session, "/orgs", { body: { name } });
+    ok(`Created org "${created.name}".`);
+    return { orgId: created.orgId, name: created.name, role: "owner", status: "active" };
+  }
+  if (orgs.length === 1) return orgs[0];
+  if (!interactive()) {
+    if (orgs.length === 0) throw needFlags("you belong to no org yet", "--org-name <name> to create one, or run `retasc join <invite>` first");
+    throw needFlags(`you belong to ${orgs.length} orgs`, "--org-id <id> (`retasc whoami` lists them)");
+  }
+  const choice = await choose("Which org?", [
+    ...orgs.map((o) => ({ label: `${o.name} (${o.role})`, value: /** @type {any} */ (o) })),
+    { label: "Create a new org", value: null },
+  ]);
+  if (choice) return choice;
+  const name = await ask("New org name: ");
+  const created = await asSession(session, "/orgs", { body: { name } });
+  ok(`Created org "${created.name}".`);
+  return { orgId: created.orgId, name: created.name, role: "owner", status: "active" };
+}
+
+/**
+ * @param {any} flags
+ * @param {{ url: string, token: string }} session
+ * @param {string} orgId
+ */
+async function pickProject(flags, session, orgId) {
+  const { projects } = await asSession(session, "/projects", { query: { orgId } });
+  /** @param {string} name @param {string} prefix */
+  const create = async (name, prefix) => {
+    const created = await asSession(session, "/projects", { body: { orgId, name, prefix } });
+    ok(`Created project ${created.prefix}.`);
+    return { id: created.projectId, name: created.name, prefix: created.prefix };
+  };
+  if (flags["project-id"]) {
+    const project = projects.find((/** @type {any} */ p) => p.id === flags["project-id"]);
+    if (!project) throw new CliError("NOT_FOUND", `project ${flags["project-id"]} is not in this org`, "`retasc project create` makes one.");
+    return project;
+  }
+  if (flags.project) {
+    const wanted = String(flags.project).trim();
+    const existing = projects.find((/** @type {any} */ p) => p.prefix === wanted.toUpperCase() || p.name.toLowerCase() === wanted.toLowerCase());
+    if (existing) return existing;
+    return create(wanted, flags.prefix ?? derivePrefix(wanted));
+  }
+  if (projects.length === 1) return projects[0];
+  if (!interactive()) {
+    if (projects.length === 0) throw needFlags("the org has no project yet", "--project <name> [--prefix <PFX>] to create one");
+    throw needFlags(`the org has ${projects.length} projects`, "--project-id <id> or --project <prefix>");
+  }
+  const choice = await choose("Which project?", [
+    ...projects.map((/** @type {any} */ p) => ({ label: `${p.name} (${p.prefix})`, value: p })),
+    { label: "Create a new project", value: null },
+  ]);
+  if (choice) return choice;
+  const name = await ask("Project name: ");
+  const prefix = (await ask(`Issue prefix [${derivePrefix(name)}]: `)) || derivePrefix(name);
+  return create(name, prefix);
+}
+
+/**
+ * Mints a key for the person in an org and project and binds the folder to it.
+ * @param {any} flags @param {{ url: string, token: string }} session
+ * @param {{ orgId: string, name: string }} org @param {{ id: string, prefix: string }} project
+ * @param {Record<string, unknown>} [extra]
+ */
+async function mintAndBind(flags, session, org, project, extra = {}) {
+  const rebind = await checkRebind(flags, { orgId: org.orgId, projectId: project.id });
+  const runtime = flags.runtime ?? "claude-code";
+  if (rebind === "same") {
+    const current = /** @type {import("../binding.js").ResolvedBinding} */ (resolveBinding(process.cwd(), flags));
+    const stillValid = await withMcp(current, (call) => call("whoami")).then(() => true, () => false);
+    if (stillValid) {
+      const result = { ...extra, unchanged: true, workspaceId: current.workspaceId, orgId: org.orgId, orgName: org.name, projectId: project.id, prefix: project.prefix, keyPrefix: current.key.slice(0, 12), mcpUrl: current.mcpUrl };
+      if (flags.json) printJson(result);
+      else ok(`This folder is already bound to org "${org.name}" / project ${project.prefix}; nothing to change.`);
+      return result;
+    }
+  }
+  const minted = await asSession(session, "/keys", { body: { orgId: org.orgId, action: "mint", projectId: project.id, runtime } });
+  return finishBinding(flags, {
+    url: session.url,
+    key: minted.key,
+    keyId: minted.keyId,
+    orgId: org.orgId,
+    orgName: org.name,
+    projectId: project.id,
+    prefix: project.prefix,
+    runtime,
+  }, extra);
+}
+
+/** Binds this folder: pick or create the org and project, mint a key, wire the folder. */
+export async function bind(/** @type {any} */ flags) {
+  if (flags.setup) return bindWithSetupCode(flags);
+  const session = requireSession(flags);
+  const org = await pickOrg(flags, session);
+  const project = await pickProject(flags, session, org.orgId);
+  return mintAndBind(flags, session, org, project);
+}
+
+/** Headless binding with a Dash-issued setup code: no session, no prompts. */
+async function bindWithSetupCode(/** @type {any} */ flags) {
+  const url = deploymentUrl(flags);
+  const code = String(flags.setup).trim();
+  if (!/^rtscsetup_/.test(code)) throw new CliError("INVALID_INPUT", "a setup code starts with rtscsetup_", "Copy it again from the Dash (Settings → Keys).");
+  const current = resolveBinding(process.cwd(), flags)?.workspace;
+  if (current && !flags.yes && !interactive()) {
+    // Checked before the code is spent, so a refused rebind keeps the code usable.
+    throw new CliError("ALREADY_BOUND", `this folder is already bound to org "${current.orgName}" / project ${current.prefix}`, "Pass --yes to replace the binding.");
+  }
+  if (current && !flags.yes && !(await confirm(`This folder is already bound to org "${current.orgName}" / project ${current.prefix}. Replace it?`))) {
+    throw new CliError("CANCELED", "kept the existing binding", "Nothing changed; the setup code is still unused.");
+  }
+  const setup = await request(url, "/api/cli/setup", { body: { code, runtime: flags.runtime } });
+  return finishBinding(flags, {
+    url,
+    key: setup.key,
+    keyId: setup.keyId,
+    orgId: setup.orgId,
+    orgName: setup.orgName,
+    projectId: setup.projectId,
+    prefix: setup.prefix,
+    runtime: setup.runtime,
+  });
+}
+
+/** Redeems an invite (signing in first if needed), then binds this folder in that org. */
+export async function join(/** @type {any} */ flags, /** @type {string[]} */ positionals) {
+  const code = positionals[0];
+  if (!code) throw new CliError("INVALID_INPUT", "join needs the invite code or link", "retasc join rtscinv_… (or the link you were sent)");
+  if (!/rtscinv_[A-Za-z0-9_-]+/.test(code)) throw new CliError("INVALID_INPUT", "that is not an invite code or link", "An invite code starts with rtscinv_.");
+  const url = /^https?:\/\//.test(code) && !flags.url && !process.env.RETASC_DEPLOYMENT_URL ? normalizeUrl(new URL(code).origin) : deploymentUrl(flags);
+  const scoped = { ...flags, url };
+  if (!currentSession(scoped)) await login({ ...scoped, json: false });
+  const session = requireSession(scoped);
+  const joined = await asSession(session, "/join", { body: { code } });
+  if (!flags.json) ok(`Joined org "${joined.orgName}".`);
+  if (flags["no-bind"]) {
+    if (flags.json) printJson(joined);
+    return;
+  }
+  const org = { orgId: joined.orgId, name: joined.orgName };
+  const project = await pickProject(scoped, session, joined.orgId);
+  await mintAndBind(scoped, session, org, project, { joined: { orgId: joined.orgId, orgName: joined.orgName, memberId: joined.memberId, role: joined.role } });
+}
+
+/** One-shot setup: a new (or named) org, a project, a key, the folder wired. */
+export async function init(/** @type {any} */ flags) {
+  if (!flags.project || !flags.prefix) throw new CliError("INVALID_INPUT", "init needs --project and --prefix", "retasc init --project Web --prefix WEB [--org \"My Org\"]");
+  const session = requireSession(flags);
+  let org;
+  if (flags["org-id"]) org = await pickOrg({ "org-id": flags["org-id"] }, session);
+  else {
+    const created = await asSession(session, "/orgs", { body: { name: flags.org ?? `${session.user.name}'s org` } });
+    ok(`Created org "${created.name}".`);
+    org = { orgId: created.orgId, name: created.name };
+  }
+  const created = await asSession(session, "/projects", { body: { orgId: org.orgId, name: flags.project, prefix: flags.prefix } });
+  ok(`Created project ${created.prefix}.`);
+  return mintAndBind(flags, session, org, { id: created.projectId, prefix: created.prefix });
+}
+
+/** Wires this folder with a key you already have (stdin or RETASC_MCP_KEY; never a flag). */
+export async function mcpInstall(/** @type {any} */ flags) {
+  if (flags.scope && flags.scope !== "project") {
+    throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org; there is no machine-wide (user) registration. Use the default, project.");
+  }
+  const key = (await readStdinSecret()) ?? process.env.RETASC_MCP_KEY;
+  if (!key) throw new CliError("INVALID_INPUT", "no key given", "Pipe it in (`retasc mcp install < key.txt`) or set RETASC_MCP_KEY. Keys are never flags.");
+  if (!/^rtsc_/.test(key)) throw new CliError("INVALID_INPUT", "that is not an agent key", "Agent keys start with rtsc_.");
+  const url = deploymentUrl(flags);
+  const who = await withMcp({ key, mcpUrl: mcpUrlOf(url) }, (call) => call("whoami"));
+  if (!who.project) throw new CliError("INVALID_INPUT", "this key is not scoped to a project", "Mint one for a project: `retasc key mint --project-id <id>`.");
+  await checkRebind(flags, { orgId: who.org.id, projectId: who.project.id });
+  return finishBinding(flags, {
+    url,
+    key,
+    keyId: who.key.id,
+    orgId: who.org.id,
+    orgName: who.org.name,
+    projectId: who.project.id,
+    prefix: who.project.prefix,
+    runtime: who.key.runtime,
+  });
+}
+
+/** Prints the other clients' config blocks again. */
+export async function mcpConfig(/** @type {any} */ flags) {
+  const binding = requireBinding(process.cwd(), flags);
+  if (flags.json) return printJson(clientBlocks(binding.mcpUrl));
+  note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  printBlocks(binding.mcpUrl);
+}
+
+/** The headersHelper Claude Code runs: `{"Authorization":"Bearer …"}` from the keystore. */
+export async function mcpHeaders(/** @type {any} */ flags) {
+  /** @type {import("../binding.js").ResolvedBinding | null} */
+  let binding = null;
+  if (flags.workspace && !process.env.RETASC_MCP_KEY) {
+    const workspace = readBindings().workspaces[flags.workspace];
+    if (workspace) binding = { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: "keystore", workspaceId: flags.workspace, workspace };
+  }
+  binding ??= requireBinding(process.cwd(), flags);
+  out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
+}
+
+/** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */
+export async function mcpKey(/** @type {any} */ flags) {
+  const binding = requireBinding(process.cwd(), flags);
+  if (process.stdout.isTTY) note("(this is a secret: prefer piping it into an environment variable)");
+  out(binding.key);
+}
+

@@ -1,0 +1,194 @@
+import fs from "node:fs";
+import { spawnSync } from "node:child_process";
+import { CLI_CLIENT_ID, deploymentUrl, request } from "../api.js";
+import { findMarker, mcpUrlOf, resolveBinding } from "../binding.js";
+import { CliError } from "../errors.js";
+import { withMcp } from "../mcp.js";
+import { note, ok, printJson } from "../output.js";
+import { asSession, currentSession } from "../session.js";
+import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.js";
+
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/** `ABCDEFGH` → `ABCD-EFGH`, easier to read aloud and type. */
+const grouped = (/** @type {string} */ code) => (code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code);
+
+/** Signs in with the device flow (RFC 8628) and stores the session. */
+export async function login(/** @type {any} */ flags) {
+  if (flags.github && flags.google) throw new CliError("INVALID_INPUT", "pick one of --github and --google", "Pass just one.");
+  const url = deploymentUrl(flags);
+  const provider = flags.github ? "github" : flags.google ? "google" : readConfig().provider;
+  const code = await request(url, "/api/auth/device/code", { body: { client_id: CLI_CLIENT_ID } }).catch((error) => {
+    if (error instanceof CliError && error.code === "UNAVAILABLE") throw error;
+    throw new CliError("UNAVAILABLE", `${url} does not offer device sign-in`, "Check --url points at a Retasc server.");
+  });
+  const open = new URL(code.verification_uri_complete);
+  if (provider) open.searchParams.set("provider", provider);
+  note(`\n  Open: ${open}`);
+  note(`  Enter code: ${grouped(code.user_code)}\n`);
+  note("  Waiting for authorization…");
+  let interval = Math.max(1, Number(code.interval) || 5) * 1000;
+  const deadline = Date.now() + Number(code.expires_in) * 1000;
+  let token = null;
+  while (!token) {
+    if (Date.now() > deadline) throw new CliError("EXPIRED", "the code expired before it was approved", "Run `retasc login` again.");
+    await sleep(interval);
+    const response = await fetch(`${url}/api/auth/device/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: code.device_code, client_id: CLI_CLIENT_ID }),
+    }).catch(() => null);
+    if (!response) continue; // a network blip: keep polling until the code expires
+    const body = /** @type {any} */ (await response.json().catch(() => ({})));
+    if (response.ok && body.access_token) token = body.access_token;
+    else if (body.error === "slow_down") interval += 5000;
+    else if (body.error === "access_denied") throw new CliError("ACCESS_DENIED", "the sign-in was denied in the browser", "Run `retasc login` again if that was a mistake.");
+    else if (body.error === "expired_token") throw new CliError("EXPIRED", "the code expired before it was approved", "Run `retasc login` again.");
+    else if (body.error !== "authorization_pending") throw new CliError("UNAVAILABLE", body.error_description ?? "the sign-in failed", "Run `retasc login` again.");
+  }
+  const me = await request(url, "/api/cli/whoami", { token });
+  await updateConfig((config) => {
+    config.sessions ??= {};
+    config.sessions[url] = { token, user: me.user, signedInAt: new Date().toISOString() };
+    config.defaultUrl = url;
+    if (flags.github || flags.google) config.provider = provider;
+  });
+  if (flags.json) printJson({ url, user: me.user, orgs: me.orgs });
+  else ok(`Signed in as ${me.user.name} <${me.user.email}>.`);
+}
+
+/** Forgets the local session and ends it on the server. Agent keys in the keystore stay. */
+export async function logout(/** @type {any} */ flags) {
+  const url = deploymentUrl(flags);
+  const session = readConfig().sessions?.[url];
+  if (session) {
+    await fetch(`${url}/api/auth/sign-out`, { method: "POST", headers: { authorization: `Bearer ${session.token}` } }).catch(() => null);
+  }
+  await updateConfig((config) => {
+    delete config.sessions?.[url];
+  });
+  if (flags.json) printJson({ url, signedOut: Boolean(session) });
+  else ok(session ? `Signed out of ${url}.` : `Not signed in to ${url}; nothing to do.`);
+}
+
+/** What this folder is bound to (by its key, no login needed) and who is signed in. */
+export async function whoami(/** @type {any} */ flags) {
+  const binding = resolveBinding(process.cwd(), flags);
+  const session = currentSession(flags);
+  /** @type {any} */
+  let bound = null;
+  /** @type {any} */
+  let signedIn = null;
+  /** @type {CliError | null} */
+  let bindingError = null;
+  if (binding) {
+    try {
+      bound = { ...(await withMcp(binding, (call) => call("whoami"))), source: binding.source, mcpUrl: binding.mcpUrl };
+    } catch (error) {
+      bindingError = /** @type {CliError} */ (error);
+    }
+  }
+  if (session) signedIn = await asSession(session, "/whoami").catch(() => null);
+  if (!bound && !signedIn) {
+    if (bindingError) throw bindingError;
+    throw new CliError("UNAUTHORIZED", "not signed in, and this folder is not bound", "Run `retasc login`, then `retasc bind`.");
+  }
+  if (flags.json) {
+    printJson({ binding: bound, session: signedIn ? { url: session?.url, ...signedIn } : null });
+    return;
+  }
+  if (bound) {
+    note(`This folder: org "${bound.org.name}"${bound.project ? ` / project ${bound.project.prefix}` : ""}`);
+    note(`  agent key ${bound.key?.prefix ?? "?"}… (${bound.key?.runtime ?? "?"}) acting for ${bound.human.email} (${bound.human.role})`);
+  } else if (bindingError) {
+    note(`This folder: ✗ ${bindingError.code}: ${bindingError.message}`);
+  } else {
+    note("This folder: not bound (`retasc bind`)");
+  }
+  if (signedIn) {
+    note(`Signed in: ${signedIn.user.name} <${signedIn.user.email}> at ${session?.url}`);
+    for (const org of signedIn.orgs) note(`  ${org.name}  ${org.role}${org.status === "active" ? "" : ` (${org.status})`}  ${org.orgId}`);
+  } else {
+    note("Signed in: no (`retasc login`)");
+  }
+}
+
+/** Resolved configuration, for bug reports. */
+export async function config(/** @type {any} */ flags) {
+  const url = deploymentUrl(flags);
+  const session = currentSession(flags);
+  const binding = resolveBinding(process.cwd(), flags);
+  const value = {
+    dir: retascDir(),
+    configFile: configPath(),
+    keystore: bindingsPath(),
+    deploymentUrl: url,
+    mcpUrl: binding?.mcpUrl ?? mcpUrlOf(url),
+    signedIn: session ? { email: session.user.email, since: session.signedInAt } : null,
+    folder: binding ? { source: binding.source, workspaceId: binding.workspaceId } : null,
+    env: Object.fromEntries(
+      ["RETASC_DIR", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL", "RETASC_WORKSPACE", "RETASC_MCP_KEY"]
+        .filter((name) => process.env[name])
+        .map((name) => [name, name === "RETASC_MCP_KEY" ? "(set)" : process.env[name]]),
+    ),
+  };
+  if (flags.json) return printJson(value);
+  for (const [name, v] of Object.entries(value)) note(`${name.padEnd(14)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : (v ?? "—")}`);
+}
+
+/** Health of this folder's wiring: each check passes or says what to do. */
+export async function doctor(/** @type {any} */ flags) {
+  /** @type {{ check: string, ok: boolean, detail: string }[]} */
+  const checks = [];
+  const add = (/** @type {string} */ check, /** @type {boolean} */ passed, /** @type {string} */ detail) => checks.push({ check, ok: passed, detail });
+
+  for (const file of [configPath(), bindingsPath()]) {
+    if (!fs.existsSync(file)) continue;
+    const mode = fs.statSync(file).mode & 0o777;
+    add(`${file} is private`, mode === 0o600, mode === 0o600 ? "mode 0600" : `mode ${mode.toString(8)}; run chmod 600 ${file}`);
+  }
+  const url = deploymentUrl(flags);
+  const health = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+  add("server reachable", health, health ? url : `${url} does not answer; pass --url or set RETASC_DEPLOYMENT_URL`);
+  const session = currentSession(flags);
+  if (session) {
+    const valid = await asSession(session, "/whoami").then(() => true, () => false);
+    add("signed in", valid, valid ? session.user.email : "the session ended; run `retasc login`");
+  } else {
+    add("signed in", true, "no (only needed for org and key management)");
+  }
+  const marker = findMarker(process.cwd());
+  add("folder has a .mcp.json marker", Boolean(marker), marker ? marker.file : "run `retasc bind` here");
+  if (marker) {
+    const secretFree = !/rtsc_[A-Za-z0-9_-]{10,}/.test(fs.readFileSync(marker.file, "utf8"));
+    add(".mcp.json holds no secret", secretFree, secretFree ? "the key stays in the keystore" : "remove the key from .mcp.json and run `retasc bind`");
+  }
+  const binding = resolveBinding(process.cwd(), flags);
+  add("a key is resolvable", Boolean(binding), binding ? `from ${binding.source}` : "run `retasc bind`, or set RETASC_MCP_KEY");
+  if (marker) {
+    const server = JSON.parse(fs.readFileSync(marker.file, "utf8")).mcpServers.retasc;
+    const helper = spawnSync(server.headersHelper, { shell: true, cwd: marker.dir, encoding: "utf8", timeout: 20_000 });
+    const works = helper.status === 0 && /^Bearer rtsc_/.test(safeParse(helper.stdout)?.Authorization ?? "");
+    add("the headers helper runs", works, works ? server.headersHelper : (helper.stderr || "it failed").trim().split("\n")[0]);
+  }
+  if (binding) {
+    const who = await withMcp(binding, (call) => call("whoami")).then(
+      (w) => ({ ok: true, detail: `org "${w.org.name}"${w.project ? ` / ${w.project.prefix}` : ""} as ${w.human.email}` }),
+      (e) => ({ ok: false, detail: `${e.code}: ${e.message}` }),
+    );
+    add("MCP accepts the key", who.ok, who.detail);
+  }
+  const healthy = checks.every((c) => c.ok);
+  if (flags.json) printJson({ healthy, checks });
+  else for (const c of checks) note(`${c.ok ? "✓" : "✗"} ${c.check}: ${c.detail}`);
+  if (!healthy) throw new CliError("UNHEALTHY", `${checks.filter((c) => !c.ok).length} check(s) failed`, "Fix the ✗ lines above.");
+}
+
+/** @param {string} text */
+function safeParse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,72 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { CliError } from "./errors.js";
+
+/**
+ * @param {string[]} args
+ * @param {string} cwd
+ * @returns {{ ok: boolean, stdout: string, stderr: string }}
+ */
+function run(args, cwd) {
+  const result = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (result.error) throw new CliError("GIT", "git is not installed or not on PATH", "Install git, or pass --no-worktree.");
+  return { ok: result.status === 0, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
+}
+
+/** @param {string[]} args @param {string} cwd */
+export function git(args, cwd) {
+  const result = run(args, cwd);
+  if (!result.ok) throw new CliError("GIT", `git ${args[0]} failed: ${result.stderr.split("\n")[0] || "unknown error"}`, "Fix the repository state, or pass --no-worktree.");
+  return result.stdout;
+}
+
+/** @param {string} cwd */
+export function repoRoot(cwd) {
+  const result = run(["rev-parse", "--show-toplevel"], cwd);
+  if (!result.ok) throw new CliError("NOT_A_REPO", `${cwd} is not inside a git repository`, "Run this in your repo, or pass --no-worktree.");
+  return result.stdout;
+}
+
+/** @param {string} cwd */
+export function currentBranch(cwd) {
+  const result = run(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd);
+  return result.ok ? result.stdout : null;
+}
+
+/** @param {string} ref @param {string} cwd */
+export function refExists(ref, cwd) {
+  return run(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], cwd).ok;
+}
+
+/**
+ * Creates (or reuses) the worktree of a claimed issue on the server's branch. An existing
+ * branch (an issue resumed from someone's checkpoint) is checked out as it is; a new one
+ * starts from `base`.
+ * @param {{ cwd: string, branch: string, dir?: string, base?: string, identifier: string, fetch: boolean }} input
+ * @returns {{ path: string, created: boolean, base: string | null }}
+ */
+export function ensureWorktree(input) {
+  const root = repoRoot(input.cwd);
+  const mainRoot = path.dirname(git(["rev-parse", "--path-format=absolute", "--git-common-dir"], root));
+  const dir = path.resolve(input.cwd, input.dir ?? path.join(path.dirname(mainRoot), `${path.basename(mainRoot)}-${input.identifier.toLowerCase()}`));
+  const listed = git(["worktree", "list", "--porcelain"], root);
+  if (listed.split("\n").includes(`worktree ${dir}`)) return { path: dir, created: false, base: null };
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) {
+    throw new CliError("GIT", `${dir} exists and is not a worktree of this repo`, "Pass --dir <path> to put the worktree elsewhere.");
+  }
+  const hasOrigin = run(["remote", "get-url", "origin"], root).ok;
+  if (input.fetch && hasOrigin) run(["fetch", "--quiet", "origin"], root);
+  if (refExists(`refs/heads/${input.branch}`, root)) {
+    git(["worktree", "add", dir, input.branch], root);
+    return { path: dir, created: true, base: null };
+  }
+  if (hasOrigin && refExists(`refs/remotes/origin/${input.branch}`, root)) {
+    git(["worktree", "add", "-b", input.branch, dir, `origin/${input.branch}`], root);
+    return { path: dir, created: true, base: `origin/${input.branch}` };
+  }
+  const base = input.base ?? (hasOrigin && refExists("origin/main", root) ? "origin/main" : "HEAD");
+  if (!refExists(base, root)) throw new CliError("GIT", `base ${base} does not exist`, "Pass --base <ref>, or make a first commit.");
+  git(["worktree", "add", "--no-track", "-b", input.branch, dir, base], root);
+  return { path: dir, created: true, base };
+}

@@ -1,0 +1,331 @@
+import fs from "node:fs";
+import { parseArgs } from "node:util";
+import { CliError } from "./errors.js";
+import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey } from "./commands/connect.js";
+import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.js";
+import { config, doctor, login, logout, whoami } from "./commands/session.js";
+import { claim, done, next } from "./commands/work.js";
+
+/** @typedef {{ type: "string" | "boolean", short?: string, description: string, value?: string }} Option */
+/**
+ * @typedef {{ summary: string, usage: string, options: Record<string, Option>, positionals?: string,
+ *   details?: string, hidden?: boolean, run: (flags: any, positionals: string[]) => Promise<unknown> }} Command
+ */
+
+const url = /** @type {Option} */ ({ type: "string", value: "<url>", description: "the deployment (default: RETASC_DEPLOYMENT_URL, the last one signed in to, or http://localhost:3000)" });
+const json = /** @type {Option} */ ({ type: "boolean", description: "print the raw payload as JSON on stdout" });
+const yes = /** @type {Option} */ ({ type: "boolean", short: "y", description: "replace an existing binding of this folder without asking" });
+const runtime = /** @type {Option} */ ({ type: "string", value: "<label>", description: "what runs with the key: claude-code (default), codex, cursor, ci…" });
+const orgId = /** @type {Option} */ ({ type: "string", value: "<id>", description: "the org (default: this folder's org, or your only org)" });
+const workFlags = /** @type {Record<string, Option>} */ ({
+  "all-lanes": { type: "boolean", description: "pull from every lane, not just yours and unassigned issues" },
+  base: { type: "string", value: "<ref>", description: "base of a new branch (default: origin/main, else HEAD)" },
+  dir: { type: "string", value: "<path>", description: "where the worktree goes (default: ../<repo>-<issue>)" },
+  "no-fetch": { type: "boolean", description: "skip fetching origin first" },
+  "no-worktree": { type: "boolean", description: "claim only; no git" },
+  "print-path": { type: "boolean", description: "print only the worktree path (cd \"$(retasc next --print-path)\")" },
+  shell: { type: "boolean", description: "open a shell inside the worktree" },
+  json,
+  url,
+});
+
+/** @type {Record<string, Command>} */
+export const commands = {
+  login: {
+    summary: "sign in with a device code approved in the browser",
+    usage: "retasc login [--github | --google] [--url <url>]",
+    options: {
+      github: { type: "boolean", description: "offer GitHub sign-in first on the approval page (remembered)" },
+      google: { type: "boolean", description: "offer Google sign-in first on the approval page (remembered)" },
+      url,
+      json,
+    },
+    details: "Prints a URL and a code; open the URL, sign in, check the code and approve. The session is stored in ~/.retasc/config.json (mode 0600).",
+    run: login,
+  },
+  logout: { summary: "forget the session (agent keys stay)", usage: "retasc logout [--url <url>]", options: { url, json }, run: logout },
+  whoami: {
+    summary: "what this folder is bound to, and who is signed in",
+    usage: "retasc whoami [--json]",
+    options: { json, url },
+    details: "The folder block is resolved by the server from the folder's key and needs no login.",
+    run: whoami,
+  },
+  doctor: { summary: "check this folder's wiring, key and server", usage: "retasc doctor [--json]", options: { json, url }, run: doctor },
+  config: { summary: "print the resolved paths, URLs and sign-in state", usage: "retasc config [--json]", options: { json, url }, run: config },
+  bind: {
+    summary: "bind this folder: pick or create org and project, mint a key, wire the MCP client",
+    usage: "retasc bind [--org-id <id> | --org-name <name>] [--project-id <id> | --project <name|PFX> [--prefix <PFX>]] [--runtime <label>] [-y]\n       retasc bind --setup rtscsetup_…",
+    options: {
+      "org-id": { type: "string", value: "<id>", description: "bind into this org" },
+      "org-name": { type: "string", value: "<name>", description: "bind into the org of this name, creating it if you have none by that name" },
+      "project-id": { type: "string", value: "<id>", description: "bind to this project" },
+      project: { type: "string", value: "<name|PFX>", description: "the project of this prefix or name, created if missing" },
+      prefix: { type: "string", value: "<PFX>", description: "issue prefix of a project created by --project (default: derived from its name)" },
+      setup: { type: "string", value: "<code>", description: "a single-use setup code from the Dash: no login, no prompts" },
+      runtime,
+      yes,
+      url,
+      json,
+    },
+    details:
+      "Writes a secret-free ./.mcp.json for Claude Code (its headersHelper reads the key from ~/.retasc/bindings.json) and prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project changes nothing; replacing another binding needs --yes without a terminal.",
+    run: bind,
+  },
+  join: {
+    summary: "redeem an invite, then bind this folder in that org",
+    usage: "retasc join <rtscinv_… | link> [--project-id <id> | --project <PFX>] [--runtime <label>] [--no-bind] [-y]",
+    positionals: "<code|link>",
+    options: {
+      "no-bind": { type: "boolean", description: "redeem only; leave this folder alone" },
+      "project-id": { type: "string", value: "<id>", description: "bind to this project" },
+      project: { type: "string", value: "<PFX>", description: "bind to the project of this prefix or name" },
+      runtime,
+      yes,
+      url,
+      json,
+    },
+    details: "Signs in first when there is no session. Invite codes work once and expire (7 days by default).",
+    run: join,
+  },
+  init: {
+    summary: "create an org and a project, mint a key and wire this folder, in one go",
+    usage: "retasc init --project <name> --prefix <PFX> [--org <name> | --org-id <id>] [--runtime <label>]",
+    options: {
+      project: { type: "string", value: "<name>", description: "project name (required)" },
+      prefix: { type: "string", value: "<PFX>", description: "issue prefix, 2-10 letters or digits (required)" },
+      org: { type: "string", value: "<name>", description: "name of the new org (default: <your name>'s org)" },
+      "org-id": { type: "string", value: "<id>", description: "use this existing org instead of creating one" },
+      runtime,
+      yes,
+      url,
+      json,
+    },
+    details: "Invited to a team? Use `retasc join` instead: init creates a new org.",
+    run: init,
+  },
+  "org create": {
+    summary: "create an org (you become its owner)",
+    usage: "retasc org create --name <name> [--json]",
+    options: { name: { type: "string", value: "<name>", description: "the org's name" }, url, json },
+    run: orgCreate,
+  },
+  "project create": {
+    summary: "create a project (owner or admin)",
+    usage: "retasc project create --name <name> --prefix <PFX> [--org-id <id>] [--json]",
+    options: {
+      name: { type: "string", value: "<name>", description: "the project's name" },
+      prefix: { type: "string", value: "<PFX>", description: "its issue prefix: PFX-1, PFX-2, …" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    run: projectCreate,
+  },
+  "key mint": {
+    summary: "mint an agent key (shown once)",
+    usage: "retasc key mint --project-id <id> [--runtime <label>] [--org-id <id>] [--install] [--json]",
+    options: {
+      "project-id": { type: "string", value: "<id>", description: "the project the key works in" },
+      runtime,
+      install: { type: "boolean", description: "wire the key into this folder instead of printing it" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    details: "Members mint keys for themselves; owners and admins manage anyone's.",
+    run: keyMint,
+  },
+  "key list": {
+    summary: "list agent keys (yours; everyone's for owners and admins)",
+    usage: "retasc key list [--org-id <id>] [--all] [--json]",
+    options: { all: { type: "boolean", description: "include revoked keys" }, "org-id": orgId, url, json },
+    run: keyList,
+  },
+  "key rotate": {
+    summary: "replace a key: the new one is shown once, the old one is revoked in the same step",
+    usage: "retasc key rotate --key-id <id> [--org-id <id>] [--json]",
+    options: { "key-id": { type: "string", value: "<id>", description: "the key to rotate" }, "org-id": orgId, url, json },
+    run: keyRotate,
+  },
+  "key revoke": {
+    summary: "revoke a key at once",
+    usage: "retasc key revoke --key-id <id> [--org-id <id>] [--json]",
+    options: { "key-id": { type: "string", value: "<id>", description: "the key to revoke" }, "org-id": orgId, url, json },
+    details: "Members revoke their own keys; owners and admins anyone's.",
+    run: keyRevoke,
+  },
+  "members invite": {
+    summary: "mint a single-use invite code (owner or admin)",
+    usage: "retasc members invite [--org-id <id>] [--expires-days <1-30>] [--json]",
+    options: { "expires-days": { type: "string", value: "<n>", description: "days until it expires (default 7)" }, "org-id": orgId, url, json },
+    run: membersInvite,
+  },
+  "members list": {
+    summary: "people and agents of the org, with invites for owners and admins",
+    usage: "retasc members list [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json },
+    run: membersList,
+  },
+  "members revoke": {
+    summary: "void an unspent invite",
+    usage: "retasc members revoke --invite-id <id> [--org-id <id>] [--json]",
+    options: { "invite-id": { type: "string", value: "<id>", description: "the invite to void" }, "org-id": orgId, url, json },
+    run: membersRevoke,
+  },
+  "mcp install": {
+    summary: "wire this folder with a key you already have (from stdin or RETASC_MCP_KEY)",
+    usage: "retasc mcp install [--scope project] [--url <url>] < key.txt",
+    options: {
+      scope: { type: "string", value: "project", description: "only project: a folder decides its org, so user scope is refused" },
+      yes,
+      url,
+      json,
+    },
+    details: "The key is never a flag: flags land in shell history and process lists.",
+    run: mcpInstall,
+  },
+  "mcp config": {
+    summary: "print config blocks for Codex, OpenCode, Cursor, Cline and Gemini",
+    usage: "retasc mcp config [--json]",
+    options: { json, url },
+    run: mcpConfig,
+  },
+  "mcp key": {
+    summary: "print this folder's key, for export RETASC_MCP_KEY=\"$(retasc mcp key)\"",
+    usage: "retasc mcp key",
+    options: { url },
+    run: mcpKey,
+  },
+  "mcp headers": {
+    summary: "the headersHelper Claude Code runs: prints the Authorization header as JSON",
+    usage: "retasc mcp headers [--workspace <id>]",
+    options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read" }, url },
+    hidden: true,
+    run: mcpHeaders,
+  },
+  next: {
+    summary: "claim whatever dispatch hands you, and open its worktree",
+    usage: "retasc next [--all-lanes] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
+    options: workFlags,
+    run: next,
+  },
+  claim: {
+    summary: "claim an issue over MCP and create its git worktree on the server's branch",
+    usage: "retasc claim [RTSC-42 | 42] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
+    positionals: "[issue]",
+    options: { id: { type: "string", value: "<issue>", description: "the issue (same as the positional)" }, ...workFlags },
+    details: "Without an issue it claims the top of your queue, like `retasc next`. The claim is a lease: heartbeat or checkpoint renews it.",
+    run: claim,
+  },
+  done: {
+    summary: "finish the issue you hold, with the token of your claim",
+    usage: "retasc done [--id <RTSC-42>] [--json]",
+    options: { id: { type: "string", value: "<issue>", description: "the issue (default: from the rtsc-NN/… branch you are on)" }, json, url },
+    run: done,
+  },
+};
+
+const version = () => JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+
+function overview() {
+  const names = Object.keys(commands).filter((name) => !commands[name].hidden);
+  const width = Math.max(...names.map((n) => n.length));
+  return [
+    "retasc: connect coding agents to a Retasc work queue.",
+    "",
+    "Usage: retasc <command> [options]     retasc <command> --help",
+    "",
+    ...names.map((name) => `  ${name.padEnd(width)}  ${commands[name].summary}`),
+    "",
+    "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_URL,",
+    "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry).",
+    "Output: --json data on stdout, notes on stderr; errors print ✗ CODE: message and exit 1.",
+  ].join("\n");
+}
+
+/** @param {string} name @param {Command} command */
+function help(name, command) {
+  const options = Object.entries(command.options);
+  const width = Math.max(...options.map(([n, o]) => flagLabel(n, o).length), 10);
+  return [
+    `retasc ${name}: ${command.summary}`,
+    "",
+    `Usage: ${command.usage}`,
+    ...(command.details ? ["", command.details] : []),
+    "",
+    "Options:",
+    ...options.map(([n, o]) => `  ${flagLabel(n, o).padEnd(width)}  ${o.description}`),
+    `  ${"-h, --help".padEnd(width)}  show this help`,
+  ].join("\n");
+}
+
+/** @param {string} name @param {Option} option */
+const flagLabel = (name, option) => `${option.short ? `-${option.short}, ` : ""}--${name}${option.value ? ` ${option.value}` : ""}`;
+
+/** @param {string[]} argv */
+function findCommand(argv) {
+  const two = argv.slice(0, 2).join(" ");
+  if (commands[two]) return { name: two, rest: argv.slice(2) };
+  if (commands[argv[0]]) return { name: argv[0], rest: argv.slice(1) };
+  return null;
+}
+
+/** @param {unknown} error */
+function report(error) {
+  if (error instanceof CliError) {
+    process.stderr.write(`✗ ${error.code}: ${error.message}\n`);
+    if (error.hint) process.stderr.write(`  ${error.hint}\n`);
+    return 1;
+  }
+  const e = /** @type {Error} */ (error);
+  process.stderr.write(`✗ INTERNAL: ${e?.message ?? String(error)}\n  This is a bug in retasc; please report it with \`retasc config\` output.\n`);
+  if (process.env.RETASC_DEBUG) process.stderr.write(`${e?.stack}\n`);
+  return 1;
+}
+
+/**
+ * Runs one command line; returns the exit code.
+ * @param {string[]} argv
+ */
+export async function main(argv) {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+    process.stdout.write(`${overview()}\n`);
+    return 0;
+  }
+  if (argv[0] === "--version" || argv[0] === "-v") {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  const found = findCommand(argv);
+  if (!found) {
+    const group = Object.keys(commands).filter((name) => name.startsWith(`${argv[0]} `) && !commands[name].hidden);
+    if (group.length && (argv.length === 1 || argv[1] === "--help" || argv[1] === "-h")) {
+      process.stdout.write(`${group.map((name) => `retasc ${name.padEnd(16)} ${commands[name].summary}`).join("\n")}\n`);
+      return argv.length === 1 ? 1 : 0;
+    }
+    return report(new CliError("INVALID_INPUT", `unknown command: ${argv.slice(0, 2).join(" ")}`, "Run `retasc --help` for the list."));
+  }
+  const command = commands[found.name];
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: found.rest,
+      options: { ...Object.fromEntries(Object.entries(command.options).map(([n, o]) => [n, { type: o.type, ...(o.short ? { short: o.short } : {}) }])), help: { type: "boolean", short: "h" } },
+      allowPositionals: Boolean(command.positionals),
+      strict: true,
+    });
+  } catch (error) {
+    return report(new CliError("INVALID_INPUT", /** @type {Error} */ (error).message, `Run \`retasc ${found.name} --help\`.`));
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${help(found.name, command)}\n`);
+    return 0;
+  }
+  try {
+    await command.run(parsed.values, parsed.positionals);
+    return 0;
+  } catch (error) {
+    return report(error);
+  }
+}

@@ -1,0 +1,49 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CliError } from "./errors.js";
+
+/**
+ * Runs `work` with an MCP client connected to the deployment's /mcp endpoint with the
+ * folder's agent key: the same door, tools and rules as any agent.
+ * @template T
+ * @param {{ mcpUrl: string, key: string }} binding
+ * @param {(call: (name: string, args?: Record<string, unknown>) => Promise<any>) => Promise<T>} work
+ * @returns {Promise<T>}
+ */
+export async function withMcp(binding, work) {
+  const client = new Client({ name: "retasc-cli", version: "0.1.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(binding.mcpUrl), {
+    requestInit: { headers: { authorization: `Bearer ${binding.key}` } },
+  });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    throw connectError(binding.mcpUrl, /** @type {Error} */ (error));
+  }
+  try {
+    return await work(async (name, args = {}) => {
+      const result = await client.callTool({ name, arguments: args });
+      const content = /** @type {any} */ (result.structuredContent);
+      if (result.isError) {
+        const e = content?.error;
+        if (e?.code) throw new CliError(e.code, e.message, e.tellHuman ? `${e.hint} ${e.tellHuman}` : e.hint, e.details);
+        throw new CliError("UNAVAILABLE", `${name} failed`, "Try again.");
+      }
+      return content;
+    });
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+/** @param {string} url @param {Error & { code?: number }} error */
+function connectError(url, error) {
+  const text = String(error.message ?? error);
+  if (/401|unauthori[sz]ed|invalid_token/i.test(text)) {
+    return new CliError("UNAUTHORIZED", "the server refused this folder's agent key (revoked, or its member suspended)", "Bind the folder again: `retasc bind`.");
+  }
+  if (/fetch failed|ECONNREFUSED|ENOTFOUND/i.test(text)) {
+    return new CliError("UNAVAILABLE", `cannot reach ${url}`, "Is the server running? Check the folder's binding (`retasc whoami`).");
+  }
+  return new CliError("UNAVAILABLE", `could not connect to ${url}: ${text}`, "Check RETASC_MCP_URL and the server's health.");
+}

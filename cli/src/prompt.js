@@ -1,0 +1,49 @@
+import readline from "node:readline/promises";
+import { CliError } from "./errors.js";
+
+/** Prompts need a person at a terminal; scripted runs pass flags instead. */
+export const interactive = () => Boolean(process.stdin.isTTY && process.stderr.isTTY);
+
+/** @param {string} question */
+export async function ask(question) {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return (await rl.question(question)).trim();
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * @template T
+ * @param {string} title
+ * @param {{ label: string, value: T }[]} options
+ * @returns {Promise<T>}
+ */
+export async function choose(title, options) {
+  process.stderr.write(`${title}\n`);
+  options.forEach((o, i) => process.stderr.write(`  ${i + 1}) ${o.label}\n`));
+  for (;;) {
+    const answer = Number(await ask("Choose a number: "));
+    if (Number.isInteger(answer) && answer >= 1 && answer <= options.length) return options[answer - 1].value;
+    process.stderr.write(`Type a number from 1 to ${options.length}.\n`);
+  }
+}
+
+/** @param {string} question */
+export async function confirm(question) {
+  return /^y(es)?$/i.test(await ask(`${question} [y/N] `));
+}
+
+/** Reads a secret piped on stdin (never a flag: flags land in shell history). */
+export async function readStdinSecret() {
+  if (process.stdin.isTTY) return null;
+  let text = "";
+  for await (const chunk of process.stdin) text += chunk;
+  return text.trim() || null;
+}
+
+/** @param {string} what @param {string} flags */
+export function needFlags(what, flags) {
+  return new CliError("INVALID_INPUT", `${what}, and there is no terminal to ask in`, `Pass ${flags}.`);
+}
