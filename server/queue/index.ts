@@ -182,7 +182,7 @@ async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
 }
 
 /** Moves any issue whose deadline state time has changed before dispatching, so the order is exact. */
-async function applyDueSla(ctx: Ctx, now: Date) {
+export async function applyDueSla(ctx: Ctx, now: Date) {
   const rows = await query<{ found: boolean }>(
     ctx.db,
     sql`select exists(select 1 from issues i where ${scopeOf(ctx)} and i.sla_next_at <= ${now.toISOString()}::timestamptz) as found`,

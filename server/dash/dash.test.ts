@@ -1,0 +1,301 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, servicesFor, TestClock, testConfig, type TestDatabase } from "../../db/testing.ts";
+import type { Ctx, Services } from "../context.ts";
+import { saveComment } from "../issues/comments.ts";
+import { saveIssue } from "../issues/index.ts";
+import { humanCtx } from "../orgs/access.ts";
+import { checkpoint, claimIssue, heartbeat, reclaimSweep, releaseIssue } from "../queue/index.ts";
+import { forceRelease } from "../queue/force-release.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { fleetSnapshot } from "./fleet.ts";
+import { issueDetail } from "./issue.ts";
+import { renderMarkdown } from "./markdown.ts";
+import { queueInputFromSearch, queuePage } from "./queue.ts";
+
+let tdb: TestDatabase;
+let services: Services;
+const clock = new TestClock();
+const MINUTE = 60_000;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database, { clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
+});
+afterAll(() => tdb.close());
+
+const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
+  saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
+
+async function dashAs(org: SeededOrg, who: "alice" | "bob" | "carol"): Promise<Ctx> {
+  return (await humanCtx(services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx;
+}
+
+describe("fleet snapshot", () => {
+  it("shows each claim with runtime, human, key, lease, heartbeat and latest checkpoint", async () => {
+    const org = await seedOrg(services, { prefix: "FLT" });
+    const bob = org.agents.bob.ctx;
+    await create(org.agents.alice.ctx, "Write the parser", { priority: 2 });
+    const claim = await claimIssue(bob, { identifier: "FLT-1" });
+    clock.advance(MINUTE);
+    await checkpoint(bob, { identifier: "FLT-1", claimToken: claim.claimToken, done: "tokenizer", next: "the grammar" });
+    const fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.claims).toHaveLength(1);
+    const [c] = fleet.claims;
+    expect(c).toMatchObject({
+      identifier: "FLT-1",
+      title: "Write the parser",
+      runtime: "codex",
+      human: "Bob",
+      keyPrefix: org.agents.bob.key.slice(0, 12),
+      expired: false,
+      heartbeatAt: clock.now().toISOString(),
+      expiresAt: new Date(clock.now().getTime() + 600_000).toISOString(),
+      checkpoint: { runtime: "codex", done: "tokenizer", next: "the grammar" },
+    });
+    expect(fleet.counts.held).toBe(1);
+    expect(fleet.moves[0]).toMatchObject({ kind: "claimed", identifier: "FLT-1", runtime: "codex" });
+  });
+
+  it("records a handoff to another runtime and a reclaim of an expired lease", async () => {
+    const org = await seedOrg(services, { prefix: "HND" });
+    await create(org.agents.alice.ctx, "Migrate the schema");
+    const first = await claimIssue(org.agents.bob.ctx, { identifier: "HND-1" });
+    await releaseIssue(org.agents.bob.ctx, { identifier: "HND-1", claimToken: first.claimToken, note: "half done" });
+    await claimIssue(org.agents.carol.ctx, { identifier: "HND-1" });
+    let fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.claims[0]).toMatchObject({ identifier: "HND-1", runtime: "cursor", handedOffFrom: "codex" });
+    expect(fleet.moves.slice(0, 3).map((m) => [m.kind, m.runtime, m.fromRuntime])).toEqual([
+      ["handoff", "cursor", "codex"],
+      ["released", "codex", null],
+      ["claimed", "codex", null],
+    ]);
+
+    clock.advance(601_000);
+    fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.claims[0]).toMatchObject({ identifier: "HND-1", expired: true });
+    expect(fleet.counts.held).toBe(0);
+    await reclaimSweep(services);
+    fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.claims).toEqual([]);
+    expect(fleet.moves[0]).toMatchObject({ kind: "reclaimed", identifier: "HND-1", fromRuntime: "cursor" });
+  });
+
+  it("counts ready, blocked, in review and breaching work, and only the viewer's org", async () => {
+    const org = await seedOrg(services, { prefix: "CNT" });
+    const other = await seedOrg(services, { prefix: "CNT" });
+    const a = org.agents.alice.ctx;
+    const head = await create(a, "head");
+    await create(a, "gated", { blockedBy: [head.identifier], noDependency: undefined });
+    await create(a, "flagged", { status: "blocked" });
+    await create(a, "due soon", { dueAt: clock.now().getTime() + 10 * MINUTE });
+    const review = await create(a, "to review");
+    const held = await claimIssue(org.agents.bob.ctx, { identifier: review.identifier });
+    await saveIssue(org.agents.bob.ctx, {
+      identifier: review.identifier,
+      status: "review",
+      assignee: org.agents.carol.userId,
+      claimToken: held.claimToken,
+    });
+    await claimIssue(other.agents.bob.ctx, { identifier: (await create(other.agents.alice.ctx, "elsewhere")).identifier });
+    clock.advance(9.5 * MINUTE);
+    const fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.counts).toMatchObject({ ready: 3, blocked: 2, review: 1, breaching: 1, held: 0 });
+    expect(fleet.claims).toEqual([]);
+  });
+});
+
+describe("queue page", () => {
+  it("lists in dispatch order with own and effective level and why", async () => {
+    const org = await seedOrg(services, { prefix: "QUE" });
+    const a = org.agents.alice.ctx;
+    const base = await create(a, "low blocker", { priority: 4 });
+    await create(a, "urgent feature", { priority: 1, blockedBy: [base.identifier], noDependency: undefined });
+    await create(a, "medium");
+    await create(a, "deadline", { priority: 4, dueAt: clock.now().getTime() + 10 * MINUTE });
+    clock.advance(8 * MINUTE); // 80% of the window: warning, floor high
+    const dash = await dashAs(org, "alice");
+    const page = await queuePage(dash, {});
+    const rows = Object.fromEntries(page.issues.map((r) => [r.title, r]));
+    expect(page.issues.map((r) => r.title)).toEqual(["low blocker", "urgent feature", "deadline", "medium"]);
+    expect(rows["low blocker"]!.why).toMatchObject({
+      priorityLevel: 1,
+      ownLevel: 1,
+      effectiveLevel: 4,
+      inheritedFrom: { identifier: "QUE-2", raisedByDeadline: null },
+    });
+    expect(rows["deadline"]!.why).toMatchObject({ priorityLevel: 1, ownLevel: 3, raisedByDeadline: "warning", inheritedFrom: null });
+    expect(rows["deadline"]!.slaState).toBe("warning");
+    expect(rows["urgent feature"]!.openBlockers).toBe(1);
+    expect(page.total).toBe(4);
+  });
+
+  it("says which deadline a blocker carries", async () => {
+    const org = await seedOrg(services, { prefix: "DLN" });
+    const a = org.agents.alice.ctx;
+    const base = await create(a, "blocker");
+    await create(a, "due", { dueAt: clock.now().getTime() + 100 * MINUTE, blockedBy: [base.identifier], noDependency: undefined });
+    clock.advance(95 * MINUTE); // the queue page applies the threshold crossing itself, like dispatch
+    const page = await queuePage(await dashAs(org, "alice"), {});
+    const blocker = page.issues.find((r) => r.identifier === "DLN-1")!;
+    expect(blocker.why.inheritedFrom).toEqual({ identifier: "DLN-2", raisedByDeadline: "breaching" });
+    expect(blocker.why.deadlineFrom?.identifier).toBe("DLN-2");
+  });
+
+  it("splits Backlog and Active, sets pills and filters by status, runtime, priority and date", async () => {
+    const org = await seedOrg(services, { prefix: "FIL" });
+    const a = org.agents.alice.ctx;
+    await create(a, "untouched", { priority: 3 });
+    await create(a, "held", { priority: 2 });
+    await create(a, "resumed", { priority: 2 });
+    await create(a, "flag", { status: "blocked", priority: 4 });
+    const held = await claimIssue(org.agents.bob.ctx, { identifier: "FIL-2" });
+    const resumed = await claimIssue(org.agents.carol.ctx, { identifier: "FIL-3" });
+    await checkpoint(org.agents.carol.ctx, { identifier: "FIL-3", claimToken: resumed.claimToken, next: "finish" });
+    await releaseIssue(org.agents.carol.ctx, { identifier: "FIL-3", claimToken: resumed.claimToken });
+    const dash = await dashAs(org, "alice");
+    expect(held.identifier).toBe("FIL-2");
+
+    const active = await queuePage(dash, { tab: "active" });
+    expect(active.issues.map((r) => [r.identifier, r.pills, r.holderRuntime])).toEqual([
+      ["FIL-2", { claimed: true, doing: false, resumed: false }, "codex"],
+      ["FIL-3", { claimed: false, doing: true, resumed: true }, null],
+    ]);
+    expect(active.counts).toEqual({ backlog: 2, active: 2, all: 4 });
+    expect((await queuePage(dash, { tab: "backlog" })).issues.map((r) => r.identifier)).toEqual(["FIL-1", "FIL-4"]);
+    expect((await queuePage(dash, { status: ["blocked"] })).issues.map((r) => r.identifier)).toEqual(["FIL-4"]);
+    expect((await queuePage(dash, { runtime: "cursor" })).issues.map((r) => r.identifier)).toEqual(["FIL-3"]);
+    expect((await queuePage(dash, { priority: [2] })).issues.map((r) => r.identifier)).toEqual(["FIL-2", "FIL-3"]);
+    const today = clock.now().toISOString().slice(0, 10);
+    expect((await queuePage(dash, { date: "created", from: today, to: today })).total).toBe(4);
+    expect((await queuePage(dash, { date: "created", to: "2020-01-01" })).total).toBe(0);
+    expect((await queuePage(dash, { date: "due", from: today })).total).toBe(0);
+    expect(await queuePage(dash, { runtime: "nobody" }).then((p) => p.issues)).toEqual([]);
+  });
+
+  it("reads its filters from the URL and refuses bad ones", async () => {
+    const parsed = queueInputFromSearch(new URLSearchParams("tab=active&status=todo&status=doing&priority=1&runtime=&from=2026-01-02&page=2"));
+    expect(parsed).toMatchObject({ tab: "active", status: ["todo", "doing"], priority: ["1"], runtime: undefined, from: "2026-01-02", page: "2" });
+    const org = await seedOrg(services, { prefix: "BAD" });
+    const dash = await dashAs(org, "alice");
+    await expect(queuePage(dash, queueInputFromSearch(new URLSearchParams("status=sleeping")))).rejects.toThrow();
+    await expect(queuePage(dash, queueInputFromSearch(new URLSearchParams("from=2026-02-31")))).rejects.toThrow();
+  });
+
+  it("pages through many issues in order", async () => {
+    const org = await seedOrg(services, { prefix: "PAG" });
+    for (let i = 0; i < 120; i++) await create(org.agents.alice.ctx, `issue ${i}`, { priority: (i % 4) + 1 });
+    const dash = await dashAs(org, "alice");
+    const pages = await Promise.all([1, 2, 3].map((page) => queuePage(dash, { page })));
+    expect(pages.map((p) => p.issues.length)).toEqual([50, 50, 20]);
+    expect(pages[0]!.pageCount).toBe(3);
+    const levels = pages.flatMap((p) => p.issues.map((r) => r.why.effectiveLevel));
+    expect(levels).toEqual([...levels].sort((x, y) => y - x));
+    expect(new Set(pages.flatMap((p) => p.issues.map((r) => r.identifier))).size).toBe(120);
+  });
+});
+
+describe("issue drill-down", () => {
+  it("shows the activity log with principal, runtime and key, checkpoints, comments and a sanitized body", async () => {
+    const org = await seedOrg(services, { prefix: "DRL" });
+    await create(org.agents.alice.ctx, "Harden the login", { body: "Do **this**.\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))" });
+    const claim = await claimIssue(org.agents.bob.ctx, { identifier: "DRL-1" });
+    await heartbeat(org.agents.bob.ctx, { identifier: "DRL-1", claimToken: claim.claimToken });
+    await checkpoint(org.agents.bob.ctx, { identifier: "DRL-1", claimToken: claim.claimToken, done: "audit", gotchas: "cookies" });
+    const dash = await dashAs(org, "alice");
+    await saveComment(dash, { issue: "DRL-1", body: "Looks good so far" });
+    const detail = await issueDetail(dash, { identifier: "drl-1" });
+    expect(detail.bodyHtml).toContain("<strong>this</strong>");
+    expect(detail.bodyHtml).not.toMatch(/script|javascript:/);
+    expect(detail.activity.map((e) => [e.kind, e.runtime, e.keyPrefix])).toEqual([
+      ["commented", "dash", null],
+      ["checkpoint", "codex", org.agents.bob.key.slice(0, 12)],
+      ["heartbeat", "codex", org.agents.bob.key.slice(0, 12)],
+      ["claimed", "codex", org.agents.bob.key.slice(0, 12)],
+      ["created", "claude-code", org.agents.alice.key.slice(0, 12)],
+    ]);
+    expect(detail.activity[1]!.who).toMatch(/^bob-.*@example\.com$/);
+    expect(JSON.parse(detail.activity[1]!.detail!)).toMatchObject({ done: "audit", gotchas: "cookies" });
+    expect(detail.checkpoints).toMatchObject([{ runtime: "codex", done: "audit", gotchas: "cookies" }]);
+    expect(detail.comments).toMatchObject([{ body: "Looks good so far", runtime: "dash" }]);
+    expect(detail.comments[0]!.author).toMatch(/^alice-/);
+  });
+
+  it("refuses another org's issue as NOT_FOUND", async () => {
+    const org = await seedOrg(services, { prefix: "TEN" });
+    const other = await seedOrg(services, { prefix: "TEN" });
+    await create(other.agents.alice.ctx, "secret");
+    await expect(issueDetail(await dashAs(org, "alice"), { identifier: "TEN-1" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(queuePage(await dashAs(org, "alice"), {}).then((p) => p.total)).resolves.toBe(0);
+  });
+
+  it("draws blockers above, gated work below and marks the critical chain", async () => {
+    const org = await seedOrg(services, { prefix: "GRA" });
+    const a = org.agents.alice.ctx;
+    const root = await create(a, "root"); // GRA-1
+    const side = await create(a, "side"); // GRA-2
+    const mid = await create(a, "mid", { blockedBy: [root.identifier], noDependency: undefined }); // GRA-3
+    const center = await create(a, "center", { blockedBy: [mid.identifier, side.identifier], noDependency: undefined }); // GRA-4
+    await create(a, "urgent goal", { priority: 1, blockedBy: [center.identifier], noDependency: undefined }); // GRA-5
+    await create(a, "low goal", { priority: 4, blockedBy: [center.identifier], noDependency: undefined }); // GRA-6
+    const detail = await issueDetail(await dashAs(org, "alice"), { identifier: center.identifier });
+    const layer = Object.fromEntries(detail.graph.nodes.map((n) => [n.identifier, n.layer]));
+    expect(layer).toEqual({ "GRA-1": -2, "GRA-2": -1, "GRA-3": -1, "GRA-4": 0, "GRA-5": 1, "GRA-6": 1 });
+    expect(detail.graph.nodes.filter((n) => n.critical).map((n) => n.identifier).sort()).toEqual(["GRA-1", "GRA-3", "GRA-4", "GRA-5"]);
+    expect(detail.graph.edges.filter((e) => e.critical).map((e) => `${e.from}>${e.to}`).sort()).toEqual([
+      "GRA-1>GRA-3",
+      "GRA-3>GRA-4",
+      "GRA-4>GRA-5",
+    ]);
+    expect(detail.why.inheritedFrom).toEqual({ identifier: "GRA-5", raisedByDeadline: null });
+  });
+});
+
+describe("forceRelease", () => {
+  it("lets an owner or admin take back a stuck claim, never a member", async () => {
+    const org = await seedOrg(services, { prefix: "FRC" });
+    await create(org.agents.alice.ctx, "stuck");
+    const claim = await claimIssue(org.agents.bob.ctx, { identifier: "FRC-1" });
+    await expect(forceRelease(await dashAs(org, "carol"), { identifier: "FRC-1", reason: "stuck" })).rejects.toMatchObject({
+      code: "FORBIDDEN",
+    });
+    await expect(forceRelease(await dashAs(org, "alice"), { identifier: "FRC-1", reason: "" })).rejects.toThrow();
+    const released = await forceRelease(await dashAs(org, "alice"), { identifier: "FRC-1", reason: "agent hung on a prompt" });
+    expect(released).toMatchObject({ identifier: "FRC-1", released: true });
+    await expect(heartbeat(org.agents.bob.ctx, { identifier: "FRC-1", claimToken: claim.claimToken })).rejects.toMatchObject({
+      code: "STALE_CLAIM",
+    });
+    await expect(forceRelease(await dashAs(org, "alice"), { identifier: "FRC-1", reason: "again" })).rejects.toMatchObject({
+      code: "CONFLICT",
+    });
+    const detail = await issueDetail(await dashAs(org, "alice"), { identifier: "FRC-1" });
+    expect(detail.activity[0]).toMatchObject({ kind: "force_released", runtime: "dash" });
+    expect(JSON.parse(detail.activity[0]!.detail!)).toMatchObject({ reason: "agent hung on a prompt", holderRuntime: "codex" });
+    const fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(fleet.moves[0]).toMatchObject({ kind: "force_released", fromRuntime: "codex", runtime: "dash" });
+    const again = await claimIssue(org.agents.carol.ctx, { identifier: "FRC-1" });
+    expect(again.fence).toBe(2);
+  });
+});
+
+describe("renderMarkdown", () => {
+  it("keeps Markdown structure and drops anything executable", () => {
+    const html = renderMarkdown(
+      [
+        "# Title",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "- [x] done",
+        '<img src=x onerror="alert(1)"> <iframe src="https://evil"></iframe> <a href="https://ok.example" onclick="x()">ok</a>',
+        "```js\nconst a = 1;\n```",
+        "[proto](//evil.example) [data](data:text/html,hi)",
+      ].join("\n\n"),
+    );
+    expect(html).toContain("<h1>Title</h1>");
+    expect(html).toContain("<table>");
+    expect(html).toContain('<code class="language-js">');
+    expect(html).toContain('href="https://ok.example"');
+    expect(html).toContain('rel="noopener noreferrer nofollow"');
+    expect(html).toMatch(/<input[^>]*type="checkbox"/);
+    expect(html).not.toMatch(/onerror|onclick|<iframe|<img|\/\/evil|data:text/);
+    expect(renderMarkdown(null)).toBe("");
+  });
+});

@@ -1,0 +1,187 @@
+import { and, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { applyDueSla, queueStatus } from "../queue/index.ts";
+
+/**
+ * The fleet view's read model: every claim with its holder (runtime, human, key), lease
+ * time left, last heartbeat and latest checkpoint; the recent moves of work between
+ * agents (claims, handoffs to another runtime, reclaims, releases, finishes) from the
+ * activity log; and the counts a person watches. Leases that have run out but that the
+ * reclaim sweep has not recorded yet are listed as expired, not hidden.
+ */
+const MOVES = ["claimed", "reclaimed", "released", "force_released", "finished"] as const;
+const RECENT_MOVES = 25;
+
+export async function fleetSnapshot(ctx: Ctx) {
+  const { db } = ctx;
+  const orgId = ctx.principal.orgId;
+  const now = ctx.clock.now();
+  const cipher = await ctx.keyring.forOrg(db, orgId);
+  await applyDueSla(ctx, now);
+
+  const [status, blockedRows, claimRows, moveRows] = await Promise.all([
+    queueStatus(ctx),
+    query<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and i.status not in ('done', 'canceled')
+          and (i.status = 'blocked' or i.open_blocker_count > 0)`,
+    ),
+    db
+      .select({
+        issueId: issues.id,
+        identifier: issues.identifier,
+        titleEnc: issues.titleEnc,
+        status: issues.status,
+        fence: leases.fence,
+        runtime: leases.runtime,
+        userId: leases.userId,
+        email: user.email,
+        name: user.name,
+        keyPrefix: agentKeys.prefix,
+        claimedAt: leases.claimedAt,
+        heartbeatAt: leases.heartbeatAt,
+        expiresAt: leases.expiresAt,
+      })
+      .from(issues)
+      .innerJoin(leases, eq(leases.id, issues.leaseId))
+      .leftJoin(user, eq(user.id, leases.userId))
+      .leftJoin(agentKeys, eq(agentKeys.id, leases.keyId))
+      .where(and(eq(issues.orgId, orgId), isNotNull(issues.leaseId)))
+      .orderBy(leases.claimedAt, issues.identifier),
+    db
+      .select({
+        id: activity.id,
+        kind: activity.kind,
+        issueId: activity.issueId,
+        identifier: issues.identifier,
+        runtime: activity.runtime,
+        email: user.email,
+        detailEnc: activity.detailEnc,
+        createdAt: activity.createdAt,
+      })
+      .from(activity)
+      .innerJoin(issues, eq(issues.id, activity.issueId))
+      .leftJoin(user, eq(user.id, activity.actorId))
+      .where(and(eq(activity.orgId, orgId), inArray(activity.kind, [...MOVES])))
+      .orderBy(desc(activity.id))
+      .limit(RECENT_MOVES),
+  ]);
+
+  const claimIds = claimRows.map((c) => c.issueId);
+  const [latestCheckpoints, previousLeases] = await Promise.all([
+    claimIds.length === 0
+      ? []
+      : db
+          .selectDistinctOn([checkpoints.issueId])
+          .from(checkpoints)
+          .where(inArray(checkpoints.issueId, claimIds))
+          .orderBy(checkpoints.issueId, desc(checkpoints.createdAt), desc(checkpoints.id)),
+    previousHolders(ctx, [
+      ...claimRows.map((c) => ({ issueId: c.issueId, fence: c.fence })),
+      ...moveRows.flatMap((m) => {
+        if (m.kind !== "claimed") return [];
+        const fence = Number(detailOf(cipher.decrypt(m.detailEnc)).fence ?? 0);
+        return fence > 1 ? [{ issueId: m.issueId!, fence }] : [];
+      }),
+    ]),
+  ]);
+  const checkpointOf = new Map(latestCheckpoints.map((c) => [c.issueId, c]));
+
+  const claims = claimRows.map((c) => {
+    const checkpoint = checkpointOf.get(c.issueId);
+    const previous = previousLeases.get(`${c.issueId}#${c.fence}`) ?? null;
+    return {
+      identifier: c.identifier,
+      title: cipher.decrypt(c.titleEnc) ?? "",
+      status: c.status,
+      fence: c.fence,
+      runtime: c.runtime,
+      human: c.name || c.email || c.userId,
+      humanEmail: c.email,
+      keyPrefix: c.keyPrefix,
+      claimedAt: c.claimedAt.toISOString(),
+      heartbeatAt: c.heartbeatAt.toISOString(),
+      expiresAt: c.expiresAt.toISOString(),
+      expired: c.expiresAt.getTime() <= now.getTime(),
+      /** The runtime that held it before, when this claim took it over from another runtime. */
+      handedOffFrom: previous && previous.runtime !== c.runtime ? previous.runtime : null,
+      checkpoint: checkpoint
+        ? {
+            at: checkpoint.createdAt.toISOString(),
+            runtime: checkpoint.runtime,
+            done: cipher.decrypt(checkpoint.doneEnc),
+            next: cipher.decrypt(checkpoint.nextEnc),
+            note: cipher.decrypt(checkpoint.noteEnc),
+          }
+        : null,
+    };
+  });
+
+  const moves = moveRows.map((m) => {
+    const detail = detailOf(cipher.decrypt(m.detailEnc));
+    const base = { id: m.id, identifier: m.identifier, at: m.createdAt.toISOString(), runtime: m.runtime, who: m.email };
+    if (m.kind === "claimed") {
+      const previous = previousLeases.get(`${m.issueId}#${Number(detail.fence ?? 0)}`);
+      if (previous && previous.runtime !== m.runtime) {
+        return { ...base, kind: "handoff" as const, fromRuntime: previous.runtime };
+      }
+      return { ...base, kind: "claimed" as const, fromRuntime: null };
+    }
+    if (m.kind === "reclaimed" || m.kind === "force_released") {
+      // The runtime that lost the claim, not the actor (the sweep, or the person releasing it).
+      const lost = String((m.kind === "reclaimed" ? detail.runtime : detail.holderRuntime) ?? "");
+      return { ...base, kind: m.kind, fromRuntime: lost || null };
+    }
+    return { ...base, kind: m.kind as "released" | "finished", fromRuntime: null };
+  });
+
+  const counts = status.counts as Record<string, number | undefined>;
+  const pressure = status.deadlinePressure as Record<string, number | undefined>;
+  return {
+    now: now.toISOString(),
+    counts: {
+      ready: status.ready,
+      blocked: Number(blockedRows[0]?.n ?? 0),
+      review: counts.review ?? 0,
+      breaching: (pressure.breaching ?? 0) + (pressure.breached ?? 0),
+      held: claims.filter((c) => !c.expired).length,
+    },
+    claims,
+    moves,
+  };
+}
+export type FleetSnapshot = Awaited<ReturnType<typeof fleetSnapshot>>;
+export type FleetClaim = FleetSnapshot["claims"][number];
+export type FleetMove = FleetSnapshot["moves"][number];
+
+function detailOf(text: string | null): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+
+/** For each (issue, fence): the lease just before it, keyed `issueId#fence`. */
+async function previousHolders(ctx: Ctx, claims: { issueId: string; fence: number }[]) {
+  const wanted = claims.filter((c) => c.fence > 1);
+  const found = new Map<string, { runtime: string; userId: string }>();
+  if (wanted.length === 0) return found;
+  const rows = await ctx.db
+    .select({ issueId: leases.issueId, fence: leases.fence, runtime: leases.runtime, userId: leases.userId })
+    .from(leases)
+    .where(
+      and(
+        eq(leases.orgId, ctx.principal.orgId),
+        sql`(${leases.issueId}, ${leases.fence}) in (${sql.join(
+          wanted.map((c) => sql`(${c.issueId}, ${c.fence - 1})`),
+          sql`, `,
+        )})`,
+      ),
+    );
+  for (const r of rows) found.set(`${r.issueId}#${r.fence + 1}`, { runtime: r.runtime, userId: r.userId });
+  return found;
+}

@@ -1,0 +1,118 @@
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { activity, agentKeys, checkpoints, members, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { listComments } from "../issues/comments.ts";
+import { getIssueInput } from "../issues/schemas.ts";
+import { findIssue } from "../issues/store.ts";
+import { issueView } from "../issues/views.ts";
+import { listProjects } from "../orgs/projects.ts";
+import { neighbourhood } from "./graph.ts";
+import { renderMarkdown } from "./markdown.ts";
+import { rankReasons } from "./why.ts";
+
+/**
+ * Everything the drill-down shows about one issue of the viewer's org: the issue as agents
+ * read it (get_issue), its body rendered and sanitized, why it ranks where it does, its
+ * neighbourhood in the graph, the checkpoint timeline, the comment thread and the full
+ * activity log (decrypted) with the principal, runtime and key of each entry.
+ */
+export const ACTIVITY_LIMIT = 1000;
+
+export async function issueDetail(ctx: Ctx, raw: unknown) {
+  const { identifier } = getIssueInput.parse(raw);
+  const { db } = ctx;
+  const orgId = ctx.principal.orgId;
+  const now = ctx.clock.now();
+  const row = await findIssue(db, orgId, identifier);
+  const cipher = await ctx.keyring.forOrg(db, orgId);
+
+  const [view, thread, checkpointRows, activityRows, graph, reasons, people] = await Promise.all([
+    issueView(db, cipher, row, now),
+    listComments(ctx, { issue: row.identifier }),
+    db
+      .select({ checkpoint: checkpoints, email: user.email, keyPrefix: agentKeys.prefix })
+      .from(checkpoints)
+      .leftJoin(user, eq(user.id, checkpoints.userId))
+      .leftJoin(agentKeys, eq(agentKeys.id, checkpoints.keyId))
+      .where(and(eq(checkpoints.issueId, row.id), eq(checkpoints.orgId, orgId)))
+      .orderBy(asc(checkpoints.createdAt), asc(checkpoints.id)),
+    db
+      .select({
+        id: activity.id,
+        kind: activity.kind,
+        runtime: activity.runtime,
+        actorId: activity.actorId,
+        email: user.email,
+        name: user.name,
+        keyPrefix: agentKeys.prefix,
+        detailEnc: activity.detailEnc,
+        createdAt: activity.createdAt,
+      })
+      .from(activity)
+      .leftJoin(user, eq(user.id, activity.actorId))
+      .leftJoin(agentKeys, eq(agentKeys.id, activity.keyId))
+      .where(and(eq(activity.issueId, row.id), eq(activity.orgId, orgId)))
+      .orderBy(desc(activity.id))
+      .limit(ACTIVITY_LIMIT),
+    neighbourhood(db, cipher, orgId, row),
+    rankReasons(db, [row]),
+    activeMembers(ctx),
+  ]);
+
+  const authorIds = [...new Set(thread.comments.map((c) => c.authorId).filter((id): id is string => Boolean(id)))];
+  const authors =
+    authorIds.length === 0
+      ? new Map<string, string>()
+      : new Map(
+          (await db.select({ id: user.id, email: user.email }).from(user).where(inArray(user.id, authorIds))).map((u) => [u.id, u.email]),
+        );
+
+  return {
+    now: now.toISOString(),
+    issue: view,
+    bodyHtml: renderMarkdown(view.body),
+    why: reasons.get(row.id)!,
+    graph,
+    checkpoints: checkpointRows.map(({ checkpoint: c, email, keyPrefix }) => ({
+      id: c.id,
+      at: c.createdAt.toISOString(),
+      runtime: c.runtime,
+      who: email,
+      keyPrefix,
+      done: cipher.decrypt(c.doneEnc),
+      next: cipher.decrypt(c.nextEnc),
+      gotchas: cipher.decrypt(c.gotchasEnc),
+      note: cipher.decrypt(c.noteEnc),
+      branch: c.branch,
+    })),
+    comments: thread.comments.map((c) => ({ ...c, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
+    activity: activityRows.map((a) => ({
+      id: a.id,
+      kind: a.kind,
+      at: a.createdAt.toISOString(),
+      runtime: a.runtime,
+      who: a.email ?? (a.actorId ? a.actorId : "system"),
+      keyPrefix: a.keyPrefix,
+      detail: cipher.decrypt(a.detailEnc),
+    })),
+    activityTruncated: activityRows.length === ACTIVITY_LIMIT,
+    members: people,
+  };
+}
+export type IssueDetail = Awaited<ReturnType<typeof issueDetail>>;
+
+/** People who can be assigned (a lane or a reviewer): the org's active members. */
+function activeMembers(ctx: Ctx) {
+  return ctx.db
+    .select({ userId: user.id, email: user.email, name: user.name })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(and(eq(members.orgId, ctx.principal.orgId), eq(members.status, "active")))
+    .orderBy(asc(user.email));
+}
+
+/** What the new-issue form offers: the org's projects and the people work can be assigned to. */
+export async function newIssueOptions(ctx: Ctx) {
+  const [{ projects }, people] = await Promise.all([listProjects(ctx, {}), activeMembers(ctx)]);
+  return { projects, members: people };
+}

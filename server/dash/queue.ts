@@ -1,0 +1,146 @@
+import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from "drizzle-orm";
+import { z } from "zod";
+import { agentKeys, issues, leases } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { dispatchOrder } from "../issues/index.ts";
+import { endOfDayIn } from "../issues/levels.ts";
+import { statusSchema } from "../issues/schemas.ts";
+import { orgTimeZone } from "../issues/store.ts";
+import { isLeaseLive, slaView } from "../issues/views.ts";
+import { applyDueSla } from "../queue/index.ts";
+import { rankReasons } from "./why.ts";
+
+/**
+ * The Dash's queue: every issue of the org in dispatch order, paged and filtered, with
+ * its own and effective level side by side and why. Filters come from the page URL.
+ */
+export const queueTabs = ["all", "backlog", "active"] as const;
+export const queueDateFields = ["created", "updated", "due"] as const;
+export const OPEN_STATUSES = ["todo", "doing", "blocked", "review"] as const;
+export const QUEUE_PAGE_SIZE = 50;
+
+const calendarDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, "a date looks like 2026-06-01")
+  .refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v), "not a calendar date");
+
+export const queuePageInput = z.object({
+  tab: z.enum(queueTabs).default("all"),
+  /** Empty: every open status. */
+  status: z.array(statusSchema).max(6).default([]),
+  runtime: z.string().trim().min(1).max(64).optional(),
+  priority: z.array(z.coerce.number().int().min(0).max(4)).max(5).default([]),
+  date: z.enum(queueDateFields).default("created"),
+  from: calendarDate.optional(),
+  to: calendarDate.optional(),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+});
+export type QueuePageInput = z.infer<typeof queuePageInput>;
+
+/** Reads the filters from a URL's query string (repeated keys for lists; empty values ignored). */
+export function queueInputFromSearch(params: URLSearchParams): unknown {
+  const one = (key: string) => params.get(key)?.trim() || undefined;
+  const many = (key: string) => params.getAll(key).map((v) => v.trim()).filter(Boolean);
+  return {
+    tab: one("tab"),
+    status: many("status"),
+    runtime: one("runtime"),
+    priority: many("priority"),
+    date: one("date"),
+    from: one("from"),
+    to: one("to"),
+    page: one("page"),
+  };
+}
+
+const previousDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+
+export async function queuePage(ctx: Ctx, raw: unknown) {
+  const input = queuePageInput.parse(raw);
+  const { db } = ctx;
+  const orgId = ctx.principal.orgId;
+  const now = ctx.clock.now();
+  // Like dispatch: deadlines whose threshold has passed re-rank first, so the order shown is exact.
+  await applyDueSla(ctx, now);
+  const filters: SQL[] = [eq(issues.orgId, orgId)];
+  filters.push(inArray(issues.status, input.status.length > 0 ? input.status : [...OPEN_STATUSES]));
+  if (input.priority.length > 0) filters.push(inArray(issues.priority, input.priority));
+  if (input.runtime) {
+    filters.push(sql`exists (select 1 from leases l where l.issue_id = ${issues.id} and l.runtime = ${input.runtime})`);
+  }
+  if (input.from || input.to) {
+    const column = { created: issues.createdAt, updated: issues.updatedAt, due: issues.dueAt }[input.date];
+    const timeZone = await orgTimeZone(db, orgId);
+    if (input.from) filters.push(gte(column, new Date(endOfDayIn(previousDay(input.from), timeZone).getTime() + 1)));
+    if (input.to) filters.push(lte(column, endOfDayIn(input.to, timeZone)));
+  }
+  const tabFilter =
+    input.tab === "backlog" ? isNull(issues.firstClaimedAt) : input.tab === "active" ? isNotNull(issues.firstClaimedAt) : undefined;
+
+  const [rows, tallies, runtimes] = await Promise.all([
+    db
+      .select({
+        issue: issues,
+        holderRuntime: leases.runtime,
+        hasCheckpoint: sql<boolean>`exists (select 1 from checkpoints c where c.issue_id = ${issues.id})`,
+      })
+      .from(issues)
+      .leftJoin(leases, and(eq(leases.id, issues.leaseId), gt(leases.expiresAt, now)))
+      .where(and(...filters, tabFilter))
+      .orderBy(...dispatchOrder)
+      .limit(QUEUE_PAGE_SIZE)
+      .offset((input.page - 1) * QUEUE_PAGE_SIZE),
+    db
+      .select({
+        backlog: sql<number>`count(*) filter (where ${issues.firstClaimedAt} is null)::int`,
+        active: sql<number>`count(*) filter (where ${issues.firstClaimedAt} is not null)::int`,
+      })
+      .from(issues)
+      .where(and(...filters)),
+    db
+      .selectDistinct({ runtime: agentKeys.runtime })
+      .from(agentKeys)
+      .where(eq(agentKeys.orgId, orgId))
+      .orderBy(agentKeys.runtime),
+  ]);
+
+  const cipher = await ctx.keyring.forOrg(db, orgId);
+  const reasons = await rankReasons(db, rows.map((r) => r.issue));
+  const counts = { backlog: Number(tallies[0]?.backlog ?? 0), active: Number(tallies[0]?.active ?? 0) };
+  const total = input.tab === "backlog" ? counts.backlog : input.tab === "active" ? counts.active : counts.backlog + counts.active;
+  return {
+    input,
+    now: now.toISOString(),
+    page: input.page,
+    pageCount: Math.max(1, Math.ceil(total / QUEUE_PAGE_SIZE)),
+    total,
+    counts: { ...counts, all: counts.backlog + counts.active },
+    runtimes: runtimes.map((r) => r.runtime),
+    issues: rows.map(({ issue, holderRuntime, hasCheckpoint }, index) => {
+      const held = isLeaseLive(issue, now);
+      return {
+        position: (input.page - 1) * QUEUE_PAGE_SIZE + index + 1,
+        identifier: issue.identifier,
+        title: cipher.decrypt(issue.titleEnc) ?? "",
+        work: issue.work,
+        status: issue.status,
+        priority: issue.priority,
+        openBlockers: issue.openBlockerCount,
+        pills: {
+          claimed: held,
+          doing: issue.status === "doing" && !held,
+          resumed: Boolean(hasCheckpoint),
+        },
+        holderRuntime: held ? holderRuntime : null,
+        leaseExpiresAt: held ? issue.leaseExpiresAt!.toISOString() : null,
+        dueAt: issue.dueAt?.toISOString() ?? null,
+        ...slaView(issue, now),
+        why: reasons.get(issue.id)!,
+        createdAt: issue.createdAt.toISOString(),
+        updatedAt: issue.updatedAt.toISOString(),
+      };
+    }),
+  };
+}
+export type QueuePage = Awaited<ReturnType<typeof queuePage>>;
+export type QueueRow = QueuePage["issues"][number];
