@@ -16,6 +16,8 @@ import { sql } from "drizzle-orm";
 import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
+import { jobHealth } from "./server/outbox/index.ts";
+import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
 async function main() {
   const config = loadConfig();
@@ -26,12 +28,14 @@ async function main() {
   const buildPath = path.resolve(config.RETASC_BUILD_DIR, "server/index.js");
   const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
 
+  let workers: JobRunner | null = null;
   const health = async () => {
     try {
       await services.db.execute(sql`select 1`);
       const migrations = await migrationStatus(services.db);
       const ok = migrations.applied >= migrations.expected;
-      return { ok, detail: { mode: config.mode, database: "ok", migrations } };
+      const jobs = { runner: workers?.kind ?? "separate", ...(await jobHealth(services.db)) };
+      return { ok, detail: { mode: config.mode, database: "ok", migrations, jobs } };
     } catch (error) {
       log.error({ err: error }, "health check failed");
       return { ok: false, detail: { mode: config.mode, database: "unreachable" } };
@@ -40,6 +44,8 @@ async function main() {
 
   const hub = new EventHub();
   await hub.start(booted.database);
+  if (runsInlineWorkers(config)) workers = await startWorkers({ services, database: booted.database, log });
+  else log.info("background jobs run in separate processes: npm run workers");
   const context: RetascLoadContext = { services, hub, log, health };
   const handle = createRequestListener({ build, mode: "production", getLoadContext: () => context as never });
   const serveStatic = createStaticHandler(path.join(config.RETASC_BUILD_DIR, "client"));
@@ -76,6 +82,7 @@ async function main() {
     const force = setTimeout(() => server.closeAllConnections(), 10_000);
     await closed;
     clearTimeout(force);
+    await workers?.stop();
     await hub.close();
     await booted.close();
     log.info("stopped");

@@ -31,3 +31,8 @@ export function startWorkers(options: {
   if (mode === "server" && REDIS_URL) return startBullmqRunner({ ...base, redisUrl: REDIS_URL });
   return startInlineRunner({ ...base, exclusive: mode === "embedded" });
 }
+
+/** Whether the web process runs the jobs itself: always in the embedded mode unless told `off`. */
+export function runsInlineWorkers(config: Services["config"]): boolean {
+  return config.RETASC_WORKERS === "inline" || (config.mode === "embedded" && config.RETASC_WORKERS !== "off");
+}

@@ -1,0 +1,65 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, testDriver, type TestDatabase } from "../db/testing.ts";
+import { startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { redisTestsCanRun, testRedis, uniquePrefix } from "./testing/redis-url.ts";
+import { waitFor } from "./testing/wait.ts";
+
+/** The web process with its job runner: what /healthz says about jobs, and a clean stop. */
+const running: AppProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((app) => app.stop("SIGKILL")));
+});
+
+const jobsOf = async (app: AppProcess) =>
+  ((await (await fetch(`${app.url}/healthz`)).json()) as { jobs: Record<string, unknown> }).jobs;
+
+describe("the web process runs jobs", () => {
+  it("in the embedded mode, in-process by default, and stops cleanly", async () => {
+    const app = await startApp({ LOG_LEVEL: "info" });
+    running.push(app);
+    expect(await jobsOf(app)).toEqual({ runner: "inline", pending: 0, failed: 0, failedSweeps24h: 0 });
+    expect(await app.stop("SIGTERM")).toBe(0);
+    expect(app.output()).toContain("in-process job runner stopped");
+  });
+
+  describe.runIf(testDriver === "postgres" && redisTestsCanRun)("in the server mode", () => {
+    let tdb: TestDatabase;
+    let redis: { url: string; close(): Promise<void> };
+    beforeAll(async () => {
+      tdb = await createTestDatabase();
+      redis = await testRedis();
+    });
+    afterAll(async () => {
+      await redis?.close();
+      await tdb?.close();
+    });
+
+    it("leaves jobs to `npm run workers` unless RETASC_WORKERS=inline", async () => {
+      const app = await startApp({ DATABASE_URL: tdb.url, REDIS_URL: redis.url });
+      running.push(app);
+      expect(await jobsOf(app)).toMatchObject({ runner: "separate", pending: 0, failed: 0 });
+      expect(await app.stop()).toBe(0);
+    });
+
+    it("with RETASC_WORKERS=inline runs BullMQ in-process and counts a failed job in /healthz", async () => {
+      const app = await startApp({
+        DATABASE_URL: tdb.url,
+        REDIS_URL: redis.url,
+        RETASC_WORKERS: "inline",
+        BULLMQ_PREFIX: uniquePrefix(),
+        LOG_LEVEL: "info",
+      });
+      running.push(app);
+      expect(await jobsOf(app)).toMatchObject({ runner: "bullmq", failed: 0 });
+      // A row no handler knows (say, written by a newer version): a permanent failure, kept.
+      await tdb.database.db.execute(
+        sql`insert into outbox (job, payload) values ('from.the.future', '{}'::jsonb); select pg_notify('retasc_outbox', '')`,
+      );
+      await waitFor(async () => (await jobsOf(app)).failed === 1, 20_000, "the failed job in /healthz");
+      expect(await jobsOf(app)).toMatchObject({ pending: 0, failed: 1 });
+      expect(await app.stop()).toBe(0);
+      expect(app.output()).toContain("BullMQ job runner stopped");
+    });
+  });
+});
