@@ -7,7 +7,6 @@ import { z } from "zod";
  * table and in Redis, where nothing is encrypted.
  */
 export const issueEventKinds = ["done", "canceled", "review", "assigned", "reclaimed"] as const;
-export type IssueEventKind = (typeof issueEventKinds)[number];
 
 const id = z.string().min(1).max(200);
 

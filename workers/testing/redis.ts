@@ -3,19 +3,9 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "../../server/testing/app-process.ts";
 
 export const redisServerAvailable = spawnSync("redis-server", ["--version"]).status === 0;
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
