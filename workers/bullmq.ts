@@ -1,6 +1,5 @@
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
-import { markOutboxFailed } from "../server/outbox/index.ts";
-import { markOutboxCompleted } from "../server/outbox/index.ts";
+import { markOutboxCompleted, markOutboxFailed } from "../server/outbox/index.ts";
 import { errorLabel, executeJob, isPermanent } from "./catalog.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
 import { SHUTDOWN_GRACE_MS, settleWithin, type JobRunner, type RunnerOptions } from "./runner.ts";
