@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: the suites against PostgreSQL when TEST_DATABASE_URL or DATABASE_URL is set,
 // then the same suites against embedded PGlite; PGlite alone when no URL is set.
-// Browser tests (e2e/) run last when Chromium is installed. Extra args go to vitest.
+// Browser and CLI end-to-end tests (e2e/, vitest.e2e.config.ts) run last when Chromium is
+// installed. Extra args go to the unit run only.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 
@@ -21,7 +22,15 @@ for (const driver of runs) {
     ...(url ? { TEST_DATABASE_URL: url } : {}),
   });
 }
-if (args.length === 0 && fs.existsSync("e2e/playwright.test.mjs")) {
-  if (fs.existsSync("/usr/bin/chromium")) run("browser tests", "node", ["e2e/playwright.test.mjs"], {});
-  else process.stderr.write("\n! /usr/bin/chromium not found: browser tests skipped (apt-get install -y chromium)\n");
+if (args.length === 0) {
+  if (!fs.existsSync("/usr/bin/chromium")) {
+    process.stderr.write("\n! /usr/bin/chromium not found: browser tests skipped (apt-get install -y chromium)\n");
+  } else {
+    for (const driver of runs) {
+      run(`browser and CLI end-to-end tests on ${driver}`, "npx", ["vitest", "run", "--config", "vitest.e2e.config.ts"], {
+        RETASC_TEST_DRIVER: driver,
+        ...(url ? { TEST_DATABASE_URL: url } : {}),
+      });
+    }
+  }
 }

@@ -85,10 +85,11 @@ function cleanEnv(): Record<string, string | undefined> {
 
 export async function startApp(
   env: Record<string, string | undefined> = {},
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; port?: number } = {},
 ): Promise<AppProcess> {
   const buildDir = testBuildDir();
-  const port = await freePort();
+  // A fixed port lets a test restart the app where its clients expect it.
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
     cwd: root,
     env: {

@@ -231,7 +231,7 @@ export async function join(/** @type {any} */ flags, /** @type {string[]} */ pos
   if (!currentSession(scoped)) await login({ ...scoped, json: false });
   const session = requireSession(scoped);
   const joined = await asSession(session, "/join", { body: { code } });
-  if (!flags.json) ok(`Joined org "${joined.orgName}".`);
+  ok(`Joined org "${joined.orgName}".`);
   if (flags["no-bind"]) {
     if (flags.json) printJson(joined);
     return;

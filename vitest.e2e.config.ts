@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+// Browser and CLI end-to-end tests (e2e/): the built app as a process, Chromium, the retasc CLI.
+export default defineConfig({
+  test: {
+    include: ["e2e/**/*.test.ts"],
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
+    globalSetup: ["server/testing/global-setup.ts"],
+    pool: "forks",
+    maxWorkers: 2,
+    reporters: ["default"],
+  },
+});
