@@ -368,9 +368,12 @@ async function writeCheckpoint(
   scope: WriteScope,
   row: IssueRow,
   notes: { done?: string; next?: string; gotchas?: string; note?: string; branch?: string },
+  options: { keepHandoff?: boolean } = {},
 ) {
   const { tx, ctx, now, cipher } = scope;
   const previous = await latestCheckpoint(tx, row.id);
+  // A release note is added to the handoff, not a replacement for it.
+  const kept = options.keepHandoff ? previous : null;
   await tx.insert(checkpoints).values({
     id: newId(),
     orgId: ctx.principal.orgId,
@@ -379,12 +382,14 @@ async function writeCheckpoint(
     userId: ctx.principal.userId,
     keyId: ctx.principal.keyId,
     runtime: ctx.principal.runtime,
-    doneEnc: cipher.encrypt(notes.done ?? null),
-    nextEnc: cipher.encrypt(notes.next ?? null),
-    gotchasEnc: cipher.encrypt(notes.gotchas ?? null),
+    doneEnc: notes.done !== undefined || !kept ? cipher.encrypt(notes.done ?? null) : kept.doneEnc,
+    nextEnc: notes.next !== undefined || !kept ? cipher.encrypt(notes.next ?? null) : kept.nextEnc,
+    gotchasEnc: notes.gotchas !== undefined || !kept ? cipher.encrypt(notes.gotchas ?? null) : kept.gotchasEnc,
     noteEnc: cipher.encrypt(notes.note ?? null),
     branch: notes.branch ?? previous?.branch ?? null,
-    createdAt: now,
+    // Strictly after the previous one (same millisecond, or another instance's clock behind),
+    // so "latest" is always the last written; the issue's row lock serialises these writes.
+    createdAt: previous && previous.createdAt.getTime() >= now.getTime() ? new Date(previous.createdAt.getTime() + 1) : now,
   });
 }
 
@@ -417,7 +422,7 @@ export async function releaseIssue(ctx: Ctx, raw: unknown) {
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken);
-    if (input.note) await writeCheckpoint(scope, row, { note: input.note });
+    if (input.note) await writeCheckpoint(scope, row, { note: input.note }, { keepHandoff: true });
     await endLease(scope, row, "released");
     await recordActivity(scope, {
       issueId: row.id,
