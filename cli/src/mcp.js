@@ -1,5 +1,3 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -11,6 +9,11 @@ import { CliError } from "./errors.js";
  * @returns {Promise<T>}
  */
 export async function withMcp(binding, work) {
+  // Loaded on use: most commands never talk MCP, and the SDK is the slowest import.
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+  ]);
   const client = new Client({ name: "retasc-cli", version: "0.1.0" });
   const transport = new StreamableHTTPClientTransport(new URL(binding.mcpUrl), {
     requestInit: { headers: { authorization: `Bearer ${binding.key}` } },
