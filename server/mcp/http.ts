@@ -48,9 +48,7 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
         },
       );
     }
-    void touchKey(deps.services.db, principal.keyId!, deps.services.clock.now()).catch((err: unknown) =>
-      deps.log.warn({ err, requestId }, "could not record key use"),
-    );
+    recordKeyUse(principal.keyId!, deps);
     const response = await serve(request, { services: deps.services, principal, log: deps.log, requestId });
     response.headers.set("x-request-id", requestId);
     return response;
@@ -85,6 +83,19 @@ async function serve(request: Request, scope: CallScope): Promise<Response> {
   } finally {
     await server.close();
   }
+}
+
+/** When this process last recorded each key's use; the column only needs minute precision. */
+const keyUseRecorded = new Map<string, number>();
+
+/** Updates the key's last-used time at most once a minute per process, off the request path. */
+function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
+  const now = deps.services.clock.now();
+  const last = keyUseRecorded.get(keyId);
+  if (last !== undefined && now.getTime() - last < 60_000) return;
+  if (keyUseRecorded.size > 50_000) keyUseRecorded.clear();
+  keyUseRecorded.set(keyId, now.getTime());
+  void touchKey(deps.services.db, keyId, now).catch((err: unknown) => deps.log.warn({ err }, "could not record key use"));
 }
 
 async function authenticate(request: Request, services: Services): Promise<Principal | null> {

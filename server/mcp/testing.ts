@@ -1,6 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import crypto from "node:crypto";
+import { createTestDatabase, testDriver } from "../../db/testing.ts";
+import { runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import type { SeededOrgJson } from "../testing/seed-orgs.ts";
 import type { Services } from "../context.ts";
 import { createLogger } from "../log.ts";
 import { handleMcpRequest } from "./http.ts";
@@ -11,7 +15,8 @@ export const inProcessOrigin = "http://retasc.test";
 /** Sends requests straight to the /mcp handler: the whole protocol path without a socket. */
 export function inProcessFetch(services: Services): typeof fetch {
   const log = createLogger("silent");
-  return async (url, init) => handleMcpRequest(new Request(url, init), { services, log });
+  // The client's abort signal is left out: a Request keeps a listener on it until collected.
+  return async (url, init) => handleMcpRequest(new Request(url, { ...init, signal: undefined }), { services, log });
 }
 
 export async function connectClient(
@@ -44,4 +49,41 @@ export async function callError(
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   if (!result.isError) throw new Error(`${name} unexpectedly succeeded: ${JSON.stringify(result.structuredContent)}`);
   return (result.structuredContent as { error: any }).error;
+}
+
+export interface SeededApp {
+  app: AppProcess;
+  endpoint: string;
+  orgs: Record<string, SeededOrgJson>;
+  /** The environment the app runs with (database, master key), for a second instance. */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * The built app as a real HTTP server on a fresh database (its own PostgreSQL database
+ * when TEST_DATABASE_URL is set, else an embedded data dir), seeded with one org per
+ * prefix before it starts.
+ */
+export async function startSeededApp(prefixes: string[], env: Record<string, string> = {}): Promise<SeededApp> {
+  const testDb = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
+  const databaseEnv: Record<string, string> = testDb
+    ? { DATABASE_URL: testDb.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64") }
+    : { RETASC_DATA_DIR: tempDataDir() };
+  const seeded = runEntry("server/testing/seed-orgs.ts", prefixes, databaseEnv);
+  if (seeded.status !== 0) throw new Error(`seeding failed:\n${seeded.stdout}\n${seeded.stderr}`);
+  const orgs = Object.fromEntries(
+    (JSON.parse(seeded.stdout.trim().split("\n").pop()!) as SeededOrgJson[]).map((org) => [org.prefix, org]),
+  );
+  const app = await startApp({ ...databaseEnv, ...env });
+  return {
+    app,
+    endpoint: `${app.url}/mcp`,
+    orgs,
+    env: databaseEnv,
+    async close() {
+      await app.stop();
+      await testDb?.close();
+    },
+  };
 }

@@ -50,7 +50,9 @@ export const attachmentTools = [
     name: "get_attachment",
     title: "Get an attachment",
     group: "attachments",
-    description: "One attachment by id.",
+    description:
+      "One attachment by id (ids come from list_attachments): its URL, title, who attached it, and whether it is " +
+      "obsolete and why.",
     input: getAttachmentInput,
     output: attachmentOutput,
     annotations: readOnly,

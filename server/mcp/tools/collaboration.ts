@@ -83,7 +83,9 @@ export const collaborationTools = [
     name: "list_labels",
     title: "List labels",
     group: "collaboration",
-    description: "The org's labels with how many issues carry each.",
+    description:
+      "The org's labels with their colors and how many issues carry each. Call it before labelling so you reuse " +
+      "the names the org already has.",
     input: z.object({}),
     output: z.object({ labels: z.array(labelOutput.extend({ issues: z.number().int() })) }),
     annotations: readOnly,

@@ -1,0 +1,319 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { tools as registeredTools } from "./registry.ts";
+import { callError, callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
+
+/**
+ * The built app as a real HTTP server, driven by the official SDK client over Streamable
+ * HTTP: the must-show behaviours of the MCP surface.
+ */
+const designTools = [
+  "whoami", "mint_session_key",
+  "next_issue", "next_batch", "claim_issue", "check_claim", "heartbeat", "checkpoint", "release_issue",
+  "save_issue", "get_issue", "list_issues",
+  "add_relation", "remove_relation",
+  "save_comment", "list_comments", "retract_comment", "save_label", "list_labels",
+  "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
+  "list_members", "suspend_member", "reactivate_member", "retire_member", "list_connectors", "revoke_connector",
+  "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
+];
+
+let seeded: SeededApp;
+const clients: Client[] = [];
+
+async function client(prefix: string, who: "alice" | "bob" | "carol"): Promise<Client> {
+  const c = await connectClient(seeded.endpoint, seeded.orgs[prefix]!.people[who].key, { name: `${prefix}-${who}` });
+  clients.push(c);
+  return c;
+}
+
+const newIssue = (title: string, extra: Record<string, unknown> = {}) => ({
+  title,
+  work: true,
+  ...(extra.blockedBy ? {} : { noDependency: "independent test work" }),
+  ...extra,
+});
+
+beforeAll(async () => {
+  seeded = await startSeededApp(["LOOP", "LANE", "BAT", "ISO", "OTH"]);
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  await seeded?.close();
+});
+
+test("tools/list serves every tool of the design with input and output schemas", async () => {
+  const alice = await client("LOOP", "alice");
+  const { tools } = await alice.listTools();
+  expect(tools.map((t) => t.name).sort()).toEqual([...designTools].sort());
+  for (const tool of tools) {
+    expect(tool.inputSchema.type).toBe("object");
+    expect(tool.outputSchema?.type, tool.name).toBe("object");
+    expect(tool.description!.length, tool.name).toBeGreaterThan(60);
+  }
+  const save = tools.find((t) => t.name === "save_issue")!;
+  expect(Object.keys(save.inputSchema.properties!)).toEqual(
+    expect.arrayContaining(["identifier", "title", "body", "work", "blockedBy", "noDependency", "status", "priority", "assignee", "labels", "dueAt", "cancelReason", "parent", "claimToken"]),
+  );
+});
+
+test("the full loop with two principals: file, claim, checkpoint, heartbeat, release, resume, review, promote, unblock", async () => {
+  const alice = await client("LOOP", "alice");
+  const bob = await client("LOOP", "bob");
+  const aliceEmail = (await callOk(alice, "whoami")).human.email as string;
+
+  const blocker = await callOk(alice, "save_issue", newIssue("Add the users table", { priority: 3 }));
+  const feature = await callOk(alice, "save_issue", newIssue("Sign-up flow", { priority: 1, blockedBy: [blocker.identifier] }));
+  expect(feature.openBlockers).toEqual([blocker.identifier]);
+  // The small blocker inherits the urgency of what it gates.
+  expect((await callOk(alice, "get_issue", { identifier: blocker.identifier })).effectiveLevel).toBe(4);
+
+  const first = await callOk(bob, "next_issue");
+  expect(first).toMatchObject({ identifier: blocker.identifier, fence: 1, otherClaims: 0, checkpoint: null });
+  expect(first.claimToken).toEqual(expect.any(String));
+  expect(first.branch).toMatch(/^loop-\d+\/add-the-users-table/);
+
+  const noted = await callOk(bob, "checkpoint", {
+    identifier: blocker.identifier,
+    claimToken: first.claimToken,
+    done: "migration written",
+    next: "add the index",
+    gotchas: "email must be unique",
+  });
+  expect(noted.checkpoint).toMatchObject({ done: "migration written", next: "add the index" });
+  const beat = await callOk(bob, "heartbeat", { identifier: blocker.identifier, claimToken: first.claimToken });
+  expect(Date.parse(beat.expiresAt)).toBeGreaterThanOrEqual(Date.parse(first.expiresAt));
+  expect(await callOk(bob, "check_claim", { identifier: blocker.identifier })).toMatchObject({ youHold: true, held: true });
+  const released = await callOk(bob, "release_issue", {
+    identifier: blocker.identifier,
+    claimToken: first.claimToken,
+    note: "out of time, pick up from the checkpoint",
+  });
+  expect(released).toMatchObject({ released: true });
+  expect((await callError(bob, "heartbeat", { identifier: blocker.identifier, claimToken: first.claimToken })).code).toBe("STALE_CLAIM");
+
+  // A second agent (another session of bob, another runtime would do the same) resumes from the checkpoint.
+  const session = await callOk(bob, "mint_session_key");
+  const bob2 = await connectClient(seeded.endpoint, session.key, { name: "bob-session-2" });
+  clients.push(bob2);
+  const resumed = await callOk(bob2, "next_issue");
+  expect(resumed).toMatchObject({ identifier: blocker.identifier, fence: 2 });
+  expect(resumed.checkpoint).toMatchObject({ done: "migration written", next: "add the index", gotchas: "email must be unique" });
+  expect(resumed.branch).toBe(first.branch);
+
+  const inReview = await callOk(bob2, "save_issue", {
+    identifier: blocker.identifier,
+    status: "review",
+    assignee: aliceEmail,
+    claimToken: resumed.claimToken,
+  });
+  expect(inReview).toMatchObject({ status: "review", lease: null });
+  expect(inReview.assignee.email).toBe(aliceEmail);
+  // Review still blocks; the author's principal may not review its own work.
+  expect((await callError(bob, "claim_issue", { identifier: feature.identifier })).code).toBe("BLOCKED");
+  expect((await callError(bob, "claim_issue", { identifier: blocker.identifier })).code).toBe("SELF_REVIEW");
+
+  const review = await callOk(alice, "next_issue");
+  expect(review).toMatchObject({ identifier: blocker.identifier, fence: 3 });
+  expect(review.issue.status).toBe("review");
+  const promoted = await callOk(alice, "save_issue", { identifier: blocker.identifier, status: "done", claimToken: review.claimToken });
+  expect(promoted.status).toBe("done");
+
+  const unblocked = await callOk(bob, "next_issue");
+  expect(unblocked).toMatchObject({ identifier: feature.identifier });
+  expect(unblocked.issue.openBlockers).toEqual([]);
+  await callOk(bob, "save_issue", { identifier: feature.identifier, status: "done", claimToken: unblocked.claimToken });
+});
+
+test("lanes: work assigned to someone else is counted in otherLanes and taken only with allLanes", async () => {
+  const alice = await client("LANE", "alice");
+  const bob = await client("LANE", "bob");
+  const bobEmail = (await callOk(bob, "whoami")).human.email as string;
+  const forBob = await callOk(alice, "save_issue", newIssue("Bob's lane", { assignee: bobEmail, priority: 2 }));
+
+  const empty = await callOk(alice, "next_issue");
+  expect(empty).toMatchObject({ claimed: false, ready: 0, otherLanes: 1 });
+  expect(empty).not.toHaveProperty("claimToken");
+
+  const wide = await callOk(alice, "next_issue", { allLanes: true });
+  expect(wide.identifier).toBe(forBob.identifier);
+  await callOk(alice, "release_issue", { identifier: forBob.identifier, claimToken: wide.claimToken });
+  expect((await callOk(bob, "next_issue")).identifier).toBe(forBob.identifier);
+});
+
+test("next_batch: a peek holds nothing and returns independent work; claim:true claims it all", async () => {
+  const alice = await client("BAT", "alice");
+  const a = await callOk(alice, "save_issue", newIssue("A", { priority: 1 }));
+  const b = await callOk(alice, "save_issue", newIssue("B", { priority: 2 }));
+  await callOk(alice, "add_relation", { sourceId: a.identifier, targetId: b.identifier, type: "related" });
+  const c = await callOk(alice, "save_issue", newIssue("C", { priority: 3 }));
+  const d = await callOk(alice, "save_issue", newIssue("D", { blockedBy: [c.identifier] }));
+
+  const peek = await callOk(alice, "next_batch", { n: 5 });
+  expect(peek.claimed).toBe(false);
+  const peeked = peek.issues.map((i: { identifier: string }) => i.identifier);
+  // A and B are related (only A goes out), D waits on C.
+  expect(peeked).toEqual([a.identifier, c.identifier]);
+  expect((await callOk(alice, "queue_status")).liveClaims).toEqual([]);
+  expect(d.openBlockers).toEqual([c.identifier]);
+
+  const batch = await callOk(alice, "next_batch", { n: 5, claim: true });
+  expect(batch.claimed).toBe(true);
+  expect(batch.claims.map((claim: { identifier: string }) => claim.identifier)).toEqual(peeked);
+  for (const claim of batch.claims) {
+    expect(claim.claimToken).toEqual(expect.any(String));
+    expect(await callOk(alice, "check_claim", { identifier: claim.identifier })).toMatchObject({ youHold: true });
+  }
+  const status = await callOk(alice, "queue_status");
+  expect(status.liveClaims.map((l: { identifier: string }) => l.identifier).sort()).toEqual([...peeked].sort());
+  expect(status.blockedOn).toEqual([{ identifier: d.identifier, blockers: [{ identifier: c.identifier, status: "doing" }] }]);
+});
+
+describe("tenant isolation", () => {
+  test("a key of one org gets NOT_FOUND for every tool addressing another org's issues, projects, members and connectors", async () => {
+    const victim = seeded.orgs.OTH!;
+    const owner = await client("OTH", "alice");
+    const intruder = await client("ISO", "alice");
+    const target = await callOk(owner, "save_issue", newIssue("Secret roadmap", { body: "do not leak" }));
+    const second = await callOk(owner, "save_issue", newIssue("Second secret"));
+    await callOk(owner, "add_relation", { sourceId: target.identifier, targetId: second.identifier, type: "related" });
+    const comment = await callOk(owner, "save_comment", { issue: target.identifier, body: "private note" });
+    const attachment = await callOk(owner, "save_attachment", { issue: target.identifier, url: "https://example.com/secret" });
+    const claim = await callOk(owner, "claim_issue", { identifier: target.identifier });
+    const { members } = await callOk(owner, "list_members");
+    const bobPerson = members.find((m: { kind: string; userId: string }) => m.kind === "human" && m.userId === victim.people.bob.userId);
+    const bobAgent = members.find((m: { kind: string; userId: string }) => m.kind === "agent" && m.userId === victim.people.bob.userId);
+    const mine = await callOk(intruder, "save_issue", newIssue("Intruder's own issue"));
+
+    const issue = target.identifier as string;
+    const addressed: Record<string, Record<string, unknown>> = {
+      claim_issue: { identifier: issue },
+      check_claim: { identifier: issue },
+      heartbeat: { identifier: issue, claimToken: claim.claimToken },
+      checkpoint: { identifier: issue, claimToken: claim.claimToken, note: "x" },
+      release_issue: { identifier: issue, claimToken: claim.claimToken },
+      save_issue: { identifier: issue, title: "pwned" },
+      get_issue: { identifier: issue },
+      add_relation: { sourceId: mine.identifier, targetId: issue, type: "blocks" },
+      remove_relation: { sourceId: target.identifier, targetId: second.identifier, type: "related" },
+      save_comment: { issue, body: "hello" },
+      list_comments: { issue },
+      retract_comment: { comment: comment.id, note: "x" },
+      save_attachment: { issue, url: "https://example.com/x" },
+      list_attachments: { issue },
+      get_attachment: { attachment: attachment.id },
+      obsolete_attachment: { attachment: attachment.id, reason: "x" },
+      suspend_member: { memberId: bobPerson.memberId },
+      reactivate_member: { memberId: bobPerson.memberId },
+      retire_member: { memberId: bobAgent.memberId },
+      revoke_connector: { connectorId: victim.connectorId },
+      get_project: { prefix: victim.prefix },
+    };
+    // Tools that address nothing by id: their answers must simply not mention the other org.
+    const unaddressed: Record<string, Record<string, unknown>> = {
+      whoami: {},
+      mint_session_key: {},
+      next_issue: { allLanes: true },
+      next_batch: { allLanes: true },
+      list_issues: { status: ["todo", "doing", "review", "done"] },
+      save_label: { name: "intruder" },
+      list_labels: {},
+      list_members: { includeRetired: true },
+      list_connectors: {},
+      queue_status: {},
+      list_projects: {},
+      usage_summary: {},
+      billing_summary: {},
+    };
+    expect([...Object.keys(addressed), ...Object.keys(unaddressed)].sort()).toEqual(registeredTools.map((t) => t.name).sort());
+
+    for (const [name, args] of Object.entries(addressed)) {
+      const error = await callError(intruder, name, args);
+      expect(error.code, `${name}: ${error.message}`).toBe("NOT_FOUND");
+    }
+    const foreignMarkers = [victim.orgId, victim.projectId, victim.connectorId, victim.people.bob.userId, issue, "Secret roadmap", "private note"];
+    for (const [name, args] of Object.entries(unaddressed)) {
+      const result = await intruder.callTool({ name, arguments: args });
+      expect(result.isError, `${name}: ${JSON.stringify(result.structuredContent)}`).toBeFalsy();
+      const text = JSON.stringify(result.structuredContent);
+      for (const marker of foreignMarkers) expect(text, `${name} leaked ${marker}`).not.toContain(marker);
+    }
+
+    // Nothing of the victim's changed.
+    const after = await callOk(owner, "get_issue", { identifier: issue });
+    expect(after).toMatchObject({ title: "Secret roadmap", related: [second.identifier] });
+    expect(after.lease.fence).toBe(claim.fence);
+    expect((await callOk(owner, "list_comments", { issue })).comments).toHaveLength(1);
+    expect((await callOk(owner, "list_connectors")).connectors[0].status).toBe("active");
+  });
+});
+
+describe("the HTTP edge of the built app", () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  };
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(seeded.endpoint, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${seeded.orgs.LOOP!.people.alice.key}`,
+        ...headers,
+      },
+      body,
+    });
+
+  test("401 with WWW-Authenticate, 403 on a foreign Origin, 413 on an oversized body, 400 on malformed JSON, 405 on GET", async () => {
+    const anonymous = await post(JSON.stringify(initialize), { authorization: "" });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(/^Bearer realm="retasc"/);
+
+    const foreign = await post(JSON.stringify(initialize), { origin: "https://attacker.example" });
+    expect(foreign.status).toBe(403);
+
+    const oversized = await post(JSON.stringify({ ...initialize, params: { ...initialize.params, pad: "x".repeat(1_100_000) } }));
+    expect(oversized.status).toBe(413);
+
+    const malformed = await post('{"jsonrpc": "2.0", "id": 1, "method": ');
+    expect(malformed.status).toBe(400);
+    expect((await malformed.json()).error.code).toBe(-32700);
+
+    const get = await fetch(seeded.endpoint, { headers: { accept: "text/event-stream", authorization: `Bearer ${seeded.orgs.LOOP!.people.alice.key}` } });
+    expect(get.status).toBe(405);
+
+    for (const response of [anonymous, foreign, oversized, get]) {
+      const text = await response.text().catch(() => "");
+      expect(text).not.toMatch(/at .*\.(js|ts):\d+/);
+    }
+  });
+
+  test("discovery: server card, RFC 9727 api-catalog, the landing page as Markdown", async () => {
+    const card = await fetch(`${seeded.app.url}/.well-known/mcp.json`);
+    expect(card.status).toBe(200);
+    const cardJson = await card.json();
+    expect(cardJson).toMatchObject({
+      endpoint: seeded.endpoint,
+      transport: { type: "streamable-http", url: seeded.endpoint },
+      authentication: { type: "bearer", header: "Authorization" },
+    });
+    expect(cardJson.tools).toHaveLength(designTools.length);
+
+    const catalog = await fetch(`${seeded.app.url}/.well-known/api-catalog`);
+    expect(catalog.headers.get("content-type")).toMatch(/^application\/linkset\+json/);
+    const linkset = (await catalog.json()).linkset;
+    expect(linkset[0]).toMatchObject({ anchor: `${seeded.app.url}/.well-known/api-catalog`, item: [{ href: seeded.endpoint }] });
+    expect(linkset[1]["service-desc"][0].href).toBe(`${seeded.app.url}/.well-known/mcp.json`);
+    const head = await fetch(`${seeded.app.url}/.well-known/api-catalog`, { method: "HEAD" });
+    expect(head.headers.get("link")).toMatch(/rel="api-catalog"/);
+
+    const markdown = await fetch(`${seeded.app.url}/index.md`);
+    expect(markdown.headers.get("content-type")).toMatch(/^text\/markdown/);
+    const text = await markdown.text();
+    expect(text).toContain(`${seeded.endpoint}`);
+    for (const name of designTools) expect(text).toContain(`\`${name}\``);
+  });
+});
