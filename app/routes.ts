@@ -16,6 +16,11 @@ export default [
   route("join/:code", "routes/join.$code.tsx"),
   route("dash", "routes/dash.tsx", [
     index("routes/dash._index.tsx"),
+    // The live Dash: fleet (index), queue, issue drill-down and creation, and its event stream
+    route("queue", "routes/dash.queue.tsx"),
+    route("issues/new", "routes/dash.issues.new.tsx"),
+    route("issues/:identifier", "routes/dash.issues.$identifier.tsx"),
+    route("events", "routes/dash.events.ts"),
     route("orgs/new", "routes/dash.orgs.new.tsx"),
     route("switch-org", "routes/dash.switch-org.ts"),
     route("settings/projects", "routes/dash.settings.projects.tsx"),

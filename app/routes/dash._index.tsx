@@ -1,35 +1,80 @@
 import { Link } from "react-router";
 import type { Route } from "./+types/dash._index";
 import { publicOrigin, requireMember } from "../auth.server.ts";
+import { fleetSnapshot } from "../../server/dash/fleet.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, SecretBox } from "../components/ui.tsx";
+import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
+import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
+import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 
-export async function loader({ request, context }: Route.LoaderArgs) {
-  const { ctx, org, membership } = await requireMember(request, context);
-  const { projects } = await listProjects(ctx, {});
-  return { org, role: membership.role, projects, origin: publicOrigin(request, context) };
+export function meta({ loaderData }: Route.MetaArgs) {
+  return [{ title: `Fleet · ${loaderData?.org.name ?? "Dash"} · Retasc` }];
 }
 
-export default function Overview({ loaderData }: Route.ComponentProps) {
-  const { org, role, projects, origin } = loaderData;
+/** The fleet view: who holds what right now, leases ticking, and work moving between agents. */
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const { ctx, org } = await requireMember(request, context);
+  const [fleet, { projects }] = await Promise.all([fleetSnapshot(ctx), listProjects(ctx, {})]);
+  return { org, fleet, projectCount: projects.length, origin: publicOrigin(request, context) };
+}
+
+export default function Fleet({ loaderData }: Route.ComponentProps) {
+  const { org, fleet, projectCount, origin } = loaderData;
+  const live = useLiveRevalidation();
+  const now = useServerNow(fleet.now);
+  const fresh = fleet.claims.length === 0 && fleet.moves.length === 0;
   return (
-    <div className="flex flex-col gap-6">
-      <h1 className="text-2xl font-semibold">{org.name}</h1>
-      <p className="text-stone-700">
-        You are {role === "member" ? "a" : "an"} {role} of this org. {projects.length} project{projects.length === 1 ? "" : "s"}.
-      </p>
-      {projects.length === 0 ? (
-        <p>
-          Next: <Link className="underline" to="/dash/settings/projects">create a project</Link>.
-        </p>
+    <div className="flex flex-col gap-8">
+      <div className="flex flex-wrap items-baseline justify-between gap-3">
+        <div>
+          <h1 className="text-2xl font-semibold">Fleet</h1>
+          <p className="text-sm text-stone-600">{org.name}</p>
+        </div>
+        <LiveIndicator state={live} />
+      </div>
+
+      <section aria-labelledby="counts-heading">
+        <h2 id="counts-heading" className="sr-only">
+          Queue counts
+        </h2>
+        <div className="grid grid-cols-2 gap-3 sm:grid-cols-3 lg:grid-cols-5">
+          <Stat label="Ready" value={fleet.counts.ready} to="/dash/queue" />
+          <Stat label="Held now" value={fleet.counts.held} tone="text-emerald-800" to="/dash/queue?tab=active" />
+          <Stat label="Blocked" value={fleet.counts.blocked} tone="text-orange-800" />
+          <Stat label="In review" value={fleet.counts.review} tone="text-violet-800" to="/dash/queue?status=review" />
+          <Stat label="Breaching" value={fleet.counts.breaching} tone={fleet.counts.breaching > 0 ? "text-red-800" : "text-stone-900"} />
+        </div>
+      </section>
+
+      <section aria-labelledby="claims-heading" className="flex flex-col gap-3">
+        <h2 id="claims-heading" className="text-lg font-semibold">
+          Live claims
+        </h2>
+        <ClaimsTable claims={fleet.claims} now={now} />
+      </section>
+
+      <section aria-labelledby="moves-heading" className="flex flex-col gap-3">
+        <h2 id="moves-heading" className="text-lg font-semibold">
+          Claims, handoffs and reclaims
+        </h2>
+        <MovesList moves={fleet.moves} now={now} />
+      </section>
+
+      {fresh ? (
+        <Card title="Connect an agent from a terminal">
+          {projectCount === 0 ? (
+            <p className="mb-3 text-sm text-stone-700">
+              First <Link className={linkClass} to="/dash/settings/projects">create a project</Link>.
+            </p>
+          ) : null}
+          <p className="mb-3 text-sm text-stone-700">In the folder your agent works in:</p>
+          <SecretBox label="Commands" value={`npx retasc login --url ${origin}\nnpx retasc bind`} />
+          <p className="mt-3 text-sm text-stone-700">
+            On a machine with no browser, get a setup code on the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page.
+          </p>
+        </Card>
       ) : null}
-      <Card title="Connect an agent from a terminal">
-        <p className="mb-3 text-sm text-stone-700">In the folder your agent works in:</p>
-        <SecretBox label="Commands" value={`npx retasc login --url ${origin}\nnpx retasc bind`} />
-        <p className="mt-3 text-sm text-stone-700">
-          On a machine with no browser, get a setup code on the <Link className="underline" to="/dash/settings/keys">Keys</Link> page.
-        </p>
-      </Card>
     </div>
   );
 }

@@ -22,7 +22,9 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 }
 
 const links = [
-  { to: "/dash", label: "Overview", end: true },
+  { to: "/dash", label: "Fleet", end: true },
+  { to: "/dash/queue", label: "Queue" },
+  { to: "/dash/issues/new", label: "New issue" },
   { to: "/dash/settings/projects", label: "Projects" },
   { to: "/dash/settings/members", label: "Members" },
   { to: "/dash/settings/keys", label: "Keys" },
@@ -78,14 +80,14 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
           </div>
         </div>
         {orgs.length > 0 ? (
-          <nav aria-label="Dash" className="mx-auto flex max-w-5xl gap-1 px-6">
+          <nav aria-label="Dash" className="mx-auto flex max-w-5xl gap-1 overflow-x-auto px-6">
             {links.map((l) => (
               <NavLink
                 key={l.to}
                 to={l.to}
                 end={l.end}
                 className={({ isActive }) =>
-                  `border-b-2 px-3 py-2 text-sm ${isActive ? "border-stone-900 font-medium" : "border-transparent text-stone-600 hover:text-stone-900"}`
+                  `border-b-2 px-3 py-2 text-sm whitespace-nowrap ${isActive ? "border-stone-900 font-medium" : "border-transparent text-stone-600 hover:text-stone-900"}`
                 }
               >
                 {l.label}

@@ -1,0 +1,154 @@
+import type { FleetClaim, FleetMove } from "../../../server/dash/fleet.ts";
+import { IssueLink, Pill, StatusBadge } from "./bits.tsx";
+import { ago, countdown } from "./format.ts";
+
+/** The fleet view's two live lists: claims with ticking leases, and recent moves of work. */
+
+const cell = "px-2 py-2 align-top max-md:flex max-md:gap-2 max-md:px-0 max-md:py-0.5 max-md:before:w-28 max-md:before:shrink-0 max-md:before:text-stone-500 max-md:before:content-[attr(data-label)]";
+
+function LeaseLeft({ claim, now }: { claim: FleetClaim; now: number }) {
+  const expires = Date.parse(claim.expiresAt);
+  const left = expires - now;
+  const span = Math.max(1, expires - Date.parse(claim.heartbeatAt));
+  const fraction = Math.min(1, Math.max(0, left / span));
+  if (left <= 0) {
+    return (
+      <span className="inline-block w-40 text-sm font-medium text-red-800" data-testid="lease-expired">
+        expired, reclaim due
+      </span>
+    );
+  }
+  return (
+    <span className="inline-flex w-40 items-center gap-2">
+      <span className="inline-block w-[7ch] text-right font-mono text-sm tabular-nums" data-testid="lease-left" aria-label={`lease ends in ${countdown(left)}`}>
+        {countdown(left)}
+      </span>
+      <span aria-hidden className="inline-block h-1.5 w-16 overflow-hidden rounded bg-stone-200">
+        <span className={`block h-full ${fraction < 0.2 ? "bg-red-500" : fraction < 0.5 ? "bg-amber-500" : "bg-emerald-500"}`} style={{ width: `${fraction * 100}%` }} />
+      </span>
+    </span>
+  );
+}
+
+export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number }) {
+  if (claims.length === 0) {
+    return <p className="rounded-lg border border-dashed border-stone-300 bg-white p-4 text-stone-600">No agent holds any issue right now.</p>;
+  }
+  return (
+    <table className="w-full border-collapse text-left text-sm max-md:block">
+      <caption className="sr-only">Live claims, with lease time left</caption>
+      <thead className="border-b border-stone-300 text-stone-600 max-md:hidden">
+        <tr>
+          <th scope="col" className="px-2 py-2 font-medium">Issue</th>
+          <th scope="col" className="px-2 py-2 font-medium">Runtime</th>
+          <th scope="col" className="px-2 py-2 font-medium">Human · key</th>
+          <th scope="col" className="px-2 py-2 font-medium">Lease left</th>
+          <th scope="col" className="px-2 py-2 font-medium">Last heartbeat</th>
+          <th scope="col" className="px-2 py-2 font-medium">Latest checkpoint</th>
+        </tr>
+      </thead>
+      <tbody className="max-md:block max-md:space-y-3">
+        {claims.map((c) => (
+          <tr
+            key={`${c.identifier}#${c.fence}`}
+            data-testid={`claim-${c.identifier}`}
+            className={`border-b border-stone-200 max-md:block max-md:rounded-lg max-md:border max-md:bg-white max-md:p-3 ${c.expired ? "bg-red-50/60" : ""}`}
+          >
+            <td className={cell} data-label="Issue">
+              <span className="flex min-w-0 flex-col gap-0.5">
+                <span className="flex items-center gap-2">
+                  <IssueLink identifier={c.identifier} />
+                  <StatusBadge status={c.status} />
+                </span>
+                <span className="max-w-[22rem] truncate text-stone-700" title={c.title}>
+                  {c.title}
+                </span>
+              </span>
+            </td>
+            <td className={cell} data-label="Runtime">
+              <span className="flex flex-col gap-0.5">
+                <span className="font-mono" data-testid="claim-runtime">{c.runtime}</span>
+                {c.handedOffFrom ? <Pill tone="resumed" title="Took over from another runtime">from {c.handedOffFrom}</Pill> : null}
+              </span>
+            </td>
+            <td className={cell} data-label="Human · key">
+              <span className="flex flex-col gap-0.5">
+                <span>{c.human}</span>
+                <span className="font-mono text-xs text-stone-500">{c.keyPrefix ? `${c.keyPrefix}…` : "no key"}</span>
+              </span>
+            </td>
+            <td className={cell} data-label="Lease left">
+              <LeaseLeft claim={c} now={now} />
+            </td>
+            <td className={cell} data-label="Heartbeat">
+              <span className="inline-block w-[9ch] tabular-nums text-stone-700">{ago(now - Date.parse(c.heartbeatAt))}</span>
+            </td>
+            <td className={cell} data-label="Checkpoint">
+              {c.checkpoint ? (
+                <span className="flex max-w-[20rem] flex-col gap-0.5">
+                  <span className="truncate" title={c.checkpoint.next ?? c.checkpoint.done ?? c.checkpoint.note ?? ""}>
+                    {c.checkpoint.next ? `next: ${c.checkpoint.next}` : c.checkpoint.done ? `done: ${c.checkpoint.done}` : (c.checkpoint.note ?? "")}
+                  </span>
+                  <span className="text-xs text-stone-500 tabular-nums">
+                    {c.checkpoint.runtime} · {ago(now - Date.parse(c.checkpoint.at))}
+                  </span>
+                </span>
+              ) : (
+                <span className="text-stone-500">none yet</span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const moveWords: Record<FleetMove["kind"], { label: string; tone: "claimed" | "doing" | "resumed" | "neutral" | "danger" }> = {
+  claimed: { label: "claimed", tone: "claimed" },
+  handoff: { label: "handoff", tone: "resumed" },
+  reclaimed: { label: "reclaimed", tone: "danger" },
+  force_released: { label: "taken back", tone: "danger" },
+  released: { label: "released", tone: "neutral" },
+  finished: { label: "finished", tone: "neutral" },
+};
+
+export function MovesList({ moves, now }: { moves: FleetMove[]; now: number }) {
+  if (moves.length === 0) return <p className="text-stone-600">Nothing has been claimed yet.</p>;
+  return (
+    <ol className="divide-y divide-stone-200 rounded-lg border border-stone-200 bg-white" aria-label="Recent claims, handoffs and reclaims">
+      {moves.map((m) => {
+        const words = moveWords[m.kind];
+        return (
+          <li key={m.id} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="move" data-kind={m.kind} data-identifier={m.identifier}>
+            <span className="inline-block w-[8ch] text-stone-500 tabular-nums">{ago(now - Date.parse(m.at))}</span>
+            <span className="inline-block w-24">
+              <Pill tone={words.tone}>{words.label}</Pill>
+            </span>
+            <IssueLink identifier={m.identifier} />
+            <span className="text-stone-700">
+              {m.kind === "handoff" ? (
+                <>
+                  <span className="font-mono">{m.fromRuntime}</span> → <span className="font-mono">{m.runtime}</span>
+                </>
+              ) : m.kind === "reclaimed" ? (
+                <>
+                  lease of <span className="font-mono">{m.fromRuntime}</span> expired
+                </>
+              ) : m.kind === "force_released" ? (
+                <>
+                  from <span className="font-mono">{m.fromRuntime}</span> by {m.who ?? "an admin"}
+                </>
+              ) : (
+                <>
+                  by <span className="font-mono">{m.runtime}</span>
+                  {m.who ? <span className="text-stone-500"> ({m.who})</span> : null}
+                </>
+              )}
+            </span>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}

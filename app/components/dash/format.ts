@@ -1,0 +1,55 @@
+/** Words and numbers the Dash shows, shared by its pages (pure: runs on the server and in the browser). */
+
+/** Ranking levels: none 0 < low 1 < medium 2 < high 3 < urgent 4 < breached 5. */
+export const LEVEL_NAMES = ["none", "low", "medium", "high", "urgent", "breached"] as const;
+export const levelName = (level: number) => LEVEL_NAMES[level] ?? String(level);
+
+/** Priority numbers as agents send them: 0 none, 1 urgent, 2 high, 3 medium, 4 low. */
+export const PRIORITIES = [
+  { value: 1, label: "urgent" },
+  { value: 2, label: "high" },
+  { value: 3, label: "medium" },
+  { value: 4, label: "low" },
+  { value: 0, label: "none" },
+] as const;
+export const priorityName = (priority: number) => PRIORITIES.find((p) => p.value === priority)?.label ?? String(priority);
+
+export const STATUSES = ["todo", "doing", "blocked", "review", "done", "canceled"] as const;
+
+const pad = (n: number) => String(n).padStart(2, "0");
+
+/** A countdown: `29:59`, `1:02:03`, or `-0:04` once past. Fixed shape so ticking never shifts layout. */
+export function countdown(ms: number): string {
+  const sign = ms < 0 ? "-" : "";
+  const total = Math.floor(Math.abs(ms) / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  return h > 0 ? `${sign}${h}:${pad(m)}:${pad(s)}` : `${sign}${m}:${pad(s)}`;
+}
+
+/** `12s ago`, `5m ago`, `3h ago`, `2d ago`. */
+export function ago(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86_400)}d ago`;
+}
+
+/** A time left until a deadline in words: `3h 20m left`, `2d 4h left`, `5m overdue`. */
+export function timeLeft(ms: number): string {
+  const past = ms < 0;
+  const s = Math.floor(Math.abs(ms) / 1000);
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const text = d > 0 ? `${d}d ${h}h` : h > 0 ? `${h}h ${m}m` : `${m}m`;
+  return past ? `${text} overdue` : `${text} left`;
+}
+
+/** A stable, locale-independent timestamp (same on server and client, so hydration matches). */
+export function stamp(iso: string | null | undefined): string {
+  if (!iso) return "—";
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}

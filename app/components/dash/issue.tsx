@@ -1,0 +1,337 @@
+import { Form, useNavigation } from "react-router";
+import type { IssueDetail } from "../../../server/dash/issue.ts";
+import { IssueLink, Pill, StatusBadge, focusRing } from "./bits.tsx";
+import { PRIORITIES, ago, countdown, priorityName, stamp } from "./format.ts";
+
+/** Sections of the issue drill-down. */
+
+type Detail = IssueDetail;
+const input = `w-full rounded border border-stone-300 bg-white px-2 py-1.5 text-sm ${focusRing}`;
+const button = `rounded px-3 py-1.5 text-sm font-medium ${focusRing}`;
+const primary = `${button} bg-stone-900 text-white hover:bg-stone-700 disabled:opacity-60`;
+const secondary = `${button} border border-stone-300 bg-white hover:bg-stone-100`;
+const danger = `${button} border border-red-300 bg-white text-red-800 hover:bg-red-50`;
+
+export function Section({ title, id, children }: { title: string; id: string; children: React.ReactNode }) {
+  return (
+    <section aria-labelledby={id} className="flex flex-col gap-3">
+      <h2 id={id} className="text-lg font-semibold">
+        {title}
+      </h2>
+      {children}
+    </section>
+  );
+}
+
+/** The body as rendered on the server by marked and cut to an allow-list (server/dash/markdown.ts). */
+export function MarkdownBody({ html }: { html: string }) {
+  if (!html) return <p className="text-stone-500">No description.</p>;
+  return (
+    <div
+      className="max-w-none text-stone-800 [&_a]:text-sky-800 [&_a]:underline [&_blockquote]:border-l-4 [&_blockquote]:border-stone-300 [&_blockquote]:pl-3 [&_code]:rounded [&_code]:bg-stone-100 [&_code]:px-1 [&_code]:font-mono [&_code]:text-[0.9em] [&_h1]:text-xl [&_h1]:font-semibold [&_h2]:text-lg [&_h2]:font-semibold [&_h3]:font-semibold [&_li]:my-0.5 [&_ol]:list-decimal [&_ol]:pl-6 [&_pre]:overflow-x-auto [&_pre]:rounded [&_pre]:bg-stone-900 [&_pre]:p-3 [&_pre]:text-stone-100 [&_pre_code]:bg-transparent [&_table]:border-collapse [&_td]:border [&_td]:border-stone-300 [&_td]:px-2 [&_th]:border [&_th]:border-stone-300 [&_th]:px-2 [&_ul]:list-disc [&_ul]:pl-6 [&>*+*]:mt-3"
+      data-testid="issue-body"
+      // Sanitized on the server with an allow-list; see renderMarkdown.
+      dangerouslySetInnerHTML={{ __html: html }}
+    />
+  );
+}
+
+export function CheckpointTimeline({ checkpoints, now }: { checkpoints: Detail["checkpoints"]; now: number }) {
+  if (checkpoints.length === 0) return <p className="text-sm text-stone-600">No checkpoint yet.</p>;
+  return (
+    <ol className="relative flex flex-col gap-4 border-l-2 border-violet-200 pl-5">
+      {checkpoints.map((c) => (
+        <li key={c.id} className="relative">
+          <span aria-hidden className="absolute -left-[1.62rem] top-1.5 size-3 rounded-full border-2 border-white bg-violet-500" />
+          <p className="text-xs text-stone-500 tabular-nums">
+            {stamp(c.at)} · {ago(now - Date.parse(c.at))} · <span className="font-mono">{c.runtime ?? "?"}</span>
+            {c.who ? ` · ${c.who}` : ""}
+            {c.keyPrefix ? <span className="font-mono"> · {c.keyPrefix}…</span> : null}
+          </p>
+          <dl className="mt-1 grid grid-cols-[5rem_1fr] gap-x-2 gap-y-0.5 text-sm">
+            {(["done", "next", "gotchas", "note"] as const).map((k) =>
+              c[k] ? (
+                <div key={k} className="contents">
+                  <dt className="text-stone-500">{k}</dt>
+                  <dd className="whitespace-pre-wrap">{c[k]}</dd>
+                </div>
+              ) : null,
+            )}
+            {c.branch ? (
+              <>
+                <dt className="text-stone-500">branch</dt>
+                <dd className="font-mono">{c.branch}</dd>
+              </>
+            ) : null}
+          </dl>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+type Comment = Detail["comments"][number];
+
+function CommentItem({ comment, replies, now }: { comment: Comment; replies: Map<string | null, Comment[]>; now: number }) {
+  return (
+    <li className="flex flex-col gap-2">
+      <article className="rounded-lg border border-stone-200 bg-white p-3" aria-label={`Comment by ${comment.author ?? "unknown"}`}>
+        <p className="text-xs text-stone-500 tabular-nums">
+          {comment.author ?? "unknown"} · <span className="font-mono">{comment.runtime ?? "?"}</span> · {stamp(comment.createdAt)} ({ago(now - Date.parse(comment.createdAt))})
+        </p>
+        {comment.retracted ? (
+          <p className="mt-1 text-sm text-stone-500">
+            <del>{comment.body}</del> <span>retracted: {comment.retractNote}</span>
+          </p>
+        ) : (
+          <p className="mt-1 whitespace-pre-wrap text-sm">{comment.body}</p>
+        )}
+      </article>
+      {(replies.get(comment.id) ?? []).length > 0 ? (
+        <ul className="ml-6 flex flex-col gap-2 border-l border-stone-200 pl-3">
+          {replies.get(comment.id)!.map((r) => (
+            <CommentItem key={r.id} comment={r} replies={replies} now={now} />
+          ))}
+        </ul>
+      ) : null}
+    </li>
+  );
+}
+
+export function CommentThread({ comments, now }: { comments: Detail["comments"]; now: number }) {
+  const replies = new Map<string | null, Comment[]>();
+  for (const c of comments) replies.set(c.parent, [...(replies.get(c.parent) ?? []), c]);
+  const busy = useNavigation().formData?.get("intent") === "comment";
+  return (
+    <div className="flex flex-col gap-3">
+      {comments.length === 0 ? <p className="text-sm text-stone-600">No comments yet.</p> : null}
+      <ul className="flex flex-col gap-2">
+        {(replies.get(null) ?? []).map((c) => (
+          <CommentItem key={c.id} comment={c} replies={replies} now={now} />
+        ))}
+      </ul>
+      <Form method="post" className="flex flex-col gap-2" aria-label="Add a comment">
+        <label htmlFor="comment-body" className="text-sm font-medium">
+          Add a comment
+        </label>
+        <textarea id="comment-body" name="body" rows={3} required className={input} />
+        <div>
+          <button type="submit" name="intent" value="comment" className={primary} disabled={busy}>
+            {busy ? "Posting…" : "Comment"}
+          </button>
+        </div>
+      </Form>
+    </div>
+  );
+}
+
+const logCell = "px-2 py-1.5 max-md:flex max-md:gap-2 max-md:px-0 max-md:py-0 max-md:before:w-20 max-md:before:shrink-0 max-md:before:font-sans max-md:before:text-stone-500 max-md:before:content-[attr(data-label)]";
+
+export function ActivityLog({ entries, truncated }: { entries: Detail["activity"]; truncated: boolean }) {
+  return (
+    <div>
+      <table className="w-full border-collapse text-left text-sm max-md:block">
+        <caption className="sr-only">Activity log, newest first</caption>
+        <thead className="border-b border-stone-300 text-stone-600 max-md:hidden">
+          <tr>
+            <th scope="col" className="px-2 py-1.5 font-medium whitespace-nowrap">When</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">What</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">Principal</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">Runtime</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">Key</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">Detail</th>
+          </tr>
+        </thead>
+        <tbody className="max-md:block">
+          {entries.map((e) => (
+            <tr key={e.id} className="border-b border-stone-100 align-top max-md:block max-md:py-2" data-testid="activity-entry" data-kind={e.kind} data-runtime={e.runtime ?? ""}>
+              <td className={`${logCell} whitespace-nowrap text-stone-600 tabular-nums`} data-label="When">{stamp(e.at)}</td>
+              <td className={`${logCell} font-medium`} data-label="What">{e.kind.replace(/_/g, " ")}</td>
+              <td className={`${logCell} break-all`} data-label="Principal">{e.who}</td>
+              <td className={`${logCell} font-mono`} data-label="Runtime">{e.runtime ?? "—"}</td>
+              <td className={`${logCell} font-mono text-stone-600`} data-label="Key">{e.keyPrefix ? `${e.keyPrefix}…` : "—"}</td>
+              <td className={`${logCell} max-w-[28rem] font-mono text-xs break-all text-stone-700`} data-label="Detail">{e.detail ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {truncated ? <p className="mt-2 text-xs text-stone-500">Showing the most recent {entries.length} entries.</p> : null}
+    </div>
+  );
+}
+
+/** The lease line: who holds it, on which runtime and key, and for how long yet. */
+export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now: number }) {
+  if (!lease) return <span className="text-stone-600">not held</span>;
+  const left = Date.parse(lease.expiresAt) - now;
+  return (
+    <span className="inline-flex flex-wrap items-center gap-2">
+      <Pill tone="claimed">claimed</Pill>
+      <span>
+        by <span className="font-mono">{lease.runtime}</span> for {lease.holder?.email ?? lease.holderUserId} (fence {lease.fence})
+      </span>
+      <span className="inline-block w-[9ch] font-mono tabular-nums" data-testid="lease-left">
+        {left > 0 ? countdown(left) : "expired"}
+      </span>
+    </span>
+  );
+}
+
+export function EditForm({ detail }: { detail: Detail }) {
+  const issue = detail.issue;
+  const values = {
+    title: issue.title ?? "",
+    body: issue.body ?? "",
+    status: issue.status,
+    assignee: issue.assignee?.email ?? "",
+    dueAt: issue.dueAt ? issue.dueAt.slice(0, 10) : "",
+    labels: issue.labels.join(", "),
+  };
+  const terminal = issue.status === "done" || issue.status === "canceled";
+  const statuses = [...new Set([issue.status, "todo", "doing", "blocked"])];
+  return (
+    <Form method="post" className="flex flex-col gap-3" aria-label="Edit issue">
+      {Object.entries(values).map(([k, v]) => (
+        <input key={k} type="hidden" name={`was.${k}`} value={v} />
+      ))}
+      <div className="flex flex-col gap-1">
+        <label htmlFor="edit-title" className="text-sm font-medium">Title</label>
+        <input id="edit-title" name="title" defaultValue={values.title} required maxLength={500} className={input} />
+      </div>
+      <div className="flex flex-col gap-1">
+        <label htmlFor="edit-body" className="text-sm font-medium">Description (Markdown)</label>
+        <textarea id="edit-body" name="body" defaultValue={values.body} rows={6} className={`${input} font-mono`} />
+      </div>
+      <div className="grid gap-3 sm:grid-cols-2">
+        <div className="flex flex-col gap-1">
+          <label htmlFor="edit-status" className="text-sm font-medium">Status</label>
+          <select id="edit-status" name="status" defaultValue={values.status} disabled={terminal} className={input} aria-describedby="edit-status-hint">
+            {statuses.map((s) => (
+              <option key={s} value={s}>{s}</option>
+            ))}
+          </select>
+          <p id="edit-status-hint" className="text-xs text-stone-500">
+            Done and review are set by the agent holding the claim; a status change never frees a lease.
+          </p>
+        </div>
+        <div className="flex flex-col gap-1">
+          <label htmlFor="edit-assignee" className="text-sm font-medium">Lane (assignee)</label>
+          <select id="edit-assignee" name="assignee" defaultValue={values.assignee} className={input}>
+            <option value="">unassigned</option>
+            {detail.members.map((m) => (
+              <option key={m.userId} value={m.email}>{m.name ? `${m.name} (${m.email})` : m.email}</option>
+            ))}
+          </select>
+        </div>
+        <div className="flex flex-col gap-1">
+          <label htmlFor="edit-due" className="text-sm font-medium">Due date</label>
+          <input id="edit-due" name="dueAt" type="date" defaultValue={values.dueAt} className={input} aria-describedby="edit-due-hint" />
+          <p id="edit-due-hint" className="text-xs text-stone-500">End of that day in the org's time zone; clear it to remove.</p>
+        </div>
+        <div className="flex flex-col gap-1">
+          <label htmlFor="edit-labels" className="text-sm font-medium">Labels</label>
+          <input id="edit-labels" name="labels" defaultValue={values.labels} placeholder="bug, backend" className={input} />
+        </div>
+      </div>
+      <div>
+        <button type="submit" name="intent" value="edit" className={primary}>Save changes</button>
+      </div>
+    </Form>
+  );
+}
+
+export function PriorityForm({ detail }: { detail: Detail }) {
+  return (
+    <Form method="post" className="flex flex-wrap items-end gap-2" aria-label="Reprioritize">
+      <div className="flex flex-col gap-1">
+        <label htmlFor="priority" className="text-sm font-medium">Priority</label>
+        <select id="priority" name="priority" defaultValue={String(detail.issue.priority)} className={input}>
+          {PRIORITIES.map((p) => (
+            <option key={p.value} value={p.value}>{p.label}</option>
+          ))}
+        </select>
+      </div>
+      <button type="submit" name="intent" value="reprioritize" className={secondary}>Reprioritize</button>
+      <p className="w-full text-xs text-stone-500">Now {priorityName(detail.issue.priority)}; what it blocks re-ranks at once.</p>
+    </Form>
+  );
+}
+
+export function RelateForm() {
+  return (
+    <Form method="post" className="flex flex-wrap items-end gap-2" aria-label="Add a relation">
+      <div className="flex flex-col gap-1">
+        <label htmlFor="relation-type" className="text-sm font-medium">Relation</label>
+        <select id="relation-type" name="type" defaultValue="blocked_by" className={input}>
+          <option value="blocked_by">is blocked by</option>
+          <option value="blocks">blocks</option>
+          <option value="related">is related to</option>
+          <option value="duplicate">duplicates</option>
+        </select>
+      </div>
+      <div className="flex flex-col gap-1">
+        <label htmlFor="relation-other" className="text-sm font-medium">Issue</label>
+        <input id="relation-other" name="other" required placeholder="RTSC-12" className={`${input} w-32 font-mono`} />
+      </div>
+      <button type="submit" name="intent" value="relate" className={secondary}>Add relation</button>
+    </Form>
+  );
+}
+
+export function RelationList({ detail }: { detail: Detail }) {
+  const issue = detail.issue;
+  const groups: { label: string; type: string; items: { identifier: string; status?: string }[]; asSource: boolean }[] = [
+    { label: "Blocked by", type: "blocked_by", items: issue.blockedBy, asSource: true },
+    { label: "Blocks", type: "blocks", items: issue.blocks, asSource: true },
+    { label: "Related", type: "related", items: issue.related.map((identifier) => ({ identifier })), asSource: true },
+    { label: "Duplicates", type: "duplicate", items: issue.duplicates.map((identifier) => ({ identifier })), asSource: true },
+  ];
+  return (
+    <dl className="grid grid-cols-[7rem_1fr] gap-x-3 gap-y-2 text-sm">
+      {groups.map((g) => (
+        <div key={g.type} className="contents">
+          <dt className="text-stone-600">{g.label}</dt>
+          <dd className="flex flex-wrap gap-2">
+            {g.items.length === 0 ? <span className="text-stone-400">none</span> : null}
+            {g.items.map((item) => (
+              <Form key={item.identifier} method="post" className="inline-flex items-center gap-1 rounded border border-stone-200 bg-white px-1.5 py-0.5">
+                <IssueLink identifier={item.identifier} />
+                {item.status ? <StatusBadge status={item.status} /> : null}
+                <input type="hidden" name="type" value={g.type} />
+                <input type="hidden" name="other" value={item.identifier} />
+                <button type="submit" name="intent" value="unrelate" aria-label={`Remove ${g.label.toLowerCase()} ${item.identifier}`} className={`px-1 text-stone-500 hover:text-red-800 ${focusRing}`}>
+                  ×
+                </button>
+              </Form>
+            ))}
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function CancelForm() {
+  return (
+    <Form method="post" className="flex flex-col gap-2" aria-label="Cancel issue">
+      <label htmlFor="cancel-reason" className="text-sm font-medium">Reason for canceling</label>
+      <input id="cancel-reason" name="reason" required maxLength={2000} className={input} />
+      <div>
+        <button type="submit" name="intent" value="cancel" className={danger}>Cancel issue</button>
+      </div>
+    </Form>
+  );
+}
+
+export function ReleaseForm() {
+  return (
+    <Form method="post" className="flex flex-col gap-2" aria-label="Release stuck claim">
+      <label htmlFor="release-reason" className="text-sm font-medium">Why take the claim back</label>
+      <input id="release-reason" name="reason" required maxLength={2000} placeholder="agent hung waiting for input" className={input} />
+      <div>
+        <button type="submit" name="intent" value="release" className={danger}>Release claim</button>
+      </div>
+      <p className="text-xs text-stone-500">The holder's next heartbeat or finish is refused; its checkpoint stays for the next agent.</p>
+    </Form>
+  );
+}

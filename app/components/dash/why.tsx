@@ -1,0 +1,34 @@
+import type { RankReason } from "../../../server/dash/why.ts";
+import { IssueLink } from "./bits.tsx";
+import { levelName, stamp } from "./format.ts";
+
+/** One line on why an issue ranks where it does: inherited urgency, its own deadline, or its priority. */
+export function WhyText({ why }: { why: RankReason }) {
+  const parts = [];
+  if (why.inheritedFrom) {
+    parts.push(
+      <span key="inherited">
+        inherits {levelName(why.effectiveLevel)} from <IssueLink identifier={why.inheritedFrom.identifier} />
+        {why.inheritedFrom.raisedByDeadline ? ` (its deadline: ${why.inheritedFrom.raisedByDeadline})` : ""}
+      </span>,
+    );
+  }
+  if (why.raisedByDeadline) {
+    parts.push(
+      <span key="deadline">
+        raised to {levelName(why.ownLevel)} by its deadline ({why.raisedByDeadline})
+      </span>,
+    );
+  }
+  if (why.deadlineFrom && why.deadlineFrom.identifier !== why.inheritedFrom?.identifier) {
+    parts.push(
+      <span key="due">
+        carries the deadline of <IssueLink identifier={why.deadlineFrom.identifier} /> ({stamp(why.deadlineFrom.dueAt)})
+      </span>,
+    );
+  } else if (why.deadlineFrom) {
+    parts.push(<span key="due">and its deadline ({stamp(why.deadlineFrom.dueAt)})</span>);
+  }
+  if (parts.length === 0) return <span className="text-stone-500">own priority</span>;
+  return <span className="flex flex-col gap-0.5">{parts}</span>;
+}

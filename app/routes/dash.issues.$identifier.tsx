@@ -1,0 +1,234 @@
+import { data, Link } from "react-router";
+import type { Route } from "./+types/dash.issues.$identifier";
+import { requireMember } from "../auth.server.ts";
+import { attempt, toErrorBody } from "../errors.server.ts";
+import { editIssueInput, field } from "../../server/dash/forms.ts";
+import { issueDetail } from "../../server/dash/issue.ts";
+import { saveComment } from "../../server/issues/comments.ts";
+import { addRelation, removeRelation, saveIssue } from "../../server/issues/index.ts";
+import { invalidInput } from "../../server/errors.ts";
+import { forceRelease } from "../../server/queue/force-release.ts";
+import { ErrorNote, Notice } from "../components/ui.tsx";
+import { IssueLink, LevelName, LiveIndicator, SlaText, StatusBadge, WorkPills, linkClass } from "../components/dash/bits.tsx";
+import { stamp, timeLeft, priorityName } from "../components/dash/format.ts";
+import { DependencyGraph } from "../components/dash/graph.tsx";
+import {
+  ActivityLog,
+  CancelForm,
+  CheckpointTimeline,
+  CommentThread,
+  EditForm,
+  LeaseLine,
+  MarkdownBody,
+  PriorityForm,
+  RelateForm,
+  RelationList,
+  ReleaseForm,
+  Section,
+} from "../components/dash/issue.tsx";
+import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
+import { WhyText } from "../components/dash/why.tsx";
+
+export function meta({ loaderData }: Route.MetaArgs) {
+  const issue = loaderData?.detail.issue;
+  return [{ title: issue ? `${issue.identifier} ${issue.title} · Retasc` : "Issue · Retasc" }];
+}
+
+/** One issue of the viewer's org; another org's issue is NOT_FOUND, exactly like a missing one. */
+export async function loader({ request, context, params }: Route.LoaderArgs) {
+  const { ctx, membership } = await requireMember(request, context);
+  try {
+    const detail = await issueDetail(ctx, { identifier: params.identifier });
+    return { detail, canRelease: membership.role === "owner" || membership.role === "admin" };
+  } catch (error) {
+    const { status, body } = toErrorBody(error, context.log);
+    throw data(body, { status });
+  }
+}
+
+/** Every action goes through the same server functions agents call over MCP, as this person (runtime "dash"). */
+export async function action({ request, context, params }: Route.ActionArgs) {
+  const { ctx } = await requireMember(request, context);
+  const form = await request.formData();
+  const identifier = params.identifier;
+  const intent = field(form, "intent");
+  const result = await attempt(context.log, async () => {
+    switch (intent) {
+      case "edit":
+        await saveIssue(ctx, editIssueInput(identifier, form));
+        return "Saved.";
+      case "reprioritize":
+        await saveIssue(ctx, { identifier, priority: Number(field(form, "priority")) });
+        return "Priority changed.";
+      case "comment":
+        await saveComment(ctx, { issue: identifier, body: field(form, "body") ?? "" });
+        return "Comment added.";
+      case "relate":
+      case "unrelate": {
+        const relation = { sourceId: identifier, targetId: field(form, "other") ?? "", type: field(form, "type") };
+        if (intent === "relate") await addRelation(ctx, relation);
+        else await removeRelation(ctx, relation);
+        return intent === "relate" ? "Relation added." : "Relation removed.";
+      }
+      case "cancel":
+        await saveIssue(ctx, { identifier, status: "canceled", cancelReason: field(form, "reason") });
+        return "Canceled.";
+      case "release":
+        await forceRelease(ctx, { identifier, reason: field(form, "reason") ?? "" });
+        return "Claim released: the issue is available again.";
+      default:
+        throw invalidInput(`unknown action ${intent ?? ""}`.trim(), "Use the page's buttons.");
+    }
+  });
+  if (result.ok) return { done: result.value, error: null };
+  return data({ done: null, error: result.error }, { status: 400 });
+}
+
+export default function IssuePage({ loaderData, actionData }: Route.ComponentProps) {
+  const { detail, canRelease } = loaderData;
+  const { issue } = detail;
+  const live = useLiveRevalidation();
+  const now = useServerNow(detail.now);
+  const terminal = issue.status === "done" || issue.status === "canceled";
+  const pills = { claimed: issue.lease !== null, doing: issue.status === "doing" && issue.lease === null, resumed: detail.checkpoints.length > 0 };
+  return (
+    <article className="flex flex-col gap-8" aria-labelledby="issue-title">
+      <header className="flex flex-col gap-2">
+        <div className="flex flex-wrap items-center justify-between gap-3">
+          <nav aria-label="Breadcrumb" className="text-sm">
+            <Link to="/dash/queue" className={linkClass}>Queue</Link> <span aria-hidden>/</span>{" "}
+            <span className="font-mono">{issue.identifier}</span>
+          </nav>
+          <LiveIndicator state={live} />
+        </div>
+        <h1 id="issue-title" className="text-2xl font-semibold break-words">
+          <span className="mr-2 font-mono text-stone-500">{issue.identifier}</span>
+          {issue.title}
+        </h1>
+        <div className="flex flex-wrap items-center gap-2 text-sm">
+          <StatusBadge status={issue.status} />
+          <WorkPills pills={pills} />
+          {!issue.work ? <span className="text-stone-600">container</span> : null}
+          <LeaseLine lease={issue.lease} now={now} />
+        </div>
+      </header>
+
+      {actionData?.error ? <ErrorNote error={actionData.error} /> : null}
+      {actionData?.done ? <Notice>{actionData.done}</Notice> : null}
+
+      <div className="grid gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
+        <div className="flex min-w-0 flex-col gap-8">
+          <Section title="Description" id="description-heading">
+            <MarkdownBody html={detail.bodyHtml} />
+          </Section>
+          <Section title="Dependencies" id="graph-heading">
+            <DependencyGraph graph={detail.graph} />
+            <RelationList detail={detail} />
+            {terminal ? null : <RelateForm />}
+          </Section>
+          <Section title="Checkpoints" id="checkpoints-heading">
+            <CheckpointTimeline checkpoints={detail.checkpoints} now={now} />
+          </Section>
+          <Section title="Comments" id="comments-heading">
+            <CommentThread comments={detail.comments} now={now} />
+          </Section>
+        </div>
+
+        <aside className="flex flex-col gap-6" aria-label="Details and actions">
+          <dl className="grid grid-cols-[7rem_1fr] gap-x-3 gap-y-2 rounded-lg border border-stone-200 bg-white p-4 text-sm">
+            <dt className="text-stone-600">Priority</dt>
+            <dd>{priorityName(issue.priority)}</dd>
+            <dt className="text-stone-600">Own level</dt>
+            <dd><LevelName level={issue.ownLevel} /></dd>
+            <dt className="text-stone-600">Effective</dt>
+            <dd><LevelName level={issue.effectiveLevel} /></dd>
+            <dt className="text-stone-600">Why</dt>
+            <dd><WhyText why={detail.why} /></dd>
+            <dt className="text-stone-600">Deadline</dt>
+            <dd>
+              {issue.dueAt ? (
+                <SlaText state={issue.slaState}>
+                  {stamp(issue.dueAt)}, {issue.slaState}
+                  {issue.timeRemainingMs !== null ? ` (${timeLeft(issue.timeRemainingMs)})` : ""}
+                </SlaText>
+              ) : (
+                "none"
+              )}
+            </dd>
+            <dt className="text-stone-600">Lane</dt>
+            <dd>{issue.assignee?.email ?? "unassigned"}</dd>
+            <dt className="text-stone-600">Author</dt>
+            <dd>{issue.author?.email ?? "—"}</dd>
+            <dt className="text-stone-600">Labels</dt>
+            <dd>{issue.labels.length ? issue.labels.join(", ") : "none"}</dd>
+            {issue.parent ? (
+              <>
+                <dt className="text-stone-600">Parent</dt>
+                <dd><IssueLink identifier={issue.parent} /></dd>
+              </>
+            ) : null}
+            {issue.children.length ? (
+              <>
+                <dt className="text-stone-600">Children</dt>
+                <dd className="flex flex-wrap gap-2">{issue.children.map((c) => <IssueLink key={c} identifier={c} />)}</dd>
+              </>
+            ) : null}
+            <dt className="text-stone-600">Branch</dt>
+            <dd className="font-mono text-xs break-all">{issue.branch}</dd>
+            {issue.noDependency ? (
+              <>
+                <dt className="text-stone-600">No dependency</dt>
+                <dd>{issue.noDependency}</dd>
+              </>
+            ) : null}
+            {issue.cancelReason ? (
+              <>
+                <dt className="text-stone-600">Canceled</dt>
+                <dd>{issue.cancelReason}</dd>
+              </>
+            ) : null}
+            <dt className="text-stone-600">Created</dt>
+            <dd className="tabular-nums">{stamp(issue.createdAt)}</dd>
+            <dt className="text-stone-600">Updated</dt>
+            <dd className="tabular-nums">{stamp(issue.updatedAt)}</dd>
+          </dl>
+          {terminal ? null : (
+            <>
+              <PriorityForm detail={detail} />
+              {issue.lease && canRelease ? <ReleaseForm /> : null}
+            </>
+          )}
+          <details className="rounded-lg border border-stone-200 bg-white p-4">
+            <summary className="cursor-pointer font-medium">Edit</summary>
+            <div className="mt-3">
+              <EditForm detail={detail} />
+            </div>
+          </details>
+          {terminal ? null : (
+            <details className="rounded-lg border border-red-200 bg-white p-4">
+              <summary className="cursor-pointer font-medium text-red-900">Cancel…</summary>
+              <div className="mt-3">
+                <CancelForm />
+              </div>
+            </details>
+          )}
+        </aside>
+      </div>
+
+      <Section title="Activity" id="activity-heading">
+        <ActivityLog entries={detail.activity} truncated={detail.activityTruncated} />
+      </Section>
+    </article>
+  );
+}
+
+export function ErrorBoundary({ error, params }: Route.ErrorBoundaryProps) {
+  const body = (error as { data?: { code?: string; message?: string; hint?: string } })?.data;
+  return (
+    <div role="alert" className="flex flex-col gap-2">
+      <h1 className="text-2xl font-semibold">{body?.code === "NOT_FOUND" ? `${params.identifier} not found` : "This issue could not be shown"}</h1>
+      <p className="text-stone-700">{body?.message ?? "Something went wrong."}</p>
+      <Link to="/dash/queue" className={linkClass}>Back to the queue</Link>
+    </div>
+  );
+}
