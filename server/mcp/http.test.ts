@@ -145,11 +145,22 @@ describe("tool calls", () => {
     await expect(client.callTool({ name: "drop_database", arguments: {} })).rejects.toMatchObject({ code: -32602 });
   });
 
+  test("tools/call without a name or with non-object arguments is a JSON-RPC invalid-params error", async () => {
+    const headers = { "mcp-protocol-version": "2025-06-18" };
+    for (const params of [{ arguments: {} }, { name: "whoami", arguments: ["not", "an", "object"] }, { name: 42 }]) {
+      const response = await post(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params }), headers);
+      expect(response.status).toBe(200);
+      expect((await response.json()).error.code).toBe(-32602);
+    }
+  });
+
   test("wrong argument types and unknown arguments are INVALID_INPUT results naming the problem", async () => {
     const client = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
     const wrongType = await callError(client, "get_project", { prefix: 42 });
     expect(wrongType.code).toBe("INVALID_INPUT");
     expect(wrongType.message).toMatch(/prefix/);
+    const inherited = await callError(client, "whoami", { toString: "x" });
+    expect(inherited.message).toMatch(/unknown argument toString/);
     const unknown = await callError(client, "get_project", { prefx: "RTSC" });
     expect(unknown.code).toBe("INVALID_INPUT");
     expect(unknown.message).toMatch(/unknown argument prefx \(accepted: prefix\)/);

@@ -1,7 +1,8 @@
 import crypto from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { authenticateAgentKey, touchKey } from "../orgs/index.ts";
@@ -58,10 +59,20 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
   }
 }
 
+/**
+ * Handlers are registered under method-only schemas: the SDK's own schemas would throw
+ * during dispatch and answer a malformed `tools/call` with -32603 (internal error)
+ * instead of the -32602 (invalid params) its tools/call wrapper gives.
+ */
+const listToolsEnvelope = z.object({ method: z.literal("tools/list") });
+const callToolEnvelope = z.object({ method: z.literal("tools/call"), params: z.unknown() });
+
 async function serve(request: Request, scope: CallScope): Promise<Response> {
   const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions: serverInstructions });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools() }));
-  server.setRequestHandler(CallToolRequestSchema, async (call) => {
+  server.setRequestHandler(listToolsEnvelope, () => ({ tools: listedTools() }));
+  server.setRequestHandler(callToolEnvelope, async (request) => {
+    // The SDK has already checked the request against CallToolRequestSchema (-32602 if not).
+    const call = CallToolRequestSchema.parse(request);
     const tool = toolsByName.get(call.params.name);
     if (!tool) {
       // A JSON-RPC error (-32602), not a tool result: the call named nothing that exists.

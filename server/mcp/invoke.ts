@@ -30,7 +30,7 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     keyId: principal.keyId,
     runtime: principal.runtime,
   };
-  const unknownArguments = Object.keys(args).filter((key) => !(key in tool.input.shape));
+  const unknownArguments = Object.keys(args).filter((key) => !Object.hasOwn(tool.input.shape, key));
   if (unknownArguments.length > 0) {
     const accepted = Object.keys(tool.input.shape);
     scope.log.info({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
