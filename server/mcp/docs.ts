@@ -29,9 +29,12 @@ function typeOf(schema: JsonSchema): string {
   if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(" \\| ");
   if (schema.const !== undefined) return JSON.stringify(schema.const);
   if (schema.anyOf) return schema.anyOf.map(typeOf).join(" \\| ");
-  if (schema.type === "array") return `${schema.items ? typeOf(schema.items) : "unknown"}[]`;
+  if (schema.type === "array") {
+    const item = schema.items ? typeOf(schema.items) : "unknown";
+    return item.includes("|") ? `(${item})[]` : `${item}[]`;
+  }
   if (Array.isArray(schema.type)) return schema.type.join(" \\| ");
-  if (schema.type === "integer" && schema.minimum !== undefined && schema.maximum !== undefined) {
+  if (schema.type === "integer" && schema.minimum !== undefined && schema.maximum !== undefined && schema.maximum < 1e6) {
     return `integer ${schema.minimum}..${schema.maximum}`;
   }
   return schema.type ?? "any";
