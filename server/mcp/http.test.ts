@@ -81,6 +81,26 @@ describe("HTTP edge of /mcp", () => {
     }
   });
 
+  test("retire_member and suspend_member cut the agents off at once", async () => {
+    const owner = await connectClient(endpoint, org.agents.alice.key, { fetch: mcpFetch });
+    const agent = await org.agentFor("bob", "to-retire");
+    const retiring = await connectClient(endpoint, agent.key, { fetch: mcpFetch });
+    await callOk(retiring, "whoami");
+    expect(await callOk(owner, "retire_member", { memberId: agent.principal.keyId })).toMatchObject({ status: "retired", changed: true });
+    await expect(retiring.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+
+    const carolAgent = await org.agentFor("carol", "to-suspend");
+    const carolClient = await connectClient(endpoint, carolAgent.key, { fetch: mcpFetch });
+    const { members } = await callOk(owner, "list_members", { query: "carol" });
+    const carol = members.find((m: { kind: string }) => m.kind === "human");
+    const suspended = await callOk(owner, "suspend_member", { memberId: carol.memberId });
+    expect(suspended.retiredAgents).toBeGreaterThanOrEqual(1);
+    await expect(carolClient.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+    expect(await callOk(owner, "reactivate_member", { memberId: carol.memberId })).toMatchObject({ status: "active", changed: true });
+    // Reactivation does not revive retired keys.
+    await expect(carolClient.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+  });
+
   test("a foreign Origin gets 403; the app's own origins are accepted", async () => {
     const foreign = await post(JSON.stringify(initialize), { origin: "https://evil.example" });
     expect(foreign.status).toBe(403);
