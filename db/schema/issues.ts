@@ -85,6 +85,16 @@ export const issues = pgTable(
       .where(
         sql`${t.work} and ${t.status} in ('todo','doing','review') and ${t.openBlockerCount} = 0`,
       ),
+    // The Dash's queue: the whole org in dispatch order, every status (its filters narrow it),
+    // so a page is an index range read instead of a sort of the org's issues.
+    index("issues_org_dispatch_idx").on(
+      t.orgId,
+      sql`${t.effectiveLevel} desc`,
+      sql`(${t.status} = 'review') desc`,
+      sql`${t.effectiveDueAt} asc nulls last`,
+      t.createdAt,
+      t.number,
+    ),
     index("issues_sla_next_idx").on(t.projectId, t.slaNextAt).where(sql`${t.slaNextAt} is not null`),
     index("issues_lease_expiry_idx")
       .on(t.leaseExpiresAt)

@@ -1,0 +1,1 @@
+CREATE INDEX "issues_org_dispatch_idx" ON "issues" USING btree ("org_id","effective_level" desc,("status" = 'review') desc,"effective_due_at" asc nulls last,"created_at","number");
