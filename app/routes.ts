@@ -34,4 +34,5 @@ export default [
   route("api/cli/members", "routes/api.cli.members.ts"),
   route("api/cli/join", "routes/api.cli.join.ts"),
   route("api/cli/setup", "routes/api.cli.setup.ts"),
+  route("api/cli/sign-in-methods", "routes/api.cli.sign-in-methods.ts"),
 ] satisfies RouteConfig;

@@ -156,3 +156,22 @@ test("the Dash shows a new key once, then only its prefix", async () => {
   clients.push(agent);
   expect((await tool(agent, "whoami")).human.email).toBe(ada.email);
 });
+
+test("login --google says at once when Google is not set up; logout ends the session on the server", async () => {
+  const google = await retasc(ada, ["login", "--google", "--url", app.url]);
+  expect(google.code).toBe(1);
+  expect(google.stderr).toContain(`✗ UNAVAILABLE: ${app.url} has no Google sign-in configured`);
+  expect(google.stderr).toContain("email and password");
+
+  const token = JSON.parse(fs.readFileSync(path.join(ada.retascDir, "config.json"), "utf8")).sessions[app.url].token;
+  const before = await fetch(`${app.url}/api/cli/whoami`, { headers: { authorization: `Bearer ${token}` } });
+  expect(before.status).toBe(200);
+  const logout = await retasc(ada, ["logout"]);
+  expect(logout.code, logout.stderr).toBe(0);
+  const after = await fetch(`${app.url}/api/cli/whoami`, { headers: { authorization: `Bearer ${token}` } });
+  expect(after.status).toBe(401);
+  expect(((await after.json()) as { error: { code: string } }).error.code).toBe("UNAUTHORIZED");
+  // The folder's key is untouched: the binding still works without a session.
+  const whoami = await retasc(ada, ["whoami", "--json"], { cwd: repo });
+  expect(JSON.parse(whoami.stdout)).toMatchObject({ binding: { org: { name: "Acme" } }, session: null });
+});

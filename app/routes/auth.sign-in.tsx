@@ -77,7 +77,7 @@ export default function SignIn({ loaderData, actionData }: Route.ComponentProps)
         </Form>
       ) : null}
       {methods.emailPassword ? (
-        <Form method="post" className="flex flex-col gap-4" aria-label="Sign in with email">
+        <Form method="post" className="flex flex-col gap-4">
           <input type="hidden" name="next" value={next} />
           <input type="hidden" name="intent" value="email" />
           <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={actionData?.email} />

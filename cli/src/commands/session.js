@@ -17,7 +17,15 @@ const grouped = (/** @type {string} */ code) => (code.length === 8 ? `${code.sli
 export async function login(/** @type {any} */ flags) {
   if (flags.github && flags.google) throw new CliError("INVALID_INPUT", "pick one of --github and --google", "Pass just one.");
   const url = deploymentUrl(flags);
-  const provider = flags.github ? "github" : flags.google ? "google" : readConfig().provider;
+  const chosen = flags.github ? "github" : flags.google ? "google" : null;
+  if (chosen) {
+    const methods = await request(url, "/api/cli/sign-in-methods");
+    if (!methods.social.includes(chosen)) {
+      const others = [...methods.social, ...(methods.emailPassword ? ["email and password"] : [])];
+      throw new CliError("UNAVAILABLE", `${url} has no ${chosen === "github" ? "GitHub" : "Google"} sign-in configured`, others.length ? `Sign in with ${others.join(" or ")}: run \`retasc login\` without --${chosen}.` : "Ask the operator to configure a sign-in method.");
+    }
+  }
+  const provider = chosen ?? readConfig().provider;
   const code = await request(url, "/api/auth/device/code", { body: { client_id: CLI_CLIENT_ID } }).catch((error) => {
     if (error instanceof CliError && error.code === "UNAVAILABLE") throw error;
     throw new CliError("UNAVAILABLE", `${url} does not offer device sign-in`, "Check --url points at a Retasc server.");
@@ -61,14 +69,22 @@ export async function login(/** @type {any} */ flags) {
 export async function logout(/** @type {any} */ flags) {
   const url = deploymentUrl(flags);
   const session = readConfig().sessions?.[url];
+  let endedOnServer = false;
   if (session) {
-    await fetch(`${url}/api/auth/sign-out`, { method: "POST", headers: { authorization: `Bearer ${session.token}` } }).catch(() => null);
+    const response = await fetch(`${url}/api/auth/sign-out`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}`, "content-type": "application/json" },
+      body: "{}",
+    }).catch(() => null);
+    endedOnServer = Boolean(response?.ok);
   }
   await updateConfig((config) => {
     delete config.sessions?.[url];
   });
-  if (flags.json) printJson({ url, signedOut: Boolean(session) });
-  else ok(session ? `Signed out of ${url}.` : `Not signed in to ${url}; nothing to do.`);
+  if (flags.json) return printJson({ url, signedOut: Boolean(session), endedOnServer });
+  if (!session) return ok(`Not signed in to ${url}; nothing to do.`);
+  ok(`Signed out of ${url}.`);
+  if (!endedOnServer) note("  The server could not be told; the session there ends when it expires.");
 }
 
 /** What this folder is bound to (by its key, no login needed) and who is signed in. */
