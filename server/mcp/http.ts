@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { z } from "zod";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
@@ -67,8 +68,19 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
 const listToolsEnvelope = z.object({ method: z.literal("tools/list") });
 const callToolEnvelope = z.object({ method: z.literal("tools/call"), params: z.unknown() });
 
+/**
+ * One JSON Schema validator for every per-request server: the SDK would otherwise build
+ * a fresh Ajv instance (with its formats) on each request, a large share of the CPU a
+ * round trip costs. Ours never validates anything with it (no elicitation).
+ */
+const sharedValidator = new AjvJsonSchemaValidator();
+
 async function serve(request: Request, scope: CallScope): Promise<Response> {
-  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions: serverInstructions });
+  const server = new Server(serverInfo, {
+    capabilities: { tools: { listChanged: false } },
+    instructions: serverInstructions,
+    jsonSchemaValidator: sharedValidator,
+  });
   server.setRequestHandler(listToolsEnvelope, () => ({ tools: listedTools() }));
   server.setRequestHandler(callToolEnvelope, async (request) => {
     // The SDK has already checked the request against CallToolRequestSchema (-32602 if not).
