@@ -179,7 +179,7 @@ const createCmd = fc
     work: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
     priority: fc.integer({ min: 0, max: 4 }),
     blockers: fc.oneof(
-      { weight: 3, arbitrary: fc.constant([]) },
+      { weight: 3, arbitrary: fc.constant<number[]>([]) },
       { weight: 2, arbitrary: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }) },
     ),
     assignee: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: personArb }),
