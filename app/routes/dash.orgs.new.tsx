@@ -14,7 +14,7 @@ export async function action({ request, context }: Route.ActionArgs) {
   const user = await requireUser(request, context);
   const form = await request.formData();
   try {
-    const org = await createOrgFor(context.services, user.id, { name: String(form.get("name") ?? "") });
+    const org = await createOrgFor(context.services, user.id, { name: String(form.get("name") ?? "") }, "dash");
     return redirect("/dash/settings/projects", { headers: { "set-cookie": await currentOrgCookie.serialize(org.orgId) } });
   } catch (error) {
     return { error: toErrorBody(error, context.log).body };

@@ -18,7 +18,7 @@ export async function loader({ request, context, params }: Route.LoaderArgs) {
 
 export async function action({ request, context, params }: Route.ActionArgs) {
   const user = await requireUser(request, context);
-  const result = await attempt(context.log, () => redeemInvite(context.services, { userId: user.id, code: params.code }));
+  const result = await attempt(context.log, () => redeemInvite(context.services, { userId: user.id, code: params.code, via: "dash" }));
   if (!result.ok) return { error: result.error };
   return redirect("/dash", { headers: { "set-cookie": await currentOrgCookie.serialize(result.value.orgId) } });
 }

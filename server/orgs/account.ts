@@ -1,4 +1,4 @@
-import { and, asc, eq } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import { members, orgs, projects } from "../../db/schema/index.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
@@ -26,11 +26,16 @@ export async function listOrgsOf(services: Pick<Services, "db">, userId: string)
 }
 
 /** Creates an org with the caller as its owner. */
-export async function createOrgFor(services: Services, userId: string, raw: z.input<typeof createOrgInput>) {
+export async function createOrgFor(
+  services: Services,
+  userId: string,
+  raw: z.input<typeof createOrgInput>,
+  via: "dash" | "cli" = "cli",
+) {
   const input = createOrgInput.parse(raw);
   return services.db.transaction(async (tx) => {
     const orgId = await createOrg(services, tx, { name: input.name, ownerUserId: userId, timeZone: input.timeZone });
-    const ctx = withPrincipal(services, humanPrincipal(orgId, userId, "cli"));
+    const ctx = withPrincipal(services, humanPrincipal(orgId, userId, via));
     await recordOrgActivity(ctx, tx, "org.created", { name: input.name });
     return { orgId, name: input.name, role: "owner" as const };
   });
@@ -46,25 +51,4 @@ export async function addProject(ctx: Ctx, raw: z.input<typeof createProjectInpu
     await recordOrgActivity(ctx, tx, "project.created", { projectId: project.id, prefix: project.prefix });
     return { projectId: project.id, name: input.name, prefix: project.prefix };
   });
-}
-
-export async function orgSummary(ctx: Ctx) {
-  const actor = await actorOf(ctx);
-  const org = (await ctx.db.select({ name: orgs.name, timeZone: orgs.timeZone }).from(orgs).where(eq(orgs.id, ctx.principal.orgId)))[0];
-  return { orgId: ctx.principal.orgId, name: org?.name ?? "", timeZone: org?.timeZone ?? "UTC", role: actor.role, memberId: actor.memberId };
-}
-
-/** The project of an org with this id or prefix (case-insensitive), or null. */
-export async function findProject(ctx: Ctx, idOrPrefix: string) {
-  const value = idOrPrefix.trim();
-  const byId = await ctx.db
-    .select({ projectId: projects.id, name: projects.name, prefix: projects.prefix })
-    .from(projects)
-    .where(and(eq(projects.orgId, ctx.principal.orgId), eq(projects.id, value)));
-  if (byId[0]) return byId[0];
-  const byPrefix = await ctx.db
-    .select({ projectId: projects.id, name: projects.name, prefix: projects.prefix })
-    .from(projects)
-    .where(and(eq(projects.orgId, ctx.principal.orgId), eq(projects.prefix, value.toUpperCase())));
-  return byPrefix[0] ?? null;
 }

@@ -129,7 +129,7 @@ export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
  * consumed with one conditional UPDATE, so of any number of concurrent redemptions exactly
  * one succeeds. A used, revoked or expired code is refused with its reason.
  */
-export async function redeemInvite(services: Services, input: { userId: string; code: string }) {
+export async function redeemInvite(services: Services, input: { userId: string; code: string; via?: "dash" | "cli" }) {
   const code = inviteCodeSchema.parse(input.code);
   const codeHash = sha256(code);
   const now = services.clock.now();
@@ -168,7 +168,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
     }
     const memberId = newId();
     await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId: input.userId, role: invite.role });
-    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, "cli"));
+    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, input.via ?? "cli"));
     await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
     await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
     return { orgId: invite.orgId, orgName, memberId, role: invite.role };

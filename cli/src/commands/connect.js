@@ -1,6 +1,6 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request } from "../api.js";
-import { clientBlocks, findMarker, mcpUrlOf, requireBinding, resolveBinding, wireFolder } from "../binding.js";
+import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder } from "../binding.js";
 import { CliError } from "../errors.js";
 import { withMcp } from "../mcp.js";
 import { note, ok, out, printJson } from "../output.js";
