@@ -1,0 +1,124 @@
+/**
+ * `npm run bench`: the numbers of DESIGN.md section 11 against the local PostgreSQL, each
+ * beside a baseline measured in the same run. `-- --quick` runs small sizes (a CI smoke
+ * check); `-- --explain` also prints the dispatch query's plan on the large graph.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { GraphResult } from "./graph.ts";
+import { log, round } from "./lib/stats.ts";
+import type { ThroughputResult } from "./throughput.ts";
+
+const DEFAULT_URL = "postgres://root@127.0.0.1:5432/test";
+const args = new Set(process.argv.slice(2));
+for (const arg of args) {
+  if (!["--quick", "--explain"].includes(arg)) {
+    process.stderr.write(`unknown argument ${arg}; use --quick (small sizes) or --explain (print the dispatch plan)\n`);
+    process.exit(2);
+  }
+}
+const quick = args.has("--quick");
+// db/testing.ts picks the database from these; the benchmarks never fall back to PGlite.
+if (!process.env.TEST_DATABASE_URL && !process.env.DATABASE_URL) process.env.TEST_DATABASE_URL = DEFAULT_URL;
+delete process.env.RETASC_TEST_DRIVER;
+
+const sizes = quick
+  ? { jobs: 300, agents: 32, graph: 5_000, latencyIterations: 200, rerankIterations: 20 }
+  : { jobs: 3_000, agents: 32, graph: 100_000, latencyIterations: 2_000, rerankIterations: 100 };
+
+interface Row {
+  figure: string;
+  value: number;
+  unit: string;
+  target: string;
+  baselineName: string;
+  baseline: number;
+  /** value / baseline */
+  ratio: number;
+  pass: boolean;
+}
+
+function rows(throughput: ThroughputResult, graph: GraphResult): Row[] {
+  const ms = (figure: string, value: number, limit: number, baselineName: string, baseline: number): Row => ({
+    figure,
+    value: round(value, 3),
+    unit: "ms",
+    target: `< ${limit} ms`,
+    baselineName,
+    baseline: round(baseline, 3),
+    ratio: round(value / baseline, 2),
+    pass: value < limit,
+  });
+  const ratio = throughput.retasc.perSecond / throughput.pgBoss.perSecond;
+  return [
+    {
+      figure: `claim + fenced finish, ${throughput.agents} agents, ${throughput.jobs} issues`,
+      value: round(throughput.retasc.perSecond, 1),
+      unit: "/s",
+      target: ">= 1.0x pg-boss",
+      baselineName: "pg-boss fetch + complete /s",
+      baseline: round(throughput.pgBoss.perSecond, 1),
+      ratio: round(ratio, 2),
+      pass: ratio >= 1,
+    },
+    ms(`nextIssue p50, ${graph.issues} issues`, graph.nextIssue.p50, 5, "primary-key select p50", graph.primaryKeySelect.p50),
+    ms(`nextIssue p99, ${graph.issues} issues`, graph.nextIssue.p99, 25, "primary-key select p99", graph.primaryKeySelect.p99),
+    ms(`saveIssue {priority} p50, ${graph.deepestChain}-deep chain bottom`, graph.rerankCall.p50, 10, "same call, standalone issue", graph.standaloneCall.p50),
+    ms(`  of which rerank p50`, graph.rerankPart.p50, 10, "rerank of a standalone issue", graph.standaloneRerankPart.p50),
+  ];
+}
+
+function table(list: Row[]): string {
+  const header = ["figure", "value", "target", "baseline", "ratio", ""];
+  const body = list.map((r) => [
+    r.figure,
+    `${r.value} ${r.unit}`,
+    r.target,
+    `${r.baseline} ${r.unit} (${r.baselineName})`,
+    `${r.ratio}x`,
+    r.pass ? "PASS" : "FAIL",
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
+
+async function main() {
+  const started = Date.now();
+  const { claimThroughput } = await import("./throughput.ts");
+  const { graphBenchmarks } = await import("./graph.ts");
+  log(`${quick ? "quick" : "full"} run against ${new URL(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL!).host}`);
+  const throughput = await claimThroughput({ jobs: sizes.jobs, agents: sizes.agents });
+  const graph = await graphBenchmarks({
+    size: sizes.graph,
+    latencyIterations: sizes.latencyIterations,
+    rerankIterations: sizes.rerankIterations,
+    explain: args.has("--explain"),
+  });
+  const list = rows(throughput, graph);
+  const { explain, ...graphFigures } = graph;
+  if (explain) process.stdout.write(`\nDispatch query plan (${graph.issues} issues):\n${explain}\n`);
+  process.stdout.write(`\n${table(list)}\n`);
+  process.stdout.write(
+    `\nnextIssue max ${round(graph.nextIssue.max)} ms over ${graph.nextIssue.n}; rerank call p99 ${round(graph.rerankCall.p99)} ms, ` +
+      `rerank part p99 ${round(graph.rerankPart.p99)} ms; graph: ${graph.issues} issues, ${graph.blocked} blocked, ` +
+      `${graph.chains} chains (deepest ${graph.deepestChain}), seeded in ${Math.round(graph.seedMs)} ms; total ${Math.round((Date.now() - started) / 1000)} s\n`,
+  );
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, "latest.json");
+  fs.writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), quick, rows: list, throughput, graph: graphFigures, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
+  );
+  log(`written ${path.relative(process.cwd(), file)}`);
+}
+
+// A missed target is a finding shown in the table, not a failure of the run; errors exit non-zero.
+main().catch(
+  (error) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 2;
+  },
+);
