@@ -3,6 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { SQL } from "drizzle-orm";
+import type { Sql as PostgresClient } from "postgres";
 import * as schema from "./schema/index.ts";
 
 export { schema };
@@ -41,7 +42,7 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     connect_timeout: 10,
     idle_timeout: 30,
   });
-  const db = drizzle(sql, { schema }) as unknown as Db;
+  const db = drizzle(preparing(sql), { schema }) as unknown as Db;
   return {
     db,
     driver: "postgres",
@@ -51,6 +52,38 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     },
     close: () => sql.end({ timeout: 5 }),
   };
+}
+
+/** Statements with more parameters than this (bulk inserts) stay unprepared, so per-connection statement caches stay small. */
+const MAX_PREPARED_PARAMETERS = 64;
+
+/**
+ * drizzle-orm runs every postgres.js query as an unnamed statement, and postgres.js then
+ * describes each parameterized one in a round trip of its own before executing it
+ * (drizzle-orm#6096): every query cost two round trips. Named prepared statements cost one
+ * (and skip re-parsing). Transactions and savepoints hand out scoped clients, so those are
+ * wrapped too.
+ */
+function preparing<T extends PostgresClient>(client: T): T {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === "unsafe") {
+        return (text: string, parameters?: unknown[], options?: { prepare?: boolean }) =>
+          target.unsafe(text, parameters as never, {
+            ...options,
+            prepare: options?.prepare === true || (parameters?.length ?? 0) <= MAX_PREPARED_PARAMETERS,
+          });
+      }
+      if (property === "begin" || property === "savepoint") {
+        return (...args: unknown[]) => {
+          const fn = args.pop() as (scoped: PostgresClient) => unknown;
+          const method = Reflect.get(target, property, receiver) as (...a: unknown[]) => unknown;
+          return method(...args, (scoped: PostgresClient) => fn(preparing(scoped)));
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
 }
 
 /** PGlite in `dataDir`, or in memory when dataDir is undefined (tests). */

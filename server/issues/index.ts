@@ -18,6 +18,7 @@ import {
   findIssue,
   findIssues,
   hasBlockEdges,
+  inOrder,
   inTransaction,
   isTerminal,
   orgTimeZone,
@@ -28,7 +29,7 @@ import {
   type IssueRow,
   type WriteScope,
 } from "./store.ts";
-import { isLeaseLive, issueView, summarize } from "./views.ts";
+import { isLeaseLive, issueView, issueViewReads, renderIssueView, summarize, type IssueRefs } from "./views.ts";
 
 type SaveInput = ReturnType<typeof saveIssueInput.parse>;
 
@@ -176,15 +177,22 @@ async function validParent(tx: Db, orgId: string, identifier: string, childId: s
 async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
   const orgId = ctx.principal.orgId;
   let forceGraphLock = false;
+  const closing = input.status !== undefined && isTerminal(input.status);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const peek = await findIssue(tx, orgId, identifier);
-    const toTerminal = input.status !== undefined && isTerminal(input.status) && !isTerminal(peek.status);
+    const [peek, peekEdges] = await inOrder(
+      () => findIssue(tx, orgId, identifier),
+      () => (closing ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
+    );
+    const toTerminal = closing && !isTerminal(peek.status);
     const rankChange = input.priority !== undefined || input.dueAt !== undefined;
-    const graphLocked = forceGraphLock || rankChange || (toTerminal && (await hasBlockEdges(tx, peek.id)));
-    if (graphLocked) await lockOrgGraph(tx, orgId);
-    const row = await findIssue(tx, orgId, identifier, { forUpdate: true });
-    if (toTerminal && !graphLocked && (await hasBlockEdges(tx, row.id))) {
+    const graphLocked = forceGraphLock || rankChange || (toTerminal && peekEdges);
+    const [, row, edgesNow] = await inOrder(
+      () => (graphLocked ? lockOrgGraph(tx, orgId) : Promise.resolve()),
+      () => findIssue(tx, orgId, identifier, { forUpdate: true }),
+      () => (toTerminal && !graphLocked ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
+    );
+    if (edgesNow) {
       forceGraphLock = true; // an edge appeared between the peek and the lock
       throw new RetryTransaction();
     }
@@ -257,41 +265,60 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
     if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
     if (from === "review" && to === "todo") patch.submitterId = null;
 
-    await tx.update(issues).set(patch).where(eq(issues.id, row.id));
-    if (input.labels) {
-      await setLabels(scope, row.id, input.labels);
-      changed.push("labels");
-    }
-    if (finishLease) await endLease(scope, row, finishLease);
+    if (input.labels) changed.push("labels");
+    const closed = terminalNow && !isTerminal(from);
+    await inOrder(
+      () => tx.update(issues).set(patch).where(eq(issues.id, row.id)),
+      // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
+      () =>
+        closed
+          ? tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
+              where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
+          : Promise.resolve(),
+      async () => {
+        if (input.labels) await setLabels(scope, row.id, input.labels);
+        if (finishLease) await endLease(scope, row, finishLease);
+        if (closed ? graphLocked : rankChange) await rerank(tx, [row.id]);
+      },
+    );
 
-    if (terminalNow && !isTerminal(from)) {
-      // Whatever this gated loses a blocker; whatever blocks it loses its urgency.
-      await tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
-        where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`);
-      if (graphLocked) await rerank(tx, [row.id]);
-    } else if (rankChange) {
-      await rerank(tx, [row.id]);
-    }
-
-    const principal = ctx.principal;
+    const record: (() => Promise<void>)[] = [];
     if (patch.status) {
-      await recordActivity(scope, {
-        issueId: row.id,
-        kind: finishLease ? "finished" : "status_changed",
-        detail: { from, to, fence: row.fence, ...(to === "canceled" ? { reason: input.cancelReason } : {}) },
-      });
+      record.push(() =>
+        recordActivity(scope, {
+          issueId: row.id,
+          kind: finishLease ? "finished" : "status_changed",
+          detail: { from, to, fence: row.fence, ...(to === "canceled" ? { reason: input.cancelReason } : {}) },
+        }),
+      );
     }
     const otherChanges = changed.filter((c) => c !== "status");
     if (otherChanges.length > 0) {
-      await recordActivity(scope, {
-        issueId: row.id,
-        kind: "updated",
-        detail: { fields: otherChanges, ...(input.priority !== undefined ? { priority: input.priority } : {}) },
-      });
+      record.push(() =>
+        recordActivity(scope, {
+          issueId: row.id,
+          kind: "updated",
+          detail: { fields: otherChanges, ...(input.priority !== undefined ? { priority: input.priority } : {}) },
+        }),
+      );
     }
-    await ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier, status: to });
-    const updated = await findIssue(tx, orgId, identifier);
-    return issueView(tx, cipher, updated, now);
+    // The view's reads go out with the log writes; they need only the row's references as written above.
+    const written: IssueRefs = {
+      id: row.id,
+      parentId: patch.parentId !== undefined ? patch.parentId : row.parentId,
+      assigneeId: patch.assigneeId !== undefined ? patch.assigneeId : row.assigneeId,
+      authorId: row.authorId,
+      leaseId: finishLease ? null : row.leaseId,
+      leaseExpiresAt: finishLease ? null : row.leaseExpiresAt,
+    };
+    const results = await inOrder(
+      ...record,
+      () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier, status: to }),
+      () => findIssue(tx, orgId, identifier),
+      () => issueViewReads(tx, written, now),
+    );
+    const [updated, reads] = results.slice(-2) as [IssueRow, Awaited<ReturnType<typeof issueViewReads>>];
+    return renderIssueView(cipher, updated, reads, now);
   });
 }
 

@@ -40,6 +40,30 @@ export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Prom
 /** Thrown inside a transaction when what it read changed under it; the transaction reruns. */
 export class RetryTransaction extends Error {}
 
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Sends a transaction's statements in this order without waiting for each result, so they
+ * share one round trip: the server still runs them one after another, each seeing (and
+ * waiting on the locks of) the ones before. Each thunk must send one statement when called,
+ * except the last, which may send several. A turn of the event loop between thunks lets the
+ * lazy query builders hand each statement to the driver before the next. Resolves to every
+ * result; if any fails, rejects with the first failure in order (later ones only failed
+ * because the transaction had aborted).
+ */
+export async function inOrder<T extends unknown[]>(...statements: { [K in keyof T]: () => PromiseLike<T[K]> }): Promise<T> {
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < statements.length; i++) {
+    if (i > 0) await nextTurn();
+    const started = statements[i]!();
+    pending.push(new Promise((resolve, reject) => started.then(resolve, reject)));
+  }
+  const settled = await Promise.allSettled(pending);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as T;
+}
+
 export async function findIssue(
   tx: Db,
   orgId: string,
@@ -118,10 +142,13 @@ export async function projectFor(tx: Db, ctx: Ctx, prefix?: string): Promise<{ i
   return rows[0];
 }
 
-export async function hasBlockEdges(tx: Db, issueId: string): Promise<boolean> {
+/** Does the issue have dependency edges? Addressed by identifier, so the check can go out before the issue is read. */
+export async function hasBlockEdges(tx: Db, orgId: string, identifier: string): Promise<boolean> {
   const rows = await query<{ found: boolean }>(
     tx,
-    sql`select exists(select 1 from relations where type = 'blocks' and (source_id = ${issueId} or target_id = ${issueId})) as found`,
+    sql`select exists(
+          select 1 from issues i join relations r on r.type = 'blocks' and (r.source_id = i.id or r.target_id = i.id)
+          where i.org_id = ${orgId} and i.identifier = ${identifier}) as found`,
   );
   return Boolean(rows[0]?.found);
 }

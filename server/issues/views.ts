@@ -1,4 +1,4 @@
-import { and, eq, inArray, or, sql } from "drizzle-orm";
+import { eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { issueLabels, issues, labels, leases, relations, user } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
@@ -35,7 +35,7 @@ export function slaView(row: IssueRow, now: Date) {
   return { slaState: sla.state, timeRemainingMs: sla.remainingMs };
 }
 
-export function isLeaseLive(row: IssueRow, now: Date): boolean {
+export function isLeaseLive(row: Pick<IssueRow, "leaseId" | "leaseExpiresAt">, now: Date): boolean {
   return row.leaseId !== null && row.leaseExpiresAt !== null && row.leaseExpiresAt.getTime() > now.getTime();
 }
 
@@ -66,9 +66,15 @@ export async function summarize(db: Db, cipher: OrgCipher, rows: IssueRow[], now
 }
 export type IssueSummary = Awaited<ReturnType<typeof summarize>>[number];
 
-/** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
-export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: Date) {
-  const [rels, labelRows, children, parent, checkpoint, lease] = await Promise.all([
+/** What an issue view reads besides the row: only the row's references are needed to start. */
+export type IssueRefs = Pick<IssueRow, "id" | "parentId" | "leaseId" | "leaseExpiresAt" | "assigneeId" | "authorId">;
+
+/**
+ * Every read of an issue view, sent together (one round trip inside a transaction). The
+ * lease's holder comes with the lease, so nothing waits on an earlier result.
+ */
+export async function issueViewReads(db: Db, row: IssueRefs, now: Date) {
+  const [rels, labelRows, children, parent, checkpoint, lease, who] = await Promise.all([
     db
       .select({
         type: relations.type,
@@ -95,15 +101,30 @@ export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: D
       : Promise.resolve([]),
     latestCheckpoint(db, row.id),
     isLeaseLive(row, now)
-      ? db.select().from(leases).where(and(eq(leases.id, row.leaseId!)))
+      ? db
+          .select({ lease: leases, holder: { userId: user.id, email: user.email, name: user.name } })
+          .from(leases)
+          .leftJoin(user, eq(user.id, leases.userId))
+          .where(eq(leases.id, row.leaseId!))
       : Promise.resolve([]),
+    people(db, [row.assigneeId, row.authorId]),
   ]);
-  const who = await people(db, [row.assigneeId, row.authorId, lease[0]?.userId ?? null]);
+  return { rels, labelRows, children, parent, checkpoint, lease: lease[0], who };
+}
+
+/** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
+export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: Date) {
+  return renderIssueView(cipher, row, await issueViewReads(db, row, now), now);
+}
+
+/** Builds the view from the row and what `issueViewReads` returned for it. */
+export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: Awaited<ReturnType<typeof issueViewReads>>, now: Date) {
+  const { rels, labelRows, children, parent, checkpoint, who } = reads;
   const blockedBy = rels.filter((r) => r.type === "blocks" && r.targetId === row.id);
   const blocks = rels.filter((r) => r.type === "blocks" && r.sourceId === row.id);
   const title = cipher.decrypt(row.titleEnc);
   const checkpointData = checkpointView(cipher, checkpoint);
-  const holder = lease[0];
+  const holder = reads.lease?.lease;
   return {
     identifier: row.identifier,
     title,
@@ -128,7 +149,7 @@ export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: D
     duplicates: rels.filter((r) => r.type === "duplicate").map((r) => r.identifier),
     lease: holder
       ? {
-          holder: who.get(holder.userId) ?? null,
+          holder: reads.lease?.holder ?? null,
           holderUserId: holder.userId,
           runtime: holder.runtime,
           keyId: holder.keyId,

@@ -1,4 +1,5 @@
-import { and, eq, gt, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, isNull, sql, type SQL } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../db/client.ts";
 import { agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
@@ -9,13 +10,14 @@ import { branchName } from "../issues/levels.ts";
 import { newId } from "../orgs/index.ts";
 import {
   findIssue,
+  inOrder,
   inTransaction,
   latestCheckpoint,
   openBlockersOf,
   type IssueRow,
   type WriteScope,
 } from "../issues/store.ts";
-import { checkpointView, isLeaseLive, issueView, summarize } from "../issues/views.ts";
+import { checkpointView, isLeaseLive, issueViewReads, renderIssueView, summarize } from "../issues/views.ts";
 import { currentHolder, describeHolder, endLease, requireLiveToken } from "./lease.ts";
 import { idList } from "./ranking.ts";
 import {
@@ -31,6 +33,9 @@ import { slaSweepOrg } from "./sla.ts";
 
 export { reclaimSweep } from "./reclaim.ts";
 export { slaSweep } from "./sla.ts";
+
+/** Dispatch reads alias issues as `i`, so the SQL fragments below apply to typed selects too. */
+const i = alias(issues, "i");
 
 /** Dispatch order over the stored ranking columns (see DESIGN.md section 4). */
 const ORDER = sql`i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc`;
@@ -72,18 +77,32 @@ function othersLane(ctx: Ctx): SQL {
 
 /**
  * Per-key live-claim cap. Locking the key row serialises one key's claims, so the cap
- * holds exactly even when eight agents share a key.
+ * holds exactly even when eight agents share a key. The statements go out with `then`
+ * (the claim's own read) in one round trip; the count runs after the lock is granted, so
+ * it sees every claim the key committed before.
  */
-async function claimBudget(scope: WriteScope): Promise<{ live: number; cap: number }> {
+interface Budget<T> {
+  live: number;
+  cap: number;
+  /** What the claim read in the same round trip. */
+  then: T;
+}
+
+async function claimBudget<T>(scope: WriteScope, then: () => PromiseLike<T>): Promise<Budget<T>> {
   const { tx, ctx, now } = scope;
   const cap = ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
-  if (!ctx.principal.keyId) return { live: 0, cap };
-  await tx.select({ id: agentKeys.id }).from(agentKeys).where(eq(agentKeys.id, ctx.principal.keyId)).for("update");
-  const rows = await tx
-    .select({ n: sql<number>`count(*)::int` })
-    .from(leases)
-    .where(and(eq(leases.keyId, ctx.principal.keyId), isNull(leases.endedAt), gt(leases.expiresAt, now)));
-  return { live: Number(rows[0]?.n ?? 0), cap };
+  const keyId = ctx.principal.keyId;
+  if (!keyId) return { live: 0, cap, then: await then() };
+  const [, rows, result] = await inOrder(
+    () => tx.select({ id: agentKeys.id }).from(agentKeys).where(eq(agentKeys.id, keyId)).for("update"),
+    () =>
+      tx
+        .select({ n: sql<number>`count(*)::int` })
+        .from(leases)
+        .where(and(eq(leases.keyId, keyId), isNull(leases.endedAt), gt(leases.expiresAt, now))),
+    then,
+  );
+  return { live: Number(rows[0]?.n ?? 0), cap, then: result };
 }
 
 const claimCapError = (cap: number) =>
@@ -103,38 +122,45 @@ async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number) {
   const claimToken = randomToken("rtclm_", 24);
   const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs);
   const leaseId = newId();
-  await tx.insert(leases).values({
-    id: leaseId,
-    orgId: principal.orgId,
-    issueId: row.id,
-    fence,
-    keyId: principal.keyId,
-    userId: principal.userId ?? "system",
-    runtime: principal.runtime ?? "unknown",
-    claimedAt: now,
-    heartbeatAt: now,
-    expiresAt,
-  });
-  await tx
-    .update(issues)
-    .set({
-      fence,
-      leaseId,
-      leaseTokenHash: sha256(claimToken),
-      leaseExpiresAt: expiresAt,
-      status: row.status === "review" ? "review" : "doing",
-      firstClaimedAt: row.firstClaimedAt ?? now,
-      updatedAt: now,
-    })
-    .where(eq(issues.id, row.id));
-  await recordActivity(scope, {
-    issueId: row.id,
-    kind: "claimed",
-    detail: { fence, expiresAt: expiresAt.toISOString(), review: row.status === "review" },
-  });
-  await ctx.events.publish(tx, { orgId: principal.orgId, kind: "claim.taken", issueId: row.id, identifier: row.identifier, fence });
-  const claimed = await findIssue(tx, principal.orgId, row.identifier);
-  const issue = await issueView(tx, cipher, claimed, now);
+  // One round trip: the writes, then the view's reads, which see them.
+  const [, claimed, , , reads] = await inOrder(
+    () =>
+      tx.insert(leases).values({
+        id: leaseId,
+        orgId: principal.orgId,
+        issueId: row.id,
+        fence,
+        keyId: principal.keyId,
+        userId: principal.userId ?? "system",
+        runtime: principal.runtime ?? "unknown",
+        claimedAt: now,
+        heartbeatAt: now,
+        expiresAt,
+      }),
+    () =>
+      tx
+        .update(issues)
+        .set({
+          fence,
+          leaseId,
+          leaseTokenHash: sha256(claimToken),
+          leaseExpiresAt: expiresAt,
+          status: row.status === "review" ? "review" : "doing",
+          firstClaimedAt: row.firstClaimedAt ?? now,
+          updatedAt: now,
+        })
+        .where(eq(issues.id, row.id))
+        .returning(),
+    () =>
+      recordActivity(scope, {
+        issueId: row.id,
+        kind: "claimed",
+        detail: { fence, expiresAt: expiresAt.toISOString(), review: row.status === "review" },
+      }),
+    () => ctx.events.publish(tx, { orgId: principal.orgId, kind: "claim.taken", issueId: row.id, identifier: row.identifier, fence }),
+    () => issueViewReads(tx, { ...row, leaseId, leaseExpiresAt: expiresAt }, now),
+  );
+  const issue = renderIssueView(cipher, claimed[0]!, reads, now);
   return {
     identifier: row.identifier,
     claimToken,
@@ -190,21 +216,60 @@ export async function applyDueSla(ctx: Ctx, now: Date) {
   if (rows[0]?.found) await slaSweepOrg(ctx, ctx.principal.orgId);
 }
 
+/** Time moved an issue across an SLA threshold since the last sweep: the dispatch reruns after one. */
+class SlaThresholdPassed extends Error {}
+
+/** Has time moved an issue in scope across an SLA threshold that the sweep has not applied yet? */
+async function slaThresholdPassed(scope: WriteScope): Promise<boolean> {
+  const rows = await query<{ found: boolean }>(
+    scope.tx,
+    sql`select exists(select 1 from issues i where ${scopeOf(scope.ctx)} and i.sla_next_at <= ${scope.now.toISOString()}::timestamptz) as found`,
+  );
+  return Boolean(rows[0]?.found);
+}
+
+/**
+ * Runs a dispatch transaction so it orders by current levels. `run` sends the SLA check
+ * first, with its own reads; when a threshold has passed it throws SlaThresholdPassed, the
+ * transaction rolls back, the sweep re-ranks, and the dispatch reruns (checking again only
+ * a few times, so a stream of thresholds cannot starve it).
+ */
+async function dispatchWithCurrentSla<T>(ctx: Ctx, run: (scope: WriteScope, checkSla: boolean) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await inTransaction(ctx, (scope) => run(scope, attempt < 3));
+    } catch (error) {
+      if (!(error instanceof SlaThresholdPassed)) throw error;
+      await slaSweepOrg(ctx, ctx.principal.orgId);
+    }
+  }
+}
+
+/** The dispatchable issues of the caller's lanes, in dispatch order, optionally locked (skipping rows being claimed). */
+function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, limit: number, lock: boolean): PromiseLike<IssueRow[]> {
+  const { ctx, now } = scope;
+  const candidates = scope.tx
+    .select()
+    .from(i)
+    .where(sql`${scopeOf(ctx)} and ${dispatchable(now)} and ${laneOf(ctx, allLanes)}`)
+    .orderBy(ORDER)
+    .limit(limit);
+  return lock ? candidates.for("update", { skipLocked: true }) : candidates;
+}
+
 /** Claims the single most urgent dispatchable issue in the caller's lanes. */
 export async function nextIssue(ctx: Ctx, raw: unknown) {
   const input = nextIssueInput.parse(raw ?? {});
-  await applyDueSla(ctx, ctx.clock.now());
-  const claimed = await inTransaction(ctx, async (scope) => {
-    const budget = await claimBudget(scope);
-    const rows = await query<{ id: string }>(
-      scope.tx,
-      sql`select i.id from issues i where ${scopeOf(ctx)} and ${dispatchable(scope.now)} and ${laneOf(ctx, input.allLanes)}
-          order by ${ORDER} limit 1 for update skip locked`,
+  const claimed = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
+    const [slaPassed, budget] = await inOrder(
+      () => slaThresholdPassed(scope),
+      () => claimBudget(scope, () => dispatchCandidates(scope, input.allLanes, 1, true)),
     );
-    if (!rows[0]) return null;
+    if (checkSla && slaPassed) throw new SlaThresholdPassed();
+    const row = budget.then[0];
+    if (!row) return null;
     if (budget.live >= budget.cap) throw claimCapError(budget.cap);
-    const [row] = await scope.tx.select().from(issues).where(eq(issues.id, rows[0].id));
-    return claimRow(scope, row!, budget.live);
+    return claimRow(scope, row, budget.live);
   });
   return claimed ?? emptyReply(ctx, ctx.clock.now(), input.allLanes);
 }
@@ -237,32 +302,28 @@ async function conflictsAmong(db: Db, ids: string[]): Promise<Set<string>> {
 /** Up to n mutually independent dispatchable issues in order; a free peek, or all claimed in one transaction. */
 export async function nextBatch(ctx: Ctx, raw: unknown) {
   const input = nextBatchInput.parse(raw ?? {});
-  await applyDueSla(ctx, ctx.clock.now());
   const window = Math.min(200, input.n * 4 + 10);
-  const result = await inTransaction(ctx, async (scope) => {
-    const budget = input.claim ? await claimBudget(scope) : null;
-    const lock = input.claim ? sql`for update skip locked` : sql``;
-    const candidates = await query<{ id: string }>(
-      scope.tx,
-      sql`select i.id from issues i where ${scopeOf(ctx)} and ${dispatchable(scope.now)} and ${laneOf(ctx, input.allLanes)}
-          order by ${ORDER} limit ${window} ${lock}`,
-    );
-    const conflicts = await conflictsAmong(scope.tx, candidates.map((c) => c.id));
-    const limit = budget ? Math.min(input.n, budget.cap - budget.live) : input.n;
-    if (budget && limit <= 0 && candidates.length > 0) throw claimCapError(budget.cap);
-    const picked: string[] = [];
-    for (const { id } of candidates) {
+  const result = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
+    const candidates = () => dispatchCandidates(scope, input.allLanes, window, input.claim);
+    const read = async (): Promise<Budget<IssueRow[]>> =>
+      input.claim ? claimBudget(scope, candidates) : { live: 0, cap: input.n, then: await candidates() };
+    const [slaPassed, budget] = await inOrder(() => slaThresholdPassed(scope), read);
+    if (checkSla && slaPassed) throw new SlaThresholdPassed();
+    const rows = budget.then;
+    const conflicts = await conflictsAmong(scope.tx, rows.map((c) => c.id));
+    const limit = Math.min(input.n, budget.cap - budget.live);
+    if (input.claim && limit <= 0 && rows.length > 0) throw claimCapError(budget.cap);
+    const picked: IssueRow[] = [];
+    for (const row of rows) {
       if (picked.length >= limit) break;
-      if (picked.every((p) => !conflicts.has(`${p}|${id}`))) picked.push(id);
+      if (picked.every((p) => !conflicts.has(`${p.id}|${row.id}`))) picked.push(row);
     }
     if (picked.length === 0) return null;
-    const rows = await scope.tx.select().from(issues).where(inArray(issues.id, picked));
-    const ordered = picked.map((id) => rows.find((r) => r.id === id)!);
     if (!input.claim) {
-      return { claimed: false as const, issues: await summarize(scope.tx, scope.cipher, ordered, scope.now) };
+      return { claimed: false as const, issues: await summarize(scope.tx, scope.cipher, picked, scope.now) };
     }
     const claims: ClaimReply[] = [];
-    for (const row of ordered) claims.push(await claimRow(scope, row, budget!.live + claims.length));
+    for (const row of picked) claims.push(await claimRow(scope, row, budget.live + claims.length));
     return { claimed: true as const, claims };
   });
   if (result) return result;
@@ -275,8 +336,8 @@ export async function claimIssue(ctx: Ctx, raw: unknown) {
   const { identifier } = claimIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now } = scope;
-    const budget = await claimBudget(scope);
-    const row = await findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true });
+    const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true }));
+    const row = budget.then;
     if (!row.work) {
       throw new DomainError("CONTAINER", `${identifier} is a container (work:false) and is never claimed`, "Claim one of its children instead.", {
         identifier,

@@ -3,7 +3,7 @@ import { issues, leases, user } from "../../db/schema/index.ts";
 import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
-import type { IssueRow, WriteScope } from "../issues/store.ts";
+import { inOrder, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive } from "../issues/views.ts";
 
 /** Who holds an issue right now, for refusals that must name the holder. */
@@ -62,13 +62,14 @@ export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: 
 
 /** Ends the issue's live lease (finish or release): the issue becomes dispatchable again unless terminal. */
 export async function endLease(scope: WriteScope, row: IssueRow, reason: "released" | "finished"): Promise<void> {
-  if (!row.leaseId) return;
-  await scope.tx
-    .update(leases)
-    .set({ endedAt: scope.now, endReason: reason })
-    .where(and(eq(leases.id, row.leaseId), isNull(leases.endedAt)));
-  await scope.tx
-    .update(issues)
-    .set({ leaseId: null, leaseTokenHash: null, leaseExpiresAt: null })
-    .where(eq(issues.id, row.id));
+  const leaseId = row.leaseId;
+  if (!leaseId) return;
+  await inOrder(
+    () =>
+      scope.tx
+        .update(leases)
+        .set({ endedAt: scope.now, endReason: reason })
+        .where(and(eq(leases.id, leaseId), isNull(leases.endedAt))),
+    () => scope.tx.update(issues).set({ leaseId: null, leaseTokenHash: null, leaseExpiresAt: null }).where(eq(issues.id, row.id)),
+  );
 }

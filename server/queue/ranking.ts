@@ -5,7 +5,7 @@ import { query, type Db } from "../../db/client.ts";
  * Keeps the stored ranking columns current. Effective level = max(own level, effective
  * level of every non-terminal issue it blocks); effective deadline = earliest deadline
  * among itself and what it gates. Only the changed issues and their transitive blockers
- * are recomputed, in memory, from one ancestor query and one edge query.
+ * are recomputed, in memory, from one read of their ancestors and the edges out of them.
  */
 
 /** Serialises graph-changing writes within an org so incremental re-ranking never races. */
@@ -38,7 +38,9 @@ const minDue = (a: number | null, b: number | null) => (a === null ? b : b === n
 /** Recomputes effective level and deadline for `seeds` and everything that transitively blocks them. */
 export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> {
   if (seeds.length === 0) return 0;
-  const nodes = await query<NodeRow>(
+  // One read: the seeds and their open blockers, transitively (nodes), and every open issue
+  // those nodes block, with its stored ranking (edges).
+  const rows = await query<NodeRow & { target_id: string | null }>(
     tx,
     sql`with recursive up(id) as (
           select i.id from issues i where i.id in (${idList(seeds)})
@@ -48,17 +50,20 @@ export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> 
             join issues s on s.id = r.source_id and s.status not in ${TERMINAL}
           where r.type = 'blocks'
         )
-        select i.id, i.own_level, i.due_at, i.status, i.effective_level, i.effective_due_at
-        from issues i join up on up.id = i.id`,
-  );
-  if (nodes.length === 0) return 0;
-  const ids = nodes.map((n) => n.id);
-  const edges = await query<EdgeRow>(
-    tx,
-    sql`select r.source_id, r.target_id, t.effective_level, t.effective_due_at
+        select i.id, null::text as target_id, i.own_level, i.due_at, i.status, i.effective_level, i.effective_due_at
+        from issues i join up on up.id = i.id
+        union all
+        select r.source_id, r.target_id, null::smallint, null::timestamptz, null::text, t.effective_level, t.effective_due_at
         from relations r join issues t on t.id = r.target_id
-        where r.type = 'blocks' and r.source_id in (${idList(ids)}) and t.status not in ${TERMINAL}`,
+        where r.type = 'blocks' and r.source_id in (select id from up) and t.status not in ${TERMINAL}`,
   );
+  const nodes: NodeRow[] = [];
+  const edges: EdgeRow[] = [];
+  for (const row of rows) {
+    if (row.target_id === null) nodes.push(row);
+    else edges.push({ source_id: row.id, target_id: row.target_id, effective_level: row.effective_level, effective_due_at: row.effective_due_at });
+  }
+  if (nodes.length === 0) return 0;
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const targets = new Map<string, EdgeRow[]>();
   for (const e of edges) {
