@@ -1,6 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import postgres from "postgres";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { testDriver } from "../../db/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
@@ -21,6 +21,10 @@ beforeAll(async () => {
   if (postgresOnly) return;
   seeded = await startSeededApp(["SWM"]);
   second = await startApp(seeded.env);
+});
+afterEach(({ task }) => {
+  // The server's side of a failure (its error log lines) belongs in the test report.
+  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));

@@ -1,5 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { callError, callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
 
 /** Leases over real HTTP on the built app, with a lease short enough to lapse during the test. */
@@ -9,6 +9,10 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   seeded = await startSeededApp(["EXP"], { LEASE_TTL_SECONDS: String(LEASE_SECONDS) });
+});
+afterEach(({ task }) => {
+  // The server's side of a failure (its error log lines) belongs in the test report.
+  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));

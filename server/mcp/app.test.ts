@@ -1,5 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { tools as registeredTools } from "./registry.ts";
 import { callError, callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
 
@@ -36,6 +36,10 @@ const newIssue = (title: string, extra: Record<string, unknown> = {}) => ({
 
 beforeAll(async () => {
   seeded = await startSeededApp(["LOOP", "LANE", "BAT", "ISO", "OTH"]);
+});
+afterEach(({ task }) => {
+  // The server's side of a failure (its error log lines) belongs in the test report.
+  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
