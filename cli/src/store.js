@@ -64,6 +64,16 @@ function alive(pid) {
 
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
+/** @param {string} lock @returns {{ holder: number, age: number } | null} */
+function readLock(lock) {
+  try {
+    const holder = Number(fs.readFileSync(lock, "utf8").trim() || 0);
+    return { holder, age: Date.now() - fs.statSync(lock).mtimeMs };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Runs `update` on a file's content under its lock and writes the result back.
  * @template T
@@ -82,13 +92,15 @@ async function locked(file, fallback, update) {
       break;
     } catch (error) {
       if (/** @type {NodeJS.ErrnoException} */ (error).code !== "EEXIST") throw error;
-      const holder = Number(fs.readFileSync(lock, "utf8").trim() || 0);
-      const age = Date.now() - fs.statSync(lock).mtimeMs;
-      if (!holder || !alive(holder) || age > 30_000) {
+      const seen = readLock(lock);
+      if (!seen) continue; // released meanwhile
+      // An empty lock file is one being written by its new holder right now: wait for it.
+      // A lock is stale only when its holder died (a crashed command) or it is very old.
+      if ((seen.holder && !alive(seen.holder)) || seen.age > 30_000) {
         fs.rmSync(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new CliError("LOCKED", `${lock} is held by process ${holder}`, "Wait for it to finish, or delete the lock file.");
+      if (Date.now() > deadline) throw new CliError("LOCKED", `${lock} is held by process ${seen.holder}`, "Wait for it to finish, or delete the lock file.");
       await sleep(25 + Math.random() * 50);
     }
   }

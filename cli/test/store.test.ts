@@ -23,7 +23,7 @@ function writer(retascDir: string, id: string): Promise<number | null> {
 describe("keystore", () => {
   it("keeps every write of concurrent processes, mode 0600, with no temp files left", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-store-"));
-    const ids = Array.from({ length: 12 }, (_, i) => `ws_${i}`);
+    const ids = Array.from({ length: 20 }, (_, i) => `ws_${i}`);
     const codes = await Promise.all(ids.map((id) => writer(dir, id)));
     expect(codes.every((c) => c === 0)).toBe(true);
     const file = path.join(dir, "bindings.json");
