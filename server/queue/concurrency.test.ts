@@ -4,10 +4,10 @@ import { query } from "../../db/client.ts";
 import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../../db/testing.ts";
 import { systemClock, withPrincipal, type Clock, type Ctx, type Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
-import { addRelation, saveIssue } from "../issues/index.ts";
+import { addRelation, removeRelation, saveIssue } from "../issues/index.ts";
 import { loadDispatchSnapshot, rankingDrift } from "../testing/dispatch-snapshot.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
-import { checkpoint, claimIssue, heartbeat, nextIssue, reclaimSweep, releaseIssue } from "./index.ts";
+import { checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, reclaimSweep, releaseIssue, type ClaimReply } from "./index.ts";
 import { dispatchCompare, lanes, rankAll, readyInOrder } from "./reference-model.ts";
 
 /**
@@ -196,24 +196,36 @@ describe("concurrent drain", () => {
         const own = random(seed + claimer + 1);
         while (finished < ISSUES && Date.now() - lastProgress < 30_000 && errors.length === 0) {
           try {
+            // A quarter of the pulls are next_batch claims of 2-4 mutually independent issues.
+            const batch = own.chance(0.25) ? 2 + own.int(3) : 0;
             const callAt = ++seq;
-            const reply = await nextIssue(ctx, {});
+            const got: ClaimReply[] = [];
+            if (batch > 0) {
+              const reply = await nextBatch(ctx, { n: batch, claim: true });
+              got.push(...("claims" in reply ? (reply.claims ?? []) : []));
+            } else {
+              const reply = await nextIssue(ctx, {});
+              if ("claimToken" in reply) got.push(reply);
+            }
             const returnAt = ++seq;
-            const identifier = "claimToken" in reply ? reply.identifier : null;
-            calls.push({ claimer, callAt, returnAt, identifier });
-            if (!("claimToken" in reply)) {
+            calls.push({ claimer, callAt, returnAt, identifier: got[0]?.identifier ?? null });
+            if (got.length === 0) {
               await sleep(2 + own.int(10));
               continue;
             }
-            claims.set(identifier!, [...(claims.get(identifier!) ?? []), { claimer, callAt, returnAt, fence: reply.fence }]);
-            const token = { identifier: identifier!, claimToken: reply.claimToken };
-            if (own.chance(0.2)) await heartbeat(ctx, token);
-            if (own.chance(0.1)) await checkpoint(ctx, { ...token, done: "half", next: "the rest" });
-            const finishCall = ++seq;
-            await saveIssue(ctx, { ...token, status: "done" });
-            finishes.set(identifier!, [...(finishes.get(identifier!) ?? []), { callAt: finishCall, returnAt: ++seq }]);
-            finished++;
-            lastProgress = Date.now();
+            for (const reply of got) {
+              claims.set(reply.identifier, [...(claims.get(reply.identifier) ?? []), { claimer, callAt, returnAt, fence: reply.fence }]);
+            }
+            for (const reply of got) {
+              const token = { identifier: reply.identifier, claimToken: reply.claimToken };
+              if (own.chance(0.2)) await heartbeat(ctx, token);
+              if (own.chance(0.1)) await checkpoint(ctx, { ...token, done: "half", next: "the rest" });
+              const finishCall = ++seq;
+              await saveIssue(ctx, { ...token, status: "done" });
+              finishes.set(reply.identifier, [...(finishes.get(reply.identifier) ?? []), { callAt: finishCall, returnAt: ++seq }]);
+              finished++;
+              lastProgress = Date.now();
+            }
           } catch (error) {
             errors.push(error);
           }
@@ -293,8 +305,71 @@ describe("concurrent drain", () => {
     console.info(
       `drain (seed ${seed}, ${testDriver}): ${ISSUES} issues, ${snapshot.blocks.length} edges, filed in ${createMs} ms; ` +
         `${CLAIMERS} claimers drained them in ${drainMs} ms (${Math.round((ISSUES * 1000) / drainMs)} claim+finish/s), ` +
-        `${calls.length} next_issue calls (${calls.length - ISSUES} empty); claims that passed a ready issue: ${claimsThatJumped}, worst ${worstJump}`,
+        `${calls.length} next_issue/next_batch calls (${calls.filter((c) => c.identifier === null).length} empty); claims that passed a ready issue: ${claimsThatJumped}, worst ${worstJump}`,
     );
+  });
+
+  it("re-ranking racing claims on two pools keeps the stored order exact", { timeout: 300_000 }, async () => {
+    const seed = Date.now() % 1_000_000;
+    const rng = random(seed);
+    const org = await seedOrg(poolA, { prefix: "CHURN" });
+    const onA = org.agents.alice.ctx;
+    const onB = withPrincipal(poolB, org.agents.bob.principal);
+    const identifiers = await fileRandomDag([onA, onB], rng, onPostgres ? 400 : 120);
+    const claimers: Ctx[] = [];
+    for (let i = 0; i < (onPostgres ? 16 : 4); i++) {
+      claimers.push(withPrincipal(i % 2 ? poolA : poolB, (await org.agentFor((["alice", "bob", "carol"] as const)[i % 3]!, `churn-${i}`)).principal));
+    }
+    const expected = new Set(["CYCLE", "ALREADY_CLAIMED", "INVALID_INPUT"]);
+    const unexpected: unknown[] = [];
+    const tolerate = (error: unknown) => {
+      if (!(error instanceof DomainError && expected.has(error.code))) unexpected.push(error);
+    };
+    let writes = onPostgres ? 600 : 150;
+    const writers = Array.from({ length: onPostgres ? 8 : 2 }, async (_, w) => {
+      const ctx = w % 2 ? onA : onB;
+      const own = random(seed + 100 + w);
+      const any = () => identifiers[own.int(identifiers.length)]!;
+      while (writes-- > 0 && unexpected.length === 0) {
+        const roll = own.next();
+        const target = any();
+        const change =
+          roll < 0.3
+            ? saveIssue(ctx, { identifier: target, priority: own.int(5) })
+            : roll < 0.45
+              ? saveIssue(ctx, { identifier: target, dueAt: own.chance(0.3) ? Date.now() - DAY : own.chance(0.3) ? null : Date.now() + 3 * DAY })
+              : roll < 0.75
+                ? addRelation(ctx, { sourceId: any(), targetId: target, type: own.chance(0.5) ? "blocks" : "blocked_by" })
+                : roll < 0.95
+                  ? removeRelation(ctx, { sourceId: any(), targetId: target, type: "blocks" })
+                  : saveIssue(ctx, { identifier: target, status: "canceled", cancelReason: "churn" });
+        await change.catch(tolerate);
+      }
+    });
+    let writing = true;
+    let claimed = 0;
+    const pullers = claimers.map(async (ctx, c) => {
+      const own = random(seed + c + 1);
+      while (writing && unexpected.length === 0) {
+        const reply = await nextIssue(ctx, {}).catch((error: unknown) => (unexpected.push(error), null));
+        if (!reply || !("claimToken" in reply)) {
+          await sleep(3 + own.int(10));
+          continue;
+        }
+        claimed++;
+        const token = { identifier: reply.identifier, claimToken: reply.claimToken };
+        await (own.chance(0.7) ? saveIssue(ctx, { ...token, status: "done" }) : releaseIssue(ctx, token)).catch((error: unknown) => unexpected.push(error));
+      }
+    });
+    await Promise.all(writers);
+    writing = false;
+    await Promise.all(pullers);
+    expect(unexpected).toEqual([]);
+    const now = Date.now();
+    const snapshot = await loadDispatchSnapshot(poolA.db, org.orgId, now);
+    expect(rankingDrift(snapshot, now), `seed ${seed}`).toEqual([]);
+    expect(protocolViolations(await leaseHistory(poolA, org.orgId))).toEqual([]);
+    console.info(`churn (seed ${seed}, ${testDriver}): ${snapshot.issues.length} issues, ${snapshot.blocks.length} edges at the end, ${claimed} claims`);
   });
 
   it("racing claim_issue on the same issues: exactly one winner each, the rest refused naming the winner", async () => {

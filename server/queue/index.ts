@@ -257,6 +257,16 @@ function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, li
   return lock ? candidates.for("update", { skipLocked: true }) : candidates;
 }
 
+/** Locks one issue if it is still dispatchable in the caller's lanes; undefined when taken or being taken meanwhile. */
+async function lockIfDispatchable(scope: WriteScope, id: string, allLanes: boolean | undefined): Promise<IssueRow | undefined> {
+  const rows = await scope.tx
+    .select()
+    .from(i)
+    .where(sql`i.id = ${id} and ${dispatchable(scope.now)} and ${laneOf(scope.ctx, allLanes)}`)
+    .for("update", { skipLocked: true });
+  return rows[0];
+}
+
 /** Claims the single most urgent dispatchable issue in the caller's lanes. */
 export async function nextIssue(ctx: Ctx, raw: unknown) {
   const input = nextIssueInput.parse(raw ?? {});
@@ -304,7 +314,8 @@ export async function nextBatch(ctx: Ctx, raw: unknown) {
   const input = nextBatchInput.parse(raw ?? {});
   const window = Math.min(200, input.n * 4 + 10);
   const result = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
-    const candidates = () => dispatchCandidates(scope, input.allLanes, window, input.claim);
+    // The window is read unlocked: locking all of it would make concurrent pulls skip issues this batch does not take.
+    const candidates = () => dispatchCandidates(scope, input.allLanes, window, false);
     const read = async (): Promise<Budget<IssueRow[]>> =>
       input.claim ? claimBudget(scope, candidates) : { live: 0, cap: input.n, then: await candidates() };
     const [slaPassed, budget] = await inOrder(() => slaThresholdPassed(scope), read);
@@ -316,7 +327,9 @@ export async function nextBatch(ctx: Ctx, raw: unknown) {
     const picked: IssueRow[] = [];
     for (const row of rows) {
       if (picked.length >= limit) break;
-      if (picked.every((p) => !conflicts.has(`${p.id}|${row.id}`))) picked.push(row);
+      if (!picked.every((p) => !conflicts.has(`${p.id}|${row.id}`))) continue;
+      const taken = input.claim ? await lockIfDispatchable(scope, row.id, input.allLanes) : row;
+      if (taken) picked.push(taken);
     }
     if (picked.length === 0) return null;
     if (!input.claim) {
