@@ -227,6 +227,25 @@ describe("claims and fencing", () => {
     expect(again.checkpoint?.note).toBe("stopped at step 2");
   });
 
+  it("after release the old token is refused naming the next holder, and a late finish changes nothing", async () => {
+    const org = await fresh();
+    const a = org.agents.alice.ctx;
+    const x = await create(a, "x");
+    const first = await claimIssue(a, { identifier: x.identifier });
+    await checkpoint(a, { identifier: x.identifier, claimToken: first.claimToken, done: "parser", next: "tests" });
+    await releaseIssue(a, { identifier: x.identifier, claimToken: first.claimToken, note: "out of time" });
+    const stale = { identifier: x.identifier, claimToken: first.claimToken };
+    await expect(heartbeat(a, stale)).rejects.toMatchObject({ code: "STALE_CLAIM", details: { holder: null } });
+    const second = await claimIssue(org.agents.carol.ctx, { identifier: x.identifier });
+    expect(second.checkpoint).toMatchObject({ done: "parser", next: "tests", note: "out of time" });
+    await expect(saveIssue(a, { ...stale, status: "done" })).rejects.toMatchObject({
+      code: "STALE_CLAIM",
+      details: { holder: { runtime: "cursor" } },
+    });
+    const after = await getIssue(a, { identifier: x.identifier });
+    expect({ status: after.status, fence: after.fence, holder: after.lease?.runtime }).toEqual({ status: "doing", fence: 2, holder: "cursor" });
+  });
+
   it("caps live claims per key", async () => {
     const org = await fresh();
     const a = org.agents.alice.ctx;
