@@ -3,13 +3,12 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, Page } from "playwright-core";
-import { eq } from "drizzle-orm";
 import { expect } from "vitest";
-import { user } from "../db/schema/index.ts";
 import { createTestDatabase, type TestDatabase } from "../db/testing.ts";
 import { Keyring } from "../server/crypto/index.ts";
 import { connectClient } from "../server/mcp/testing.ts";
 import { createOrg, createProject, ensureUser, mintAgentKey } from "../server/orgs/index.ts";
+import { seedOwnedOrg } from "../server/testing/dash.ts";
 import { startApp, type AppProcess } from "../server/testing/app-process.ts";
 import { launchBrowser, signUp, type E2eApp, type Person } from "./harness.ts";
 
@@ -59,13 +58,7 @@ export async function startDashWorld(): Promise<DashWorld> {
   const { db } = database.database;
   const keyring = new Keyring(Buffer.from(masterKey, "base64"));
   const prefix = "RTSC";
-  const [ownerRow] = await db.select({ id: user.id }).from(user).where(eq(user.email, owner.email));
-  const orgId = await createOrg({ keyring }, db, { name: "Northwind", ownerUserId: ownerRow!.id });
-  const project = await createProject(db, { orgId, name: "Web", prefix });
-  const keys = {
-    "claude-code": (await mintAgentKey(db, { orgId, userId: ownerRow!.id, projectId: project.id, runtime: "claude-code" })).key,
-    codex: (await mintAgentKey(db, { orgId, userId: ownerRow!.id, projectId: project.id, runtime: "codex" })).key,
-  };
+  const { keys } = await seedOwnedOrg(db, keyring, { ownerEmail: owner.email, orgName: "Northwind", prefix, runtimes: ["claude-code", "codex"] });
   // Someone else's org, to prove the Dash never shows it.
   const stranger = await ensureUser(db, `stranger-${crypto.randomBytes(3).toString("hex")}@example.com`, "Stranger");
   const otherOrg = await createOrg({ keyring }, db, { name: "Elsewhere", ownerUserId: stranger });

@@ -64,21 +64,30 @@ export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string
   }
   const lifted = rows.filter((r) => r.effectiveLevel > r.ownLevel || inheritsDeadline(r));
   if (lifted.length === 0) return reasons;
+  // Along the path from an issue to the one it inherits from, every issue carries the same
+  // effective level (or deadline), so the walk only follows edges that keep it. The lateral
+  // subquery (kept apart by `offset 0`) makes each step an index lookup of the few edges of
+  // the rows just reached, never a hash of the org's whole edge table.
   const origins = await query<OriginRow>(
     db,
-    sql`with recursive down(origin, id) as (
-          select i.id, i.id from issues i where i.id in (${idList(lifted.map((r) => r.id))})
+    sql`with recursive down(origin, id, level, due, identifier, number, own_level, priority, sla_state, due_at) as (
+          select i.id, i.id, i.effective_level, i.effective_due_at, i.identifier, i.number, i.own_level, i.priority, i.sla_state, i.due_at
+          from issues i where i.id in (${idList(lifted.map((r) => r.id))})
           union
-          select d.origin, r.target_id from down d
-            join relations r on r.source_id = d.id and r.type = 'blocks'
-            join issues t on t.id = r.target_id and t.status not in ('done', 'canceled')
+          select d.origin, t.id, d.level, d.due, t.identifier, t.number, t.own_level, t.priority, t.sla_state, t.due_at from down d
+            cross join lateral (
+              select t.* from relations r join issues t on t.id = r.target_id
+              where r.source_id = d.id and r.type = 'blocks' and t.status not in ('done', 'canceled')
+                and (t.effective_level = d.level or t.effective_due_at = d.due)
+              offset 0
+            ) t
         )
-        select d.origin, t.identifier, t.number, t.own_level, t.priority, t.sla_state, t.due_at,
-               (t.own_level = o.effective_level) as level_match,
-               (t.due_at is not null and t.due_at = o.effective_due_at) as due_match
-        from down d join issues t on t.id = d.id join issues o on o.id = d.origin
-        where d.id <> d.origin and (t.own_level = o.effective_level or t.due_at = o.effective_due_at)
-        order by t.number`,
+        select origin, identifier, number, own_level, priority, sla_state, due_at,
+               (own_level = level) as level_match,
+               (due_at is not null and due_at = due) as due_match
+        from down
+        where id <> origin and (own_level = level or due_at = due)
+        order by number`,
   );
   for (const row of lifted) {
     const reason = reasons.get(row.id)!;

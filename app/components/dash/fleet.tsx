@@ -1,10 +1,11 @@
 import type { FleetClaim, FleetMove } from "../../../server/dash/fleet.ts";
 import { IssueLink, Pill, StatusBadge } from "./bits.tsx";
 import { ago, countdown } from "./format.ts";
+import "./dash.css";
 
 /** The fleet view's two live lists: claims with ticking leases, and recent moves of work. */
 
-const cell = "px-2 py-2 align-top max-md:flex max-md:gap-2 max-md:px-0 max-md:py-0.5 max-md:before:w-28 max-md:before:shrink-0 max-md:before:text-stone-500 max-md:before:content-[attr(data-label)]";
+const cell = "px-2 py-2 align-top";
 
 function LeaseLeft({ claim, now }: { claim: FleetClaim; now: number }) {
   const expires = Date.parse(claim.expiresAt);
@@ -35,9 +36,9 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
     return <p className="rounded-lg border border-dashed border-stone-300 bg-white p-4 text-stone-600">No agent holds any issue right now.</p>;
   }
   return (
-    <table className="w-full border-collapse text-left text-sm max-md:block">
+    <table className="stack-md w-full border-collapse text-left text-sm">
       <caption className="sr-only">Live claims, with lease time left</caption>
-      <thead className="border-b border-stone-300 text-stone-600 max-md:hidden">
+      <thead className="border-b border-stone-300 text-stone-600">
         <tr>
           <th scope="col" className="px-2 py-2 font-medium">Issue</th>
           <th scope="col" className="px-2 py-2 font-medium">Runtime</th>
@@ -47,12 +48,12 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
           <th scope="col" className="px-2 py-2 font-medium">Latest checkpoint</th>
         </tr>
       </thead>
-      <tbody className="max-md:block max-md:space-y-3">
+      <tbody className="max-md:space-y-3">
         {claims.map((c) => (
           <tr
             key={`${c.identifier}#${c.fence}`}
             data-testid={`claim-${c.identifier}`}
-            className={`border-b border-stone-200 max-md:block max-md:rounded-lg max-md:border max-md:bg-white max-md:p-3 ${c.expired ? "bg-red-50/60" : ""}`}
+            className={`border-b border-stone-200 max-md:rounded-lg max-md:border max-md:bg-white max-md:p-3 ${c.expired ? "bg-red-50/60" : ""}`}
           >
             <td className={cell} data-label="Issue">
               <span className="flex min-w-0 flex-col gap-0.5">

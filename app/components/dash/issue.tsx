@@ -1,6 +1,7 @@
 import { Form, useNavigation } from "react-router";
 import type { IssueDetail } from "../../../server/dash/issue.ts";
 import { IssueLink, Pill, StatusBadge, focusRing } from "./bits.tsx";
+import "./dash.css";
 import { PRIORITIES, ago, countdown, priorityName, stamp } from "./format.ts";
 
 /** Sections of the issue drill-down. */
@@ -125,14 +126,14 @@ export function CommentThread({ comments, now }: { comments: Detail["comments"];
   );
 }
 
-const logCell = "px-2 py-1.5 max-md:flex max-md:gap-2 max-md:px-0 max-md:py-0 max-md:before:w-20 max-md:before:shrink-0 max-md:before:font-sans max-md:before:text-stone-500 max-md:before:content-[attr(data-label)]";
+const logCell = "px-2 py-1.5";
 
 export function ActivityLog({ entries, truncated }: { entries: Detail["activity"]; truncated: boolean }) {
   return (
     <div>
-      <table className="w-full border-collapse text-left text-sm max-md:block">
+      <table className="stack-md w-full border-collapse text-left text-sm">
         <caption className="sr-only">Activity log, newest first</caption>
-        <thead className="border-b border-stone-300 text-stone-600 max-md:hidden">
+        <thead className="border-b border-stone-300 text-stone-600">
           <tr>
             <th scope="col" className="px-2 py-1.5 font-medium whitespace-nowrap">When</th>
             <th scope="col" className="px-2 py-1.5 font-medium">What</th>
@@ -142,9 +143,9 @@ export function ActivityLog({ entries, truncated }: { entries: Detail["activity"
             <th scope="col" className="px-2 py-1.5 font-medium">Detail</th>
           </tr>
         </thead>
-        <tbody className="max-md:block">
+        <tbody>
           {entries.map((e) => (
-            <tr key={e.id} className="border-b border-stone-100 align-top max-md:block max-md:py-2" data-testid="activity-entry" data-kind={e.kind} data-runtime={e.runtime ?? ""}>
+            <tr key={e.id} className="border-b border-stone-100 align-top max-md:py-2" data-testid="activity-entry" data-kind={e.kind} data-runtime={e.runtime ?? ""}>
               <td className={`${logCell} whitespace-nowrap text-stone-600 tabular-nums`} data-label="When">{stamp(e.at)}</td>
               <td className={`${logCell} font-medium`} data-label="What">{e.kind.replace(/_/g, " ")}</td>
               <td className={`${logCell} break-all`} data-label="Principal">{e.who}</td>

@@ -3,6 +3,7 @@ import type { QueuePage } from "../../../server/dash/queue.ts";
 import { IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
 import { PRIORITIES, STATUSES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
 import { WhyText } from "./why.tsx";
+import "./dash.css";
 
 /** The queue page's filter form (GET: the filters live in the URL) and its table. */
 
@@ -130,16 +131,16 @@ export function QueueFilters({ page }: { page: QueuePage }) {
   );
 }
 
-const cell = "px-2 py-2 align-top max-lg:flex max-lg:gap-2 max-lg:px-0 max-lg:py-0.5 max-lg:before:w-24 max-lg:before:shrink-0 max-lg:before:text-stone-500 max-lg:before:content-[attr(data-label)]";
+const cell = "px-2 py-2 align-top";
 
 export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
   if (page.issues.length === 0) {
     return <p className="rounded-lg border border-dashed border-stone-300 bg-white p-4 text-stone-600">No issue matches these filters.</p>;
   }
   return (
-    <table className="w-full border-collapse text-left text-sm max-lg:block">
+    <table className="stack-lg w-full border-collapse text-left text-sm">
       <caption className="sr-only">Issues in dispatch order</caption>
-      <thead className="border-b border-stone-300 text-stone-600 max-lg:hidden">
+      <thead className="border-b border-stone-300 text-stone-600">
         <tr>
           <th scope="col" className="w-12 px-2 py-2 text-right font-medium">#</th>
           <th scope="col" className="px-2 py-2 font-medium">Issue</th>
@@ -150,9 +151,9 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
           <th scope="col" className="px-2 py-2 font-medium">Deadline</th>
         </tr>
       </thead>
-      <tbody className="max-lg:block max-lg:space-y-3">
+      <tbody className="max-lg:space-y-3">
         {page.issues.map((r) => (
-          <tr key={r.identifier} data-testid={`queue-row-${r.identifier}`} className="border-b border-stone-200 max-lg:block max-lg:rounded-lg max-lg:border max-lg:bg-white max-lg:p-3">
+          <tr key={r.identifier} data-testid={`queue-row-${r.identifier}`} className="border-b border-stone-200 max-lg:rounded-lg max-lg:border max-lg:bg-white max-lg:p-3">
             <td className={`${cell} text-right tabular-nums text-stone-500 lg:w-12`} data-label="Position">
               {r.position}
             </td>

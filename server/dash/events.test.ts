@@ -1,0 +1,72 @@
+import crypto from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { Keyring } from "../crypto/index.ts";
+import { callOk, connectClient } from "../mcp/testing.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
+import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+
+/**
+ * /dash/events over real HTTP against the built app: a signed-in person receives the change
+ * events of their own org as server-sent events, and never another org's.
+ */
+let database: TestDatabase;
+let app: AppProcess;
+const masterKey = crypto.randomBytes(32);
+
+describe.skipIf(testDriver !== "postgres")("the Dash's event stream (needs TEST_DATABASE_URL)", () => {
+  beforeAll(async () => {
+    database = await createTestDatabase({ max: 2 });
+    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on" });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    await database?.close();
+  });
+
+  async function person(tag: string, prefix: string) {
+    const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
+    const { cookie } = await signUpOverHttp(app.url, email);
+    const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
+    return { cookie, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
+  }
+
+  it("streams the viewer's org's changes and nothing of other orgs", async () => {
+    const mine = await person("mine", "MIN");
+    const theirs = await person("theirs", "THR");
+    const abort = new AbortController();
+    const response = await fetch(`${app.url}/dash/events`, { headers: { cookie: mine.cookie }, signal: abort.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let received = "";
+    const until = async (needle: string) => {
+      const deadline = Date.now() + 5_000;
+      while (!received.includes(needle)) {
+        if (Date.now() > deadline) throw new Error(`no ${needle} in:\n${received}`);
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${needle}`);
+        received += value;
+      }
+    };
+    await until(": connected");
+
+    await callOk(theirs.agent, "save_issue", { title: "Their plan", work: true, noDependency: "alone" });
+    await callOk(mine.agent, "save_issue", { title: "My plan", work: true, noDependency: "alone" });
+    await callOk(mine.agent, "claim_issue", { identifier: "MIN-1" });
+    await until('"kind":"claim.taken"');
+    expect(received).toContain('event: change\ndata: {"kind":"issue.created","identifier":"MIN-1"}\n\n');
+    expect(received).toContain('data: {"kind":"claim.taken","identifier":"MIN-1"}');
+    expect(received).not.toContain("THR-");
+    // Payloads name what changed, never its content.
+    expect(received).not.toContain("My plan");
+    abort.abort();
+    await Promise.all([mine.agent.close(), theirs.agent.close()]);
+  });
+
+  it("sends a visitor who is not signed in to sign in", async () => {
+    const response = await fetch(`${app.url}/dash/events`, { redirect: "manual" });
+    expect(response.status).toBe(302);
+    expect(response.headers.get("location")).toBe("/auth/sign-in?next=%2Fdash%2Fevents");
+  });
+});
