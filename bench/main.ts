@@ -88,6 +88,7 @@ async function main() {
   const started = Date.now();
   const { claimThroughput } = await import("./throughput.ts");
   const { graphBenchmarks } = await import("./graph.ts");
+  const { dashQueueBench, formatDashQueue } = await import("./dash-queue.ts");
   log(`${quick ? "quick" : "full"} run against ${new URL(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL!).host}`);
   const throughput = await claimThroughput({ jobs: sizes.jobs, agents: sizes.agents });
   const graph = await graphBenchmarks({
@@ -96,6 +97,7 @@ async function main() {
     rerankIterations: sizes.rerankIterations,
     explain: args.has("--explain"),
   });
+  const dashQueue = await dashQueueBench({ issues: 10_000, iterations: quick ? 20 : 100 });
   const list = rows(throughput, graph);
   const { explain, ...graphFigures } = graph;
   if (explain) process.stdout.write(`\nDispatch query plan (${graph.issues} issues):\n${explain}\n`);
@@ -105,12 +107,13 @@ async function main() {
       `rerank part p99 ${round(graph.rerankPart.p99)} ms; graph: ${graph.issues} issues, ${graph.blocked} blocked, ` +
       `${graph.chains} chains (deepest ${graph.deepestChain}), seeded in ${Math.round(graph.seedMs)} ms; total ${Math.round((Date.now() - started) / 1000)} s\n`,
   );
+  process.stdout.write(`\n${formatDashQueue(dashQueue)}\n`);
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "latest.json");
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), quick, rows: list, throughput, graph: graphFigures, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), quick, rows: list, throughput, graph: graphFigures, dashQueue, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
   );
   log(`written ${path.relative(process.cwd(), file)}`);
 }
