@@ -7,6 +7,7 @@
  */
 import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -17,8 +18,17 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."
 
 export interface RoundTripResult {
   iterations: number;
-  getIssue: { http: Distribution; inProcess: Distribution };
+  /** Load average when the run started: on a busy machine every figure is inflated. */
+  loadAverage: number;
+  getIssue: { http: Distribution; inProcess: Distribution; serverCpuMsPerCall: number };
   nextIssue: { http: Distribution; inProcess: Distribution };
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux). */
+function processCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  const ticksPerSecond = 100;
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
 }
 
 async function time(fn: () => Promise<unknown>): Promise<number> {
@@ -43,6 +53,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
   const { getIssue } = await import("../server/issues/index.ts");
   const { nextIssue, releaseIssue } = await import("../server/queue/index.ts");
 
+  const loadAverage = round(os.loadavg()[0]!, 2);
   log("building and starting the app");
   const seeded = await startSeededApp(["BEN"], { LOG_LEVEL: "warn" });
   const database = await openPostgres(seeded.env.DATABASE_URL!, { max: 4 });
@@ -88,6 +99,11 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
         getLocal.push(local);
       }
     }
+    // The app's own CPU per get_issue request, alone (no in-process calls interleaved).
+    const serverPid = seeded.app.child.pid!;
+    const cpuBefore = processCpuMs(serverPid);
+    for (let i = 0; i < options.iterations; i++) await callOk(mcp, "get_issue", { identifier: issues[i % issues.length]! });
+    const serverCpuMsPerCall = (processCpuMs(serverPid) - cpuBefore) / options.iterations;
     log(`next_issue: ${options.iterations} iterations each way`);
     for (let i = 0; i < options.iterations + warmup; i++) {
       let claim: { identifier: string; claimToken: string } | undefined;
@@ -108,7 +124,8 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
     }
     return {
       iterations: options.iterations,
-      getIssue: { http: distribution(getHttp), inProcess: distribution(getLocal) },
+      loadAverage,
+      getIssue: { http: distribution(getHttp), inProcess: distribution(getLocal), serverCpuMsPerCall },
       nextIssue: { http: distribution(nextHttp), inProcess: distribution(nextLocal) },
     };
   } finally {
@@ -140,7 +157,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const quick = process.argv.includes("--quick");
   mcpRoundTrip({ iterations: quick ? 200 : 2_000 })
     .then((result) => {
-      process.stdout.write(`\nMCP round trips over loopback HTTP (${result.iterations} each)\n${report(result)}\n`);
+      process.stdout.write(
+        `\nMCP round trips over loopback HTTP (${result.iterations} each, load average ${result.loadAverage} on ${os.cpus().length} CPUs)\n` +
+          `${report(result)}\napp CPU per get_issue request: ${round(result.getIssue.serverCpuMsPerCall, 3)} ms\n`,
+      );
       const dir = path.join(repoRoot, "bench/results");
       fs.mkdirSync(dir, { recursive: true });
       fs.writeFileSync(path.join(dir, "mcp-roundtrip.json"), `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`);
