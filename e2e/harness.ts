@@ -20,6 +20,17 @@ import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-pr
 const root = path.resolve(import.meta.dirname, "..");
 export const retascBin = path.join(root, "node_modules/.bin/retasc");
 
+const temps: string[] = [];
+/** A temp directory removed by removeTemps() when the test file ends. */
+export function tempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+export function removeTemps(): void {
+  for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
 export interface E2eApp {
   url: string;
   /** Simulates time passing for invites: every pending invite is now past its expiry. */
@@ -85,7 +96,7 @@ export async function signUp(browser: Browser, app: E2eApp, name: string): Promi
   await page.getByRole("button", { name: "Create account" }).click();
   // A new person has no org yet: the Dash sends them to create one.
   await page.waitForURL(/\/dash\/orgs\/new$/);
-  const retascDir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-home-"));
+  const retascDir = tempDir("retasc-home-");
   return { name, email, page, retascDir };
 }
 
@@ -145,7 +156,9 @@ export async function loginThroughDevice(person: Person, app: E2eApp): Promise<C
 
 /** A fresh git repository with one commit. */
 export function gitRepo(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-repo-"));
+  // Claim worktrees go beside the repo, so each repo gets a parent of its own.
+  const dir = path.join(tempDir("retasc-repos-"), "repo");
+  fs.mkdirSync(dir);
   const git = (...args: string[]) => spawnSync("git", args, { cwd: dir, encoding: "utf8" });
   git("init", "-q", "-b", "main");
   git("-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "--allow-empty", "-m", "init");

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, type E2eApp, type Person } from "./harness.ts";
+import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, removeTemps, tempDir, type E2eApp, type Person } from "./harness.ts";
 
 /**
  * A person's whole path to an agent pulling work: sign up in the browser, `retasc login`
@@ -26,6 +26,7 @@ afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
   await browser?.close();
   await app?.close();
+  removeTemps();
 });
 
 /** Connects the way Claude Code would: the URL and the headersHelper of the folder's .mcp.json. */
@@ -129,7 +130,7 @@ test("a setup code from the Dash binds a headless folder once, with no login", a
   const code = /rtscsetup_[A-Za-z0-9_-]+/.exec(prompt ?? "")?.[0];
   expect(code).toBeTruthy();
 
-  const headless = { retascDir: fs.mkdtempSync(path.join(path.dirname(ada.retascDir), "retasc-headless-")) };
+  const headless = { retascDir: tempDir("retasc-headless-") };
   const folder = gitRepo();
   const bind = await retasc(headless, ["bind", "--setup", code!, "--url", app.url, "--json"], { cwd: folder });
   expect(bind.code, bind.stderr).toBe(0);

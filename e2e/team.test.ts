@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, type E2eApp, type Person } from "./harness.ts";
+import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, removeTemps, type E2eApp, type Person } from "./harness.ts";
 
 /**
  * A team forms: the owner invites, a teammate joins with `retasc join` and lands as a
@@ -36,6 +36,7 @@ afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
   await browser?.close();
   await app?.close();
+  removeTemps();
 });
 
 async function invite(): Promise<{ code: string; inviteId: string }> {
