@@ -136,12 +136,16 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("the drill-down shows the activity of MCP calls with their runtime, and acts through the same functions", async () => {
     const agent = await world.agent("codex");
+    const audit = await callOk(agent, "save_issue", { title: "Audit token storage", work: true, noDependency: "first look" });
     const issue = await callOk(agent, "save_issue", {
       title: "Harden the password reset",
       work: true,
-      noDependency: "independent",
+      blockedBy: [audit.identifier],
       body: "## Steps\n\n1. expire tokens\n2. rate-limit\n\n<script>window.pwned = 1</script>",
     });
+    const announce = await callOk(agent, "save_issue", { title: "Announce the new reset flow", work: true, blockedBy: [issue.identifier], priority: 1 });
+    await callOk(agent, "save_issue", { title: "Update the help center", work: true, blockedBy: [issue.identifier], priority: 4 });
+    await callOk(agent, "save_issue", { identifier: audit.identifier, status: "canceled", cancelReason: "covered by the security review" });
     const claim = await callOk(agent, "claim_issue", { identifier: issue.identifier });
     await callOk(agent, "heartbeat", { identifier: issue.identifier, claimToken: claim.claimToken });
     await callOk(agent, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, done: "token expiry", gotchas: "clock skew" });
@@ -150,6 +154,11 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
     await openLive(`/dash/issues/${issue.identifier}`);
     await eventually(() => page.getByRole("heading", { level: 1 }).textContent()).toContain("Harden the password reset");
     await page.getByTestId("issue-body").getByRole("heading", { name: "Steps" }).waitFor();
+    // The neighbourhood: the canceled blocker above, gated work below, the chain to the urgent one marked.
+    const graph = page.getByRole("group", { name: /Dependency neighbourhood/ });
+    for (const id of [audit.identifier, announce.identifier]) await graph.getByRole("link", { name: new RegExp(`^${id} `) }).waitFor();
+    expect(await graph.locator("path[data-critical]").count()).toBe(1);
+    await eventually(() => page.getByRole("complementary").textContent()).toContain(`inherits urgent from ${announce.identifier}`);
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
     const entries = page.getByTestId("activity-entry");
     for (const kind of ["created", "claimed", "heartbeat", "checkpoint", "commented"]) {

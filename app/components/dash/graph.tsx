@@ -45,6 +45,13 @@ function layout(graph: Neighbourhood) {
   return { width, height, position };
 }
 
+/** What fits under the identifier in a node at 11px: the status, then as much of the title as fits. */
+const CAPTION_CHARS = 18;
+function nodeCaption(status: string, title: string): string {
+  const text = title ? `${status} · ${title}` : status;
+  return text.length > CAPTION_CHARS ? `${text.slice(0, CAPTION_CHARS - 1)}…` : text;
+}
+
 const statusFill: Record<string, string> = {
   todo: "#ffffff",
   doing: "#e0f2fe",
@@ -117,8 +124,7 @@ export function DependencyGraph({ graph }: { graph: Neighbourhood }) {
                   {n.identifier}
                 </text>
                 <text x={p.x + 10} y={p.y + 35} fontSize="11" fill={n.center ? "#d6d3d1" : "#57534e"}>
-                  {n.status}
-                  {n.title ? ` · ${n.title.length > 14 ? `${n.title.slice(0, 13)}…` : n.title}` : ""}
+                  {nodeCaption(n.status, n.title)}
                 </text>
               </Link>
             );

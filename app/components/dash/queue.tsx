@@ -154,7 +154,7 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
       <tbody className="max-lg:space-y-3">
         {page.issues.map((r) => (
           <tr key={r.identifier} data-testid={`queue-row-${r.identifier}`} className="border-b border-stone-200 max-lg:rounded-lg max-lg:border max-lg:bg-white max-lg:p-3">
-            <td className={`${cell} text-right tabular-nums text-stone-500 lg:w-12`} data-label="Position">
+            <td className={`${cell} tabular-nums text-stone-500 lg:w-12 lg:text-right`} data-label="Position">
               {r.position}
             </td>
             <td className={cell} data-label="Issue">
