@@ -41,6 +41,9 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     onnotice: () => {},
     connect_timeout: 10,
     idle_timeout: 30,
+    // Prepared statements are planned for their actual parameters every time, as unnamed ones
+    // were: a generic plan can be far worse (an EXISTS over a partial index became a full scan).
+    connection: { plan_cache_mode: "force_custom_plan" },
   });
   const db = drizzle(preparing(sql), { schema }) as unknown as Db;
   return {
