@@ -498,7 +498,7 @@ const commands = [
 ];
 
 describe("dispatch against the reference model", () => {
-  it(`agrees on every dispatch and refusal over ${RUNS} random runs of up to ${MAX_COMMANDS} commands`, async () => {
+  it(`agrees on every dispatch and refusal over ${RUNS} random runs of up to ${MAX_COMMANDS} commands`, { timeout: 300_000 }, async () => {
     const started = Date.now();
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max" }), (cmds) => fc.asyncModelRun(setup, cmds)),
