@@ -25,6 +25,8 @@ async function main() {
   const booted = await boot(config, { warn: (m) => log.warn(m) });
   const { services } = booted;
 
+  // React picks its production build from NODE_ENV; the config defaults it to production.
+  process.env.NODE_ENV = config.NODE_ENV;
   const buildPath = path.resolve(config.RETASC_BUILD_DIR, "server/index.js");
   const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
 
@@ -67,8 +69,10 @@ async function main() {
   if (config.mode === "embedded") {
     process.stderr.write(
       `\nRetasc is running at ${url} (embedded mode, data in ${path.resolve(config.RETASC_DATA_DIR)})\n` +
-        `Next: npm run admin -- bootstrap --org Acme --project Web --prefix WEB --email you@example.com --json\n` +
-        `then point an MCP client at ${url}/mcp with "Authorization: Bearer <key>".\n\n`,
+        `Next: create your account at ${url}/auth/sign-up, then in your agent's folder run\n` +
+        `  npx retasc login --url ${url} && npx retasc bind\n` +
+        `or, with the server stopped: npm run admin -- bootstrap --org Acme --project Web --prefix WEB --email you@example.com --json\n` +
+        `and point an MCP client at ${url}/mcp with "Authorization: Bearer <key>".\n\n`,
     );
   }
 
@@ -77,13 +81,13 @@ async function main() {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "shutting down: finishing in-flight requests");
+    await hub.close(); // ends live streams, which would otherwise hold the server open
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const force = setTimeout(() => server.closeAllConnections(), 10_000);
     await closed;
     clearTimeout(force);
     await workers?.stop();
-    await hub.close();
     await booted.close();
     log.info("stopped");
     process.exit(0);

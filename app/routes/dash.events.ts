@@ -23,10 +23,13 @@ export async function loader({ request, context }: Route.LoaderArgs) {
           stop(); // the client is gone
         }
       };
-      const unsubscribe = context.hub.subscribe((event) => {
-        if (event.orgId !== orgId) return;
-        send(`event: change\ndata: ${JSON.stringify({ kind: event.kind, identifier: event.identifier ?? null })}\n\n`);
-      });
+      const unsubscribe = context.hub.subscribe(
+        (event) => {
+          if (event.orgId !== orgId) return;
+          send(`event: change\ndata: ${JSON.stringify({ kind: event.kind, identifier: event.identifier ?? null })}\n\n`);
+        },
+        () => stop(),
+      );
       const heartbeat = setInterval(() => send(": ping\n\n"), HEARTBEAT_MS);
       let stopped = false;
       stop = () => {

@@ -16,9 +16,12 @@ export const notifyPublisher: EventPublisher = {
 
 export type EventListener = (event: RetascEvent) => void;
 
-/** One LISTEN connection per process fanned out to in-process subscribers (SSE streams). */
+/**
+ * One LISTEN connection per process fanned out to in-process subscribers (SSE streams).
+ * Closing the hub ends every subscription, so open streams do not hold up a shutdown.
+ */
 export class EventHub {
-  private readonly listeners = new Set<EventListener>();
+  private readonly subscriptions = new Map<EventListener, (() => void) | undefined>();
   private stop: (() => Promise<void>) | null = null;
 
   async start(database: Database): Promise<void> {
@@ -29,17 +32,20 @@ export class EventHub {
       } catch {
         return;
       }
-      for (const listener of this.listeners) listener(event);
+      for (const listener of this.subscriptions.keys()) listener(event);
     });
   }
 
-  subscribe(listener: EventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  /** `onEnd` runs if the hub closes while subscribed. */
+  subscribe(listener: EventListener, onEnd?: () => void): () => void {
+    this.subscriptions.set(listener, onEnd);
+    return () => this.subscriptions.delete(listener);
   }
 
   async close(): Promise<void> {
+    const ends = [...this.subscriptions.values()];
+    this.subscriptions.clear();
+    for (const end of ends) end?.();
     await this.stop?.();
-    this.listeners.clear();
   }
 }
