@@ -115,6 +115,9 @@ const claimCapError = (cap: number) =>
 
 /** Takes the lease on a locked, dispatchable row. Ends (and records) an expired predecessor. */
 async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number) {
+  // The lease starts once the row lock is held, which can be well after the transaction
+  // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
+  scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
   const { tx, ctx, now, cipher } = scope;
   const principal = ctx.principal;
   if (row.leaseId) await recordExpiry(scope, row.leaseId, row.id, "claim");
