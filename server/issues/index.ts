@@ -2,6 +2,7 @@ import { and, asc, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { issueLabels, issues, labels, members, projects, relations } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
+import { enqueue } from "../outbox/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
@@ -180,11 +181,14 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
   const closing = input.status !== undefined && isTerminal(input.status);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const [peek, peekEdges] = await inOrder(
-      () => findIssue(tx, orgId, identifier),
-      () => (closing ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
-    );
-    const toTerminal = closing && !isTerminal(peek.status);
+    // The unlocked peek only decides whether closing the issue needs the graph lock (taken before row locks).
+    const [peek, peekEdges] = closing
+      ? await inOrder(
+          () => findIssue(tx, orgId, identifier),
+          () => hasBlockEdges(tx, orgId, identifier),
+        )
+      : [null, false];
+    const toTerminal = peek !== null && !isTerminal(peek.status);
     const rankChange = input.priority !== undefined || input.dueAt !== undefined;
     const graphLocked = forceGraphLock || rankChange || (toTerminal && peekEdges);
     const [, row, edgesNow] = await inOrder(
@@ -313,6 +317,11 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
     };
     const results = await inOrder(
       ...record,
+      ...notices(scope, row, {
+        statusChanged: patch.status !== undefined,
+        to,
+        assigned: patch.assigneeId !== undefined && patch.assigneeId !== null && patch.assigneeId !== row.assigneeId,
+      }),
       () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier, status: to }),
       () => findIssue(tx, orgId, identifier),
       () => issueViewReads(tx, written, now),
@@ -320,6 +329,16 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
     const [updated, reads] = results.slice(-2) as [IssueRow, Awaited<ReturnType<typeof issueViewReads>>];
     return renderIssueView(cipher, updated, reads, now);
   });
+}
+
+/** People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost. */
+function notices(scope: WriteScope, row: IssueRow, change: { statusChanged: boolean; to: string; assigned: boolean }) {
+  const base = { orgId: row.orgId, issueId: row.id, actorId: scope.ctx.principal.userId };
+  const { to } = change;
+  if (change.statusChanged && (to === "done" || to === "canceled" || to === "review")) {
+    return [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: to })];
+  }
+  return change.assigned ? [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: "assigned" as const })] : [];
 }
 
 /**

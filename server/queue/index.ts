@@ -3,6 +3,7 @@ import { alias } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../db/client.ts";
 import { agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
+import { enqueue } from "../outbox/index.ts";
 import { systemPrincipal, type Ctx } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
@@ -191,6 +192,7 @@ export async function recordExpiry(scope: WriteScope, leaseId: string, issueId: 
     kind: "reclaimed",
     detail: { fence: lease.fence, runtime: lease.runtime, userId: lease.userId, expiredAt: lease.expiresAt.toISOString(), by },
   }, systemPrincipal(scope.ctx.principal.orgId));
+  await enqueue(scope.tx, "notify.issue_event", { orgId: scope.ctx.principal.orgId, issueId, kind: "reclaimed", actorId: null });
   return true;
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, servicesFor, TestClock, testConfig, type TestDatabase } from "../../db/testing.ts";
 import { eq } from "drizzle-orm";
-import { activity, issues } from "../../db/schema/index.ts";
+import { activity, issues, outbox } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
@@ -350,5 +350,42 @@ describe("lanes and batches", () => {
     expect(status.counts).toEqual({ todo: 2 });
     expect(status.ready).toBe(1);
     expect(status.blockedOn).toEqual([{ identifier: "RTSC-2", blockers: [{ identifier: low.identifier, status: "todo" }] }]);
+  });
+});
+
+describe("notices", () => {
+  it("queues a notice in the outbox with each finish, review, cancel, assignment and reclaim", async () => {
+    const org = await fresh("NOTE");
+    const { alice, bob } = org.agents;
+    const done = await create(alice.ctx, "done one");
+    const reviewed = await create(alice.ctx, "reviewed one");
+    const canceled = await create(alice.ctx, "canceled one");
+    const lapsed = await create(alice.ctx, "lapsed one");
+    const c1 = await claimIssue(alice.ctx, { identifier: done.identifier });
+    await saveIssue(alice.ctx, { identifier: done.identifier, claimToken: c1.claimToken, status: "done" });
+    const c2 = await claimIssue(alice.ctx, { identifier: reviewed.identifier });
+    await saveIssue(alice.ctx, { identifier: reviewed.identifier, claimToken: c2.claimToken, status: "review", assignee: bob.userId });
+    await saveIssue(alice.ctx, { identifier: canceled.identifier, status: "canceled", cancelReason: "not needed" });
+    await saveIssue(alice.ctx, { identifier: lapsed.identifier, assignee: bob.userId });
+    await saveIssue(alice.ctx, { identifier: lapsed.identifier, title: "renamed" }); // no notice
+    await claimIssue(bob.ctx, { identifier: lapsed.identifier });
+    clock.advance(601_000);
+    await reclaimSweep(services);
+    const rows = await tdb.database.db.select({ payload: outbox.payload }).from(outbox).where(eq(outbox.orgId, org.orgId));
+    const all = await tdb.database.db.select({ id: issues.id, identifier: issues.identifier }).from(issues).where(eq(issues.orgId, org.orgId));
+    const idOf = new Map(all.map((r) => [r.identifier, r.id]));
+    const byIssue = (identifier: string) => idOf.get(identifier);
+    const seen = rows.map((r) => r.payload as { issueId: string; kind: string; actorId: string | null });
+    expect(seen.map((p) => [p.issueId, p.kind]).sort()).toEqual(
+      [
+        [byIssue(done.identifier), "done"],
+        [byIssue(reviewed.identifier), "review"],
+        [byIssue(canceled.identifier), "canceled"],
+        [byIssue(lapsed.identifier), "assigned"],
+        [byIssue(lapsed.identifier), "reclaimed"],
+      ].sort(),
+    );
+    expect(seen.find((p) => p.kind === "done")!.actorId).toBe(alice.userId);
+    expect(seen.find((p) => p.kind === "reclaimed")!.actorId).toBeNull();
   });
 });
