@@ -20,7 +20,7 @@ export interface RoundTripResult {
   iterations: number;
   /** Load average when the run started: on a busy machine every figure is inflated. */
   loadAverage: number;
-  getIssue: { http: Distribution; inProcess: Distribution; serverCpuMsPerCall: number };
+  getIssue: { http: Distribution; inProcess: Distribution; serverCpuMsPerCall: number; inProcessCpuMsPerCall: number };
   nextIssue: { http: Distribution; inProcess: Distribution };
 }
 
@@ -104,6 +104,11 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
     const cpuBefore = processCpuMs(serverPid);
     for (let i = 0; i < options.iterations; i++) await callOk(mcp, "get_issue", { identifier: issues[i % issues.length]! });
     const serverCpuMsPerCall = (processCpuMs(serverPid) - cpuBefore) / options.iterations;
+    // The same service call's CPU in this process: what the HTTP path adds is the difference.
+    const localBefore = process.cpuUsage();
+    for (let i = 0; i < options.iterations; i++) await getIssue(ctx, { identifier: issues[i % issues.length]! });
+    const localUsage = process.cpuUsage(localBefore);
+    const inProcessCpuMsPerCall = (localUsage.user + localUsage.system) / 1000 / options.iterations;
     log(`next_issue: ${options.iterations} iterations each way`);
     for (let i = 0; i < options.iterations + warmup; i++) {
       let claim: { identifier: string; claimToken: string } | undefined;
@@ -125,7 +130,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
     return {
       iterations: options.iterations,
       loadAverage,
-      getIssue: { http: distribution(getHttp), inProcess: distribution(getLocal), serverCpuMsPerCall },
+      getIssue: { http: distribution(getHttp), inProcess: distribution(getLocal), serverCpuMsPerCall, inProcessCpuMsPerCall },
       nextIssue: { http: distribution(nextHttp), inProcess: distribution(nextLocal) },
     };
   } finally {
@@ -159,7 +164,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     .then((result) => {
       process.stdout.write(
         `\nMCP round trips over loopback HTTP (${result.iterations} each, load average ${result.loadAverage} on ${os.cpus().length} CPUs)\n` +
-          `${report(result)}\napp CPU per get_issue request: ${round(result.getIssue.serverCpuMsPerCall, 3)} ms\n`,
+          `${report(result)}\nCPU per get_issue: ${round(result.getIssue.serverCpuMsPerCall, 3)} ms in the app per HTTP request, ` +
+          `${round(result.getIssue.inProcessCpuMsPerCall, 3)} ms per in-process call\n`,
       );
       const dir = path.join(repoRoot, "bench/results");
       fs.mkdirSync(dir, { recursive: true });
