@@ -45,11 +45,13 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /**
  * Sends a transaction's statements in this order without waiting for each result, so they
  * share one round trip: the server still runs them one after another, each seeing (and
- * waiting on the locks of) the ones before. Each thunk must send one statement when called,
- * except the last, which may send several. A turn of the event loop between thunks lets the
- * lazy query builders hand each statement to the driver before the next. Resolves to every
- * result; if any fails, rejects with the first failure in order (later ones only failed
- * because the transaction had aborted).
+ * waiting on the locks of) the ones before. Each thunk should send one statement when
+ * called; the last may send several. (A thunk that awaits one statement before sending
+ * another sends that one a round trip later, after the thunks behind it: fine only when no
+ * later statement depends on it, and it costs that round trip.) A turn of the event loop
+ * between thunks lets the lazy query builders hand each statement to the driver before the
+ * next. Resolves to every result; if any fails, rejects with the first failure in order
+ * (later ones only failed because the transaction had aborted). Inside a transaction only.
  */
 export async function inOrder<T extends unknown[]>(...statements: { [K in keyof T]: () => PromiseLike<T[K]> }): Promise<T> {
   const pending: Promise<unknown>[] = [];
