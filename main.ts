@@ -92,6 +92,8 @@ async function main() {
     log.info("stopped");
     process.exit(0);
   };
+  // One failed request must never take the whole server down with it.
+  process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled rejection"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }

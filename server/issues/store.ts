@@ -58,7 +58,10 @@ export async function inOrder<T extends unknown[]>(...statements: { [K in keyof 
   for (let i = 0; i < statements.length; i++) {
     if (i > 0) await nextTurn();
     const started = statements[i]!();
-    pending.push(new Promise((resolve, reject) => started.then(resolve, reject)));
+    const result = new Promise((resolve, reject) => started.then(resolve, reject));
+    // Observed by allSettled below; without this an early failure is an unhandled rejection meanwhile.
+    result.catch(() => {});
+    pending.push(result);
   }
   const settled = await Promise.allSettled(pending);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");

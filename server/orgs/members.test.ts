@@ -6,6 +6,7 @@ import { membershipOf } from "./access.ts";
 import { authenticateAgentKey } from "./index.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
+import { mintSessionKey } from "./session.ts";
 
 let tdb: TestDatabase;
 let services: Services;
@@ -93,6 +94,14 @@ describe("suspendMember", () => {
     const alice = await membershipOf(services.db, org.orgId, org.agents.alice.userId);
     const bob = await membershipOf(services.db, org.orgId, org.agents.bob.userId);
     expect([alice!.status, bob!.status].sort()).toEqual(["active", "suspended"]);
+  });
+
+  it("retires an agent together with the session keys minted from it", async () => {
+    const session = await mintSessionKey(org.agents.carol.ctx, { label: "worktree-2" });
+    expect(await authenticateAgentKey(services.db, session.key)).not.toBeNull();
+    await retireMember(as.alice, { memberId: org.agents.carol.principal.keyId! });
+    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).toBeNull();
+    expect(await authenticateAgentKey(services.db, session.key)).toBeNull();
   });
 
   it("tells people from agents apart", async () => {

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { and, asc, eq, isNull, or } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
@@ -197,7 +197,11 @@ export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>)
     }
     if (agent.userId !== actor.userId) requireRole(actor, ["owner", "admin"], "retiring another person's agent");
     if (agent.revokedAt) return { memberId, status: "retired" as const, changed: false };
-    await tx.update(agentKeys).set({ revokedAt: ctx.clock.now() }).where(eq(agentKeys.id, agent.id));
+    // Session keys minted from this key act as it, so they retire with it.
+    await tx
+      .update(agentKeys)
+      .set({ revokedAt: ctx.clock.now() })
+      .where(and(eq(agentKeys.orgId, orgId), or(eq(agentKeys.id, agent.id), eq(agentKeys.parentKeyId, agent.id)), isNull(agentKeys.revokedAt)));
     await recordOrgActivity(ctx, tx, "agent.retired", { memberId, keyPrefix: agent.prefix });
     await ctx.events.publish(tx, { orgId, kind: "agent.retired", memberId });
     return { memberId, status: "retired" as const, changed: true };

@@ -59,14 +59,16 @@ export async function whoami(ctx: Ctx) {
 }
 export type WhoamiView = Awaited<ReturnType<typeof whoami>>;
 
-export const mintSessionKeyInput = z.object({});
+export const mintSessionKeyInput = z.object({
+  label: z.string().trim().min(1).max(64).optional().describe("names the session in the activity log"),
+});
 
 /**
  * Mints a key for one session of the calling agent: same human, org, project, runtime
  * and claim cap, with the caller's key as its parent. The secret is returned once.
  */
 export async function mintSessionKey(ctx: Ctx, input: z.input<typeof mintSessionKeyInput>) {
-  mintSessionKeyInput.parse(input);
+  const { label } = mintSessionKeyInput.parse(input);
   const { principal } = ctx;
   if (principal.kind !== "agent" || !principal.keyId || !principal.userId || !principal.runtime) {
     throw new DomainError("FORBIDDEN", "only an agent key can mint a session key", "Call this with an agent key (rtsc_...).");
@@ -80,7 +82,7 @@ export async function mintSessionKey(ctx: Ctx, input: z.input<typeof mintSession
       parentKeyId: principal.keyId,
       claimCap: principal.claimCap,
     });
-    await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId });
+    await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId, ...(label ? { label } : {}) });
     return {
       key: minted.key,
       keyId: minted.keyId,
