@@ -24,6 +24,8 @@ export interface GraphResult {
   seedMs: number;
   nextIssue: Distribution;
   primaryKeySelect: Distribution;
+  /** A one-row update committed on its own: the floor of any claim, which must commit durably. */
+  durableWrite: Distribution;
   rerankCall: Distribution;
   rerankPart: Distribution;
   standaloneCall: Distribution;
@@ -117,13 +119,16 @@ async function measureNextIssue(ctx: Ctx, iterations: number, warmup: number, ex
   return samples;
 }
 
-async function measurePrimaryKey(bench: BenchDatabase, seeded: SeededIssue[], iterations: number): Promise<number[]> {
+async function measurePrimaryKey(bench: BenchDatabase, seeded: SeededIssue[], iterations: number, write: boolean): Promise<number[]> {
   const random = seededRandom(11);
   const db = bench.pools[0]!.db;
   const samples: number[] = [];
   for (let i = 0; i < iterations; i++) {
     const id = seeded[Math.floor(random() * seeded.length)]!.id;
-    samples.push((await timed(() => db.select().from(issues).where(eq(issues.id, id)))).ms);
+    const statement = write
+      ? () => db.update(issues).set({ updatedAt: sql`${issues.updatedAt}` }).where(eq(issues.id, id))
+      : () => db.select().from(issues).where(eq(issues.id, id));
+    samples.push((await timed(statement)).ms);
   }
   return samples;
 }
@@ -197,7 +202,8 @@ export async function graphBenchmarks(options: {
     log(`graph: seeded in ${Math.round(seeding.ms)} ms; nextIssue x${options.latencyIterations}`);
     const explain = options.explain ? await explainDispatch(bench, ctx) : undefined;
     const latency = await measureNextIssue(ctx, options.latencyIterations, Math.min(50, options.latencyIterations), expectedFirst);
-    const primaryKey = await measurePrimaryKey(bench, seeded, options.latencyIterations);
+    const primaryKey = await measurePrimaryKey(bench, seeded, options.latencyIterations, false);
+    const durableWrite = await measurePrimaryKey(bench, seeded, Math.min(300, options.latencyIterations), true);
 
     // Probe chains untouched by the latency phase: every member still todo and unheld.
     const probeBottoms: SeededIssue[] = [];
@@ -232,6 +238,7 @@ export async function graphBenchmarks(options: {
       seedMs: seeding.ms,
       nextIssue: distribution(latency),
       primaryKeySelect: distribution(primaryKey),
+      durableWrite: distribution(durableWrite),
       rerankCall: distribution(rerankCall),
       rerankPart: distribution(rerankPart),
       standaloneCall: distribution(standaloneCall),

@@ -5,6 +5,7 @@
  * check); `-- --explain` also prints the dispatch query's plan on the large graph.
  */
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { GraphResult } from "./graph.ts";
@@ -112,10 +113,14 @@ async function main() {
   const { explain, ...graphFigures } = graph;
   if (explain) process.stdout.write(`\nDispatch query plan (${graph.issues} issues):\n${explain}\n`);
   process.stdout.write(`\n${table(list)}\n`);
+  const load = os.loadavg().map((l) => round(l, 1));
   process.stdout.write(
-    `\nnextIssue max ${round(graph.nextIssue.max)} ms over ${graph.nextIssue.n}; rerank call p99 ${round(graph.rerankCall.p99)} ms, ` +
-      `rerank part p99 ${round(graph.rerankPart.p99)} ms; graph: ${graph.issues} issues, ${graph.blocked} blocked, ` +
-      `${graph.chains} chains (deepest ${graph.deepestChain}), seeded in ${Math.round(graph.seedMs)} ms; total ${Math.round((Date.now() - started) / 1000)} s\n`,
+    `\nnextIssue max ${round(graph.nextIssue.max)} ms over ${graph.nextIssue.n}; a one-row durable write (its commit's WAL flush, ` +
+      `the floor of any claim) p50 ${round(graph.durableWrite.p50)} ms, p99 ${round(graph.durableWrite.p99)} ms; ` +
+      `rerank call p99 ${round(graph.rerankCall.p99)} ms, rerank part p99 ${round(graph.rerankPart.p99)} ms\n` +
+      `graph: ${graph.issues} issues, ${graph.blocked} blocked, ${graph.chains} chains (deepest ${graph.deepestChain}), ` +
+      `seeded in ${Math.round(graph.seedMs)} ms; load average ${load.join(" ")} on ${os.cpus().length} CPUs; ` +
+      `${Math.round((Date.now() - started) / 1000)} s so far\n`,
   );
   if (dashQueue) process.stdout.write(`\n${formatDashQueue(dashQueue)}\n`);
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
@@ -123,7 +128,7 @@ async function main() {
   const file = path.join(dir, "latest.json");
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), quick, rows: list, throughput, graph: graphFigures, dashQueue, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), quick, loadAverage: load, cpus: os.cpus().length, rows: list, throughput, graph: graphFigures, dashQueue, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
   );
   log(`written ${path.relative(process.cwd(), file)}`);
 }
