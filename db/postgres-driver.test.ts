@@ -1,0 +1,47 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, testDriver, type TestDatabase } from "./testing.ts";
+import { query } from "./client.ts";
+
+/**
+ * The PostgreSQL driver when a connection dies inside a transaction (a server restart or
+ * failover). postgres.js 3.4.9 then sent the transaction's rollback on the dead connection
+ * and threw from a timer, killing the process (patches/postgres+3.4.9.patch, applied by
+ * postinstall). Found by the swarm's PostgreSQL restart.
+ */
+describe.skipIf(testDriver !== "postgres")("a connection that dies inside a transaction (needs TEST_DATABASE_URL)", () => {
+  let tdb: TestDatabase;
+  beforeAll(async () => {
+    tdb = await createTestDatabase({ max: 1 });
+  });
+  afterAll(async () => {
+    await tdb?.close();
+  });
+
+  const killOwnBackend = sql`select pg_terminate_backend(pg_backend_pid())`;
+
+  it("fails the transaction with a catchable error, whatever the transaction does next, and the pool carries on", async () => {
+    const { db } = tdb.database;
+    const attempts: ((tx: typeof db) => Promise<unknown>)[] = [
+      // The statement fails and the error propagates: the driver rolls back on the dead connection.
+      async (tx) => tx.execute(killOwnBackend),
+      // The failure is swallowed: the driver commits on the dead connection.
+      async (tx) => tx.execute(killOwnBackend).catch(() => null),
+      // More statements go out on the dead connection.
+      async (tx) => {
+        await tx.execute(killOwnBackend).catch(() => null);
+        await new Promise((r) => setTimeout(r, 20));
+        await tx.execute(sql`select 1`);
+      },
+    ];
+    for (const attempt of attempts) {
+      await expect(db.transaction((tx) => attempt(tx as typeof db) as Promise<unknown>)).rejects.toMatchObject({
+        message: expect.stringMatching(/CONNECTION_CLOSED|terminating connection/),
+      });
+      // Give a queued write its turn: unpatched, it threw here and took the process down.
+      await new Promise((r) => setTimeout(r, 50));
+      const rows = await query<{ ok: number }>(db, sql`select 1 as ok`);
+      expect(rows[0]?.ok).toBe(1);
+    }
+  });
+});
