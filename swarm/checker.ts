@@ -1,0 +1,444 @@
+import { sql } from "drizzle-orm";
+import { query, type Db } from "../db/client.ts";
+import type { Keyring } from "../server/crypto/index.ts";
+import type { AgentRecord, CheckpointNotes, ClaimRecord, WriteRecord } from "./records.ts";
+
+/**
+ * The swarm's invariant checker. It reads the database after the run (issues, relations,
+ * leases, the activity log and checkpoints, ordered by PostgreSQL commit timestamps, which
+ * the swarm's private cluster records) beside what the agents wrote down, and reports every
+ * violation of the dispatch contract it can establish. See docs/reliability.md for what each
+ * check proves and where it has to give way.
+ */
+
+export interface CheckInput {
+  db: Db;
+  keyring: Keyring;
+  orgId: string;
+  ttlMs: number;
+  records: AgentRecord[];
+  /**
+   * How long a claim transaction may plausibly have been in flight around its commit. A
+   * competitor ahead in the order only counts against a dispatch if it was free and unlocked
+   * for this long on both sides of the dispatch's commit (see checkDispatchOrder).
+   */
+  inFlightMs?: number;
+}
+
+export interface CheckResult {
+  violations: string[];
+  figures: {
+    issues: number;
+    finished: number;
+    claims: number;
+    reclaims: number;
+    releases: number;
+    staleWritesRefused: number;
+    staleWritesAccepted: number;
+    dispatchesChecked: number;
+    /** Competitors ahead that were free within the in-flight window only: allowed, but counted. */
+    orderNearMisses: number;
+    resumedClaimsChecked: number;
+    resumedAfterExpiry: number;
+    claimsWithoutAgentRecord: number;
+    agentRetries: number;
+  };
+}
+
+interface IssueRow {
+  id: string;
+  identifier: string;
+  number: number;
+  priority: number;
+  assignee_id: string | null;
+  created_ms: number;
+  status: string;
+}
+interface LeaseRow {
+  id: string;
+  issue_id: string;
+  fence: number;
+  user_id: string;
+  claimed_ms: number;
+  expires_ms: number;
+  ended_ms: number | null;
+  end_reason: string | null;
+}
+interface ActivityRow {
+  id: number;
+  issue_id: string;
+  kind: string;
+  created_ms: number;
+  committed_ms: number | null;
+  fence: number | null;
+  by: string | null;
+}
+interface CheckpointRow {
+  issue_id: string;
+  created_ms: number;
+  committed_ms: number | null;
+  notes: CheckpointNotes;
+}
+
+const ms = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000)::float8`);
+
+/** The design's level of a priority: none 0 < low 1 < medium 2 < high 3 < urgent 4 (no deadlines in the swarm). */
+const LEVEL_OF_PRIORITY = [0, 4, 3, 2, 1];
+
+export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
+  const { db, orgId, ttlMs } = input;
+  const inFlight = input.inFlightMs ?? 250;
+  const violations: string[] = [];
+  const violation = (message: string) => {
+    if (violations.length < 200) violations.push(message);
+  };
+  const cipher = await input.keyring.forOrg(db, orgId);
+
+  const issues = await query<IssueRow>(
+    db,
+    sql`select id, identifier, number, priority, assignee_id, ${ms("created_at")} as created_ms, status
+        from issues where org_id = ${orgId}`,
+  );
+  const edges = await query<{ source_id: string; target_id: string }>(
+    db,
+    sql`select source_id, target_id from relations where org_id = ${orgId} and type = 'blocks'`,
+  );
+  const leases = await query<LeaseRow>(
+    db,
+    sql`select id, issue_id, fence, user_id, ${ms("claimed_at")} as claimed_ms, ${ms("expires_at")} as expires_ms,
+          ${ms("ended_at")} as ended_ms, end_reason
+        from leases where org_id = ${orgId}`,
+  );
+  const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; detail_enc: string | null }>(
+    db,
+    sql`select id, issue_id, kind, ${ms("created_at")} as created_ms,
+          ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, detail_enc
+        from activity
+        where org_id = ${orgId} and kind in ('claimed', 'heartbeat', 'checkpoint', 'finished', 'released', 'reclaimed')`,
+  );
+  const checkpointRows = await query<{ issue_id: string; created_ms: number; committed_ms: number | null; done_enc: string | null; next_enc: string | null; note_enc: string | null }>(
+    db,
+    sql`select issue_id, ${ms("created_at")} as created_ms, ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms,
+          done_enc, next_enc, note_enc
+        from checkpoints where org_id = ${orgId}`,
+  );
+  if (activityRows.some((a) => a.committed_ms === null)) {
+    violation("commit timestamps are missing: the checker needs track_commit_timestamp = on (the swarm's private cluster sets it)");
+  }
+
+  const byId = new Map(issues.map((i) => [i.id, i]));
+  const byIdentifier = new Map(issues.map((i) => [i.identifier, i]));
+  const blockersOf = new Map<string, string[]>();
+  const blocksOf = new Map<string, string[]>();
+  for (const e of edges) {
+    (blockersOf.get(e.target_id) ?? blockersOf.set(e.target_id, []).get(e.target_id)!).push(e.source_id);
+    (blocksOf.get(e.source_id) ?? blocksOf.set(e.source_id, []).get(e.source_id)!).push(e.target_id);
+  }
+  const activity: ActivityRow[] = activityRows.map((a) => {
+    const detail = a.detail_enc ? (JSON.parse(cipher.decrypt(a.detail_enc)!) as { fence?: number; by?: string }) : {};
+    return { id: Number(a.id), issue_id: a.issue_id, kind: a.kind, created_ms: Number(a.created_ms), committed_ms: a.committed_ms === null ? null : Number(a.committed_ms), fence: detail.fence ?? null, by: detail.by ?? null };
+  });
+  const checkpointsOf = new Map<string, CheckpointRow[]>();
+  for (const c of checkpointRows) {
+    const row: CheckpointRow = {
+      issue_id: c.issue_id,
+      created_ms: Number(c.created_ms),
+      committed_ms: c.committed_ms === null ? null : Number(c.committed_ms),
+      notes: { done: cipher.decrypt(c.done_enc), next: cipher.decrypt(c.next_enc), note: cipher.decrypt(c.note_enc) },
+    };
+    (checkpointsOf.get(c.issue_id) ?? checkpointsOf.set(c.issue_id, []).get(c.issue_id)!).push(row);
+  }
+  for (const list of checkpointsOf.values()) list.sort((a, b) => a.created_ms - b.created_ms);
+
+  // (issue, fence) → the activity rows written under that lease.
+  const key = (issueId: string, fence: number) => `${issueId}#${fence}`;
+  const underLease = new Map<string, ActivityRow[]>();
+  for (const a of activity) {
+    if (a.fence === null || a.kind === "reclaimed") continue;
+    const k = key(a.issue_id, a.fence);
+    (underLease.get(k) ?? underLease.set(k, []).get(k)!).push(a);
+  }
+  const claimOf = (issueId: string, fence: number) => underLease.get(key(issueId, fence))?.find((a) => a.kind === "claimed");
+  const endOf = (issueId: string, fence: number) =>
+    underLease.get(key(issueId, fence))?.find((a) => a.kind === "finished" || a.kind === "released");
+
+  // 1. Every issue finished exactly once, by its last lease.
+  const leasesOf = new Map<string, LeaseRow[]>();
+  for (const l of leases) (leasesOf.get(l.issue_id) ?? leasesOf.set(l.issue_id, []).get(l.issue_id)!).push(l);
+  for (const list of leasesOf.values()) list.sort((a, b) => a.fence - b.fence);
+  const finishCommit = new Map<string, number>();
+  let finished = 0;
+  const finishesOf = new Map<string, ActivityRow[]>();
+  for (const a of activity) if (a.kind === "finished") (finishesOf.get(a.issue_id) ?? finishesOf.set(a.issue_id, []).get(a.issue_id)!).push(a);
+  for (const issue of issues) {
+    const finishes = finishesOf.get(issue.id) ?? [];
+    if (issue.status === "done") finished++;
+    else violation(`${issue.identifier} is ${issue.status}, not done`);
+    if (finishes.length !== 1) violation(`${issue.identifier} finished ${finishes.length} times`);
+    const list = leasesOf.get(issue.id) ?? [];
+    const finishedLeases = list.filter((l) => l.end_reason === "finished");
+    if (issue.status === "done" && (finishedLeases.length !== 1 || finishedLeases[0] !== list.at(-1))) {
+      violation(`${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected exactly one, the last`);
+    }
+    if (finishes[0]?.committed_ms != null) finishCommit.set(issue.id, finishes[0].committed_ms);
+  }
+
+  // 2. Leases of one issue never overlap, and fences rise by one per claim.
+  //    3. Every write accepted under a lease happened while that lease was live.
+  for (const [issueId, list] of leasesOf) {
+    const identifier = byId.get(issueId)?.identifier ?? issueId;
+    list.forEach((lease, index) => {
+      if (lease.fence !== index + 1) violation(`${identifier}: lease fences are ${list.map((l) => l.fence).join(",")}, not 1..n`);
+      const claim = claimOf(issueId, lease.fence);
+      if (!claim) {
+        violation(`${identifier} fence ${lease.fence}: no claimed entry in the activity log`);
+        return;
+      }
+      const next = list[index + 1];
+      if (next) {
+        const nextClaim = claimOf(issueId, next.fence);
+        if (lease.end_reason === null) violation(`${identifier} fence ${lease.fence} still open when fence ${next.fence} was granted`);
+        // Released or finished leases end when that write commits; expired ones at their last expiry.
+        const end = lease.end_reason === "expired" ? lease.expires_ms : (lease.ended_ms ?? Infinity);
+        if (next.claimed_ms < end) {
+          violation(`${identifier}: fence ${next.fence} claimed at ${iso(next.claimed_ms)} while fence ${lease.fence} held it until ${iso(end)} (${lease.end_reason})`);
+        }
+        const ended = endOf(issueId, lease.fence);
+        if (ended?.committed_ms != null && nextClaim?.committed_ms != null && ended.committed_ms >= nextClaim.committed_ms) {
+          violation(`${identifier}: fence ${next.fence} committed before fence ${lease.fence}'s ${ended.kind} did`);
+        }
+      }
+      // Replay the lease: each accepted write must arrive before the expiry in force at that moment.
+      let expiry = claim.created_ms + ttlMs;
+      const writes = (underLease.get(key(issueId, lease.fence)) ?? [])
+        .filter((a) => a.kind !== "claimed")
+        .sort((a, b) => a.created_ms - b.created_ms || a.id - b.id);
+      const nextClaim = next ? claimOf(issueId, next.fence) : undefined;
+      for (const w of writes) {
+        if (w.created_ms >= expiry) {
+          violation(`${identifier} fence ${lease.fence}: ${w.kind} accepted at ${iso(w.created_ms)}, after the lease expired at ${iso(expiry)}`);
+        }
+        if (nextClaim?.committed_ms != null && w.committed_ms != null && w.committed_ms > nextClaim.committed_ms) {
+          violation(`${identifier} fence ${lease.fence}: ${w.kind} committed after fence ${next!.fence} was claimed`);
+        }
+        if (w.kind === "heartbeat" || w.kind === "checkpoint") expiry = w.created_ms + ttlMs;
+      }
+      if (Math.abs(expiry - lease.expires_ms) > 1) {
+        violation(`${identifier} fence ${lease.fence}: lease expiry ${iso(lease.expires_ms)} is not what its renewals give (${iso(expiry)})`);
+      }
+    });
+  }
+
+  // 4. No blocked issue was ever dispatched: each claim committed after every blocker's finish.
+  //    Finishing a blocker updates the blocked row, which a claim holds locked until it commits,
+  //    so commit order is exact here.
+  for (const a of activity) {
+    if (a.kind !== "claimed" || a.committed_ms === null) continue;
+    for (const blocker of blockersOf.get(a.issue_id) ?? []) {
+      const done = finishCommit.get(blocker);
+      if (done === undefined || done >= a.committed_ms) {
+        violation(`${byId.get(a.issue_id)?.identifier} fence ${a.fence} was claimed while its blocker ${byId.get(blocker)?.identifier} was open`);
+      }
+    }
+  }
+
+  // 5. Every dispatch was the top of the order in the claimant's lanes at its moment.
+  const claimRecords = input.records.filter((r): r is ClaimRecord => r.t === "claim");
+  const recordOf = new Map(claimRecords.map((r) => [`${r.identifier}#${r.fence}`, r]));
+  const order = computeOrder(issues, blocksOf);
+  const { checked, nearMisses } = checkDispatchOrder({
+    issues,
+    order,
+    activity,
+    leasesOf,
+    blockersOf,
+    finishCommit,
+    claimOf,
+    endOf,
+    records: input.records,
+    recordOf,
+    issueIdentifier: new Map(issues.map((i) => [i.id, i.identifier])),
+    inFlight,
+    violation,
+  });
+
+  // 6. Stale writes: every write an agent sent after its lease's known expiry was refused.
+  const writes = input.records.filter((r): r is WriteRecord => r.t === "write");
+  let staleRefused = 0;
+  let staleAccepted = 0;
+  for (const w of writes) {
+    if (!w.stale) continue;
+    if (w.outcome === "STALE_CLAIM") staleRefused++;
+    else if (w.outcome === "ok") {
+      staleAccepted++;
+      violation(`${w.agent}: a stale ${w.kind} of ${w.identifier} fence ${w.fence}, sent after its lease expired, was accepted`);
+    } else if (w.outcome !== "transport") {
+      violation(`${w.agent}: a stale ${w.kind} of ${w.identifier} was refused with ${w.outcome}, not STALE_CLAIM`);
+    }
+  }
+  // Writes the agents could not record (they were killed) are covered by the lease replay in 3.
+
+  // 7. Every claim after an earlier lease was handed the last checkpoint committed before it.
+  let resumedChecked = 0;
+  let resumedAfterExpiry = 0;
+  for (const record of claimRecords) {
+    if (record.fence <= 1) continue;
+    const issue = byIdentifier.get(record.identifier);
+    const claim = issue && claimOf(issue.id, record.fence);
+    if (!issue || !claim || claim.committed_ms === null) {
+      violation(`${record.agent} recorded a claim of ${record.identifier} fence ${record.fence} the database does not have`);
+      continue;
+    }
+    const before = (checkpointsOf.get(issue.id) ?? []).filter((c) => c.committed_ms !== null && c.committed_ms < claim.committed_ms!);
+    const expected = before.at(-1)?.notes ?? null;
+    resumedChecked++;
+    const previous = leasesOf.get(issue.id)?.find((l) => l.fence === record.fence - 1);
+    if (previous?.end_reason === "expired") resumedAfterExpiry++;
+    if (JSON.stringify(expected) !== JSON.stringify(record.checkpoint)) {
+      violation(
+        `${record.identifier} fence ${record.fence}: the claim carried checkpoint ${JSON.stringify(record.checkpoint)}, ` +
+          `the last one written before it was ${JSON.stringify(expected)}`,
+      );
+    }
+  }
+
+  const claimsTotal = activity.filter((a) => a.kind === "claimed").length;
+  return {
+    violations,
+    figures: {
+      issues: issues.length,
+      finished,
+      claims: claimsTotal,
+      reclaims: leases.filter((l) => l.end_reason === "expired").length,
+      releases: leases.filter((l) => l.end_reason === "released").length,
+      staleWritesRefused: staleRefused,
+      staleWritesAccepted: staleAccepted,
+      dispatchesChecked: checked,
+      orderNearMisses: nearMisses,
+      resumedClaimsChecked: resumedChecked,
+      resumedAfterExpiry,
+      claimsWithoutAgentRecord: claimsTotal - recordOf.size,
+      agentRetries: input.records.filter((r) => r.t === "retry").length,
+    },
+  };
+}
+
+/**
+ * Dispatch order position of every issue (0 = first). In the swarm levels never change while an
+ * issue is open (nothing has deadlines, priorities stay, and whatever an open issue transitively
+ * blocks is still open), so one static order holds for the whole run: effective level (own level
+ * raised to the highest of everything it transitively blocks), then the oldest, then the lowest number.
+ */
+function computeOrder(issues: IssueRow[], blocksOf: Map<string, string[]>): Map<string, number> {
+  const byId = new Map(issues.map((i) => [i.id, i]));
+  const level = new Map<string, number>();
+  const visit = (id: string): number => {
+    const known = level.get(id);
+    if (known !== undefined) return known;
+    let value = LEVEL_OF_PRIORITY[byId.get(id)?.priority ?? 0] ?? 0;
+    for (const target of blocksOf.get(id) ?? []) value = Math.max(value, visit(target));
+    level.set(id, value);
+    return value;
+  };
+  for (const issue of issues) visit(issue.id);
+  const ranked = [...issues].sort(
+    (a, b) => level.get(b.id)! - level.get(a.id)! || a.created_ms - b.created_ms || a.number - b.number,
+  );
+  return new Map(ranked.map((issue, position) => [issue.id, position]));
+}
+
+interface OrderCheck {
+  issues: IssueRow[];
+  order: Map<string, number>;
+  activity: ActivityRow[];
+  leasesOf: Map<string, LeaseRow[]>;
+  blockersOf: Map<string, string[]>;
+  finishCommit: Map<string, number>;
+  claimOf: (issueId: string, fence: number) => ActivityRow | undefined;
+  endOf: (issueId: string, fence: number) => ActivityRow | undefined;
+  records: AgentRecord[];
+  recordOf: Map<string, ClaimRecord>;
+  issueIdentifier: Map<string, string>;
+  inFlight: number;
+  violation: (message: string) => void;
+}
+
+/**
+ * For each dispatch (commit time T of a claim), looks for an issue strictly ahead of it in the
+ * order, in the claimant's lanes, that was provably free for the whole window [T - w, T + w]:
+ * every blocker finished (committed) before it, not finished itself, no lease of it live, no
+ * reclaim sweep and no agent write touching its row (each briefly locks it, and a claim skips
+ * locked rows). Such an issue means the dispatch was not the top of the order. Free only inside
+ * the window counts as a near miss (a claim in flight may have held it locked).
+ */
+function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: number } {
+  const ranked = [...c.issues].sort((a, b) => c.order.get(a.id)! - c.order.get(b.id)!);
+  // Busy intervals per issue: leases (claim commit → end), sweeps and agent writes (row locks).
+  const busy = new Map<string, [number, number][]>();
+  const addBusy = (issueId: string, from: number, to: number) =>
+    (busy.get(issueId) ?? busy.set(issueId, []).get(issueId)!).push([from, to]);
+  for (const [issueId, list] of c.leasesOf) {
+    for (const lease of list) {
+      const claim = c.claimOf(issueId, lease.fence);
+      // The claim held the row locked from its candidate read on, some time before it read the
+      // clock: from the moment its request was sent when the agent recorded that.
+      const sent = c.recordOf.get(`${c.issueIdentifier.get(issueId)}#${lease.fence}`)?.sentAt ?? Infinity;
+      const start = Math.min(claim?.committed_ms ?? lease.claimed_ms, lease.claimed_ms, sent);
+      const end = lease.end_reason === "expired" || lease.end_reason === null ? lease.expires_ms : (c.endOf(issueId, lease.fence)?.committed_ms ?? lease.ended_ms ?? Infinity);
+      addBusy(issueId, start, end);
+    }
+  }
+  for (const a of c.activity) {
+    if (a.kind === "reclaimed" && a.committed_ms !== null) addBusy(a.issue_id, a.created_ms, a.committed_ms);
+  }
+  const idOf = new Map(c.issues.map((i) => [i.identifier, i.id]));
+  const byId = new Map(c.issues.map((i) => [i.id, i]));
+  for (const r of c.records) {
+    if (r.t === "write") addBusy(idOf.get(r.identifier) ?? "", r.sentAt, r.receivedAt);
+  }
+  const freeDuring = (issue: IssueRow, from: number, to: number): boolean => {
+    const finishedAt = c.finishCommit.get(issue.id);
+    if (finishedAt !== undefined && finishedAt <= to) return false;
+    for (const blocker of c.blockersOf.get(issue.id) ?? []) {
+      const done = c.finishCommit.get(blocker);
+      if (done === undefined || done >= from) return false;
+    }
+    for (const [start, end] of busy.get(issue.id) ?? []) if (start <= to && end >= from) return false;
+    return true;
+  };
+
+  let checked = 0;
+  let nearMisses = 0;
+  for (const a of c.activity) {
+    if (a.kind !== "claimed" || a.committed_ms === null || a.fence === null) continue;
+    const issue = byId.get(a.issue_id);
+    const lease = c.leasesOf.get(a.issue_id)?.find((l) => l.fence === a.fence);
+    if (!issue || !lease) continue;
+    checked++;
+    const record = c.recordOf.get(`${issue.identifier}#${a.fence}`);
+    // Without the agent's record the lane mode is unknown: judge against the narrower own lane,
+    // whose competitors are a subset of allLanes' (a violation there is one either way).
+    const allLanes = record?.allLanes ?? false;
+    const inLane = (other: IssueRow) => allLanes || other.assignee_id === null || other.assignee_id === lease.user_id;
+    if (record && !inLane(issue)) c.violation(`${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
+    const position = c.order.get(issue.id)!;
+    const T = a.committed_ms;
+    for (let p = 0; p < position; p++) {
+      const other = ranked[p]!;
+      if (!inLane(other)) continue;
+      if (!freeDuring(other, T - 1, T)) continue;
+      if (freeDuring(other, T - c.inFlight, T + c.inFlight)) {
+        const nextBusy = Math.min(...(busy.get(other.id) ?? []).map(([start]) => start).filter((start) => start > T));
+        c.violation(
+          `${issue.identifier} fence ${a.fence} dispatched at ${iso(T)} while ${other.identifier}, ahead of it in the order, was ready and free` +
+            ` (it was next taken ${Number.isFinite(nextBusy) ? `${Math.round(nextBusy - T)} ms later` : "never"})`,
+        );
+        break;
+      }
+      nearMisses++;
+    }
+  }
+  return { checked, nearMisses };
+}
+
+const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));

@@ -1,0 +1,65 @@
+/**
+ * `npm run swarm -- --agents 64 --issues 5000 --instances 2 --minutes 3`: the swarm with faults
+ * and the invariant checker (swarm/run.ts). Exits 1 on any violation. Other flags:
+ * --seed N, --ttl SECONDS, --agent-kills N, --pg-restarts N, --app-restarts N, --no-redis,
+ * --per-process N, --json (figures as JSON on stdout), --build DIR (reuse a react-router build).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { formatSwarm, runSwarm } from "./run.ts";
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: "string", default: "64" },
+    issues: { type: "string", default: "5000" },
+    instances: { type: "string", default: "2" },
+    minutes: { type: "string", default: "3" },
+    seed: { type: "string" },
+    ttl: { type: "string", default: "3" },
+    "agent-kills": { type: "string", default: "8" },
+    "pg-restarts": { type: "string", default: "1" },
+    "app-restarts": { type: "string", default: "1" },
+    "per-process": { type: "string", default: "8" },
+    "no-redis": { type: "boolean", default: false },
+    json: { type: "boolean", default: false },
+    build: { type: "string" },
+  },
+});
+
+const int = (name: keyof typeof values) => {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 0) {
+    process.stderr.write(`--${name} must be a whole number\n`);
+    process.exit(2);
+  }
+  return n;
+};
+
+// A fresh build of this checkout, unless one is named: a stale build would test old code. It goes
+// inside the repo so the built server resolves this checkout's node_modules.
+const buildDir = values.build ?? path.resolve(import.meta.dirname, "../node_modules/.cache/retasc-test-build", `swarm-${process.pid}-${Date.now()}`);
+process.env.RETASC_TEST_BUILD_DIR = buildDir;
+try {
+  const result = await runSwarm({
+    agents: int("agents"),
+    issues: int("issues"),
+    instances: int("instances"),
+    minutes: Number(values.minutes),
+    seed: values.seed === undefined ? undefined : int("seed"),
+    leaseTtlSeconds: int("ttl"),
+    agentKills: int("agent-kills"),
+    postgresRestarts: int("pg-restarts"),
+    appRestarts: int("app-restarts"),
+    agentsPerProcess: int("per-process"),
+    redis: !values["no-redis"],
+  });
+  process.stderr.write(`\n${formatSwarm(result)}\n`);
+  if (values.json) process.stdout.write(JSON.stringify({ ...result, appOutput: undefined }) + "\n");
+  if (result.check.violations.length > 0) {
+    process.stderr.write(`\napp output (tail):\n${result.appOutput}\n`);
+    process.exitCode = 1;
+  }
+} finally {
+  if (!values.build) fs.rmSync(buildDir, { recursive: true, force: true });
+}

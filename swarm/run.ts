@@ -1,0 +1,327 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sql } from "drizzle-orm";
+import { query } from "../db/client.ts";
+import { seedGraph, type SeedGraph } from "../bench/lib/seed.ts";
+import { boot, type Booted } from "../server/boot.ts";
+import { loadConfig } from "../server/config/index.ts";
+import { seedOrg } from "../server/testing/fixtures.ts";
+import { freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { PrivateRedis, redisServerAvailable } from "../workers/testing/redis.ts";
+import type { AgentProcessConfig } from "./agent.ts";
+import { checkInvariants, type CheckResult } from "./checker.ts";
+import { PrivatePostgres } from "./private-postgres.ts";
+import { readRecords } from "./records.ts";
+
+/**
+ * The swarm: N app instances (the built app, as tests start it) and worker processes on a
+ * private PostgreSQL (and a private Redis), an org seeded with a random dependency graph, and
+ * agent processes working it over /mcp while faults are injected: agent processes SIGKILLed
+ * mid-lease and replaced, an app instance killed and restarted, PostgreSQL restarted, Redis
+ * stopped and started. Faults are keyed to progress (share of issues finished) so they land
+ * while work remains, however fast the machine is. Then the invariant checker reads it all.
+ */
+export interface SwarmOptions {
+  agents: number;
+  issues: number;
+  instances: number;
+  /** Time budget: the run fails if the issues are not all finished by then. */
+  minutes: number;
+  agentsPerProcess?: number;
+  leaseTtlSeconds?: number;
+  /** SIGKILLs of agent processes, spread over the run. */
+  agentKills?: number;
+  appRestarts?: number;
+  postgresRestarts?: number;
+  /** Use a private Redis (BullMQ, separate worker processes) and restart it; else inline workers. */
+  redis?: boolean;
+  redisRestarts?: number;
+  silentRate?: number;
+  releaseRate?: number;
+  seed?: number;
+  log?: (line: string) => void;
+}
+
+export interface SwarmResult {
+  check: CheckResult;
+  seconds: number;
+  issuesPerSecond: number;
+  faults: { agentKills: number; appKills: number; postgresRestarts: number; redisRestarts: number; faultErrors: string[] };
+  seed: number;
+  /** The app instances' output when something failed. */
+  appOutput: string;
+}
+
+const root = path.resolve(import.meta.dirname, "..");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A small deterministic PRNG, so a seed reproduces a graph. */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A random DAG with chains: each issue picks up to three blockers among the sixty before it,
+ * a random priority, and one in eight sits in bob's lane, one in sixteen in carol's.
+ */
+function randomGraph(count: number, random: () => number, lanes: { bob: string; carol: string }): SeedGraph {
+  const base = Date.now() - count - 60_000;
+  const issues: SeedGraph["issues"] = [];
+  const edges: [number, number][] = [];
+  for (let i = 0; i < count; i++) {
+    const lane = random();
+    issues.push({
+      title: `Swarm issue ${i + 1}`,
+      priority: Math.floor(random() * 5),
+      dueAt: null,
+      assigneeId: lane < 0.125 ? lanes.bob : lane < 0.1875 ? lanes.carol : null,
+      createdAt: new Date(base + i),
+    });
+    if (i === 0 || random() < 0.4) continue;
+    const picks = 1 + Math.floor(random() * 3);
+    const blockers = new Set<number>();
+    for (let k = 0; k < picks; k++) blockers.add(Math.max(0, i - 1 - Math.floor(random() * Math.min(i, 60))));
+    for (const b of blockers) edges.push([b, i]);
+  }
+  return { issues, edges };
+}
+
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of ["DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
+    delete env[name];
+  }
+  return { ...env, ...extra };
+}
+
+function spawnEntry(entry: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const keep = (d: Buffer) => {
+    output = (output + d.toString()).slice(-20_000);
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  return { child, output: () => output };
+}
+
+async function killHard(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+async function stopGently(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const seed = options.seed ?? crypto.randomInt(2 ** 31);
+  const random = prng(seed);
+  const ttlSeconds = options.leaseTtlSeconds ?? 3;
+  const perProcess = options.agentsPerProcess ?? 8;
+  const useRedis = (options.redis ?? true) && redisServerAvailable;
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-swarm-"));
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const faults = { agentKills: 0, appKills: 0, postgresRestarts: 0, redisRestarts: 0, faultErrors: [] as string[] };
+  let apps: (AppProcess | null)[] = [];
+  let booted: Booted | null = null;
+
+  try {
+    log(`swarm: seed ${seed}, ${options.agents} agents, ${options.issues} issues, ${options.instances} instances, lease ${ttlSeconds}s, ${useRedis ? "private Redis + worker processes" : "inline workers"}; logs in ${runDir}`);
+    const postgres = await PrivatePostgres.start();
+    cleanups.push(() => postgres.close());
+    const databaseUrl = postgres.createDatabase("retasc_swarm");
+    const redis = useRedis ? await PrivateRedis.start() : null;
+    if (redis) cleanups.push(() => redis.close());
+
+    const env: Record<string, string> = {
+      DATABASE_URL: databaseUrl,
+      RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
+      LEASE_TTL_SECONDS: String(ttlSeconds),
+      RECLAIM_SWEEP_MS: "1000",
+      OUTBOX_POLL_MS: "1000",
+      LOG_LEVEL: "warn",
+      ...(redis ? { REDIS_URL: redis.url, BULLMQ_PREFIX: `swarm${seed}`, RETASC_WORKERS: "off" } : { RETASC_WORKERS: "inline" }),
+    };
+
+    // Seed: the org, one key per agent slot (spread over three people), the graph.
+    booted = await boot(loadConfig({ ...env, NODE_ENV: "test" }), { warn: () => {}, poolSize: 6 });
+    const { services } = booted;
+    const org = await seedOrg(services, { prefix: "SWM", name: "Swarm" });
+    const humans = ["alice", "bob", "carol"] as const;
+    const slots: AgentProcessConfig["agents"] = [];
+    for (let i = 0; i < options.agents; i++) {
+      const who = humans[i % humans.length]!;
+      const agent = await org.agentFor(who, `swarm-${i}`);
+      slots.push({ name: `a${i}`, key: agent.key, userId: agent.principal.userId! });
+    }
+    const graph = randomGraph(options.issues, random, { bob: org.agents.bob.userId, carol: org.agents.carol.userId });
+    await seedGraph(services, { orgId: org.orgId, projectId: org.projectId, prefix: org.prefix, authorId: org.agents.alice.userId }, graph, new Date());
+    log(`swarm: seeded ${graph.issues.length} issues, ${graph.edges.length} dependency edges`);
+
+    // App instances on fixed ports (a restarted instance comes back where agents expect it), then workers.
+    const ports = await Promise.all(Array.from({ length: options.instances }, () => freePort()));
+    apps = await Promise.all(ports.map((port) => startApp(env, { port, timeoutMs: 120_000 })));
+    const endpoints = ports.map((port) => `http://127.0.0.1:${port}/mcp`);
+    const workers = redis ? [spawnEntry("workers/main.ts", env), spawnEntry("workers/main.ts", env)] : [];
+    cleanups.push(async () => {
+      await Promise.all(workers.map((w) => stopGently(w.child)));
+    });
+
+    // Agent processes: slots in groups; a killed process is replaced by a new generation on the same keys.
+    const groups: AgentProcessConfig["agents"][] = [];
+    for (let i = 0; i < slots.length; i += perProcess) groups.push(slots.slice(i, i + perProcess));
+    const logFiles: string[] = [];
+    const agentProcs: { child: ChildProcess; output: () => string }[] = [];
+    let generation = 0;
+    const launch = (group: number) => {
+      const logFile = path.join(runDir, `agents-${group}-${generation++}.jsonl`);
+      logFiles.push(logFile);
+      const config: AgentProcessConfig = {
+        endpoints,
+        agents: groups[group]!,
+        logFile,
+        ttlMs: ttlSeconds * 1000,
+        silentRate: options.silentRate ?? 0.04,
+        releaseRate: options.releaseRate ?? 0.03,
+      };
+      agentProcs[group] = spawnEntry("swarm/agent.ts", { SWARM_AGENT_CONFIG: JSON.stringify(config) });
+    };
+    groups.forEach((_, g) => launch(g));
+
+    // Faults, keyed to progress.
+    type Fault = { at: number; name: string; run: () => Promise<void> };
+    const schedule: Fault[] = [];
+    const agentKills = options.agentKills ?? 6;
+    for (let k = 1; k <= agentKills; k++) {
+      schedule.push({
+        at: k / (agentKills + 1),
+        name: "kill an agent process",
+        run: async () => {
+          const group = Math.floor(random() * groups.length);
+          await killHard(agentProcs[group]!.child);
+          faults.agentKills++;
+          launch(group);
+        },
+      });
+    }
+    const appRestarts = options.appRestarts ?? 1;
+    for (let k = 1; k <= appRestarts; k++) {
+      schedule.push({
+        at: (0.3 * k) / appRestarts,
+        name: "kill and restart an app instance",
+        run: async () => {
+          const index = Math.floor(random() * apps.length);
+          const app = apps[index]!;
+          apps[index] = null;
+          await killHard(app.child);
+          faults.appKills++;
+          await sleep(1_000);
+          apps[index] = await startApp(env, { port: app.port, timeoutMs: 120_000 });
+        },
+      });
+    }
+    const pgRestarts = options.postgresRestarts ?? 1;
+    for (let k = 1; k <= pgRestarts; k++) {
+      schedule.push({
+        at: 0.5 + (0.4 * (k - 1)) / pgRestarts,
+        name: "restart PostgreSQL",
+        run: async () => {
+          postgres.restart();
+          faults.postgresRestarts++;
+        },
+      });
+    }
+    const redisRestarts = redis ? (options.redisRestarts ?? 1) : 0;
+    for (let k = 1; k <= redisRestarts; k++) {
+      schedule.push({
+        at: 0.7 + (0.2 * (k - 1)) / redisRestarts,
+        name: "stop and start Redis",
+        run: async () => {
+          await redis!.stop();
+          faults.redisRestarts++;
+          await sleep(2_000);
+          await redis!.start();
+        },
+      });
+    }
+    schedule.sort((a, b) => a.at - b.at);
+
+    const started = Date.now();
+    const deadline = started + options.minutes * 60_000;
+    const running: Promise<void>[] = [];
+    let done = 0;
+    let lastReport = 0;
+    while (done < options.issues && Date.now() < deadline) {
+      await sleep(250);
+      try {
+        const rows = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId} and status = 'done'`);
+        done = Number(rows[0]?.n ?? 0);
+      } catch {
+        continue; // PostgreSQL is restarting
+      }
+      while (schedule.length > 0 && done / options.issues >= schedule[0]!.at) {
+        const fault = schedule.shift()!;
+        log(`swarm: ${Math.round((100 * done) / options.issues)}% done: ${fault.name}`);
+        running.push(fault.run().catch((error: unknown) => void faults.faultErrors.push(`${fault.name}: ${String(error).slice(0, 500)}`)));
+      }
+      if (Date.now() - lastReport > 10_000) {
+        lastReport = Date.now();
+        log(`swarm: ${done}/${options.issues} done after ${Math.round((Date.now() - started) / 1000)}s`);
+      }
+    }
+    const seconds = (Date.now() - started) / 1000;
+    log(`swarm: ${done}/${options.issues} done in ${seconds.toFixed(1)}s; stopping`);
+    await Promise.all(running);
+    await Promise.all(agentProcs.map((p) => killHard(p.child)));
+    const appOutput = apps.map((a) => a?.output().slice(-6_000) ?? "").join("\n---\n");
+    await Promise.all(apps.map((a) => a?.stop()));
+    apps = [];
+
+    const records = readRecords(logFiles);
+    const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
+    if (done < options.issues) check.violations.unshift(`only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
+    for (const error of faults.faultErrors) check.violations.push(`fault injection failed: ${error}`);
+    return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput };
+  } finally {
+    await Promise.all(apps.map((a) => a?.stop()));
+    await booted?.close().catch(() => {});
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    if (!process.env.SWARM_KEEP_LOGS) fs.rmSync(runDir, { recursive: true, force: true });
+  }
+}
+
+export function formatSwarm(result: SwarmResult): string {
+  const f = result.check.figures;
+  const lines = [
+    `issues finished     ${f.finished}/${f.issues} in ${result.seconds.toFixed(1)} s (${result.issuesPerSecond.toFixed(1)} issues/s)`,
+    `claims              ${f.claims} (reclaims after expiry ${f.reclaims}, releases ${f.releases})`,
+    `stale writes        ${f.staleWritesRefused} refused, ${f.staleWritesAccepted} accepted`,
+    `dispatches checked  ${f.dispatchesChecked} against the order (near misses inside the in-flight window: ${f.orderNearMisses})`,
+    `resumed claims      ${f.resumedClaimsChecked} carried the last checkpoint check (${f.resumedAfterExpiry} after an expiry)`,
+    `faults              ${result.faults.agentKills} agent processes SIGKILLed, ${result.faults.appKills} app instance kills, ${result.faults.postgresRestarts} PostgreSQL restarts, ${result.faults.redisRestarts} Redis restarts`,
+    `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
+    `violations          ${result.check.violations.length}`,
+    ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
+    `seed                ${result.seed}`,
+  ];
+  return lines.join("\n");
+}
