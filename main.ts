@@ -5,7 +5,6 @@
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { createRequestListener } from "@react-router/node";
 import type { ServerBuild } from "react-router";
 import { loadConfig } from "./server/config/index.ts";
 import { boot } from "./server/boot.ts";
@@ -17,6 +16,7 @@ import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
+import { createRequestGuard } from "./server/limits/index.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
 async function main() {
@@ -27,6 +27,9 @@ async function main() {
 
   // React picks its production build from NODE_ENV; the config defaults it to production.
   process.env.NODE_ENV = config.NODE_ENV;
+  // Imported only now: it loads React, which must see NODE_ENV, or the server renders with React's
+  // development build against react-dom's production one and every page fails.
+  const { createRequestListener } = await import("@react-router/node");
   const buildPath = path.resolve(config.RETASC_BUILD_DIR, "server/index.js");
   const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
 
@@ -52,10 +55,21 @@ async function main() {
   const handle = createRequestListener({ build, mode: "production", getLoadContext: () => context as never });
   const serveStatic = createStaticHandler(path.join(config.RETASC_BUILD_DIR, "client"));
 
-  const server = http.createServer((req, res) => {
-    if (serveStatic(req, res)) return;
-    void handle(req, res);
-  });
+  const guard = createRequestGuard(config, log);
+  const server = http.createServer(
+    {
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      // How often those timeouts are checked (Node's default, 30 s, would let slow clients linger).
+      connectionsCheckingInterval: Math.min(1_000, config.HTTP_HEADERS_TIMEOUT_MS),
+    },
+    (req, res) => {
+      if (serveStatic(req, res)) return;
+      void guard.admit(req, res).then((admitted) => {
+        if (admitted) void handle(req, res);
+      });
+    },
+  );
   server.keepAliveTimeout = 5_000;
   server.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
@@ -88,6 +102,7 @@ async function main() {
     await closed;
     clearTimeout(force);
     await workers?.stop();
+    await guard.close();
     await booted.close();
     log.info("stopped");
     process.exit(0);

@@ -76,6 +76,22 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -")
     .default("retasc"),
   MCP_MAX_BODY_BYTES: positiveInt(1_048_576),
+  // Abuse limits (server/limits, docs/decisions/005-rate-limits.md): per minute; far above what a fleet does.
+  /** Requests per agent key on /mcp. */
+  RATE_LIMIT_KEY_PER_MIN: positiveInt(60_000),
+  /** Requests per client address, every route. */
+  RATE_LIMIT_IP_PER_MIN: positiveInt(120_000),
+  /** Password sign-in and sign-up attempts per client address. */
+  RATE_LIMIT_SIGNIN_PER_MIN: positiveInt(20),
+  /** Failed /mcp authentications per client address before it is refused outright. */
+  RATE_LIMIT_AUTH_FAILURES_PER_MIN: positiveInt(60),
+  /** Proxies in front of the app whose X-Forwarded-For is trusted for the client address (0: none). */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  /** Largest request body outside /mcp. */
+  REQUEST_MAX_BODY_BYTES: positiveInt(1_048_576),
+  /** Time to receive a whole request, and its headers (slow clients are cut off). */
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt(30_000),
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt(10_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
   GITLAB_URL: z.url().default("https://gitlab.com"),

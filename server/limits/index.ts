@@ -1,0 +1,164 @@
+import crypto from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import type { Config } from "../config/index.ts";
+import type { Logger } from "../log.ts";
+
+/**
+ * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
+ * per-minute rate limits (429 with Retry-After) per client IP, per agent key on /mcp, per IP on
+ * sign-in and sign-up, and per IP on failed /mcp authentication. Counters live in Redis when
+ * REDIS_URL is set (shared by every instance), else in this process; while Redis is away each
+ * instance counts in memory, so a Redis outage never blocks a request. The defaults sit far above
+ * what a fleet does (docs/decisions/005-rate-limits.md); tests and operators set them lower.
+ */
+export interface RequestGuard {
+  /** Answers the request itself (413, 411, 429) and returns false, or returns true to let it through. */
+  admit(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+/** Password attempts and account creation: better-auth's endpoints and the pages' own form actions. */
+const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)\/|auth\/sign-(?:in|up)(?:\.data)?$)/;
+
+export function createRequestGuard(config: Config, log: Logger): RequestGuard {
+  const redis = config.REDIS_URL
+    ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 })
+    : null;
+  let redisDown = false;
+  redis?.on("error", (err) => {
+    if (!redisDown) log.warn({ err }, "Redis unreachable: rate limits count per instance until it is back");
+    redisDown = true;
+  });
+  redis?.on("ready", () => (redisDown = false));
+
+  const limiter = (name: string, points: number): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory({ keyPrefix: name, points, duration: 60 });
+    if (!redis) return memory;
+    return new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `${config.BULLMQ_PREFIX}:rl:${name}`,
+      points,
+      duration: 60,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: memory,
+    });
+  };
+  const perIp = limiter("ip", config.RATE_LIMIT_IP_PER_MIN);
+  const perKey = limiter("key", config.RATE_LIMIT_KEY_PER_MIN);
+  const signIn = limiter("signin", config.RATE_LIMIT_SIGNIN_PER_MIN);
+  const authFailures = limiter("authfail", config.RATE_LIMIT_AUTH_FAILURES_PER_MIN);
+
+  /** null when admitted, else how long until the limit lets this key through again. */
+  const consume = async (rl: RateLimiterAbstract, key: string): Promise<number | null> => {
+    try {
+      await rl.consume(key);
+      return null;
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return error.msBeforeNext;
+      log.warn({ err: error }, "rate limiter failed; request admitted");
+      return null;
+    }
+  };
+  /** Refuses while the IP has used up its failed authentications, without counting this request. */
+  const exhausted = async (rl: RateLimiterAbstract, key: string, points: number): Promise<number | null> => {
+    const state = await rl.get(key).catch(() => null);
+    return state && state.consumedPoints >= points ? state.msBeforeNext : null;
+  };
+
+  return {
+    async admit(req, res) {
+      const path = pathOf(req.url);
+      const method = req.method ?? "GET";
+      if (BODY_METHODS.has(method)) {
+        const max = path === "/mcp" ? config.MCP_MAX_BODY_BYTES : config.REQUEST_MAX_BODY_BYTES;
+        const declared = req.headers["content-length"];
+        if (declared !== undefined && !(Number(declared) <= max)) {
+          refuse(res, path, 413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${max} bytes.`, "Send a smaller body.", { connection: "close" });
+          return false;
+        }
+        // The MCP transport reads with its own size limit; elsewhere a body must say its size.
+        if (declared === undefined && req.headers["transfer-encoding"] !== undefined && path !== "/mcp") {
+          refuse(res, path, 411, "LENGTH_REQUIRED", "A request body needs a Content-Length here.", "Send the body with Content-Length.", { connection: "close" });
+          return false;
+        }
+      }
+      const ip = clientIp(req, config.TRUST_PROXY_HOPS);
+      const checks: Promise<{ wait: number | null; what: string }>[] = [
+        consume(perIp, ip).then((wait) => ({ wait, what: "requests from your address" })),
+      ];
+      if (path === "/mcp") {
+        const token = bearerOf(req);
+        if (token) checks.push(consume(perKey, keyId(token)).then((wait) => ({ wait, what: "requests with this agent key" })));
+        checks.push(
+          exhausted(authFailures, ip, config.RATE_LIMIT_AUTH_FAILURES_PER_MIN).then((wait) => ({ wait, what: "failed authentications from your address" })),
+        );
+      }
+      if (method === "POST" && SIGN_IN_PATH.test(path)) {
+        checks.push(consume(signIn, ip).then((wait) => ({ wait, what: "sign-in attempts from your address" })));
+      }
+      const refused = (await Promise.all(checks)).find((c) => c.wait !== null);
+      if (refused) {
+        const seconds = Math.max(1, Math.ceil(refused.wait! / 1000));
+        refuse(res, path, 429, "RATE_LIMITED", `Too many ${refused.what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
+        return false;
+      }
+      if (path === "/mcp") {
+        res.once("finish", () => {
+          if (res.statusCode === 401) void consume(authFailures, ip);
+        });
+      }
+      return true;
+    },
+    async close() {
+      if (redis) await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? "/";
+  const end = raw.search(/[?#]/);
+  return end === -1 ? raw : raw.slice(0, end);
+}
+
+function bearerOf(req: IncomingMessage): string | null {
+  const match = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+  return match ? match[1]! : null;
+}
+
+/** Counters are kept under a hash of the key, never the key itself. */
+const keyId = (token: string) => crypto.createHash("sha256").update(token).digest("base64url").slice(0, 32);
+
+/**
+ * The client's address: the socket's peer, or behind `hops` trusted proxies the address the
+ * outermost of them saw (counted from the right of X-Forwarded-For, which clients can prepend to).
+ */
+export function clientIp(req: IncomingMessage, hops: number): string {
+  const peer = req.socket.remoteAddress ?? "unknown";
+  if (hops <= 0) return peer;
+  const forwarded = String(req.headers["x-forwarded-for"] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return forwarded[forwarded.length - hops] ?? forwarded[0] ?? peer;
+}
+
+function refuse(
+  res: ServerResponse,
+  path: string,
+  status: number,
+  code: string,
+  message: string,
+  hint: string,
+  headers: Record<string, string>,
+): void {
+  const body =
+    path === "/mcp"
+      ? { jsonrpc: "2.0", error: { code: -32000, message: `${message} ${hint}` }, id: null }
+      : { error: { code, message, hint } };
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
