@@ -80,7 +80,7 @@ export const configSchema = z.object({
   /** Requests per agent key on /mcp. */
   RATE_LIMIT_KEY_PER_MIN: positiveInt(60_000),
   /** Requests per client address, every route. */
-  RATE_LIMIT_IP_PER_MIN: positiveInt(120_000),
+  RATE_LIMIT_IP_PER_MIN: positiveInt(300_000),
   /** Password sign-in and sign-up attempts per client address. */
   RATE_LIMIT_SIGNIN_PER_MIN: positiveInt(20),
   /** Failed /mcp authentications per client address before it is refused outright. */
