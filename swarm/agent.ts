@@ -122,7 +122,7 @@ class Agent {
     }
     if (outcome.kind !== "ok" || !outcome.value.claimToken) {
       // Nothing claimable (or CLAIM_CAP while a killed predecessor's lease runs out): poll again.
-      await sleep(30 + Math.random() * 120);
+      await sleep(80 + Math.random() * 220);
       return;
     }
     const claim = outcome.value;

@@ -26,7 +26,9 @@ export interface CheckInput {
 }
 
 export interface CheckResult {
+  /** Examples, up to 20 per kind, each prefixed with its kind. */
   violations: string[];
+  violationCounts: Record<string, number>;
   figures: {
     issues: number;
     finished: number;
@@ -89,8 +91,11 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   const { db, orgId, ttlMs } = input;
   const inFlight = input.inFlightMs ?? 250;
   const violations: string[] = [];
-  const violation = (message: string) => {
-    if (violations.length < 200) violations.push(message);
+  const violationCounts: Record<string, number> = {};
+  // Examples are kept per kind, so a flood of one kind never hides another.
+  const violation = (kind: string, message: string) => {
+    violationCounts[kind] = (violationCounts[kind] ?? 0) + 1;
+    if (violationCounts[kind] <= 20) violations.push(`[${kind}] ${message}`);
   };
   const cipher = await input.keyring.forOrg(db, orgId);
 
@@ -123,7 +128,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
         from checkpoints where org_id = ${orgId}`,
   );
   if (activityRows.some((a) => a.committed_ms === null)) {
-    violation("commit timestamps are missing: the checker needs track_commit_timestamp = on (the swarm's private cluster sets it)");
+    violation("setup", "commit timestamps are missing: the checker needs track_commit_timestamp = on (the swarm's private cluster sets it)");
   }
 
   const byId = new Map(issues.map((i) => [i.id, i]));
@@ -173,12 +178,12 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   for (const issue of issues) {
     const finishes = finishesOf.get(issue.id) ?? [];
     if (issue.status === "done") finished++;
-    else violation(`${issue.identifier} is ${issue.status}, not done`);
-    if (finishes.length !== 1) violation(`${issue.identifier} finished ${finishes.length} times`);
+    else violation("unfinished", `${issue.identifier} is ${issue.status}, not done`);
+    if (finishes.length !== 1) violation(finishes.length === 0 ? "unfinished" : "finished-twice", `${issue.identifier} finished ${finishes.length} times`);
     const list = leasesOf.get(issue.id) ?? [];
     const finishedLeases = list.filter((l) => l.end_reason === "finished");
     if (issue.status === "done" && (finishedLeases.length !== 1 || finishedLeases[0] !== list.at(-1))) {
-      violation(`${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected exactly one, the last`);
+      violation("finished-twice", `${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected exactly one, the last`);
     }
     if (finishes[0]?.committed_ms != null) finishCommit.set(issue.id, finishes[0].committed_ms);
   }
@@ -188,24 +193,24 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   for (const [issueId, list] of leasesOf) {
     const identifier = byId.get(issueId)?.identifier ?? issueId;
     list.forEach((lease, index) => {
-      if (lease.fence !== index + 1) violation(`${identifier}: lease fences are ${list.map((l) => l.fence).join(",")}, not 1..n`);
+      if (lease.fence !== index + 1) violation("fences", `${identifier}: lease fences are ${list.map((l) => l.fence).join(",")}, not 1..n`);
       const claim = claimOf(issueId, lease.fence);
       if (!claim) {
-        violation(`${identifier} fence ${lease.fence}: no claimed entry in the activity log`);
+        violation("fences", `${identifier} fence ${lease.fence}: no claimed entry in the activity log`);
         return;
       }
       const next = list[index + 1];
       if (next) {
         const nextClaim = claimOf(issueId, next.fence);
-        if (lease.end_reason === null) violation(`${identifier} fence ${lease.fence} still open when fence ${next.fence} was granted`);
+        if (lease.end_reason === null) violation("overlap", `${identifier} fence ${lease.fence} still open when fence ${next.fence} was granted`);
         // Released or finished leases end when that write commits; expired ones at their last expiry.
         const end = lease.end_reason === "expired" ? lease.expires_ms : (lease.ended_ms ?? Infinity);
         if (next.claimed_ms < end) {
-          violation(`${identifier}: fence ${next.fence} claimed at ${iso(next.claimed_ms)} while fence ${lease.fence} held it until ${iso(end)} (${lease.end_reason})`);
+          violation("overlap", `${identifier}: fence ${next.fence} claimed at ${iso(next.claimed_ms)} while fence ${lease.fence} held it until ${iso(end)} (${lease.end_reason})`);
         }
         const ended = endOf(issueId, lease.fence);
         if (ended?.committed_ms != null && nextClaim?.committed_ms != null && ended.committed_ms >= nextClaim.committed_ms) {
-          violation(`${identifier}: fence ${next.fence} committed before fence ${lease.fence}'s ${ended.kind} did`);
+          violation("overlap", `${identifier}: fence ${next.fence} committed before fence ${lease.fence}'s ${ended.kind} did`);
         }
       }
       // Replay the lease: each accepted write must arrive before the expiry in force at that moment.
@@ -216,15 +221,15 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
       const nextClaim = next ? claimOf(issueId, next.fence) : undefined;
       for (const w of writes) {
         if (w.created_ms >= expiry) {
-          violation(`${identifier} fence ${lease.fence}: ${w.kind} accepted at ${iso(w.created_ms)}, after the lease expired at ${iso(expiry)}`);
+          violation("write-after-expiry", `${identifier} fence ${lease.fence}: ${w.kind} accepted at ${iso(w.created_ms)}, after the lease expired at ${iso(expiry)}`);
         }
         if (nextClaim?.committed_ms != null && w.committed_ms != null && w.committed_ms > nextClaim.committed_ms) {
-          violation(`${identifier} fence ${lease.fence}: ${w.kind} committed after fence ${next!.fence} was claimed`);
+          violation("write-after-supersede", `${identifier} fence ${lease.fence}: ${w.kind} committed after fence ${next!.fence} was claimed`);
         }
         if (w.kind === "heartbeat" || w.kind === "checkpoint") expiry = w.created_ms + ttlMs;
       }
       if (Math.abs(expiry - lease.expires_ms) > 1) {
-        violation(`${identifier} fence ${lease.fence}: lease expiry ${iso(lease.expires_ms)} is not what its renewals give (${iso(expiry)})`);
+        violation("lease-expiry", `${identifier} fence ${lease.fence}: lease expiry ${iso(lease.expires_ms)} is not what its renewals give (${iso(expiry)})`);
       }
     });
   }
@@ -237,7 +242,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     for (const blocker of blockersOf.get(a.issue_id) ?? []) {
       const done = finishCommit.get(blocker);
       if (done === undefined || done >= a.committed_ms) {
-        violation(`${byId.get(a.issue_id)?.identifier} fence ${a.fence} was claimed while its blocker ${byId.get(blocker)?.identifier} was open`);
+        violation("blocked-dispatch", `${byId.get(a.issue_id)?.identifier} fence ${a.fence} was claimed while its blocker ${byId.get(blocker)?.identifier} was open`);
       }
     }
   }
@@ -271,9 +276,9 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     if (w.outcome === "STALE_CLAIM") staleRefused++;
     else if (w.outcome === "ok") {
       staleAccepted++;
-      violation(`${w.agent}: a stale ${w.kind} of ${w.identifier} fence ${w.fence}, sent after its lease expired, was accepted`);
+      violation("stale-accepted", `${w.agent}: a stale ${w.kind} of ${w.identifier} fence ${w.fence}, sent after its lease expired, was accepted`);
     } else if (w.outcome !== "transport") {
-      violation(`${w.agent}: a stale ${w.kind} of ${w.identifier} was refused with ${w.outcome}, not STALE_CLAIM`);
+      violation("stale-wrong-code", `${w.agent}: a stale ${w.kind} of ${w.identifier} was refused with ${w.outcome}, not STALE_CLAIM`);
     }
   }
   // Writes the agents could not record (they were killed) are covered by the lease replay in 3.
@@ -286,7 +291,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     const issue = byIdentifier.get(record.identifier);
     const claim = issue && claimOf(issue.id, record.fence);
     if (!issue || !claim || claim.committed_ms === null) {
-      violation(`${record.agent} recorded a claim of ${record.identifier} fence ${record.fence} the database does not have`);
+      violation("phantom-claim", `${record.agent} recorded a claim of ${record.identifier} fence ${record.fence} the database does not have`);
       continue;
     }
     const before = (checkpointsOf.get(issue.id) ?? []).filter((c) => c.committed_ms !== null && c.committed_ms < claim.committed_ms!);
@@ -296,6 +301,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     if (previous?.end_reason === "expired") resumedAfterExpiry++;
     if (JSON.stringify(expected) !== JSON.stringify(record.checkpoint)) {
       violation(
+        "checkpoint",
         `${record.identifier} fence ${record.fence}: the claim carried checkpoint ${JSON.stringify(record.checkpoint)}, ` +
           `the last one written before it was ${JSON.stringify(expected)}`,
       );
@@ -305,6 +311,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   const claimsTotal = activity.filter((a) => a.kind === "claimed").length;
   return {
     violations,
+    violationCounts,
     figures: {
       issues: issues.length,
       finished,
@@ -360,7 +367,7 @@ interface OrderCheck {
   recordOf: Map<string, ClaimRecord>;
   issueIdentifier: Map<string, string>;
   inFlight: number;
-  violation: (message: string) => void;
+  violation: (kind: string, message: string) => void;
 }
 
 /**
@@ -420,7 +427,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     // whose competitors are a subset of allLanes' (a violation there is one either way).
     const allLanes = record?.allLanes ?? false;
     const inLane = (other: IssueRow) => allLanes || other.assignee_id === null || other.assignee_id === lease.user_id;
-    if (record && !inLane(issue)) c.violation(`${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
+    if (record && !inLane(issue)) c.violation("lane", `${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
     const position = c.order.get(issue.id)!;
     const T = a.committed_ms;
     for (let p = 0; p < position; p++) {
@@ -430,6 +437,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
       if (freeDuring(other, T - c.inFlight, T + c.inFlight)) {
         const nextBusy = Math.min(...(busy.get(other.id) ?? []).map(([start]) => start).filter((start) => start > T));
         c.violation(
+          "order",
           `${issue.identifier} fence ${a.fence} dispatched at ${iso(T)} while ${other.identifier}, ahead of it in the order, was ready and free` +
             ` (it was next taken ${Number.isFinite(nextBusy) ? `${Math.round(nextBusy - T)} ms later` : "never"})`,
         );

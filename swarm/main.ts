@@ -16,7 +16,7 @@ const { values } = parseArgs({
     instances: { type: "string", default: "2" },
     minutes: { type: "string", default: "3" },
     seed: { type: "string" },
-    ttl: { type: "string", default: "3" },
+    ttl: { type: "string", default: "10" },
     "agent-kills": { type: "string", default: "8" },
     "pg-restarts": { type: "string", default: "1" },
     "app-restarts": { type: "string", default: "1" },

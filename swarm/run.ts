@@ -298,8 +298,8 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
 
     const records = readRecords(logFiles);
     const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
-    if (done < options.issues) check.violations.unshift(`only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
-    for (const error of faults.faultErrors) check.violations.push(`fault injection failed: ${error}`);
+    if (done < options.issues) check.violations.unshift(`[time] only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
+    for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
     return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput };
   } finally {
     await Promise.all(apps.map((a) => a?.stop()));
@@ -319,7 +319,7 @@ export function formatSwarm(result: SwarmResult): string {
     `resumed claims      ${f.resumedClaimsChecked} carried the last checkpoint check (${f.resumedAfterExpiry} after an expiry)`,
     `faults              ${result.faults.agentKills} agent processes SIGKILLed, ${result.faults.appKills} app instance kills, ${result.faults.postgresRestarts} PostgreSQL restarts, ${result.faults.redisRestarts} Redis restarts`,
     `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
-    `violations          ${result.check.violations.length}`,
+    `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
     ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
     `seed                ${result.seed}`,
   ];
