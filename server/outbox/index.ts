@@ -28,9 +28,12 @@ export function createEnqueue<S extends JobSchemas>(schemas: S): Enqueue<S> {
     }
     const data = parsed.data as Record<string, unknown>;
     const orgId = typeof data.orgId === "string" ? data.orgId : null;
-    const [row] = await tx.insert(outbox).values({ job, payload: data, orgId }).returning({ id: outbox.id });
-    // Delivered on commit only; several in one transaction collapse into one notification.
-    await tx.execute(sql`select pg_notify(${OUTBOX_CHANNEL}, '')`);
+    // The NOTIFY rides in the insert's RETURNING, saving a statement on every write that
+    // enqueues. Delivered on commit only; several in one transaction collapse into one.
+    const [row] = await tx
+      .insert(outbox)
+      .values({ job, payload: data, orgId })
+      .returning({ id: outbox.id, notified: sql`pg_notify(${OUTBOX_CHANNEL}, '')` });
     return row!.id;
   };
 }

@@ -1,9 +1,9 @@
-import { and, eq, isNull } from "drizzle-orm";
-import { issues, leases, user } from "../../db/schema/index.ts";
+import { eq, sql } from "drizzle-orm";
+import { leases, user } from "../../db/schema/index.ts";
 import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
-import { inOrder, type IssueRow, type WriteScope } from "../issues/store.ts";
+import { type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive } from "../issues/views.ts";
 
 /** Who holds an issue right now, for refusals that must name the holder. */
@@ -64,12 +64,12 @@ export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: 
 export async function endLease(scope: WriteScope, row: IssueRow, reason: "released" | "finished"): Promise<void> {
   const leaseId = row.leaseId;
   if (!leaseId) return;
-  await inOrder(
-    () =>
-      scope.tx
-        .update(leases)
-        .set({ endedAt: scope.now, endReason: reason })
-        .where(and(eq(leases.id, leaseId), isNull(leases.endedAt))),
-    () => scope.tx.update(issues).set({ leaseId: null, leaseTokenHash: null, leaseExpiresAt: null }).where(eq(issues.id, row.id)),
+  // One statement (the lease's update as a data-modifying CTE): finishing is on the hot path.
+  await scope.tx.execute(
+    sql`with ended as (
+          update leases set ended_at = ${scope.now.toISOString()}::timestamptz, end_reason = ${reason}
+          where id = ${leaseId} and ended_at is null
+        )
+        update issues set lease_id = null, lease_token_hash = null, lease_expires_at = null where id = ${row.id}`,
   );
 }
