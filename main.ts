@@ -2,6 +2,7 @@
  * The process entry: validate config → open the database (migrating it) → serve the
  * React Router app over HTTP → shut down gracefully on SIGINT/SIGTERM.
  */
+import "./server/config/node-env.ts";
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -25,8 +26,6 @@ async function main() {
   const booted = await boot(config, { warn: (m) => log.warn(m) });
   const { services } = booted;
 
-  // React picks its production build from NODE_ENV; the config defaults it to production.
-  process.env.NODE_ENV = config.NODE_ENV;
   // Imported only now: it loads React, which must see NODE_ENV, or the server renders with React's
   // development build against react-dom's production one and every page fails.
   const { createRequestListener } = await import("@react-router/node");

@@ -20,6 +20,8 @@ describe("embedded mode from nothing", () => {
     expect(Date.now() - started).toBeLessThan(30_000);
     const health = await (await fetch(`${first.url}/healthz`)).json();
     expect(health).toMatchObject({ status: "ok", mode: "embedded", database: "ok" });
+    // Pages render with one consistent (production) React build.
+    for (const page of ["/", "/auth/sign-up", "/index.md"]) expect((await fetch(`${first.url}${page}`)).status, page).toBe(200);
     const masterKey = fs.readFileSync(path.join(dataDir, "master.key"), "utf8");
     expect(fs.statSync(path.join(dataDir, "master.key")).mode & 0o777).toBe(0o600);
 
