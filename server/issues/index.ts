@@ -24,6 +24,7 @@ import {
   isTerminal,
   orgTimeZone,
   parseDueAt,
+  peekStatusAndEdges,
   projectFor,
   resolveAssignee,
   RetryTransaction,
@@ -181,16 +182,12 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
   const closing = input.status !== undefined && isTerminal(input.status);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    // The unlocked peek only decides whether closing the issue needs the graph lock (taken before row locks).
-    const [peek, peekEdges] = closing
-      ? await inOrder(
-          () => findIssue(tx, orgId, identifier),
-          () => hasBlockEdges(tx, orgId, identifier),
-        )
-      : [null, false];
+    // The unlocked peek only decides whether closing the issue needs the graph lock (taken before
+    // row locks). An issue not found is reported by the locked read below.
+    const peek = closing ? await peekStatusAndEdges(tx, orgId, identifier) : null;
     const toTerminal = peek !== null && !isTerminal(peek.status);
     const rankChange = input.priority !== undefined || input.dueAt !== undefined;
-    const graphLocked = forceGraphLock || rankChange || (toTerminal && peekEdges);
+    const graphLocked = forceGraphLock || rankChange || (toTerminal && peek.hasBlockEdges);
     const [, row, edgesNow] = await inOrder(
       () => (graphLocked ? lockOrgGraph(tx, orgId) : Promise.resolve()),
       () => findIssue(tx, orgId, identifier, { forUpdate: true }),

@@ -158,6 +158,25 @@ export async function hasBlockEdges(tx: Db, orgId: string, identifier: string): 
   return Boolean(rows[0]?.found);
 }
 
+/**
+ * An unlocked look at an issue's status and whether it has dependency edges, in one
+ * statement (closing an issue asks both before taking its locks); null when not found.
+ */
+export async function peekStatusAndEdges(
+  tx: Db,
+  orgId: string,
+  identifier: string,
+): Promise<{ status: string; hasBlockEdges: boolean } | null> {
+  const rows = await query<{ status: string; has_block_edges: boolean }>(
+    tx,
+    sql`select i.status, exists(
+          select 1 from relations r where r.type = 'blocks' and (r.source_id = i.id or r.target_id = i.id)) as has_block_edges
+        from issues i where i.org_id = ${orgId} and i.identifier = ${identifier}`,
+  );
+  const row = rows[0];
+  return row ? { status: row.status, hasBlockEdges: Boolean(row.has_block_edges) } : null;
+}
+
 export async function latestCheckpoint(tx: Db, issueId: string) {
   const rows = await tx
     .select()
