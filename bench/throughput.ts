@@ -46,7 +46,12 @@ async function bossAgent(boss: PgBoss, limit = Infinity): Promise<number> {
   let finished = 0;
   while (finished < limit) {
     const [job] = await boss.fetch(QUEUE);
-    if (!job) return finished;
+    if (!job) {
+      // Under contention a fetch can come back empty while jobs remain (its SKIP LOCKED
+      // window was taken concurrently): ask again, as Retasc's agent does on `ready > 0`.
+      if ((await boss.getQueueSize(QUEUE)) === 0) return finished;
+      continue;
+    }
     await boss.complete(QUEUE, job.id);
     finished++;
   }
