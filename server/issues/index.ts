@@ -271,8 +271,10 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
     await inOrder(
       () => tx.update(issues).set(patch).where(eq(issues.id, row.id)),
       // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
+      // Closing without the graph lock means the locked read found no dependency edges (and none
+      // can be added while the row is locked), so there is nothing to decrement.
       () =>
-        closed
+        closed && graphLocked
           ? tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
               where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
           : Promise.resolve(),
