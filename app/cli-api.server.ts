@@ -41,6 +41,27 @@ export async function cliCtx(context: AppLoadContext, user: SessionUser, orgId: 
   return ctx;
 }
 
+/** Acts as the signed-in person in the org the query's `orgId` names; `params` is the whole query. */
+export async function cliQueryCtx(request: Request, context: AppLoadContext): Promise<{ ctx: Ctx; params: URLSearchParams }> {
+  const user = await requireCliUser(request, context);
+  const params = new URL(request.url).searchParams;
+  return { ctx: await cliCtx(context, user, params.get("orgId")), params };
+}
+
+export type CliOrgActions = Record<string, (ctx: Ctx, input: Record<string, unknown>) => Promise<unknown>>;
+
+/** A POST `{ orgId, action, ...input }`: runs `actions[action]` as the signed-in person in that org. */
+export function cliOrgAction(request: Request, context: AppLoadContext, actions: CliOrgActions): Promise<Response> {
+  return cliJson(context, async () => {
+    const user = await requireCliUser(request, context);
+    const { orgId, action, ...input } = await readBody(request);
+    const ctx = await cliCtx(context, user, orgId);
+    // hasOwn: an action named like an Object.prototype member must not resolve to it.
+    if (typeof action !== "string" || !Object.hasOwn(actions, action)) methodNotAllowed();
+    return actions[action](ctx, input);
+  });
+}
+
 export async function readBody(request: Request): Promise<Record<string, unknown>> {
   const text = await request.text();
   if (!text) return {};
@@ -53,6 +74,6 @@ export async function readBody(request: Request): Promise<Record<string, unknown
   throw new DomainError("INVALID_INPUT", "the request body is not a JSON object", "Send application/json.");
 }
 
-export function methodNotAllowed(): never {
+function methodNotAllowed(): never {
   throw new DomainError("INVALID_INPUT", "method not allowed here", "Use GET to read and POST to change.");
 }

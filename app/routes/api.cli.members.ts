@@ -1,5 +1,5 @@
 import type { Route } from "./+types/api.cli.members";
-import { cliCtx, cliJson, methodNotAllowed, readBody, requireCliUser } from "../cli-api.server.ts";
+import { cliJson, cliOrgAction, cliQueryCtx } from "../cli-api.server.ts";
 import { actorOf } from "../../server/orgs/access.ts";
 import { createInvite, createInviteInput, inviteIdInput, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, memberIdInput, reactivateMember, suspendMember } from "../../server/orgs/members.ts";
@@ -7,8 +7,7 @@ import { listMembers, memberIdInput, reactivateMember, suspendMember } from "../
 /** People and agents of the org; invites too for owners and admins. */
 export function loader({ request, context }: Route.LoaderArgs) {
   return cliJson(context, async () => {
-    const user = await requireCliUser(request, context);
-    const ctx = await cliCtx(context, user, new URL(request.url).searchParams.get("orgId"));
+    const { ctx } = await cliQueryCtx(request, context);
     const { members } = await listMembers(ctx);
     const actor = await actorOf(ctx);
     const invites = actor.role === "member" ? null : (await listInvites(ctx)).invites;
@@ -18,21 +17,10 @@ export function loader({ request, context }: Route.LoaderArgs) {
 
 /** `{ orgId, action: "invite" | "revoke-invite" | "suspend" | "reactivate", ... }` */
 export function action({ request, context }: Route.ActionArgs) {
-  return cliJson(context, async () => {
-    const user = await requireCliUser(request, context);
-    const { orgId, action, ...input } = await readBody(request);
-    const ctx = await cliCtx(context, user, orgId);
-    switch (action) {
-      case "invite":
-        return createInvite(ctx, createInviteInput.parse(input));
-      case "revoke-invite":
-        return revokeInvite(ctx, inviteIdInput.parse(input));
-      case "suspend":
-        return suspendMember(ctx, memberIdInput.parse(input));
-      case "reactivate":
-        return reactivateMember(ctx, memberIdInput.parse(input));
-      default:
-        return methodNotAllowed();
-    }
+  return cliOrgAction(request, context, {
+    invite: (ctx, input) => createInvite(ctx, createInviteInput.parse(input)),
+    "revoke-invite": (ctx, input) => revokeInvite(ctx, inviteIdInput.parse(input)),
+    suspend: (ctx, input) => suspendMember(ctx, memberIdInput.parse(input)),
+    reactivate: (ctx, input) => reactivateMember(ctx, memberIdInput.parse(input)),
   });
 }

@@ -1,12 +1,11 @@
 import type { Route } from "./+types/api.cli.projects";
-import { cliCtx, cliJson, readBody, requireCliUser } from "../cli-api.server.ts";
+import { cliCtx, cliJson, cliQueryCtx, readBody, requireCliUser } from "../cli-api.server.ts";
 import { addProject } from "../../server/orgs/account.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 
 export function loader({ request, context }: Route.LoaderArgs) {
   return cliJson(context, async () => {
-    const user = await requireCliUser(request, context);
-    const ctx = await cliCtx(context, user, new URL(request.url).searchParams.get("orgId"));
+    const { ctx } = await cliQueryCtx(request, context);
     return listProjects(ctx, {});
   });
 }
