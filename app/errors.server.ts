@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError, httpStatusOf, type ErrorCode } from "../server/errors.ts";
+import { DomainError, httpStatusOf, inputErrorOf, type ErrorCode } from "../server/errors.ts";
 import { describeZodError } from "../server/mcp/errors.ts";
 import type { Logger } from "../server/log.ts";
 
@@ -27,6 +27,8 @@ export function toErrorBody(error: unknown, log: Logger): { status: number; body
       body: { code: "INVALID_INPUT", message: describeZodError(error), hint: "Fix the input and try again." },
     };
   }
+  const input = inputErrorOf(error);
+  if (input) return toErrorBody(input, log);
   log.error({ err: error }, "unexpected error");
   return {
     status: 500,

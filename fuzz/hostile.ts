@@ -11,7 +11,8 @@ import type { World } from "./world.ts";
 /** Strings an attacker or a confused client sends. */
 export function hostileString(world: World): fc.Arbitrary<string> {
   const b = world.bIds;
-  const foreign = [...b.issues, b.commentId, b.attachmentId, ...b.memberIds, b.inviteId, world.b.orgId, world.b.projectId, world.b.userId, world.b.prefix, b.claimToken];
+  // B's user and key ids are never sent, so their appearance anywhere is a leak (see problemsWith).
+  const foreign = [...b.issues, b.commentId, b.attachmentId, ...b.memberIds.filter((id) => id !== b.agentMemberId), b.inviteId, world.b.orgId, world.b.projectId, world.b.prefix, b.claimToken];
   const own = [`${world.a.prefix}-1`, `${world.a.prefix}-2`, world.a.orgId, world.a.projectId, world.a.userId, world.a.email];
   return fc.oneof(
     { weight: 3, arbitrary: fc.string() },
@@ -89,9 +90,23 @@ export interface Verdict {
   body: string;
 }
 
+/** B's ids some request has carried: the app may store and show them back to A (a runtime label, a title). */
+const carried = new WeakMap<World, Set<string>>();
+
+/** Call before sending: notes which of B's ids the request carries. */
+export function noteSent(world: World, request: string): void {
+  const set = carried.get(world) ?? carried.set(world, new Set()).get(world)!;
+  for (const id of foreignIdsOf(world)) if (request.includes(id)) set.add(id);
+}
+
+function foreignIdsOf(world: World): string[] {
+  return [world.b.orgId, world.b.projectId, world.b.userId, world.b.keyId, world.bIds.commentId, world.bIds.attachmentId, ...world.bIds.memberIds];
+}
+
 /**
- * The rules for one reply. `sent` is what was sent: another tenant's identifier the request
- * carried may be echoed back ("BBB-1 not found"); its content (the marker) never may.
+ * The rules for one reply. Another tenant's identifier that A sent (now or in an earlier
+ * request) may come back ("BBB-1 not found", or stored as a label A chose); B's content (the
+ * marker) and B's ids A never sent never may.
  */
 export function problemsWith(world: World, reply: Verdict, sent: string): string[] {
   const problems: string[] = [];
@@ -102,8 +117,10 @@ export function problemsWith(world: World, reply: Verdict, sent: string): string
   if (reply.body.toLowerCase().includes(marker) && !sent.toLowerCase().includes(marker)) {
     problems.push("the other tenant's marker in the body");
   }
-  for (const id of [world.b.orgId, world.b.projectId, world.b.userId, ...world.bIds.memberIds, world.bIds.commentId, world.bIds.attachmentId]) {
-    if (reply.body.includes(id) && !sent.includes(id)) problems.push(`the other tenant's id ${id} in the body`);
+  noteSent(world, sent);
+  const echoable = carried.get(world)!;
+  for (const id of foreignIdsOf(world)) {
+    if (reply.body.includes(id) && !echoable.has(id)) problems.push(`the other tenant's id ${id}, never sent by this tenant, in the body`);
   }
   return problems;
 }

@@ -123,7 +123,7 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
       attachmentId: attachment.id,
       memberIds: members.map((m: { memberId: string }) => m.memberId),
       agentMemberId: members.find((m: { kind: string }) => m.kind === "agent").memberId,
-      inviteId: invite.id ?? invite.inviteId,
+      inviteId: invite.inviteId,
       label: `${marker.toLowerCase()}-label`,
     },
     async close() {

@@ -74,3 +74,20 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
 };
+
+/**
+ * PostgreSQL's data exceptions (SQLSTATE class 22: a NUL character in text, a malformed id, a
+ * number out of range) are caused by the caller's values, not by the server: the edges report
+ * them as INVALID_INPUT instead of an internal failure. Drivers put the code on the error or,
+ * wrapped by Drizzle, on its cause.
+ */
+export function inputErrorOf(error: unknown): DomainError | null {
+  const codeOf = (e: unknown) => (e && typeof e === "object" && "code" in e ? String((e as { code: unknown }).code) : "");
+  const code = [codeOf(error), codeOf((error as { cause?: unknown } | null)?.cause)].find((c) => /^22[0-9A-Z]{3}$/.test(c));
+  if (!code) return null;
+  return new DomainError(
+    "INVALID_INPUT",
+    "a value in the request cannot be stored or compared (a NUL character, a malformed id or an out-of-range number)",
+    "Remove control characters, check ids and numbers, and try again.",
+  );
+}

@@ -3,6 +3,7 @@ import type { Route } from "./+types/auth.sign-in";
 import { authOf, optionalUser, redirectWithCookies, safeNext } from "../auth.server.ts";
 import { signInMethods, type SocialProvider } from "../../server/auth/index.ts";
 import { Button, ErrorNote, Field } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Sign in · Retasc" }];
@@ -29,7 +30,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
-  const form = await request.formData();
+  const form = await readForm(request);
   const next = safeNext(String(form.get("next") ?? ""));
   const intent = String(form.get("intent") ?? "email");
   const auth = authOf(context);

@@ -2,6 +2,7 @@ import { Form, Link, redirect } from "react-router";
 import type { Route } from "./+types/auth.sign-up";
 import { authOf, optionalUser, redirectWithCookies, safeNext } from "../auth.server.ts";
 import { Button, ErrorNote, Field } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Create an account · Retasc" }];
@@ -16,7 +17,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 
 export async function action({ request, context }: Route.ActionArgs) {
   if (!context.services.config.emailPassword) return { error: { message: "Email sign-up is turned off on this server." } };
-  const form = await request.formData();
+  const form = await readForm(request);
   const next = safeNext(String(form.get("next") ?? ""));
   const name = String(form.get("name") ?? "").trim();
   const email = String(form.get("email") ?? "").trim().toLowerCase();

@@ -28,6 +28,7 @@ import {
 } from "../components/dash/issue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 import { WhyText } from "../components/dash/why.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta({ loaderData }: Route.MetaArgs) {
   const issue = loaderData?.detail.issue;
@@ -49,7 +50,7 @@ export async function loader({ request, context, params }: Route.LoaderArgs) {
 /** Every action goes through the same server functions agents call over MCP, as this person (runtime "dash"). */
 export async function action({ request, context, params }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const identifier = params.identifier;
   const intent = field(form, "intent");
   const result = await attempt(context.log, async () => {

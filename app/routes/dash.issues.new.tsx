@@ -8,6 +8,7 @@ import { saveIssue } from "../../server/issues/index.ts";
 import { ErrorNote } from "../components/ui.tsx";
 import { focusRing, linkClass } from "../components/dash/bits.tsx";
 import { PRIORITIES } from "../components/dash/format.ts";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "New issue · Retasc" }];
@@ -21,7 +22,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 /** Creates the issue with save_issue, so a person declares exactly what an agent must: work or container, and dependencies. */
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const result = await attempt(context.log, () => saveIssue(ctx, createIssueInput(form)));
   if (result.ok) throw redirect(`/dash/issues/${result.value.identifier}`);
   return { error: result.error };

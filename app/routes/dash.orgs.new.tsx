@@ -4,6 +4,7 @@ import { currentOrgCookie, requireUser } from "../auth.server.ts";
 import { toErrorBody } from "../errors.server.ts";
 import { createOrgFor } from "../../server/orgs/account.ts";
 import { Button, ErrorNote, Field } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   await requireUser(request, context);
@@ -12,7 +13,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 
 export async function action({ request, context }: Route.ActionArgs) {
   const user = await requireUser(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   try {
     const org = await createOrgFor(context.services, user.id, { name: String(form.get("name") ?? "") }, "dash");
     return redirect("/dash/settings/projects", { headers: { "set-cookie": await currentOrgCookie.serialize(org.orgId) } });

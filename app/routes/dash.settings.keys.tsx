@@ -6,6 +6,7 @@ import { listKeys, mintKey, revokeKey, rotateKey } from "../../server/orgs/keys.
 import { listProjects } from "../../server/orgs/projects.ts";
 import { createSetupCode } from "../../server/orgs/setup-codes.ts";
 import { Button, Card, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Keys · Retasc" }];
@@ -31,7 +32,7 @@ function agentPrompt(origin: string, code: string): string {
 
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const intent = String(form.get("intent") ?? "");
   const keyId = String(form.get("keyId") ?? "");
   const projectId = String(form.get("projectId") ?? "") || undefined;

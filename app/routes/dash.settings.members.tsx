@@ -5,6 +5,7 @@ import { attempt } from "../errors.server.ts";
 import { createInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
 import { Button, Card, ErrorNote, Field, Notice, SecretBox } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Members · Retasc" }];
@@ -20,7 +21,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const intent = String(form.get("intent") ?? "");
   const memberId = String(form.get("memberId") ?? "");
   const result = await attempt(context.log, async () => {

@@ -5,6 +5,7 @@ import { attempt } from "../errors.server.ts";
 import { addProject } from "../../server/orgs/account.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Projects · Retasc" }];
@@ -18,7 +19,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const result = await attempt(context.log, () =>
     addProject(ctx, { name: String(form.get("name") ?? ""), prefix: String(form.get("prefix") ?? "") }),
   );

@@ -2,6 +2,7 @@ import { redirect } from "react-router";
 import type { Route } from "./+types/dash.switch-org";
 import { currentOrgCookie, requireUser, safeNext } from "../auth.server.ts";
 import { membershipOf } from "../../server/orgs/access.ts";
+import { readForm } from "../forms.server.ts";
 
 export function loader() {
   return redirect("/dash");
@@ -10,7 +11,7 @@ export function loader() {
 /** Sets the Dash's current org, after checking the person is an active member of it. */
 export async function action({ request, context }: Route.ActionArgs) {
   const user = await requireUser(request, context);
-  const form = await request.formData();
+  const form = await readForm(request);
   const orgId = String(form.get("orgId") ?? "");
   const membership = await membershipOf(context.services.db, orgId, user.id);
   if (membership?.status !== "active") return redirect("/dash");

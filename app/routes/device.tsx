@@ -2,6 +2,7 @@ import { Form, redirect } from "react-router";
 import type { Route } from "./+types/device";
 import { authOf, optionalUser } from "../auth.server.ts";
 import { Button, ErrorNote, Field, Notice } from "../components/ui.tsx";
+import { readForm } from "../forms.server.ts";
 
 export function meta() {
   return [{ title: "Approve a device · Retasc" }];
@@ -44,7 +45,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 
 export async function action({ request, context }: Route.ActionArgs) {
   if (!(await optionalUser(request, context))) throw redirect("/auth/sign-in?next=/device");
-  const form = await request.formData();
+  const form = await readForm(request);
   const userCode = normalize(String(form.get("user_code") ?? ""));
   const decision = form.get("decision") === "approve" ? "approved" : "denied";
   const auth = authOf(context);

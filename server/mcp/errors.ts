@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError, errorCodes } from "../errors.ts";
+import { DomainError, errorCodes, inputErrorOf } from "../errors.ts";
 import { KeyUnavailableError } from "../crypto/index.ts";
 
 /** `structuredContent` of every failed tool call. */
@@ -51,6 +51,7 @@ export function invalidArguments(toolName: string, problem: string): ToolError {
  * its message or stack (those go to the log, under the request id).
  */
 export function toToolError(error: unknown, toolName: string, requestId: string): { error: ToolError; internal: boolean } {
+  error = inputErrorOf(error) ?? error;
   if (error instanceof DomainError) {
     return {
       internal: false,
