@@ -1,38 +1,33 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, TestClock, testConfig, type TestDatabase } from "../../db/testing.ts";
-import type { Ctx, Services } from "../context.ts";
+import { describe, expect, it } from "vitest";
+import { TestClock, testConfig } from "../../db/testing.ts";
+import type { Ctx } from "../context.ts";
 import { saveComment } from "../issues/comments.ts";
 import { saveIssue } from "../issues/index.ts";
 import { humanCtx } from "../orgs/access.ts";
 import { checkpoint, claimIssue, heartbeat, reclaimSweep, releaseIssue } from "../queue/index.ts";
 import { forceRelease } from "../queue/force-release.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import { fleetSnapshot } from "./fleet.ts";
 import { issueDetail } from "./issue.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { queueInputFromSearch, queuePage } from "./queue.ts";
 
-let tdb: TestDatabase;
-let services: Services;
 const clock = new TestClock();
 const MINUTE = 60_000;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database, { clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
-});
-afterAll(() => tdb.close());
+const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
 
 const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
   saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
 
 async function dashAs(org: SeededOrg, who: "alice" | "bob" | "carol"): Promise<Ctx> {
-  return (await humanCtx(services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx;
+  return (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx;
 }
 
 describe("fleet snapshot", () => {
   it("shows each claim with runtime, human, key, lease, heartbeat and latest checkpoint", async () => {
-    const org = await seedOrg(services, { prefix: "FLT" });
+    const org = await seedOrg(env.services, { prefix: "FLT" });
     const bob = org.agents.bob.ctx;
     await create(org.agents.alice.ctx, "Write the parser", { priority: 2 });
     const claim = await claimIssue(bob, { identifier: "FLT-1" });
@@ -57,7 +52,7 @@ describe("fleet snapshot", () => {
   });
 
   it("records a handoff to another runtime and a reclaim of an expired lease", async () => {
-    const org = await seedOrg(services, { prefix: "HND" });
+    const org = await seedOrg(env.services, { prefix: "HND" });
     await create(org.agents.alice.ctx, "Migrate the schema");
     const first = await claimIssue(org.agents.bob.ctx, { identifier: "HND-1" });
     await releaseIssue(org.agents.bob.ctx, { identifier: "HND-1", claimToken: first.claimToken, note: "half done" });
@@ -74,15 +69,15 @@ describe("fleet snapshot", () => {
     fleet = await fleetSnapshot(await dashAs(org, "alice"));
     expect(fleet.claims[0]).toMatchObject({ identifier: "HND-1", expired: true });
     expect(fleet.counts.held).toBe(0);
-    await reclaimSweep(services);
+    await reclaimSweep(env.services);
     fleet = await fleetSnapshot(await dashAs(org, "alice"));
     expect(fleet.claims).toEqual([]);
     expect(fleet.moves[0]).toMatchObject({ kind: "reclaimed", identifier: "HND-1", fromRuntime: "cursor" });
   });
 
   it("counts ready, blocked, in review and breaching work, and only the viewer's org", async () => {
-    const org = await seedOrg(services, { prefix: "CNT" });
-    const other = await seedOrg(services, { prefix: "CNT" });
+    const org = await seedOrg(env.services, { prefix: "CNT" });
+    const other = await seedOrg(env.services, { prefix: "CNT" });
     const a = org.agents.alice.ctx;
     const head = await create(a, "head");
     await create(a, "gated", { blockedBy: [head.identifier], noDependency: undefined });
@@ -106,7 +101,7 @@ describe("fleet snapshot", () => {
 
 describe("queue page", () => {
   it("lists in dispatch order with own and effective level and why", async () => {
-    const org = await seedOrg(services, { prefix: "QUE" });
+    const org = await seedOrg(env.services, { prefix: "QUE" });
     const a = org.agents.alice.ctx;
     const base = await create(a, "low blocker", { priority: 4 });
     await create(a, "urgent feature", { priority: 1, blockedBy: [base.identifier], noDependency: undefined });
@@ -130,7 +125,7 @@ describe("queue page", () => {
   });
 
   it("says which deadline a blocker carries", async () => {
-    const org = await seedOrg(services, { prefix: "DLN" });
+    const org = await seedOrg(env.services, { prefix: "DLN" });
     const a = org.agents.alice.ctx;
     const base = await create(a, "blocker");
     await create(a, "due", { dueAt: clock.now().getTime() + 100 * MINUTE, blockedBy: [base.identifier], noDependency: undefined });
@@ -142,7 +137,7 @@ describe("queue page", () => {
   });
 
   it("splits Backlog and Active, sets pills and filters by status, runtime, priority and date", async () => {
-    const org = await seedOrg(services, { prefix: "FIL" });
+    const org = await seedOrg(env.services, { prefix: "FIL" });
     const a = org.agents.alice.ctx;
     await create(a, "untouched", { priority: 3 });
     await create(a, "held", { priority: 2 });
@@ -175,14 +170,14 @@ describe("queue page", () => {
   it("reads its filters from the URL and refuses bad ones", async () => {
     const parsed = queueInputFromSearch(new URLSearchParams("tab=active&status=todo&status=doing&priority=1&runtime=&from=2026-01-02&page=2"));
     expect(parsed).toMatchObject({ tab: "active", status: ["todo", "doing"], priority: ["1"], runtime: undefined, from: "2026-01-02", page: "2" });
-    const org = await seedOrg(services, { prefix: "BAD" });
+    const org = await seedOrg(env.services, { prefix: "BAD" });
     const dash = await dashAs(org, "alice");
     await expect(queuePage(dash, queueInputFromSearch(new URLSearchParams("status=sleeping")))).rejects.toThrow();
     await expect(queuePage(dash, queueInputFromSearch(new URLSearchParams("from=2026-02-31")))).rejects.toThrow();
   });
 
   it("pages through many issues in order", async () => {
-    const org = await seedOrg(services, { prefix: "PAG" });
+    const org = await seedOrg(env.services, { prefix: "PAG" });
     for (let i = 0; i < 120; i++) await create(org.agents.alice.ctx, `issue ${i}`, { priority: (i % 4) + 1 });
     const dash = await dashAs(org, "alice");
     const pages = await Promise.all([1, 2, 3].map((page) => queuePage(dash, { page })));
@@ -196,7 +191,7 @@ describe("queue page", () => {
 
 describe("issue drill-down", () => {
   it("shows the activity log with principal, runtime and key, checkpoints, comments and a sanitized body", async () => {
-    const org = await seedOrg(services, { prefix: "DRL" });
+    const org = await seedOrg(env.services, { prefix: "DRL" });
     await create(org.agents.alice.ctx, "Harden the login", { body: "Do **this**.\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))" });
     const claim = await claimIssue(org.agents.bob.ctx, { identifier: "DRL-1" });
     await heartbeat(org.agents.bob.ctx, { identifier: "DRL-1", claimToken: claim.claimToken });
@@ -221,15 +216,15 @@ describe("issue drill-down", () => {
   });
 
   it("refuses another org's issue as NOT_FOUND", async () => {
-    const org = await seedOrg(services, { prefix: "TEN" });
-    const other = await seedOrg(services, { prefix: "TEN" });
+    const org = await seedOrg(env.services, { prefix: "TEN" });
+    const other = await seedOrg(env.services, { prefix: "TEN" });
     await create(other.agents.alice.ctx, "secret");
     await expect(issueDetail(await dashAs(org, "alice"), { identifier: "TEN-1" })).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(queuePage(await dashAs(org, "alice"), {}).then((p) => p.total)).resolves.toBe(0);
   });
 
   it("draws blockers above, gated work below and marks the critical chain", async () => {
-    const org = await seedOrg(services, { prefix: "GRA" });
+    const org = await seedOrg(env.services, { prefix: "GRA" });
     const a = org.agents.alice.ctx;
     const root = await create(a, "root"); // GRA-1
     const side = await create(a, "side"); // GRA-2
@@ -252,7 +247,7 @@ describe("issue drill-down", () => {
 
 describe("forceRelease", () => {
   it("lets an owner or admin take back a stuck claim, never a member", async () => {
-    const org = await seedOrg(services, { prefix: "FRC" });
+    const org = await seedOrg(env.services, { prefix: "FRC" });
     await create(org.agents.alice.ctx, "stuck");
     const claim = await claimIssue(org.agents.bob.ctx, { identifier: "FRC-1" });
     await expect(forceRelease(await dashAs(org, "carol"), { identifier: "FRC-1", reason: "stuck" })).rejects.toMatchObject({

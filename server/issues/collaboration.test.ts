@@ -1,23 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
-import type { Services } from "../context.ts";
+import { describe, expect, it } from "vitest";
 import { seedOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import { getAttachment, listAttachments, obsoleteAttachment, saveAttachment } from "./attachments.ts";
 import { listComments, retractComment, saveComment } from "./comments.ts";
 import { getIssue, saveIssue } from "./index.ts";
 import { listLabels, saveLabel } from "./labels.ts";
 
-let tdb: TestDatabase;
-let services: Services;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database);
-});
-afterAll(() => tdb.close());
+const env = useTestServices();
 
 describe("comments, labels, attachments", () => {
   it("threads comments and retracts without deleting; only the author may retract", async () => {
-    const org = await seedOrg(services);
+    const org = await seedOrg(env.services);
     const { alice, bob } = org.agents;
     const issue = await saveIssue(alice.ctx, { title: "t", work: true, noDependency: "none" });
     const top = await saveComment(alice.ctx, { issue: issue.identifier, body: "first" });
@@ -33,7 +26,7 @@ describe("comments, labels, attachments", () => {
   });
 
   it("labels are idempotent by name and replaced on the issue", async () => {
-    const org = await seedOrg(services);
+    const org = await seedOrg(env.services);
     const a = org.agents.alice.ctx;
     await saveLabel(a, { name: "bug", color: "#ff0000" });
     await saveLabel(a, { name: "bug" });
@@ -48,8 +41,8 @@ describe("comments, labels, attachments", () => {
   });
 
   it("attachments are obsoleted with a reason, never removed, and invisible to another org", async () => {
-    const org = await seedOrg(services);
-    const other = await seedOrg(services);
+    const org = await seedOrg(env.services);
+    const other = await seedOrg(env.services);
     const a = org.agents.alice.ctx;
     const issue = await saveIssue(a, { title: "t", work: true, noDependency: "none" });
     const link = await saveAttachment(a, { issue: issue.identifier, url: "https://example.com/spec", title: "Spec" });

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, TestClock, type TestDatabase } from "../../db/testing.ts";
-import type { Ctx, Services } from "../context.ts";
+import { beforeEach, describe, expect, it } from "vitest";
+import { TestClock } from "../../db/testing.ts";
+import type { Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import { humanCtx, membershipOf } from "./access.ts";
 import { ensureUser } from "./index.ts";
 import { createInvite, listInvites, redeemInvite, revokeInvite } from "./invites.ts";
@@ -9,26 +10,19 @@ import { mintKey } from "./keys.ts";
 import { setMemberRole } from "./members.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
-let tdb: TestDatabase;
-let services: Services;
 const clock = new TestClock();
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database, { clock });
-});
-afterAll(async () => {
-  await tdb.close();
-});
+
+const env = useTestServices({ clock });
 
 let org: SeededOrg;
 let as: Record<Person, Ctx>;
 let memberIds: Record<Person, string>;
 let n = 0;
-const newcomer = () => ensureUser(services.db, `newcomer-${Date.now()}-${n++}@example.com`, "Newcomer");
+const newcomer = () => ensureUser(env.services.db, `newcomer-${Date.now()}-${n++}@example.com`, "Newcomer");
 
 beforeEach(async () => {
-  org = await seedOrg(services);
-  ({ as, memberIds } = await peopleOf(services, org));
+  org = await seedOrg(env.services);
+  ({ as, memberIds } = await peopleOf(env.services, org));
 });
 
 describe("invites", () => {
@@ -37,9 +31,9 @@ describe("invites", () => {
     expect(invite.code).toMatch(/^rtscinv_/);
     expect(new Date(invite.expiresAt).getTime() - clock.now().getTime()).toBe(7 * 86_400_000);
     const dana = await newcomer();
-    const joined = await redeemInvite(services, { userId: dana, code: invite.code });
+    const joined = await redeemInvite(env.services, { userId: dana, code: invite.code });
     expect(joined).toMatchObject({ orgId: org.orgId, role: "member" });
-    const { ctx } = await humanCtx(services, { orgId: org.orgId, userId: dana, runtime: "cli" });
+    const { ctx } = await humanCtx(env.services, { orgId: org.orgId, userId: dana, runtime: "cli" });
     const key = await mintKey(ctx, { projectId: org.projectId, runtime: "claude-code" });
     expect(key.userId).toBe(dana);
     const { invites } = await listInvites(as.alice);
@@ -48,14 +42,14 @@ describe("invites", () => {
 
   it("accepts an invite link as well as the bare code", async () => {
     const invite = await createInvite(as.alice);
-    const joined = await redeemInvite(services, { userId: await newcomer(), code: `https://retasc.example/join/${invite.code}` });
+    const joined = await redeemInvite(env.services, { userId: await newcomer(), code: `https://retasc.example/join/${invite.code}` });
     expect(joined.orgId).toBe(org.orgId);
   });
 
   it("refuses a reused code, saying it was used", async () => {
     const invite = await createInvite(as.alice);
-    await redeemInvite(services, { userId: await newcomer(), code: invite.code });
-    const error = await refusal(redeemInvite(services, { userId: await newcomer(), code: invite.code }));
+    await redeemInvite(env.services, { userId: await newcomer(), code: invite.code });
+    const error = await refusal(redeemInvite(env.services, { userId: await newcomer(), code: invite.code }));
     expect(error.code).toBe("CONFLICT");
     expect(error.message).toContain("already used");
     expect(error.details).toEqual({ reason: "used" });
@@ -64,7 +58,7 @@ describe("invites", () => {
   it("refuses a revoked code, saying it was revoked", async () => {
     const invite = await createInvite(as.alice);
     expect(await revokeInvite(as.alice, { inviteId: invite.inviteId })).toMatchObject({ state: "revoked", changed: true });
-    const error = await refusal(redeemInvite(services, { userId: await newcomer(), code: invite.code }));
+    const error = await refusal(redeemInvite(env.services, { userId: await newcomer(), code: invite.code }));
     expect(error.message).toBe("this invite was revoked");
     expect((await listInvites(as.alice)).invites[0]!.state).toBe("revoked");
   });
@@ -72,7 +66,7 @@ describe("invites", () => {
   it("refuses an expired code, saying when it expired", async () => {
     const invite = await createInvite(as.alice, { expiresDays: 1 });
     clock.advance(86_400_000 + 1);
-    const error = await refusal(redeemInvite(services, { userId: await newcomer(), code: invite.code }));
+    const error = await refusal(redeemInvite(env.services, { userId: await newcomer(), code: invite.code }));
     expect(error.message).toContain("expired on");
     expect(error.details).toEqual({ reason: "expired" });
     expect((await listInvites(as.alice)).invites[0]!.state).toBe("expired");
@@ -80,22 +74,22 @@ describe("invites", () => {
   });
 
   it("refuses an unknown code and a malformed one", async () => {
-    expect((await refusal(redeemInvite(services, { userId: await newcomer(), code: "rtscinv_" + "x".repeat(32) }))).code).toBe("NOT_FOUND");
-    await expect(redeemInvite(services, { userId: await newcomer(), code: "hello" })).rejects.toThrow(/invite code looks like/);
+    expect((await refusal(redeemInvite(env.services, { userId: await newcomer(), code: "rtscinv_" + "x".repeat(32) }))).code).toBe("NOT_FOUND");
+    await expect(redeemInvite(env.services, { userId: await newcomer(), code: "hello" })).rejects.toThrow(/invite code looks like/);
   });
 
   it("is redeemed exactly once under concurrent redemptions", async () => {
     const invite = await createInvite(as.alice);
     const people = await Promise.all([1, 2, 3, 4, 5, 6].map(() => newcomer()));
-    const results = await Promise.allSettled(people.map((userId) => redeemInvite(services, { userId, code: invite.code })));
+    const results = await Promise.allSettled(people.map((userId) => redeemInvite(env.services, { userId, code: invite.code })));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
-    const joined = await Promise.all(people.map((userId) => membershipOf(services.db, org.orgId, userId)));
+    const joined = await Promise.all(people.map((userId) => membershipOf(env.services.db, org.orgId, userId)));
     expect(joined.filter(Boolean)).toHaveLength(1);
   });
 
   it("tells an existing member they are already in, without spending the code", async () => {
     const invite = await createInvite(as.alice);
-    expect((await refusal(redeemInvite(services, { userId: org.agents.bob.userId, code: invite.code }))).code).toBe("CONFLICT");
+    expect((await refusal(redeemInvite(env.services, { userId: org.agents.bob.userId, code: invite.code }))).code).toBe("CONFLICT");
     expect((await listInvites(as.alice)).invites[0]!.state).toBe("pending");
   });
 

@@ -1,35 +1,27 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
-import type { Ctx, Services } from "../context.ts";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import { authenticateAgentKey } from "./index.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
 import { setMemberRole, suspendMember } from "./members.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
-let tdb: TestDatabase;
-let services: Services;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database);
-});
-afterAll(async () => {
-  await tdb.close();
-});
+const env = useTestServices();
 
 let org: SeededOrg;
 let as: Record<Person, Ctx>;
 let memberIds: Record<Person, string>;
 beforeEach(async () => {
-  org = await seedOrg(services);
-  ({ as, memberIds } = await peopleOf(services, org));
+  org = await seedOrg(env.services);
+  ({ as, memberIds } = await peopleOf(env.services, org));
 });
 
 describe("mintKey", () => {
   it("mints a key for the caller that authenticates as them, in the chosen project", async () => {
     const minted = await mintKey(as.bob, { projectId: org.projectId, runtime: "codex" });
     expect(minted.key).toMatch(/^rtsc_/);
-    const principal = await authenticateAgentKey(services.db, minted.key);
+    const principal = await authenticateAgentKey(env.services.db, minted.key);
     expect(principal).toMatchObject({ userId: org.agents.bob.userId, projectId: org.projectId, runtime: "codex" });
   });
 
@@ -37,11 +29,11 @@ describe("mintKey", () => {
     const carol = org.agents.carol.userId;
     expect((await refusal(mintKey(as.bob, { userId: carol, runtime: "x" }))).code).toBe("FORBIDDEN");
     const byOwner = await mintKey(as.alice, { userId: carol, runtime: "ci" });
-    expect((await authenticateAgentKey(services.db, byOwner.key))?.userId).toBe(carol);
+    expect((await authenticateAgentKey(env.services.db, byOwner.key))?.userId).toBe(carol);
   });
 
   it("refuses a project of another org and a suspended holder", async () => {
-    const other = await seedOrg(services);
+    const other = await seedOrg(env.services);
     expect((await refusal(mintKey(as.bob, { projectId: other.projectId }))).code).toBe("NOT_FOUND");
     await suspendMember(as.alice, { memberId: memberIds.carol });
     expect((await refusal(mintKey(as.alice, { userId: org.agents.carol.userId }))).code).toBe("FORBIDDEN");
@@ -54,23 +46,23 @@ describe("revokeKey", () => {
     const error = await refusal(revokeKey(as.bob, { keyId: carolKey }));
     expect(error.code).toBe("FORBIDDEN");
     expect(error.message).toContain("another person's key");
-    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).not.toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).not.toBeNull();
   });
 
   it("lets a member revoke their own key and an admin revoke anyone's", async () => {
     expect(await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! })).toMatchObject({ changed: true });
-    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
     await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
     expect(await revokeKey(as.bob, { keyId: org.agents.alice.principal.keyId! })).toMatchObject({ changed: true });
-    expect(await authenticateAgentKey(services.db, org.agents.alice.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.alice.key)).toBeNull();
   });
 });
 
 describe("rotateKey", () => {
   it("replaces the key in one step: the old stops working, the new acts the same", async () => {
     const rotated = await rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
-    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
-    const principal = await authenticateAgentKey(services.db, rotated.key);
+    expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
+    const principal = await authenticateAgentKey(env.services.db, rotated.key);
     expect(principal).toMatchObject({ userId: org.agents.bob.userId, runtime: "codex", projectId: org.projectId });
     expect((await refusal(rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! }))).code).toBe("CONFLICT");
   });

@@ -1,30 +1,22 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
-import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { beforeEach, describe, expect, it } from "vitest";
+import { systemPrincipal, withPrincipal, type Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import { membershipOf } from "./access.ts";
 import { authenticateAgentKey } from "./index.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
 import { mintSessionKey } from "./session.ts";
 
-let tdb: TestDatabase;
-let services: Services;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database);
-});
-afterAll(async () => {
-  await tdb.close();
-});
+const env = useTestServices();
 
 let org: SeededOrg;
 let as: Record<Person, Ctx>;
 let memberIds: Record<Person, string>;
 
 beforeEach(async () => {
-  org = await seedOrg(services);
-  ({ as, memberIds } = await peopleOf(services, org));
+  org = await seedOrg(env.services);
+  ({ as, memberIds } = await peopleOf(env.services, org));
 });
 
 describe("listMembers", () => {
@@ -46,13 +38,13 @@ describe("suspendMember", () => {
   it("suspends a member and retires their agents at once", async () => {
     const result = await suspendMember(as.alice, { memberId: memberIds.bob });
     expect(result).toMatchObject({ status: "suspended", retiredAgents: 1, changed: true });
-    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
     const { members } = await listMembers(as.alice, { includeRetired: true });
     expect(members.find((m) => m.memberId === memberIds.bob)).toMatchObject({ status: "suspended" });
     expect(members.find((m) => m.memberId === org.agents.bob.principal.keyId)).toMatchObject({ status: "retired" });
     // Reactivation restores the person, not the retired agents.
     expect(await reactivateMember(as.alice, { memberId: memberIds.bob })).toMatchObject({ status: "active", changed: true });
-    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
   });
 
   it("refuses a member suspending anyone, naming the role needed", async () => {
@@ -61,7 +53,7 @@ describe("suspendMember", () => {
     expect(error.message).toContain("owner or admin");
     // Also through the member's agent key.
     expect((await refusal(suspendMember(org.agents.bob.ctx, { memberId: memberIds.carol }))).code).toBe("FORBIDDEN");
-    expect((await membershipOf(services.db, org.orgId, org.agents.carol.userId))!.status).toBe("active");
+    expect((await membershipOf(env.services.db, org.orgId, org.agents.carol.userId))!.status).toBe("active");
   });
 
   it("refuses an admin suspending the owner or a peer admin, but lets them suspend a member", async () => {
@@ -77,7 +69,7 @@ describe("suspendMember", () => {
 
   it("refuses self-suspension and suspending the last active owner", async () => {
     expect((await refusal(suspendMember(as.alice, { memberId: memberIds.alice }))).message).toContain("yourself");
-    const operator = withPrincipal(services, systemPrincipal(org.orgId));
+    const operator = withPrincipal(env.services, systemPrincipal(org.orgId));
     const last = await refusal(suspendMember(operator, { memberId: memberIds.alice }));
     expect(last.code).toBe("FORBIDDEN");
     expect(last.message).toContain("last active owner");
@@ -91,17 +83,17 @@ describe("suspendMember", () => {
       suspendMember(as.bob, { memberId: memberIds.alice }),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
-    const alice = await membershipOf(services.db, org.orgId, org.agents.alice.userId);
-    const bob = await membershipOf(services.db, org.orgId, org.agents.bob.userId);
+    const alice = await membershipOf(env.services.db, org.orgId, org.agents.alice.userId);
+    const bob = await membershipOf(env.services.db, org.orgId, org.agents.bob.userId);
     expect([alice!.status, bob!.status].sort()).toEqual(["active", "suspended"]);
   });
 
   it("retires an agent together with the session keys minted from it", async () => {
     const session = await mintSessionKey(org.agents.carol.ctx, { label: "worktree-2" });
-    expect(await authenticateAgentKey(services.db, session.key)).not.toBeNull();
+    expect(await authenticateAgentKey(env.services.db, session.key)).not.toBeNull();
     await retireMember(as.alice, { memberId: org.agents.carol.principal.keyId! });
-    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).toBeNull();
-    expect(await authenticateAgentKey(services.db, session.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, session.key)).toBeNull();
   });
 
   it("tells people from agents apart", async () => {
@@ -112,8 +104,8 @@ describe("suspendMember", () => {
   });
 
   it("does not reach people of another org", async () => {
-    const other = await seedOrg(services);
-    const otherMember = (await membershipOf(services.db, other.orgId, other.agents.bob.userId))!.memberId;
+    const other = await seedOrg(env.services);
+    const otherMember = (await membershipOf(env.services.db, other.orgId, other.agents.bob.userId))!.memberId;
     expect((await refusal(suspendMember(as.alice, { memberId: otherMember }))).code).toBe("NOT_FOUND");
   });
 });
@@ -123,9 +115,9 @@ describe("retireMember", () => {
     const bobAgent = org.agents.bob.principal.keyId!;
     const carolAgent = org.agents.carol.principal.keyId!;
     expect((await refusal(retireMember(as.bob, { memberId: carolAgent }))).code).toBe("FORBIDDEN");
-    expect(await authenticateAgentKey(services.db, org.agents.carol.key)).not.toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).not.toBeNull();
     expect(await retireMember(as.bob, { memberId: bobAgent })).toMatchObject({ status: "retired", changed: true });
-    expect(await authenticateAgentKey(services.db, org.agents.bob.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
     expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ status: "retired", changed: true });
     expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ changed: false });
   });

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, TestClock, testConfig, type TestDatabase } from "../../db/testing.ts";
+import { describe, expect, it } from "vitest";
+import { TestClock, testConfig } from "../../db/testing.ts";
 import { eq } from "drizzle-orm";
 import { activity, issues, outbox } from "../../db/schema/index.ts";
-import type { Services } from "../context.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
 import {
   checkClaim,
   checkpoint,
@@ -18,19 +18,13 @@ import {
   slaSweep,
 } from "./index.ts";
 
-let tdb: TestDatabase;
-let services: Services;
 const clock = new TestClock();
 const MINUTE = 60_000;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database, { clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
-});
-afterAll(() => tdb.close());
+const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
 
 async function fresh(prefix = "RTSC"): Promise<SeededOrg> {
-  return seedOrg(services, { prefix });
+  return seedOrg(env.services, { prefix });
 }
 
 type Ctx = SeededOrg["agents"]["alice"]["ctx"];
@@ -124,7 +118,7 @@ describe("dispatch order", () => {
     expect("claimToken" in lateClaim && lateClaim.identifier).toBe(late.identifier);
     if ("claimToken" in lateClaim) await saveIssue(a, { identifier: late.identifier, claimToken: lateClaim.claimToken, status: "done" });
     clock.advance(80 * MINUTE); // 91% of the gated window: breaching, floor urgent
-    await slaSweep(services);
+    await slaSweep(env.services);
     const b = await getIssue(a, { identifier: blocker.identifier });
     expect(b.effectiveLevel).toBe(4);
     expect(b.effectiveDueAt).not.toBeNull();
@@ -204,12 +198,12 @@ describe("claims and fencing", () => {
     expect((await checkClaim(a, { identifier: x.identifier })).held).toBe(true);
     clock.advance(2_000);
     expect((await checkClaim(a, { identifier: x.identifier })).held).toBe(false);
-    expect((await reclaimSweep(services)).reclaimed).toBeGreaterThanOrEqual(1);
-    expect(await reclaimSweep(services)).toEqual({ reclaimed: 0 });
-    const kinds = await tdb.database.db
+    expect((await reclaimSweep(env.services)).reclaimed).toBeGreaterThanOrEqual(1);
+    expect(await reclaimSweep(env.services)).toEqual({ reclaimed: 0 });
+    const kinds = await env.tdb.database.db
       .select({ kind: activity.kind, runtime: activity.runtime })
       .from(activity)
-      .where(eq(activity.issueId, (await tdb.database.db.select({ id: issues.id }).from(issues).where(eq(issues.orgId, org.orgId)))[0]!.id));
+      .where(eq(activity.issueId, (await env.tdb.database.db.select({ id: issues.id }).from(issues).where(eq(issues.orgId, org.orgId)))[0]!.id));
     expect(kinds.filter((k) => k.kind === "reclaimed")).toHaveLength(1);
     await expect(heartbeat(a, { identifier: x.identifier, claimToken: claim.claimToken })).rejects.toMatchObject({ code: "STALE_CLAIM" });
     expect(await claimedIdentifier(org.agents.bob.ctx)).toBe(x.identifier);
@@ -370,9 +364,9 @@ describe("notices", () => {
     await saveIssue(alice.ctx, { identifier: lapsed.identifier, title: "renamed" }); // no notice
     await claimIssue(bob.ctx, { identifier: lapsed.identifier });
     clock.advance(601_000);
-    await reclaimSweep(services);
-    const rows = await tdb.database.db.select({ payload: outbox.payload }).from(outbox).where(eq(outbox.orgId, org.orgId));
-    const all = await tdb.database.db.select({ id: issues.id, identifier: issues.identifier }).from(issues).where(eq(issues.orgId, org.orgId));
+    await reclaimSweep(env.services);
+    const rows = await env.tdb.database.db.select({ payload: outbox.payload }).from(outbox).where(eq(outbox.orgId, org.orgId));
+    const all = await env.tdb.database.db.select({ id: issues.id, identifier: issues.identifier }).from(issues).where(eq(issues.orgId, org.orgId));
     const idOf = new Map(all.map((r) => [r.identifier, r.id]));
     const byIssue = (identifier: string) => idOf.get(identifier);
     const seen = rows.map((r) => r.payload as { issueId: string; kind: string; actorId: string | null });
