@@ -1,8 +1,9 @@
 import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
-import { bearer, deviceAuthorization } from "better-auth/plugins";
+import { bearer, deviceAuthorization, genericOAuth } from "better-auth/plugins";
 import { account, deviceCode, session, user, verification } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
+import { socialProviders } from "./social.ts";
 
 /** The OAuth client id the `retasc` CLI presents in the device flow. */
 export const CLI_CLIENT_ID = "retasc-cli";
@@ -22,7 +23,8 @@ export function signInMethods(config: Services["config"]) {
 
 /**
  * The better-auth instance for this deployment:
- * - GitHub and Google sign-in when their client credentials are configured. Account
+ * - GitHub and Google sign-in when their client credentials are configured, at the
+ *   endpoints the configuration names (./social.ts). Account
  *   linking is off: a provider identity is found by (provider, provider account id) only,
  *   never joined to an existing person because the email matches.
  * - Email + password when `config.emailPassword` (on by default in the embedded mode).
@@ -44,15 +46,11 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
       schema: { user, session, account, verification, deviceCode },
     }),
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
-    socialProviders: {
-      ...(methods.social.includes("github")
-        ? { github: { clientId: config.GITHUB_CLIENT_ID!, clientSecret: config.GITHUB_CLIENT_SECRET! } }
-        : {}),
-      ...(methods.social.includes("google")
-        ? { google: { clientId: config.GOOGLE_CLIENT_ID!, clientSecret: config.GOOGLE_CLIENT_SECRET! } }
-        : {}),
-    },
     account: { accountLinking: { enabled: false } },
+    // server/limits already limits sign-in per client address (trusting only TRUST_PROXY_HOPS
+    // proxies). better-auth's own limiter, on in production, trusts any X-Forwarded-For and without
+    // one puts every client in one shared bucket: 3 sign-ins per 10 s for the whole deployment.
+    rateLimit: { enabled: false },
     plugins: [
       deviceAuthorization({
         verificationUri: DEVICE_PATH,
@@ -61,6 +59,7 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
         validateClient: (clientId) => clientId === CLI_CLIENT_ID,
       }),
       bearer(),
+      genericOAuth({ config: socialProviders(config, methods.social) }),
     ],
     telemetry: { enabled: false },
     logger: { disabled: config.LOG_LEVEL === "silent" },

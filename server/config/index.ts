@@ -94,6 +94,12 @@ export const configSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: positiveInt(10_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
+  /** GitHub sign-in: /login/oauth/authorize and /login/oauth/access_token live here. */
+  GITHUB_OAUTH_URL: z.url().default("https://github.com"),
+  /** Google sign-in: the consent page (/o/oauth2/v2/auth) lives here. */
+  GOOGLE_OAUTH_URL: z.url().default("https://accounts.google.com"),
+  GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
+  GOOGLE_USERINFO_URL: z.url().default("https://openidconnect.googleapis.com/v1/userinfo"),
   GITLAB_URL: z.url().default("https://gitlab.com"),
   SLACK_API_URL: z.url().default("https://slack.com/api"),
   DISCORD_API_URL: z.url().default("https://discord.com/api"),
