@@ -6,6 +6,7 @@ import path from "node:path";
 import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
 import { seedGraph, type SeedGraph } from "../bench/lib/seed.ts";
+import { seededRandom } from "../bench/lib/stats.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
@@ -57,18 +58,6 @@ export interface SwarmResult {
 
 const root = path.resolve(import.meta.dirname, "..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A small deterministic PRNG, so a seed reproduces a graph. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * A random DAG with chains: each issue picks up to three blockers among the sixty before it,
@@ -134,7 +123,7 @@ async function stopGently(child: ChildProcess, graceMs = 10_000): Promise<void> 
 export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const seed = options.seed ?? crypto.randomInt(2 ** 31);
-  const random = prng(seed);
+  const random = seededRandom(seed);
   const ttlSeconds = options.leaseTtlSeconds ?? 3;
   const perProcess = options.agentsPerProcess ?? 8;
   const useRedis = (options.redis ?? true) && redisServerAvailable;
