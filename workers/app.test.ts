@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../db/testing.ts";
+import { afterAll, describe, expect, it } from "vitest";
+import { testDriver } from "../db/testing.ts";
 import { startApp, type AppProcess } from "../server/testing/app-process.ts";
-import { redisTestsCanRun, testRedis, uniquePrefix } from "./testing/redis-url.ts";
+import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { waitFor } from "./testing/wait.ts";
 
 /** The web process with its job runner: what /healthz says about jobs, and a clean stop. */
@@ -24,19 +24,10 @@ describe("the web process runs jobs", () => {
   });
 
   describe.runIf(testDriver === "postgres" && redisTestsCanRun)("in the server mode", () => {
-    let tdb: TestDatabase;
-    let redis: { url: string; close(): Promise<void> };
-    beforeAll(async () => {
-      tdb = await createTestDatabase();
-      redis = await testRedis();
-    });
-    afterAll(async () => {
-      await redis?.close();
-      await tdb?.close();
-    });
+    const stack = useDatabaseAndRedis();
 
     it("leaves jobs to `npm run workers` unless RETASC_WORKERS=inline", async () => {
-      const app = await startApp({ DATABASE_URL: tdb.url, REDIS_URL: redis.url });
+      const app = await startApp({ DATABASE_URL: stack.tdb.url, REDIS_URL: stack.redis.url });
       running.push(app);
       expect(await jobsOf(app)).toMatchObject({ runner: "separate", pending: 0, failed: 0 });
       expect(await app.stop()).toBe(0);
@@ -44,8 +35,8 @@ describe("the web process runs jobs", () => {
 
     it("with RETASC_WORKERS=inline runs BullMQ in-process and counts a failed job in /healthz", async () => {
       const app = await startApp({
-        DATABASE_URL: tdb.url,
-        REDIS_URL: redis.url,
+        DATABASE_URL: stack.tdb.url,
+        REDIS_URL: stack.redis.url,
         RETASC_WORKERS: "inline",
         BULLMQ_PREFIX: uniquePrefix(),
         LOG_LEVEL: "info",
@@ -53,7 +44,7 @@ describe("the web process runs jobs", () => {
       running.push(app);
       expect(await jobsOf(app)).toMatchObject({ runner: "bullmq", failed: 0 });
       // A row no handler knows (say, written by a newer version): a permanent failure, kept.
-      await tdb.database.db.execute(
+      await stack.tdb.database.db.execute(
         sql`insert into outbox (job, payload) values ('from.the.future', '{}'::jsonb); select pg_notify('retasc_outbox', '')`,
       );
       await waitFor(async () => (await jobsOf(app)).failed === 1, 20_000, "the failed job in /healthz");

@@ -1,9 +1,9 @@
 import crypto from "node:crypto";
 import { Queue } from "bullmq";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { query } from "../db/client.ts";
-import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../db/testing.ts";
+import { servicesFor, testConfig, testDriver } from "../db/testing.ts";
 import type { Services } from "../server/context.ts";
 import { createLogger } from "../server/log.ts";
 import { enqueue, jobHealth } from "../server/outbox/index.ts";
@@ -13,7 +13,7 @@ import { outboxJobId } from "./relay.ts";
 import type { JobRunner } from "./runner.ts";
 import { enqueueProbe, probeJobs, probeReport } from "./testing/probe.ts";
 import { PrivateRedis, redisServerAvailable } from "./testing/redis.ts";
-import { redisTestsCanRun, testRedis, uniquePrefix } from "./testing/redis-url.ts";
+import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { spawnWorker } from "./testing/spawn.ts";
 import { sleep, waitFor } from "./testing/wait.ts";
 
@@ -23,21 +23,12 @@ const catalog = mergeCatalogs(retascJobs, probeJobs);
 const idsSql = (ids: number[]) => sql.join(ids.map((i) => sql`${i}`), sql`, `);
 
 describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (PostgreSQL + Redis)", () => {
-  let tdb: TestDatabase;
-  let redis: { url: string; close(): Promise<void> };
-  beforeAll(async () => {
-    tdb = await createTestDatabase();
-    redis = await testRedis();
-  });
-  afterAll(async () => {
-    await redis?.close();
-    await tdb?.close();
-  });
+  const stack = useDatabaseAndRedis();
 
   const servicesWith = (overrides: Record<string, string> = {}): Services =>
-    servicesFor(tdb.database, {
+    servicesFor(stack.tdb.database, {
       config: testConfig({
-        DATABASE_URL: tdb.url!,
+        DATABASE_URL: stack.tdb.url!,
         BULLMQ_PREFIX: uniquePrefix(),
         OUTBOX_POLL_MS: "600000",
         JOB_BACKOFF_MS: "100",
@@ -47,11 +38,11 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
     });
 
   const start = (services: Services, redisUrl: string): Promise<JobRunner> =>
-    startBullmqRunner({ services, database: tdb.database, log, catalog, sweeps: [], redisUrl });
+    startBullmqRunner({ services, database: stack.tdb.database, log, catalog, sweeps: [], redisUrl });
 
   const outboxState = (ids: number[]) =>
     query<{ id: string; relayed: boolean; completed: boolean; failed: boolean; last_error: string | null }>(
-      tdb.database.db,
+      stack.tdb.database.db,
       sql`select id, relayed_at is not null as relayed, completed_at is not null as completed,
                  failed_at is not null as failed, last_error
           from outbox where id in (${idsSql(ids)}) order by id`,
@@ -59,7 +50,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
 
   it("relays on NOTIFY (no poll) and delivers each outbox row once", async () => {
     const services = servicesWith();
-    const runner = await start(services, redis.url);
+    const runner = await start(services, stack.redis.url);
     try {
       const ids: number[] = [];
       for (let i = 0; i < 25; i++) {
@@ -75,7 +66,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
         sql`select runs from job_receipts where key in (${sql.join(ids.map((i) => sql`${`outbox:${i}`}`), sql`, `)})`,
       );
       expect(receipts.map((r) => Number(r.runs))).toEqual(Array(25).fill(1));
-      const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: redis.url } });
+      const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: stack.redis.url } });
       try {
         const job = await queue.getJob(outboxJobId(ids[0]!));
         expect(job?.data).toEqual({
@@ -93,8 +84,8 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
   it("retries transient failures with backoff and keeps permanent failures (UnrecoverableError) in the failed set", async () => {
     const services = servicesWith();
     const before = await jobHealth(services.db);
-    const runner = await start(services, redis.url);
-    const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: redis.url } });
+    const runner = await start(services, stack.redis.url);
+    const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: stack.redis.url } });
     try {
       const flaky = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "flaky", failTimes: 2 }));
       const doomed = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "doomed", permanent: true }));
@@ -173,8 +164,8 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
   it("runs a job again after its worker process is SIGKILLed mid-job; it takes effect once", async () => {
     const prefix = uniquePrefix();
     const env = {
-      DATABASE_URL: tdb.url!,
-      REDIS_URL: redis.url,
+      DATABASE_URL: stack.tdb.url!,
+      REDIS_URL: stack.redis.url,
       BULLMQ_PREFIX: prefix,
       RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
       JOB_LOCK_MS: "1500",
@@ -183,9 +174,9 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
     const first = spawnWorker(env);
     let second: ReturnType<typeof spawnWorker> | null = null;
     try {
-      const id = await tdb.database.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "crash", sleepMs: 3_000 }));
+      const id = await stack.tdb.database.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "crash", sleepMs: 3_000 }));
       await waitFor(
-        async () => (await probeReport(tdb.database.db)).startsByOutboxId.get(id),
+        async () => (await probeReport(stack.tdb.database.db)).startsByOutboxId.get(id),
         30_000,
         `the job started (worker said: ${first.output()})`,
       );
@@ -195,7 +186,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
 
       second = spawnWorker(env);
       await waitFor(async () => (await outboxState([id]))[0]!.completed, 30_000, "the job completed after the crash");
-      const report = await probeReport(tdb.database.db);
+      const report = await probeReport(stack.tdb.database.db);
       expect(report.startsByOutboxId.get(id)).toBe(2);
       expect(report.effects.filter((e) => e.key === `outbox:${id}`)).toEqual([{ key: `outbox:${id}`, runs: 1 }]);
       expect(await second.terminate()).toBe(0);

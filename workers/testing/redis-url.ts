@@ -1,3 +1,5 @@
+import { afterAll, beforeAll } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../db/testing.ts";
 import { PrivateRedis, redisServerAvailable } from "./redis.ts";
 
 /**
@@ -14,3 +16,20 @@ export async function testRedis(): Promise<{ url: string; close(): Promise<void>
 export const redisTestsCanRun = Boolean(process.env.TEST_REDIS_URL) || redisServerAvailable;
 
 export const uniquePrefix = () => `retasc-test-${Math.random().toString(36).slice(2, 10)}`;
+
+/**
+ * A test database and Redis for the enclosing describe block: opened before its tests, closed
+ * after. Read the fields inside tests and hooks only; they are set once beforeAll has run.
+ */
+export function useDatabaseAndRedis(): { readonly tdb: TestDatabase; readonly redis: { url: string } } {
+  const state = {} as { tdb: TestDatabase; redis: { url: string; close(): Promise<void> } };
+  beforeAll(async () => {
+    state.tdb = await createTestDatabase();
+    state.redis = await testRedis();
+  });
+  afterAll(async () => {
+    await state.redis?.close();
+    await state.tdb?.close();
+  });
+  return state;
+}
