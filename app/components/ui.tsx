@@ -2,6 +2,18 @@ import type { ReactNode } from "react";
 
 /** Small accessible building blocks shared by the Dash and auth pages. */
 
+/** A form control under its visible label; `id` is the control's. */
+function Labeled(props: { id: string; label: string; children: ReactNode }) {
+  return (
+    <div className="flex flex-col gap-1">
+      <label htmlFor={props.id} className="text-sm font-medium text-stone-800">
+        {props.label}
+      </label>
+      {props.children}
+    </div>
+  );
+}
+
 export function Field(props: {
   label: string;
   name: string;
@@ -16,10 +28,7 @@ export function Field(props: {
 }) {
   const id = `field-${props.name}`;
   return (
-    <div className="flex flex-col gap-1">
-      <label htmlFor={id} className="text-sm font-medium text-stone-800">
-        {props.label}
-      </label>
+    <Labeled id={id} label={props.label}>
       <input
         id={id}
         name={props.name}
@@ -38,7 +47,7 @@ export function Field(props: {
           {props.hint}
         </p>
       ) : null}
-    </div>
+    </Labeled>
   );
 }
 
@@ -50,10 +59,7 @@ export function Select(props: {
 }) {
   const id = `field-${props.name}`;
   return (
-    <div className="flex flex-col gap-1">
-      <label htmlFor={id} className="text-sm font-medium text-stone-800">
-        {props.label}
-      </label>
+    <Labeled id={id} label={props.label}>
       <select
         id={id}
         name={props.name}
@@ -66,7 +72,7 @@ export function Select(props: {
           </option>
         ))}
       </select>
-    </div>
+    </Labeled>
   );
 }
 
