@@ -188,13 +188,18 @@ async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
     const toTerminal = peek !== null && !isTerminal(peek.status);
     const rankChange = input.priority !== undefined || input.dueAt !== undefined;
     const graphLocked = forceGraphLock || rankChange || (toTerminal && peek.hasBlockEdges);
+    // Closing an issue nothing open blocks re-ranks only that issue (its blockers are all closed),
+    // so such closes (every finished claim) share the graph lock instead of queueing on it.
+    const sharedGraphLock = graphLocked && !forceGraphLock && !rankChange && peek!.openBlockerCount === 0;
     const [, row, edgesNow] = await inOrder(
-      () => (graphLocked ? lockOrgGraph(tx, orgId) : Promise.resolve()),
+      () => (graphLocked ? lockOrgGraph(tx, orgId, sharedGraphLock ? "shared" : "exclusive") : Promise.resolve()),
       () => findIssue(tx, orgId, identifier, { forUpdate: true }),
       () => (toTerminal && !graphLocked ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
     );
-    if (edgesNow) {
-      forceGraphLock = true; // an edge appeared between the peek and the lock
+    // An edge appeared between the peek and the lock, or a blocker did (only graph changes add
+    // either, and they hold the lock exclusively): rerun holding it exclusively.
+    if (edgesNow || (sharedGraphLock && row.openBlockerCount > 0)) {
+      forceGraphLock = true;
       throw new RetryTransaction();
     }
 

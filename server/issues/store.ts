@@ -166,15 +166,15 @@ export async function peekStatusAndEdges(
   tx: Db,
   orgId: string,
   identifier: string,
-): Promise<{ status: string; hasBlockEdges: boolean } | null> {
-  const rows = await query<{ status: string; has_block_edges: boolean }>(
+): Promise<{ status: string; hasBlockEdges: boolean; openBlockerCount: number } | null> {
+  const rows = await query<{ status: string; has_block_edges: boolean; open_blocker_count: number }>(
     tx,
-    sql`select i.status, exists(
+    sql`select i.status, i.open_blocker_count, exists(
           select 1 from relations r where r.type = 'blocks' and (r.source_id = i.id or r.target_id = i.id)) as has_block_edges
         from issues i where i.org_id = ${orgId} and i.identifier = ${identifier}`,
   );
   const row = rows[0];
-  return row ? { status: row.status, hasBlockEdges: Boolean(row.has_block_edges) } : null;
+  return row ? { status: row.status, hasBlockEdges: Boolean(row.has_block_edges), openBlockerCount: Number(row.open_blocker_count) } : null;
 }
 
 export async function latestCheckpoint(tx: Db, issueId: string) {

@@ -8,9 +8,17 @@ import { query, type Db } from "../../db/client.ts";
  * are recomputed, in memory, from one read of their ancestors and the edges out of them.
  */
 
-/** Serialises graph-changing writes within an org so incremental re-ranking never races. */
-export async function lockOrgGraph(tx: Db, orgId: string): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"rank:" + orgId}))`);
+/**
+ * Serialises graph-changing writes within an org so incremental re-ranking never races.
+ * `shared` is for writes that re-rank nothing but their own issue (closing an issue nothing
+ * open blocks): they run side by side, and still never beside a graph change.
+ */
+export async function lockOrgGraph(tx: Db, orgId: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
+  await tx.execute(
+    mode === "shared"
+      ? sql`select pg_advisory_xact_lock_shared(hashtext(${"rank:" + orgId}))`
+      : sql`select pg_advisory_xact_lock(hashtext(${"rank:" + orgId}))`,
+  );
 }
 
 export const idList = (ids: readonly string[]): SQL => sql.join(ids.map((id) => sql`${id}`), sql`, `);
