@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callOk } from "../server/mcp/testing.ts";
+import { callOk, connectClient } from "../server/mcp/testing.ts";
 import { problemsWith } from "./hostile.ts";
-import { startWorld, type World } from "./world.ts";
+import { cliPost, signUp, startWorld, type World } from "./world.ts";
 
 /**
  * The wall between tenants on the Dash and the CLI endpoints (the MCP tools have their own
@@ -118,6 +118,40 @@ describe("the CLI endpoints as another tenant", () => {
       ["members", { orgId: world.a.orgId, action: "revoke-invite", inviteId: world.bIds.inviteId }],
     ];
     for (const [path, json] of writes) expectRefused(await asA(`/api/cli/${path}`, { json, bearer: true }), `POST ${path} ${JSON.stringify(json)}`);
+  });
+});
+
+describe("people and agents taken out in the Dash", () => {
+  // server/mcp/http.test.ts covers the MCP tools and direct revocation; this is the Dash's door, over HTTP.
+  test("suspending a person or retiring an agent on the members page cuts its key off at the next call", async () => {
+    const { code } = await cliPost(world.url, world.a.token, "members", { orgId: world.a.orgId, action: "invite" });
+    const carl = await signUp(world.url, "Carl");
+    const joined = await cliPost(world.url, carl.token, "join", { code });
+    const mint = async () => (await cliPost(world.url, carl.token, "keys", { orgId: world.a.orgId, action: "mint", projectId: world.a.projectId })) as { key: string; keyId: string };
+    const members = (intent: string, memberId: string) => asA("/dash/settings/members.data", { form: { intent, memberId } });
+
+    const first = await mint();
+    const agent = await connectClient(`${world.url}/mcp`, first.key, { name: "carl" });
+    try {
+      await callOk(agent, "whoami");
+      expect((await members("suspend", joined.memberId)).text).toMatch(/Suspended; 1 agent retired/);
+      await expect(agent.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+      await members("reactivate", joined.memberId);
+      // Reactivation does not bring retired keys back.
+      await expect(agent.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+    } finally {
+      await agent.close();
+    }
+
+    const second = await mint();
+    const again = await connectClient(`${world.url}/mcp`, second.key, { name: "carl-2" });
+    try {
+      await callOk(again, "whoami");
+      expect((await members("retire", second.keyId)).text).toMatch(/Agent retired/);
+      await expect(again.callTool({ name: "whoami", arguments: {} })).rejects.toThrow(/401|Unauthorized/);
+    } finally {
+      await again.close();
+    }
   });
 });
 

@@ -51,25 +51,34 @@ async function json(response: Response): Promise<any> {
   return JSON.parse(text);
 }
 
-async function tenant(url: string, name: string, prefix: string): Promise<Tenant> {
+/** A person signed up over HTTP: their browser session (cookie) and the same session as a bearer token. */
+export async function signUp(url: string, name: string): Promise<{ email: string; cookie: string; token: string; userId: string }> {
   const email = `${name.toLowerCase()}-${crypto.randomBytes(4).toString("hex")}@example.com`;
-  const signUp = await fetch(`${url}/api/auth/sign-up/email`, {
+  const response = await fetch(`${url}/api/auth/sign-up/email`, {
     method: "POST",
     headers: { "content-type": "application/json", origin: url },
     body: JSON.stringify({ email, password: "correct horse battery", name }),
   });
-  const session = await json(signUp.clone());
-  const cookie = signUp.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
-  const token = signUp.headers.get("set-auth-token") ?? session.token;
-  const post = async (path: string, body: unknown) =>
-    json(await fetch(`${url}/api/cli/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }));
+  const session = await json(response.clone());
+  const cookie = response.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  return { email, cookie, token: response.headers.get("set-auth-token") ?? session.token, userId: session.user.id };
+}
+
+/** POST to /api/cli/* with a session token; the JSON reply, or an error naming the status. */
+export async function cliPost(url: string, token: string, path: string, body: unknown): Promise<any> {
+  return json(await fetch(`${url}/api/cli/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }));
+}
+
+async function tenant(url: string, name: string, prefix: string): Promise<Tenant> {
+  const { email, cookie, token, userId } = await signUp(url, name);
+  const post = (path: string, body: unknown) => cliPost(url, token, path, body);
   const org = await post("orgs", { name: `${name}'s org` });
   const orgId = org.orgId ?? org.id;
   const project = await post("projects", { orgId, name: `${name} project`, prefix });
   const projectId = project.projectId ?? project.id;
   const minted = await post("keys", { orgId, action: "mint", projectId, runtime: "claude-code" });
   const client = await connectClient(`${url}/mcp`, minted.key, { name });
-  return { email, cookie, token, userId: session.user.id, orgId, projectId, prefix, key: minted.key, keyId: minted.keyId ?? minted.id, client };
+  return { email, cookie, token, userId, orgId, projectId, prefix, key: minted.key, keyId: minted.keyId, client };
 }
 
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
@@ -100,13 +109,7 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
   const claim = await callOk(b.client, "claim_issue", { identifier: issues[1] });
   await callOk(b.client, "checkpoint", { identifier: issues[1], claimToken: claim.claimToken, done: `done ${marker}`, next: marker });
   const { members } = await callOk(b.client, "list_members");
-  const invite = await json(
-    await fetch(`${url}/api/cli/members`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${b.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ orgId: b.orgId, action: "invite" }),
-    }),
-  );
+  const invite = await cliPost(url, b.token, "members", { orgId: b.orgId, action: "invite" });
   // A has data of its own too, so its pages and lists are not empty.
   await callOk(a.client, "save_issue", { title: "Alma's own work", work: true, noDependency: "alone" });
 
