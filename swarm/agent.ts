@@ -85,8 +85,14 @@ class Agent {
   }
 
   /** Calls until the server answers (ok or a refusal), reconnecting after each transport failure. */
-  private async answered(tool: string, args: Record<string, unknown>, onAttempt?: (o: Outcome, attempt: number) => void) {
+  private async answered(
+    tool: string,
+    args: Record<string, unknown>,
+    onAttempt?: (o: Outcome, attempt: number) => void,
+    beforeAttempt?: () => void,
+  ) {
     for (let attempt = 0; ; attempt++) {
+      beforeAttempt?.();
       const outcome = await this.call(tool, args);
       onAttempt?.(outcome, attempt);
       if (outcome.kind !== "transport") return outcome;
@@ -109,7 +115,9 @@ class Agent {
 
   private async pull(allLanes: boolean) {
     const sentAt = Date.now();
-    const outcome = await this.answered("next_issue", allLanes ? { allLanes: true } : {});
+    const outcome = await this.answered("next_issue", allLanes ? { allLanes: true } : {}, undefined, () =>
+      this.log({ t: "pull", agent: this.spec.name, allLanes, sentAt: Date.now() }),
+    );
     return { outcome, sentAt };
   }
 

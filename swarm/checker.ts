@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../db/client.ts";
 import type { Keyring } from "../server/crypto/index.ts";
-import type { AgentRecord, CheckpointNotes, ClaimRecord, WriteRecord } from "./records.ts";
+import type { AgentRecord, CheckpointNotes, ClaimRecord, PullRecord, WriteRecord } from "./records.ts";
 
 /**
  * The swarm's invariant checker. It reads the database after the run (issues, relations,
@@ -61,6 +61,7 @@ interface LeaseRow {
   issue_id: string;
   fence: number;
   user_id: string;
+  runtime: string;
   claimed_ms: number;
   expires_ms: number;
   ended_ms: number | null;
@@ -110,7 +111,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   );
   const leases = await query<LeaseRow>(
     db,
-    sql`select id, issue_id, fence, user_id, ${ms("claimed_at")} as claimed_ms, ${ms("expires_at")} as expires_ms,
+    sql`select id, issue_id, fence, user_id, runtime, ${ms("claimed_at")} as claimed_ms, ${ms("expires_at")} as expires_ms,
           ${ms("ended_at")} as ended_ms, end_reason
         from leases where org_id = ${orgId}`,
   );
@@ -371,15 +372,27 @@ interface OrderCheck {
 }
 
 /**
- * For each dispatch (commit time T of a claim), looks for an issue strictly ahead of it in the
- * order, in the claimant's lanes, that was provably free for the whole window [T - w, T + w]:
- * every blocker finished (committed) before it, not finished itself, no lease of it live, no
- * reclaim sweep and no agent write touching its row (each briefly locks it, and a claim skips
- * locked rows). Such an issue means the dispatch was not the top of the order. Free only inside
- * the window counts as a near miss (a claim in flight may have held it locked).
+ * For each dispatch (commit time T of a claim whose request went out at S), looks for an issue
+ * strictly ahead of it in the order, in the claimant's lanes, that was provably free for the
+ * whole window [min(S, T - w), T + w]: every blocker finished (committed) before it, not
+ * finished itself, no lease of it live, no claim of it in flight, no reclaim sweep and no agent
+ * write touching its row (each briefly locks it, and a claim skips locked rows). Such an issue
+ * means the dispatch was not the top of the order. Free only at T counts as a near miss.
  */
 function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: number } {
   const ranked = [...c.issues].sort((a, b) => c.order.get(a.id)! - c.order.get(b.id)!);
+  const pullsOf = new Map<string, PullRecord[]>();
+  for (const r of c.records) if (r.t === "pull") (pullsOf.get(r.agent) ?? pullsOf.set(r.agent, []).get(r.agent)!).push(r);
+  for (const list of pullsOf.values()) list.sort((a, b) => a.sentAt - b.sentAt);
+  const lastPullBefore = (agent: string, at: number): PullRecord | undefined => {
+    const list = pullsOf.get(agent) ?? [];
+    let found: PullRecord | undefined;
+    for (const pull of list) {
+      if (pull.sentAt > at) break;
+      found = pull;
+    }
+    return found;
+  };
   // Busy intervals per issue: leases (claim commit → end), sweeps and agent writes (row locks).
   const busy = new Map<string, [number, number][]>();
   const addBusy = (issueId: string, from: number, to: number) =>
@@ -388,8 +401,10 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     for (const lease of list) {
       const claim = c.claimOf(issueId, lease.fence);
       // The claim held the row locked from its candidate read on, some time before it read the
-      // clock: from the moment its request was sent when the agent recorded that.
-      const sent = c.recordOf.get(`${c.issueIdentifier.get(issueId)}#${lease.fence}`)?.sentAt ?? Infinity;
+      // clock: from the moment its request was sent. Without a claim record (its agent was killed
+      // or the reply lost), from the agent's last pull sent before the lease began.
+      const sent =
+        c.recordOf.get(`${c.issueIdentifier.get(issueId)}#${lease.fence}`)?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? Infinity;
       const start = Math.min(claim?.committed_ms ?? lease.claimed_ms, lease.claimed_ms, sent);
       const end = lease.end_reason === "expired" || lease.end_reason === null ? lease.expires_ms : (c.endOf(issueId, lease.fence)?.committed_ms ?? lease.ended_ms ?? Infinity);
       addBusy(issueId, start, end);
@@ -425,16 +440,20 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     const record = c.recordOf.get(`${issue.identifier}#${a.fence}`);
     // Without the agent's record the lane mode is unknown: judge against the narrower own lane,
     // whose competitors are a subset of allLanes' (a violation there is one either way).
-    const allLanes = record?.allLanes ?? false;
+    const allLanes = record?.allLanes ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.allLanes ?? false;
     const inLane = (other: IssueRow) => allLanes || other.assignee_id === null || other.assignee_id === lease.user_id;
     if (record && !inLane(issue)) c.violation("lane", `${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
     const position = c.order.get(issue.id)!;
     const T = a.committed_ms;
+    // The claim read its candidates some time after its request went out: what became ready
+    // after that may not have been in its snapshot.
+    const sentAt = record?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? T - c.inFlight;
+    const from = Math.min(T - c.inFlight, sentAt);
     for (let p = 0; p < position; p++) {
       const other = ranked[p]!;
       if (!inLane(other)) continue;
       if (!freeDuring(other, T - 1, T)) continue;
-      if (freeDuring(other, T - c.inFlight, T + c.inFlight)) {
+      if (freeDuring(other, from, T + c.inFlight)) {
         const nextBusy = Math.min(...(busy.get(other.id) ?? []).map(([start]) => start).filter((start) => start > T));
         c.violation(
           "order",

@@ -14,6 +14,7 @@ export interface CheckpointNotes {
 
 export interface ClaimRecord {
   t: "claim";
+  /** The agent's name, which is also its key's runtime label (so leases name their agent). */
   agent: string;
   userId: string;
   identifier: string;
@@ -44,6 +45,17 @@ export interface WriteRecord {
   receivedAt: number;
 }
 
+/**
+ * Written before each next_issue goes out, so a claim whose reply never got logged (the agent
+ * was killed, or the reply was lost) is still known to have been in flight from then on.
+ */
+export interface PullRecord {
+  t: "pull";
+  agent: string;
+  allLanes: boolean;
+  sentAt: number;
+}
+
 /** A call that got no answer or UNAVAILABLE: the agent retried (counted, not judged). */
 export interface RetryRecord {
   t: "retry";
@@ -53,7 +65,7 @@ export interface RetryRecord {
   at: number;
 }
 
-export type AgentRecord = ClaimRecord | WriteRecord | RetryRecord;
+export type AgentRecord = ClaimRecord | PullRecord | WriteRecord | RetryRecord;
 
 export function appendRecord(file: string, record: AgentRecord): void {
   fs.appendFileSync(file, JSON.stringify(record) + "\n");

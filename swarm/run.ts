@@ -57,6 +57,8 @@ export interface SwarmResult {
 }
 
 const root = path.resolve(import.meta.dirname, "..");
+/** Every worker process a run started, for a Ctrl-C to end. */
+const spawned: ChildProcess[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -132,14 +134,28 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
   const faults = { agentKills: 0, appKills: 0, postgresRestarts: 0, redisRestarts: 0, faultErrors: [] as string[] };
   let apps: (AppProcess | null)[] = [];
   let booted: Booted | null = null;
+  const agentProcs: { child: ChildProcess; output: () => string }[] = [];
+  let postgres: PrivatePostgres | null = null;
+  let redis: PrivateRedis | null = null;
+  // Ctrl-C (or a SIGTERM) must not leave app instances, agents or the private servers behind.
+  const abort = () => {
+    for (const child of [...agentProcs.map((p) => p.child), ...apps.map((a) => a?.child), ...spawned]) child?.kill("SIGKILL");
+    void redis?.stop();
+    postgres?.close();
+    process.exit(130);
+  };
+  process.once("SIGINT", abort);
+  process.once("SIGTERM", abort);
 
   try {
     log(`swarm: seed ${seed}, ${options.agents} agents, ${options.issues} issues, ${options.instances} instances, lease ${ttlSeconds}s, ${useRedis ? "private Redis + worker processes" : "inline workers"}; logs in ${runDir}`);
-    const postgres = await PrivatePostgres.start();
-    cleanups.push(() => postgres.close());
+    postgres = await PrivatePostgres.start();
+    const pg = postgres;
+    cleanups.push(() => pg.close());
     const databaseUrl = postgres.createDatabase("retasc_swarm");
-    const redis = useRedis ? await PrivateRedis.start() : null;
-    if (redis) cleanups.push(() => redis.close());
+    redis = useRedis ? await PrivateRedis.start() : null;
+    const privateRedis = redis;
+    if (privateRedis) cleanups.push(() => privateRedis.close());
 
     const env: Record<string, string> = {
       DATABASE_URL: databaseUrl,
@@ -159,8 +175,9 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const slots: AgentProcessConfig["agents"] = [];
     for (let i = 0; i < options.agents; i++) {
       const who = humans[i % humans.length]!;
+      // The agent's name is its key's runtime label, so every lease names the agent that took it.
       const agent = await org.agentFor(who, `swarm-${i}`);
-      slots.push({ name: `a${i}`, key: agent.key, userId: agent.principal.userId! });
+      slots.push({ name: `swarm-${i}`, key: agent.key, userId: agent.principal.userId! });
     }
     const graph = randomGraph(options.issues, random, { bob: org.agents.bob.userId, carol: org.agents.carol.userId });
     await seedGraph(services, { orgId: org.orgId, projectId: org.projectId, prefix: org.prefix, authorId: org.agents.alice.userId }, graph, new Date());
@@ -171,6 +188,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     apps = await Promise.all(ports.map((port) => startApp(env, { port, timeoutMs: 120_000 })));
     const endpoints = ports.map((port) => `http://127.0.0.1:${port}/mcp`);
     const workers = redis ? [spawnEntry("workers/main.ts", env), spawnEntry("workers/main.ts", env)] : [];
+    spawned.push(...workers.map((w) => w.child));
     cleanups.push(async () => {
       await Promise.all(workers.map((w) => stopGently(w.child)));
     });
@@ -179,7 +197,6 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const groups: AgentProcessConfig["agents"][] = [];
     for (let i = 0; i < slots.length; i += perProcess) groups.push(slots.slice(i, i + perProcess));
     const logFiles: string[] = [];
-    const agentProcs: { child: ChildProcess; output: () => string }[] = [];
     let generation = 0;
     const launch = (group: number) => {
       const logFile = path.join(runDir, `agents-${group}-${generation++}.jsonl`);
@@ -234,7 +251,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
         at: 0.5 + (0.4 * (k - 1)) / pgRestarts,
         name: "restart PostgreSQL",
         run: async () => {
-          postgres.restart();
+          pg.restart();
           faults.postgresRestarts++;
         },
       });
@@ -245,10 +262,10 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
         at: 0.7 + (0.2 * (k - 1)) / redisRestarts,
         name: "stop and start Redis",
         run: async () => {
-          await redis!.stop();
+          await privateRedis!.stop();
           faults.redisRestarts++;
           await sleep(2_000);
-          await redis!.start();
+          await privateRedis!.start();
         },
       });
     }
@@ -291,6 +308,9 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
     return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput };
   } finally {
+    process.off("SIGINT", abort);
+    process.off("SIGTERM", abort);
+    await Promise.all(agentProcs.map((p) => killHard(p.child)));
     await Promise.all(apps.map((a) => a?.stop()));
     await booted?.close().catch(() => {});
     for (const cleanup of cleanups.reverse()) await cleanup();
