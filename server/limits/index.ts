@@ -86,24 +86,30 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
         }
       }
       const ip = clientIp(req, config.TRUST_PROXY_HOPS);
-      const checks: Promise<{ wait: number | null; what: string }>[] = [
+      const tooMany = (wait: number, what: string) => {
+        const seconds = Math.max(1, Math.ceil(wait / 1000));
+        refuse(res, path, 429, "RATE_LIMITED", `Too many ${what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
+        return false;
+      };
+      const byAddress: Promise<{ wait: number | null; what: string }>[] = [
         consume(perIp, ip).then((wait) => ({ wait, what: "requests from your address" })),
       ];
       if (path === "/mcp") {
-        const token = bearerOf(req);
-        if (token) checks.push(consume(perKey, keyId(token)).then((wait) => ({ wait, what: "requests with this agent key" })));
-        checks.push(
+        byAddress.push(
           exhausted(authFailures, ip, config.RATE_LIMIT_AUTH_FAILURES_PER_MIN).then((wait) => ({ wait, what: "failed authentications from your address" })),
         );
       }
       if (method === "POST" && SIGN_IN_PATH.test(path)) {
-        checks.push(consume(signIn, ip).then((wait) => ({ wait, what: "sign-in attempts from your address" })));
+        byAddress.push(consume(signIn, ip).then((wait) => ({ wait, what: "sign-in attempts from your address" })));
       }
-      const refused = (await Promise.all(checks)).find((c) => c.wait !== null);
-      if (refused) {
-        const seconds = Math.max(1, Math.ceil(refused.wait! / 1000));
-        refuse(res, path, 429, "RATE_LIMITED", `Too many ${refused.what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
-        return false;
+      const refused = (await Promise.all(byAddress)).find((c) => c.wait !== null);
+      if (refused) return tooMany(refused.wait!, refused.what);
+      // Keys are counted only once the address is admitted, so a flood of made-up keys from a
+      // refused address adds no counters.
+      const token = path === "/mcp" ? bearerOf(req) : null;
+      if (token) {
+        const wait = await consume(perKey, keyId(token));
+        if (wait !== null) return tooMany(wait, "requests with this agent key");
       }
       if (path === "/mcp") {
         res.once("finish", () => {
