@@ -419,6 +419,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     if (r.t === "write") addBusy(idOf.get(r.identifier) ?? "", r.sentAt, r.receivedAt);
   }
   const freeDuring = (issue: IssueRow, from: number, to: number): boolean => {
+    if (issue.created_ms > from) return false;
     const finishedAt = c.finishCommit.get(issue.id);
     if (finishedAt !== undefined && finishedAt <= to) return false;
     for (const blocker of c.blockersOf.get(issue.id) ?? []) {
