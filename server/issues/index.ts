@@ -4,7 +4,7 @@ import { issueLabels, issues, labels, members, projects, relations } from "../..
 import { recordActivity } from "../activity/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import type { Ctx } from "../context.ts";
-import { DomainError, invalidInput } from "../errors.ts";
+import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { endLease, requireLiveToken, currentHolder, describeHolder } from "../queue/lease.ts";
 import { lockOrgGraph, reaches, rerank } from "../queue/ranking.ts";
@@ -17,7 +17,6 @@ import {
 } from "./schemas.ts";
 import {
   findIssue,
-  findIssues,
   hasBlockEdges,
   inOrder,
   inTransaction,
@@ -150,15 +149,18 @@ async function createIssue(ctx: Ctx, input: SaveInput) {
   });
 }
 
+/** Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one. */
 async function lockIssues(tx: Db, orgId: string, identifiers: string[], mode: "share" | "update") {
-  const found = await findIssues(tx, orgId, identifiers);
-  if (found.length === 0) return [];
-  return tx
+  const wanted = [...new Set(identifiers)];
+  const rows = await tx
     .select({ id: issues.id, identifier: issues.identifier, status: issues.status })
     .from(issues)
-    .where(inArray(issues.id, found.map((f) => f.id)))
+    .where(and(eq(issues.orgId, orgId), inArray(issues.identifier, wanted)))
     .orderBy(issues.id)
     .for(mode);
+  const missing = wanted.find((identifier) => !rows.some((r) => r.identifier === identifier));
+  if (missing) throw notFound(`issue ${missing}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
+  return rows;
 }
 
 /** A parent is a container (work:false) in the same org, and never the issue itself or one of its descendants. */

@@ -81,12 +81,6 @@ export async function findIssue(
   return rows[0];
 }
 
-export async function findIssues(tx: Db, orgId: string, identifiers: readonly string[]): Promise<IssueRow[]> {
-  const found: IssueRow[] = [];
-  for (const identifier of new Set(identifiers)) found.push(await findIssue(tx, orgId, identifier));
-  return found;
-}
-
 /** Resolves an assignee argument (email, user id, "me", null) to an active member's user id. */
 export async function resolveAssignee(tx: Db, ctx: Ctx, assignee: string | null): Promise<string | null> {
   if (assignee === null) return null;
