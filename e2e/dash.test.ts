@@ -114,7 +114,10 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
     expect(url.searchParams.get("runtime")).toBe("claude-code");
 
     const visible = async () => (await page.locator('[data-testid^="queue-row-"]').evaluateAll((rows) => rows.map((r) => r.getAttribute("data-testid"))));
-    const filtered = await visible();
+    // The URL changes as the navigation commits; the rows follow on the next render.
+    // Urgent issues that claude-code has held: the one reclaimed from codex, then taken by claude-code.
+    const filtered = [`queue-row-${world.prefix}-2`];
+    await eventually(visible).toEqual(filtered);
     await page.reload();
     expect(await page.getByRole("checkbox", { name: "todo" }).isChecked()).toBe(true);
     expect(await page.getByRole("checkbox", { name: "doing" }).isChecked()).toBe(true);
@@ -122,8 +125,6 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
     expect(await page.getByRole("checkbox", { name: "urgent" }).isChecked()).toBe(true);
     expect(await page.getByLabel("Runtime").inputValue()).toBe("claude-code");
     expect(await visible()).toEqual(filtered);
-    // Urgent issues that claude-code has held: the one reclaimed from codex, then taken by claude-code.
-    expect(filtered).toEqual([`queue-row-${world.prefix}-2`]);
 
     await page.getByRole("link", { name: /^Backlog/ }).click();
     await page.waitForURL(/tab=backlog/);
