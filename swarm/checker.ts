@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../db/client.ts";
+import { activityDetail } from "../server/activity/index.ts";
 import type { Keyring } from "../server/crypto/index.ts";
 import type { AgentRecord, CheckpointNotes, ClaimRecord, PullRecord, WriteRecord } from "./records.ts";
 
@@ -115,10 +116,10 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
           ${ms("ended_at")} as ended_ms, end_reason
         from leases where org_id = ${orgId}`,
   );
-  const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; detail_enc: string | null }>(
+  const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; detail_enc: string | null; facts: unknown }>(
     db,
     sql`select id, issue_id, kind, ${ms("created_at")} as created_ms,
-          ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, detail_enc
+          ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, detail_enc, facts
         from activity
         where org_id = ${orgId} and kind in ('claimed', 'heartbeat', 'checkpoint', 'finished', 'released', 'reclaimed')`,
   );
@@ -141,7 +142,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     (blocksOf.get(e.source_id) ?? blocksOf.set(e.source_id, []).get(e.source_id)!).push(e.target_id);
   }
   const activity: ActivityRow[] = activityRows.map((a) => {
-    const detail = a.detail_enc ? (JSON.parse(cipher.decrypt(a.detail_enc)!) as { fence?: number; by?: string }) : {};
+    const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as { fence?: number; by?: string };
     return { id: Number(a.id), issue_id: a.issue_id, kind: a.kind, created_ms: Number(a.created_ms), committed_ms: a.committed_ms === null ? null : Number(a.committed_ms), fence: detail.fence ?? null, by: detail.by ?? null };
   });
   const checkpointsOf = new Map<string, CheckpointRow[]>();

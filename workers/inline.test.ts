@@ -125,7 +125,7 @@ describe("in-process runner", () => {
     await withRunner(services, async () => {
       const permanent = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "no", permanent: true }));
       const hopeless = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "never", failTimes: 99 }));
-      await waitFor(async () => (await outboxState([permanent, hopeless])).every((r) => r.failed), 10_000, "both failed");
+      await waitFor(async () => (await outboxState([permanent, hopeless])).every((r) => r.failed), 30_000, "both failed"); // three attempts with backoff: slow on a loaded machine
       const [p, h] = await outboxState([permanent, hopeless]);
       expect(p).toMatchObject({ attempts: 1, last_error: "INVALID_INPUT" });
       expect(h).toMatchObject({ attempts: 3, last_error: "Error" });

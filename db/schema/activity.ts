@@ -4,7 +4,7 @@ import { orgs } from "./orgs.ts";
 
 /**
  * Append-only log of every write: who (human principal, key, runtime), what (kind),
- * and encrypted detail. Never updated or deleted except by deleting the org.
+ * plaintext facts and encrypted detail. Never updated or deleted except by deleting the org.
  */
 export const activity = pgTable(
   "activity",
@@ -18,7 +18,14 @@ export const activity = pgTable(
     actorId: text("actor_id"),
     keyId: text("key_id"),
     runtime: text("runtime"),
+    /** Content of the entry (reasons, notes), encrypted under the org's key. */
     detailEnc: text("detail_enc"),
+    /**
+     * Lease and status metadata of the entry (fence, statuses, expiry, runtime) in plaintext:
+     * values the issues and leases tables already hold in plaintext, so the dispatch functions
+     * in the database can write them (docs/decisions/006-dispatch-in-sql-functions.md).
+     */
+    facts: jsonb("facts").$type<Record<string, unknown>>(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
   (t) => [

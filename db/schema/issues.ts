@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import {
-  bigserial,
   boolean,
   index,
   integer,

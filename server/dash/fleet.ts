@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
+import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
 
@@ -59,6 +60,7 @@ export async function fleetSnapshot(ctx: Ctx) {
         runtime: activity.runtime,
         email: user.email,
         detailEnc: activity.detailEnc,
+        facts: activity.facts,
         createdAt: activity.createdAt,
       })
       .from(activity)
@@ -82,7 +84,7 @@ export async function fleetSnapshot(ctx: Ctx) {
       ...claimRows.map((c) => ({ issueId: c.issueId, fence: c.fence })),
       ...moveRows.flatMap((m) => {
         if (m.kind !== "claimed") return [];
-        const fence = Number(detailOf(cipher.decrypt(m.detailEnc)).fence ?? 0);
+        const fence = Number(activityDetail(cipher, m).fence ?? 0);
         return fence > 1 ? [{ issueId: m.issueId!, fence }] : [];
       }),
     ]),
@@ -120,7 +122,7 @@ export async function fleetSnapshot(ctx: Ctx) {
   });
 
   const moves = moveRows.map((m) => {
-    const detail = detailOf(cipher.decrypt(m.detailEnc));
+    const detail = activityDetail(cipher, m);
     const base = { id: m.id, identifier: m.identifier, at: m.createdAt.toISOString(), runtime: m.runtime, who: m.email };
     if (m.kind === "claimed") {
       const previous = previousLeases.get(`${m.issueId}#${Number(detail.fence ?? 0)}`);
@@ -155,15 +157,6 @@ export async function fleetSnapshot(ctx: Ctx) {
 export type FleetSnapshot = Awaited<ReturnType<typeof fleetSnapshot>>;
 export type FleetClaim = FleetSnapshot["claims"][number];
 export type FleetMove = FleetSnapshot["moves"][number];
-
-function detailOf(text: string | null): Record<string, unknown> {
-  if (!text) return {};
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return {};
-  }
-}
 
 /** For each (issue, fence): the lease just before it, keyed `issueId#fence`. */
 async function previousHolders(ctx: Ctx, claims: { issueId: string; fence: number }[]) {

@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
-import { issues, relations } from "../../db/schema/index.ts";
+import { issues } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { isTerminal } from "../issues/store.ts";
 import { idList } from "../queue/ranking.ts";

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import { activity, agentKeys, checkpoints, members, user } from "../../db/schema/index.ts";
+import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { listComments } from "../issues/comments.ts";
 import { getIssueInput } from "../issues/schemas.ts";
@@ -46,6 +47,7 @@ export async function issueDetail(ctx: Ctx, raw: unknown) {
         name: user.name,
         keyPrefix: agentKeys.prefix,
         detailEnc: activity.detailEnc,
+        facts: activity.facts,
         createdAt: activity.createdAt,
       })
       .from(activity)
@@ -93,7 +95,7 @@ export async function issueDetail(ctx: Ctx, raw: unknown) {
       runtime: a.runtime,
       who: a.email ?? (a.actorId ? a.actorId : "system"),
       keyPrefix: a.keyPrefix,
-      detail: cipher.decrypt(a.detailEnc),
+      detail: detailText(activityDetail(cipher, a)),
     })),
     activityTruncated: activityRows.length === ACTIVITY_LIMIT,
     members: people,
@@ -116,3 +118,5 @@ export async function newIssueOptions(ctx: Ctx) {
   const [{ projects }, people] = await Promise.all([listProjects(ctx, {}), activeMembers(ctx)]);
   return { projects, members: people };
 }
+
+const detailText = (detail: Record<string, unknown>) => (Object.keys(detail).length > 0 ? JSON.stringify(detail) : null);

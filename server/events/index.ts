@@ -14,6 +14,46 @@ export const notifyPublisher: EventPublisher = {
   },
 };
 
+/** A NOTIFY a database function asks its caller to send once its transaction has committed. */
+export interface Notice {
+  channel: string;
+  payload: string;
+}
+
+/** Sends notices on `db`; inside a transaction they are delivered on its commit. */
+export async function notifyAll(db: Db, notices: readonly Notice[]): Promise<void> {
+  if (notices.length === 0) return;
+  await db.execute(
+    sql`select pg_notify(n.channel, n.payload) from json_to_recordset(${JSON.stringify(notices)}::json) as n(channel text, payload text)`,
+  );
+}
+
+/** Notices waiting for the next turn of the event loop, per database. */
+const pendingNotices = new WeakMap<Db, Notice[]>();
+
+/**
+ * Sends the notices of a committed one-statement write (the dispatch functions of
+ * db/migrations/0006) in a statement of their own: a NOTIFY inside the writing transaction
+ * would hold PostgreSQL's global notify lock through its commit flush and serialise every
+ * claim. What concurrent calls send in one turn of the event loop goes out as one statement.
+ * Not awaited, and never failing the caller: the change is committed, and a lost notice only
+ * delays a live view (the outbox relay also polls).
+ */
+export function sendNotices(db: Db, notices: readonly Notice[]): void {
+  if (notices.length === 0) return;
+  let batch = pendingNotices.get(db);
+  if (!batch) {
+    const queued: Notice[] = [];
+    batch = queued;
+    pendingNotices.set(db, queued);
+    setImmediate(() => {
+      pendingNotices.delete(db);
+      notifyAll(db, queued).catch(() => {});
+    });
+  }
+  batch.push(...notices);
+}
+
 export type EventListener = (event: RetascEvent) => void;
 
 /**

@@ -1,4 +1,4 @@
-import { and, desc, eq, or, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, or, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import { checkpoints, issues, members, orgs, projects, relations, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
@@ -8,6 +8,18 @@ import { endOfDayIn } from "./levels.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
+
+const issueColumns = Object.entries(getTableColumns(issues));
+
+/** An issue row as the database functions return it (`to_jsonb(issues)`: column names, timestamps as text), typed. */
+export function issueRowFrom(json: Record<string, unknown>): IssueRow {
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of issueColumns) {
+    const value = json[column.name] ?? null;
+    row[key] = value !== null && column.dataType === "date" ? new Date(value as string) : value;
+  }
+  return row as IssueRow;
+}
 
 export interface WriteScope {
   tx: Db;
@@ -22,9 +34,14 @@ export const isTerminal = (status: string) => status === "done" || status === "c
 /** Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization failure. */
 export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  return retryingConflicts(() => ctx.db.transaction((tx) => fn({ tx, ctx, cipher, now: ctx.clock.now() })));
+}
+
+/** Reruns a transaction (or a one-statement write) that hit a deadlock, a serialization failure or RetryTransaction. */
+export async function retryingConflicts<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await ctx.db.transaction((tx) => fn({ tx, ctx, cipher, now: ctx.clock.now() }));
+      return await run();
     } catch (error) {
       const code = (error as { code?: string; cause?: { code?: string } }).code ??
         (error as { cause?: { code?: string } }).cause?.code;

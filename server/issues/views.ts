@@ -72,13 +72,10 @@ export async function summarize(db: Db, cipher: OrgCipher, rows: IssueRow[], now
 }
 export type IssueSummary = Awaited<ReturnType<typeof summarize>>[number];
 
-/** What an issue view reads besides the row: only the row's references are needed to start. */
-export type IssueRefs = Pick<IssueRow, "id" | "parentId" | "leaseId" | "leaseExpiresAt" | "assigneeId" | "authorId">;
-
 type RelationRef = Pick<typeof relations.$inferSelect, "type" | "sourceId" | "targetId"> & Pick<IssueRow, "identifier" | "status">;
 
-/** JSON carries timestamps as strings; the view's readers take Dates. */
-interface ViewReadsRow {
+/** What retasc_view_reads returns (db/migrations/0006_dispatch_functions.sql): JSON carries timestamps as strings. */
+export interface ViewReadsJson {
   rels: RelationRef[];
   labels: string[];
   children: string[];
@@ -88,52 +85,38 @@ interface ViewReadsRow {
   people: PersonRef[];
 }
 
-/**
- * Every read of an issue view in one statement, each part a JSON subquery: a claim or a
- * finish replies with the view, and one statement instead of seven is much of their cost
- * (building, sending and parsing each). The lease is read only while live, as before.
- */
-export async function issueViewReads(db: Db, row: IssueRefs, now: Date) {
-  const liveLeaseId = isLeaseLive(row, now) ? row.leaseId : null;
-  const [reads] = await query<ViewReadsRow>(
-    db,
-    sql`select
-      (select coalesce(json_agg(json_build_object('type', r.type, 'sourceId', r.source_id, 'targetId', r.target_id,
-                                                  'identifier', o.identifier, 'status', o.status)), '[]')
-         from relations r join issues o on o.id = case when r.source_id = ${row.id} then r.target_id else r.source_id end
-         where r.source_id = ${row.id} or r.target_id = ${row.id}) as rels,
-      (select coalesce(json_agg(l.name order by l.name), '[]')
-         from issue_labels il join labels l on l.id = il.label_id where il.issue_id = ${row.id}) as labels,
-      (select coalesce(json_agg(c.identifier order by c.number), '[]') from issues c where c.parent_id = ${row.id}) as children,
-      (select p.identifier from issues p where p.id = ${row.parentId}) as parent,
-      (select json_build_object('doneEnc', cp.done_enc, 'nextEnc', cp.next_enc, 'gotchasEnc', cp.gotchas_enc, 'noteEnc', cp.note_enc,
-                                'branch', cp.branch, 'runtime', cp.runtime, 'userId', cp.user_id, 'createdAt', cp.created_at)
-         from checkpoints cp where cp.issue_id = ${row.id} order by cp.created_at desc, cp.id desc limit 1) as checkpoint,
-      (select json_build_object('userId', l.user_id, 'runtime', l.runtime, 'keyId', l.key_id, 'fence', l.fence, 'expiresAt', l.expires_at,
-                                'holder', case when u.id is null then null else json_build_object('userId', u.id, 'email', u.email, 'name', u.name) end)
-         from leases l left join "user" u on u.id = l.user_id where l.id = ${liveLeaseId}) as lease,
-      (select coalesce(json_agg(json_build_object('userId', u.id, 'email', u.email, 'name', u.name)), '[]')
-         from "user" u where u.id in (${row.assigneeId}, ${row.authorId})) as people`,
-  );
-  const { checkpoint, lease } = reads!;
+/** The view's reads with Dates, from their JSON. */
+export function viewReadsFrom(reads: ViewReadsJson) {
+  const { checkpoint, lease } = reads;
   return {
-    rels: reads!.rels,
-    labels: reads!.labels,
-    children: reads!.children,
-    parent: reads!.parent,
+    rels: reads.rels,
+    labels: reads.labels,
+    children: reads.children,
+    parent: reads.parent,
     checkpoint: checkpoint && { ...checkpoint, createdAt: new Date(checkpoint.createdAt) },
     lease: lease && { ...lease, expiresAt: new Date(lease.expiresAt) },
-    who: new Map(reads!.people.map((p) => [p.userId, p])),
+    who: new Map(reads.people.map((p) => [p.userId, p])),
   };
+}
+export type ViewReads = ReturnType<typeof viewReadsFrom>;
+
+/**
+ * Every read of an issue view (relations, labels, children, parent, latest checkpoint, live
+ * lease, people) in one statement: a claim or a finish replies with the view, and one
+ * statement instead of seven is much of their cost.
+ */
+export async function issueViewReads(db: Db, issueId: string, now: Date): Promise<ViewReads> {
+  const [row] = await query<{ reads: ViewReadsJson }>(db, sql`select retasc_view_reads(${issueId}, ${now.toISOString()}::timestamptz) as reads`);
+  return viewReadsFrom(row!.reads);
 }
 
 /** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
 export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: Date) {
-  return renderIssueView(cipher, row, await issueViewReads(db, row, now), now);
+  return renderIssueView(cipher, row, await issueViewReads(db, row.id, now), now);
 }
 
 /** Builds the view from the row and what `issueViewReads` returned for it. */
-export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: Awaited<ReturnType<typeof issueViewReads>>, now: Date) {
+export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date) {
   const { rels, children, parent, checkpoint, who, lease } = reads;
   const blockedBy = rels.filter((r) => r.type === "blocks" && r.targetId === row.id);
   const blocks = rels.filter((r) => r.type === "blocks" && r.sourceId === row.id);

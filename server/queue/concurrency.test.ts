@@ -2,11 +2,12 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
 import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { activityDetail } from "../activity/index.ts";
 import { systemClock, withPrincipal, type Clock, type Ctx, type Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { addRelation, removeRelation, saveIssue } from "../issues/index.ts";
 import { loadDispatchSnapshot, rankingDrift } from "../testing/dispatch-snapshot.ts";
-import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { seedOrg } from "../testing/fixtures.ts";
 import { checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, reclaimSweep, releaseIssue, type ClaimReply } from "./index.ts";
 import { dispatchCompare, lanes, rankAll, readyInOrder } from "./reference-model.ts";
 
@@ -111,15 +112,15 @@ async function fileRandomDag(ctxs: Ctx[], rng: Random, count: number, options: {
 /** Per issue, the lease protocol as written to the activity log, in log order (id order = row-lock order per issue). */
 async function leaseHistory(services: Services, orgId: string) {
   const cipher = await services.keyring.forOrg(services.db, orgId);
-  const rows = await query<{ id: number; identifier: string; kind: string; key_id: string | null; detail_enc: string | null }>(
+  const rows = await query<{ id: number; identifier: string; kind: string; key_id: string | null; detail_enc: string | null; facts: unknown }>(
     services.db,
-    sql`select a.id, i.identifier, a.kind, a.key_id, a.detail_enc from activity a join issues i on i.id = a.issue_id
+    sql`select a.id, i.identifier, a.kind, a.key_id, a.detail_enc, a.facts from activity a join issues i on i.id = a.issue_id
         where a.org_id = ${orgId} and a.kind in ('claimed', 'heartbeat', 'checkpoint', 'released', 'finished', 'reclaimed')
         order by a.id`,
   );
   const byIssue = new Map<string, { id: number; kind: string; keyId: string | null; fence: number }[]>();
   for (const row of rows) {
-    const detail = JSON.parse(cipher.decrypt(row.detail_enc) ?? "{}") as { fence?: number };
+    const detail = activityDetail(cipher, { detailEnc: row.detail_enc, facts: row.facts }) as { fence?: number };
     const list = byIssue.get(row.identifier) ?? [];
     list.push({ id: Number(row.id), kind: row.kind, keyId: row.key_id, fence: detail.fence ?? -1 });
     byIssue.set(row.identifier, list);

@@ -35,7 +35,8 @@ export async function forceRelease(ctx: Ctx, raw: unknown) {
     await recordActivity(scope, {
       issueId: row.id,
       kind: "force_released",
-      detail: { fence: row.fence, reason: input.reason, holderRuntime: holder.runtime, holderUserId: holder.userId, holderKeyId: holder.keyId },
+      facts: { fence: row.fence, holderRuntime: holder.runtime, holderUserId: holder.userId, holderKeyId: holder.keyId },
+      detail: { reason: input.reason },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
     return { identifier: row.identifier, released: true as const, holder: describeHolder(holder) };

@@ -1,24 +1,26 @@
-import { and, eq, gt, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../db/client.ts";
-import { agentKeys, checkpoints, issues, leases, user } from "../../db/schema/index.ts";
+import { checkpoints, issues, leases, user } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
-import { enqueue } from "../outbox/index.ts";
-import { systemPrincipal, type Ctx } from "../context.ts";
+import type { Ctx } from "../context.ts";
+import type { OrgCipher } from "../crypto/index.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
-import { branchName } from "../issues/levels.ts";
+import { notifyAll, sendNotices, type Notice } from "../events/index.ts";
 import { newId } from "../orgs/index.ts";
 import {
   findIssue,
   inOrder,
   inTransaction,
+  issueRowFrom,
   latestCheckpoint,
   openBlockersOf,
+  retryingConflicts,
   type IssueRow,
   type WriteScope,
 } from "../issues/store.ts";
-import { checkpointView, isLeaseLive, issueViewReads, renderIssueView, summarize } from "../issues/views.ts";
+import { checkpointView, isLeaseLive, renderIssueView, summarize, viewReadsFrom, type ViewReadsJson } from "../issues/views.ts";
 import { currentHolder, describeHolder, endLease, requireLiveToken } from "./lease.ts";
 import { idList } from "./ranking.ts";
 import {
@@ -94,16 +96,11 @@ async function claimBudget<T>(scope: WriteScope, then: () => PromiseLike<T>): Pr
   const cap = ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
   const keyId = ctx.principal.keyId;
   if (!keyId) return { live: 0, cap, then: await then() };
-  const [, rows, result] = await inOrder(
-    () => tx.select({ id: agentKeys.id }).from(agentKeys).where(eq(agentKeys.id, keyId)).for("update"),
-    () =>
-      tx
-        .select({ n: sql<number>`count(*)::int` })
-        .from(leases)
-        .where(and(eq(leases.keyId, keyId), isNull(leases.endedAt), gt(leases.expiresAt, now))),
+  const [rows, result] = await inOrder(
+    () => query<{ live: number }>(tx, sql`select retasc_key_budget(${keyId}::text, ${now.toISOString()}::timestamptz) as live`),
     then,
   );
-  return { live: Number(rows[0]?.n ?? 0), cap, then: result };
+  return { live: Number(rows[0]!.live), cap, then: result };
 }
 
 const claimCapError = (cap: number) =>
@@ -114,89 +111,50 @@ const claimCapError = (cap: number) =>
     { cap },
   );
 
-/** Takes the lease on a locked, dispatchable row. Ends (and records) an expired predecessor. */
-async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number) {
-  // The lease starts once the row lock is held, which can be well after the transaction
-  // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
-  scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
-  const { tx, ctx, now, cipher } = scope;
-  const principal = ctx.principal;
-  if (row.leaseId) await recordExpiry(scope, row.leaseId, row.id, "claim");
-  const fence = row.fence + 1;
-  const claimToken = randomToken("rtclm_", 24);
-  const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs);
-  const leaseId = newId();
-  // The lease's insert rides in the issue's update as a data-modifying CTE (one statement fewer
-  // per claim). One round trip: the writes, then the view's reads, which see them.
-  const lease = tx.$with("new_lease").as(
-    tx.insert(leases).values({
-      id: leaseId,
-      orgId: principal.orgId,
-      issueId: row.id,
-      fence,
-      keyId: principal.keyId,
-      userId: principal.userId ?? "system",
-      runtime: principal.runtime ?? "unknown",
-      claimedAt: now,
-      heartbeatAt: now,
-      expiresAt,
-    }),
-  );
-  const [claimed, , , reads] = await inOrder(
-    () =>
-      tx
-        .with(lease)
-        .update(issues)
-        .set({
-          fence,
-          leaseId,
-          leaseTokenHash: sha256(claimToken),
-          leaseExpiresAt: expiresAt,
-          status: row.status === "review" ? "review" : "doing",
-          firstClaimedAt: row.firstClaimedAt ?? now,
-          updatedAt: now,
-        })
-        .where(eq(issues.id, row.id))
-        .returning(),
-    () =>
-      recordActivity(scope, {
-        issueId: row.id,
-        kind: "claimed",
-        detail: { fence, expiresAt: expiresAt.toISOString(), review: row.status === "review" },
-      }),
-    () => ctx.events.publish(tx, { orgId: principal.orgId, kind: "claim.taken", issueId: row.id, identifier: row.identifier, fence }),
-    () => issueViewReads(tx, { ...row, leaseId, leaseExpiresAt: expiresAt }, now),
-  );
-  const issue = renderIssueView(cipher, claimed[0]!, reads, now);
+/** What retasc_take_lease returns (db/migrations/0006_dispatch_functions.sql). */
+interface TakenLease {
+  issue: Record<string, unknown>;
+  reads: ViewReadsJson;
+  /** When the lease started. */
+  now: string;
+  notices: Notice[];
+}
+
+/** The lease arguments of the dispatch functions: who claims, from when, the new lease's id, token hash and TTL. */
+function leaseArguments(ctx: Ctx, now: Date, claimToken: string): SQL {
+  const p = ctx.principal;
+  return sql`${p.userId}::text, ${p.keyId}::text, ${p.runtime}::text, ${now.toISOString()}::timestamptz,
+    ${newId()}::text, ${sha256(claimToken)}::text, ${ctx.config.leaseTtlMs}::bigint`;
+}
+
+function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
+  const row = issueRowFrom(taken.issue);
+  const issue = renderIssueView(cipher, row, viewReadsFrom(taken.reads), new Date(taken.now));
   return {
     identifier: row.identifier,
     claimToken,
-    fence,
-    expiresAt: expiresAt.toISOString(),
-    branch: issue.checkpoint?.branch ?? branchName(row.identifier, issue.title),
+    fence: row.fence,
+    expiresAt: row.leaseExpiresAt!.toISOString(),
+    branch: issue.branch,
     checkpoint: issue.checkpoint,
     otherClaims,
     issue,
   };
 }
-export type ClaimReply = Awaited<ReturnType<typeof claimRow>>;
+export type ClaimReply = ReturnType<typeof claimReply>;
 
-/** Ends an expired lease once and records the reclaim; whoever gets there first (sweep or claim) records it. */
-export async function recordExpiry(scope: WriteScope, leaseId: string, issueId: string, by: "claim" | "sweep") {
-  const ended = await scope.tx
-    .update(leases)
-    .set({ endedAt: scope.now, endReason: "expired", reclaimRecordedAt: scope.now })
-    .where(and(eq(leases.id, leaseId), isNull(leases.endedAt)))
-    .returning({ fence: leases.fence, runtime: leases.runtime, userId: leases.userId, expiresAt: leases.expiresAt });
-  const lease = ended[0];
-  if (!lease) return false;
-  await recordActivity(scope, {
-    issueId,
-    kind: "reclaimed",
-    detail: { fence: lease.fence, runtime: lease.runtime, userId: lease.userId, expiredAt: lease.expiresAt.toISOString(), by },
-  }, systemPrincipal(scope.ctx.principal.orgId));
-  await enqueue(scope.tx, "notify.issue_event", { orgId: scope.ctx.principal.orgId, issueId, kind: "reclaimed", actorId: null });
-  return true;
+/** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
+async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): Promise<ClaimReply> {
+  // The lease starts once the row lock is held, which can be well after the transaction
+  // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
+  scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
+  const claimToken = randomToken("rtclm_", 24);
+  const [taken] = await query<{ taken: TakenLease }>(
+    scope.tx,
+    sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${leaseArguments(scope.ctx, scope.now, claimToken)}) as taken`,
+  );
+  await notifyAll(scope.tx, taken!.taken.notices);
+  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
 }
 
 async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
@@ -253,16 +211,15 @@ async function dispatchWithCurrentSla<T>(ctx: Ctx, run: (scope: WriteScope, chec
   }
 }
 
-/** The dispatchable issues of the caller's lanes, in dispatch order, optionally locked (skipping rows being claimed). */
-function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, limit: number, lock: boolean): PromiseLike<IssueRow[]> {
+/** The dispatchable issues of the caller's lanes, in dispatch order, unlocked. */
+function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, limit: number): PromiseLike<IssueRow[]> {
   const { ctx, now } = scope;
-  const candidates = scope.tx
+  return scope.tx
     .select()
     .from(i)
     .where(sql`${scopeOf(ctx)} and ${dispatchable(now)} and ${laneOf(ctx, allLanes)}`)
     .orderBy(ORDER)
     .limit(limit);
-  return lock ? candidates.for("update", { skipLocked: true }) : candidates;
 }
 
 /** Locks one issue if it is still dispatchable in the caller's lanes; undefined when taken or being taken meanwhile. */
@@ -275,21 +232,42 @@ async function lockIfDispatchable(scope: WriteScope, id: string, allLanes: boole
   return rows[0];
 }
 
-/** Claims the single most urgent dispatchable issue in the caller's lanes. */
+type NextIssueOutcome = { outcome: "sla" | "empty" | "cap" } | (TakenLease & { outcome: "claimed"; otherClaims: number });
+
+/**
+ * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
+ * (retasc_next_issue) checks deadlines, the key's budget, picks and takes the lease. When a
+ * deadline threshold has passed unswept, the sweep re-ranks and the claim reruns (checking
+ * again only a few times, so a stream of thresholds cannot starve it).
+ */
 export async function nextIssue(ctx: Ctx, raw: unknown) {
   const input = nextIssueInput.parse(raw ?? {});
-  const claimed = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
-    const [slaPassed, budget] = await inOrder(
-      () => slaThresholdPassed(scope),
-      () => claimBudget(scope, () => dispatchCandidates(scope, input.allLanes, 1, true)),
+  const { principal } = ctx;
+  const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
+  const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
+  for (let attempt = 0; ; attempt++) {
+    const claimToken = randomToken("rtclm_", 24);
+    const [row] = await retryingConflicts(() =>
+      query<{ result: NextIssueOutcome }>(
+        ctx.db,
+        sql`select retasc_next_issue(${principal.orgId}::text, ${principal.projectId}::text, ${input.allLanes ?? false}::boolean,
+          ${attempt < 3}::boolean, ${cap}::integer, ${leaseArguments(ctx, ctx.clock.now(), claimToken)}) as result`,
+      ),
     );
-    if (checkSla && slaPassed) throw new SlaThresholdPassed();
-    const row = budget.then[0];
-    if (!row) return null;
-    if (budget.live >= budget.cap) throw claimCapError(budget.cap);
-    return claimRow(scope, row, budget.live);
-  });
-  return claimed ?? emptyReply(ctx, ctx.clock.now(), input.allLanes);
+    const result = row!.result;
+    switch (result.outcome) {
+      case "sla":
+        await slaSweepOrg(ctx, principal.orgId);
+        continue;
+      case "empty":
+        return emptyReply(ctx, ctx.clock.now(), input.allLanes);
+      case "cap":
+        throw claimCapError(cap);
+      case "claimed":
+        sendNotices(ctx.db, result.notices);
+        return claimReply(cipher, result, claimToken, result.otherClaims);
+    }
+  }
 }
 
 /** Pairs among `ids` that may not go out together: dependency paths, parent/child, related, duplicate. */
@@ -323,7 +301,7 @@ export async function nextBatch(ctx: Ctx, raw: unknown) {
   const window = Math.min(200, input.n * 4 + 10);
   const result = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
     // The window is read unlocked: locking all of it would make concurrent pulls skip issues this batch does not take.
-    const candidates = () => dispatchCandidates(scope, input.allLanes, window, false);
+    const candidates = () => dispatchCandidates(scope, input.allLanes, window);
     const read = async (): Promise<Budget<IssueRow[]>> =>
       input.claim ? claimBudget(scope, candidates) : { live: 0, cap: input.n, then: await candidates() };
     const [slaPassed, budget] = await inOrder(() => slaThresholdPassed(scope), read);
@@ -439,7 +417,7 @@ export async function heartbeat(ctx: Ctx, raw: unknown) {
     await recordActivity(scope, {
       issueId: row.id,
       kind: "heartbeat",
-      detail: { fence: row.fence },
+      facts: { fence: row.fence },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.renewed", issueId: row.id, identifier: row.identifier });
     return { identifier: row.identifier, expiresAt: expiresAt.toISOString(), fence: row.fence };
@@ -486,7 +464,8 @@ export async function checkpoint(ctx: Ctx, raw: unknown) {
     await recordActivity(scope, {
       issueId: row.id,
       kind: "checkpoint",
-      detail: { fence: row.fence, done: input.done, next: input.next, gotchas: input.gotchas, note: input.note },
+      facts: { fence: row.fence },
+      detail: { done: input.done, next: input.next, gotchas: input.gotchas, note: input.note },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.checkpoint", issueId: row.id, identifier: row.identifier });
     return {
@@ -509,7 +488,8 @@ export async function releaseIssue(ctx: Ctx, raw: unknown) {
     await recordActivity(scope, {
       issueId: row.id,
       kind: "released",
-      detail: { fence: row.fence, note: input.note },
+      facts: { fence: row.fence },
+      detail: { note: input.note },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
     return { identifier: row.identifier, released: true, status: row.status };

@@ -1,8 +1,21 @@
-import { and, eq, isNull, lte } from "drizzle-orm";
+import { and, eq, isNull, lte, sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
 import { issues, leases } from "../../db/schema/index.ts";
 import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
-import { inTransaction } from "../issues/store.ts";
-import { recordExpiry } from "./index.ts";
+import { notifyAll } from "../events/index.ts";
+import { inTransaction, type WriteScope } from "../issues/store.ts";
+import { OUTBOX_CHANNEL } from "../outbox/index.ts";
+
+/** Ends an expired lease once and records the reclaim (retasc_record_expiry); a claim taking the issue meanwhile records it instead. */
+async function recordExpiry(scope: WriteScope, leaseId: string, issueId: string): Promise<boolean> {
+  const [row] = await query<{ recorded: boolean }>(
+    scope.tx,
+    sql`select retasc_record_expiry(${leaseId}::text, ${issueId}::text, ${scope.ctx.principal.orgId}::text,
+      ${scope.now.toISOString()}::timestamptz, 'sweep') as recorded`,
+  );
+  if (row!.recorded) await notifyAll(scope.tx, [{ channel: OUTBOX_CHANNEL, payload: "" }]);
+  return row!.recorded;
+}
 
 /**
  * Records leases that expired without a release: ends them, logs the reclaim and notifies.
@@ -29,7 +42,7 @@ export async function reclaimSweep(services: Services, options: { limit?: number
       // A claim in progress holds the row: it will record this expiry itself.
       if (!row) return false;
       if (row.leaseId === lease.id && row.leaseExpiresAt && row.leaseExpiresAt.getTime() > scope.now.getTime()) return false;
-      const recorded = await recordExpiry(scope, lease.id, lease.issueId, "sweep");
+      const recorded = await recordExpiry(scope, lease.id, lease.issueId);
       if (recorded && row.leaseId === lease.id) {
         await scope.tx
           .update(issues)

@@ -82,7 +82,8 @@ export function rankAll(issues: readonly RankFacts[], blocks: Iterable<readonly 
     if (known) return known;
     const issue = byKey.get(key)!;
     const pressure = deadlinePressure(issue.dueAt, issue.windowStart, now);
-    const own = Math.max(LEVEL_BY_PRIORITY[issue.priority]!, pressure.floor);
+    // A closed issue feels no deadline pressure: it ranks by its priority alone.
+    const own = isClosed(issue.status) ? LEVEL_BY_PRIORITY[issue.priority]! : Math.max(LEVEL_BY_PRIORITY[issue.priority]!, pressure.floor);
     let level = own;
     let due = isClosed(issue.status) ? null : issue.dueAt;
     if (!isClosed(issue.status)) {

@@ -33,7 +33,7 @@ export async function slaSweepOrg(ctx: Ctx, orgId: string): Promise<number> {
         await recordActivity(scope, {
           issueId: row.id,
           kind: "sla_changed",
-          detail: { from: row.slaState, to: sla.state, ownLevel },
+          facts: { from: row.slaState, to: sla.state, ownLevel },
         });
         await system.events.publish(tx, { orgId, kind: "issue.sla", issueId: row.id, identifier: row.identifier, slaState: sla.state });
       }
