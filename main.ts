@@ -18,6 +18,7 @@ import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
 import { createRequestGuard } from "./server/limits/index.ts";
+import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
 async function main() {
@@ -65,7 +66,10 @@ async function main() {
     (req, res) => {
       if (serveStatic(req, res)) return;
       void guard.admit(req, res).then((admitted) => {
-        if (admitted) void handle(req, res);
+        if (!admitted) return;
+        // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
+        if (isMcpPath(req.url)) void handleMcpNodeRequest(req, res, { services, log });
+        else void handle(req, res);
       });
     },
   );
@@ -110,6 +114,11 @@ async function main() {
   process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled rejection"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+/** The path the request guard applies the MCP limits to: exactly `/mcp`, with or without a query. */
+function isMcpPath(url: string | undefined): boolean {
+  return /^\/mcp(?:[?#]|$)/.test(url ?? "");
 }
 
 main().catch((error: unknown) => {

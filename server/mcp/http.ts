@@ -1,41 +1,47 @@
 import crypto from "node:crypto";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import { z } from "zod";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TLSSocket } from "node:tls";
+import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
+import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { authenticateAgentKey, touchKey } from "../orgs/index.ts";
-import { invokeTool, type CallScope } from "./invoke.ts";
-import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
+import { exchange, type McpPost, type McpReply } from "./protocol.ts";
 
 export interface McpHttpDeps {
   services: Services;
   log: Logger;
 }
 
+/** What the endpoint reads of an HTTP request, whichever server received it. */
+interface McpRequest extends McpPost {
+  method: string;
+  /** The origin the request was addressed to. */
+  origin(): string;
+}
+
 /**
- * `POST /mcp`: Streamable HTTP, stateless. Checks the Origin (403), the Bearer key
- * (401 + WWW-Authenticate), then hands the request to a fresh SDK server and transport
- * so no state is shared between callers or instances. The transport answers oversized
- * bodies (413) and malformed JSON-RPC with protocol errors; nothing here throws.
+ * `/mcp`: Streamable HTTP, stateless. Anything but POST gets 405; then it checks the Origin
+ * (403) and the Bearer key (401 + WWW-Authenticate) and hands the POST to the protocol
+ * exchange (server/mcp/protocol.ts), which keeps nothing between requests, so any instance
+ * answers any call. Oversized bodies (413) and malformed JSON-RPC get protocol errors;
+ * nothing here throws.
  */
-export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Promise<Response> {
-  const requestId = requestIdOf(request);
+async function answer(request: McpRequest, deps: McpHttpDeps): Promise<McpReply> {
+  const requestId = requestIdOf(request.header("x-request-id"));
   try {
     if (request.method !== "POST") {
       return rpcError(405, -32000, "Method not allowed: this server is stateless, send JSON-RPC with POST.", requestId, {
         allow: "POST",
       });
     }
-    const origin = request.headers.get("origin");
+    const origin = request.header("origin");
     if (origin !== null && !allowedOrigins(request, deps.services).has(origin)) {
       return rpcError(403, -32000, `Forbidden: origin ${origin.slice(0, 200)} may not call this server.`, requestId);
     }
     const principal = await authenticate(request, deps.services);
     if (!principal) {
-      const presented = /^bearer\s+\S/i.test(request.headers.get("authorization") ?? "");
+      const presented = /^bearer\s+\S/i.test(request.header("authorization") ?? "");
       return rpcError(
         401,
         -32000,
@@ -51,61 +57,94 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
       );
     }
     recordKeyUse(principal.keyId!, deps);
-    const response = await serve(request, { services: deps.services, principal, log: deps.log, requestId });
-    response.headers.set("x-request-id", requestId);
-    return response;
+    const reply = await exchange(request, { services: deps.services, principal, log: deps.log, requestId });
+    reply.headers["x-request-id"] = requestId;
+    return reply;
   } catch (err) {
     deps.log.error({ err, requestId }, "mcp request failed");
     return rpcError(503, ErrorCode.InternalError, `Server unavailable; retry shortly (request id ${requestId}).`, requestId);
   }
 }
 
-/**
- * Handlers are registered under method-only schemas: the SDK's own schemas would throw
- * during dispatch and answer a malformed `tools/call` with -32603 (internal error)
- * instead of the -32602 (invalid params) its tools/call wrapper gives.
- */
-const listToolsEnvelope = z.object({ method: z.literal("tools/list") });
-const callToolEnvelope = z.object({ method: z.literal("tools/call"), params: z.unknown() });
+/** `/mcp` for a Fetch `Request` (in-process clients and tests). */
+export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Promise<Response> {
+  const reply = await answer(
+    {
+      method: request.method,
+      header: (name) => request.headers.get(name),
+      origin: () => new URL(request.url).origin,
+      body: async (maxBytes) => {
+        const read = await readRequestBody(request, maxBytes);
+        return read.tooLarge ? null : read.text;
+      },
+    },
+    deps,
+  );
+  return new Response(reply.body, { status: reply.status, headers: reply.headers });
+}
 
 /**
- * One JSON Schema validator for every per-request server: the SDK would otherwise build
- * a fresh Ajv instance (with its formats) on each request, a large share of the CPU a
- * round trip costs. Ours never validates anything with it (no elicitation).
+ * `/mcp` straight on Node's HTTP server, ahead of React Router: the agents' hot path needs no
+ * route matching and no Fetch Request and Response around it. Headers are read as a Fetch
+ * `Headers` would join them, the origin as React Router's adapter builds the request URL.
  */
-const sharedValidator = new AjvJsonSchemaValidator();
+export async function handleMcpNodeRequest(req: IncomingMessage, res: ServerResponse, deps: McpHttpDeps): Promise<void> {
+  let headers: Map<string, string> | undefined;
+  let cutShort = false;
+  const header = (name: string) => (headers ??= joinedHeaders(req.rawHeaders)).get(name) ?? null;
+  const reply = await answer(
+    {
+      method: req.method ?? "GET",
+      header,
+      origin: () => {
+        const protocol = (req.socket as TLSSocket).encrypted ? "https:" : "http:";
+        return new URL(req.url ?? "/", `${protocol}//${header("host") ?? "localhost"}`).origin;
+      },
+      body: async (maxBytes) => {
+        const text = await readNodeBody(req, maxBytes);
+        cutShort = text === null;
+        return text;
+      },
+    },
+    deps,
+  );
+  // The rest of a refused body is never read: the connection cannot carry another request.
+  if (cutShort) reply.headers.connection = "close";
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body ?? undefined);
+}
 
-async function serve(request: Request, scope: CallScope): Promise<Response> {
-  const server = new Server(serverInfo, {
-    capabilities: { tools: { listChanged: false } },
-    instructions: serverInstructions,
-    jsonSchemaValidator: sharedValidator,
-  });
-  server.setRequestHandler(listToolsEnvelope, () => ({ tools: listedTools() }));
-  server.setRequestHandler(callToolEnvelope, async (request) => {
-    // The SDK has already checked the request against CallToolRequestSchema (-32602 if not).
-    const call = CallToolRequestSchema.parse(request);
-    const tool = toolsByName.get(call.params.name);
-    if (!tool) {
-      // A JSON-RPC error (-32602), not a tool result: the call named nothing that exists.
-      throw Object.assign(new Error(`Unknown tool: ${call.params.name.slice(0, 100)}. Call tools/list for the tools.`), {
-        code: ErrorCode.InvalidParams,
-      });
-    }
-    return invokeTool(scope, tool, call.params.arguments ?? {});
-  });
-  server.onerror = (err) => scope.log.debug({ err: err.message, requestId: scope.requestId }, "mcp protocol error");
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-    maxRequestBodySize: scope.services.config.MCP_MAX_BODY_BYTES,
-  });
-  await server.connect(transport);
-  try {
-    return await transport.handleRequest(request);
-  } finally {
-    await server.close();
+function joinedHeaders(raw: string[]): Map<string, string> {
+  const headers = new Map<string, string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const previous = headers.get(name);
+    headers.set(name, previous === undefined ? raw[i + 1]! : `${previous}, ${raw[i + 1]!}`);
   }
+  return headers;
+}
+
+const utf8 = new TextDecoder();
+
+/** The body as the SDK's reader decodes it, or null as soon as more than maxBytes arrived. */
+function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const settle = (outcome: () => void) => {
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+      outcome();
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > maxBytes) settle(() => resolve(null));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => settle(() => resolve(utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))));
+    const onError = (error: Error) => settle(() => reject(error));
+    const onClose = () => settle(() => reject(new Error("the request body ended early")));
+    req.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
+  });
 }
 
 /** When this process last recorded each key's use; the column only needs minute precision. */
@@ -121,21 +160,20 @@ function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
   void touchKey(deps.services.db, keyId, now).catch((err: unknown) => deps.log.warn({ err }, "could not record key use"));
 }
 
-async function authenticate(request: Request, services: Services): Promise<Principal | null> {
-  const match = /^bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
+async function authenticate(request: McpRequest, services: Services): Promise<Principal | null> {
+  const match = /^bearer\s+(\S+)\s*$/i.exec(request.header("authorization") ?? "");
   if (!match) return null;
   return authenticateAgentKey(services.db, match[1]!);
 }
 
 /** The app's own origin: PUBLIC_URL when set, and the origin this request was addressed to. */
-function allowedOrigins(request: Request, services: Services): Set<string> {
-  const origins = new Set([new URL(request.url).origin]);
+function allowedOrigins(request: McpRequest, services: Services): Set<string> {
+  const origins = new Set([request.origin()]);
   if (services.config.PUBLIC_URL) origins.add(new URL(services.config.PUBLIC_URL).origin);
   return origins;
 }
 
-function requestIdOf(request: Request): string {
-  const given = request.headers.get("x-request-id");
+function requestIdOf(given: string | null): string {
   return given && /^[A-Za-z0-9._:-]{1,100}$/.test(given) ? given : crypto.randomUUID();
 }
 
@@ -145,9 +183,10 @@ function rpcError(
   message: string,
   requestId: string,
   headers: Record<string, string> = {},
-): Response {
-  return Response.json(
-    { jsonrpc: "2.0", error: { code, message }, id: null },
-    { status, headers: { ...headers, "x-request-id": requestId } },
-  );
+): McpReply {
+  return {
+    status,
+    headers: { "content-type": "application/json", ...headers, "x-request-id": requestId },
+    body: JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
+  };
 }
