@@ -10,8 +10,8 @@
 -- retasc_view_reads. Channel names are EVENTS_CHANNEL and OUTBOX_CHANNEL of server/events and
 -- server/outbox; payloads match workers/jobs.ts (notify.issue_event) and RetascEvent.
 
--- A timestamp as JavaScript's toISOString writes it.
-CREATE FUNCTION retasc_iso(ts timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+-- A timestamp as JavaScript's toISOString writes it. STABLE like to_char, so it is inlined.
+CREATE FUNCTION retasc_iso(ts timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
   SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 $$;
 --> statement-breakpoint
@@ -108,7 +108,10 @@ BEGIN
   END IF;
   -- Never before the previous lease ended, whatever the callers' clocks: the leases of one
   -- issue never overlap.
-  SELECT greatest(p_now, max(l.ended_at)) INTO v_now FROM leases l WHERE l.issue_id = p_issue_id AND l.fence = v_row.fence;
+  v_now := p_now;
+  IF v_row.fence > 0 THEN
+    SELECT greatest(p_now, l.ended_at) INTO v_now FROM leases l WHERE l.issue_id = p_issue_id AND l.fence = v_row.fence;
+  END IF;
   v_fence := v_row.fence + 1;
   v_expires := v_now + p_ttl_ms * interval '1 millisecond';
   v_review := v_row.status = 'review';
@@ -133,39 +136,63 @@ END
 $$;
 --> statement-breakpoint
 
--- next_issue in one statement: the SLA check, the key's live-claim budget, the most urgent dispatchable issue of the caller's lanes
--- (DESIGN.md section 4; skipping rows being claimed), then the lease.
+-- next_issue in one statement: the SLA check, the key's live-claim budget, the most urgent
+-- dispatchable issue of the caller's lanes (DESIGN.md section 4; skipping rows being claimed),
+-- then the lease. A key of one project and an org-wide key each get their own statements, so
+-- each keeps one generic plan on its index (issues_dispatch_idx, issues_org_dispatch_idx);
+-- the two picks differ only in scope.
 -- outcome: 'sla' (a deadline threshold passed: sweep, then call again), 'empty', 'cap', or
 -- 'claimed' with retasc_take_lease's result and otherClaims.
 CREATE FUNCTION retasc_next_issue(p_org_id text, p_project_id text, p_all_lanes boolean, p_check_sla boolean, p_cap integer,
                                   p_user_id text, p_key_id text, p_runtime text, p_now timestamptz,
                                   p_lease_id text, p_token_hash text, p_ttl_ms bigint)
-RETURNS jsonb LANGUAGE plpgsql
--- Plans for the actual scope and lane every time: a generic plan cannot use the per-project dispatch index.
-SET plan_cache_mode = force_custom_plan
+RETURNS jsonb LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 AS $$
 DECLARE
   v_live integer := 0;
   v_id text;
+  v_sla_due boolean;
+  v_foreign boolean;
 BEGIN
-  IF p_check_sla AND EXISTS (
-    SELECT 1 FROM issues i
-     WHERE i.org_id = p_org_id AND (p_project_id IS NULL OR i.project_id = p_project_id) AND i.sla_next_at <= p_now
-  ) THEN
+  IF p_project_id IS NULL THEN
+    v_sla_due := p_check_sla AND EXISTS (SELECT 1 FROM issues i WHERE i.org_id = p_org_id AND i.sla_next_at <= p_now);
+  ELSE
+    -- A project key's statements below name no org: a generic plan given both could settle on
+    -- the org-wide queue index and walk the whole org. The key's project is in its org, checked here.
+    SELECT p.id IS NULL, p_check_sla AND EXISTS (SELECT 1 FROM issues i WHERE i.project_id = p_project_id AND i.sla_next_at <= p_now)
+      INTO v_foreign, v_sla_due
+      FROM (SELECT 1) AS one LEFT JOIN projects p ON p.id = p_project_id AND p.org_id = p_org_id;
+    IF v_foreign THEN
+      RETURN jsonb_build_object('outcome', 'empty');
+    END IF;
+  END IF;
+  IF v_sla_due THEN
     RETURN jsonb_build_object('outcome', 'sla');
   END IF;
   IF p_key_id IS NOT NULL THEN
     v_live := retasc_key_budget(p_key_id, p_now);
   END IF;
-  SELECT i.id INTO v_id FROM issues i
-   WHERE i.org_id = p_org_id AND (p_project_id IS NULL OR i.project_id = p_project_id)
-     AND i.work AND i.status IN ('todo', 'doing', 'review') AND i.open_blocker_count = 0
-     AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
-     AND (p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id IS NOT DISTINCT FROM p_user_id))
-     AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)
-   ORDER BY i.effective_level DESC, (i.status = 'review') DESC, i.effective_due_at ASC NULLS LAST, i.created_at ASC, i.number ASC
-   LIMIT 1
-   FOR UPDATE SKIP LOCKED;
+  IF p_project_id IS NULL THEN
+    SELECT i.id INTO v_id FROM issues i
+     WHERE i.org_id = p_org_id
+       AND i.work AND i.status IN ('todo', 'doing', 'review') AND i.open_blocker_count = 0
+       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
+       AND (p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id IS NOT DISTINCT FROM p_user_id))
+       AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)
+     ORDER BY i.effective_level DESC, (i.status = 'review') DESC, i.effective_due_at ASC NULLS LAST, i.created_at ASC, i.number ASC
+     LIMIT 1
+     FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT i.id INTO v_id FROM issues i
+     WHERE i.project_id = p_project_id
+       AND i.work AND i.status IN ('todo', 'doing', 'review') AND i.open_blocker_count = 0
+       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
+       AND (p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id IS NOT DISTINCT FROM p_user_id))
+       AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)
+     ORDER BY i.effective_level DESC, (i.status = 'review') DESC, i.effective_due_at ASC NULLS LAST, i.created_at ASC, i.number ASC
+     LIMIT 1
+     FOR UPDATE SKIP LOCKED;
+  END IF;
   IF v_id IS NULL THEN
     RETURN jsonb_build_object('outcome', 'empty');
   END IF;
@@ -202,6 +229,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtext('rank:' || p_org_id));
   END IF;
   SELECT * INTO v_row FROM issues WHERE org_id = p_org_id AND identifier = p_identifier FOR UPDATE;
+  -- An edge added between the look above and this lock means the graph lock was needed: fall back.
   IF NOT v_row.work OR v_row.status IN ('done', 'canceled') OR v_row.open_blocker_count > 0
      OR v_row.lease_id IS NULL OR v_row.lease_expires_at <= p_now OR v_row.lease_token_hash IS DISTINCT FROM p_token_hash
      OR (v_row.status = 'review' AND v_row.submitter_id = p_user_id)

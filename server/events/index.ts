@@ -28,16 +28,20 @@ export async function notifyAll(db: Db, notices: readonly Notice[]): Promise<voi
   );
 }
 
-/** Notices waiting for the next turn of the event loop, per database. */
+/** Notices waiting to be sent, per database. */
 const pendingNotices = new WeakMap<Db, Notice[]>();
+
+/** How long notices wait to be sent together: well under what a live view notices, long enough to batch a busy fleet. */
+const NOTICE_BATCH_MS = 20;
 
 /**
  * Sends the notices of a committed one-statement write (the dispatch functions of
  * db/migrations/0006) in a statement of their own: a NOTIFY inside the writing transaction
  * would hold PostgreSQL's global notify lock through its commit flush and serialise every
- * claim. What concurrent calls send in one turn of the event loop goes out as one statement.
- * Not awaited, and never failing the caller: the change is committed, and a lost notice only
- * delays a live view (the outbox relay also polls).
+ * claim. What all callers send within NOTICE_BATCH_MS goes out as one statement (each is a
+ * transaction of its own, so sending them one by one costs the database about as much as a
+ * claim). Not awaited, and never failing the caller: the change is committed, and a lost
+ * notice only delays a live view (the outbox relay also polls).
  */
 export function sendNotices(db: Db, notices: readonly Notice[]): void {
   if (notices.length === 0) return;
@@ -46,10 +50,10 @@ export function sendNotices(db: Db, notices: readonly Notice[]): void {
     const queued: Notice[] = [];
     batch = queued;
     pendingNotices.set(db, queued);
-    setImmediate(() => {
+    setTimeout(() => {
       pendingNotices.delete(db);
       notifyAll(db, queued).catch(() => {});
-    });
+    }, NOTICE_BATCH_MS).unref();
   }
   batch.push(...notices);
 }
