@@ -4,12 +4,12 @@ import { createTestDatabase, testDriver, type TestDatabase } from "./testing.ts"
 import { query } from "./client.ts";
 
 /**
- * The PostgreSQL driver when a connection dies inside a transaction (a server restart or
- * failover). postgres.js 3.4.9 then sent the transaction's rollback on the dead connection
- * and threw from a timer, killing the process (patches/postgres+3.4.9.patch, applied by
- * postinstall). Found by the swarm's PostgreSQL restart.
+ * The PostgreSQL driver's failure paths, as patched (patches/postgres+3.4.9.patch, applied by
+ * postinstall). When a connection dies inside a transaction (a server restart or failover),
+ * postgres.js 3.4.9 sent the transaction's rollback on the dead connection and threw from a
+ * timer, killing the process. Found by the swarm's PostgreSQL restart.
  */
-describe.skipIf(testDriver !== "postgres")("a connection that dies inside a transaction (needs TEST_DATABASE_URL)", () => {
+describe.skipIf(testDriver !== "postgres")("the PostgreSQL driver when things fail (needs TEST_DATABASE_URL)", () => {
   let tdb: TestDatabase;
   beforeAll(async () => {
     tdb = await createTestDatabase({ max: 1 });
@@ -43,5 +43,15 @@ describe.skipIf(testDriver !== "postgres")("a connection that dies inside a tran
       const rows = await query<{ ok: number }>(db, sql`select 1 as ok`);
       expect(rows[0]?.ok).toBe(1);
     }
+  });
+
+  // postgres.js 3.4.9 counted a failed query's rows into the next query on its connection: the
+  // rows sent before the error were never reset, so the next result began with that many empty
+  // slots (the patch resets the count). Found by server/queue/batching.test.ts.
+  it("a query that fails after some of its rows leaves the next query's rows intact", async () => {
+    const { db } = tdb.database;
+    const numbers = (list: string) => query<{ n: number }>(db, sql`select v::int as n from unnest(${list}::text[]) as t(v)`);
+    await expect(numbers("{1,2,oops}")).rejects.toMatchObject({ cause: { code: "22P02" } }); // invalid input syntax for integer
+    expect(await numbers("{7}")).toEqual([{ n: 7 }]);
   });
 });

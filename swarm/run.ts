@@ -297,6 +297,9 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const seconds = (Date.now() - started) / 1000;
     log(`swarm: ${done}/${options.issues} done in ${seconds.toFixed(1)}s; stopping`);
     await Promise.all(running);
+    // A silent agent writes with its stale token up to two lease lifetimes after its claim, maybe
+    // after the last issue was finished: those writes must be refused too, so wait for them.
+    await sleep(2 * ttlSeconds * 1000 + 500);
     await Promise.all(agentProcs.map((p) => killHard(p.child)));
     const appOutput = apps.map((a) => a?.output().slice(-6_000) ?? "").join("\n---\n");
     await Promise.all(apps.map((a) => a?.stop()));

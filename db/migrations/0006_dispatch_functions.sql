@@ -263,3 +263,59 @@ BEGIN
                                      'identifier', v_row.identifier, 'status', 'done')::text)));
 END
 $$;
+--> statement-breakpoint
+
+-- Claims that arrive together, as one statement: one round trip and one commit for the lot (an
+-- application-side group commit; server/queue/batching.ts). p_calls is an array of
+-- retasc_next_issue's arguments by name; results come back as an array of
+-- {index, ...result} in any order. Calls run in key order, so batches running side by side take
+-- the keys' budget locks in one order and never deadlock on them.
+CREATE FUNCTION retasc_next_issues(p_calls jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_index integer;
+  v_call jsonb;
+  v_results jsonb := '[]';
+BEGIN
+  FOR v_index, v_call IN
+    SELECT (t.ord - 1)::integer, t.call FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(call, ord)
+     ORDER BY t.call->>'keyId' NULLS FIRST, t.ord
+  LOOP
+    v_results := v_results || jsonb_build_array(jsonb_build_object('index', v_index) || retasc_next_issue(
+      v_call->>'orgId', v_call->>'projectId', (v_call->>'allLanes')::boolean, (v_call->>'checkSla')::boolean,
+      (v_call->>'cap')::integer, v_call->>'userId', v_call->>'keyId', v_call->>'runtime', (v_call->>'now')::timestamptz,
+      v_call->>'leaseId', v_call->>'tokenHash', (v_call->>'ttlMs')::bigint));
+  END LOOP;
+  RETURN v_results;
+END
+$$;
+--> statement-breakpoint
+
+-- Finishes that arrive together, as one statement (see retasc_next_issues). The org graph locks
+-- any of them needs are taken first, shared, so no finish waits for one while holding a row;
+-- then the finishes run in issue id order, the order every multi-row lock takes rows in.
+CREATE FUNCTION retasc_finishes(p_calls jsonb) RETURNS jsonb LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+AS $$
+DECLARE
+  v_index integer;
+  v_call jsonb;
+  v_results jsonb := '[]';
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(hashtext('rank:' || o.org_id))
+     FROM (SELECT DISTINCT i.org_id
+             FROM jsonb_array_elements(p_calls) AS c(call)
+             JOIN issues i ON i.org_id = c.call->>'orgId' AND i.identifier = c.call->>'identifier'
+            WHERE EXISTS (SELECT 1 FROM relations r WHERE r.type = 'blocks' AND (r.source_id = i.id OR r.target_id = i.id))
+            ORDER BY i.org_id) AS o;
+  FOR v_index, v_call IN
+    SELECT (t.ord - 1)::integer, t.call FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(call, ord)
+      LEFT JOIN issues i ON i.org_id = t.call->>'orgId' AND i.identifier = t.call->>'identifier'
+     ORDER BY i.id NULLS LAST, t.ord
+  LOOP
+    v_results := v_results || jsonb_build_array(jsonb_build_object('index', v_index) || retasc_finish(
+      v_call->>'orgId', v_call->>'identifier', v_call->>'tokenHash', (v_call->>'now')::timestamptz,
+      v_call->>'userId', v_call->>'keyId', v_call->>'runtime'));
+  END LOOP;
+  RETURN v_results;
+END
+$$;

@@ -111,8 +111,12 @@ describe("finishing held work", () => {
     const { alice } = org.agents;
     const blocker = await saveIssue(alice.ctx, { title: "Schema", work: true, noDependency: "first", priority: 4 });
     const gated = await saveIssue(alice.ctx, { title: "Feature", work: true, blockedBy: [blocker.identifier], priority: 1 });
-    const events: { kind: string; identifier?: string; status?: string }[] = [];
-    const unlisten = await env.tdb.database.listen(EVENTS_CHANNEL, (payload) => events.push(JSON.parse(payload)));
+    const events: { orgId: string; kind: string; identifier?: string; status?: string }[] = [];
+    // Only this org's: the test before may still be announcing its own.
+    const unlisten = await env.tdb.database.listen(EVENTS_CHANNEL, (payload) => {
+      const event = JSON.parse(payload) as (typeof events)[number];
+      if (event.orgId === org.orgId) events.push(event);
+    });
     try {
       const claim = await nextIssue(alice.ctx, {});
       expect(claim).toMatchObject({ identifier: blocker.identifier, issue: { effectiveLevel: 4 } });

@@ -8,6 +8,7 @@ import { sha256 } from "../crypto/index.ts";
 import { sendNotices, type Notice } from "../events/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
+import { batching, inCallOrder } from "../queue/batching.ts";
 import { endLease, requireLiveToken, currentHolder, describeHolder } from "../queue/lease.ts";
 import { lockOrgGraph, reaches, rerank } from "../queue/ranking.ts";
 import { levelOfPriority, ownLevelOf, slaOf } from "./levels.ts";
@@ -59,6 +60,25 @@ function isPlainFinish(input: SaveInput): input is SaveInput & { claimToken: str
 
 type FinishOutcome = { outcome: "fallback" } | { outcome: "finished"; issue: Record<string, unknown>; reads: ViewReadsJson; notices: Notice[] };
 
+/** retasc_finish's arguments by name. */
+interface FinishCall {
+  orgId: string;
+  identifier: string;
+  tokenHash: string;
+  now: string;
+  userId: string | null;
+  keyId: string | null;
+  runtime: string | null;
+}
+
+/** Finishes that arrive together go out as one statement (retasc_finishes). */
+const finishTogether = batching<FinishCall, FinishOutcome>(async (db, calls) => {
+  const [row] = await retryingConflicts(() =>
+    query<{ results: (FinishOutcome & { index: number })[] }>(db, sql`select retasc_finishes(${JSON.stringify(calls)}::jsonb) as results`),
+  );
+  return inCallOrder(row!.results);
+});
+
 /**
  * Finishes held work as done in one statement (retasc_finish, the hot path's other half).
  * Returns null, having written nothing, for anything but a live token on open work with no
@@ -68,14 +88,15 @@ async function finishHeld(ctx: Ctx, identifier: string, claimToken: string) {
   const { principal } = ctx;
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
   const now = ctx.clock.now();
-  const [row] = await retryingConflicts(() =>
-    query<{ result: FinishOutcome }>(
-      ctx.db,
-      sql`select retasc_finish(${principal.orgId}::text, ${identifier}::text, ${sha256(claimToken)}::text, ${now.toISOString()}::timestamptz,
-        ${principal.userId}::text, ${principal.keyId}::text, ${principal.runtime}::text) as result`,
-    ),
-  );
-  const result = row!.result;
+  const result = await finishTogether(ctx.db, {
+    orgId: principal.orgId,
+    identifier,
+    tokenHash: sha256(claimToken),
+    now: now.toISOString(),
+    userId: principal.userId,
+    keyId: principal.keyId,
+    runtime: principal.runtime,
+  });
   if (result.outcome === "fallback") return null;
   sendNotices(ctx.db, result.notices);
   return renderIssueView(cipher, issueRowFrom(result.issue), viewReadsFrom(result.reads), now);

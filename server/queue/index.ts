@@ -32,6 +32,7 @@ import {
   nextIssueInput,
   releaseIssueInput,
 } from "./schemas.ts";
+import { batching, inCallOrder } from "./batching.ts";
 import { slaSweepOrg } from "./sla.ts";
 
 export { reclaimSweep } from "./reclaim.ts";
@@ -120,11 +121,18 @@ interface TakenLease {
   notices: Notice[];
 }
 
-/** The lease arguments of the dispatch functions: who claims, from when, the new lease's id, token hash and TTL. */
-function leaseArguments(ctx: Ctx, now: Date, claimToken: string): SQL {
+/** Who takes a lease, from when, the new lease's id, token hash and TTL: the lease arguments of the dispatch functions. */
+function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
   const p = ctx.principal;
-  return sql`${p.userId}::text, ${p.keyId}::text, ${p.runtime}::text, ${now.toISOString()}::timestamptz,
-    ${newId()}::text, ${sha256(claimToken)}::text, ${ctx.config.leaseTtlMs}::bigint`;
+  return {
+    userId: p.userId,
+    keyId: p.keyId,
+    runtime: p.runtime,
+    now: now.toISOString(),
+    leaseId: newId(),
+    tokenHash: sha256(claimToken),
+    ttlMs: ctx.config.leaseTtlMs,
+  };
 }
 
 function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
@@ -149,9 +157,11 @@ async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): 
   // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
   scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
   const claimToken = randomToken("rtclm_", 24);
+  const lease = leaseFields(scope.ctx, scope.now, claimToken);
   const [taken] = await query<{ taken: TakenLease }>(
     scope.tx,
-    sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${leaseArguments(scope.ctx, scope.now, claimToken)}) as taken`,
+    sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${lease.userId}::text, ${lease.keyId}::text,
+      ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint) as taken`,
   );
   await notifyAll(scope.tx, taken!.taken.notices);
   return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
@@ -234,11 +244,27 @@ async function lockIfDispatchable(scope: WriteScope, id: string, allLanes: boole
 
 type NextIssueOutcome = { outcome: "sla" | "empty" | "cap" } | (TakenLease & { outcome: "claimed"; otherClaims: number });
 
+/** retasc_next_issue's arguments by name. */
+type NextIssueCall = ReturnType<typeof leaseFields> & { orgId: string; projectId: string | null; allLanes: boolean; checkSla: boolean; cap: number };
+
+/** next_issue calls that arrive together go out as one statement (retasc_next_issues), at one instant. */
+const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) => {
+  const now = calls.reduce((latest, call) => (call.now > latest ? call.now : latest), calls[0]!.now);
+  const [row] = await retryingConflicts(() =>
+    query<{ results: (NextIssueOutcome & { index: number })[] }>(
+      db,
+      sql`select retasc_next_issues(${JSON.stringify(calls.map((call) => ({ ...call, now })))}::jsonb) as results`,
+    ),
+  );
+  return inCallOrder(row!.results);
+});
+
 /**
  * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
- * (retasc_next_issue) checks deadlines, the key's budget, picks and takes the lease. When a
- * deadline threshold has passed unswept, the sweep re-ranks and the claim reruns (checking
- * again only a few times, so a stream of thresholds cannot starve it).
+ * (retasc_next_issue, shared with the calls that arrive alongside) checks deadlines, the key's
+ * budget, picks and takes the lease. When a deadline threshold has passed unswept, the sweep
+ * re-ranks and the claim reruns (checking again only a few times, so a stream of thresholds
+ * cannot starve it).
  */
 export async function nextIssue(ctx: Ctx, raw: unknown) {
   const input = nextIssueInput.parse(raw ?? {});
@@ -247,14 +273,14 @@ export async function nextIssue(ctx: Ctx, raw: unknown) {
   const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
   for (let attempt = 0; ; attempt++) {
     const claimToken = randomToken("rtclm_", 24);
-    const [row] = await retryingConflicts(() =>
-      query<{ result: NextIssueOutcome }>(
-        ctx.db,
-        sql`select retasc_next_issue(${principal.orgId}::text, ${principal.projectId}::text, ${input.allLanes ?? false}::boolean,
-          ${attempt < 3}::boolean, ${cap}::integer, ${leaseArguments(ctx, ctx.clock.now(), claimToken)}) as result`,
-      ),
-    );
-    const result = row!.result;
+    const result = await claimNext(ctx.db, {
+      orgId: principal.orgId,
+      projectId: principal.projectId,
+      allLanes: input.allLanes ?? false,
+      checkSla: attempt < 3,
+      cap,
+      ...leaseFields(ctx, ctx.clock.now(), claimToken),
+    });
     switch (result.outcome) {
       case "sla":
         await slaSweepOrg(ctx, principal.orgId);
