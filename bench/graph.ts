@@ -163,19 +163,31 @@ async function measureRerankPart(bench: BenchDatabase, id: string, iterations: n
   return samples;
 }
 
+/**
+ * The plan of retasc_next_issue's pick for a project key, as the function plans it (a generic
+ * plan, no sequential scans): the statement is repeated here from db/migrations/0006.
+ */
 async function explainDispatch(bench: BenchDatabase, ctx: Ctx): Promise<string> {
-  const rows = await query<{ "QUERY PLAN": string }>(
-    bench.pools[0]!.db,
-    sql`explain (analyze, buffers) select i.* from issues i
-        where i.project_id = ${ctx.principal.projectId} and i.org_id = ${ctx.principal.orgId}
-          and i.work and i.status in ('todo', 'doing', 'review') and i.open_blocker_count = 0
-          and (i.lease_expires_at is null or i.lease_expires_at <= now())
-          and (i.assignee_id is null or i.assignee_id = ${ctx.principal.userId})
-          and not (i.status = 'review' and i.submitter_id is not distinct from ${ctx.principal.userId})
-        order by i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc
-        limit 1 for update skip locked`,
-  );
-  return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  const { projectId, userId } = ctx.principal;
+  return bench.pools[0]!.db.transaction(async (tx) => {
+    await tx.execute(sql`set local plan_cache_mode = force_generic_plan`);
+    await tx.execute(sql`set local enable_seqscan = off`);
+    await tx.execute(sql`prepare retasc_pick(text, timestamptz, text, boolean) as
+      select i.id from issues i
+       where i.project_id = $1
+         and i.work and i.status in ('todo', 'doing', 'review') and i.open_blocker_count = 0
+         and (i.lease_expires_at is null or i.lease_expires_at <= $2)
+         and ($3 is null or not (i.status = 'review' and i.submitter_id is not distinct from $3))
+         and ($4 or $3 is null or i.assignee_id is null or i.assignee_id = $3)
+       order by i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc
+       limit 1 for update skip locked`);
+    const rows = await query<{ "QUERY PLAN": string }>(
+      tx,
+      sql.raw(`explain (analyze, buffers) execute retasc_pick('${projectId}', now(), '${userId}', false)`),
+    );
+    await tx.execute(sql`deallocate retasc_pick`);
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  });
 }
 
 export async function graphBenchmarks(options: {
