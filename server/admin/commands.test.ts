@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { account } from "../../db/schema/index.ts";
+import { testConfig } from "../../db/testing.ts";
+import { createAuth } from "../auth/index.ts";
 import { authenticateAgentKey } from "../orgs/index.ts";
-import { bootstrap, mintKey } from "./commands.ts";
+import { bootstrap, mintKey, setPassword } from "./commands.ts";
 import { useTestServices } from "../testing/database.ts";
 
 const env = useTestServices();
@@ -27,5 +31,64 @@ describe("operator commands", () => {
     await expect(mintKey(env.services, { org: "nope", email: "x@y.example", runtime: "r" })).rejects.toMatchObject({
       code: "NOT_FOUND",
     });
+  });
+});
+
+describe("set-password", () => {
+  const origin = "http://retasc.test";
+  /** A sign-in through better-auth's own endpoint, as the sign-in page posts it. */
+  async function signIn(email: string, password: string) {
+    const response = await createAuth(env.services).handler(
+      new Request(`${origin}/api/auth/sign-in/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify({ email, password }),
+      }),
+    );
+    return { status: response.status, cookie: response.headers.getSetCookie().join("; ") };
+  }
+
+  it("gives a bootstrapped person a password they sign in with; a wrong one is refused", async () => {
+    const { userId } = await bootstrap(env.services, { org: "C", project: "P", prefix: "CC", email: "c@example.com" });
+    expect(await signIn("c@example.com", "correct horse battery")).toMatchObject({ status: 401 });
+    const result = await setPassword(env.services, { email: "C@Example.com", password: "correct horse battery" });
+    expect(result).toEqual({ userId, email: "c@example.com", replaced: false });
+    const ok = await signIn("c@example.com", "correct horse battery");
+    expect(ok.status).toBe(200);
+    expect(ok.cookie).toContain("better-auth.session_token=");
+    expect((await signIn("c@example.com", "correct horse battery!")).status).toBe(401);
+    // Stored the way sign-up stores it: one credential account, a hash and never the password.
+    const rows = await env.services.db.select().from(account).where(eq(account.userId, userId));
+    expect(rows).toEqual([expect.objectContaining({ providerId: "credential", accountId: userId })]);
+    expect(rows[0]!.password).not.toContain("correct horse");
+  });
+
+  it("replaces the password of someone who signed up, so only the new one works", async () => {
+    const auth = createAuth(env.services);
+    const signUp = await auth.handler(
+      new Request(`${origin}/api/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify({ email: "d@example.com", password: "first password", name: "D" }),
+      }),
+    );
+    expect(signUp.status).toBe(200);
+    expect(await setPassword(env.services, { email: "d@example.com", password: "second password" })).toMatchObject({ replaced: true });
+    expect((await signIn("d@example.com", "first password")).status).toBe(401);
+    expect((await signIn("d@example.com", "second password")).status).toBe(200);
+  });
+
+  it("enforces sign-up's length rules, refuses an unknown email, and refuses when email sign-in is off", async () => {
+    await bootstrap(env.services, { org: "E", project: "P", prefix: "EE", email: "e@example.com" });
+    await expect(setPassword(env.services, { email: "e@example.com", password: "7 chars" })).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: "the password must be 8 to 128 characters",
+    });
+    await expect(setPassword(env.services, { email: "e@example.com", password: "x".repeat(129) })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    expect((await setPassword(env.services, { email: "e@example.com", password: "8 chars!" })).replaced).toBe(false);
+    expect((await signIn("e@example.com", "8 chars!")).status).toBe(200);
+    await expect(setPassword(env.services, { email: "nobody@example.com", password: "long enough" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    const off = { ...env.services, config: testConfig({ RETASC_EMAIL_PASSWORD: "off" }) };
+    await expect(setPassword(off, { email: "e@example.com", password: "long enough" })).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 });

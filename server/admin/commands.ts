@@ -1,8 +1,9 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Services } from "../context.ts";
-import { orgs, projects } from "../../db/schema/index.ts";
-import { DomainError, notFound } from "../errors.ts";
+import { orgs, projects, user } from "../../db/schema/index.ts";
+import { createAuth } from "../auth/index.ts";
+import { DomainError, invalidInput, notFound } from "../errors.ts";
 import {
   createOrg,
   createProject,
@@ -71,4 +72,41 @@ export async function mintKey(services: Services, raw: unknown) {
     const { key } = await mintAgentKey(tx, { orgId: input.org, userId, projectId, runtime: input.runtime });
     return { userId, key };
   });
+}
+
+export const setPasswordInput = z.object({
+  email: emailSchema,
+  password: z.string(),
+});
+
+/**
+ * Sets or replaces a person's email + password credential. The hash, the length rules and the
+ * account row are better-auth's own (the configured instance's context), exactly as sign-up
+ * writes them, so a normal sign-in then works.
+ */
+export async function setPassword(services: Services, raw: unknown) {
+  const input = setPasswordInput.parse(raw);
+  if (!services.config.emailPassword) {
+    throw new DomainError(
+      "UNAVAILABLE",
+      "email + password sign-in is off in this deployment",
+      "Set RETASC_EMAIL_PASSWORD=on, or sign in with GitHub or Google.",
+    );
+  }
+  const auth = await createAuth(services).$context;
+  const { minPasswordLength, maxPasswordLength } = auth.password.config;
+  if (input.password.length < minPasswordLength || input.password.length > maxPasswordLength) {
+    throw invalidInput(
+      `the password must be ${minPasswordLength} to ${maxPasswordLength} characters`,
+      "Sign-up enforces the same lengths.",
+    );
+  }
+  const found = await services.db.select({ id: user.id }).from(user).where(eq(user.email, input.email));
+  const userId = found[0]?.id;
+  if (!userId) throw notFound(`person ${input.email}`, "Check the email; bootstrap or mint-key creates a person.");
+  const hash = await auth.password.hash(input.password);
+  const existing = await auth.internalAdapter.findCredentialAccount(userId);
+  if (existing) await auth.internalAdapter.updateAccount(existing.id, { password: hash });
+  else await auth.internalAdapter.linkAccount({ userId, providerId: "credential", accountId: userId, password: hash });
+  return { userId, email: input.email, replaced: Boolean(existing?.password) };
 }

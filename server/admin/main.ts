@@ -3,7 +3,8 @@ import { z } from "zod";
 import { loadConfig } from "../config/index.ts";
 import { boot } from "../boot.ts";
 import { describeFatal } from "../fatal.ts";
-import { bootstrap, mintKey } from "./commands.ts";
+import { bootstrap, mintKey, setPassword } from "./commands.ts";
+import { readSecretLine } from "./secret.ts";
 
 /**
  * Operator commands for a server with no browser yet: `npm run admin -- <command>`.
@@ -15,9 +16,14 @@ const usage = `usage: npm run admin -- <command> [options]
       create an org, its owner, a project and an agent key
   mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--json]
       mint an agent key for a person (added as a member if needed)
+  set-password --email <email> [--json] < password.txt
+      set or replace a person's email + password sign-in; the password is one line
+      on standard input (asked for without echo on a terminal), never a flag
 `;
 
-const commands = { bootstrap, "mint-key": mintKey } as const;
+const commands = { bootstrap, "mint-key": mintKey, "set-password": setPassword } as const;
+/** Commands whose output holds a secret shown once. */
+const showsKey = new Set(["bootstrap", "mint-key"]);
 
 async function main() {
   const [command, ...rest] = process.argv.slice(2);
@@ -39,15 +45,17 @@ async function main() {
     },
     strict: true,
   });
+  // Read before booting, so a missing password fails fast and nothing else waits on stdin.
+  const input = command === "set-password" ? { ...values, password: await readSecretLine("new password (not shown): ") } : values;
   const config = loadConfig();
   const booted = await boot(config, { warn: (m) => process.stderr.write(`! ${m}\n`), poolSize: 2 });
   try {
-    const result = await run(booted.services, values);
+    const result = await run(booted.services, input);
     if (values.json) {
       process.stdout.write(JSON.stringify(result) + "\n");
     } else {
       for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${v}\n`);
-      process.stderr.write("the key is shown once; store it now\n");
+      if (showsKey.has(command)) process.stderr.write("the key is shown once; store it now\n");
     }
   } finally {
     await booted.close();

@@ -65,17 +65,19 @@ export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "retasc-data-"));
 }
 
-/** Runs a command of this repo (tsx entry) to completion and returns its output. */
-export function runEntry(entry: string, args: string[], env: Record<string, string | undefined>) {
+/** Runs a command of this repo (tsx entry) to completion, `input` on its stdin, and returns its output. */
+export function runEntry(entry: string, args: string[], env: Record<string, string | undefined>, input?: string) {
   return spawnSync(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: root,
     env: { ...cleanEnv(), ...env },
+    input,
     encoding: "utf8",
     timeout: 60_000,
   });
 }
 
-function cleanEnv(): Record<string, string | undefined> {
+/** The environment of a child process with none of this run's database, Redis or test settings. */
+export function cleanEnv(): Record<string, string | undefined> {
   const env = { ...process.env };
   for (const name of ["DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
     delete env[name];
