@@ -9,7 +9,8 @@ import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE
 /**
  * A person's whole path to an agent pulling work: sign up in the browser, `retasc login`
  * approved on /device, `retasc bind` in a repo, the folder's own wiring used to call
- * next_issue over /mcp; then `retasc claim` opens a worktree and `retasc done` finishes it.
+ * next_issue over /mcp; then `retasc claim` opens a worktree and `retasc done` finishes it and
+ * removes the worktree (kept when it holds uncommitted work).
  */
 let app: E2eApp;
 let browser: Browser;
@@ -101,14 +102,64 @@ test("retasc claim creates the worktree on the server's branch; retasc done fini
   expect(held.status).toBe("doing");
   expect(held.lease).toMatchObject({ runtime: "claude-code" });
 
+  // The agent's work, committed: the worktree is clean apart from the .mcp.json claim copied in.
+  fs.writeFileSync(path.join(claimed.worktree, "users.sql"), "create table users ();\n");
+  const git = (cwd: string, ...args: string[]) => spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", ...args], { cwd, encoding: "utf8" });
+  git(claimed.worktree, "add", "users.sql");
+  expect(git(claimed.worktree, "commit", "-q", "-m", "users table").status).toBe(0);
+
   const done = await retasc(ada, ["done"], { cwd: claimed.worktree });
   expect(done.code, done.stderr).toBe(0);
   expect(done.stderr).toContain(`${filed.identifier} is done.`);
+  expect(done.stderr).toContain(`Removed its worktree ${claimed.worktree}; the branch ${claimed.branch} stays.`);
+  expect(done.stderr).toContain(`Your shell was in it: cd ${JSON.stringify(repo)}`);
   expect(await tool(agent, "get_issue", { identifier: filed.identifier })).toMatchObject({ status: "done" });
+  expect(fs.existsSync(claimed.worktree)).toBe(false);
+  expect(git(repo, "worktree", "list", "--porcelain").stdout).not.toContain(claimed.worktree);
+  expect(git(repo, "log", "-1", "--format=%s", claimed.branch).stdout.trim()).toBe("users table");
 
   const twice = await retasc(ada, ["done", "--id", filed.identifier], { cwd: repo });
   expect(twice.code).toBe(1);
   expect(twice.stderr).toMatch(/^✗ STALE_CLAIM: /);
+});
+
+test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree), says so, and still finishes", async () => {
+  const agent = await connectAsFolder(repo);
+  const dirty = await tool(agent, "save_issue", { title: "Add the orders table", work: true, noDependency: "schema work", priority: 1 });
+  const claim = await retasc(ada, ["claim", dirty.identifier, "--json"], { cwd: repo });
+  expect(claim.code, claim.stderr).toBe(0);
+  const { worktree } = JSON.parse(claim.stdout) as { worktree: string };
+  fs.writeFileSync(path.join(worktree, "orders.sql"), "create table orders ();\n");
+
+  const done = await retasc(ada, ["done", "--id", dirty.identifier, "--json"], { cwd: repo });
+  expect(done.code, done.stderr).toBe(0);
+  expect(JSON.parse(done.stdout)).toMatchObject({
+    identifier: dirty.identifier,
+    status: "done",
+    worktree,
+    worktreeRemoved: false,
+    worktreeKept: "it has uncommitted changes (1 path)",
+  });
+  expect(done.stderr).toContain(`Kept its worktree ${worktree}: it has uncommitted changes (1 path).`);
+  expect(fs.readFileSync(path.join(worktree, "orders.sql"), "utf8")).toBe("create table orders ();\n");
+  expect(await tool(agent, "get_issue", { identifier: dirty.identifier })).toMatchObject({ status: "done" });
+
+  // A clean one in --json mode says it was removed.
+  const clean = await tool(agent, "save_issue", { title: "Add the items table", work: true, noDependency: "schema work", priority: 1 });
+  const claimedClean = JSON.parse((await retasc(ada, ["claim", clean.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
+  const cleanDone = await retasc(ada, ["done", "--id", clean.identifier, "--json"], { cwd: repo });
+  expect(cleanDone.code, cleanDone.stderr).toBe(0);
+  expect(JSON.parse(cleanDone.stdout)).toMatchObject({ status: "done", worktree: claimedClean.worktree, worktreeRemoved: true });
+  expect(JSON.parse(cleanDone.stdout)).not.toHaveProperty("worktreeKept");
+  expect(fs.existsSync(claimedClean.worktree)).toBe(false);
+
+  // --keep-worktree leaves even a clean one.
+  const kept = await tool(agent, "save_issue", { title: "Add the carts table", work: true, noDependency: "schema work", priority: 1 });
+  const claimedKept = JSON.parse((await retasc(ada, ["claim", kept.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
+  const keptDone = await retasc(ada, ["done", "--id", kept.identifier, "--keep-worktree", "--json"], { cwd: repo });
+  expect(keptDone.code, keptDone.stderr).toBe(0);
+  expect(JSON.parse(keptDone.stdout)).toMatchObject({ worktree: claimedKept.worktree, worktreeRemoved: false, worktreeKept: "--keep-worktree" });
+  expect(fs.existsSync(path.join(claimedKept.worktree, ".git"))).toBe(true);
 });
 
 test("retasc next takes the top of the queue into a worktree; an empty queue is said plainly", async () => {

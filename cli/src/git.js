@@ -70,3 +70,33 @@ export function ensureWorktree(input) {
   git(["worktree", "add", "--no-track", "-b", input.branch, dir, base], root);
   return { path: dir, created: true, base };
 }
+
+/**
+ * Removes the worktree of a finished issue; its branch stays. A worktree holding work that is
+ * not committed (changed, staged or untracked files) is kept: removing it would lose that work.
+ * The `.mcp.json` that `retasc claim` copied in is ours, not the agent's work.
+ * @param {string} dir
+ * @returns {{ removed: true, repo: string } | { removed: false, reason: string }}
+ */
+export function removeWorktree(dir) {
+  if (!fs.existsSync(dir)) return { removed: false, reason: "it is already gone" };
+  const status = run(["status", "--porcelain", "--untracked-files=all"], dir);
+  if (!status.ok) return { removed: false, reason: `git status failed there: ${status.stderr.split("\n")[0]}` };
+  const changes = status.stdout.split("\n").filter((line) => line && line !== "?? .mcp.json");
+  if (changes.length > 0) return { removed: false, reason: `it has uncommitted changes (${changes.length} path${changes.length === 1 ? "" : "s"})` };
+  const mainRoot = path.dirname(git(["rev-parse", "--path-format=absolute", "--git-common-dir"], dir));
+  const real = fs.realpathSync(dir);
+  const listed = git(["worktree", "list", "--porcelain"], mainRoot)
+    .split("\n")
+    .filter((line) => line.startsWith("worktree "))
+    .map((line) => line.slice("worktree ".length));
+  // The first entry is the repository's own working tree, never ours to remove.
+  if (listed[0] && fs.realpathSync(listed[0]) === real) return { removed: false, reason: "it is the repository's main working tree" };
+  if (!listed.slice(1).some((entry) => fs.existsSync(entry) && fs.realpathSync(entry) === real)) {
+    return { removed: false, reason: "it is not a worktree of its repository" };
+  }
+  // --force only for the .mcp.json above: everything else was checked clean.
+  const removed = run(["worktree", "remove", "--force", real], mainRoot);
+  if (!removed.ok) return { removed: false, reason: `git worktree remove failed: ${removed.stderr.split("\n")[0]}` };
+  return { removed: true, repo: mainRoot };
+}

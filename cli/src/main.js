@@ -219,9 +219,16 @@ export const commands = {
     run: claim,
   },
   done: {
-    summary: "finish the issue you hold, with the token of your claim",
-    usage: "retasc done [--id <RTSC-42>] [--json]",
-    options: { id: { type: "string", value: "<issue>", description: "the issue (default: from the rtsc-NN/… branch you are on)" }, json, url },
+    summary: "finish the issue you hold, and remove the worktree its claim opened",
+    usage: "retasc done [--id <RTSC-42>] [--keep-worktree] [--json]",
+    options: {
+      id: { type: "string", value: "<issue>", description: "the issue (default: from the rtsc-NN/… branch you are on)" },
+      "keep-worktree": { type: "boolean", description: "leave the worktree where it is" },
+      json,
+      url,
+    },
+    details:
+      "Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (changed, staged or untracked files) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
   },
 };

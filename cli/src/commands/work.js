@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { findMarker, requireBinding } from "../binding.js";
 import { CliError } from "../errors.js";
-import { currentBranch, ensureWorktree } from "../git.js";
+import { currentBranch, ensureWorktree, removeWorktree } from "../git.js";
 import { withMcp } from "../mcp.js";
 import { note, ok, out, printJson } from "../output.js";
 import { keyFingerprint, readBindings, updateBindings } from "../store.js";
@@ -90,7 +90,10 @@ export const next = (/** @type {any} */ flags) => claimAndCheckout(flags, "next"
 export const claim = (/** @type {any} */ flags, /** @type {string[]} */ positionals) =>
   claimAndCheckout(flags, "claim", positionals[0] ?? flags.id);
 
-/** Finishes the issue you hold (from --id or the rtsc-NN/… branch you are on) with its claim token. */
+/**
+ * Finishes the issue you hold (from --id or the rtsc-NN/… branch you are on) with its claim
+ * token, then removes the worktree `retasc claim` made for it unless work in it is uncommitted.
+ */
 export async function done(/** @type {any} */ flags) {
   const binding = requireBinding(process.cwd(), flags);
   const mine = readBindings().claims[keyFingerprint(binding.key)] ?? {};
@@ -110,7 +113,45 @@ export async function done(/** @type {any} */ flags) {
   await updateBindings((bindings) => {
     delete bindings.claims[keyFingerprint(binding.key)]?.[identifier];
   });
-  if (flags.json) return printJson(issue);
-  ok(`${identifier} is done.`);
-  if (record.worktree) note(`  Its worktree stays at ${record.worktree}; once merged: git worktree remove ${JSON.stringify(record.worktree)}`);
+  const cwd = process.cwd();
+  const worktree = record.worktree ? finishWorktree(record.worktree, flags["keep-worktree"]) : null;
+  if (flags.json) {
+    printJson({
+      ...issue,
+      worktree: record.worktree,
+      worktreeRemoved: worktree?.removed ?? false,
+      ...(worktree && !worktree.removed ? { worktreeKept: worktree.reason } : {}),
+    });
+  } else {
+    ok(`${identifier} is done.`);
+  }
+  if (!worktree) return;
+  if (worktree.removed) {
+    if (!flags.json) note(`  Removed its worktree ${record.worktree}; the branch ${record.branch} stays.`);
+    if (isInside(cwd, record.worktree)) note(`  Your shell was in it: cd ${JSON.stringify(worktree.repo)}`);
+  } else {
+    // Said in --json mode too: a worktree left behind is worth a human's attention.
+    note(`  Kept its worktree ${record.worktree}: ${worktree.reason}. When you are done with it: git worktree remove ${JSON.stringify(record.worktree)}`);
+  }
+}
+
+/**
+ * The issue is done by now, so nothing here fails the command: a worktree that cannot be
+ * removed is kept, with the reason.
+ * @param {string} dir @param {boolean | undefined} keep
+ * @returns {{ removed: true, repo: string } | { removed: false, reason: string }}
+ */
+function finishWorktree(dir, keep) {
+  if (keep) return { removed: false, reason: "--keep-worktree" };
+  try {
+    return removeWorktree(dir);
+  } catch (error) {
+    return { removed: false, reason: /** @type {Error} */ (error).message };
+  }
+}
+
+/** @param {string} dir @param {string} parent */
+function isInside(dir, parent) {
+  const relative = path.relative(parent, dir);
+  return !relative.startsWith("..") && !path.isAbsolute(relative);
 }
