@@ -274,18 +274,19 @@ CREATE FUNCTION retasc_next_issues(p_calls jsonb) RETURNS jsonb LANGUAGE plpgsql
 DECLARE
   v_index integer;
   v_call jsonb;
-  v_results jsonb := '[]';
+  -- An array variable grows in place; appending to a jsonb value would copy it every call.
+  v_results jsonb[] := '{}';
 BEGIN
   FOR v_index, v_call IN
     SELECT (t.ord - 1)::integer, t.call FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(call, ord)
      ORDER BY t.call->>'keyId' NULLS FIRST, t.ord
   LOOP
-    v_results := v_results || jsonb_build_array(jsonb_build_object('index', v_index) || retasc_next_issue(
+    v_results := array_append(v_results, jsonb_build_object('index', v_index) || retasc_next_issue(
       v_call->>'orgId', v_call->>'projectId', (v_call->>'allLanes')::boolean, (v_call->>'checkSla')::boolean,
       (v_call->>'cap')::integer, v_call->>'userId', v_call->>'keyId', v_call->>'runtime', (v_call->>'now')::timestamptz,
       v_call->>'leaseId', v_call->>'tokenHash', (v_call->>'ttlMs')::bigint));
   END LOOP;
-  RETURN v_results;
+  RETURN to_jsonb(v_results);
 END
 $$;
 --> statement-breakpoint
@@ -299,7 +300,8 @@ AS $$
 DECLARE
   v_index integer;
   v_call jsonb;
-  v_results jsonb := '[]';
+  -- An array variable grows in place; appending to a jsonb value would copy it every call.
+  v_results jsonb[] := '{}';
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(hashtext('rank:' || o.org_id))
      FROM (SELECT DISTINCT i.org_id
@@ -312,10 +314,10 @@ BEGIN
       LEFT JOIN issues i ON i.org_id = t.call->>'orgId' AND i.identifier = t.call->>'identifier'
      ORDER BY i.id NULLS LAST, t.ord
   LOOP
-    v_results := v_results || jsonb_build_array(jsonb_build_object('index', v_index) || retasc_finish(
+    v_results := array_append(v_results, jsonb_build_object('index', v_index) || retasc_finish(
       v_call->>'orgId', v_call->>'identifier', v_call->>'tokenHash', (v_call->>'now')::timestamptz,
       v_call->>'userId', v_call->>'keyId', v_call->>'runtime'));
   END LOOP;
-  RETURN v_results;
+  RETURN to_jsonb(v_results);
 END
 $$;

@@ -52,7 +52,7 @@ describe("set-password", () => {
     const { userId } = await bootstrap(env.services, { org: "C", project: "P", prefix: "CC", email: "c@example.com" });
     expect(await signIn("c@example.com", "correct horse battery")).toMatchObject({ status: 401 });
     const result = await setPassword(env.services, { email: "C@Example.com", password: "correct horse battery" });
-    expect(result).toEqual({ userId, email: "c@example.com", replaced: false });
+    expect(result).toEqual({ userId, email: "c@example.com", replaced: false, signedOut: false });
     const ok = await signIn("c@example.com", "correct horse battery");
     expect(ok.status).toBe(200);
     expect(ok.cookie).toContain("better-auth.session_token=");
@@ -73,7 +73,16 @@ describe("set-password", () => {
       }),
     );
     expect(signUp.status).toBe(200);
-    expect(await setPassword(env.services, { email: "d@example.com", password: "second password" })).toMatchObject({ replaced: true });
+    const session = async (cookie: string) =>
+      (await auth.handler(new Request(`${origin}/api/auth/get-session`, { headers: { cookie, origin } }))).json();
+    const signedUpCookie = signUp.headers.getSetCookie().join("; ");
+    expect(await session(signedUpCookie)).toMatchObject({ user: { email: "d@example.com" } });
+    expect(await setPassword(env.services, { email: "d@example.com", password: "second password" })).toMatchObject({
+      replaced: true,
+      signedOut: true,
+    });
+    // The session of the old password ends with it.
+    expect(await session(signedUpCookie)).toBeNull();
     expect((await signIn("d@example.com", "first password")).status).toBe(401);
     expect((await signIn("d@example.com", "second password")).status).toBe(200);
   });

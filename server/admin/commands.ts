@@ -108,5 +108,8 @@ export async function setPassword(services: Services, raw: unknown) {
   const existing = await auth.internalAdapter.findCredentialAccount(userId);
   if (existing) await auth.internalAdapter.updateAccount(existing.id, { password: hash });
   else await auth.internalAdapter.linkAccount({ userId, providerId: "credential", accountId: userId, password: hash });
-  return { userId, email: input.email, replaced: Boolean(existing?.password) };
+  const replaced = Boolean(existing?.password);
+  // A reset often follows a leak: whoever signed in with the old password is signed out (browser and CLI sessions alike).
+  if (replaced) await auth.internalAdapter.deleteUserSessions(userId);
+  return { userId, email: input.email, replaced, signedOut: replaced };
 }

@@ -95,7 +95,7 @@ it("sets a bootstrapped person's password from stdin; they sign in with it over 
 
   const set = admin(["set-password", "--email", email, "--json"], `${piped}\n`);
   expect(set.status, set.stderr).toBe(0);
-  expect(JSON.parse(set.stdout)).toEqual({ userId, email, replaced: false });
+  expect(JSON.parse(set.stdout)).toEqual({ userId, email, replaced: false, signedOut: false });
 
   if (!database) app = await start(env);
   expect(await signIn(app, piped)).toEqual({ status: 200, user: email });
