@@ -69,6 +69,7 @@ async function main() {
         if (!admitted) return;
         // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
         if (isMcpPath(req.url)) void handleMcpNodeRequest(req, res, { services, log });
+        else if (isEventStreamDataRequest(req.url)) notFound(res);
         else void handle(req, res);
       });
     },
@@ -119,6 +120,19 @@ async function main() {
 /** The path the request guard applies the MCP limits to: exactly `/mcp`, with or without a query. */
 function isMcpPath(url: string | undefined): boolean {
   return /^\/mcp(?:[?#]|$)/.test(url ?? "");
+}
+
+/**
+ * A React Router data request for the Dash's event stream (`/dash/events.data`): the router would
+ * wait for the endless stream to end before answering, so it is answered here.
+ */
+function isEventStreamDataRequest(url: string | undefined): boolean {
+  return /^\/dash\/events\.data(?:[?#]|$)/.test(url ?? "");
+}
+
+function notFound(res: http.ServerResponse) {
+  res.writeHead(404, { "content-type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify({ error: { code: "NOT_FOUND", message: "no such data route", hint: "The Dash's live events are at /dash/events." } }));
 }
 
 main().catch((error: unknown) => {

@@ -50,8 +50,8 @@ function shots(w: World): fc.Arbitrary<Shot> {
   const dataOrNot = fc.constantFrom("", ".data");
   const path = fc.oneof(
     fc.constantFrom("/dash", "/dash/queue", "/dash/issues/new", "/dash/orgs/new", "/dash/switch-org", "/dash/settings/projects", "/dash/settings/members", "/dash/settings/keys", "/auth/sign-in", "/auth/sign-up", "/device").chain((p) => dataOrNot.map((d) => p + d)),
-    // The live stream (its `.data` twin streams forever without headers: left out, see docs/reliability.md).
-    fc.constant("/dash/events"),
+    // The live stream, and its `.data` twin (answered 404 by main.ts: React Router would wait for the stream's end).
+    fc.constantFrom("/dash/events", "/dash/events.data"),
     fc.tuple(identifier.map((s) => encodeURIComponent(s.slice(0, 300))), dataOrNot).map(([id, d]) => `/dash/issues/${id}${d}`),
     fc.tuple(pathSegment, dataOrNot).map(([code, d]) => `/join/${code}${d}`),
     fc.constantFrom("whoami", "orgs", "projects", "keys", "members", "join", "setup", "sign-in-methods").map((p) => `/api/cli/${p}`),

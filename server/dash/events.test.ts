@@ -64,6 +64,15 @@ describe.skipIf(testDriver !== "postgres")("the Dash's event stream (needs TEST_
     await Promise.all([mine.agent.close(), theirs.agent.close()]);
   });
 
+  it("answers a React Router data request for the stream with 404 at once, instead of never", async () => {
+    const { cookie } = await signUpOverHttp(app.url, `data-${crypto.randomBytes(3).toString("hex")}@example.com`);
+    for (const path of ["/dash/events.data", "/dash/events.data?_routes=routes%2Fdash.events"]) {
+      const response = await fetch(`${app.url}${path}`, { headers: { cookie }, signal: AbortSignal.timeout(5_000) });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ error: { code: "NOT_FOUND" } });
+    }
+  });
+
   it("sends a visitor who is not signed in to sign in", async () => {
     const response = await fetch(`${app.url}/dash/events`, { redirect: "manual" });
     expect(response.status).toBe(302);
