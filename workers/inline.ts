@@ -5,6 +5,9 @@ import { backoffMs, errorLabel, executeJob, isPermanent } from "./catalog.ts";
 import { nextTick, settleWithin, SHUTDOWN_GRACE_MS, type JobRunner, type RunnerOptions } from "./runner.ts";
 import { runSweepTick } from "./sweeps.ts";
 
+/** How long after a retry's timer the runner looks for the row again, in case the timer fired early. */
+const RETRY_RECHECK_MS = 1_000;
+
 interface ClaimedRow {
   id: number;
   job: string;
@@ -70,7 +73,10 @@ export async function startInlineRunner(options: RunnerOptions & { exclusive: bo
                        available_at = now() + ${wait} * interval '1 millisecond'
                      where id = ${id}`)
         .catch(() => {});
+      // A timer can fire a little early against the database's clock (Node counts from the event
+      // loop's cached time), finding the row not yet available: look again a second later.
       later(wait, wake);
+      later(wait + RETRY_RECHECK_MS, wake);
     }
   }
 
