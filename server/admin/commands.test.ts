@@ -5,6 +5,7 @@ import { testConfig } from "../../db/testing.ts";
 import { createAuth } from "../auth/index.ts";
 import { authenticateAgentKey } from "../orgs/index.ts";
 import { bootstrap, mintKey, setPassword } from "./commands.ts";
+import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
 import { useTestServices } from "../testing/database.ts";
 
 const env = useTestServices();
@@ -35,16 +36,9 @@ describe("operator commands", () => {
 });
 
 describe("set-password", () => {
-  const origin = "http://retasc.test";
   /** A sign-in through better-auth's own endpoint, as the sign-in page posts it. */
   async function signIn(email: string, password: string) {
-    const response = await createAuth(env.services).handler(
-      new Request(`${origin}/api/auth/sign-in/email`, {
-        method: "POST",
-        headers: { "content-type": "application/json", origin },
-        body: JSON.stringify({ email, password }),
-      }),
-    );
+    const response = await postToAuth(createAuth(env.services), "/sign-in/email", { email, password });
     return { status: response.status, cookie: response.headers.getSetCookie().join("; ") };
   }
 
@@ -65,16 +59,10 @@ describe("set-password", () => {
 
   it("replaces the password of someone who signed up, so only the new one works", async () => {
     const auth = createAuth(env.services);
-    const signUp = await auth.handler(
-      new Request(`${origin}/api/auth/sign-up/email`, {
-        method: "POST",
-        headers: { "content-type": "application/json", origin },
-        body: JSON.stringify({ email: "d@example.com", password: "first password", name: "D" }),
-      }),
-    );
+    const signUp = await postToAuth(auth, "/sign-up/email", { email: "d@example.com", password: "first password", name: "D" });
     expect(signUp.status).toBe(200);
     const session = async (cookie: string) =>
-      (await auth.handler(new Request(`${origin}/api/auth/get-session`, { headers: { cookie, origin } }))).json();
+      (await auth.handler(new Request(`${TEST_ORIGIN}/api/auth/get-session`, { headers: { cookie, origin: TEST_ORIGIN } }))).json();
     const signedUpCookie = signUp.headers.getSetCookie().join("; ");
     expect(await session(signedUpCookie)).toMatchObject({ user: { email: "d@example.com" } });
     expect(await setPassword(env.services, { email: "d@example.com", password: "second password" })).toMatchObject({

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
 import type { Services } from "../context.ts";
+import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
 import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods, type Auth } from "./index.ts";
 
-const origin = "http://retasc.test";
-const host = "retasc.test";
+const origin = TEST_ORIGIN;
+const host = new URL(TEST_ORIGIN).host;
 
 let tdb: TestDatabase;
 let services: Services;
@@ -19,15 +20,7 @@ afterAll(async () => {
   await tdb.close();
 });
 
-function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  return auth.handler(
-    new Request(`${origin}/api/auth${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin, ...headers },
-      body: JSON.stringify(body),
-    }),
-  );
-}
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postToAuth(auth, path, body, headers);
 
 function cookieOf(response: Response): string {
   return response.headers
@@ -55,13 +48,7 @@ describe("sign-in methods", () => {
 
   it("refuses email sign-up when the operator turned it off", async () => {
     const closed = createAuth({ ...services, config: testConfig({ RETASC_EMAIL_PASSWORD: "off" }) });
-    const response = await closed.handler(
-      new Request(`${origin}/api/auth/sign-up/email`, {
-        method: "POST",
-        headers: { "content-type": "application/json", origin },
-        body: JSON.stringify({ email: "nobody@example.com", password: "correct horse battery", name: "N" }),
-      }),
-    );
+    const response = await postToAuth(closed, "/sign-up/email", { email: "nobody@example.com", password: "correct horse battery", name: "N" });
     expect(response.status).toBeGreaterThanOrEqual(400);
   });
 });
