@@ -4,8 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { checkpoints, issues, leases, user } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
-import type { OrgCipher } from "../crypto/index.ts";
-import { randomToken, sha256 } from "../crypto/index.ts";
+import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, sendNotices, type Notice } from "../events/index.ts";
 import { newId } from "../orgs/index.ts";
@@ -80,10 +79,9 @@ function othersLane(ctx: Ctx): SQL {
 }
 
 /**
- * Per-key live-claim cap. Locking the key row serialises one key's claims, so the cap
- * holds exactly even when eight agents share a key. The statements go out with `then`
- * (the claim's own read) in one round trip; the count runs after the lock is granted, so
- * it sees every claim the key committed before.
+ * Per-key live-claim cap. retasc_key_budget counts under an advisory lock on the key, which
+ * serialises one key's claims, so the cap holds exactly even when eight agents share a key.
+ * The count goes out with `then` (the claim's own read) in one round trip.
  */
 interface Budget<T> {
   live: number;
