@@ -71,6 +71,8 @@ export async function fleetSnapshot(ctx: Ctx) {
       .limit(RECENT_MOVES),
   ]);
 
+  // Each move's detail is decrypted once: the fences feed the lease lookup, the rest the list.
+  const moveEntries = moveRows.map((m) => ({ ...m, detail: activityDetail(cipher, m) }));
   const claimIds = claimRows.map((c) => c.issueId);
   const [latestCheckpoints, previousLeases] = await Promise.all([
     claimIds.length === 0
@@ -82,9 +84,9 @@ export async function fleetSnapshot(ctx: Ctx) {
           .orderBy(checkpoints.issueId, desc(checkpoints.createdAt), desc(checkpoints.id)),
     previousHolders(ctx, [
       ...claimRows.map((c) => ({ issueId: c.issueId, fence: c.fence })),
-      ...moveRows.flatMap((m) => {
+      ...moveEntries.flatMap((m) => {
         if (m.kind !== "claimed") return [];
-        const fence = Number(activityDetail(cipher, m).fence ?? 0);
+        const fence = Number(m.detail.fence ?? 0);
         return fence > 1 ? [{ issueId: m.issueId!, fence }] : [];
       }),
     ]),
@@ -121,8 +123,8 @@ export async function fleetSnapshot(ctx: Ctx) {
     };
   });
 
-  const moves = moveRows.map((m) => {
-    const detail = activityDetail(cipher, m);
+  const moves = moveEntries.map((m) => {
+    const { detail } = m;
     const base = { id: m.id, identifier: m.identifier, at: m.createdAt.toISOString(), runtime: m.runtime, who: m.email };
     if (m.kind === "claimed") {
       const previous = previousLeases.get(`${m.issueId}#${Number(detail.fence ?? 0)}`);
