@@ -10,9 +10,9 @@ import crypto from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, seededRandom, type Distribution } from "./lib/stats.ts";
 
-const DEFAULT_URL = "postgres://root@127.0.0.1:5432/test";
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const QUEUE_TARGET_MS = 200;
 
@@ -28,8 +28,7 @@ export interface DashQueueResult {
 }
 
 export async function dashQueueBench(options: { issues: number; iterations: number }): Promise<DashQueueResult> {
-  if (!process.env.TEST_DATABASE_URL && !process.env.DATABASE_URL) process.env.TEST_DATABASE_URL = DEFAULT_URL;
-  delete process.env.RETASC_TEST_DRIVER;
+  useBenchPostgres();
   process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
   const { createTestDatabase, servicesFor, testConfig } = await import("../db/testing.ts");
   const { Keyring } = await import("../server/crypto/index.ts");

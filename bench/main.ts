@@ -9,10 +9,10 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { GraphResult } from "./graph.ts";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
 import type { ThroughputResult } from "./throughput.ts";
 
-const DEFAULT_URL = "postgres://root@127.0.0.1:5432/test";
 const args = new Set(process.argv.slice(2));
 for (const arg of args) {
   if (!["--quick", "--explain"].includes(arg)) {
@@ -21,9 +21,7 @@ for (const arg of args) {
   }
 }
 const quick = args.has("--quick");
-// db/testing.ts picks the database from these; the benchmarks never fall back to PGlite.
-if (!process.env.TEST_DATABASE_URL && !process.env.DATABASE_URL) process.env.TEST_DATABASE_URL = DEFAULT_URL;
-delete process.env.RETASC_TEST_DRIVER;
+useBenchPostgres();
 
 const sizes = quick
   ? { jobs: 300, agents: 32, graph: 5_000, latencyIterations: 200, rerankIterations: 20 }

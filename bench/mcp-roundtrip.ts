@@ -12,9 +12,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 
-const DEFAULT_URL = "postgres://root@127.0.0.1:5432/test";
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 export interface RoundTripResult {
@@ -43,8 +43,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
   // signal until the request is garbage-collected: thousands of calls between collections are
   // not a leak, just past Node's warning threshold for one EventTarget.
   setMaxListeners(20_000);
-  if (!process.env.TEST_DATABASE_URL && !process.env.DATABASE_URL) process.env.TEST_DATABASE_URL = DEFAULT_URL;
-  delete process.env.RETASC_TEST_DRIVER;
+  useBenchPostgres();
   // A private build, so a build running elsewhere in the tree is never served half-written.
   const buildDir = path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
   process.env.RETASC_TEST_BUILD_DIR ??= buildDir;

@@ -1,7 +1,6 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import PgBoss from "pg-boss";
 import { query } from "../db/client.ts";
-import { issues } from "../db/schema/index.ts";
 import type { Ctx } from "../server/context.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { nextIssue } from "../server/queue/index.ts";
@@ -85,8 +84,6 @@ async function runRetasc(bench: BenchDatabase, agents: Ctx[], jobs: number) {
   if (finished !== jobs || check!.done !== total || check!.leases !== total || check!.issues !== total) {
     throw new Error(`throughput run is inconsistent: finished ${finished}/${jobs}, ${JSON.stringify(check)}`);
   }
-  const left = await db.select({ n: sql<number>`count(*)::int` }).from(issues).where(and(eq(issues.orgId, bench.org.orgId), sql`status <> 'done'`));
-  if (Number(left[0]!.n) !== 0) throw new Error("issues left undone");
   return { perSecond: (jobs / ms) * 1000, ms, claimsPerAgent: { min: Math.min(...counts), max: Math.max(...counts) } };
 }
 

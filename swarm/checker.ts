@@ -138,8 +138,8 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   const blockersOf = new Map<string, string[]>();
   const blocksOf = new Map<string, string[]>();
   for (const e of edges) {
-    (blockersOf.get(e.target_id) ?? blockersOf.set(e.target_id, []).get(e.target_id)!).push(e.source_id);
-    (blocksOf.get(e.source_id) ?? blocksOf.set(e.source_id, []).get(e.source_id)!).push(e.target_id);
+    push(blockersOf, e.target_id, e.source_id);
+    push(blocksOf, e.source_id, e.target_id);
   }
   const activity: ActivityRow[] = activityRows.map((a) => {
     const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as { fence?: number; by?: string };
@@ -153,7 +153,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
       committed_ms: c.committed_ms === null ? null : Number(c.committed_ms),
       notes: { done: cipher.decrypt(c.done_enc), next: cipher.decrypt(c.next_enc), note: cipher.decrypt(c.note_enc) },
     };
-    (checkpointsOf.get(c.issue_id) ?? checkpointsOf.set(c.issue_id, []).get(c.issue_id)!).push(row);
+    push(checkpointsOf, c.issue_id, row);
   }
   for (const list of checkpointsOf.values()) list.sort((a, b) => a.created_ms - b.created_ms);
 
@@ -163,7 +163,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   for (const a of activity) {
     if (a.fence === null || a.kind === "reclaimed") continue;
     const k = key(a.issue_id, a.fence);
-    (underLease.get(k) ?? underLease.set(k, []).get(k)!).push(a);
+    push(underLease, k, a);
   }
   const claimOf = (issueId: string, fence: number) => underLease.get(key(issueId, fence))?.find((a) => a.kind === "claimed");
   const endOf = (issueId: string, fence: number) =>
@@ -171,12 +171,12 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
 
   // 1. Every issue finished exactly once, by its last lease.
   const leasesOf = new Map<string, LeaseRow[]>();
-  for (const l of leases) (leasesOf.get(l.issue_id) ?? leasesOf.set(l.issue_id, []).get(l.issue_id)!).push(l);
+  for (const l of leases) push(leasesOf, l.issue_id, l);
   for (const list of leasesOf.values()) list.sort((a, b) => a.fence - b.fence);
   const finishCommit = new Map<string, number>();
   let finished = 0;
   const finishesOf = new Map<string, ActivityRow[]>();
-  for (const a of activity) if (a.kind === "finished") (finishesOf.get(a.issue_id) ?? finishesOf.set(a.issue_id, []).get(a.issue_id)!).push(a);
+  for (const a of activity) if (a.kind === "finished") push(finishesOf, a.issue_id, a);
   for (const issue of issues) {
     const finishes = finishesOf.get(issue.id) ?? [];
     if (issue.status === "done") finished++;
@@ -264,7 +264,6 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     endOf,
     records: input.records,
     recordOf,
-    issueIdentifier: new Map(issues.map((i) => [i.id, i.identifier])),
     inFlight,
     violation,
   });
@@ -367,7 +366,6 @@ interface OrderCheck {
   endOf: (issueId: string, fence: number) => ActivityRow | undefined;
   records: AgentRecord[];
   recordOf: Map<string, ClaimRecord>;
-  issueIdentifier: Map<string, string>;
   inFlight: number;
   violation: (kind: string, message: string) => void;
 }
@@ -382,8 +380,9 @@ interface OrderCheck {
  */
 function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: number } {
   const ranked = [...c.issues].sort((a, b) => c.order.get(a.id)! - c.order.get(b.id)!);
+  const byId = new Map(c.issues.map((i) => [i.id, i]));
   const pullsOf = new Map<string, PullRecord[]>();
-  for (const r of c.records) if (r.t === "pull") (pullsOf.get(r.agent) ?? pullsOf.set(r.agent, []).get(r.agent)!).push(r);
+  for (const r of c.records) if (r.t === "pull") push(pullsOf, r.agent, r);
   for (const list of pullsOf.values()) list.sort((a, b) => a.sentAt - b.sentAt);
   const lastPullBefore = (agent: string, at: number): PullRecord | undefined => {
     const list = pullsOf.get(agent) ?? [];
@@ -397,7 +396,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
   // Busy intervals per issue: leases (claim commit → end), sweeps and agent writes (row locks).
   const busy = new Map<string, [number, number][]>();
   const addBusy = (issueId: string, from: number, to: number) =>
-    (busy.get(issueId) ?? busy.set(issueId, []).get(issueId)!).push([from, to]);
+    push(busy, issueId, [from, to]);
   for (const [issueId, list] of c.leasesOf) {
     for (const lease of list) {
       const claim = c.claimOf(issueId, lease.fence);
@@ -405,7 +404,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
       // clock: from the moment its request was sent. Without a claim record (its agent was killed
       // or the reply lost), from the agent's last pull sent before the lease began.
       const sent =
-        c.recordOf.get(`${c.issueIdentifier.get(issueId)}#${lease.fence}`)?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? Infinity;
+        c.recordOf.get(`${byId.get(issueId)?.identifier}#${lease.fence}`)?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? Infinity;
       const start = Math.min(claim?.committed_ms ?? lease.claimed_ms, lease.claimed_ms, sent);
       const end = lease.end_reason === "expired" || lease.end_reason === null ? lease.expires_ms : (c.endOf(issueId, lease.fence)?.committed_ms ?? lease.ended_ms ?? Infinity);
       addBusy(issueId, start, end);
@@ -415,7 +414,6 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     if (a.kind === "reclaimed" && a.committed_ms !== null) addBusy(a.issue_id, a.created_ms, a.committed_ms);
   }
   const idOf = new Map(c.issues.map((i) => [i.identifier, i.id]));
-  const byId = new Map(c.issues.map((i) => [i.id, i]));
   for (const r of c.records) {
     if (r.t === "write") addBusy(idOf.get(r.identifier) ?? "", r.sentAt, r.receivedAt);
   }
@@ -468,6 +466,13 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     }
   }
   return { checked, nearMisses };
+}
+
+/** Appends `value` to the list `map` holds under `key`, starting the list if there is none. */
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }
 
 const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));

@@ -64,14 +64,6 @@ export class PrivatePostgres {
     this.ctl("restart", ["-m", "fast"]);
   }
 
-  stop(): void {
-    this.ctl("stop", ["-m", "fast"]);
-  }
-
-  start(): void {
-    this.ctl("start");
-  }
-
   close(): void {
     try {
       this.ctl("stop", ["-m", "immediate"]);

@@ -10,7 +10,7 @@ import { seededRandom } from "../bench/lib/stats.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
-import { freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
 import { PrivateRedis, redisServerAvailable } from "../workers/testing/redis.ts";
 import type { AgentProcessConfig } from "./agent.ts";
 import { checkInvariants, type CheckResult } from "./checker.ts";
@@ -87,16 +87,8 @@ function randomGraph(count: number, random: () => number, lanes: { bob: string; 
   return { issues, edges };
 }
 
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of ["DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
-    delete env[name];
-  }
-  return { ...env, ...extra };
-}
-
 function spawnEntry(entry: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const keep = (d: Buffer) => {
     output = (output + d.toString()).slice(-20_000);

@@ -1,7 +1,5 @@
 /** Timing and summary helpers shared by the benchmarks. */
 
-export const nowMs = () => performance.now();
-
 export async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
   const start = performance.now();
   const value = await fn();
