@@ -4,6 +4,7 @@ import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
+import { bearerKeyOf } from "../orgs/index.ts";
 
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
@@ -63,9 +64,9 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
     }
   };
   /** Refuses while the IP has used up its failed authentications, without counting this request. */
-  const exhausted = async (rl: RateLimiterAbstract, key: string, points: number): Promise<number | null> => {
+  const exhausted = async (rl: RateLimiterAbstract, key: string): Promise<number | null> => {
     const state = await rl.get(key).catch(() => null);
-    return state && state.consumedPoints >= points ? state.msBeforeNext : null;
+    return state && state.consumedPoints >= rl.points ? state.msBeforeNext : null;
   };
 
   return {
@@ -96,7 +97,7 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       ];
       if (path === "/mcp") {
         byAddress.push(
-          exhausted(authFailures, ip, config.RATE_LIMIT_AUTH_FAILURES_PER_MIN).then((wait) => ({ wait, what: "failed authentications from your address" })),
+          exhausted(authFailures, ip).then((wait) => ({ wait, what: "failed authentications from your address" })),
         );
       }
       if (method === "POST" && SIGN_IN_PATH.test(path)) {
@@ -106,7 +107,7 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       if (refused) return tooMany(refused.wait!, refused.what);
       // Keys are counted only once the address is admitted, so a flood of made-up keys from a
       // refused address adds no counters.
-      const token = path === "/mcp" ? bearerOf(req) : null;
+      const token = path === "/mcp" ? bearerKeyOf(req.headers.authorization) : null;
       if (token) {
         const wait = await consume(perKey, keyId(token));
         if (wait !== null) return tooMany(wait, "requests with this agent key");
@@ -128,11 +129,6 @@ function pathOf(url: string | undefined): string {
   const raw = url ?? "/";
   const end = raw.search(/[?#]/);
   return end === -1 ? raw : raw.slice(0, end);
-}
-
-function bearerOf(req: IncomingMessage): string | null {
-  const match = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
-  return match ? match[1]! : null;
 }
 
 /** Counters are kept under a hash of the key, never the key itself. */

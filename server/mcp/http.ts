@@ -5,8 +5,8 @@ import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { authenticateAgentKey, touchKey } from "../orgs/index.ts";
-import { exchange, type McpPost, type McpReply } from "./protocol.ts";
+import { authenticateAgentKey, bearerKeyOf, touchKey } from "../orgs/index.ts";
+import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
 
 export interface McpHttpDeps {
   services: Services;
@@ -161,9 +161,8 @@ function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
 }
 
 async function authenticate(request: McpRequest, services: Services): Promise<Principal | null> {
-  const match = /^bearer\s+(\S+)\s*$/i.exec(request.header("authorization") ?? "");
-  if (!match) return null;
-  return authenticateAgentKey(services.db, match[1]!);
+  const key = bearerKeyOf(request.header("authorization"));
+  return key === null ? null : authenticateAgentKey(services.db, key);
 }
 
 /** The app's own origin: PUBLIC_URL when set, and the origin this request was addressed to. */
@@ -184,9 +183,5 @@ function rpcError(
   requestId: string,
   headers: Record<string, string> = {},
 ): McpReply {
-  return {
-    status,
-    headers: { "content-type": "application/json", ...headers, "x-request-id": requestId },
-    body: JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
-  };
+  return rpcErrorReply(status, code, message, { ...headers, "x-request-id": requestId });
 }

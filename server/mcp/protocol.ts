@@ -182,9 +182,14 @@ const rpcError = (code: number, message: string) => Object.assign(new Error(mess
 
 function refused(scope: CallScope, status: number, code: number, message: string): McpReply {
   scope.log.debug({ err: message, requestId: scope.requestId }, "mcp protocol error");
+  return rpcErrorReply(status, code, message);
+}
+
+/** A JSON-RPC error that answers no request in particular (`id: null`). */
+export function rpcErrorReply(status: number, code: number, message: string, headers: Record<string, string> = {}): McpReply {
   return {
     status,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
   };
 }

@@ -118,6 +118,12 @@ export async function mintAgentKey(
   return { keyId, key };
 }
 
+/** The agent key an `Authorization: Bearer <key>` header presents, or null. */
+export function bearerKeyOf(authorization: string | null | undefined): string | null {
+  const match = /^bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+  return match ? match[1]! : null;
+}
+
 /**
  * Resolves a presented agent key to its principal, or null. Revoked keys and keys of
  * suspended members stop working at once: both are checked on every call, in one statement
