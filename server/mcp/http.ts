@@ -89,9 +89,9 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
  * `Headers` would join them, the origin as React Router's adapter builds the request URL.
  */
 export async function handleMcpNodeRequest(req: IncomingMessage, res: ServerResponse, deps: McpHttpDeps): Promise<void> {
-  let headers: Map<string, string> | undefined;
+  const headers = joinedHeaders(req.rawHeaders);
   let cutShort = false;
-  const header = (name: string) => (headers ??= joinedHeaders(req.rawHeaders)).get(name) ?? null;
+  const header = (name: string) => headers.get(name) ?? null;
   const reply = await answer(
     {
       method: req.method ?? "GET",
