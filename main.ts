@@ -17,7 +17,7 @@ import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
-import { createRequestGuard } from "./server/limits/index.ts";
+import { createRequestGuard, pathOf } from "./server/limits/index.ts";
 import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
@@ -67,9 +67,11 @@ async function main() {
       if (serveStatic(req, res)) return;
       void guard.admit(req, res).then((admitted) => {
         if (!admitted) return;
+        const path = pathOf(req.url);
         // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
-        if (isMcpPath(req.url)) void handleMcpNodeRequest(req, res, { services, log });
-        else if (isEventStreamDataRequest(req.url)) notFound(res);
+        if (path === "/mcp") void handleMcpNodeRequest(req, res, { services, log });
+        // A data request for the Dash's endless event stream: the router would wait for it to end.
+        else if (path === "/dash/events.data") notFound(res);
         else void handle(req, res);
       });
     },
@@ -115,19 +117,6 @@ async function main() {
   process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled rejection"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
-}
-
-/** The path the request guard applies the MCP limits to: exactly `/mcp`, with or without a query. */
-function isMcpPath(url: string | undefined): boolean {
-  return /^\/mcp(?:[?#]|$)/.test(url ?? "");
-}
-
-/**
- * A React Router data request for the Dash's event stream (`/dash/events.data`): the router would
- * wait for the endless stream to end before answering, so it is answered here.
- */
-function isEventStreamDataRequest(url: string | undefined): boolean {
-  return /^\/dash\/events\.data(?:[?#]|$)/.test(url ?? "");
 }
 
 function notFound(res: http.ServerResponse) {

@@ -125,7 +125,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   };
 }
 
-function pathOf(url: string | undefined): string {
+/** A request target's path, without its query or fragment. */
+export function pathOf(url: string | undefined): string {
   const raw = url ?? "/";
   const end = raw.search(/[?#]/);
   return end === -1 ? raw : raw.slice(0, end);
