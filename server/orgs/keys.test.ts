@@ -1,10 +1,11 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Ctx } from "../context.ts";
+import { withPrincipal, type Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { authenticateAgentKey } from "./index.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
 import { setMemberRole, suspendMember } from "./members.ts";
+import { mintSessionKey } from "./session.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
 const env = useTestServices();
@@ -55,6 +56,32 @@ describe("revokeKey", () => {
     await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
     expect(await revokeKey(as.bob, { keyId: org.agents.alice.principal.keyId! })).toMatchObject({ changed: true });
     expect(await authenticateAgentKey(env.services.db, org.agents.alice.key)).toBeNull();
+  });
+});
+
+describe("session keys follow the key they were minted from", () => {
+  /** A session key of bob's agent, and a session key minted with that session key. */
+  async function sessionChain() {
+    const first = await mintSessionKey(org.agents.bob.ctx, { label: "worktree" });
+    const firstCtx = withPrincipal(env.services, (await authenticateAgentKey(env.services.db, first.key))!);
+    const second = await mintSessionKey(firstCtx, { label: "subagent" });
+    for (const key of [first.key, second.key]) expect(await authenticateAgentKey(env.services.db, key)).not.toBeNull();
+    return [first.key, second.key];
+  }
+
+  it("revoking a key revokes its session keys, however deep", async () => {
+    const sessions = await sessionChain();
+    await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
+    for (const key of sessions) expect(await authenticateAgentKey(env.services.db, key)).toBeNull();
+    // Keys of other agents are not touched.
+    expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).not.toBeNull();
+  });
+
+  it("rotating a key ends its session keys too; the new key works", async () => {
+    const sessions = await sessionChain();
+    const rotated = await rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
+    for (const key of sessions) expect(await authenticateAgentKey(env.services.db, key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, rotated.key)).not.toBeNull();
   });
 });
 

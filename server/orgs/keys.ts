@@ -1,6 +1,6 @@
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "../../db/client.ts";
+import { query, type Db } from "../../db/client.ts";
 import { agentKeys, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
@@ -109,7 +109,27 @@ async function keyInOrg(tx: Db, orgId: string, keyId: string) {
   return rows[0];
 }
 
-/** Revokes a key at once. Idempotent: revoking a revoked key changes nothing. */
+/**
+ * Revokes a live key and every session key minted from it, however deep (a session key acts as
+ * its parent, so it never outlives it). Returns the ids it revoked; the key itself is among
+ * them unless it was revoked already.
+ */
+export async function revokeKeyTree(tx: Db, orgId: string, keyId: string, now: Date): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    tx,
+    sql`with recursive tree(id) as (
+          select ${keyId}::text
+          union
+          select k.id from agent_keys k join tree on k.parent_key_id = tree.id where k.org_id = ${orgId}
+        )
+        update agent_keys set revoked_at = ${now.toISOString()}::timestamptz
+        where org_id = ${orgId} and revoked_at is null and id in (select id from tree)
+        returning id`,
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Revokes a key (and its session keys) at once. Idempotent: revoking a revoked key changes nothing. */
 export async function revokeKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
   const { keyId } = keyIdInput.parse(raw);
   return ctx.db.transaction(async (tx) => {
@@ -117,7 +137,7 @@ export async function revokeKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
     const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
     requireKeyManager(actor, key.userId, "revoking");
     if (key.revokedAt) return { keyId, status: "revoked" as const, changed: false };
-    await tx.update(agentKeys).set({ revokedAt: ctx.clock.now() }).where(eq(agentKeys.id, keyId));
+    await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "key.revoked", { keyId, prefix: key.prefix });
     return { keyId, status: "revoked" as const, changed: true };
   });
@@ -133,12 +153,8 @@ export async function rotateKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
     const actor = await actorOf(ctx, tx);
     const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
     requireKeyManager(actor, key.userId, "rotating");
-    const revoked = await tx
-      .update(agentKeys)
-      .set({ revokedAt: ctx.clock.now() })
-      .where(and(eq(agentKeys.id, keyId), isNull(agentKeys.revokedAt)))
-      .returning({ id: agentKeys.id });
-    if (revoked.length === 0) {
+    const revoked = await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
+    if (!revoked.includes(keyId)) {
       throw new DomainError("CONFLICT", `key ${key.prefix}… is already revoked`, "Mint a new key with `retasc key mint`.");
     }
     const holder = await membershipOf(tx, key.orgId, key.userId);

@@ -88,12 +88,15 @@ describe("suspendMember", () => {
     expect([alice!.status, bob!.status].sort()).toEqual(["active", "suspended"]);
   });
 
-  it("retires an agent together with the session keys minted from it", async () => {
+  it("retires an agent together with the session keys minted from it, however deep", async () => {
     const session = await mintSessionKey(org.agents.carol.ctx, { label: "worktree-2" });
     expect(await authenticateAgentKey(env.services.db, session.key)).not.toBeNull();
+    const sessionCtx = withPrincipal(env.services, (await authenticateAgentKey(env.services.db, session.key))!);
+    const nested = await mintSessionKey(sessionCtx, { label: "subagent" });
     await retireMember(as.alice, { memberId: org.agents.carol.principal.keyId! });
     expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).toBeNull();
     expect(await authenticateAgentKey(env.services.db, session.key)).toBeNull();
+    expect(await authenticateAgentKey(env.services.db, nested.key)).toBeNull();
   });
 
   it("tells people from agents apart", async () => {

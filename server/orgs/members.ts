@@ -1,10 +1,11 @@
-import { and, asc, eq, isNull, or } from "drizzle-orm";
+import { and, asc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { actorOf, lockActiveOwners, recordOrgActivity, requireOutranks, requireRole } from "./access.ts";
+import { revokeKeyTree } from "./keys.ts";
 
 /**
  * The people and agents of an org. People are `members` rows and are suspended (and
@@ -197,11 +198,7 @@ export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>)
     }
     if (agent.userId !== actor.userId) requireRole(actor, ["owner", "admin"], "retiring another person's agent");
     if (agent.revokedAt) return { memberId, status: "retired" as const, changed: false };
-    // Session keys minted from this key act as it, so they retire with it.
-    await tx
-      .update(agentKeys)
-      .set({ revokedAt: ctx.clock.now() })
-      .where(and(eq(agentKeys.orgId, orgId), or(eq(agentKeys.id, agent.id), eq(agentKeys.parentKeyId, agent.id)), isNull(agentKeys.revokedAt)));
+    await revokeKeyTree(tx, orgId, agent.id, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "agent.retired", { memberId, keyPrefix: agent.prefix });
     await ctx.events.publish(tx, { orgId, kind: "agent.retired", memberId });
     return { memberId, status: "retired" as const, changed: true };
