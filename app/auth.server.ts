@@ -28,10 +28,27 @@ export const currentOrgCookie = createCookie("retasc_org", {
   maxAge: 60 * 60 * 24 * 365,
 });
 
-/** A same-site path to come back to after signing in; anything else becomes /dash. */
+/** Stands in for this deployment's origin when checking where a path leads (never reached). */
+const HOME = "http://retasc.invalid";
+
+/**
+ * A same-origin path to come back to after signing in; anything else becomes `fallback`.
+ * The value is parsed the way a browser parses a Location (which drops tabs and newlines and
+ * reads a backslash as a slash, so `/<tab>/evil.example` leaves the site) and must stay on this origin; the
+ * parsed form is returned, so what is checked is what is sent.
+ */
 export function safeNext(value: string | null | undefined, fallback = "/dash"): string {
-  if (!value || !value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\")) return fallback;
-  return value;
+  if (!value?.startsWith("/")) return fallback;
+  let url: URL;
+  try {
+    url = new URL(value, HOME);
+  } catch {
+    return fallback;
+  }
+  const path = url.pathname + url.search + url.hash;
+  // Dot segments can collapse to `//host`, which as a Location would name another host.
+  if (url.origin !== HOME || path.startsWith("//")) return fallback;
+  return path;
 }
 
 export function signInUrl(request: Request): string {
