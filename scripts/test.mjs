@@ -1,36 +1,52 @@
 #!/usr/bin/env node
-// `npm test`: the suites against PostgreSQL when TEST_DATABASE_URL or DATABASE_URL is set,
-// then the same suites against embedded PGlite; PGlite alone when no URL is set.
-// Browser and CLI end-to-end tests (e2e/, vitest.e2e.config.ts) run last when Chromium is
-// installed. Extra args go to the unit run only.
+// `npm test`: the type check and the schema/migrations check, then the suites against
+// PostgreSQL when TEST_DATABASE_URL or DATABASE_URL is set and again against embedded PGlite
+// (PGlite alone when no URL is set), then the browser and CLI end-to-end tests (e2e/,
+// vitest.e2e.config.ts) in Debian's Chromium. A missing browser fails the run; only an explicit
+// RETASC_SKIP_E2E=1 skips those, loudly. Extra args go to the unit run only (and skip the rest).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 
 const args = process.argv.slice(2);
 const url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
 const runs = url ? ["postgres", "pglite"] : ["pglite"];
+const chromium = "/usr/bin/chromium";
 
-function run(label, command, commandArgs, env) {
+function run(label, command, commandArgs, env = {}) {
   process.stderr.write(`\n=== ${label} ===\n`);
   const result = spawnSync(command, commandArgs, { stdio: "inherit", env: { ...process.env, ...env } });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  if (result.status !== 0) {
+    process.stderr.write(`\n✗ ${label} failed\n`);
+    process.exit(result.status ?? 1);
+  }
 }
 
+const e2e = args.length === 0 && process.env.RETASC_SKIP_E2E !== "1";
+if (e2e && !fs.existsSync(chromium)) {
+  process.stderr.write(
+    `✗ ${chromium} not found: the browser tests need Debian's Chromium (apt-get install -y chromium).\n` +
+      "  To run everything else without them, set RETASC_SKIP_E2E=1.\n",
+  );
+  process.exit(1);
+}
+
+if (args.length === 0) {
+  run("type check", "npm", ["run", "--silent", "typecheck"]);
+  run("schema and migrations agree", process.execPath, ["scripts/check-migrations.mjs"]);
+}
 for (const driver of runs) {
   run(`unit and integration tests on ${driver}`, "npx", ["vitest", "run", ...args], {
     RETASC_TEST_DRIVER: driver,
     ...(url ? { TEST_DATABASE_URL: url } : {}),
   });
 }
-if (args.length === 0) {
-  if (!fs.existsSync("/usr/bin/chromium")) {
-    process.stderr.write("\n! /usr/bin/chromium not found: browser tests skipped (apt-get install -y chromium)\n");
-  } else {
-    for (const driver of runs) {
-      run(`browser and CLI end-to-end tests on ${driver}`, "npx", ["vitest", "run", "--config", "vitest.e2e.config.ts"], {
-        RETASC_TEST_DRIVER: driver,
-        ...(url ? { TEST_DATABASE_URL: url } : {}),
-      });
-    }
+if (e2e) {
+  for (const driver of runs) {
+    run(`browser and CLI end-to-end tests on ${driver}`, "npx", ["vitest", "run", "--config", "vitest.e2e.config.ts"], {
+      RETASC_TEST_DRIVER: driver,
+      ...(url ? { TEST_DATABASE_URL: url } : {}),
+    });
   }
+} else if (args.length === 0) {
+  process.stderr.write("\n! RETASC_SKIP_E2E=1: the browser and CLI end-to-end tests were NOT run\n");
 }
