@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { SQL } from "drizzle-orm";
 import type { Sql as PostgresClient } from "postgres";
+import { tightenDataDir } from "./data-dir.ts";
 import * as schema from "./schema/index.ts";
 
 export { schema };
@@ -93,8 +94,11 @@ function preparing<T extends PostgresClient>(client: T): T {
 export async function openPglite(dataDir?: string): Promise<Database> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
+  if (dataDir) fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const client = dataDir ? new PGlite(dataDir) : new PGlite();
   await client.waitReady;
+  // A fresh cluster is written 0666 whatever the umask; make it private as soon as it exists.
+  if (dataDir) tightenDataDir(dataDir);
   const db = drizzle(client, { schema }) as unknown as Db;
   return {
     db,

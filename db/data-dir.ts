@@ -21,11 +21,35 @@ function alive(pid: number): boolean {
 }
 
 /**
+ * Makes everything under `dir` readable by its owner only: folders 0700, files 0600.
+ * PGlite writes its files with explicit modes (0666 for a fresh cluster, whatever the
+ * process umask), and the WAL in there holds what the database holds. The 0700 folder is
+ * what keeps other local users out; the file modes keep a copied or loosened folder private.
+ * Symbolic links are left alone (their targets are not the data directory's).
+ */
+export function tightenDataDir(dir: string): void {
+  tighten(dir, fs.lstatSync(dir));
+}
+
+function tighten(file: string, stat: fs.Stats): void {
+  if (stat.isSymbolicLink()) return;
+  const wanted = stat.isDirectory() ? 0o700 : 0o600;
+  if ((stat.mode & 0o777) !== wanted) fs.chmodSync(file, wanted);
+  if (!stat.isDirectory()) return;
+  for (const name of fs.readdirSync(file)) {
+    const child = path.join(file, name);
+    tighten(child, fs.lstatSync(child));
+  }
+}
+
+/**
  * PGlite must never be opened by two processes. A pid file taken with O_EXCL guards the
- * directory; a stale file from a crashed process is taken over.
+ * directory; a stale file from a crashed process is taken over. The directory is created
+ * private, and an existing one is made private again (see tightenDataDir).
  */
 export function lockDataDir(dir: string): () => void {
-  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  tightenDataDir(dir);
   const lockFile = path.join(dir, "retasc.lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
