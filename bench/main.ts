@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the numbers of DESIGN.md section 11 against the local PostgreSQL, each
+ * `npm run bench`: the numbers of docs/architecture.md#numbers against the local PostgreSQL, each
  * beside a baseline measured in the same run, then the Dash queue page benchmark
  * (bench/dash-queue.ts). `-- --quick` runs small sizes and skips the Dash page (a CI smoke
  * check); `-- --explain` also prints the dispatch query's plan on the large graph.

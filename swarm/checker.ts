@@ -86,7 +86,7 @@ interface CheckpointRow {
 
 const ms = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000)::float8`);
 
-/** The design's level of a priority: none 0 < low 1 < medium 2 < high 3 < urgent 4 (no deadlines in the swarm). */
+/** The level of a priority (docs/architecture.md#levels): none 0 < low 1 < medium 2 < high 3 < urgent 4 (no deadlines in the swarm). */
 const LEVEL_OF_PRIORITY = [0, 4, 3, 2, 1];
 
 export async function checkInvariants(input: CheckInput): Promise<CheckResult> {

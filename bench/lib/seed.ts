@@ -190,7 +190,7 @@ export async function analyze(db: Db): Promise<void> {
   await db.execute(sql`analyze leases`);
 }
 
-/** The dispatch order of DESIGN.md section 4 over seeded (never review, never held) issues. */
+/** The dispatch order (docs/architecture.md#order) over seeded (never review, never held) issues. */
 export function dispatchCompare(a: SeededIssue, b: SeededIssue): number {
   if (a.effectiveLevel !== b.effectiveLevel) return b.effectiveLevel - a.effectiveLevel;
   const ad = a.effectiveDueAt?.getTime() ?? Infinity;

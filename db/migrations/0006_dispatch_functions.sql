@@ -137,7 +137,7 @@ $$;
 --> statement-breakpoint
 
 -- next_issue in one statement: the SLA check, the key's live-claim budget, the most urgent
--- dispatchable issue of the caller's lanes (DESIGN.md section 4; skipping rows being claimed),
+-- dispatchable issue of the caller's lanes (docs/architecture.md#dispatch; skipping rows being claimed),
 -- then the lease. A key of one project and an org-wide key each get their own statements, so
 -- each keeps one generic plan on its index (issues_dispatch_idx, issues_org_dispatch_idx);
 -- the two picks differ only in scope.

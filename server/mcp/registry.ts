@@ -21,7 +21,7 @@ export const serverInstructions = [
   "relay error.tellHuman to your human verbatim.",
 ].join(" ");
 
-/** Every tool, in the order of the design's table. */
+/** Every tool, group by group in the order of toolGroups (tool.ts), as tools/list and docs/mcp-tools.md list them. */
 export const tools: readonly ToolDefinition[] = [
   ...identityTools,
   ...workTools,

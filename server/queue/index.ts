@@ -40,7 +40,7 @@ export { slaSweep } from "./sla.ts";
 /** Dispatch reads alias issues as `i`, so the SQL fragments below apply to typed selects too. */
 const i = alias(issues, "i");
 
-/** Dispatch order over the stored ranking columns (see DESIGN.md section 4). */
+/** Dispatch order over the stored ranking columns (docs/architecture.md#order). */
 const ORDER = sql`i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc`;
 
 function dispatchable(now: Date): SQL {

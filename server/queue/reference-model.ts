@@ -1,5 +1,5 @@
 /**
- * A small, plain, in-memory reference of dispatch written from DESIGN.md sections 3 and 4,
+ * A small, plain, in-memory reference of dispatch written from docs/architecture.md#dispatch,
  * not from the engine: the model-based test runs it side by side with the engine, and the
  * concurrency test uses its ranking to recompute the dispatch order from scratch.
  *
@@ -102,7 +102,7 @@ export function rankAll(issues: readonly RankFacts[], blocks: Iterable<readonly 
   return ranks;
 }
 
-/** The design's total order: level, review first, earliest deadline, oldest, lowest number. */
+/** The total order (docs/architecture.md#order): level, review first, earliest deadline, oldest, lowest number. */
 export function dispatchCompare(a: RankFacts & { rank: Rank }, b: RankFacts & { rank: Rank }): number {
   if (a.rank.level !== b.rank.level) return b.rank.level - a.rank.level;
   const ar = a.status === "review" ? 0 : 1;
