@@ -30,7 +30,7 @@ export interface DashQueueResult {
 export async function dashQueueBench(options: { issues: number; iterations: number }): Promise<DashQueueResult> {
   useBenchPostgres();
   process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
-  const { createTestDatabase, servicesFor, testConfig } = await import("../db/testing.ts");
+  const { createTestDatabase, servicesFor, testConfig } = await import("../server/testing/db.ts");
   const { Keyring } = await import("../server/crypto/index.ts");
   const { withPrincipal } = await import("../server/context.ts");
   const { authenticateAgentKey } = await import("../server/orgs/index.ts");

@@ -49,7 +49,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
   process.env.RETASC_TEST_BUILD_DIR ??= buildDir;
   const { callOk, connectClient, startSeededApp } = await import("../server/mcp/testing.ts");
   const { openPostgres } = await import("../db/client.ts");
-  const { testConfig } = await import("../db/testing.ts");
+  const { testConfig } = await import("../server/testing/db.ts");
   const { Keyring } = await import("../server/crypto/index.ts");
   const { authenticateAgentKey } = await import("../server/orgs/index.ts");
   const { withPrincipal, systemClock } = await import("../server/context.ts");

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "./testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { query } from "./client.ts";
 
 /**

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, Page } from "playwright-core";
 import { expect } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../db/testing.ts";
+import { createTestDatabase, type TestDatabase } from "../server/testing/db.ts";
 import { Keyring } from "../server/crypto/index.ts";
 import { connectClient } from "../server/mcp/testing.ts";
 import { createOrg, createProject, ensureUser, mintAgentKey } from "../server/orgs/index.ts";

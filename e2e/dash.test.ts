@@ -1,6 +1,6 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { testDriver } from "../db/testing.ts";
+import { testDriver } from "../server/testing/db.ts";
 import { callOk } from "../server/mcp/testing.ts";
 import { BRIEF_LEASE_SECONDS, eventually, phoneScreenshot, screenshot, startDashWorld, watchConsole, type DashWorld } from "./dash-fixture.ts";
 

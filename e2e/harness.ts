@@ -9,7 +9,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { sql } from "drizzle-orm";
 import { openPglite, query } from "../db/client.ts";
-import { createTestDatabase, testDriver, type TestDatabase } from "../db/testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
 
 /**

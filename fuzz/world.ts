@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createTestDatabase, testDriver, type TestDatabase } from "../db/testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { callOk, connectClient } from "../server/mcp/testing.ts";
 import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
 

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { testDriver } from "../db/testing.ts";
+import { testDriver } from "../server/testing/db.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { saveIssue } from "../server/issues/index.ts";

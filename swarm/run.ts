@@ -11,7 +11,7 @@ import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
 import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
-import { PrivateRedis, redisServerAvailable } from "../workers/testing/redis.ts";
+import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
 import type { AgentProcessConfig } from "./agent.ts";
 import { checkInvariants, type CheckResult } from "./checker.ts";
 import { PrivatePostgres } from "./private-postgres.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { testDriver } from "../db/testing.ts";
+import { testDriver } from "../server/testing/db.ts";
 import { privatePostgresAvailable } from "./private-postgres.ts";
 import { formatSwarm, runSwarm } from "./run.ts";
 

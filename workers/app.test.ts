@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, describe, expect, it } from "vitest";
-import { testDriver } from "../db/testing.ts";
+import { testDriver } from "../server/testing/db.ts";
 import { startApp, type AppProcess } from "../server/testing/app-process.ts";
 import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { waitFor } from "./testing/wait.ts";

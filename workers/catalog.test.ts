@@ -1,7 +1,7 @@
 import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { testConfig } from "../db/testing.ts";
+import { testConfig } from "../server/testing/db.ts";
 import { DomainError } from "../server/errors.ts";
 import { backoffMs, errorLabel, isPermanent } from "./catalog.ts";
 

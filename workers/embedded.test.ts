@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { migrateDatabase, openPglite } from "../db/client.ts";
-import { testDriver } from "../db/testing.ts";
+import { testDriver } from "../server/testing/db.ts";
 import { enqueueProbe, probeReport } from "./testing/probe.ts";
 import { spawnWorker } from "./testing/spawn.ts";
 import { waitFor } from "./testing/wait.ts";

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../db/client.ts";
-import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import type { Services } from "../server/context.ts";
 import { createLogger } from "../server/log.ts";
 import { enqueue, jobHealth } from "../server/outbox/index.ts";

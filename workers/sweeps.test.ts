@@ -4,7 +4,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../db/client.ts";
 import { activity, issues } from "../db/schema/index.ts";
-import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import type { Services } from "../server/context.ts";
 import { Keyring } from "../server/crypto/index.ts";
 import { listIssues, saveIssue } from "../server/issues/index.ts";

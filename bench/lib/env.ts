@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
-import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../../server/testing/db.ts";
 import { withPrincipal, type Ctx, type Services } from "../../server/context.ts";
 import { Keyring } from "../../server/crypto/index.ts";
 import { seedOrg, type SeededOrg } from "../../server/testing/fixtures.ts";

@@ -1,6 +1,6 @@
 /**
- * Points db/testing.ts at PostgreSQL (TEST_DATABASE_URL, else DATABASE_URL, else the local
- * default): the benchmarks never fall back to PGlite. Call before db/testing.ts is imported,
+ * Points server/testing/db.ts at PostgreSQL (TEST_DATABASE_URL, else DATABASE_URL, else the local
+ * default): the benchmarks never fall back to PGlite. Call before server/testing/db.ts is imported,
  * which reads these once.
  */
 export function useBenchPostgres(): void {

@@ -21,7 +21,7 @@ export type SlaState = (typeof slaStates)[number];
 /**
  * Issues. Content columns (`*_enc`) hold ciphertext under the org's data key.
  * The ranking columns (own/effective level, effective deadline, open blockers, SLA)
- * are maintained incrementally by server/queue/ranking.ts so a claim is an index scan.
+ * are maintained incrementally by server/issues/ranking.ts so a claim is an index scan.
  * The live lease is mirrored here (lease_token_hash, lease_expires_at) so dispatch
  * filters on one row; the history of leases is in `leases`.
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { account } from "../../db/schema/index.ts";
-import { testConfig } from "../../db/testing.ts";
+import { testConfig } from "../testing/db.ts";
 import { createAuth } from "../auth/index.ts";
 import { authenticateAgentKey } from "../orgs/index.ts";
 import { bootstrap, mintKey, setPassword } from "./commands.ts";

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { cleanEnv, runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import type { Services } from "../context.ts";
 import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
 import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods, type Auth } from "./index.ts";

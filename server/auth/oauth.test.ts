@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 
 /**

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
-import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, type TestDatabase } from "../testing/db.ts";
 import type { Services } from "../context.ts";
 import { saveComment } from "../issues/comments.ts";
 import { getIssue, saveIssue } from "../issues/index.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TestClock, testConfig } from "../../db/testing.ts";
+import { TestClock, testConfig } from "../testing/db.ts";
 import type { Ctx } from "../context.ts";
 import { saveComment } from "../issues/comments.ts";
 import { saveIssue } from "../issues/index.ts";

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { Keyring } from "../crypto/index.ts";
 import { callOk, connectClient } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";

@@ -1,6 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { testDriver } from "../../db/testing.ts";
+import { testDriver } from "../testing/db.ts";
 import { loadConfig } from "../config/index.ts";
 import { callOk, connectClient, startSeededApp, type SeededApp } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";

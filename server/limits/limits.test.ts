@@ -2,8 +2,8 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startSeededApp, type SeededApp } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { PrivateRedis, redisServerAvailable } from "../../workers/testing/redis.ts";
-import { testDriver } from "../../db/testing.ts";
+import { PrivateRedis, redisServerAvailable } from "../testing/redis.ts";
+import { testDriver } from "../testing/db.ts";
 
 /**
  * Abuse limits of the built app over real HTTP, with limits set low. The app trusts one proxy

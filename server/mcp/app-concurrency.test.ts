@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { testDriver } from "../../db/testing.ts";
+import { testDriver } from "../testing/db.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
 

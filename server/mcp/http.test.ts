@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
 import { agentKeys, connectors, members } from "../../db/schema/index.ts";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import type { Services } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { invokeTool } from "./invoke.ts";

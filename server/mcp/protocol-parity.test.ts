@@ -6,7 +6,7 @@ import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/type
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import { withPrincipal, type Services } from "../context.ts";
 import { saveIssue } from "../issues/index.ts";
 import { createLogger } from "../log.ts";

@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import crypto from "node:crypto";
-import { createTestDatabase, testDriver } from "../../db/testing.ts";
+import { createTestDatabase, testDriver } from "../testing/db.ts";
 import { runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import type { SeededOrgJson } from "../testing/seed-orgs.ts";
 import type { Services } from "../context.ts";

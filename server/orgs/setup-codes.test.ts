@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TestClock } from "../../db/testing.ts";
+import { TestClock } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { authenticateAgentKey } from "./index.ts";

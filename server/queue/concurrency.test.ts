@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
-import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
 import { activityDetail } from "../activity/index.ts";
 import { systemClock, withPrincipal, type Clock, type Ctx, type Services } from "../context.ts";
 import { DomainError } from "../errors.ts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
 import type { Ctx, Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { addRelation, removeRelation, saveIssue } from "../issues/index.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TestClock, testConfig } from "../../db/testing.ts";
+import { TestClock, testConfig } from "../testing/db.ts";
 import { eq } from "drizzle-orm";
 import { activity, issues, outbox } from "../../db/schema/index.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from "vitest";
-import { createTestDatabase, servicesFor, type TestDatabase } from "../../db/testing.ts";
+import { createTestDatabase, servicesFor, type TestDatabase } from "./db.ts";
 import type { Services } from "../context.ts";
 
 export interface FileDatabase {

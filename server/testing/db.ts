@@ -2,11 +2,11 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import postgres from "postgres";
-import { loadConfig, type Config } from "../server/config/index.ts";
-import { systemClock, type Clock, type Services } from "../server/context.ts";
-import { Keyring } from "../server/crypto/index.ts";
-import { notifyPublisher } from "../server/events/index.ts";
-import { migrateDatabase, migrationsFolder, openPglite, openPostgres, type Database } from "./client.ts";
+import { loadConfig, type Config } from "../config/index.ts";
+import { systemClock, type Clock, type Services } from "../context.ts";
+import { Keyring } from "../crypto/index.ts";
+import { notifyPublisher } from "../events/index.ts";
+import { migrateDatabase, migrationsFolder, openPglite, openPostgres, type Database } from "../../db/client.ts";
 
 /**
  * Test databases. With TEST_DATABASE_URL (or DATABASE_URL) set, each call creates a

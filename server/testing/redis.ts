@@ -3,7 +3,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { freePort } from "../../server/testing/app-process.ts";
+import { freePort } from "./app-process.ts";
 
 export const redisServerAvailable = spawnSync("redis-server", ["--version"]).status === 0;
 

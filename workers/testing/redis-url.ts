@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../db/testing.ts";
-import { PrivateRedis, redisServerAvailable } from "./redis.ts";
+import { createTestDatabase, type TestDatabase } from "../../server/testing/db.ts";
+import { PrivateRedis, redisServerAvailable } from "../../server/testing/redis.ts";
 
 /**
  * A Redis for tests that leave it running: the CI one (TEST_REDIS_URL) when set, else a private
