@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callOk, connectClient } from "../server/mcp/testing.ts";
+import { callError, callOk, connectClient } from "../server/mcp/testing.ts";
 import { problemsWith } from "./hostile.ts";
 import { cliPost, signUp, startWorld, type World } from "./world.ts";
 
@@ -152,6 +152,51 @@ describe("people and agents taken out in the Dash", () => {
     } finally {
       await again.close();
     }
+  });
+});
+
+describe("ranks inside one tenant", () => {
+  // server/orgs/keys.test.ts holds the rule itself; this is every door of it, over HTTP.
+  test("an admin cannot act as the owner: no key minted for them, theirs not rotated, revoked or retired, on the CLI, the Dash or MCP", async () => {
+    const { code } = await cliPost(world.url, world.a.token, "members", { orgId: world.a.orgId, action: "invite" });
+    const dana = await signUp(world.url, "Dana");
+    const joined = await cliPost(world.url, dana.token, "join", { code });
+    expect((await asA("/dash/settings/members.data", { form: { intent: "make-admin", memberId: joined.memberId } })).text).toMatch(/Role changed to admin/);
+    const orgId = world.a.orgId;
+    const asDana = (path: string, json: unknown) =>
+      fetch(`${world.url}/api/cli/${path}`, { method: "POST", headers: { authorization: `Bearer ${dana.token}`, "content-type": "application/json" }, body: JSON.stringify(json) });
+
+    for (const json of [
+      { orgId, action: "mint", userId: world.a.userId, projectId: world.a.projectId },
+      { orgId, action: "rotate", keyId: world.a.keyId },
+      { orgId, action: "revoke", keyId: world.a.keyId },
+    ]) {
+      const reply = await asDana("keys", json);
+      expect(reply.status, JSON.stringify(json)).toBe(403);
+      expect((await reply.json()).error.message).toMatch(/^An admin cannot (mint|rotate|revoke) a key (for|of) an owner$/);
+    }
+    for (const intent of ["rotate", "revoke"]) {
+      const reply = await fetch(`${world.url}/dash/settings/keys.data`, {
+        method: "POST",
+        headers: { cookie: dana.cookie, origin: world.url },
+        body: new URLSearchParams({ intent, keyId: world.a.keyId }),
+      });
+      expect(await reply.text(), intent).toMatch(/FORBIDDEN.*An admin cannot/);
+    }
+    const own = (await cliPost(world.url, dana.token, "keys", { orgId, action: "mint", projectId: world.a.projectId })) as { key: string };
+    const agent = await connectClient(`${world.url}/mcp`, own.key, { name: "dana" });
+    try {
+      expect(await callError(agent, "retire_member", { memberId: world.a.keyId })).toMatchObject({
+        code: "FORBIDDEN",
+        message: "An admin cannot retire an agent of an owner",
+      });
+    } finally {
+      await agent.close();
+    }
+    // The owner's key is untouched and still their only one.
+    expect((await callOk(world.a.client, "whoami")).human.email).toBe(world.a.email);
+    const keys = await fetch(`${world.url}/api/cli/keys?orgId=${orgId}`, { headers: { authorization: `Bearer ${world.a.token}` } });
+    expect(((await keys.json()).keys as { userId: string }[]).filter((k) => k.userId === world.a.userId)).toHaveLength(1);
   });
 });
 

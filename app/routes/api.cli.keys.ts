@@ -9,7 +9,7 @@ export function loader({ request, context }: Route.LoaderArgs) {
   });
 }
 
-/** `{ orgId, action: "mint" | "rotate" | "revoke", ... }`: the caller's own keys, or anyone's for owners and admins. */
+/** `{ orgId, action: "mint" | "rotate" | "revoke", ... }`: the caller's own keys; owners anyone's, admins ordinary members'. */
 export function action({ request, context }: Route.ActionArgs) {
   return cliOrgAction(request, context, {
     mint: (ctx, input) => mintKey(ctx, mintKeyInput.parse(input)),

@@ -68,14 +68,38 @@ export function requireRole(actor: Membership, roles: readonly MemberRole[], act
   }
 }
 
-/** Owners act on anyone; admins on ordinary members only (never an owner or a peer admin). */
-export function requireOutranks(actor: Membership, target: { role: MemberRole }, action: string): void {
-  if (actor.role === "owner") return;
-  if (actor.role === "admin" && rank[target.role] < rank.admin) return;
+/** What a refusal by requireActsOn says: "revoking another person's key" needs…, An admin cannot "revoke a key of" an owner. */
+export interface ActOn {
+  doing: string;
+  verb: string;
+}
+
+/**
+ * The one rule for acting on another person: on their membership, their keys or their agents
+ * (suspend, reactivate, mint a key for them, rotate or revoke their key, retire their agent),
+ * whichever door the call came through. Acting on oneself is allowed here (callers that refuse
+ * it, like suspension, say so first). Otherwise the actor must outrank the target
+ * (owner > admin > member), except that owners act on owners. An admin acting on an owner's
+ * keys could act as the owner: mint a key for them, or rotate theirs and get its secret.
+ */
+export function requireActsOn(actor: Membership, target: { userId: string; role: MemberRole }, action: ActOn): void {
+  if (target.userId === actor.userId) return;
+  if (actor.role === "owner" || rank[actor.role] > rank[target.role]) return;
+  requireRole(actor, ["owner", "admin"], action.doing);
   throw forbidden(
-    `${article(actor.role, true)} ${actor.role} cannot ${action} ${article(target.role)} ${target.role}`,
-    actor.role === "admin" ? "Only an owner can act on owners and admins." : "Ask an owner or admin of the org.",
+    `${article(actor.role, true)} ${actor.role} cannot ${action.verb} ${article(target.role)} ${target.role}`,
+    "Only an owner can act on owners and admins.",
   );
+}
+
+/**
+ * requireActsOn for whoever holds a key or runs an agent; returns their membership. A holder
+ * who is no longer a member (never the case for keys minted through server/orgs) ranks as one.
+ */
+export async function requireActsOnHolder(db: Db, actor: Membership, holderUserId: string, action: ActOn): Promise<Membership | null> {
+  const holder = await membershipOf(db, actor.orgId, holderUserId);
+  requireActsOn(actor, holder ?? { userId: holderUserId, role: "member" }, action);
+  return holder;
 }
 
 function article(role: MemberRole, capital = false): string {

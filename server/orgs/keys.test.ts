@@ -46,16 +46,43 @@ describe("revokeKey", () => {
     const carolKey = org.agents.carol.principal.keyId!;
     const error = await refusal(revokeKey(as.bob, { keyId: carolKey }));
     expect(error.code).toBe("FORBIDDEN");
-    expect(error.message).toContain("another person's key");
+    expect(error.message).toBe("revoking another person's key needs the owner or admin role; you are a member");
     expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).not.toBeNull();
   });
 
-  it("lets a member revoke their own key and an admin revoke anyone's", async () => {
+  it("lets a member revoke their own key and an admin revoke an ordinary member's", async () => {
     expect(await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! })).toMatchObject({ changed: true });
     expect(await authenticateAgentKey(env.services.db, org.agents.bob.key)).toBeNull();
     await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
-    expect(await revokeKey(as.bob, { keyId: org.agents.alice.principal.keyId! })).toMatchObject({ changed: true });
-    expect(await authenticateAgentKey(env.services.db, org.agents.alice.key)).toBeNull();
+    expect(await revokeKey(as.bob, { keyId: org.agents.carol.principal.keyId! })).toMatchObject({ changed: true });
+    expect(await authenticateAgentKey(env.services.db, org.agents.carol.key)).toBeNull();
+  });
+});
+
+describe("an admin cannot act as the owner or a peer admin through their keys", () => {
+  beforeEach(async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+  });
+
+  it("refuses minting a key for the owner or another admin, rotating or revoking theirs", async () => {
+    const alice = org.agents.alice;
+    const mint = await refusal(mintKey(as.bob, { userId: alice.userId, runtime: "x" }));
+    expect(mint).toMatchObject({ code: "FORBIDDEN", message: "An admin cannot mint a key for an owner" });
+    const rotate = await refusal(rotateKey(as.bob, { keyId: alice.principal.keyId! }));
+    expect(rotate).toMatchObject({ code: "FORBIDDEN", message: "An admin cannot rotate a key of an owner" });
+    expect((await refusal(revokeKey(as.bob, { keyId: alice.principal.keyId! }))).code).toBe("FORBIDDEN");
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "admin" });
+    expect((await refusal(mintKey(as.bob, { userId: org.agents.carol.userId }))).message).toBe("An admin cannot mint a key for an admin");
+    // Nothing changed: the owner's key still works and is their only one.
+    expect(await authenticateAgentKey(env.services.db, alice.key)).toMatchObject({ userId: alice.userId });
+    expect((await listKeys(as.alice)).keys.filter((k) => k.userId === alice.userId)).toHaveLength(1);
+  });
+
+  it("lets owners act on other owners' keys and everyone on their own", async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "owner" });
+    const carolKey = await mintKey(as.alice, { userId: org.agents.carol.userId, runtime: "ci" });
+    expect(await rotateKey(as.alice, { keyId: carolKey.keyId })).toMatchObject({ replacedKeyId: carolKey.keyId });
+    expect(await rotateKey(as.bob, { keyId: org.agents.bob.principal.keyId! })).toMatchObject({ runtime: "codex" });
   });
 });
 

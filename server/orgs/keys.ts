@@ -4,18 +4,18 @@ import { query, type Db } from "../../db/client.ts";
 import { agentKeys, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
-import { actorOf, membershipOf, recordOrgActivity, requireRole, type Membership } from "./access.ts";
+import { actorOf, membershipOf, recordOrgActivity, requireActsOnHolder, type ActOn } from "./access.ts";
 import { mintAgentKey, runtimeSchema } from "./index.ts";
 
 /**
  * Agent keys as a person manages them: mint, list, rotate, revoke. Members manage their
- * own keys; owners and admins manage anyone's. The secret is returned once, at mint or
- * rotation, and never again.
+ * own keys; owners manage anyone's, admins those of ordinary members (requireActsOn: a key
+ * is its holder's identity). The secret is returned once, at mint or rotation, and never again.
  */
 export const mintKeyInput = z.object({
   projectId: z.string().trim().min(1).max(100).optional(),
   runtime: runtimeSchema.default("claude-code"),
-  /** Mint for another member (owners and admins only); default: the caller. */
+  /** Mint for another member (owners; admins for ordinary members); default: the caller. */
   userId: z.string().trim().min(1).max(100).optional(),
   claimCap: z.number().int().min(1).max(1000).optional(),
 });
@@ -36,9 +36,7 @@ export interface KeyView {
   revokedAt: string | null;
 }
 
-function requireKeyManager(actor: Membership, ownerUserId: string, action: string): void {
-  if (ownerUserId !== actor.userId) requireRole(actor, ["owner", "admin"], `${action} another person's key`);
-}
+const keyAction = (doing: string, verb: string): ActOn => ({ doing: `${doing} another person's key`, verb });
 
 export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
   const input = mintKeyInput.parse(raw);
@@ -46,8 +44,7 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
     const userId = input.userId ?? actor.userId;
-    requireKeyManager(actor, userId, "minting");
-    const holder = await membershipOf(tx, orgId, userId);
+    const holder = await requireActsOnHolder(tx, actor, userId, keyAction("minting", "mint a key for"));
     if (!holder) throw notFound(`member ${userId}`, "Keys are minted for people in the org.");
     if (holder.status !== "active") {
       throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
@@ -135,7 +132,7 @@ export async function revokeKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
     const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
-    requireKeyManager(actor, key.userId, "revoking");
+    await requireActsOnHolder(tx, actor, key.userId, keyAction("revoking", "revoke a key of"));
     if (key.revokedAt) return { keyId, status: "revoked" as const, changed: false };
     await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "key.revoked", { keyId, prefix: key.prefix });
@@ -152,7 +149,7 @@ export async function rotateKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
     const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
-    requireKeyManager(actor, key.userId, "rotating");
+    await requireActsOnHolder(tx, actor, key.userId, keyAction("rotating", "rotate a key of"));
     const revoked = await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
     if (!revoked.includes(keyId)) {
       throw new DomainError("CONFLICT", `key ${key.prefix}… is already revoked`, "Mint a new key with `retasc key mint`.");

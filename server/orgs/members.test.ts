@@ -124,6 +124,22 @@ describe("retireMember", () => {
     expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ status: "retired", changed: true });
     expect(await retireMember(as.alice, { memberId: carolAgent })).toMatchObject({ changed: false });
   });
+
+  it("lets an admin retire an ordinary member's agent, never the owner's or a peer admin's", async () => {
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "admin" });
+    for (const who of ["alice", "carol"] as const) {
+      const error = await refusal(retireMember(as.bob, { memberId: org.agents[who].principal.keyId! }));
+      expect(error.code).toBe("FORBIDDEN");
+      expect(await authenticateAgentKey(env.services.db, org.agents[who].key)).not.toBeNull();
+    }
+    // Through the admin's own agent key too (the MCP door's principal).
+    expect((await refusal(retireMember(org.agents.bob.ctx, { memberId: org.agents.alice.principal.keyId! }))).message).toBe(
+      "An admin cannot retire an agent of an owner",
+    );
+    await setMemberRole(as.alice, { memberId: memberIds.carol, role: "member" });
+    expect(await retireMember(as.bob, { memberId: org.agents.carol.principal.keyId! })).toMatchObject({ changed: true });
+  });
 });
 
 describe("setMemberRole", () => {

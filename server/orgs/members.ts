@@ -4,7 +4,7 @@ import type { Db } from "../../db/client.ts";
 import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { forbidden, invalidInput, notFound } from "../errors.ts";
-import { actorOf, lockActiveOwners, recordOrgActivity, requireOutranks, requireRole } from "./access.ts";
+import { actorOf, lockActiveOwners, recordOrgActivity, requireActsOn, requireActsOnHolder, requireRole } from "./access.ts";
 import { revokeKeyTree } from "./keys.ts";
 
 /**
@@ -147,7 +147,7 @@ export async function suspendMember(ctx: Ctx, raw: z.input<typeof memberIdInput>
     if (target.memberId === actor.memberId) {
       throw forbidden("you cannot suspend yourself", "Ask another owner or admin.");
     }
-    requireOutranks(actor, target, "suspend");
+    requireActsOn(actor, target, { doing: "suspending a member", verb: "suspend" });
     if (target.status === "suspended") return { memberId, status: "suspended" as const, retiredAgents: 0, changed: false };
     if (target.role === "owner" && !activeOwners.some((o) => o.memberId !== target.memberId)) {
       throw forbidden("the last active owner of an org cannot be suspended", "Make someone else an owner first.");
@@ -168,7 +168,7 @@ export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInp
     const actor = await actorOf(ctx, tx);
     requireRole(actor, ["owner", "admin"], "reactivating a member");
     const target = await personInOrg(tx, orgId, memberId);
-    requireOutranks(actor, target, "reactivate");
+    requireActsOn(actor, target, { doing: "reactivating a member", verb: "reactivate" });
     if (target.status === "active") return { memberId, status: "active" as const, changed: false };
     await tx.update(members).set({ status: "active" }).where(eq(members.id, target.memberId));
     await recordOrgActivity(ctx, tx, "member.reactivated", { memberId, email: target.email });
@@ -178,8 +178,8 @@ export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInp
 }
 
 /**
- * Retires an agent (revokes its key for good). Owners and admins retire any agent; a
- * member retires only their own.
+ * Retires an agent (revokes its key for good). Anyone retires their own; owners any agent,
+ * admins those of ordinary members (requireActsOn).
  */
 export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
   const { memberId } = memberIdInput.parse(raw);
@@ -196,7 +196,7 @@ export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>)
       if (person[0]) throw invalidInput(`member ${memberId} is a person, not an agent`, "People are suspended (suspend_member), not retired.");
       throw notFound(`member ${memberId}`, "List the org's agents with list_members.");
     }
-    if (agent.userId !== actor.userId) requireRole(actor, ["owner", "admin"], "retiring another person's agent");
+    await requireActsOnHolder(tx, actor, agent.userId, { doing: "retiring another person's agent", verb: "retire an agent of" });
     if (agent.revokedAt) return { memberId, status: "retired" as const, changed: false };
     await revokeKeyTree(tx, orgId, agent.id, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "agent.retired", { memberId, keyPrefix: agent.prefix });

@@ -92,7 +92,7 @@ export const memberTools = [
     group: "org",
     description:
       "Retires an agent (memberId of an agent key): the key stops working at once, for good; there is no " +
-      "reactivation for agents. Owners and admins retire any agent, a member only their own. People are " +
+      "reactivation for agents. Anyone retires their own; owners any agent, admins those of ordinary members. People are " +
       "suspended, not retired. Idempotent.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
