@@ -7,7 +7,7 @@ export default defineConfig({
     exclude: ["**/node_modules/**", "build/**", "e2e/**", ".retasc/**"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    globalSetup: ["server/testing/global-setup.ts"],
+    globalSetup: ["server/testing/global-setup.ts", "cli/test/global-setup.ts"],
     pool: "forks",
     maxWorkers: 2,
     reporters: ["default"],

@@ -6,7 +6,7 @@ export default defineConfig({
     include: ["e2e/**/*.test.ts"],
     testTimeout: 180_000,
     hookTimeout: 180_000,
-    globalSetup: ["server/testing/global-setup.ts"],
+    globalSetup: ["server/testing/global-setup.ts", "cli/test/global-setup.ts"],
     pool: "forks",
     maxWorkers: 2,
     reporters: ["default"],

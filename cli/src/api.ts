@@ -1,11 +1,15 @@
-import { CliError } from "./errors.js";
-import { readConfig } from "./store.js";
+import { CliError } from "./errors.ts";
+import { readConfig } from "./store.ts";
 
 export const DEFAULT_URL = "http://localhost:3000";
 export const CLI_CLIENT_ID = "retasc-cli";
 
-/** @param {string} value */
-export function normalizeUrl(value) {
+/** The flag every command that talks to a deployment takes. */
+export interface UrlFlag {
+  url?: string;
+}
+
+export function normalizeUrl(value: string): string {
   let url;
   try {
     url = new URL(value);
@@ -21,25 +25,32 @@ export function normalizeUrl(value) {
 /**
  * The deployment to talk to: --url, then RETASC_DEPLOYMENT_URL, then the last one signed
  * in to, then http://localhost:3000.
- * @param {{ url?: string }} flags
  */
-export function deploymentUrl(flags = {}) {
+export function deploymentUrl(flags: UrlFlag = {}): string {
   const value = flags.url || process.env.RETASC_DEPLOYMENT_URL || readConfig().defaultUrl || DEFAULT_URL;
   return normalizeUrl(value);
 }
 
+export interface RequestOptions {
+  method?: string;
+  token?: string;
+  body?: unknown;
+  query?: Record<string, string | undefined>;
+}
+
+/** How the server refuses: `{ error: { code, message, hint, details } }` (server/errors.ts). */
+interface ErrorBody {
+  error?: { code?: string; message: string; hint?: string; details?: Record<string, unknown> };
+}
+
 /**
- * Calls the deployment and returns its JSON. Server refusals become CliErrors with the
- * server's code, message and hint.
- * @param {string} baseUrl
- * @param {string} path
- * @param {{ method?: string, token?: string, body?: unknown, query?: Record<string, string | undefined> }} [options]
+ * Calls the deployment and returns its JSON, as the endpoint's reply type `T`. Server
+ * refusals become CliErrors with the server's code, message and hint.
  */
-export async function request(baseUrl, path, options = {}) {
+export async function request<T>(baseUrl: string, path: string, options: RequestOptions = {}): Promise<T> {
   const url = new URL(baseUrl + path);
   for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
-  /** @type {Record<string, string>} */
-  const headers = { accept: "application/json" };
+  const headers: Record<string, string> = { accept: "application/json" };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers["content-type"] = "application/json";
   let response;
@@ -51,27 +62,23 @@ export async function request(baseUrl, path, options = {}) {
       signal: AbortSignal.timeout(30_000),
     });
   } catch (error) {
-    throw new CliError(
-      "UNAVAILABLE",
-      `cannot reach ${baseUrl} (${/** @type {Error} */ (error).cause?.code ?? /** @type {Error} */ (error).message})`,
-      "Is the server running? Pass --url or set RETASC_DEPLOYMENT_URL.",
-    );
+    const e = error as Error & { cause?: { code?: string } };
+    throw new CliError("UNAVAILABLE", `cannot reach ${baseUrl} (${e.cause?.code ?? e.message})`, "Is the server running? Pass --url or set RETASC_DEPLOYMENT_URL.");
   }
   const text = await response.text();
-  /** @type {any} */
-  let body = null;
+  let body: unknown = null;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
     body = null;
   }
   if (!response.ok) {
-    const error = body?.error;
+    const error = (body as ErrorBody | null)?.error;
     if (error && typeof error === "object" && error.code) {
       throw new CliError(error.code, error.message, error.hint, error.details);
     }
     throw new CliError("UNAVAILABLE", `${url.pathname} answered ${response.status}`, "Check the URL points at a Retasc server.");
   }
   if (body === null) throw new CliError("UNAVAILABLE", `${url.pathname} did not answer JSON`, "Check the URL points at a Retasc server.");
-  return body;
+  return body as T;
 }

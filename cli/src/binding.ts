@@ -2,9 +2,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { deploymentUrl, normalizeUrl } from "./api.js";
-import { CliError } from "./errors.js";
-import { newWorkspaceId, readBindings, updateBindings } from "./store.js";
+import { deploymentUrl, normalizeUrl, type UrlFlag } from "./api.ts";
+import { CliError } from "./errors.ts";
+import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./store.ts";
 
 /**
  * How a folder is wired to Retasc. The folder holds a secret-free `./.mcp.json` whose
@@ -16,14 +16,39 @@ export const MARKER = ".mcp.json";
 export const SERVER_NAME = "retasc";
 const WORKSPACE_FLAG = /--workspace\s+(ws_[0-9a-f]+)/;
 
-/** @param {string} url */
-export const mcpUrlOf = (url) => process.env.RETASC_MCP_URL || `${url}/mcp`;
+/** The nearest `.mcp.json` wired to retasc: its folder, and the keystore entry its helper names. */
+export interface Marker {
+  dir: string;
+  file: string;
+  workspaceId: string | null;
+  url: string | null;
+}
 
-/** @param {string} file */
-function readMarker(file) {
+export interface ResolvedBinding {
+  key: string;
+  url: string;
+  mcpUrl: string;
+  /** Where the key came from, for `retasc whoami` and `retasc config`. */
+  source: string;
+  workspaceId: string | null;
+  workspace: Workspace | null;
+}
+
+/** The other MCP clients `retasc bind` prints config blocks for. */
+export type McpClient = "codex" | "opencode" | "cursor" | "cline" | "gemini";
+
+export const mcpUrlOf = (url: string): string => process.env.RETASC_MCP_URL || `${url}/mcp`;
+
+/** What this CLI reads of a `.mcp.json`; other servers in it are kept as they are. */
+interface MarkerFile {
+  mcpServers?: Record<string, { type?: string; url?: unknown; headersHelper?: unknown }>;
+  [other: string]: unknown;
+}
+
+function readMarker(file: string): MarkerFile | null {
   try {
-    const value = JSON.parse(fs.readFileSync(file, "utf8"));
-    return value && typeof value === "object" ? value : null;
+    const value: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
+    return value && typeof value === "object" ? (value as MarkerFile) : null;
   } catch {
     return null;
   }
@@ -32,11 +57,9 @@ function readMarker(file) {
 /**
  * The nearest `.mcp.json` with a retasc server, from `start` upwards, then in the main
  * worktree of the git repository (claim worktrees live beside it).
- * @param {string} start
- * @returns {{ dir: string, file: string, workspaceId: string | null, url: string | null } | null}
  */
-export function findMarker(start) {
-  const candidates = [];
+export function findMarker(start: string): Marker | null {
+  const candidates: string[] = [];
   for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
     candidates.push(dir);
     if (path.dirname(dir) === dir) break;
@@ -53,8 +76,7 @@ export function findMarker(start) {
   return null;
 }
 
-/** @param {string} cwd */
-function mainWorktree(cwd) {
+function mainWorktree(cwd: string): string | null {
   try {
     const common = execFileSync("git", ["rev-parse", "--path-format=absolute", "--git-common-dir"], {
       cwd,
@@ -67,22 +89,14 @@ function mainWorktree(cwd) {
   }
 }
 
-/**
- * @typedef {{ key: string, url: string, mcpUrl: string, source: string, workspaceId: string | null,
- *   workspace: import("./store.js").Workspace | null }} ResolvedBinding
- * The folder's agent key and where to use it, or null when nothing is bound.
- * @param {string} cwd
- * @param {{ url?: string }} [flags]
- * @returns {ResolvedBinding | null}
- */
-export function resolveBinding(cwd, flags = {}) {
+/** The folder's agent key and where to use it, or null when nothing is bound. */
+export function resolveBinding(cwd: string, flags: UrlFlag = {}): ResolvedBinding | null {
   if (process.env.RETASC_MCP_KEY) {
     const url = deploymentUrl(flags);
     return { key: process.env.RETASC_MCP_KEY, url, mcpUrl: mcpUrlOf(url), source: "RETASC_MCP_KEY", workspaceId: null, workspace: null };
   }
   const { workspaces } = readBindings();
-  /** @param {string} id @param {string} source */
-  const fromWorkspace = (id, source) => {
+  const fromWorkspace = (id: string, source: string): ResolvedBinding | null => {
     const workspace = workspaces[id];
     if (!workspace) return null;
     return { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source, workspaceId: id, workspace };
@@ -103,8 +117,7 @@ export function resolveBinding(cwd, flags = {}) {
   return byPath ? fromWorkspace(byPath[0], `keystore (${dir})`) : null;
 }
 
-/** @param {string} cwd @param {{ url?: string }} [flags] */
-export function requireBinding(cwd, flags = {}) {
+export function requireBinding(cwd: string, flags: UrlFlag = {}): ResolvedBinding {
   const binding = resolveBinding(cwd, flags);
   if (!binding) {
     throw new CliError("NOT_BOUND", "this folder is not bound to a Retasc project", "Run `retasc bind` here (or `retasc bind --setup <code>`), or set RETASC_MCP_KEY.");
@@ -113,8 +126,8 @@ export function requireBinding(cwd, flags = {}) {
 }
 
 /** The command that runs this CLI: `retasc` when that is on PATH and is us, else node + this file. */
-export function launcherCommand() {
-  const self = fs.realpathSync(fileURLToPath(new URL("../bin/retasc.js", import.meta.url)));
+export function launcherCommand(): string {
+  const self = fs.realpathSync(fileURLToPath(new URL("./bin.js", import.meta.url)));
   for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
     if (!dir) continue;
     try {
@@ -129,10 +142,8 @@ export function launcherCommand() {
 /**
  * Stores the key in the keystore and writes the folder's marker, keeping any other MCP
  * servers already in ./.mcp.json.
- * @param {{ dir: string, url: string, key: string, keyId: string, orgId: string, orgName: string,
- *   projectId: string, prefix: string, runtime: string }} input
  */
-export async function wireFolder(input) {
+export async function wireFolder(input: Omit<Workspace, "path" | "boundAt"> & { dir: string }): Promise<{ workspaceId: string; marker: string; mcpUrl: string }> {
   const dir = path.resolve(input.dir);
   const url = normalizeUrl(input.url);
   const existing = findMarker(dir);
@@ -168,9 +179,8 @@ export async function wireFolder(input) {
 /**
  * Config blocks for other MCP clients. They read the key from RETASC_MCP_KEY, which
  * `export RETASC_MCP_KEY="$(retasc mcp key)"` sets from the keystore.
- * @param {string} mcpUrl
  */
-export function clientBlocks(mcpUrl) {
+export function clientBlocks(mcpUrl: string): Record<McpClient, { file: string; text: string }> {
   return {
     codex: {
       file: "~/.codex/config.toml",

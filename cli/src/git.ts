@@ -1,41 +1,41 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { CliError } from "./errors.js";
+import { CliError } from "./errors.ts";
 
-/**
- * @param {string[]} args
- * @param {string} cwd
- * @returns {{ ok: boolean, stdout: string, stderr: string }}
- */
-function run(args, cwd) {
+export interface Worktree {
+  path: string;
+  created: boolean;
+  base: string | null;
+}
+
+/** Whether a finished issue's worktree went, and if not, why. */
+export type Removal = { removed: true; repo: string } | { removed: false; reason: string };
+
+function run(args: string[], cwd: string): { ok: boolean; stdout: string; stderr: string } {
   const result = spawnSync("git", args, { cwd, encoding: "utf8" });
   if (result.error) throw new CliError("GIT", "git is not installed or not on PATH", "Install git, or pass --no-worktree.");
   return { ok: result.status === 0, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
 }
 
-/** @param {string[]} args @param {string} cwd */
-export function git(args, cwd) {
+export function git(args: string[], cwd: string): string {
   const result = run(args, cwd);
   if (!result.ok) throw new CliError("GIT", `git ${args[0]} failed: ${result.stderr.split("\n")[0] || "unknown error"}`, "Fix the repository state, or pass --no-worktree.");
   return result.stdout;
 }
 
-/** @param {string} cwd */
-export function repoRoot(cwd) {
+export function repoRoot(cwd: string): string {
   const result = run(["rev-parse", "--show-toplevel"], cwd);
   if (!result.ok) throw new CliError("NOT_A_REPO", `${cwd} is not inside a git repository`, "Run this in your repo, or pass --no-worktree.");
   return result.stdout;
 }
 
-/** @param {string} cwd */
-export function currentBranch(cwd) {
+export function currentBranch(cwd: string): string | null {
   const result = run(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd);
   return result.ok ? result.stdout : null;
 }
 
-/** @param {string} ref @param {string} cwd */
-export function refExists(ref, cwd) {
+export function refExists(ref: string, cwd: string): boolean {
   return run(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], cwd).ok;
 }
 
@@ -43,10 +43,8 @@ export function refExists(ref, cwd) {
  * Creates (or reuses) the worktree of a claimed issue on the server's branch. An existing
  * branch (an issue resumed from someone's checkpoint) is checked out as it is; a new one
  * starts from `base`.
- * @param {{ cwd: string, branch: string, dir?: string, base?: string, identifier: string, fetch: boolean }} input
- * @returns {{ path: string, created: boolean, base: string | null }}
  */
-export function ensureWorktree(input) {
+export function ensureWorktree(input: { cwd: string; branch: string; dir?: string; base?: string; identifier: string; fetch: boolean }): Worktree {
   const root = repoRoot(input.cwd);
   const mainRoot = path.dirname(git(["rev-parse", "--path-format=absolute", "--git-common-dir"], root));
   const dir = path.resolve(input.cwd, input.dir ?? path.join(path.dirname(mainRoot), `${path.basename(mainRoot)}-${input.identifier.toLowerCase()}`));
@@ -75,10 +73,8 @@ export function ensureWorktree(input) {
  * Removes the worktree of a finished issue; its branch stays. A worktree holding work that is
  * not committed (changed, staged or untracked files) is kept: removing it would lose that work.
  * The `.mcp.json` that `retasc claim` copied in is ours, not the agent's work.
- * @param {string} dir
- * @returns {{ removed: true, repo: string } | { removed: false, reason: string }}
  */
-export function removeWorktree(dir) {
+export function removeWorktree(dir: string): Removal {
   if (!fs.existsSync(dir)) return { removed: false, reason: "it is already gone" };
   const status = run(["status", "--porcelain", "--untracked-files=all"], dir);
   if (!status.ok) return { removed: false, reason: `git status failed there: ${status.stderr.split("\n")[0]}` };

@@ -1,23 +1,48 @@
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { CliError } from "./errors.js";
-import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey } from "./commands/connect.js";
-import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.js";
-import { config, doctor, login, logout, whoami } from "./commands/session.js";
-import { claim, done, next } from "./commands/work.js";
+import { CliError } from "./errors.ts";
+import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey } from "./commands/connect.ts";
+import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
+import { config, doctor, login, logout, whoami } from "./commands/session.ts";
+import { claim, done, next } from "./commands/work.ts";
 
-/** @typedef {{ type: "string" | "boolean", short?: string, description: string, value?: string }} Option */
+interface Option {
+  type: "string" | "boolean";
+  short?: string;
+  description: string;
+  value?: string;
+}
+
+/** The flags parseArgs hands a command with these options: a string or a boolean each, by its type. */
+type FlagsOf<O extends Record<string, Option>> = { [K in keyof O]?: O[K]["type"] extends "string" ? string : boolean };
+
+interface Command {
+  summary: string;
+  usage: string;
+  options: Record<string, Option>;
+  positionals?: string;
+  details?: string;
+  hidden?: boolean;
+  run: (flags: Record<string, string | boolean | undefined>, positionals: string[]) => Promise<unknown>;
+}
+
 /**
- * @typedef {{ summary: string, usage: string, options: Record<string, Option>, positionals?: string,
- *   details?: string, hidden?: boolean, run: (flags: any, positionals: string[]) => Promise<unknown> }} Command
+ * A command whose handler is checked against its options: every flag the handler reads
+ * must be an option of the right type.
  */
+function command<const O extends Record<string, Option>>(
+  spec: Omit<Command, "options" | "run"> & { options: O; run: (flags: FlagsOf<O>, positionals: string[]) => Promise<unknown> },
+): Command {
+  // parseArgs gives each option a value of its declared type, which is what FlagsOf says.
+  return { ...spec, run: (flags, positionals) => spec.run(flags as FlagsOf<O>, positionals) };
+}
 
-const url = /** @type {Option} */ ({ type: "string", value: "<url>", description: "the deployment (default: RETASC_DEPLOYMENT_URL, the last one signed in to, or http://localhost:3000)" });
-const json = /** @type {Option} */ ({ type: "boolean", description: "print the raw payload as JSON on stdout" });
-const yes = /** @type {Option} */ ({ type: "boolean", short: "y", description: "replace an existing binding of this folder without asking" });
-const runtime = /** @type {Option} */ ({ type: "string", value: "<label>", description: "what runs with the key: claude-code (default), codex, cursor, ci…" });
-const orgId = /** @type {Option} */ ({ type: "string", value: "<id>", description: "the org (default: this folder's org, or your only org)" });
-const workFlags = /** @type {Record<string, Option>} */ ({
+const url = { type: "string", value: "<url>", description: "the deployment (default: RETASC_DEPLOYMENT_URL, the last one signed in to, or http://localhost:3000)" } as const satisfies Option;
+const json = { type: "boolean", description: "print the raw payload as JSON on stdout" } as const satisfies Option;
+const yes = { type: "boolean", short: "y", description: "replace an existing binding of this folder without asking" } as const satisfies Option;
+const runtime = { type: "string", value: "<label>", description: "what runs with the key: claude-code (default), codex, cursor, ci…" } as const satisfies Option;
+const orgId = { type: "string", value: "<id>", description: "the org (default: this folder's org, or your only org)" } as const satisfies Option;
+const workFlags = {
   "all-lanes": { type: "boolean", description: "pull from every lane, not just yours and unassigned issues" },
   base: { type: "string", value: "<ref>", description: "base of a new branch (default: origin/main, else HEAD)" },
   dir: { type: "string", value: "<path>", description: "where the worktree goes (default: ../<repo>-<issue>)" },
@@ -27,11 +52,10 @@ const workFlags = /** @type {Record<string, Option>} */ ({
   shell: { type: "boolean", description: "open a shell inside the worktree" },
   json,
   url,
-});
+} as const satisfies Record<string, Option>;
 
-/** @type {Record<string, Command>} */
-export const commands = {
-  login: {
+export const commands: Record<string, Command> = {
+  login: command({
     summary: "sign in with a device code approved in the browser",
     usage: "retasc login [--github | --google] [--url <url>]",
     options: {
@@ -42,18 +66,18 @@ export const commands = {
     },
     details: "Prints a URL and a code; open the URL, sign in, check the code and approve. The session is stored in ~/.retasc/config.json (mode 0600).",
     run: login,
-  },
-  logout: { summary: "forget the session (agent keys stay)", usage: "retasc logout [--url <url>]", options: { url, json }, run: logout },
-  whoami: {
+  }),
+  logout: command({ summary: "forget the session (agent keys stay)", usage: "retasc logout [--url <url>]", options: { url, json }, run: logout }),
+  whoami: command({
     summary: "what this folder is bound to, and who is signed in",
     usage: "retasc whoami [--json]",
     options: { json, url },
     details: "The folder block is resolved by the server from the folder's key and needs no login.",
     run: whoami,
-  },
-  doctor: { summary: "check this folder's wiring, key and server", usage: "retasc doctor [--json]", options: { json, url }, run: doctor },
-  config: { summary: "print the resolved paths, URLs and sign-in state", usage: "retasc config [--json]", options: { json, url }, run: config },
-  bind: {
+  }),
+  doctor: command({ summary: "check this folder's wiring, key and server", usage: "retasc doctor [--json]", options: { json, url }, run: doctor }),
+  config: command({ summary: "print the resolved paths, URLs and sign-in state", usage: "retasc config [--json]", options: { json, url }, run: config }),
+  bind: command({
     summary: "bind this folder: pick or create org and project, mint a key, wire the MCP client",
     usage: "retasc bind [--org-id <id> | --org-name <name>] [--project-id <id> | --project <name|PFX> [--prefix <PFX>]] [--runtime <label>] [-y]\n       retasc bind --setup rtscsetup_…",
     options: {
@@ -71,8 +95,8 @@ export const commands = {
     details:
       "Writes a secret-free ./.mcp.json for Claude Code (its headersHelper reads the key from ~/.retasc/bindings.json) and prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project changes nothing; replacing another binding needs --yes without a terminal.",
     run: bind,
-  },
-  join: {
+  }),
+  join: command({
     summary: "redeem an invite, then bind this folder in that org",
     usage: "retasc join <rtscinv_… | link> [--project-id <id> | --project <PFX>] [--runtime <label>] [--no-bind] [-y]",
     positionals: "<code|link>",
@@ -87,8 +111,8 @@ export const commands = {
     },
     details: "Signs in first when there is no session. Invite codes work once and expire (7 days by default).",
     run: join,
-  },
-  init: {
+  }),
+  init: command({
     summary: "create an org and a project, mint a key and wire this folder, in one go",
     usage: "retasc init --project <name> --prefix <PFX> [--org <name> | --org-id <id>] [--runtime <label>]",
     options: {
@@ -103,14 +127,14 @@ export const commands = {
     },
     details: "Invited to a team? Use `retasc join` instead: init creates a new org.",
     run: init,
-  },
-  "org create": {
+  }),
+  "org create": command({
     summary: "create an org (you become its owner)",
     usage: "retasc org create --name <name> [--json]",
     options: { name: { type: "string", value: "<name>", description: "the org's name" }, url, json },
     run: orgCreate,
-  },
-  "project create": {
+  }),
+  "project create": command({
     summary: "create a project (owner or admin)",
     usage: "retasc project create --name <name> --prefix <PFX> [--org-id <id>] [--json]",
     options: {
@@ -121,8 +145,8 @@ export const commands = {
       json,
     },
     run: projectCreate,
-  },
-  "key mint": {
+  }),
+  "key mint": command({
     summary: "mint an agent key (shown once)",
     usage: "retasc key mint --project-id <id> [--runtime <label>] [--org-id <id>] [--install] [--json]",
     options: {
@@ -135,45 +159,45 @@ export const commands = {
     },
     details: "Members mint keys for themselves; owners and admins manage anyone's.",
     run: keyMint,
-  },
-  "key list": {
+  }),
+  "key list": command({
     summary: "list agent keys (yours; everyone's for owners and admins)",
     usage: "retasc key list [--org-id <id>] [--all] [--json]",
     options: { all: { type: "boolean", description: "include revoked keys" }, "org-id": orgId, url, json },
     run: keyList,
-  },
-  "key rotate": {
+  }),
+  "key rotate": command({
     summary: "replace a key: the new one is shown once, the old one is revoked in the same step",
     usage: "retasc key rotate --key-id <id> [--org-id <id>] [--json]",
     options: { "key-id": { type: "string", value: "<id>", description: "the key to rotate" }, "org-id": orgId, url, json },
     run: keyRotate,
-  },
-  "key revoke": {
+  }),
+  "key revoke": command({
     summary: "revoke a key at once",
     usage: "retasc key revoke --key-id <id> [--org-id <id>] [--json]",
     options: { "key-id": { type: "string", value: "<id>", description: "the key to revoke" }, "org-id": orgId, url, json },
     details: "Members revoke their own keys; owners and admins anyone's.",
     run: keyRevoke,
-  },
-  "members invite": {
+  }),
+  "members invite": command({
     summary: "mint a single-use invite code (owner or admin)",
     usage: "retasc members invite [--org-id <id>] [--expires-days <1-30>] [--json]",
     options: { "expires-days": { type: "string", value: "<n>", description: "days until it expires (default 7)" }, "org-id": orgId, url, json },
     run: membersInvite,
-  },
-  "members list": {
+  }),
+  "members list": command({
     summary: "people and agents of the org, with invites for owners and admins",
     usage: "retasc members list [--org-id <id>] [--json]",
     options: { "org-id": orgId, url, json },
     run: membersList,
-  },
-  "members revoke": {
+  }),
+  "members revoke": command({
     summary: "void an unspent invite",
     usage: "retasc members revoke --invite-id <id> [--org-id <id>] [--json]",
     options: { "invite-id": { type: "string", value: "<id>", description: "the invite to void" }, "org-id": orgId, url, json },
     run: membersRevoke,
-  },
-  "mcp install": {
+  }),
+  "mcp install": command({
     summary: "wire this folder with a key you already have (from stdin or RETASC_MCP_KEY)",
     usage: "retasc mcp install [--scope project] [--url <url>] < key.txt",
     options: {
@@ -184,41 +208,41 @@ export const commands = {
     },
     details: "The key is never a flag: flags land in shell history and process lists.",
     run: mcpInstall,
-  },
-  "mcp config": {
+  }),
+  "mcp config": command({
     summary: "print config blocks for Codex, OpenCode, Cursor, Cline and Gemini",
     usage: "retasc mcp config [--json]",
     options: { json, url },
     run: mcpConfig,
-  },
-  "mcp key": {
+  }),
+  "mcp key": command({
     summary: "print this folder's key, for export RETASC_MCP_KEY=\"$(retasc mcp key)\"",
     usage: "retasc mcp key",
     options: { url },
     run: mcpKey,
-  },
-  "mcp headers": {
+  }),
+  "mcp headers": command({
     summary: "the headersHelper Claude Code runs: prints the Authorization header as JSON",
     usage: "retasc mcp headers [--workspace <id>]",
     options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read" }, url },
     hidden: true,
     run: mcpHeaders,
-  },
-  next: {
+  }),
+  next: command({
     summary: "claim whatever dispatch hands you, and open its worktree",
     usage: "retasc next [--all-lanes] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
     options: workFlags,
     run: next,
-  },
-  claim: {
+  }),
+  claim: command({
     summary: "claim an issue over MCP and create its git worktree on the server's branch",
     usage: "retasc claim [RTSC-42 | 42] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
     positionals: "[issue]",
     options: { id: { type: "string", value: "<issue>", description: "the issue (same as the positional)" }, ...workFlags },
     details: "Without an issue it claims the top of your queue, like `retasc next`. The claim is a lease: heartbeat or checkpoint renews it.",
     run: claim,
-  },
-  done: {
+  }),
+  done: command({
     summary: "finish the issue you hold, and remove the worktree its claim opened",
     usage: "retasc done [--id <RTSC-42>] [--keep-worktree] [--json]",
     options: {
@@ -230,20 +254,20 @@ export const commands = {
     details:
       "Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (changed, staged or untracked files) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
-  },
+  }),
 };
 
-const version = () => JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+const version = (): string => (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
-function overview() {
-  const names = Object.keys(commands).filter((name) => !commands[name].hidden);
-  const width = Math.max(...names.map((n) => n.length));
+function overview(): string {
+  const names = Object.entries(commands).filter(([, c]) => !c.hidden);
+  const width = Math.max(...names.map(([n]) => n.length));
   return [
     "retasc: connect coding agents to a Retasc work queue.",
     "",
     "Usage: retasc <command> [options]     retasc <command> --help",
     "",
-    ...names.map((name) => `  ${name.padEnd(width)}  ${commands[name].summary}`),
+    ...names.map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     "",
     "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_URL,",
     "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry).",
@@ -251,8 +275,7 @@ function overview() {
   ].join("\n");
 }
 
-/** @param {string} name @param {Command} command */
-function help(name, command) {
+function help(name: string, command: Command): string {
   const options = Object.entries(command.options);
   const width = Math.max(...options.map(([n, o]) => flagLabel(n, o).length), 10);
   return [
@@ -267,35 +290,30 @@ function help(name, command) {
   ].join("\n");
 }
 
-/** @param {string} name @param {Option} option */
-const flagLabel = (name, option) => `${option.short ? `-${option.short}, ` : ""}--${name}${option.value ? ` ${option.value}` : ""}`;
+const flagLabel = (name: string, option: Option): string => `${option.short ? `-${option.short}, ` : ""}--${name}${option.value ? ` ${option.value}` : ""}`;
 
-/** @param {string[]} argv */
-function findCommand(argv) {
+function findCommand(argv: string[]): { name: string; command: Command; rest: string[] } | null {
   const two = argv.slice(0, 2).join(" ");
-  if (commands[two]) return { name: two, rest: argv.slice(2) };
-  if (commands[argv[0]]) return { name: argv[0], rest: argv.slice(1) };
+  if (commands[two]) return { name: two, command: commands[two], rest: argv.slice(2) };
+  const one = argv[0] ?? "";
+  if (commands[one]) return { name: one, command: commands[one], rest: argv.slice(1) };
   return null;
 }
 
-/** @param {unknown} error */
-function report(error) {
+function report(error: unknown): number {
   if (error instanceof CliError) {
     process.stderr.write(`✗ ${error.code}: ${error.message}\n`);
     if (error.hint) process.stderr.write(`  ${error.hint}\n`);
     return 1;
   }
-  const e = /** @type {Error} */ (error);
+  const e = error as Error | undefined;
   process.stderr.write(`✗ INTERNAL: ${e?.message ?? String(error)}\n  This is a bug in retasc; please report it with \`retasc config\` output.\n`);
   if (process.env.RETASC_DEBUG) process.stderr.write(`${e?.stack}\n`);
   return 1;
 }
 
-/**
- * Runs one command line; returns the exit code.
- * @param {string[]} argv
- */
-export async function main(argv) {
+/** Runs one command line; returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
     process.stdout.write(`${overview()}\n`);
     return 0;
@@ -306,14 +324,14 @@ export async function main(argv) {
   }
   const found = findCommand(argv);
   if (!found) {
-    const group = Object.keys(commands).filter((name) => name.startsWith(`${argv[0]} `) && !commands[name].hidden);
+    const group = Object.entries(commands).filter(([name, c]) => name.startsWith(`${argv[0]} `) && !c.hidden);
     if (group.length && (argv.length === 1 || argv[1] === "--help" || argv[1] === "-h")) {
-      process.stdout.write(`${group.map((name) => `retasc ${name.padEnd(16)} ${commands[name].summary}`).join("\n")}\n`);
+      process.stdout.write(`${group.map(([name, c]) => `retasc ${name.padEnd(16)} ${c.summary}`).join("\n")}\n`);
       return argv.length === 1 ? 1 : 0;
     }
     return report(new CliError("INVALID_INPUT", `unknown command: ${argv.slice(0, 2).join(" ")}`, "Run `retasc --help` for the list."));
   }
-  const command = commands[found.name];
+  const { command } = found;
   let parsed;
   try {
     parsed = parseArgs({
@@ -323,7 +341,7 @@ export async function main(argv) {
       strict: true,
     });
   } catch (error) {
-    return report(new CliError("INVALID_INPUT", /** @type {Error} */ (error).message, `Run \`retasc ${found.name} --help\`.`));
+    return report(new CliError("INVALID_INPUT", (error as Error).message, `Run \`retasc ${found.name} --help\`.`));
   }
   if (parsed.values.help) {
     process.stdout.write(`${help(found.name, command)}\n`);

@@ -1,22 +1,20 @@
-import { deploymentUrl, request } from "./api.js";
-import { CliError } from "./errors.js";
-import { readConfig } from "./store.js";
+import { deploymentUrl, request, type RequestOptions, type UrlFlag } from "./api.ts";
+import { CliError } from "./errors.ts";
+import { readConfig, type Session } from "./store.ts";
+import type { CliWhoami, OrgOfUser } from "./wire.ts";
 
-/**
- * The signed-in session for a deployment, or null.
- * @param {{ url?: string }} flags
- */
-export function currentSession(flags = {}) {
+/** A stored session with the deployment it belongs to. */
+export type SignedIn = Session & { url: string };
+
+/** The signed-in session for a deployment, or null. */
+export function currentSession(flags: UrlFlag = {}): SignedIn | null {
   const url = deploymentUrl(flags);
   const session = readConfig().sessions?.[url];
   return session ? { url, ...session } : null;
 }
 
-/**
- * The session, or a CliError telling the person to sign in.
- * @param {{ url?: string }} flags
- */
-export function requireSession(flags = {}) {
+/** The session, or a CliError telling the person to sign in. */
+export function requireSession(flags: UrlFlag = {}): SignedIn {
   const session = currentSession(flags);
   if (!session) {
     const url = deploymentUrl(flags);
@@ -25,14 +23,9 @@ export function requireSession(flags = {}) {
   return session;
 }
 
-/**
- * Calls an /api/cli endpoint as the signed-in person.
- * @param {{ url: string, token: string }} session
- * @param {string} path
- * @param {{ body?: unknown, query?: Record<string, string | undefined> }} [options]
- */
-export function asSession(session, path, options = {}) {
-  return request(session.url, `/api/cli${path}`, { ...options, token: session.token }).catch((error) => {
+/** Calls an /api/cli endpoint as the signed-in person; `T` is the endpoint's reply. */
+export function asSession<T>(session: { url: string; token: string }, path: string, options: Pick<RequestOptions, "body" | "query"> = {}): Promise<T> {
+  return request<T>(session.url, `/api/cli${path}`, { ...options, token: session.token }).catch((error: unknown) => {
     if (error instanceof CliError && error.code === "UNAUTHORIZED") {
       error.hint = "Your session ended; run `retasc login` again.";
     }
@@ -40,8 +33,7 @@ export function asSession(session, path, options = {}) {
   });
 }
 
-/** @param {{ url: string, token: string }} session */
-export async function activeOrgs(session) {
-  const { orgs } = await asSession(session, "/whoami");
-  return /** @type {{ orgId: string, name: string, role: string, status: string }[]} */ (orgs).filter((o) => o.status === "active");
+export async function activeOrgs(session: { url: string; token: string }): Promise<OrgOfUser[]> {
+  const { orgs } = await asSession<CliWhoami>(session, "/whoami");
+  return orgs.filter((o) => o.status === "active");
 }

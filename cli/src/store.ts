@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CliError } from "./errors.js";
+import { CliError } from "./errors.ts";
 
 /**
  * The CLI's state in ~/.retasc (RETASC_DIR relocates it): `config.json` holds sessions and
@@ -10,35 +10,73 @@ import { CliError } from "./errors.js";
  * tokens of `retasc claim`). Both are mode 0600, written atomically (temp file + rename)
  * under a lock file, so concurrent commands never lose each other's writes.
  */
-export function retascDir() {
+export function retascDir(): string {
   return process.env.RETASC_DIR || path.join(os.homedir(), ".retasc");
 }
 
-export const configPath = () => path.join(retascDir(), "config.json");
-export const bindingsPath = () => path.join(retascDir(), "bindings.json");
+export const configPath = (): string => path.join(retascDir(), "config.json");
+export const bindingsPath = (): string => path.join(retascDir(), "bindings.json");
 
-function ensureDir() {
+export interface Session {
+  token: string;
+  user: { id: string; email: string; name: string };
+  signedInAt: string;
+}
+
+export interface Config {
+  sessions: Record<string, Session>;
+  defaultUrl?: string;
+  provider?: string;
+}
+
+export interface Workspace {
+  path: string;
+  url: string;
+  orgId: string;
+  orgName: string;
+  projectId: string;
+  prefix: string;
+  keyId: string;
+  key: string;
+  runtime: string;
+  boundAt: string;
+}
+
+export interface ClaimRecord {
+  claimToken: string;
+  branch: string;
+  worktree: string | null;
+  expiresAt: string;
+  claimedAt: string;
+}
+
+export interface Bindings {
+  workspaces: Record<string, Workspace>;
+  /** Claims by key fingerprint, then by issue identifier. */
+  claims: Record<string, Record<string, ClaimRecord>>;
+}
+
+function ensureDir(): void {
   fs.mkdirSync(retascDir(), { recursive: true, mode: 0o700 });
 }
 
-/** @param {string} file @param {any} fallback */
-function readJson(file, fallback) {
+/** The file's JSON, trusted to be what this CLI wrote there (`T`), or `fallback` when missing. */
+function readJson<T>(file: string, fallback: T): T {
   let text;
   try {
     text = fs.readFileSync(file, "utf8");
   } catch (error) {
-    if (/** @type {NodeJS.ErrnoException} */ (error).code === "ENOENT") return fallback;
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return fallback;
     throw error;
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(text) as T;
   } catch {
     throw new CliError("CORRUPT_STATE", `${file} is not valid JSON`, `Fix or delete it (deleting signs you out / unbinds folders).`);
   }
 }
 
-/** @param {string} file @param {unknown} value */
-function writeJsonAtomic(file, value) {
+function writeJsonAtomic(file: string, value: unknown): void {
   ensureDir();
   const temp = `${file}.${process.pid}.${crypto.randomBytes(4).toString("hex")}.tmp`;
   const fd = fs.openSync(temp, "wx", 0o600);
@@ -52,20 +90,18 @@ function writeJsonAtomic(file, value) {
   fs.chmodSync(file, 0o600);
 }
 
-/** @param {number} pid */
-function alive(pid) {
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return /** @type {NodeJS.ErrnoException} */ (error).code === "EPERM";
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
-const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** @param {string} lock @returns {{ holder: number, age: number } | null} */
-function readLock(lock) {
+function readLock(lock: string): { holder: number; age: number } | null {
   try {
     const holder = Number(fs.readFileSync(lock, "utf8").trim() || 0);
     return { holder, age: Date.now() - fs.statSync(lock).mtimeMs };
@@ -76,13 +112,9 @@ function readLock(lock) {
 
 /**
  * Runs `update` on a file's content under its lock and writes the result back.
- * @template T
- * @param {string} file
- * @param {any} fallback
- * @param {(value: any) => T | Promise<T>} update  mutates the value; its return is passed through
- * @returns {Promise<T>}
+ * `update` mutates the value; its return is passed through.
  */
-async function locked(file, fallback, update) {
+async function locked<V, T>(file: string, fallback: V, update: (value: V) => T | Promise<T>): Promise<T> {
   ensureDir();
   const lock = `${file}.lock`;
   const deadline = Date.now() + 10_000;
@@ -91,7 +123,7 @@ async function locked(file, fallback, update) {
       fs.writeFileSync(lock, String(process.pid), { flag: "wx", mode: 0o600 });
       break;
     } catch (error) {
-      if (/** @type {NodeJS.ErrnoException} */ (error).code !== "EEXIST") throw error;
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const seen = readLock(lock);
       if (!seen) continue; // released meanwhile
       // An empty lock file is one being written by its new holder right now: wait for it.
@@ -114,44 +146,32 @@ async function locked(file, fallback, update) {
   }
 }
 
-/** @returns {{ sessions: Record<string, Session>, defaultUrl?: string, provider?: string }} */
-export function readConfig() {
-  return readJson(configPath(), { sessions: {} });
+export function readConfig(): Config {
+  return readJson<Config>(configPath(), { sessions: {} });
 }
 
-/** @template T @param {(config: ReturnType<typeof readConfig>) => T} update */
-export function updateConfig(update) {
-  return locked(configPath(), { sessions: {} }, update);
+export function updateConfig<T>(update: (config: Config) => T | Promise<T>): Promise<T> {
+  return locked<Config, T>(configPath(), { sessions: {} }, update);
 }
 
-/**
- * @typedef {{ token: string, user: { id: string, email: string, name: string }, signedInAt: string }} Session
- * @typedef {{ path: string, url: string, orgId: string, orgName: string, projectId: string, prefix: string,
- *   keyId: string, key: string, runtime: string, boundAt: string }} Workspace
- * @typedef {{ claimToken: string, branch: string, worktree: string | null, expiresAt: string, claimedAt: string }} ClaimRecord
- * @returns {{ workspaces: Record<string, Workspace>, claims: Record<string, Record<string, ClaimRecord>> }}
- */
-export function readBindings() {
-  const value = readJson(bindingsPath(), { workspaces: {}, claims: {} });
-  value.workspaces ??= {};
-  value.claims ??= {};
-  return value;
+/** Fills in a map the file lacks (hand-edited, or written by an older CLI), in place. */
+function complete(value: Partial<Bindings>): Bindings {
+  return Object.assign(value, { workspaces: value.workspaces ?? {}, claims: value.claims ?? {} });
 }
 
-/** @template T @param {(bindings: ReturnType<typeof readBindings>) => T} update */
-export function updateBindings(update) {
-  return locked(bindingsPath(), { workspaces: {}, claims: {} }, (value) => {
-    value.workspaces ??= {};
-    value.claims ??= {};
-    return update(value);
-  });
+export function readBindings(): Bindings {
+  return complete(readJson<Partial<Bindings>>(bindingsPath(), { workspaces: {}, claims: {} }));
+}
+
+export function updateBindings<T>(update: (bindings: Bindings) => T | Promise<T>): Promise<T> {
+  return locked<Partial<Bindings>, T>(bindingsPath(), { workspaces: {}, claims: {} }, (value) => update(complete(value)));
 }
 
 /** A key's fingerprint: claims are filed under it, never under the key itself. */
-export function keyFingerprint(/** @type {string} */ key) {
+export function keyFingerprint(key: string): string {
   return crypto.createHash("sha256").update(key).digest("hex").slice(0, 16);
 }
 
-export function newWorkspaceId() {
+export function newWorkspaceId(): string {
   return `ws_${crypto.randomBytes(8).toString("hex")}`;
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 /** The CLI's keystore under concurrent writers: separate processes, like parallel terminals. */
-const storeModule = path.resolve(import.meta.dirname, "../src/store.js");
+const storeModule = path.resolve(import.meta.dirname, "../dist/store.js");
 
 function writer(retascDir: string, id: string): Promise<number | null> {
   const script = `

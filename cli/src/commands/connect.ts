@@ -1,26 +1,46 @@
 import path from "node:path";
-import { deploymentUrl, normalizeUrl, request } from "../api.js";
-import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder } from "../binding.js";
-import { CliError } from "../errors.js";
-import { withMcp } from "../mcp.js";
-import { note, ok, out, printJson } from "../output.js";
-import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.js";
-import { activeOrgs, asSession, currentSession, requireSession } from "../session.js";
-import { readBindings } from "../store.js";
-import { login } from "./session.js";
+import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
+import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type McpClient, type ResolvedBinding } from "../binding.ts";
+import { CliError } from "../errors.ts";
+import { withMcp } from "../mcp.ts";
+import { note, ok, out, printJson } from "../output.ts";
+import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.ts";
+import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
+import { readBindings, type Workspace } from "../store.ts";
+import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
+import { login } from "./session.ts";
+
+interface JsonFlag {
+  json?: boolean;
+}
+/** Flags of the commands that may replace a folder's binding. */
+interface RebindFlags extends UrlFlag {
+  yes?: boolean;
+}
+interface ProjectFlags {
+  "project-id"?: string;
+  project?: string;
+  prefix?: string;
+}
+interface MintFlags extends RebindFlags, JsonFlag {
+  runtime?: string;
+}
+/** The org a binding goes into, as far as binding needs it. */
+interface OrgChoice {
+  orgId: string;
+  name: string;
+}
+/** What a folder is bound with: the key and the org and project it works in. */
+type Bound = Omit<Workspace, "path" | "boundAt">;
 
 /** A prefix from a project name: its first letters and digits, upper case, 2-6 long. */
-export function derivePrefix(/** @type {string} */ name) {
+export function derivePrefix(name: string): string {
   const letters = name.toUpperCase().replace(/[^A-Z0-9]/g, "").replace(/^[0-9]+/, "");
   return (letters.length >= 2 ? letters : `${letters}PRJ`).slice(0, 6);
 }
 
-/**
- * Refuses to silently replace a folder's binding to another org or project.
- * @param {any} flags @param {{ orgId: string, projectId: string }} target
- * @returns {Promise<"same" | "new" | "replace">}
- */
-async function checkRebind(flags, target) {
+/** Refuses to silently replace a folder's binding to another org or project. */
+async function checkRebind(flags: RebindFlags, target: { orgId: string; projectId: string }): Promise<"same" | "new" | "replace"> {
   const current = resolveBinding(process.cwd(), flags);
   const workspace = current?.workspace;
   if (!workspace) return "new";
@@ -32,13 +52,8 @@ async function checkRebind(flags, target) {
   return "replace";
 }
 
-/**
- * Stores the key, writes the marker, and tells the person how every client connects.
- * @param {any} flags
- * @param {{ url: string, key: string, keyId: string, orgId: string, orgName: string, projectId: string, prefix: string, runtime: string }} bound
- * @param {Record<string, unknown>} [extra]
- */
-async function finishBinding(flags, bound, extra = {}) {
+/** Stores the key, writes the marker, and tells the person how every client connects. */
+async function finishBinding(flags: JsonFlag, bound: Bound, extra: Record<string, unknown> = {}) {
   const wired = await wireFolder({ dir: process.cwd(), ...bound });
   const result = {
     ...extra,
@@ -70,21 +85,17 @@ async function finishBinding(flags, bound, extra = {}) {
   return result;
 }
 
-/** @param {string} mcpUrl */
-function printBlocks(mcpUrl) {
-  const names = { codex: "Codex", opencode: "OpenCode", cursor: "Cursor", cline: "Cline", gemini: "Gemini CLI" };
+const clientNames: Record<McpClient, string> = { codex: "Codex", opencode: "OpenCode", cursor: "Cursor", cline: "Cline", gemini: "Gemini CLI" };
+
+function printBlocks(mcpUrl: string): void {
   for (const [name, block] of Object.entries(clientBlocks(mcpUrl))) {
-    note(`\n# ${names[/** @type {keyof typeof names} */ (name)]} (${block.file})`);
+    note(`\n# ${clientNames[name as McpClient]} (${block.file})`);
     note(block.text);
   }
   note();
 }
 
-/**
- * @param {any} flags
- * @param {{ url: string, token: string, user: { name: string } }} session
- */
-async function pickOrg(flags, session) {
+async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, session: SignedIn): Promise<OrgChoice> {
   const orgs = await activeOrgs(session);
   if (flags["org-id"]) {
     const org = orgs.find((o) => o.orgId === flags["org-id"]);
@@ -95,57 +106,51 @@ async function pickOrg(flags, session) {
     const name = String(flags["org-name"]).trim();
     const existing = orgs.find((o) => o.name.toLowerCase() === name.toLowerCase());
     if (existing) return existing;
-    const created = await asSession(session, "/orgs", { body: { name } });
+    const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
     ok(`Created org "${created.name}".`);
-    return { orgId: created.orgId, name: created.name, role: "owner", status: "active" };
+    return { orgId: created.orgId, name: created.name };
   }
-  if (orgs.length === 1) return orgs[0];
+  if (orgs.length === 1) return orgs[0]!;
   if (!interactive()) {
     if (orgs.length === 0) throw needFlags("you belong to no org yet", "--org-name <name> to create one, or run `retasc join <invite>` first");
     throw needFlags(`you belong to ${orgs.length} orgs`, "--org-id <id> (`retasc whoami` lists them)");
   }
-  const choice = await choose("Which org?", [
-    ...orgs.map((o) => ({ label: `${o.name} (${o.role})`, value: /** @type {any} */ (o) })),
+  const choice = await choose<OrgChoice | null>("Which org?", [
+    ...orgs.map((o) => ({ label: `${o.name} (${o.role})`, value: o })),
     { label: "Create a new org", value: null },
   ]);
   if (choice) return choice;
   const name = await ask("New org name: ");
-  const created = await asSession(session, "/orgs", { body: { name } });
+  const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
   ok(`Created org "${created.name}".`);
-  return { orgId: created.orgId, name: created.name, role: "owner", status: "active" };
+  return { orgId: created.orgId, name: created.name };
 }
 
-/**
- * @param {any} flags
- * @param {{ url: string, token: string }} session
- * @param {string} orgId
- */
-async function pickProject(flags, session, orgId) {
-  const { projects } = await asSession(session, "/projects", { query: { orgId } });
-  /** @param {string} name @param {string} prefix */
-  const create = async (name, prefix) => {
-    const created = await asSession(session, "/projects", { body: { orgId, name, prefix } });
+async function pickProject(flags: ProjectFlags, session: SignedIn, orgId: string): Promise<Project> {
+  const { projects } = await asSession<{ projects: Project[] }>(session, "/projects", { query: { orgId } });
+  const create = async (name: string, prefix: string): Promise<Project> => {
+    const created = await asSession<CreatedProject>(session, "/projects", { body: { orgId, name, prefix } });
     ok(`Created project ${created.prefix}.`);
     return { id: created.projectId, name: created.name, prefix: created.prefix };
   };
   if (flags["project-id"]) {
-    const project = projects.find((/** @type {any} */ p) => p.id === flags["project-id"]);
+    const project = projects.find((p) => p.id === flags["project-id"]);
     if (!project) throw new CliError("NOT_FOUND", `project ${flags["project-id"]} is not in this org`, "`retasc project create` makes one.");
     return project;
   }
   if (flags.project) {
     const wanted = String(flags.project).trim();
-    const existing = projects.find((/** @type {any} */ p) => p.prefix === wanted.toUpperCase() || p.name.toLowerCase() === wanted.toLowerCase());
+    const existing = projects.find((p) => p.prefix === wanted.toUpperCase() || p.name.toLowerCase() === wanted.toLowerCase());
     if (existing) return existing;
     return create(wanted, flags.prefix ?? derivePrefix(wanted));
   }
-  if (projects.length === 1) return projects[0];
+  if (projects.length === 1) return projects[0]!;
   if (!interactive()) {
     if (projects.length === 0) throw needFlags("the org has no project yet", "--project <name> [--prefix <PFX>] to create one");
     throw needFlags(`the org has ${projects.length} projects`, "--project-id <id> or --project <prefix>");
   }
-  const choice = await choose("Which project?", [
-    ...projects.map((/** @type {any} */ p) => ({ label: `${p.name} (${p.prefix})`, value: p })),
+  const choice = await choose<Project | null>("Which project?", [
+    ...projects.map((p) => ({ label: `${p.name} (${p.prefix})`, value: p })),
     { label: "Create a new project", value: null },
   ]);
   if (choice) return choice;
@@ -154,18 +159,14 @@ async function pickProject(flags, session, orgId) {
   return create(name, prefix);
 }
 
-/**
- * Mints a key for the person in an org and project and binds the folder to it.
- * @param {any} flags @param {{ url: string, token: string }} session
- * @param {{ orgId: string, name: string }} org @param {{ id: string, prefix: string }} project
- * @param {Record<string, unknown>} [extra]
- */
-async function mintAndBind(flags, session, org, project, extra = {}) {
+/** Mints a key for the person in an org and project and binds the folder to it. */
+async function mintAndBind(flags: MintFlags, session: SignedIn, org: OrgChoice, project: { id: string; prefix: string }, extra: Record<string, unknown> = {}) {
   const rebind = await checkRebind(flags, { orgId: org.orgId, projectId: project.id });
   const runtime = flags.runtime ?? "claude-code";
   if (rebind === "same") {
-    const current = /** @type {import("../binding.js").ResolvedBinding} */ (resolveBinding(process.cwd(), flags));
-    const stillValid = await withMcp(current, (call) => call("whoami")).then(() => true, () => false);
+    // checkRebind found this binding a moment ago.
+    const current = resolveBinding(process.cwd(), flags)!;
+    const stillValid = await withMcp(current, (call) => call<McpWhoami>("whoami")).then(() => true, () => false);
     if (stillValid) {
       const result = { ...extra, unchanged: true, workspaceId: current.workspaceId, orgId: org.orgId, orgName: org.name, projectId: project.id, prefix: project.prefix, keyPrefix: current.key.slice(0, 12), mcpUrl: current.mcpUrl };
       if (flags.json) printJson(result);
@@ -173,7 +174,7 @@ async function mintAndBind(flags, session, org, project, extra = {}) {
       return result;
     }
   }
-  const minted = await asSession(session, "/keys", { body: { orgId: org.orgId, action: "mint", projectId: project.id, runtime } });
+  const minted = await asSession<MintedKey>(session, "/keys", { body: { orgId: org.orgId, action: "mint", projectId: project.id, runtime } });
   return finishBinding(flags, {
     url: session.url,
     key: minted.key,
@@ -187,8 +188,14 @@ async function mintAndBind(flags, session, org, project, extra = {}) {
 }
 
 /** Binds this folder: pick or create the org and project, mint a key, wire the folder. */
-export async function bind(/** @type {any} */ flags) {
-  if (flags.setup) return bindWithSetupCode(flags);
+interface BindFlags extends MintFlags, ProjectFlags {
+  "org-id"?: string;
+  "org-name"?: string;
+  setup?: string;
+}
+
+export async function bind(flags: BindFlags) {
+  if (flags.setup) return bindWithSetupCode(flags, flags.setup);
   const session = requireSession(flags);
   const org = await pickOrg(flags, session);
   const project = await pickProject(flags, session, org.orgId);
@@ -196,9 +203,9 @@ export async function bind(/** @type {any} */ flags) {
 }
 
 /** Headless binding with a Dash-issued setup code: no session, no prompts. */
-async function bindWithSetupCode(/** @type {any} */ flags) {
+async function bindWithSetupCode(flags: BindFlags, setupCode: string) {
   const url = deploymentUrl(flags);
-  const code = String(flags.setup).trim();
+  const code = setupCode.trim();
   if (!/^rtscsetup_/.test(code)) throw new CliError("INVALID_INPUT", "a setup code starts with rtscsetup_", "Copy it again from the Dash (Settings → Keys).");
   const current = resolveBinding(process.cwd(), flags)?.workspace;
   if (current && !flags.yes && !interactive()) {
@@ -208,7 +215,7 @@ async function bindWithSetupCode(/** @type {any} */ flags) {
   if (current && !flags.yes && !(await confirm(`This folder is already bound to org "${current.orgName}" / project ${current.prefix}. Replace it?`))) {
     throw new CliError("CANCELED", "kept the existing binding", "Nothing changed; the setup code is still unused.");
   }
-  const setup = await request(url, "/api/cli/setup", { body: { code, runtime: flags.runtime } });
+  const setup = await request<RedeemedSetup>(url, "/api/cli/setup", { body: { code, runtime: flags.runtime } });
   return finishBinding(flags, {
     url,
     key: setup.key,
@@ -222,7 +229,11 @@ async function bindWithSetupCode(/** @type {any} */ flags) {
 }
 
 /** Redeems an invite (signing in first if needed), then binds this folder in that org. */
-export async function join(/** @type {any} */ flags, /** @type {string[]} */ positionals) {
+interface JoinFlags extends MintFlags, Omit<ProjectFlags, "prefix"> {
+  "no-bind"?: boolean;
+}
+
+export async function join(flags: JoinFlags, positionals: string[]) {
   const code = positionals[0];
   if (!code) throw new CliError("INVALID_INPUT", "join needs the invite code or link", "retasc join rtscinv_… (or the link you were sent)");
   if (!/rtscinv_[A-Za-z0-9_-]+/.test(code)) throw new CliError("INVALID_INPUT", "that is not an invite code or link", "An invite code starts with rtscinv_.");
@@ -230,7 +241,7 @@ export async function join(/** @type {any} */ flags, /** @type {string[]} */ pos
   const scoped = { ...flags, url };
   if (!currentSession(scoped)) await login({ ...scoped, json: false });
   const session = requireSession(scoped);
-  const joined = await asSession(session, "/join", { body: { code } });
+  const joined = await asSession<JoinedOrg>(session, "/join", { body: { code } });
   ok(`Joined org "${joined.orgName}".`);
   if (flags["no-bind"]) {
     if (flags.json) printJson(joined);
@@ -242,23 +253,30 @@ export async function join(/** @type {any} */ flags, /** @type {string[]} */ pos
 }
 
 /** One-shot setup: a new (or named) org, a project, a key, the folder wired. */
-export async function init(/** @type {any} */ flags) {
+interface InitFlags extends MintFlags {
+  project?: string;
+  prefix?: string;
+  org?: string;
+  "org-id"?: string;
+}
+
+export async function init(flags: InitFlags) {
   if (!flags.project || !flags.prefix) throw new CliError("INVALID_INPUT", "init needs --project and --prefix", "retasc init --project Web --prefix WEB [--org \"My Org\"]");
   const session = requireSession(flags);
-  let org;
+  let org: OrgChoice;
   if (flags["org-id"]) org = await pickOrg({ "org-id": flags["org-id"] }, session);
   else {
-    const created = await asSession(session, "/orgs", { body: { name: flags.org ?? `${session.user.name}'s org` } });
+    const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name: flags.org ?? `${session.user.name}'s org` } });
     ok(`Created org "${created.name}".`);
     org = { orgId: created.orgId, name: created.name };
   }
-  const created = await asSession(session, "/projects", { body: { orgId: org.orgId, name: flags.project, prefix: flags.prefix } });
+  const created = await asSession<CreatedProject>(session, "/projects", { body: { orgId: org.orgId, name: flags.project, prefix: flags.prefix } });
   ok(`Created project ${created.prefix}.`);
   return mintAndBind(flags, session, org, { id: created.projectId, prefix: created.prefix });
 }
 
 /** Wires this folder with a key you already have (stdin or RETASC_MCP_KEY; never a flag). */
-export async function mcpInstall(/** @type {any} */ flags) {
+export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: string }) {
   if (flags.scope && flags.scope !== "project") {
     throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org; there is no machine-wide (user) registration. Use the default, project.");
   }
@@ -266,7 +284,7 @@ export async function mcpInstall(/** @type {any} */ flags) {
   if (!key) throw new CliError("INVALID_INPUT", "no key given", "Pipe it in (`retasc mcp install < key.txt`) or set RETASC_MCP_KEY. Keys are never flags.");
   if (!/^rtsc_/.test(key)) throw new CliError("INVALID_INPUT", "that is not an agent key", "Agent keys start with rtsc_.");
   const url = deploymentUrl(flags);
-  const who = await withMcp({ key, mcpUrl: mcpUrlOf(url) }, (call) => call("whoami"));
+  const who = await withMcp({ key, mcpUrl: mcpUrlOf(url) }, (call) => call<McpWhoami>("whoami"));
   if (!who.project) throw new CliError("INVALID_INPUT", "this key is not scoped to a project", "Mint one for a project: `retasc key mint --project-id <id>`.");
   await checkRebind(flags, { orgId: who.org.id, projectId: who.project.id });
   return finishBinding(flags, {
@@ -282,7 +300,7 @@ export async function mcpInstall(/** @type {any} */ flags) {
 }
 
 /** Prints the other clients' config blocks again. */
-export async function mcpConfig(/** @type {any} */ flags) {
+export async function mcpConfig(flags: UrlFlag & JsonFlag) {
   const binding = requireBinding(process.cwd(), flags);
   if (flags.json) return printJson(clientBlocks(binding.mcpUrl));
   note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
@@ -290,9 +308,8 @@ export async function mcpConfig(/** @type {any} */ flags) {
 }
 
 /** The headersHelper Claude Code runs: `{"Authorization":"Bearer …"}` from the keystore. */
-export async function mcpHeaders(/** @type {any} */ flags) {
-  /** @type {import("../binding.js").ResolvedBinding | null} */
-  let binding = null;
+export async function mcpHeaders(flags: UrlFlag & { workspace?: string }) {
+  let binding: ResolvedBinding | null = null;
   if (flags.workspace && !process.env.RETASC_MCP_KEY) {
     const workspace = readBindings().workspaces[flags.workspace];
     if (workspace) binding = { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: "keystore", workspaceId: flags.workspace, workspace };
@@ -302,7 +319,7 @@ export async function mcpHeaders(/** @type {any} */ flags) {
 }
 
 /** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */
-export async function mcpKey(/** @type {any} */ flags) {
+export async function mcpKey(flags: UrlFlag) {
   const binding = requireBinding(process.cwd(), flags);
   if (process.stdout.isTTY) note("(this is a secret: prefer piping it into an environment variable)");
   out(binding.key);

@@ -1,49 +1,56 @@
-import { resolveBinding, wireFolder } from "../binding.js";
-import { CliError } from "../errors.js";
-import { note, ok, out, printJson, table } from "../output.js";
-import { needFlags } from "../prompt.js";
-import { activeOrgs, asSession, requireSession } from "../session.js";
+import type { UrlFlag } from "../api.ts";
+import { resolveBinding, wireFolder } from "../binding.ts";
+import { CliError } from "../errors.ts";
+import { note, ok, out, printJson, table } from "../output.ts";
+import { needFlags } from "../prompt.ts";
+import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
+import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey } from "../wire.ts";
+
+/** The flags of every command here: the deployment, the org to act in, --json. */
+interface OrgFlags extends UrlFlag {
+  "org-id"?: string;
+  json?: boolean;
+}
 
 /**
  * The org to act in: --org-id, else the org this folder is bound to, else the only org
  * the person belongs to.
- * @param {any} flags @param {{ url: string, token: string }} session
  */
-async function orgIdOf(flags, session) {
-  if (flags["org-id"]) return String(flags["org-id"]);
+async function orgIdOf(flags: OrgFlags, session: SignedIn): Promise<string> {
+  if (flags["org-id"]) return flags["org-id"];
   const bound = resolveBinding(process.cwd(), flags)?.workspace;
   if (bound && bound.url === session.url) return bound.orgId;
   const orgs = await activeOrgs(session);
-  if (orgs.length === 1) return orgs[0].orgId;
+  if (orgs.length === 1) return orgs[0]!.orgId;
   throw needFlags(orgs.length === 0 ? "you belong to no org" : `you belong to ${orgs.length} orgs`, "--org-id <id> (`retasc whoami` lists them)");
 }
 
-export async function orgCreate(/** @type {any} */ flags) {
+export async function orgCreate(flags: UrlFlag & { name?: string; json?: boolean }) {
   if (!flags.name) throw new CliError("INVALID_INPUT", "org create needs --name", "retasc org create --name \"Acme\"");
   const session = requireSession(flags);
-  const org = await asSession(session, "/orgs", { body: { name: flags.name } });
+  const org = await asSession<CreatedOrg>(session, "/orgs", { body: { name: flags.name } });
   if (flags.json) return printJson(org);
   ok(`Created org "${org.name}" (${org.orgId}).`);
   note(`  Next: retasc project create --org-id ${org.orgId} --name <name> --prefix <PFX>`);
 }
 
-export async function projectCreate(/** @type {any} */ flags) {
+export async function projectCreate(flags: OrgFlags & { name?: string; prefix?: string }) {
   if (!flags.name || !flags.prefix) throw new CliError("INVALID_INPUT", "project create needs --name and --prefix", "retasc project create --name Web --prefix WEB");
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const project = await asSession(session, "/projects", { body: { orgId, name: flags.name, prefix: flags.prefix } });
+  const project = await asSession<CreatedProject>(session, "/projects", { body: { orgId, name: flags.name, prefix: flags.prefix } });
   if (flags.json) return printJson(project);
   ok(`Created project ${project.prefix} (${project.projectId}). Issues will be ${project.prefix}-1, ${project.prefix}-2, …`);
 }
 
-export async function keyMint(/** @type {any} */ flags) {
+export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime?: string; install?: boolean }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   const runtime = flags.runtime ?? "claude-code";
-  const minted = await asSession(session, "/keys", { body: { orgId, action: "mint", projectId: flags["project-id"], runtime } });
+  const minted = await asSession<MintedKey>(session, "/keys", { body: { orgId, action: "mint", projectId: flags["project-id"], runtime } });
   if (flags.install) {
-    const { projects } = await asSession(session, "/projects", { query: { orgId } });
-    const project = projects.find((/** @type {any} */ p) => p.id === minted.projectId);
+    const { projects } = await asSession<ProjectList>(session, "/projects", { query: { orgId } });
+    const project = projects.find((p) => p.id === minted.projectId);
     if (!project) throw new CliError("INVALID_INPUT", "--install needs --project-id", "A folder is bound to one project.");
     const orgs = await activeOrgs(session);
     const wired = await wireFolder({
@@ -65,40 +72,48 @@ export async function keyMint(/** @type {any} */ flags) {
   out(minted.key);
 }
 
-export async function keyList(/** @type {any} */ flags) {
+export async function keyList(flags: OrgFlags & { all?: boolean }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const { keys } = await asSession(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined } });
+  const { keys } = await asSession<KeyList>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined } });
   if (flags.json) return printJson({ keys });
   if (keys.length === 0) return note("No keys.");
   out(
     table(
       ["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"],
-      keys.map((/** @type {any} */ k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]),
+      keys.map((k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]),
     ),
   );
 }
 
-/** @param {any} flags @param {"rotate" | "revoke"} action */
-async function keyChange(flags, action) {
+type KeyFlags = OrgFlags & { "key-id"?: string };
+
+/** POSTs a rotate or revoke of --key-id; `T` is the reply of that action. */
+async function keyChange<T>(flags: KeyFlags, action: "rotate" | "revoke"): Promise<T> {
   if (!flags["key-id"]) throw new CliError("INVALID_INPUT", `key ${action} needs --key-id`, "`retasc key list` shows the ids.");
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const result = await asSession(session, "/keys", { body: { orgId, action, keyId: flags["key-id"] } });
+  return asSession<T>(session, "/keys", { body: { orgId, action, keyId: flags["key-id"] } });
+}
+
+export async function keyRotate(flags: KeyFlags) {
+  const result = await keyChange<MintedKey & { replacedKeyId: string }>(flags, "rotate");
   if (flags.json) return printJson(result);
-  if (action === "revoke") return ok(result.changed ? "Key revoked; it stopped working at once." : "That key was already revoked.");
   ok(`Rotated: the old key is revoked. The new key is shown once:`);
   out(result.key);
 }
 
-export const keyRotate = (/** @type {any} */ flags) => keyChange(flags, "rotate");
-export const keyRevoke = (/** @type {any} */ flags) => keyChange(flags, "revoke");
+export async function keyRevoke(flags: KeyFlags) {
+  const result = await keyChange<RevokedKey>(flags, "revoke");
+  if (flags.json) return printJson(result);
+  ok(result.changed ? "Key revoked; it stopped working at once." : "That key was already revoked.");
+}
 
-export async function membersInvite(/** @type {any} */ flags) {
+export async function membersInvite(flags: OrgFlags & { "expires-days"?: string }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   const expiresDays = flags["expires-days"] === undefined ? undefined : Number(flags["expires-days"]);
-  const invite = await asSession(session, "/members", { body: { orgId, action: "invite", expiresDays } });
+  const invite = await asSession<CreatedInvite>(session, "/members", { body: { orgId, action: "invite", expiresDays } });
   const link = `${session.url}/join/${invite.code}`;
   if (flags.json) return printJson({ ...invite, link });
   ok(`Invite code: ${invite.code}`);
@@ -107,29 +122,29 @@ export async function membersInvite(/** @type {any} */ flags) {
   note(`  Or open: ${link}`);
 }
 
-export async function membersList(/** @type {any} */ flags) {
+export async function membersList(flags: OrgFlags) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const { members, invites } = await asSession(session, "/members", { query: { orgId } });
+  const { members, invites } = await asSession<MemberList>(session, "/members", { query: { orgId } });
   if (flags.json) return printJson({ members, invites });
-  const people = members.filter((/** @type {any} */ m) => m.kind === "human");
-  const agents = members.filter((/** @type {any} */ m) => m.kind === "agent");
-  out(table(["PERSON", "ROLE", "STATE", "MEMBER ID"], people.map((/** @type {any} */ p) => [`${p.name} <${p.email}>`, p.role, p.status, p.memberId])));
+  const people = members.filter((m): m is PersonView => m.kind === "human");
+  const agents = members.filter((m): m is AgentView => m.kind === "agent");
+  out(table(["PERSON", "ROLE", "STATE", "MEMBER ID"], people.map((p) => [`${p.name} <${p.email}>`, p.role, p.status, p.memberId])));
   if (agents.length) {
     out("");
-    out(table(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], agents.map((/** @type {any} */ a) => [a.runtime, `${a.keyPrefix}…`, a.humanEmail, a.projectPrefix ?? "any", a.status, a.memberId])));
+    out(table(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], agents.map((a) => [a.runtime, `${a.keyPrefix}…`, a.humanEmail, a.projectPrefix ?? "any", a.status, a.memberId])));
   }
   if (invites?.length) {
     out("");
-    out(table(["INVITE", "STATE", "EXPIRES", "ACCEPTED BY"], invites.map((/** @type {any} */ i) => [i.inviteId, i.state, i.expiresAt?.slice(0, 10) ?? null, i.acceptedBy])));
+    out(table(["INVITE", "STATE", "EXPIRES", "ACCEPTED BY"], invites.map((i) => [i.inviteId, i.state, i.expiresAt?.slice(0, 10) ?? null, i.acceptedBy])));
   }
 }
 
-export async function membersRevoke(/** @type {any} */ flags) {
+export async function membersRevoke(flags: OrgFlags & { "invite-id"?: string }) {
   if (!flags["invite-id"]) throw new CliError("INVALID_INPUT", "members revoke needs --invite-id", "`retasc members list` shows invites and their ids.");
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const result = await asSession(session, "/members", { body: { orgId, action: "revoke-invite", inviteId: flags["invite-id"] } });
+  const result = await asSession<RevokedInvite>(session, "/members", { body: { orgId, action: "revoke-invite", inviteId: flags["invite-id"] } });
   if (flags.json) return printJson(result);
   ok(result.changed ? "Invite revoked; the code no longer works." : "That invite was already revoked.");
 }

@@ -1,32 +1,35 @@
 import fs from "node:fs";
 import { spawnSync } from "node:child_process";
-import { CLI_CLIENT_ID, deploymentUrl, request } from "../api.js";
-import { findMarker, mcpUrlOf, resolveBinding } from "../binding.js";
-import { CliError } from "../errors.js";
-import { withMcp } from "../mcp.js";
-import { note, ok, printJson } from "../output.js";
-import { asSession, currentSession } from "../session.js";
-import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.js";
+import { CLI_CLIENT_ID, deploymentUrl, request, type UrlFlag } from "../api.ts";
+import { findMarker, mcpUrlOf, resolveBinding } from "../binding.ts";
+import { CliError } from "../errors.ts";
+import { withMcp } from "../mcp.ts";
+import { note, ok, printJson } from "../output.ts";
+import { asSession, currentSession } from "../session.ts";
+import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
+import type { CliWhoami, DeviceCode, DeviceToken, McpWhoami, SignInMethods } from "../wire.ts";
 
-const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+type Flags = UrlFlag & { json?: boolean };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `ABCDEFGH` → `ABCD-EFGH`, easier to read aloud and type. */
-const grouped = (/** @type {string} */ code) => (code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code);
+const grouped = (code: string) => (code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code);
 
 /** Signs in with the device flow (RFC 8628) and stores the session. */
-export async function login(/** @type {any} */ flags) {
+export async function login(flags: Flags & { github?: boolean; google?: boolean }) {
   if (flags.github && flags.google) throw new CliError("INVALID_INPUT", "pick one of --github and --google", "Pass just one.");
   const url = deploymentUrl(flags);
   const chosen = flags.github ? "github" : flags.google ? "google" : null;
   if (chosen) {
-    const methods = await request(url, "/api/cli/sign-in-methods");
+    const methods = await request<SignInMethods>(url, "/api/cli/sign-in-methods");
     if (!methods.social.includes(chosen)) {
       const others = [...methods.social, ...(methods.emailPassword ? ["email and password"] : [])];
       throw new CliError("UNAVAILABLE", `${url} has no ${chosen === "github" ? "GitHub" : "Google"} sign-in configured`, others.length ? `Sign in with ${others.join(" or ")}: run \`retasc login\` without --${chosen}.` : "Ask the operator to configure a sign-in method.");
     }
   }
   const provider = chosen ?? readConfig().provider;
-  const code = await request(url, "/api/auth/device/code", { body: { client_id: CLI_CLIENT_ID } }).catch((error) => {
+  const code = await request<DeviceCode>(url, "/api/auth/device/code", { body: { client_id: CLI_CLIENT_ID } }).catch((error) => {
     if (error instanceof CliError && error.code === "UNAVAILABLE") throw error;
     throw new CliError("UNAVAILABLE", `${url} does not offer device sign-in`, "Check --url points at a Retasc server.");
   });
@@ -37,7 +40,7 @@ export async function login(/** @type {any} */ flags) {
   note("  Waiting for authorization…");
   let interval = Math.max(1, Number(code.interval) || 5) * 1000;
   const deadline = Date.now() + Number(code.expires_in) * 1000;
-  let token = null;
+  let token: string | null = null;
   while (!token) {
     if (Date.now() > deadline) throw new CliError("EXPIRED", "the code expired before it was approved", "Run `retasc login` again.");
     await sleep(interval);
@@ -47,14 +50,14 @@ export async function login(/** @type {any} */ flags) {
       body: JSON.stringify({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: code.device_code, client_id: CLI_CLIENT_ID }),
     }).catch(() => null);
     if (!response) continue; // a network blip: keep polling until the code expires
-    const body = /** @type {any} */ (await response.json().catch(() => ({})));
+    const body = (await response.json().catch(() => ({}))) as DeviceToken;
     if (response.ok && body.access_token) token = body.access_token;
     else if (body.error === "slow_down") interval += 5000;
     else if (body.error === "access_denied") throw new CliError("ACCESS_DENIED", "the sign-in was denied in the browser", "Run `retasc login` again if that was a mistake.");
     else if (body.error === "expired_token") throw new CliError("EXPIRED", "the code expired before it was approved", "Run `retasc login` again.");
     else if (body.error !== "authorization_pending") throw new CliError("UNAVAILABLE", body.error_description ?? "the sign-in failed", "Run `retasc login` again.");
   }
-  const me = await request(url, "/api/cli/whoami", { token });
+  const me = await request<CliWhoami>(url, "/api/cli/whoami", { token });
   await updateConfig((config) => {
     config.sessions ??= {};
     config.sessions[url] = { token, user: me.user, signedInAt: new Date().toISOString() };
@@ -66,7 +69,7 @@ export async function login(/** @type {any} */ flags) {
 }
 
 /** Forgets the local session and ends it on the server. Agent keys in the keystore stay. */
-export async function logout(/** @type {any} */ flags) {
+export async function logout(flags: Flags) {
   const url = deploymentUrl(flags);
   const session = readConfig().sessions?.[url];
   let endedOnServer = false;
@@ -88,23 +91,20 @@ export async function logout(/** @type {any} */ flags) {
 }
 
 /** What this folder is bound to (by its key, no login needed) and who is signed in. */
-export async function whoami(/** @type {any} */ flags) {
+export async function whoami(flags: Flags) {
   const binding = resolveBinding(process.cwd(), flags);
   const session = currentSession(flags);
-  /** @type {any} */
-  let bound = null;
-  /** @type {any} */
-  let signedIn = null;
-  /** @type {CliError | null} */
-  let bindingError = null;
+  let bound: (McpWhoami & { source: string; mcpUrl: string }) | null = null;
+  let signedIn: CliWhoami | null = null;
+  let bindingError: CliError | null = null;
   if (binding) {
     try {
-      bound = { ...(await withMcp(binding, (call) => call("whoami"))), source: binding.source, mcpUrl: binding.mcpUrl };
+      bound = { ...(await withMcp(binding, (call) => call<McpWhoami>("whoami"))), source: binding.source, mcpUrl: binding.mcpUrl };
     } catch (error) {
-      bindingError = /** @type {CliError} */ (error);
+      bindingError = error as CliError;
     }
   }
-  if (session) signedIn = await asSession(session, "/whoami").catch(() => null);
+  if (session) signedIn = await asSession<CliWhoami>(session, "/whoami").catch(() => null);
   if (!bound && !signedIn) {
     if (bindingError) throw bindingError;
     throw new CliError("UNAUTHORIZED", "not signed in, and this folder is not bound", "Run `retasc login`, then `retasc bind`.");
@@ -130,7 +130,7 @@ export async function whoami(/** @type {any} */ flags) {
 }
 
 /** Resolved configuration, for bug reports. */
-export async function config(/** @type {any} */ flags) {
+export async function config(flags: Flags) {
   const url = deploymentUrl(flags);
   const session = currentSession(flags);
   const binding = resolveBinding(process.cwd(), flags);
@@ -153,10 +153,9 @@ export async function config(/** @type {any} */ flags) {
 }
 
 /** Health of this folder's wiring: each check passes or says what to do. */
-export async function doctor(/** @type {any} */ flags) {
-  /** @type {{ check: string, ok: boolean, detail: string }[]} */
-  const checks = [];
-  const add = (/** @type {string} */ check, /** @type {boolean} */ passed, /** @type {string} */ detail) => checks.push({ check, ok: passed, detail });
+export async function doctor(flags: Flags) {
+  const checks: { check: string; ok: boolean; detail: string }[] = [];
+  const add = (check: string, passed: boolean, detail: string) => checks.push({ check, ok: passed, detail });
 
   for (const file of [configPath(), bindingsPath()]) {
     if (!fs.existsSync(file)) continue;
@@ -182,15 +181,16 @@ export async function doctor(/** @type {any} */ flags) {
   const binding = resolveBinding(process.cwd(), flags);
   add("a key is resolvable", Boolean(binding), binding ? `from ${binding.source}` : "run `retasc bind`, or set RETASC_MCP_KEY");
   if (marker) {
-    const server = JSON.parse(fs.readFileSync(marker.file, "utf8")).mcpServers.retasc;
+    // findMarker found a retasc server in this file a moment ago.
+    const server = (JSON.parse(fs.readFileSync(marker.file, "utf8")) as { mcpServers: { retasc: { headersHelper: string } } }).mcpServers.retasc;
     const helper = spawnSync(server.headersHelper, { shell: true, cwd: marker.dir, encoding: "utf8", timeout: 20_000 });
     const works = helper.status === 0 && /^Bearer rtsc_/.test(safeParse(helper.stdout)?.Authorization ?? "");
-    add("the headers helper runs", works, works ? server.headersHelper : (helper.stderr || "it failed").trim().split("\n")[0]);
+    add("the headers helper runs", works, works ? server.headersHelper : (helper.stderr || "it failed").trim().split("\n")[0]!);
   }
   if (binding) {
-    const who = await withMcp(binding, (call) => call("whoami")).then(
+    const who = await withMcp(binding, (call) => call<McpWhoami>("whoami")).then(
       (w) => ({ ok: true, detail: `org "${w.org.name}"${w.project ? ` / ${w.project.prefix}` : ""} as ${w.human.email}` }),
-      (e) => ({ ok: false, detail: `${e.code}: ${e.message}` }),
+      (e: CliError) => ({ ok: false, detail: `${e.code}: ${e.message}` }),
     );
     add("MCP accepts the key", who.ok, who.detail);
   }
@@ -200,10 +200,10 @@ export async function doctor(/** @type {any} */ flags) {
   if (!healthy) throw new CliError("UNHEALTHY", `${checks.filter((c) => !c.ok).length} check(s) failed`, "Fix the ✗ lines above.");
 }
 
-/** @param {string} text */
-function safeParse(text) {
+/** The headers helper's output: `{"Authorization":"Bearer …"}` when it works. */
+function safeParse(text: string): { Authorization?: string } | null {
   try {
-    return JSON.parse(text);
+    return JSON.parse(text) as { Authorization?: string } | null;
   } catch {
     return null;
   }

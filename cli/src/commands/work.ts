@@ -1,12 +1,25 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { findMarker, requireBinding } from "../binding.js";
-import { CliError } from "../errors.js";
-import { currentBranch, ensureWorktree, removeWorktree } from "../git.js";
-import { withMcp } from "../mcp.js";
-import { note, ok, out, printJson } from "../output.js";
-import { keyFingerprint, readBindings, updateBindings } from "../store.js";
+import type { UrlFlag } from "../api.ts";
+import { findMarker, requireBinding } from "../binding.ts";
+import { CliError } from "../errors.ts";
+import { currentBranch, ensureWorktree, removeWorktree, type Removal, type Worktree } from "../git.ts";
+import { withMcp } from "../mcp.ts";
+import { note, ok, out, printJson } from "../output.ts";
+import { keyFingerprint, readBindings, updateBindings } from "../store.ts";
+import type { Claim, NoClaim, SavedIssue } from "../wire.ts";
+
+interface WorkFlags extends UrlFlag {
+  "all-lanes"?: boolean;
+  base?: string;
+  dir?: string;
+  "no-fetch"?: boolean;
+  "no-worktree"?: boolean;
+  "print-path"?: boolean;
+  shell?: boolean;
+  json?: boolean;
+}
 
 /**
  * The work loop from a terminal, over MCP with the folder's key: the same tools and
@@ -15,7 +28,7 @@ import { keyFingerprint, readBindings, updateBindings } from "../store.js";
  */
 
 /** `42`, `rtsc-42` or `RTSC-42` → `RTSC-42` (a bare number takes the bound project's prefix). */
-export function normalizeIdentifier(/** @type {string} */ value, /** @type {string | undefined} */ prefix) {
+export function normalizeIdentifier(value: string, prefix: string | undefined): string {
   const text = String(value).trim();
   if (/^\d+$/.test(text)) {
     if (!prefix) throw new CliError("INVALID_INPUT", `${text} needs a prefix`, "Pass the full identifier, like RTSC-42.");
@@ -25,31 +38,29 @@ export function normalizeIdentifier(/** @type {string} */ value, /** @type {stri
   return text.toUpperCase();
 }
 
-/** @param {any} flags @param {"next" | "claim"} mode @param {string | undefined} target */
-async function claimAndCheckout(flags, mode, target) {
+async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target: string | undefined) {
   const binding = requireBinding(process.cwd(), flags);
   const prefix = binding.workspace?.prefix;
   const identifier = target ? normalizeIdentifier(target, prefix) : undefined;
   const reply = await withMcp(binding, (call) =>
-    identifier ? call("claim_issue", { identifier }) : call("next_issue", flags["all-lanes"] ? { allLanes: true } : {}),
+    identifier ? call<Claim>("claim_issue", { identifier }) : call<Claim | NoClaim>("next_issue", flags["all-lanes"] ? { allLanes: true } : {}),
   );
-  if (!reply.claimToken) {
+  if (!isClaim(reply)) {
     if (flags.json) return printJson(reply);
     note(reply.message ?? "Nothing to claim right now.");
-    if (reply.otherLanes > 0 && !flags["all-lanes"]) note(`${reply.otherLanes} ready issue(s) sit in other people's lanes; \`retasc ${mode} --all-lanes\` takes them.`);
+    if ((reply.otherLanes ?? 0) > 0 && !flags["all-lanes"]) note(`${reply.otherLanes} ready issue(s) sit in other people's lanes; \`retasc ${mode} --all-lanes\` takes them.`);
     return;
   }
   await updateBindings((bindings) => {
     const mine = (bindings.claims[keyFingerprint(binding.key)] ??= {});
     mine[reply.identifier] = { claimToken: reply.claimToken, branch: reply.branch, worktree: null, expiresAt: reply.expiresAt, claimedAt: new Date().toISOString() };
   });
-  /** @type {{ path: string, created: boolean, base: string | null } | null} */
-  let worktree = null;
+  let worktree: Worktree | null = null;
   if (!flags["no-worktree"]) {
     try {
       worktree = ensureWorktree({ cwd: process.cwd(), branch: reply.branch, dir: flags.dir, base: flags.base, identifier: reply.identifier, fetch: !flags["no-fetch"] });
     } catch (error) {
-      const e = /** @type {CliError} */ (error);
+      const e = error as CliError;
       e.hint = `${e.hint ?? ""} The claim itself succeeded (${reply.identifier}, branch ${reply.branch}); it lasts until ${reply.expiresAt}.`.trim();
       throw e;
     }
@@ -78,38 +89,33 @@ async function claimAndCheckout(flags, mode, target) {
   }
 }
 
+const isClaim = (reply: Claim | NoClaim): reply is Claim => Boolean(reply.claimToken);
+
 /** The agent launched in the worktree should be wired too: the marker has no secret in it. */
-function copyMarker(/** @type {string} */ dir) {
+function copyMarker(dir: string): void {
   const marker = findMarker(process.cwd());
   const target = path.join(dir, ".mcp.json");
   if (marker && !fs.existsSync(target)) fs.copyFileSync(marker.file, target);
 }
 
-export const next = (/** @type {any} */ flags) => claimAndCheckout(flags, "next", undefined);
+export const next = (flags: WorkFlags) => claimAndCheckout(flags, "next", undefined);
 
-export const claim = (/** @type {any} */ flags, /** @type {string[]} */ positionals) =>
+export const claim = (flags: WorkFlags & { id?: string }, positionals: string[]) =>
   claimAndCheckout(flags, "claim", positionals[0] ?? flags.id);
 
 /**
  * Finishes the issue you hold (from --id or the rtsc-NN/… branch you are on) with its claim
  * token, then removes the worktree `retasc claim` made for it unless work in it is uncommitted.
  */
-export async function done(/** @type {any} */ flags) {
+export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boolean; json?: boolean }) {
   const binding = requireBinding(process.cwd(), flags);
   const mine = readBindings().claims[keyFingerprint(binding.key)] ?? {};
-  let identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : null;
-  if (!identifier) {
-    const branch = currentBranch(process.cwd());
-    const match = branch ? /^([a-z][a-z0-9]*)-(\d+)\//i.exec(branch) : null;
-    if (match) identifier = `${match[1].toUpperCase()}-${match[2]}`;
-    else if (Object.keys(mine).length === 1) identifier = Object.keys(mine)[0];
-    else throw new CliError("INVALID_INPUT", "which issue? not on an issue branch", "Pass --id RTSC-42, or run this in the issue's worktree.");
-  }
+  const identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : issueHere(Object.keys(mine));
   const record = mine[identifier];
   if (!record) {
     throw new CliError("STALE_CLAIM", `no claim of ${identifier} was made from this machine with this folder's key`, `Claim it first: \`retasc claim ${identifier}\`.`);
   }
-  const issue = await withMcp(binding, (call) => call("save_issue", { identifier, status: "done", claimToken: record.claimToken }));
+  const issue = await withMcp(binding, (call) => call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken }));
   await updateBindings((bindings) => {
     delete bindings.claims[keyFingerprint(binding.key)]?.[identifier];
   });
@@ -125,7 +131,7 @@ export async function done(/** @type {any} */ flags) {
   } else {
     ok(`${identifier} is done.`);
   }
-  if (!worktree) return;
+  if (!worktree || !record.worktree) return;
   if (worktree.removed) {
     if (!flags.json) note(`  Removed its worktree ${record.worktree}; the branch ${record.branch} stays.`);
     if (isInside(cwd, record.worktree)) note(`  Your shell was in it: cd ${JSON.stringify(worktree.repo)}`);
@@ -135,23 +141,29 @@ export async function done(/** @type {any} */ flags) {
   }
 }
 
+/** The issue of the rtsc-NN/… branch checked out here, else the one claim this key holds. */
+function issueHere(held: string[]): string {
+  const branch = currentBranch(process.cwd());
+  const match = branch ? /^([a-z][a-z0-9]*)-(\d+)\//i.exec(branch) : null;
+  if (match) return `${match[1]!.toUpperCase()}-${match[2]}`;
+  if (held.length === 1) return held[0]!;
+  throw new CliError("INVALID_INPUT", "which issue? not on an issue branch", "Pass --id RTSC-42, or run this in the issue's worktree.");
+}
+
 /**
  * The issue is done by now, so nothing here fails the command: a worktree that cannot be
  * removed is kept, with the reason.
- * @param {string} dir @param {boolean | undefined} keep
- * @returns {{ removed: true, repo: string } | { removed: false, reason: string }}
  */
-function finishWorktree(dir, keep) {
+function finishWorktree(dir: string, keep: boolean | undefined): Removal {
   if (keep) return { removed: false, reason: "--keep-worktree" };
   try {
     return removeWorktree(dir);
   } catch (error) {
-    return { removed: false, reason: /** @type {Error} */ (error).message };
+    return { removed: false, reason: (error as Error).message };
   }
 }
 
-/** @param {string} dir @param {string} parent */
-function isInside(dir, parent) {
+function isInside(dir: string, parent: string): boolean {
   const relative = path.relative(parent, dir);
   return !relative.startsWith("..") && !path.isAbsolute(relative);
 }

@@ -1,0 +1,195 @@
+/**
+ * The replies of the server as this CLI reads them: the /api/cli endpoints
+ * (app/routes/api.cli.*.ts) and the MCP tools it calls (docs/mcp-tools.md). The CLI talks
+ * to the server only over the wire, so these restate the fields it uses rather than import
+ * the server's types; the end-to-end tests hold both sides to them.
+ */
+
+export type Role = "owner" | "admin" | "member";
+
+export interface OrgOfUser {
+  orgId: string;
+  name: string;
+  role: Role;
+  status: string;
+  memberId?: string;
+}
+
+/** GET /api/cli/whoami */
+export interface CliWhoami {
+  user: { id: string; email: string; name: string };
+  orgs: OrgOfUser[];
+}
+
+/** GET /api/cli/sign-in-methods */
+export interface SignInMethods {
+  social: string[];
+  emailPassword: boolean;
+}
+
+/** POST /api/auth/device/code (RFC 8628) */
+export interface DeviceCode {
+  device_code: string;
+  user_code: string;
+  verification_uri_complete: string;
+  interval?: number;
+  expires_in: number;
+}
+
+/** POST /api/auth/device/token: the token, or an RFC 8628 error. */
+export interface DeviceToken {
+  access_token?: string;
+  error?: string;
+  error_description?: string;
+}
+
+/** POST /api/cli/orgs */
+export interface CreatedOrg {
+  orgId: string;
+  name: string;
+  role: Role;
+}
+
+export interface Project {
+  id: string;
+  prefix: string;
+  name: string;
+}
+
+/** GET /api/cli/projects */
+export interface ProjectList {
+  projects: Project[];
+}
+
+/** POST /api/cli/projects */
+export interface CreatedProject {
+  projectId: string;
+  name: string;
+  prefix: string;
+}
+
+/** POST /api/cli/keys, action mint (and rotate, which adds replacedKeyId). */
+export interface MintedKey {
+  keyId: string;
+  key: string;
+  prefix: string;
+  runtime: string;
+  projectId: string | null;
+  userId: string;
+}
+
+/** POST /api/cli/keys, action revoke */
+export interface RevokedKey {
+  keyId: string;
+  status: "revoked";
+  changed: boolean;
+}
+
+export interface KeyView {
+  keyId: string;
+  prefix: string;
+  runtime: string;
+  userEmail: string;
+  projectPrefix: string | null;
+  status: "active" | "revoked";
+  lastUsedAt: string | null;
+}
+
+/** GET /api/cli/keys */
+export interface KeyList {
+  keys: KeyView[];
+}
+
+export interface PersonView {
+  kind: "human";
+  memberId: string;
+  name: string;
+  email: string;
+  role: Role;
+  status: string;
+}
+
+export interface AgentView {
+  kind: "agent";
+  memberId: string;
+  runtime: string;
+  keyPrefix: string;
+  humanEmail: string;
+  projectPrefix: string | null;
+  status: string;
+}
+
+export interface InviteView {
+  inviteId: string;
+  state: string;
+  expiresAt: string | null;
+  acceptedBy: string | null;
+}
+
+/** GET /api/cli/members: invites are null for plain members. */
+export interface MemberList {
+  members: (PersonView | AgentView)[];
+  invites: InviteView[] | null;
+}
+
+/** POST /api/cli/members, action invite */
+export interface CreatedInvite {
+  inviteId: string;
+  code: string;
+  expiresAt: string;
+}
+
+/** POST /api/cli/members, action revoke-invite */
+export interface RevokedInvite {
+  inviteId: string;
+  state: string;
+  changed: boolean;
+}
+
+/** POST /api/cli/join */
+export interface JoinedOrg {
+  orgId: string;
+  orgName: string;
+  memberId: string;
+  role: Role;
+  projects: Project[];
+}
+
+/** POST /api/cli/setup */
+export interface RedeemedSetup {
+  key: string;
+  keyId: string;
+  orgId: string;
+  orgName: string;
+  projectId: string;
+  prefix: string;
+  runtime: string;
+}
+
+/** MCP whoami: the org, project, key and human behind an agent key. */
+export interface McpWhoami {
+  org: { id: string; name: string };
+  project: { id: string; prefix: string } | null;
+  key: { id: string; prefix: string; runtime: string };
+  human: { email: string; role: Role };
+}
+
+/** MCP next_issue / claim_issue: a claim. */
+export interface Claim {
+  identifier: string;
+  claimToken: string;
+  expiresAt: string;
+  branch: string;
+  checkpoint: { done?: string | null; next?: string | null } | null;
+  issue?: { title: string };
+}
+
+/** MCP next_issue when nothing is claimable: why, and what other lanes hold. */
+export interface NoClaim {
+  claimToken?: undefined;
+  message?: string;
+  otherLanes?: number;
+}
+
+/** MCP save_issue: the issue as saved (printed as it is). */
+export type SavedIssue = Record<string, unknown>;
