@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Services } from "../server/context.ts";
 import { DomainError, type ErrorCode } from "../server/errors.ts";
 import type { Logger } from "../server/log.ts";
-import { jobSchemas, type JobSchemas } from "./jobs.ts";
+import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
 import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 
 /** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { outbox } from "../../db/schema/index.ts";
-import { jobSchemas, type JobSchemas } from "../../workers/jobs.ts";
+import { jobSchemas, type JobSchemas } from "./jobs.ts";
 import { invalidInput } from "../errors.ts";
 
 /** NOTIFY channel that wakes the outbox relay (or the in-process runner) on commit. */

@@ -1,4 +1,4 @@
-import type { JobPayload } from "../jobs.ts";
+import type { JobPayload } from "../../server/outbox/jobs.ts";
 import type { JobContext } from "../catalog.ts";
 import { onceByReceipt } from "../receipts.ts";
 
