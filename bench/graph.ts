@@ -4,7 +4,7 @@ import { issues } from "../db/schema/index.ts";
 import type { Ctx } from "../server/context.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { nextIssue } from "../server/queue/index.ts";
-import { lockOrgGraph, rerank } from "../server/queue/ranking.ts";
+import { lockOrgGraph, rerank } from "../server/issues/ranking.ts";
 import { ownLevelOf, slaOf } from "../server/issues/levels.ts";
 import { makeAgents, openBenchDatabase, type BenchDatabase } from "./lib/env.ts";
 import { dispatchCompare, seedGraph, type SeededIssue, type SeedIssue } from "./lib/seed.ts";

@@ -3,7 +3,7 @@ import { query, type Db } from "../../db/client.ts";
 import { issues } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { isTerminal } from "../issues/store.ts";
-import { idList } from "../queue/ranking.ts";
+import { idList } from "../issues/ranking.ts";
 
 /**
  * An issue's neighbourhood in the dependency graph, laid out in layers: its blockers

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import type { SlaState } from "../../db/schema/index.ts";
 import { levelOfPriority } from "../issues/levels.ts";
-import { idList } from "../queue/ranking.ts";
+import { idList } from "../issues/ranking.ts";
 
 /**
  * Why an issue sits where it does in the queue: its own priority, raised by its own

@@ -3,8 +3,8 @@ import { leases, user } from "../../db/schema/index.ts";
 import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
-import type { IssueRow, WriteScope } from "../issues/store.ts";
-import { isLeaseLive } from "../issues/views.ts";
+import type { IssueRow, WriteScope } from "./store.ts";
+import { isLeaseLive } from "./views.ts";
 
 /** Who holds an issue right now, for refusals that must name the holder. */
 export async function currentHolder(tx: Db, row: IssueRow, now: Date) {

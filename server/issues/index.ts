@@ -8,9 +8,9 @@ import { sha256 } from "../crypto/index.ts";
 import { sendNotices, type Notice } from "../events/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
-import { batching, inCallOrder } from "../queue/batching.ts";
-import { endLease, requireLiveToken, currentHolder, describeHolder } from "../queue/lease.ts";
-import { lockOrgGraph, reaches, rerank } from "../queue/ranking.ts";
+import { batching, inCallOrder } from "./batching.ts";
+import { currentHolder, describeHolder, endLease, requireLiveToken } from "./fencing.ts";
+import { lockOrgGraph, reaches, rerank } from "./ranking.ts";
 import { levelOfPriority, ownLevelOf, slaOf } from "./levels.ts";
 import {
   getIssueInput,

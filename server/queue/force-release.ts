@@ -5,7 +5,7 @@ import { DomainError } from "../errors.ts";
 import { identifierSchema } from "../issues/schemas.ts";
 import { findIssue, inTransaction } from "../issues/store.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
-import { currentHolder, describeHolder, endLease } from "./lease.ts";
+import { currentHolder, describeHolder, endLease } from "../issues/fencing.ts";
 
 export const forceReleaseInput = z.object({
   identifier: identifierSchema,

@@ -20,8 +20,8 @@ import {
   type WriteScope,
 } from "../issues/store.ts";
 import { checkpointView, isLeaseLive, renderIssueView, summarize, viewReadsFrom, type ViewReadsJson } from "../issues/views.ts";
-import { currentHolder, describeHolder, endLease, requireLiveToken } from "./lease.ts";
-import { idList } from "./ranking.ts";
+import { currentHolder, describeHolder, endLease, requireLiveToken } from "../issues/fencing.ts";
+import { idList } from "../issues/ranking.ts";
 import {
   checkClaimInput,
   checkpointInput,
@@ -31,7 +31,7 @@ import {
   nextIssueInput,
   releaseIssueInput,
 } from "./schemas.ts";
-import { batching, inCallOrder } from "./batching.ts";
+import { batching, inCallOrder } from "../issues/batching.ts";
 import { slaSweepOrg } from "./sla.ts";
 
 export { reclaimSweep } from "./reclaim.ts";

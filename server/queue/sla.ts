@@ -5,7 +5,7 @@ import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
 import { ownLevelOf, slaOf } from "../issues/levels.ts";
 import { inTransaction } from "../issues/store.ts";
-import { lockOrgGraph, rerank } from "./ranking.ts";
+import { lockOrgGraph, rerank } from "../issues/ranking.ts";
 
 /**
  * Time moves issues across deadline thresholds (75% warning, 90% breaching, past due).
