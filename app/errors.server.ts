@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { DomainError, httpStatusOf, inputErrorOf, type ErrorCode } from "../server/errors.ts";
-import { describeZodError } from "../server/mcp/errors.ts";
+import { describeZodError, DomainError, httpStatusOf, inputErrorOf, type ErrorCode } from "../server/errors.ts";
 import type { Logger } from "../server/log.ts";
 
 export interface ErrorBody {

@@ -1,3 +1,5 @@
+import type { z } from "zod";
+
 /**
  * Coded domain errors. Thrown by server/ functions, translated only at the edges:
  * HTTP status in routes, `isError` tool results in MCP, retry-or-give-up in workers.
@@ -74,6 +76,13 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
 };
+
+/** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length ? issue.path.join(".") : "arguments"}: ${issue.message}`)
+    .join("; ");
+}
 
 /**
  * PostgreSQL's data exceptions (SQLSTATE class 22: a NUL character in text, a malformed id, a

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DomainError, errorCodes, inputErrorOf } from "../errors.ts";
+import { describeZodError, DomainError, errorCodes, inputErrorOf } from "../errors.ts";
 import { KeyUnavailableError } from "../crypto/index.ts";
 
 /** `structuredContent` of every failed tool call. */
@@ -28,13 +28,6 @@ export function successResult(value: Record<string, unknown>): ToolResult {
 export function errorResult(error: ToolError): ToolResult {
   const structuredContent = { error };
   return { content: [{ type: "text", text: JSON.stringify(structuredContent) }], structuredContent, isError: true };
-}
-
-/** Describes zod issues the way an agent can fix them: `path: problem` per issue. */
-export function describeZodError(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => `${issue.path.length ? issue.path.join(".") : "arguments"}: ${issue.message}`)
-    .join("; ");
 }
 
 export function invalidArguments(toolName: string, problem: string): ToolError {

@@ -1,7 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { withPrincipal, type Principal, type Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { describeZodError, errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
+import { describeZodError } from "../errors.ts";
+import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
 import { chargeOf, type ToolDefinition } from "./tool.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
