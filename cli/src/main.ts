@@ -292,11 +292,16 @@ function help(name: string, command: Command): string {
 
 const flagLabel = (name: string, option: Option): string => `${option.short ? `-${option.short}, ` : ""}--${name}${option.value ? ` ${option.value}` : ""}`;
 
+/** Own names only: `retasc constructor` is not Object's constructor. */
+const commandNamed = (name: string): Command | undefined => (Object.hasOwn(commands, name) ? commands[name] : undefined);
+
 function findCommand(argv: string[]): { name: string; command: Command; rest: string[] } | null {
   const two = argv.slice(0, 2).join(" ");
-  if (commands[two]) return { name: two, command: commands[two], rest: argv.slice(2) };
+  const command = commandNamed(two);
+  if (command) return { name: two, command, rest: argv.slice(2) };
   const one = argv[0] ?? "";
-  if (commands[one]) return { name: one, command: commands[one], rest: argv.slice(1) };
+  const single = commandNamed(one);
+  if (single) return { name: one, command: single, rest: argv.slice(1) };
   return null;
 }
 

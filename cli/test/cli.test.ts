@@ -36,6 +36,8 @@ describe("retasc", () => {
     const unbound = retasc(["claim", "42"]);
     expect(unbound.code).toBe(1);
     expect(unbound.stderr).toContain("✗ NOT_BOUND: this folder is not bound to a Retasc project");
+    // Names an object inherits are not commands.
+    expect(retasc(["constructor"])).toMatchObject({ code: 1, stdout: "", stderr: expect.stringMatching(/^✗ INVALID_INPUT: unknown command: constructor\n/) });
     const offline = retasc(["login"]);
     expect(offline.code).toBe(1);
     expect(offline.stderr).toMatch(/^✗ UNAVAILABLE: cannot reach http:\/\/127\.0\.0\.1:9/);
