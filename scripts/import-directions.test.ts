@@ -1,0 +1,185 @@
+import fs from "node:fs";
+import path from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+/**
+ * Imports point down (docs/architecture.md, "Import directions"): app → server → db, workers →
+ * server, and cli reaches the server only over the wire. This reads every import of every
+ * .ts/.tsx/.mjs file in the tree (type-only and dynamic ones too) and fails on an edge the
+ * table below does not allow.
+ */
+const root = path.resolve(import.meta.dirname, "..");
+const skipped = new Set(["node_modules", "build", ".git", ".react-router", ".retasc", "results"]);
+
+/** The part of the tree a file belongs to: its top folder, or the file itself at the root. */
+export function partOf(file: string): string {
+  const [top] = file.split("/");
+  return file.includes("/") ? top! : file;
+}
+
+/** Which parts each part may import (its own files always). Tooling at the top reads what it measures. */
+const tooling = ["shared", "db", "server", "workers"];
+export const allowed: Record<string, readonly string[]> = {
+  shared: [],
+  db: ["shared"],
+  server: ["shared", "db"],
+  workers: ["shared", "db", "server"],
+  app: ["shared", "db", "server"],
+  cli: [],
+  "main.ts": ["shared", "db", "server", "workers", "app"],
+  "vite.config.ts": ["scripts"],
+  e2e: tooling,
+  bench: tooling,
+  swarm: [...tooling, "bench"],
+  fuzz: tooling,
+  scripts: tooling,
+};
+
+/**
+ * Cycles between server/ domains allowed for now, each with who removes it. issues ↔ queue:
+ * being taken apart in the split of server/issues and server/queue (the "one house" issue).
+ */
+const knownDomainCycles: string[][] = [["issues", "queue"]];
+
+export const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);
+/** Test support: files under a testing/ folder, a domain's testing.ts, and the test suites themselves. */
+export const isTestSupport = (file: string) => isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file);
+const toolingPart = (part: string) => ["e2e", "bench", "swarm", "fuzz", "scripts"].includes(part);
+
+export interface Edge {
+  from: string;
+  to: string;
+}
+
+function sourceFiles(dir = root): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (skipped.has(entry.name)) return [];
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return /\.(ts|tsx|mts|mjs|js)$/.test(entry.name) && !entry.name.endsWith(".d.ts") ? [path.relative(root, full)] : [];
+  });
+}
+
+/** Every import of ours in the tree, as repository-relative paths (`~/` is app/). Packages are not edges. */
+export function importEdges(): Edge[] {
+  return sourceFiles().flatMap((from) => {
+    const { importedFiles } = ts.preProcessFile(fs.readFileSync(path.join(root, from), "utf8"), true, true);
+    return importedFiles.flatMap(({ fileName }) => {
+      let target: string;
+      if (fileName.startsWith("~/")) target = path.join("app", fileName.slice(2));
+      else if (fileName.startsWith(".")) target = path.relative(root, path.resolve(root, path.dirname(from), fileName));
+      else return [];
+      return [{ from, to: target.split(path.sep).join("/") }];
+    });
+  });
+}
+
+/** The edges the table refuses, with the reason. */
+export function violations(edges: Edge[]): string[] {
+  const found: string[] = [];
+  for (const { from, to } of edges) {
+    const [a, b] = [partOf(from), partOf(to)];
+    // Tests anywhere may use the shared test helpers; production code never imports test support.
+    if (isTestSupport(from) && to.startsWith("server/testing/")) continue;
+    if (!isTestSupport(from) && !toolingPart(a) && isTestSupport(to)) {
+      found.push(`${from} → ${to}: production code imports test support`);
+      continue;
+    }
+    if (a === b) continue;
+    if (!(allowed[a] ?? []).includes(b)) found.push(`${from} → ${to}: ${a} may not import ${b}`);
+  }
+  return found;
+}
+
+/** Cycles among server/<domain> folders (production files), as sorted domain lists. */
+export function domainCycles(edges: Edge[]): string[][] {
+  const domainOf = (file: string) => {
+    const parts = file.split("/");
+    return parts[0] === "server" && parts.length > 2 ? parts[1]! : null;
+  };
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    const [a, b] = [domainOf(from), domainOf(to)];
+    if (!a || !b || a === b || isTestSupport(from)) continue;
+    if (!graph.has(a)) graph.set(a, new Set());
+    graph.get(a)!.add(b);
+  }
+  // Tarjan's strongly connected components: each with more than one domain is a cycle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) cycles.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+describe("import directions", () => {
+  const edges = importEdges();
+
+  it("reads the whole tree", () => {
+    // A walk that silently found nothing would pass everything.
+    for (const part of ["app", "server", "db", "workers", "cli"]) expect(edges.some((e) => partOf(e.from) === part)).toBe(true);
+  });
+
+  it("every import points the way the table allows", () => {
+    expect(violations(edges)).toEqual([]);
+  });
+
+  it("server/ domains do not import each other in a cycle", () => {
+    const known = new Set(knownDomainCycles.map((c) => c.join(" ↔ ")));
+    expect(domainCycles(edges).map((c) => c.join(" ↔ ")).filter((c) => !known.has(c))).toEqual([]);
+  });
+
+  it("refuses planted edges against the table", () => {
+    expect(
+      violations([
+        { from: "db/client.ts", to: "server/config/index.ts" },
+        { from: "server/outbox/index.ts", to: "workers/jobs.ts" },
+        { from: "app/errors.server.ts", to: "workers/catalog.ts" },
+        { from: "cli/src/api.ts", to: "server/errors.ts" },
+        { from: "server/queue/index.ts", to: "server/testing/db.ts" },
+        { from: "workers/runner.ts", to: "workers/testing/wait.ts" },
+      ]),
+    ).toHaveLength(6);
+    expect(
+      violations([
+        { from: "db/postgres-driver.test.ts", to: "server/testing/db.ts" },
+        { from: "workers/inline.test.ts", to: "workers/testing/wait.ts" },
+        { from: "app/routes/dash.tsx", to: "server/orgs/account.ts" },
+      ]),
+    ).toEqual([]);
+    expect(
+      domainCycles([
+        { from: "server/a/x.ts", to: "server/b/y.ts" },
+        { from: "server/b/y.ts", to: "server/c/z.ts" },
+        { from: "server/c/z.ts", to: "server/a/w.ts" },
+        { from: "server/a/x.test.ts", to: "server/d/v.ts" },
+        { from: "server/d/v.ts", to: "server/a/x.ts" },
+      ]),
+    ).toEqual([["a", "b", "c"]]);
+  });
+});
