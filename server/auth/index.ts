@@ -3,6 +3,7 @@ import { drizzleAdapter } from "better-auth/adapters/drizzle";
 import { bearer, deviceAuthorization, genericOAuth } from "better-auth/plugins";
 import { account, deviceCode, session, user, verification } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
+import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
 
 /** The OAuth client id the `retasc` CLI presents in the device flow. */
@@ -30,6 +31,7 @@ export function signInMethods(config: Services["config"]) {
  * - Email + password when `config.emailPassword` (on by default in the embedded mode).
  * - Device authorization (RFC 8628) for `retasc login`, verified at /device.
  * - Bearer sessions, so the CLI sends its device-flow token as `Authorization: Bearer`.
+ * - Session tokens stored as digests (./session-tokens.ts).
  * Session signing uses BETTER_AUTH_SECRET, or a secret derived from the master key.
  */
 export function createAuth(services: Pick<Services, "db" | "config" | "keyring">) {
@@ -41,10 +43,13 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     // Without PUBLIC_URL the app answers on whatever origin reached it (like the rest of the app).
     baseURL: config.PUBLIC_URL ?? { allowedHosts: ["*"], protocol: "auto" },
     secret: config.BETTER_AUTH_SECRET ?? services.keyring.deriveSecret("better-auth"),
-    database: drizzleAdapter(services.db, {
-      provider: "pg",
-      schema: { user, session, account, verification, deviceCode },
-    }),
+    database: hashSessionTokens(
+      drizzleAdapter(services.db, {
+        provider: "pg",
+        schema: { user, session, account, verification, deviceCode },
+      }),
+    ),
+    disabledPaths: SESSION_LISTING_PATHS,
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
     account: { accountLinking: { enabled: false } },
     // server/limits already limits sign-in per client address (trusting only TRUST_PROXY_HOPS

@@ -1,0 +1,143 @@
+import { eq } from "drizzle-orm";
+import type { AppLoadContext } from "react-router";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requireCliUser } from "../../app/cli-api.server.ts";
+import { session, user } from "../../db/schema/index.ts";
+import type { Services } from "../context.ts";
+import { DomainError } from "../errors.ts";
+import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
+import { CLI_CLIENT_ID, createAuth, sessionUser, type Auth } from "./index.ts";
+import { sessionTokenDigest } from "./session-tokens.ts";
+
+const host = new URL(TEST_ORIGIN).host;
+
+let tdb: TestDatabase;
+let services: Services;
+let auth: Auth;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  services = servicesFor(tdb.database, { config: testConfig({ PUBLIC_URL: TEST_ORIGIN }) });
+  auth = createAuth(services);
+});
+afterAll(async () => {
+  await tdb.close();
+});
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postToAuth(auth, path, body, headers);
+
+/** Signs a person up; returns the session token better-auth handed out and the session cookie. */
+async function signUp(email: string) {
+  const response = await post("/sign-up/email", { email, password: "correct horse battery", name: "Ada" });
+  expect(response.status).toBe(200);
+  const { token } = (await response.json()) as { token: string };
+  const cookie = response.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
+  const [row] = await services.db.select({ id: user.id }).from(user).where(eq(user.email, email));
+  return { token, cookie, userId: row!.id };
+}
+
+async function signIn(email: string): Promise<string> {
+  const response = await post("/sign-in/email", { email, password: "correct horse battery" });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { token: string }).token;
+}
+
+async function storedTokens(userId: string): Promise<string[]> {
+  const rows = await services.db.select({ token: session.token }).from(session).where(eq(session.userId, userId));
+  return rows.map((r) => r.token);
+}
+
+/** /api/cli's authentication, given a request as the CLI sends it. */
+function cliUser(authorization: string) {
+  const context = { services } as unknown as AppLoadContext;
+  return requireCliUser(new Request(`${TEST_ORIGIN}/api/cli/orgs`, { headers: { authorization } }), context);
+}
+
+const bearer = (token: string) => new Headers({ authorization: `Bearer ${token}`, host });
+
+describe("session tokens at rest", () => {
+  it("stores a digest, which works neither as a cookie session nor as a Bearer token on /api/cli", async () => {
+    const { token, cookie, userId } = await signUp("at-rest@example.com");
+    const stored = await storedTokens(userId);
+    expect(stored).toEqual([sessionTokenDigest(token)]);
+    expect(stored[0]).not.toContain(token);
+
+    expect((await sessionUser(auth, new Headers({ cookie, host })))?.email).toBe("at-rest@example.com");
+    expect((await sessionUser(auth, bearer(token)))?.email).toBe("at-rest@example.com");
+    expect((await cliUser(`Bearer ${token}`)).email).toBe("at-rest@example.com");
+
+    // What a read of the database yields:
+    expect(await sessionUser(auth, bearer(stored[0]!))).toBeNull();
+    await expect(cliUser(`Bearer ${stored[0]}`)).rejects.toBeInstanceOf(DomainError);
+    const signed = cookie.replace(/=[^.;]+/, `=${stored[0]}`);
+    expect(await sessionUser(auth, new Headers({ cookie: signed, host }))).toBeNull();
+  });
+
+  it("hands the CLI a device-flow token that works while only its digest is stored", async () => {
+    const { cookie, userId } = await signUp("device-at-rest@example.com");
+    const code = (await (await post("/device/code", { client_id: CLI_CLIENT_ID })).json()) as { device_code: string; user_code: string; interval: number };
+    await auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
+    await auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin: TEST_ORIGIN, host }) });
+    const granted = await post("/device/token", {
+      grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+      device_code: code.device_code,
+      client_id: CLI_CLIENT_ID,
+    });
+    expect(granted.status).toBe(200);
+    const accessToken = ((await granted.json()) as { access_token: string }).access_token;
+    expect(await storedTokens(userId)).toContain(sessionTokenDigest(accessToken));
+    expect((await cliUser(`Bearer ${accessToken}`)).email).toBe("device-at-rest@example.com");
+    await expect(cliUser(`Bearer ${sessionTokenDigest(accessToken)}`)).rejects.toBeInstanceOf(DomainError);
+  });
+
+  it("ends the session on sign-out, one session by its token, and all of a person's sessions", async () => {
+    const first = await signUp("ends@example.com");
+    const secondToken = await signIn("ends@example.com");
+    const thirdToken = await signIn("ends@example.com");
+    expect(await storedTokens(first.userId)).toHaveLength(3);
+
+    const signOut = await post("/sign-out", {}, { cookie: first.cookie });
+    expect(signOut.status).toBe(200);
+    expect(await sessionUser(auth, new Headers({ cookie: first.cookie, host }))).toBeNull();
+    expect(await storedTokens(first.userId)).toHaveLength(2);
+
+    const revoked = await post("/revoke-session", { token: secondToken }, { authorization: `Bearer ${thirdToken}` });
+    expect(revoked.status).toBe(200);
+    expect(await sessionUser(auth, bearer(secondToken))).toBeNull();
+    expect(await storedTokens(first.userId)).toEqual([sessionTokenDigest(thirdToken)]);
+
+    // A stored digest does not name a session to revoke either.
+    const fourth = await signIn("ends@example.com");
+    await post("/revoke-session", { token: sessionTokenDigest(fourth) }, { authorization: `Bearer ${thirdToken}` });
+    expect(await sessionUser(auth, bearer(fourth))).not.toBeNull();
+
+    expect((await post("/revoke-sessions", {}, { authorization: `Bearer ${thirdToken}` })).status).toBe(200);
+    expect(await storedTokens(first.userId)).toEqual([]);
+  });
+
+  it("refreshes a session found by its token and keeps the cookie's token", async () => {
+    const { token, cookie, userId } = await signUp("refresh@example.com");
+    // Due for refresh: better-auth extends a session once a day of its week has passed.
+    const soon = new Date(Date.now() + 60 * 60 * 1000);
+    await services.db.update(session).set({ expiresAt: soon }).where(eq(session.userId, userId));
+    const response = await auth.handler(new Request(`${TEST_ORIGIN}/api/auth/get-session`, { headers: { cookie } }));
+    expect(((await response.json()) as { session: { token: string } }).session.token).toBe(token);
+    const refreshed = response.headers.getSetCookie().find((c) => c.startsWith("better-auth.session_token="))!;
+    expect(decodeURIComponent(refreshed.split(";")[0]!.split("=")[1]!).split(".")[0]).toBe(token);
+    const [row] = await services.db.select().from(session).where(eq(session.userId, userId));
+    expect(row!.token).toBe(sessionTokenDigest(token));
+    expect(row!.expiresAt.getTime()).toBeGreaterThan(soon.getTime() + 24 * 60 * 60 * 1000);
+  });
+
+  it("turns off the endpoints that would hand stored tokens back", async () => {
+    const { token } = await signUp("listing@example.com");
+    const listed = await auth.handler(new Request(`${TEST_ORIGIN}/api/auth/list-sessions`, { headers: { authorization: `Bearer ${token}` } }));
+    expect(listed.status).toBe(404);
+    expect((await post("/revoke-other-sessions", {}, { authorization: `Bearer ${token}` })).status).toBe(404);
+    expect(await sessionUser(auth, bearer(token))).not.toBeNull();
+  });
+});
