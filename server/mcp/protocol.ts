@@ -166,7 +166,8 @@ async function handle(request: JSONRPCRequest, scope: CallScope): Promise<unknow
         // A JSON-RPC error, not a tool result: the call named nothing that exists.
         throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${call.data.params.name.slice(0, 100)}. Call tools/list for the tools.`);
       }
-      return invokeTool(scope, tool, call.data.params.arguments ?? {});
+      // The arguments as sent: the parsed copy drops a `__proto__` key, which must be refused as unknown.
+      return invokeTool(scope, tool, (request.params as { arguments?: Record<string, unknown> }).arguments ?? {});
     }
   }
 }

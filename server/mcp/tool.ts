@@ -60,7 +60,8 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   access: BillingAccess;
   /** null for reads, which are free. */
   meter: Metering<I, O> | null;
-  handler(ctx: Ctx, input: z.input<I>): Promise<z.input<O>>;
+  /** Gets the arguments as the input schema parsed them (defaults applied, unknown keys refused). */
+  handler(ctx: Ctx, input: z.output<I>): Promise<z.input<O>>;
 }
 
 /** Keeps each tool's handler typed against its own schemas while the registry holds them together. */
