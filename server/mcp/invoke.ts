@@ -15,7 +15,8 @@ export interface CallScope {
 
 /**
  * The one wrapper every tool call goes through: validates the arguments against the
- * tool's schema, runs the handler as the key's principal (so every write is attributed),
+ * tool's schema (every own key of them, as sent: `__proto__` included), runs the handler on the
+ * parsed value as the key's principal (so every write is attributed),
  * logs the outcome with its meter charge, and turns any failure into an `isError`
  * result. Billing plugs in here (admit before, record the charge after) without
  * touching the tools.
@@ -49,7 +50,8 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     return errorResult(invalidArguments(tool.name, describeZodError(parsed.error)));
   }
   try {
-    const output = await tool.handler(withPrincipal(scope.services, principal), args);
+    // The parsed value, never the raw arguments: those may carry what the schema dropped.
+    const output = await tool.handler(withPrincipal(scope.services, principal), parsed.data);
     const charge = chargeOf(tool, parsed.data, output);
     scope.log.info(
       { ...logFields, outcome: "ok", charge, durationMs: round(performance.now() - started) },
