@@ -11,10 +11,10 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
+import { issueStatuses } from "../../shared/statuses.ts";
 import { orgs, projects } from "./orgs.ts";
 
-export const issueStatuses = ["todo", "doing", "blocked", "review", "done", "canceled"] as const;
-export type IssueStatus = (typeof issueStatuses)[number];
+export { issueStatuses, type IssueStatus } from "../../shared/statuses.ts";
 export const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
 export type SlaState = (typeof slaStates)[number];
 

@@ -1,6 +1,7 @@
 import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { agentKeys, issues, leases } from "../../db/schema/index.ts";
+import { openStatuses } from "../../shared/statuses.ts";
 import type { Ctx } from "../context.ts";
 import { dispatchOrder } from "../issues/index.ts";
 import { endOfDayIn } from "../issues/levels.ts";
@@ -16,7 +17,6 @@ import { rankReasons } from "./why.ts";
  */
 export const queueTabs = ["all", "backlog", "active"] as const;
 export const queueDateFields = ["created", "updated", "due"] as const;
-export const OPEN_STATUSES = ["todo", "doing", "blocked", "review"] as const;
 export const QUEUE_PAGE_SIZE = 50;
 
 const calendarDate = z
@@ -63,7 +63,7 @@ export async function queuePage(ctx: Ctx, raw: unknown) {
   // Like dispatch: deadlines whose threshold has passed re-rank first, so the order shown is exact.
   await applyDueSla(ctx, now);
   const filters: SQL[] = [eq(issues.orgId, orgId)];
-  filters.push(inArray(issues.status, input.status.length > 0 ? input.status : [...OPEN_STATUSES]));
+  filters.push(inArray(issues.status, input.status.length > 0 ? input.status : [...openStatuses]));
   if (input.priority.length > 0) filters.push(inArray(issues.priority, input.priority));
   if (input.runtime) {
     filters.push(sql`exists (select 1 from leases l where l.issue_id = ${issues.id} and l.runtime = ${input.runtime})`);

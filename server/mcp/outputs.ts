@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { issueStatuses, slaStates } from "../../db/schema/index.ts";
+import { slaStates } from "../../db/schema/index.ts";
+import { issueStatuses } from "../../shared/statuses.ts";
 
 /**
  * Output schemas of the issue and queue tools: the shapes server/issues and server/queue

@@ -14,8 +14,6 @@ export const PRIORITIES = [
 ] as const;
 export const priorityName = (priority: number) => PRIORITIES.find((p) => p.value === priority)?.label ?? String(priority);
 
-export const STATUSES = ["todo", "doing", "blocked", "review", "done", "canceled"] as const;
-
 const pad = (n: number) => String(n).padStart(2, "0");
 
 /** A countdown: `29:59`, `1:02:03`, or `-0:04` once past. Fixed shape so ticking never shifts layout. */

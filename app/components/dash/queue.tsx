@@ -1,7 +1,8 @@
 import { Form, Link } from "react-router";
 import type { QueuePage } from "../../../server/dash/queue.ts";
 import { IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
-import { PRIORITIES, STATUSES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
+import { issueStatuses } from "../../../shared/statuses.ts";
+import { PRIORITIES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
 import { WhyText } from "./why.tsx";
 import "./dash.css";
 
@@ -61,7 +62,7 @@ export function QueueFilters({ page }: { page: QueuePage }) {
       <fieldset className="flex flex-col gap-1">
         <legend className="text-sm font-medium">Status</legend>
         <div className="flex flex-wrap gap-x-3 gap-y-1">
-          {STATUSES.map((s) => (
+          {issueStatuses.map((s) => (
             <label key={s} className="inline-flex items-center gap-1 text-sm">
               <input type="checkbox" name="status" value={s} defaultChecked={input.status.includes(s)} className={focusRing} />
               {s}

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { issueStatuses, slaStates } from "../../../db/schema/index.ts";
+import { slaStates } from "../../../db/schema/index.ts";
+import { issueStatuses } from "../../../shared/statuses.ts";
 import { queueStatus } from "../../queue/index.ts";
 import { getProject, getProjectInput, listProjects, listProjectsInput } from "../../orgs/projects.ts";
 import { billingSummary, billingSummaryInput, usageSummary, usageSummaryInput } from "../../usage/index.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { issueStatuses } from "../../../db/schema/index.ts";
+import { issueStatuses } from "../../../shared/statuses.ts";
 import { checkClaim, checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, releaseIssue } from "../../queue/index.ts";
 import {
   checkClaimInput,
