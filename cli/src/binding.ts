@@ -34,6 +34,9 @@ export interface ResolvedBinding {
   workspace: Workspace | null;
 }
 
+/** What a folder is bound with: the key, and the org and project it works in. */
+export type Bound = Omit<Workspace, "path" | "boundAt">;
+
 /** The other MCP clients `retasc bind` prints config blocks for. */
 export type McpClient = "codex" | "opencode" | "cursor" | "cline" | "gemini";
 
@@ -143,7 +146,7 @@ export function launcherCommand(): string {
  * Stores the key in the keystore and writes the folder's marker, keeping any other MCP
  * servers already in ./.mcp.json.
  */
-export async function wireFolder(input: Omit<Workspace, "path" | "boundAt"> & { dir: string }): Promise<{ workspaceId: string; marker: string; mcpUrl: string }> {
+export async function wireFolder(input: Bound & { dir: string }): Promise<{ workspaceId: string; marker: string; mcpUrl: string }> {
   const dir = path.resolve(input.dir);
   const url = normalizeUrl(input.url);
   const existing = findMarker(dir);

@@ -1,12 +1,12 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type McpClient, type ResolvedBinding } from "../binding.ts";
+import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type Bound, type McpClient, type ResolvedBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, out, printJson } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
-import { readBindings, type Workspace } from "../store.ts";
+import { readBindings } from "../store.ts";
 import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { login } from "./session.ts";
 
@@ -30,8 +30,6 @@ interface OrgChoice {
   orgId: string;
   name: string;
 }
-/** What a folder is bound with: the key and the org and project it works in. */
-type Bound = Omit<Workspace, "path" | "boundAt">;
 
 /** A prefix from a project name: its first letters and digits, upper case, 2-6 long. */
 export function derivePrefix(name: string): string {
@@ -67,7 +65,7 @@ async function finishBinding(flags: JsonFlag, bound: Bound, extra: Record<string
     runtime: bound.runtime,
     mcpUrl: wired.mcpUrl,
     marker: wired.marker,
-    clients: Object.fromEntries(Object.entries(clientBlocks(wired.mcpUrl)).map(([name, block]) => [name, block])),
+    clients: clientBlocks(wired.mcpUrl),
   };
   if (flags.json) {
     printJson(result);
