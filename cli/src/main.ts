@@ -26,12 +26,17 @@ interface Command {
   run: (flags: Record<string, string | boolean | undefined>, positionals: string[]) => Promise<unknown>;
 }
 
+type Handler<F> = (flags: F, positionals: string[]) => Promise<unknown>;
+
+/** Flags a handler reads that its command does not declare: none, or the build fails naming them. */
+type Undeclared<O, F> = [Exclude<keyof F, keyof O>] extends [never] ? unknown : { undeclaredFlags: Exclude<keyof F, keyof O> };
+
 /**
  * A command whose handler is checked against its options: every flag the handler reads
- * must be an option of the right type.
+ * must be an option, of the right type.
  */
-function command<const O extends Record<string, Option>>(
-  spec: Omit<Command, "options" | "run"> & { options: O; run: (flags: FlagsOf<O>, positionals: string[]) => Promise<unknown> },
+function command<const O extends Record<string, Option>, F>(
+  spec: Omit<Command, "options" | "run"> & { options: O; run: Handler<FlagsOf<O>> & Handler<F> } & Undeclared<O, F>,
 ): Command {
   // parseArgs gives each option a value of its declared type, which is what FlagsOf says.
   return { ...spec, run: (flags, positionals) => spec.run(flags as FlagsOf<O>, positionals) };
