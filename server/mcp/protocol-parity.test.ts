@@ -9,6 +9,7 @@ import { z } from "zod";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import { withPrincipal, type Services } from "../context.ts";
 import { saveIssue } from "../issues/index.ts";
+import { leases } from "../../db/schema/index.ts";
 import { createLogger } from "../log.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { handleMcpNodeRequest, handleMcpRequest } from "./http.ts";
@@ -135,7 +136,6 @@ function fixedShots(): [string, Lazy<Shot>][] {
     ["an error response", post({ jsonrpc: "2.0", id: 9, error: { code: 1, message: "x" } })],
     ["an empty batch", post("[]")],
     ["a mixed batch", post(() => [call("whoami", {}, 1), call("get_issue", { identifier }, "two"), { jsonrpc: "2.0", method: "notifications/initialized" }])],
-    ["a batch repeating an id", post([call("whoami", {}, 1), call("whoami", {}, 1), call("list_projects", {}, 2)])],
     ["ids 1 and \"1\" are distinct", post([call("whoami", {}, 1), call("list_projects", {}, "1")])],
     ["a batch too large", post(Array.from({ length: 101 }, () => ({ jsonrpc: "2.0", method: "notifications/initialized" })))],
     ["not JSON", post("{nope")],
@@ -222,6 +222,25 @@ describe("protocol.ts answers as the SDK", () => {
       }),
     });
     await fc.assert(fc.asyncProperty(shot, expectParity), { numRuns: Number(process.env.PARITY_RUNS ?? 400) });
+  });
+});
+
+describe("where protocol.ts deliberately differs from the SDK", () => {
+  test("a batch repeating an id is refused before any of it runs (the SDK ran both and answered one)", async () => {
+    const leasesBefore = await services.db.$count(leases);
+    const batch = (...ids: number[]) => ({ body: JSON.stringify(ids.map((id) => call("next_issue", {}, id))), headers: jsonHeaders });
+    const answer = await ours(batch(7, 7));
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: ErrorCode.InvalidRequest, message: expect.stringMatching(/repeats a request id/) } });
+    expect(await services.db.$count(leases)).toBe(leasesBefore);
+    // With distinct ids both run, answered in order, and every claim made is handed back.
+    const distinct = await ours(batch(7, 8));
+    expect(distinct.status).toBe(200);
+    const replies = JSON.parse(distinct.body) as { id: number }[];
+    expect(replies.map((r) => r.id)).toEqual([7, 8]);
+    const claims = replies.filter((r) => JSON.stringify(r).includes("claimToken")).length;
+    expect(claims).toBeGreaterThan(0);
+    expect(await services.db.$count(leases)).toBe(leasesBefore + claims);
   });
 });
 

@@ -41,7 +41,7 @@ const capabilities = { tools: { listChanged: false } };
  * status, message and order alike, with the SDK's own schemas and messages
  * (protocol-parity.test.ts holds the two side by side). Building that server and transport
  * for every request, connecting and closing them, cost more CPU than a `get_issue` itself.
- * Requests of a batch run concurrently; the reply waits for all of them.
+ * Requests of a batch run concurrently; the reply waits for all of them, in the batch's order.
  */
 export async function exchange(post: McpPost, scope: CallScope): Promise<McpReply> {
   const accept = post.header("accept");
@@ -84,7 +84,12 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
   // (nothing to cancel or report progress on in a stateless server) and responses need no answer.
   const requests = messages.filter((m): m is JSONRPCRequest => "method" in m && "id" in m);
   if (requests.length === 0) return { status: 202, headers: {}, body: null };
-  const responses = await answerAll(requests, scope);
+  // Here, unlike the SDK, a batch repeating an id is refused before anything runs: only one of
+  // the calls could be answered, and the other's effect (a claim and its token) would be lost.
+  if (requests.length > 1 && new Set(requests.map((r) => r.id)).size < requests.length) {
+    return refused(scope, 400, ErrorCode.InvalidRequest, "Invalid Request: a batch repeats a request id; give every request its own id");
+  }
+  const responses = await Promise.all(requests.map((request) => answer(request, scope)));
   return {
     status: 200,
     headers: { "content-type": "application/json" },
@@ -94,25 +99,6 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
 
 type RpcResponse = { result: unknown; jsonrpc: "2.0"; id: RequestId } | { jsonrpc: "2.0"; id: RequestId; error: RpcError };
 type RpcError = { code: number; message: string; data?: unknown };
-
-/**
- * One response per distinct id, in the order the ids first appear. As in the SDK, a repeated
- * id is answered by the latest of its calls to finish by the time every id has an answer;
- * the others still run to completion.
- */
-function answerAll(requests: JSONRPCRequest[], scope: CallScope): Promise<RpcResponse[]> {
-  const ids = [...new Set(requests.map((r) => r.id))];
-  return new Promise((resolve) => {
-    const answered = new Map<RequestId, RpcResponse>();
-    for (const request of requests) {
-      void answer(request, scope).then((response) => {
-        if (answered.size === ids.length) return;
-        answered.set(request.id, response);
-        if (answered.size === ids.length) resolve(ids.map((id) => answered.get(id)!));
-      });
-    }
-  });
-}
 
 /** Never rejects: a thrown error becomes the JSON-RPC error of that request. */
 async function answer(request: JSONRPCRequest, scope: CallScope): Promise<RpcResponse> {
