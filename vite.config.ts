@@ -1,9 +1,10 @@
 import { reactRouter } from "@react-router/dev/vite";
 import tailwindcss from "@tailwindcss/vite";
 import { defineConfig } from "vite";
+import { serverOnly } from "./scripts/server-only.ts";
 
 export default defineConfig({
-  plugins: [tailwindcss(), reactRouter()],
+  plugins: [serverOnly(import.meta.dirname), tailwindcss(), reactRouter()],
   resolve: { tsconfigPaths: true },
   server: { watch: { ignored: ["**/.retasc/**"] } },
 });
