@@ -83,9 +83,23 @@ export function costSentence(tool: ToolDefinition): string {
   return `Cost: ${price}${note}.${windDown}`;
 }
 
-export const readOnly: ToolAnnotations = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
+/**
+ * The hint sets our tools use, named for what a repeated call does. None reaches outside the
+ * deployment (openWorldHint false): every tool acts on this server's own data.
+ */
+const hints = (readOnly: boolean, destructive: boolean, idempotent: boolean): ToolAnnotations => ({
+  readOnlyHint: readOnly,
+  destructiveHint: destructive,
+  idempotentHint: idempotent,
   openWorldHint: false,
-};
+});
+/** Reads: change nothing. */
+export const readOnly = hints(true, false, true);
+/** Adds something (a claim, a comment, a key); calling again adds another. */
+export const additiveWrite = hints(false, false, false);
+/** Adds or renews without losing anything; calling again changes nothing more. */
+export const idempotentWrite = hints(false, false, true);
+/** May overwrite or give up state (an edit, a release); calling again is another change. */
+export const destructiveWrite = hints(false, true, false);
+/** Removes or revokes; calling again finds it already gone. */
+export const idempotentDestructiveWrite = hints(false, true, true);

@@ -6,7 +6,7 @@ import {
   obsoleteAttachmentInput,
   saveAttachmentInput,
 } from "../../issues/schemas.ts";
-import { defineTool, readOnly } from "../tool.ts";
+import { additiveWrite, defineTool, idempotentDestructiveWrite, readOnly } from "../tool.ts";
 
 const attachmentOutput = z.object({
   id: z.string(),
@@ -29,7 +29,7 @@ export const attachmentTools = [
       "pull request before finishing so the reviewer finds it.",
     input: saveAttachmentInput,
     output: attachmentOutput,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: additiveWrite,
     access: "write",
     meter: { tier: "work" },
     handler: (ctx, input) => saveAttachment(ctx, input),
@@ -69,7 +69,7 @@ export const attachmentTools = [
       "log). The record stays. Idempotent.",
     input: obsoleteAttachmentInput,
     output: attachmentOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "write",
     meter: { tier: "bookkeeping" },
     handler: (ctx, input) => obsoleteAttachment(ctx, input),

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { listComments, retractComment, saveComment } from "../../issues/comments.ts";
 import { listLabels, saveLabel } from "../../issues/labels.ts";
 import { listCommentsInput, retractCommentInput, saveCommentInput, saveLabelInput } from "../../issues/schemas.ts";
-import { defineTool, readOnly } from "../tool.ts";
+import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const commentOutput = z.object({
   id: z.string(),
@@ -34,7 +34,7 @@ export const collaborationTools = [
       body: z.string(),
       createdAt: z.string(),
     }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: additiveWrite,
     access: "write",
     meter: { tier: "work" },
     handler: (ctx, input) => saveComment(ctx, input),
@@ -60,7 +60,7 @@ export const collaborationTools = [
       "legible. Idempotent.",
     input: retractCommentInput,
     output: z.object({ id: z.string(), retracted: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "write",
     meter: { tier: "bookkeeping" },
     handler: (ctx, input) => retractComment(ctx, input),
@@ -74,7 +74,7 @@ export const collaborationTools = [
       "issues through save_issue's labels argument, which also creates missing ones.",
     input: saveLabelInput,
     output: labelOutput,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentWrite,
     access: "write",
     meter: { tier: "bookkeeping" },
     handler: (ctx, input) => saveLabel(ctx, input),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { memberRoles } from "../../../db/schema/index.ts";
 import { mintSessionKey, mintSessionKeyInput, whoami } from "../../orgs/session.ts";
-import { defineTool, readOnly } from "../tool.ts";
+import { additiveWrite, defineTool, readOnly } from "../tool.ts";
 
 const whoamiOutput = z.object({
   kind: z.enum(["agent", "human", "system"]),
@@ -52,7 +52,7 @@ export const identityTools = [
       parentKeyId: z.string(),
       projectId: z.string().nullable(),
     }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: additiveWrite,
     access: "write",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => mintSessionKey(ctx, input),

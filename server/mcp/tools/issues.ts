@@ -2,7 +2,7 @@ import { z } from "zod";
 import { addRelation, getIssue, listIssues, removeRelation, saveIssue } from "../../issues/index.ts";
 import { getIssueInput, listIssuesInput, relationInput, saveIssueInput } from "../../issues/schemas.ts";
 import { issueOutput, issueSummaryOutput } from "../outputs.ts";
-import { defineTool, readOnly } from "../tool.ts";
+import { defineTool, destructiveWrite, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const storedRelationType = z.enum(["blocks", "related", "duplicate"]).describe("blocked_by is stored as blocks, reversed");
 
@@ -21,7 +21,7 @@ export const issueTools = [
       "never frees a lease; release_issue does.",
     input: saveIssueInput,
     output: issueOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    annotations: destructiveWrite,
     access: "write",
     meter: {
       tier: "work",
@@ -74,7 +74,7 @@ export const graphTools = [
       "related and duplicate are informational. A dependency cycle is refused with CYCLE. Idempotent.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentWrite,
     access: "write",
     meter: { tier: "dispatch" },
     handler: (ctx, input) => addRelation(ctx, input),
@@ -88,7 +88,7 @@ export const graphTools = [
       "blocked issue dispatchable at once. Idempotent: removed says whether there was anything to remove.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, removed: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "write",
     meter: { tier: "bookkeeping" },
     handler: (ctx, input) => removeRelation(ctx, input),

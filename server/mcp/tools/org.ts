@@ -9,7 +9,7 @@ import {
   retireMember,
   suspendMember,
 } from "../../orgs/members.ts";
-import { defineTool, readOnly } from "../tool.ts";
+import { defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const personOutput = z.object({
   kind: z.literal("human"),
@@ -67,7 +67,7 @@ export const memberTools = [
       retiredAgents: z.number().int(),
       changed: z.boolean(),
     }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "wind-down",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => suspendMember(ctx, input),
@@ -81,7 +81,7 @@ export const memberTools = [
       "they mint new ones. Idempotent.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("active"), changed: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentWrite,
     access: "write",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => reactivateMember(ctx, input),
@@ -96,7 +96,7 @@ export const memberTools = [
       "suspended, not retired. Idempotent.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "wind-down",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => retireMember(ctx, input),
@@ -148,7 +148,7 @@ export const connectorTools = [
       revokedAt: z.string(),
       changed: z.boolean().describe("false when it was already revoked"),
     }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentDestructiveWrite,
     access: "wind-down",
     meter: { tier: "plumbing", note: "free when it was already revoked", charge: (_input, output) => (output.changed ? { tier: "plumbing", units: 1 } : null) },
     handler: (ctx, input) => revokeConnector(ctx, input),

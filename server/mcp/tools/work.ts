@@ -11,9 +11,7 @@ import {
   releaseIssueInput,
 } from "../../queue/schemas.ts";
 import { checkpointOutput, claimOutput, holderOutput, issueSummaryOutput, nothingClaimableOutput } from "../outputs.ts";
-import { defineTool, readOnly } from "../tool.ts";
-
-const fencedWrite = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+import { additiveWrite, defineTool, destructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 export const workTools = [
   defineTool({
@@ -28,7 +26,7 @@ export const workTools = [
       "issues sit in other people's lanes (otherLanes); pass allLanes:true to take those too.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
-    annotations: fencedWrite,
+    annotations: additiveWrite,
     access: "write",
     meter: {
       tier: "dispatch",
@@ -52,7 +50,7 @@ export const workTools = [
       z.object({ claimed: z.literal(false), issues: z.array(issueSummaryOutput) }),
       nothingClaimableOutput.extend({ claims: z.array(claimOutput).optional(), issues: z.array(issueSummaryOutput).optional() }),
     ]),
-    annotations: fencedWrite,
+    annotations: additiveWrite,
     access: "write",
     meter: {
       tier: "dispatch",
@@ -72,7 +70,7 @@ export const workTools = [
       "blockers), SELF_REVIEW, CLAIM_CAP. Use next_issue unless you were told to take this exact issue.",
     input: claimIssueInput,
     output: claimOutput,
-    annotations: fencedWrite,
+    annotations: additiveWrite,
     access: "write",
     meter: { tier: "dispatch" },
     handler: (ctx, input) => claimIssue(ctx, input),
@@ -109,7 +107,7 @@ export const workTools = [
       "do not. A released, expired or superseded claimToken is refused with STALE_CLAIM: stop work on that issue.",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: idempotentWrite,
     access: "wind-down",
     meter: { tier: "heartbeat" },
     handler: (ctx, input) => heartbeat(ctx, input),
@@ -129,7 +127,7 @@ export const workTools = [
       fence: z.number().int(),
       checkpoint: checkpointOutput.nullable(),
     }),
-    annotations: fencedWrite,
+    annotations: additiveWrite,
     access: "wind-down",
     meter: { tier: "work" },
     handler: (ctx, input) => checkpoint(ctx, input),
@@ -143,7 +141,7 @@ export const workTools = [
       "clean way to stop working on something: a status write never frees a lease. Your claimToken is dead after this.",
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses) }),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    annotations: destructiveWrite,
     access: "wind-down",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => releaseIssue(ctx, input),
