@@ -57,6 +57,8 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   LEASE_TTL_SECONDS: positiveInt(1800),
   CLAIM_CAP_DEFAULT: positiveInt(7),
+  /** Live session keys minted from one key, however deep (each carries its parent's claim cap). */
+  SESSION_KEY_CAP: positiveInt(20),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
   SLA_SWEEP_MS: positiveInt(60_000),

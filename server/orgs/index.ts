@@ -1,11 +1,11 @@
 import crypto from "node:crypto";
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "../../db/client.ts";
+import { query, type Db } from "../../db/client.ts";
 import { agentKeys, members, orgs, projects, user } from "../../db/schema/index.ts";
 import type { Principal, Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
-import { DomainError, invalidInput, notFound } from "../errors.ts";
+import { DomainError, forbidden, invalidInput, notFound } from "../errors.ts";
 
 export const newId = () => crypto.randomUUID();
 
@@ -82,7 +82,86 @@ export async function ensureMember(db: Db, orgId: string, userId: string, role: 
   await db.insert(members).values({ id: newId(), orgId, userId, role }).onConflictDoNothing();
 }
 
-/** Mints an agent key. The secret is returned once; only its SHA-256 is stored. */
+/**
+ * Locks the holder's membership (FOR SHARE) and refuses one who is not an active member.
+ * Suspension updates that row before it retires the person's keys, so a key minted at the same
+ * time is either refused here or committed before the retirement looks for keys: it never
+ * outlives the suspension. Callers that go on to lock keys take this lock first (deadlock order).
+ */
+export async function lockActiveHolder(db: Db, orgId: string, userId: string): Promise<void> {
+  const rows = await db
+    .select({ status: members.status })
+    .from(members)
+    .where(and(eq(members.orgId, orgId), eq(members.userId, userId)))
+    .for("share");
+  if (!rows[0]) throw notFound(`member ${userId}`, "Keys are minted for people in the org.");
+  if (rows[0].status !== "active") {
+    throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
+  }
+}
+
+/**
+ * Locks a key tree: the root key (no parent) that `keyId` was minted from, however deep, or
+ * `keyId` itself when it is a root. Minting a session key and revoking any key of a tree both
+ * take this lock first, so they never interleave: a revocation's walk, which starts after the
+ * lock, sees every session key committed before it, and a mint after it sees the revocation.
+ * FOR NO KEY UPDATE, so it waits for no reader.
+ */
+export async function lockKeyTree(db: Db, orgId: string, keyId: string): Promise<void> {
+  await query(
+    db,
+    sql`with recursive up(id, parent_key_id) as (
+          select id, parent_key_id from agent_keys where id = ${keyId} and org_id = ${orgId}
+          union all
+          select k.id, k.parent_key_id from agent_keys k join up on k.id = up.parent_key_id where k.org_id = ${orgId}
+        )
+        select k.id from agent_keys k where k.org_id = ${orgId} and k.id in (select id from up where parent_key_id is null)
+        for no key update of k`,
+  );
+}
+
+/**
+ * Under the tree lock: refuses a parent that is revoked or minted from a revoked key, and one
+ * whose tree already holds `cap` live session keys (each session key has the claim cap of its
+ * parent, so an unbounded number would multiply it).
+ */
+async function requireLiveParent(db: Db, orgId: string, parentKeyId: string, cap: number): Promise<void> {
+  await lockKeyTree(db, orgId, parentKeyId);
+  // A new statement after the lock: it sees whatever the revocation or mint before us committed.
+  const [state] = await query<{ found: number; revoked: number; live: number }>(
+    db,
+    sql`with recursive up(id, parent_key_id, revoked_at) as (
+          select id, parent_key_id, revoked_at from agent_keys where id = ${parentKeyId} and org_id = ${orgId}
+          union all
+          select k.id, k.parent_key_id, k.revoked_at from agent_keys k join up on k.id = up.parent_key_id where k.org_id = ${orgId}
+        ),
+        down(id) as (
+          select id from up where parent_key_id is null
+          union
+          select k.id from agent_keys k join down on k.parent_key_id = down.id where k.org_id = ${orgId}
+        )
+        select (select count(*) from up)::int as found,
+               (select count(*) from up where revoked_at is not null)::int as revoked,
+               (select count(*) from agent_keys k join down on k.id = down.id
+                 where k.parent_key_id is not null and k.revoked_at is null)::int as live`,
+  );
+  if (!state || state.found === 0 || state.revoked > 0) {
+    throw new DomainError("UNAUTHORIZED", "this key was revoked", "Ask your human for a new key; session keys end with the key they came from.");
+  }
+  if (state.live >= cap) {
+    throw new DomainError(
+      "SESSION_KEY_CAP",
+      `this key already has ${state.live} live session keys (the cap is ${cap})`,
+      "Retire session keys you no longer use (retire_member with their memberId, from list_members), or ask the operator to raise SESSION_KEY_CAP.",
+      { live: state.live, cap },
+    );
+  }
+}
+
+/**
+ * Mints an agent key for an active member. The secret is returned once; only its SHA-256 is
+ * stored. A session key names its parent and the cap of live session keys per tree.
+ */
 export async function mintAgentKey(
   db: Db,
   input: {
@@ -90,11 +169,13 @@ export async function mintAgentKey(
     userId: string;
     runtime: string;
     projectId?: string | null;
-    parentKeyId?: string | null;
+    parent?: { keyId: string; sessionKeyCap: number };
     claimCap?: number | null;
   },
 ): Promise<{ keyId: string; key: string }> {
   const runtime = runtimeSchema.parse(input.runtime);
+  await lockActiveHolder(db, input.orgId, input.userId);
+  if (input.parent) await requireLiveParent(db, input.orgId, input.parent.keyId, input.parent.sessionKeyCap);
   if (input.projectId) {
     const project = await db
       .select({ id: projects.id })
@@ -112,7 +193,7 @@ export async function mintAgentKey(
     runtime,
     keyHash: sha256(key),
     prefix: key.slice(0, 12),
-    parentKeyId: input.parentKeyId ?? null,
+    parentKeyId: input.parent?.keyId ?? null,
     claimCap: input.claimCap ?? null,
   });
   return { keyId, key };

@@ -3,9 +3,9 @@ import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { agentKeys, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import { DomainError, forbidden, notFound } from "../errors.ts";
-import { actorOf, membershipOf, recordOrgActivity, requireActsOnHolder, type ActOn } from "./access.ts";
-import { mintAgentKey, runtimeSchema } from "./index.ts";
+import { DomainError, notFound } from "../errors.ts";
+import { actorOf, recordOrgActivity, requireActsOnHolder, type ActOn } from "./access.ts";
+import { lockActiveHolder, lockKeyTree, mintAgentKey, runtimeSchema } from "./index.ts";
 
 /**
  * Agent keys as a person manages them: mint, list, rotate, revoke. Members manage their
@@ -44,11 +44,8 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
     const userId = input.userId ?? actor.userId;
-    const holder = await requireActsOnHolder(tx, actor, userId, keyAction("minting", "mint a key for"));
-    if (!holder) throw notFound(`member ${userId}`, "Keys are minted for people in the org.");
-    if (holder.status !== "active") {
-      throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
-    }
+    await requireActsOnHolder(tx, actor, userId, keyAction("minting", "mint a key for"));
+    // mintAgentKey refuses a holder who is not an active member.
     const minted = await mintAgentKey(tx, {
       orgId,
       userId,
@@ -112,6 +109,8 @@ async function keyInOrg(tx: Db, orgId: string, keyId: string) {
  * them unless it was revoked already.
  */
 export async function revokeKeyTree(tx: Db, orgId: string, keyId: string, now: Date): Promise<string[]> {
+  // First the tree's lock (a session key being minted in it commits before the walk below reads).
+  await lockKeyTree(tx, orgId, keyId);
   const rows = await query<{ id: string }>(
     tx,
     sql`with recursive tree(id) as (
@@ -150,13 +149,11 @@ export async function rotateKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
     const actor = await actorOf(ctx, tx);
     const key = await keyInOrg(tx, ctx.principal.orgId, keyId);
     await requireActsOnHolder(tx, actor, key.userId, keyAction("rotating", "rotate a key of"));
+    // The holder's lock before the key tree's, in the order suspension takes them.
+    await lockActiveHolder(tx, key.orgId, key.userId);
     const revoked = await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
     if (!revoked.includes(keyId)) {
       throw new DomainError("CONFLICT", `key ${key.prefix}… is already revoked`, "Mint a new key with `retasc key mint`.");
-    }
-    const holder = await membershipOf(tx, key.orgId, key.userId);
-    if (holder?.status !== "active") {
-      throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
     }
     const minted = await mintAgentKey(tx, {
       orgId: key.orgId,

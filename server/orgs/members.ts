@@ -121,8 +121,18 @@ async function personInOrg(tx: Db, orgId: string, memberId: string) {
   throw notFound(`member ${memberId}`, "List the org's people with list_members.");
 }
 
-/** Revokes every live key a person holds in the org; returns how many. */
+/**
+ * Revokes every live key a person holds in the org; returns how many. Their key trees' locks
+ * first, in id order, so a concurrent revocation in one of them (which takes its lock first
+ * too) cannot deadlock with this.
+ */
 async function retireAgentsOf(tx: Db, orgId: string, userId: string, now: Date): Promise<number> {
+  await tx
+    .select({ id: agentKeys.id })
+    .from(agentKeys)
+    .where(and(eq(agentKeys.orgId, orgId), eq(agentKeys.userId, userId), isNull(agentKeys.parentKeyId)))
+    .orderBy(asc(agentKeys.id))
+    .for("no key update");
   const retired = await tx
     .update(agentKeys)
     .set({ revokedAt: now })

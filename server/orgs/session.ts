@@ -65,10 +65,12 @@ export const mintSessionKeyInput = z.object({
 
 /**
  * Mints a key for one session of the calling agent: same human, org, project, runtime
- * and claim cap, with the caller's key as its parent. The secret is returned once.
+ * and claim cap, with the caller's key as its parent. The secret is returned once. Refused
+ * once the caller's key, or any key it came from, is revoked (under the tree's lock, so not
+ * even a mint racing the revocation outlives it), and past SESSION_KEY_CAP live session keys.
  */
-export async function mintSessionKey(ctx: Ctx, input: z.input<typeof mintSessionKeyInput>) {
-  const { label } = mintSessionKeyInput.parse(input);
+export async function mintSessionKey(ctx: Ctx, raw: z.input<typeof mintSessionKeyInput>) {
+  const { label } = mintSessionKeyInput.parse(raw);
   const { principal } = ctx;
   if (principal.kind !== "agent" || !principal.keyId || !principal.userId || !principal.runtime) {
     throw new DomainError("FORBIDDEN", "only an agent key can mint a session key", "Call this with an agent key (rtsc_...).");
@@ -79,7 +81,7 @@ export async function mintSessionKey(ctx: Ctx, input: z.input<typeof mintSession
       userId: principal.userId!,
       runtime: principal.runtime!,
       projectId: principal.projectId,
-      parentKeyId: principal.keyId,
+      parent: { keyId: principal.keyId!, sessionKeyCap: ctx.config.SESSION_KEY_CAP },
       claimCap: principal.claimCap,
     });
     await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId, ...(label ? { label } : {}) });

@@ -43,7 +43,9 @@ export const identityTools = [
     description:
       "Mints a new agent key for this session with exactly your identity (same human, org, project, runtime and " +
       "claim cap), so concurrent sessions of one agent are told apart in claims and the activity log. The key is " +
-      "returned once: keep it and send it as your Bearer token from now on.",
+      "returned once: keep it and send it as your Bearer token from now on. It ends with the key it came from " +
+      "(revoked, rotated or retired). SESSION_KEY_CAP when your key already has as many live session keys as the " +
+      "deployment allows (20 by default, counting session keys of session keys): retire the ones you no longer use.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

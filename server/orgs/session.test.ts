@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
+import { authenticateAgentKey } from "./index.ts";
+import { mintKey, revokeKey, rotateKey } from "./keys.ts";
+import { reactivateMember, retireMember, suspendMember } from "./members.ts";
+import { mintSessionKey } from "./session.ts";
+import { peopleOf, refusal, type Person } from "./testing.ts";
+
+/**
+ * Session keys never outlive the key they were minted from. On PostgreSQL the mints and the
+ * revocations really run at once (a pool of 20 connections); on PGlite they take turns.
+ */
+let testDb: TestDatabase;
+let services: Services;
+let org: SeededOrg;
+let as: Record<Person, Ctx>;
+let memberIds: Record<Person, string>;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase({ max: 20 });
+  // A cap above what the races mint: the cap has its own test.
+  services = servicesFor(testDb.database, { config: testConfig({ SESSION_KEY_CAP: "1000" }) });
+});
+afterAll(() => testDb?.close());
+beforeEach(async () => {
+  org = await seedOrg(services);
+  ({ as, memberIds } = await peopleOf(services, org));
+});
+
+const ctxOf = async (key: string, on: Services = services) => withPrincipal(on, (await authenticateAgentKey(on.db, key))!);
+const live = async (keys: string[]) => (await Promise.all(keys.map((k) => authenticateAgentKey(services.db, k)))).filter(Boolean).length;
+
+/**
+ * Sixteen mints from `parent` (and, when given, eight from a session key of it) race `revoke`,
+ * started in the middle of them. Returns the secrets of every session key that was minted.
+ */
+async function race(parent: Ctx, revoke: () => Promise<unknown>, nested?: Ctx): Promise<string[]> {
+  const mints: Promise<{ key: string }>[] = [];
+  for (let i = 0; i < 16; i++) {
+    mints.push(mintSessionKey(parent, { label: `s${i}` }));
+    if (nested && i % 2 === 0) mints.push(mintSessionKey(nested, { label: `n${i}` }));
+  }
+  const revoked = revoke();
+  for (let i = 16; i < 24; i++) mints.push(mintSessionKey(parent, { label: `s${i}` }));
+  const [settled] = await Promise.all([Promise.allSettled(mints), revoked]);
+  for (const r of settled) {
+    // A mint that lost the race is refused as revoked (or, before the retirement, never refused).
+    if (r.status === "rejected") expect(r.reason).toMatchObject({ code: expect.stringMatching(/^(UNAUTHORIZED|FORBIDDEN)$/) });
+  }
+  return settled.flatMap((r) => (r.status === "fulfilled" ? [r.value.key] : []));
+}
+
+describe("session keys racing the revocation of their parent", () => {
+  it("retire, revoke or rotate: no session key minted at the same time authenticates afterwards, however deep", async () => {
+    const doors: [string, (keyId: string) => Promise<unknown>][] = [
+      ["retire", (keyId) => retireMember(as.alice, { memberId: keyId })],
+      ["revoke", (keyId) => revokeKey(as.bob, { keyId })],
+      ["rotate", (keyId) => rotateKey(as.bob, { keyId })],
+    ];
+    let minted = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const [door, revoke] of doors) {
+        const parent = await mintKey(as.bob, { runtime: `race-${door}` });
+        const parentCtx = await ctxOf(parent.key);
+        const child = await mintSessionKey(parentCtx, { label: "nested" });
+        const keys = await race(parentCtx, () => revoke(parent.keyId), await ctxOf(child.key));
+        minted += keys.length;
+        expect(await live([parent.key, child.key, ...keys]), `${door}, round ${round}: live after the revocation`).toBe(0);
+      }
+    }
+    // The race was real: some mints got in before the revocation (on PostgreSQL, usually several each round).
+    expect(minted).toBeGreaterThan(0);
+  });
+
+  it("suspending the holder: no session key minted at the same time comes back with the reactivation", async () => {
+    for (let round = 0; round < 3; round++) {
+      const parent = await mintKey(as.carol, { runtime: "race-suspend" });
+      const keys = await race(await ctxOf(parent.key), () => suspendMember(as.alice, { memberId: memberIds.carol }));
+      await reactivateMember(as.alice, { memberId: memberIds.carol });
+      expect(await live([parent.key, ...keys]), `round ${round}`).toBe(0);
+    }
+  });
+
+  it("a session key of a revoked key cannot mint", async () => {
+    const child = await mintSessionKey(org.agents.bob.ctx, {});
+    const childCtx = await ctxOf(child.key);
+    await revokeKey(as.bob, { keyId: org.agents.bob.principal.keyId! });
+    // The context was authenticated before the revocation, as a request in flight would be.
+    expect((await refusal(mintSessionKey(childCtx, {}))).code).toBe("UNAUTHORIZED");
+    expect((await refusal(mintSessionKey(org.agents.bob.ctx, {}))).code).toBe("UNAUTHORIZED");
+  });
+});
+
+describe("the cap on live session keys", () => {
+  it("counts every live session key of a tree, however deep, even when minted at once; retiring one frees a place", async () => {
+    const capped: Services = { ...services, config: testConfig({ SESSION_KEY_CAP: "3" }) };
+    const root = await ctxOf(org.agents.bob.key, capped);
+    const first = await mintSessionKey(root, {});
+    const nested = await ctxOf(first.key, capped);
+    const results = await Promise.allSettled([...Array(6)].map((_, i) => mintSessionKey(i % 2 ? nested : root, {})));
+    const won = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    expect(won).toHaveLength(2);
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    for (const error of refused) expect(error).toMatchObject({ code: "SESSION_KEY_CAP", details: { live: 3, cap: 3 } });
+    await retireMember(as.bob, { memberId: won[0]!.keyId });
+    expect(await mintSessionKey(root, {})).toMatchObject({ parentKeyId: org.agents.bob.principal.keyId });
+    // Another key of the same person has a tree of its own.
+    const other = await ctxOf(org.agents.carol.key, capped);
+    expect(await mintSessionKey(other, {})).toMatchObject({ runtime: "cursor" });
+  });
+});
