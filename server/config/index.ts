@@ -53,8 +53,6 @@ export const configSchema = z.object({
   GITHUB_CLIENT_SECRET: z.string().optional(),
   GOOGLE_CLIENT_ID: z.string().optional(),
   GOOGLE_CLIENT_SECRET: z.string().optional(),
-  STRIPE_SECRET_KEY: z.string().optional(),
-  STRIPE_WEBHOOK_SECRET: z.string().optional(),
   LEASE_TTL_SECONDS: positiveInt(1800),
   CLAIM_CAP_DEFAULT: positiveInt(7),
   /** Live session keys minted from one key, however deep (each carries its parent's claim cap). */
@@ -102,12 +100,6 @@ export const configSchema = z.object({
   GOOGLE_OAUTH_URL: z.url().default("https://accounts.google.com"),
   GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
   GOOGLE_USERINFO_URL: z.url().default("https://openidconnect.googleapis.com/v1/userinfo"),
-  GITLAB_URL: z.url().default("https://gitlab.com"),
-  SLACK_API_URL: z.url().default("https://slack.com/api"),
-  DISCORD_API_URL: z.url().default("https://discord.com/api"),
-  TELEGRAM_API_URL: z.url().default("https://api.telegram.org"),
-  LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
-  STRIPE_API_URL: z.url().default("https://api.stripe.com"),
 });
 
 export type Config = z.infer<typeof configSchema> & {
