@@ -5,6 +5,5 @@ import { serverOnly } from "./scripts/server-only.ts";
 
 export default defineConfig({
   plugins: [serverOnly(import.meta.dirname), tailwindcss(), reactRouter()],
-  resolve: { tsconfigPaths: true },
   server: { watch: { ignored: ["**/.retasc/**"] } },
 });

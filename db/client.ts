@@ -9,9 +9,6 @@ import * as schema from "./schema/index.ts";
 
 export { schema };
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
-/** A transaction handle is used exactly like a Db. */
-export type Tx = Db;
-
 export type Driver = "pglite" | "postgres";
 
 export interface Database {

@@ -24,7 +24,6 @@ export const inviteCodeSchema = z
   .trim()
   .transform((value) => extractInviteCode(value))
   .pipe(z.string().regex(/^rtscinv_[A-Za-z0-9_-]{16,100}$/, "an invite code looks like rtscinv_… (or a link ending in one)"));
-export const redeemInviteInput = z.object({ code: inviteCodeSchema });
 
 /** Accepts the bare code or any link that carries it (…/join/rtscinv_…, ?code=rtscinv_…). */
 export function extractInviteCode(value: string): string {
