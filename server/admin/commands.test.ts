@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { account } from "../../db/schema/index.ts";
-import { testConfig } from "../testing/db.ts";
+import { account, members, orgs, user } from "../../db/schema/index.ts";
+import crypto from "node:crypto";
+import { boot } from "../boot.ts";
+import { loadConfig } from "../config/index.ts";
+import { createTestDatabase, testConfig, testDriver } from "../testing/db.ts";
+import { runEntry, tempDataDir } from "../testing/app-process.ts";
 import { createAuth } from "../auth/index.ts";
 import { authenticateAgentKey } from "../orgs/index.ts";
 import { bootstrap, mintKey, setPassword } from "./commands.ts";
@@ -33,6 +37,65 @@ describe("operator commands", () => {
       code: "NOT_FOUND",
     });
   });
+});
+
+describe("an account nobody proved the address of", () => {
+  /** A sign-up through better-auth's endpoint, as the sign-up page posts it: the email is recorded unverified. */
+  async function signUp(email: string) {
+    const response = await postToAuth(createAuth(env.services), "/sign-up/email", { email, password: "correct horse battery", name: "Squatter" });
+    expect(response.status).toBe(200);
+    const [row] = await env.services.db.select().from(user).where(eq(user.email, email));
+    expect(row!.emailVerified).toBe(false);
+    return row!.id;
+  }
+
+  it("is never made the owner by bootstrap, nor a member by mint-key: refused, nothing created", async () => {
+    const squatter = await signUp("ceo@corp.test");
+    const refused = await bootstrap(env.services, { org: "Corp", project: "Web", prefix: "CORP", email: "CEO@corp.test" }).catch((e) => e);
+    expect(refused).toMatchObject({ code: "FORBIDDEN", details: { reason: "email_unverified" }, hint: expect.stringContaining("/dash/orgs/new") });
+    expect(await env.services.db.select().from(orgs).where(eq(orgs.name, "Corp"))).toEqual([]);
+
+    const { orgId } = await bootstrap(env.services, { org: "Corp2", project: "Web", prefix: "CORP", email: "real-ceo@corp.test" });
+    await expect(mintKey(env.services, { org: orgId, email: "ceo@corp.test", runtime: "codex" })).rejects.toMatchObject({
+      code: "FORBIDDEN",
+      details: { reason: "email_unverified" },
+    });
+    expect(await env.services.db.select().from(members).where(eq(members.userId, squatter))).toEqual([]);
+  });
+
+  it("attaches an account whose provider verified the address, and people the operator made", async () => {
+    const id = "oauth-verified-user";
+    await env.services.db.insert(user).values({ id, email: "dev@corp.test", name: "Dev", emailVerified: true });
+    await env.services.db.insert(account).values({ id: "acc-1", userId: id, providerId: "github", accountId: "42" });
+    const { orgId, userId } = await bootstrap(env.services, { org: "Verified", project: "Web", prefix: "VER", email: "dev@corp.test" });
+    expect(userId).toBe(id);
+    // bootstrap's own person (no sign-in of their own) gets a key in another org too.
+    const owner = await bootstrap(env.services, { org: "Other", project: "P", prefix: "OTH", email: "ops@corp.test" });
+    expect((await mintKey(env.services, { org: orgId, email: "ops@corp.test", runtime: "ci" })).userId).toBe(owner.userId);
+  });
+});
+
+it("the admin command refuses such an account in one line and exits non-zero", async () => {
+  const database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
+  const childEnv: Record<string, string> = database
+    ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), RETASC_EMAIL_PASSWORD: "on" }
+    : { RETASC_DATA_DIR: tempDataDir(), RETASC_EMAIL_PASSWORD: "on" };
+  try {
+    // The sign-up goes through the deployment's own better-auth, on the database the command then opens.
+    const booted = await boot(loadConfig({ ...childEnv, LOG_LEVEL: "silent" }), { warn: () => {}, poolSize: 1 });
+    try {
+      const response = await postToAuth(createAuth(booted.services), "/sign-up/email", { email: "ceo@corp.test", password: "correct horse battery", name: "Squatter" });
+      expect(response.status).toBe(200);
+    } finally {
+      await booted.close();
+    }
+    const result = runEntry("server/admin/main.ts", ["bootstrap", "--org", "Corp", "--project", "Web", "--prefix", "WEB", "--email", "ceo@corp.test", "--json"], childEnv);
+    expect(result.status).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^✗ FORBIDDEN: ceo@corp.test has an account whose email is not verified/)]);
+  } finally {
+    await database?.close();
+  }
 });
 
 describe("set-password", () => {

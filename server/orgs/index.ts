@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
-import { agentKeys, members, orgs, projects, user } from "../../db/schema/index.ts";
+import { account, agentKeys, members, orgs, projects, user } from "../../db/schema/index.ts";
 import type { Principal, Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, invalidInput, notFound } from "../errors.ts";
@@ -22,18 +22,33 @@ export const runtimeSchema = z
   .max(64)
   .regex(/^[A-Za-z0-9._:-]+$/, "a runtime label is letters, digits and . _ : -");
 
-/** Finds the human with this email, creating them if needed. */
+/**
+ * Finds the person with this email, creating them if needed, for the operator commands (which
+ * vouch for the address: the person they create is marked verified). An existing account is
+ * used only when its address is proven: verified by the OAuth provider it signed up with, or
+ * made by an operator command and never given a sign-in since. An email + password sign-up
+ * proves nothing (better-auth records it unverified), so it is refused: whoever signed up
+ * first with the address would otherwise be handed the operator's org.
+ */
 export async function ensureUser(db: Db, email: string, name?: string): Promise<string> {
   const normalized = emailSchema.parse(email);
-  const existing = await db.select({ id: user.id }).from(user).where(eq(user.email, normalized));
-  if (existing[0]) return existing[0].id;
-  const id = newId();
   await db
     .insert(user)
-    .values({ id, email: normalized, name: name ?? normalized.split("@")[0]! })
+    .values({ id: newId(), email: normalized, name: name ?? normalized.split("@")[0]!, emailVerified: true })
     .onConflictDoNothing();
-  const row = await db.select({ id: user.id }).from(user).where(eq(user.email, normalized));
-  return row[0]!.id;
+  const [row] = await db
+    .select({ id: user.id, emailVerified: user.emailVerified, signIns: sql<number>`(select count(*)::int from ${account} a where a.user_id = ${user}.id)` })
+    .from(user)
+    .where(eq(user.email, normalized));
+  if (!row!.emailVerified && row!.signIns > 0) {
+    throw new DomainError(
+      "FORBIDDEN",
+      `${normalized} has an account whose email is not verified, so it may not be theirs`,
+      "If the account is theirs, they sign in and create the org in the Dash (/dash/orgs/new) or redeem an invite; otherwise use another email.",
+      { reason: "email_unverified" },
+    );
+  }
+  return row!.id;
 }
 
 export async function createOrg(
