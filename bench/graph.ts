@@ -1,5 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import { query } from "../db/client.ts";
+import { compareDispatch, dispatchable, dispatchOrder, inLanes } from "../db/schema/dispatch.ts";
 import { issues } from "../db/schema/index.ts";
 import type { Ctx } from "../server/context.ts";
 import { saveIssue } from "../server/issues/index.ts";
@@ -7,7 +9,7 @@ import { nextIssue } from "../server/queue/index.ts";
 import { lockOrgGraph, rerank } from "../server/issues/ranking.ts";
 import { ownLevelOf, slaOf } from "../server/issues/levels.ts";
 import { makeAgents, openBenchDatabase, type BenchDatabase } from "./lib/env.ts";
-import { dispatchCompare, seedGraph, type SeededIssue, type SeedIssue } from "./lib/seed.ts";
+import { seedGraph, type SeededIssue, type SeedIssue } from "./lib/seed.ts";
 import { distribution, log, seededRandom, timed, type Distribution } from "./lib/stats.ts";
 
 /**
@@ -165,21 +167,19 @@ async function measureRerankPart(bench: BenchDatabase, id: string, iterations: n
 
 /**
  * The plan of retasc_next_issue's pick for a project key, as the function plans it (a generic
- * plan, no sequential scans): the statement is repeated here from db/migrations/0006.
+ * plan, no sequential scans): the pick built from the dispatch rule with the function's
+ * parameters as $1..$4 (server/queue/dispatch-sql.test.ts holds the function to the same rule).
  */
 async function explainDispatch(bench: BenchDatabase, ctx: Ctx): Promise<string> {
   const { projectId, userId } = ctx.principal;
+  const i = alias(issues, "i");
   return bench.pools[0]!.db.transaction(async (tx) => {
     await tx.execute(sql`set local plan_cache_mode = force_generic_plan`);
     await tx.execute(sql`set local enable_seqscan = off`);
     await tx.execute(sql`prepare retasc_pick(text, timestamptz, text, boolean) as
       select i.id from issues i
-       where i.project_id = $1
-         and i.work and i.status in ('todo', 'doing', 'review') and i.open_blocker_count = 0
-         and (i.lease_expires_at is null or i.lease_expires_at <= $2)
-         and ($3 is null or not (i.status = 'review' and i.submitter_id is not distinct from $3))
-         and ($4 or $3 is null or i.assignee_id is null or i.assignee_id = $3)
-       order by i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc
+       where i.project_id = $1 and ${dispatchable(i, sql.raw("$2"))} and ${inLanes(i, sql.raw("$3"), sql.raw("$4"))}
+       order by ${sql.join(dispatchOrder(i), sql`, `)}
        limit 1 for update skip locked`);
     const rows = await query<{ "QUERY PLAN": string }>(
       tx,
@@ -210,7 +210,7 @@ export async function graphBenchmarks(options: {
     await verifySample(bench, seeded, plan);
     const me = ctx.principal.userId;
     const visible = seeded.filter((s) => s.openBlockerCount === 0 && (s.assigneeId === null || s.assigneeId === me));
-    const expectedFirst = visible.reduce((best, s) => (dispatchCompare(s, best) < 0 ? s : best)).identifier;
+    const expectedFirst = visible.reduce((best, s) => (compareDispatch(s, best) < 0 ? s : best)).identifier;
     log(`graph: seeded in ${Math.round(seeding.ms)} ms; nextIssue x${options.latencyIterations}`);
     const explain = options.explain ? await explainDispatch(bench, ctx) : undefined;
     const latency = await measureNextIssue(ctx, options.latencyIterations, Math.min(50, options.latencyIterations), expectedFirst);

@@ -36,6 +36,8 @@ export interface SeededIssue {
   effectiveLevel: number;
   effectiveDueAt: Date | null;
   openBlockerCount: number;
+  /** Always todo: seeded issues are never in review. */
+  status: "todo";
 }
 
 export interface SeedTarget {
@@ -126,6 +128,7 @@ export async function seedGraph(services: Services, target: SeedTarget, graph: S
     effectiveLevel: level[i]!,
     effectiveDueAt: due[i] === null ? null : new Date(due[i]!),
     openBlockerCount: indegree[i]!,
+    status: "todo",
   }));
   const blocked = new Set(graph.edges.map(([, t]) => t));
   const noDependency = cipher.encrypt("seeded by the benchmark");
@@ -145,7 +148,7 @@ export async function seedGraph(services: Services, target: SeedTarget, graph: S
           titleEnc: cipher.encrypt(issue.title),
           noDependencyEnc: blocked.has(i) ? null : noDependency,
           work: true,
-          status: "todo" as const,
+          status: s.status,
           priority: issue.priority,
           assigneeId: issue.assigneeId,
           authorId: target.authorId,
@@ -188,14 +191,4 @@ export async function analyze(db: Db): Promise<void> {
   await db.execute(sql`analyze issues`);
   await db.execute(sql`analyze relations`);
   await db.execute(sql`analyze leases`);
-}
-
-/** The dispatch order (docs/architecture.md#order) over seeded (never review, never held) issues. */
-export function dispatchCompare(a: SeededIssue, b: SeededIssue): number {
-  if (a.effectiveLevel !== b.effectiveLevel) return b.effectiveLevel - a.effectiveLevel;
-  const ad = a.effectiveDueAt?.getTime() ?? Infinity;
-  const bd = b.effectiveDueAt?.getTime() ?? Infinity;
-  if (ad !== bd) return ad - bd;
-  if (a.createdAt.getTime() !== b.createdAt.getTime()) return a.createdAt.getTime() - b.createdAt.getTime();
-  return a.number - b.number;
 }

@@ -11,6 +11,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
+import { dispatchCandidate, dispatchIndexOrder } from "./dispatch.ts";
 import { issueStatuses } from "../../shared/statuses.ts";
 import { orgs, projects } from "./orgs.ts";
 
@@ -70,30 +71,13 @@ export const issues = pgTable(
   (t) => [
     uniqueIndex("issues_project_number_uq").on(t.projectId, t.number),
     uniqueIndex("issues_org_identifier_uq").on(t.orgId, t.identifier),
-    // Dispatch order as an index: effective level, review first, effective deadline,
-    // oldest, lowest number. Only dispatchable candidates are in it.
+    // The dispatch order as an index, over exactly the dispatch candidates (./dispatch.ts).
     index("issues_dispatch_idx")
-      .on(
-        t.projectId,
-        sql`${t.effectiveLevel} desc`,
-        sql`(${t.status} = 'review') desc`,
-        sql`${t.effectiveDueAt} asc nulls last`,
-        t.createdAt,
-        t.number,
-      )
-      .where(
-        sql`${t.work} and ${t.status} in ('todo','doing','review') and ${t.openBlockerCount} = 0`,
-      ),
+      .on(t.projectId, ...dispatchIndexOrder(t))
+      .where(dispatchCandidate(t)),
     // The Dash's queue: the whole org in dispatch order, every status (its filters narrow it),
     // so a page is an index range read instead of a sort of the org's issues.
-    index("issues_org_dispatch_idx").on(
-      t.orgId,
-      sql`${t.effectiveLevel} desc`,
-      sql`(${t.status} = 'review') desc`,
-      sql`${t.effectiveDueAt} asc nulls last`,
-      t.createdAt,
-      t.number,
-    ),
+    index("issues_org_dispatch_idx").on(t.orgId, ...dispatchIndexOrder(t)),
     index("issues_sla_next_idx").on(t.projectId, t.slaNextAt).where(sql`${t.slaNextAt} is not null`),
     index("issues_lease_expiry_idx")
       .on(t.leaseExpiresAt)

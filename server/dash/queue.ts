@@ -1,9 +1,9 @@
 import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
+import { dispatchOrder } from "../../db/schema/dispatch.ts";
 import { agentKeys, issues, leases } from "../../db/schema/index.ts";
 import { openStatuses } from "../../shared/statuses.ts";
 import type { Ctx } from "../context.ts";
-import { dispatchOrder } from "../issues/index.ts";
 import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";
 import { orgTimeZone } from "../issues/store.ts";
@@ -87,7 +87,7 @@ export async function queuePage(ctx: Ctx, raw: unknown) {
       .from(issues)
       .leftJoin(leases, and(eq(leases.id, issues.leaseId), gt(leases.expiresAt, now)))
       .where(and(...filters, tabFilter))
-      .orderBy(...dispatchOrder)
+      .orderBy(...dispatchOrder(issues))
       .limit(QUEUE_PAGE_SIZE)
       .offset((input.page - 1) * QUEUE_PAGE_SIZE),
     db

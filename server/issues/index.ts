@@ -1,5 +1,6 @@
-import { and, asc, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
+import { dispatchOrder } from "../../db/schema/dispatch.ts";
 import { issueLabels, issues, labels, members, projects, relations } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { enqueue } from "../outbox/index.ts";
@@ -473,15 +474,6 @@ export async function getIssue(ctx: Ctx, raw: unknown) {
   return issueView(ctx.db, cipher, row, ctx.clock.now());
 }
 
-/** Dispatch order, as stored. */
-export const dispatchOrder = [
-  desc(issues.effectiveLevel),
-  sql`(${issues.status} = 'review') desc`,
-  sql`${issues.effectiveDueAt} asc nulls last`,
-  asc(issues.createdAt),
-  asc(issues.number),
-];
-
 export async function listIssues(ctx: Ctx, raw: unknown) {
   const input = listIssuesInput.parse(raw ?? {});
   const orgId = ctx.principal.orgId;
@@ -504,7 +496,7 @@ export async function listIssues(ctx: Ctx, raw: unknown) {
     .select()
     .from(issues)
     .where(and(...where))
-    .orderBy(...dispatchOrder)
+    .orderBy(...dispatchOrder(issues))
     .limit(input.limit);
   const cipher = await ctx.keyring.forOrg(ctx.db, orgId);
   return { issues: await summarize(ctx.db, cipher, rows, ctx.clock.now()) };

@@ -14,12 +14,12 @@ import { query, type Db } from "../../db/client.ts";
  * open blocks): they run side by side, and still never beside a graph change.
  */
 export async function lockOrgGraph(tx: Db, orgId: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
-  await tx.execute(
-    mode === "shared"
-      ? sql`select pg_advisory_xact_lock_shared(hashtext(${"rank:" + orgId}))`
-      : sql`select pg_advisory_xact_lock(hashtext(${"rank:" + orgId}))`,
-  );
+  const key = rankLockKey(sql`${orgId}::text`);
+  await tx.execute(mode === "shared" ? sql`select pg_advisory_xact_lock_shared(${key})` : sql`select pg_advisory_xact_lock(${key})`);
 }
+
+/** The advisory lock key of an org's graph; retasc_finish and retasc_finishes take it too (checked by server/queue/dispatch-sql.test.ts). */
+export const rankLockKey = (orgId: SQL): SQL => sql`hashtext('rank:' || ${orgId})`;
 
 export const idList = (ids: readonly string[]): SQL => sql.join(ids.map((id) => sql`${id}`), sql`, `);
 

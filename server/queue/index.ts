@@ -1,6 +1,7 @@
 import { and, eq, gt, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../db/client.ts";
+import { DISPATCH_STATUSES, dispatchable, dispatchOrder, inLanes, othersLanes } from "../../db/schema/dispatch.ts";
 import { checkpoints, issues, leases, user } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
@@ -40,13 +41,15 @@ export { slaSweep } from "./sla.ts";
 /** Dispatch reads alias issues as `i`, so the SQL fragments below apply to typed selects too. */
 const i = alias(issues, "i");
 
-/** Dispatch order over the stored ranking columns (docs/architecture.md#order). */
-const ORDER = sql`i.effective_level desc, (i.status = 'review') desc, i.effective_due_at asc nulls last, i.created_at asc, i.number asc`;
+const order = dispatchOrder(i);
 
-function dispatchable(now: Date): SQL {
-  return sql`i.work and i.status in ('todo', 'doing', 'review') and i.open_blocker_count = 0
-    and (i.lease_expires_at is null or i.lease_expires_at <= ${now.toISOString()}::timestamptz)`;
+/** The caller's human as an SQL operand (null for a principal without one). */
+function me(ctx: Ctx): SQL {
+  const userId = ctx.principal.userId;
+  return userId ? sql`${userId}::text` : sql`null::text`;
 }
+
+const dispatchableAt = (now: Date) => dispatchable(i, sql`${now.toISOString()}::timestamptz`);
 
 /** The key's project, or the whole org for a key without one. */
 function scopeOf(ctx: Ctx): SQL {
@@ -55,27 +58,17 @@ function scopeOf(ctx: Ctx): SQL {
     : sql`i.org_id = ${ctx.principal.orgId}`;
 }
 
-/** Lanes: the caller's human plus unassigned. Nobody is ever handed their own work to review. */
+/** Lanes: the caller's human plus unassigned, or all of them. Nobody is ever handed their own work to review. */
 function laneOf(ctx: Ctx, allLanes: boolean | undefined): SQL {
-  const me = ctx.principal.userId;
-  const notOwnReview = me ? sql`not (i.status = 'review' and i.submitter_id is not distinct from ${me})` : sql`true`;
-  if (allLanes || !me) return notOwnReview;
-  return sql`(i.assignee_id is null or i.assignee_id = ${me}) and ${notOwnReview}`;
+  return inLanes(i, me(ctx), allLanes ? sql`true` : sql`false`);
 }
 
 async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promise<number> {
   const rows = await query<{ n: number }>(
     db,
-    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and ${dispatchable(now)} and ${lane}`,
+    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and ${dispatchableAt(now)} and ${lane}`,
   );
   return Number(rows[0]?.n ?? 0);
-}
-
-function othersLane(ctx: Ctx): SQL {
-  const me = ctx.principal.userId;
-  return me
-    ? sql`i.assignee_id is not null and i.assignee_id <> ${me} and not (i.status = 'review' and i.submitter_id is not distinct from ${me})`
-    : sql`false`;
 }
 
 /**
@@ -167,7 +160,7 @@ async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): 
 
 async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
   const ready = await countReady(ctx.db, ctx, now, laneOf(ctx, allLanes));
-  const otherLanes = allLanes ? 0 : await countReady(ctx.db, ctx, now, othersLane(ctx));
+  const otherLanes = allLanes ? 0 : await countReady(ctx.db, ctx, now, othersLanes(i, me(ctx)));
   return {
     claimed: false as const,
     ready,
@@ -225,8 +218,8 @@ function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, li
   return scope.tx
     .select()
     .from(i)
-    .where(sql`${scopeOf(ctx)} and ${dispatchable(now)} and ${laneOf(ctx, allLanes)}`)
-    .orderBy(ORDER)
+    .where(sql`${scopeOf(ctx)} and ${dispatchableAt(now)} and ${laneOf(ctx, allLanes)}`)
+    .orderBy(...order)
     .limit(limit);
 }
 
@@ -235,7 +228,7 @@ async function lockIfDispatchable(scope: WriteScope, id: string, allLanes: boole
   const rows = await scope.tx
     .select()
     .from(i)
-    .where(sql`i.id = ${id} and ${dispatchable(scope.now)} and ${laneOf(scope.ctx, allLanes)}`)
+    .where(sql`i.id = ${id} and ${dispatchableAt(scope.now)} and ${laneOf(scope.ctx, allLanes)}`)
     .for("update", { skipLocked: true });
   return rows[0];
 }
@@ -366,7 +359,7 @@ export async function claimIssue(ctx: Ctx, raw: unknown) {
         identifier,
       });
     }
-    if (!["todo", "doing", "review"].includes(row.status)) {
+    if (!(DISPATCH_STATUSES as readonly string[]).includes(row.status)) {
       throw new DomainError(
         "STATUS_NOT_CLAIMABLE",
         `${identifier} is ${row.status}`,

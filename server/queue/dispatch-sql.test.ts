@@ -1,0 +1,127 @@
+import { sql, TransactionRollbackError, type Column, type SQL } from "drizzle-orm";
+import { alias, PgDialect } from "drizzle-orm/pg-core";
+import { describe, expect, it } from "vitest";
+import { query } from "../../db/client.ts";
+import { dispatchable, dispatchCandidate, dispatchIndexOrder, dispatchOrder, inLanes } from "../../db/schema/dispatch.ts";
+import { issues } from "../../db/schema/index.ts";
+import { saveIssue } from "../issues/index.ts";
+import { levelOfPriority } from "../issues/levels.ts";
+import { rankLockKey } from "../issues/ranking.ts";
+import { jobSchemas } from "../outbox/jobs.ts";
+import { TestClock, testConfig } from "../testing/db.ts";
+import { useTestServices } from "../testing/database.ts";
+import { seedOrg } from "../testing/fixtures.ts";
+import { claimIssue } from "./index.ts";
+
+/**
+ * The dispatch functions (db/migrations) cannot import the TypeScript dispatch rule
+ * (db/schema/dispatch.ts), so they hold a copy. These tests read the functions and indexes
+ * back from the database and fail when they drift from what the rule renders.
+ */
+const clock = new TestClock();
+const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "60" }) });
+const dialect = new PgDialect();
+const i = alias(issues, "i");
+
+/** A fragment as text, with no parameters: it is compared with SQL someone wrote by hand. */
+function text(fragment: SQL, invokeSource?: "indexes"): string {
+  const rendered = dialect.sqlToQuery(fragment, invokeSource);
+  expect(rendered.params).toEqual([]);
+  return rendered.sql;
+}
+
+/** Case, quotes and spacing aside: how PL/pgSQL text and rendered fragments are compared. */
+const normal = (s: string) =>
+  s
+    .toLowerCase()
+    .replaceAll('"', "")
+    .replace(/\s+/g, " ")
+    .replace(/\s*([(),])\s*/g, "$1")
+    .replace(/,/g, ", ")
+    .trim();
+
+async function functionText(name: string): Promise<string> {
+  const [row] = await query<{ def: string }>(env.services.db, sql`select pg_get_functiondef(${name}::regproc) as def`);
+  return normal(row!.def);
+}
+
+const occurrences = (haystack: string, needle: string) => haystack.split(needle).length - 1;
+
+describe("the dispatch functions and indexes follow the TypeScript dispatch rule", () => {
+  it("retasc_next_issue picks with the rule's predicate, lanes and order, for both scopes", async () => {
+    const pick = sql`${dispatchable(i, sql.raw("p_now"))} and ${inLanes(i, sql.raw("p_user_id"), sql.raw("p_all_lanes"))}
+      order by ${sql.join(dispatchOrder(i), sql`, `)} limit 1 for update skip locked`;
+    const body = await functionText("retasc_next_issue");
+    // One pick for a project key, one for an org-wide key.
+    expect(occurrences(body, `where i.project_id = p_project_id and ${normal(text(pick))}`)).toBe(1);
+    expect(occurrences(body, `where i.org_id = p_org_id and ${normal(text(pick))}`)).toBe(1);
+  });
+
+  it("retasc_finish and retasc_finishes take the graph lock lockOrgGraph takes", async () => {
+    expect(await functionText("retasc_finish")).toContain(normal(`pg_advisory_xact_lock_shared(${text(rankLockKey(sql.raw("p_org_id")))})`));
+    expect(await functionText("retasc_finishes")).toContain(normal(`pg_advisory_xact_lock_shared(${text(rankLockKey(sql.raw("o.org_id")))})`));
+  });
+
+  it("the dispatch indexes are the rule's order over its candidates", async () => {
+    const columns = (lead: "project_id" | "org_id") =>
+      [sql.identifier(lead), ...dispatchIndexOrder<Column>(issues)].map((entry) => text(sql`${entry}`, "indexes")).join(", ");
+    const probes = {
+      issues_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(dispatchCandidate(issues))}`),
+      issues_org_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")})`),
+    };
+    for (const [name, probe] of Object.entries(probes)) {
+      const [stored] = await query<{ def: string }>(env.services.db, sql`select indexdef as def from pg_indexes where indexname = ${name}`);
+      // PostgreSQL writes both definitions back in its own words; the probe is rolled back.
+      let rendered = "";
+      await env.services.db
+        .transaction(async (tx) => {
+          await tx.execute(probe);
+          const [row] = await query<{ def: string }>(tx, sql`select pg_get_indexdef('probe_idx'::regclass) as def`);
+          rendered = row!.def;
+          tx.rollback();
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof TransactionRollbackError)) throw error;
+        });
+      expect(stored!.def.replace(name, "probe_idx")).toBe(rendered);
+    }
+  });
+});
+
+describe("what the dispatch functions write", () => {
+  it("a finish on the one-statement path ranks the closed issue by levelOfPriority, for every priority", async () => {
+    const org = await seedOrg(env.services);
+    const { alice } = org.agents;
+    for (const priority of [0, 1, 2, 3, 4]) {
+      const issue = await saveIssue(alice.ctx, { title: `P${priority}`, work: true, noDependency: "none", priority });
+      const claim = await claimIssue(alice.ctx, { identifier: issue.identifier });
+      const done = await saveIssue(alice.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
+      expect({ priority, level: done.effectiveLevel }).toEqual({ priority, level: levelOfPriority(priority) });
+      const [row] = await query<{ own_level: number; effective_level: number }>(
+        env.services.db,
+        sql`select own_level, effective_level from issues where org_id = ${org.orgId} and identifier = ${issue.identifier}`,
+      );
+      expect(row).toEqual({ own_level: levelOfPriority(priority), effective_level: levelOfPriority(priority) });
+    }
+  });
+
+  it("outbox rows written in SQL (a finish, a reclaim) pass the job's payload schema, as enqueue's would", async () => {
+    const org = await seedOrg(env.services);
+    const { alice, bob } = org.agents;
+    const finished = await saveIssue(alice.ctx, { title: "Finished", work: true, noDependency: "none" });
+    const claim = await claimIssue(alice.ctx, { identifier: finished.identifier });
+    await saveIssue(alice.ctx, { identifier: finished.identifier, status: "done", claimToken: claim.claimToken });
+    const expired = await saveIssue(alice.ctx, { title: "Expired", work: true, noDependency: "none" });
+    await claimIssue(alice.ctx, { identifier: expired.identifier });
+    clock.advance(61_000);
+    await claimIssue(bob.ctx, { identifier: expired.identifier });
+
+    const rows = await query<{ job: string; payload: unknown }>(env.services.db, sql`select job, payload from outbox where org_id = ${org.orgId}`);
+    const kinds = rows.map((row) => (row.payload as { kind?: string }).kind).sort();
+    expect(kinds).toEqual(["done", "reclaimed"]);
+    for (const row of rows) {
+      expect(row.job).toBe("notify.issue_event");
+      expect(jobSchemas["notify.issue_event"].safeParse(row.payload)).toMatchObject({ success: true });
+    }
+  });
+});
