@@ -1,6 +1,6 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../config/index.ts";
-import { fullDescription, serverInfo, tools } from "./registry.ts";
+import { serverInfo, tools } from "./registry.ts";
 import { toolGroups } from "./tool.ts";
 
 /**
@@ -107,7 +107,7 @@ export function landingMarkdown(origin: string): string {
     const inGroup = tools.filter((tool) => tool.group === group);
     if (inGroup.length === 0) continue;
     lines.push("", `### ${group[0]!.toUpperCase()}${group.slice(1)}`, "");
-    for (const tool of inGroup) lines.push(`- \`${tool.name}\`: ${fullDescription(tool)}`);
+    for (const tool of inGroup) lines.push(`- \`${tool.name}\`: ${tool.description}`);
   }
   lines.push("");
   return lines.join("\n");

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { toolErrorSchema } from "./errors.ts";
-import { fullDescription, inputJsonSchema, serverInfo, tools } from "./registry.ts";
+import { inputJsonSchema, serverInfo, tools } from "./registry.ts";
 import { toolGroups, type ToolDefinition } from "./tool.ts";
 
 /**
@@ -69,8 +69,6 @@ function hints(tool: ToolDefinition): string {
   return `readOnly ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, openWorld ${a.openWorldHint}`;
 }
 
-const accessLabel = { read: "read", write: "write", "wind-down": "wind-down (always allowed)" } as const;
-
 export function renderToolReference(): string {
   const errorCodes = (toolErrorSchema.shape.error.shape.code.options as string[]).map((c) => `\`${c}\``).join(", ");
   const lines = [
@@ -89,9 +87,6 @@ export function renderToolReference(): string {
       "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +
       `\`tellHuman\` to your human verbatim. Codes: ${errorCodes}. Malformed JSON-RPC, an unknown tool, an oversized ` +
       "body (413) or a foreign `Origin` (403) get protocol errors instead.",
-    "",
-    "**Billing access**: *read* tools are never metered or refused for billing; *write* tools are metered and " +
-      "refused with `BILLING_INACTIVE` when the org has no credit; *wind-down* tools are metered but always allowed.",
   ];
   for (const group of toolGroups) {
     const inGroup = tools.filter((tool) => tool.group === group);
@@ -102,9 +97,9 @@ export function renderToolReference(): string {
         "",
         `### ${tool.name}`,
         "",
-        `*${tool.title}.* ${fullDescription(tool)}`,
+        `*${tool.title}.* ${tool.description}`,
         "",
-        `Access: ${accessLabel[tool.access]}. Hints: ${hints(tool)}.`,
+        `Hints: ${hints(tool)}.`,
         "",
         ...argumentsTable(tool),
         "",

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { toolErrorSchema } from "./errors.ts";
-import { costSentence, type ToolDefinition } from "./tool.ts";
+import type { ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
 import { identityTools } from "./tools/identity.ts";
@@ -59,8 +59,6 @@ export function outputJsonSchema(tool: ToolDefinition): NonNullable<Tool["output
   return { type: "object", ...jsonSchema(z.union([tool.output, toolErrorSchema])) };
 }
 
-export const fullDescription = (tool: ToolDefinition) => `${tool.description} ${costSentence(tool)}`;
-
 let listed: Tool[] | undefined;
 
 /** The tools/list answer, built once per process: it never changes while the server runs. */
@@ -68,7 +66,7 @@ export function listedTools(): Tool[] {
   listed ??= tools.map((tool) => ({
     name: tool.name,
     title: tool.title,
-    description: fullDescription(tool),
+    description: tool.description,
     inputSchema: inputJsonSchema(tool),
     outputSchema: outputJsonSchema(tool),
     annotations: { title: tool.title, ...tool.annotations },

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { Ctx } from "../context.ts";
-import { rateCard, type MeterTier } from "../usage/rate-card.ts";
+import type { MeterTier } from "../usage/rate-card.ts";
 
 export const toolGroups = [
   "identity",
@@ -34,11 +34,13 @@ export interface Charge {
   units: number;
 }
 
-/** What a successful call is metered as. `charge` refines it per call (free empty polls, per-issue batches). */
+/**
+ * What a successful call is metered as, logged with each call (`charge`) for the usage figures.
+ * Nothing is charged yet, so no description names a price. `charge` refines it per call (free
+ * empty polls, per-issue batches).
+ */
 export interface Metering<I extends z.ZodObject, O extends z.ZodType> {
   tier: MeterTier;
-  /** Told to the agent after the price, e.g. "free when nothing is claimed". */
-  note?: string;
   charge?(input: z.output<I>, output: z.output<O>): Charge | null;
 }
 
@@ -52,7 +54,7 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   name: string;
   title: string;
   group: ToolGroup;
-  /** For the agent: what it does and when to call it. The cost sentence is added from `access` and `meter`. */
+  /** For the agent: what it does and when to call it. */
   description: string;
   input: I;
   output: O;
@@ -72,15 +74,6 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodType>(tool: Too
 export function chargeOf(tool: ToolDefinition, input: unknown, output: unknown): Charge | null {
   if (!tool.meter) return null;
   return tool.meter.charge ? tool.meter.charge(input as never, output as never) : { tier: tool.meter.tier, units: 1 };
-}
-
-/** The cost sentence every description ends with, derived from the metering so the two never disagree. */
-export function costSentence(tool: ToolDefinition): string {
-  if (!tool.meter) return "Cost: free (a read).";
-  const price = `${rateCard[tool.meter.tier].toLocaleString("en-US")} micro-credits (${tool.meter.tier} tier)`;
-  const note = tool.meter.note ? `; ${tool.meter.note}` : "";
-  const windDown = tool.access === "wind-down" ? " Always allowed, even when the org's billing has lapsed." : "";
-  return `Cost: ${price}${note}.${windDown}`;
 }
 
 /**

@@ -25,7 +25,6 @@ export const issueTools = [
     access: "write",
     meter: {
       tier: "work",
-      note: "3,000 (bookkeeping tier) for an edit that leaves the body alone",
       charge: (input) =>
         !input.identifier || input.body !== undefined ? { tier: "work", units: 1 } : { tier: "bookkeeping", units: 1 },
     },

@@ -133,7 +133,8 @@ export const usageTools = [
     group: "observability",
     description:
       "The org's billing picture: whether billing is enabled, balance, signup credit, spend cap and the rate card. " +
-      "Call it when a write was refused for billing or your human asks about money.",
+      "Billing is not on yet (enabled: false): nothing is charged and no write is refused for it. Call it when your " +
+      "human asks about money.",
     input: billingSummaryInput,
     output: z.object({
       enabled: z.boolean(),

@@ -109,9 +109,10 @@ export const connectorTools = [
     title: "List intake connectors",
     group: "org",
     description:
-      "Lists the org's intake connectors (GitHub and GitLab repositories whose issues flow into a project): provider, " +
-      "repository, target project, intake label, whether a write-back token is on file, and whether it is active. " +
-      "Metadata only: secrets and tokens are never returned, and connecting a repository is done by a person in the Dash.",
+      "Lists the org's intake connectors (GitHub and GitLab repositories meant to feed issues into a project): " +
+      "provider, repository, target project, intake label, whether a write-back token is on file, and whether it is " +
+      "active. Metadata only: secrets and tokens are never returned. Intake is not built yet: nothing connects a " +
+      "repository, so the list is empty until it lands.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(
@@ -139,7 +140,7 @@ export const connectorTools = [
     title: "Revoke an intake connector",
     group: "org",
     description:
-      "Disconnects an intake connector: its webhooks are refused from then on; issues it already filed stay. Needs " +
+      "Marks an intake connector revoked (see list_connectors: intake is not built yet). Needs " +
       "the owner or admin role. Idempotent: revoking a revoked connector changes nothing and says when it was revoked.",
     input: revokeConnectorInput,
     output: z.object({
@@ -150,7 +151,7 @@ export const connectorTools = [
     }),
     annotations: idempotentDestructiveWrite,
     access: "wind-down",
-    meter: { tier: "plumbing", note: "free when it was already revoked", charge: (_input, output) => (output.changed ? { tier: "plumbing", units: 1 } : null) },
+    meter: { tier: "plumbing", charge: (_input, output) => (output.changed ? { tier: "plumbing", units: 1 } : null) },
     handler: (ctx, input) => revokeConnector(ctx, input),
   }),
 ];

@@ -30,7 +30,6 @@ export const workTools = [
     access: "write",
     meter: {
       tier: "dispatch",
-      note: "free when nothing is claimed",
       charge: (_input, output) => ("claimToken" in output ? { tier: "dispatch", units: 1 } : null),
     },
     handler: (ctx, input) => nextIssue(ctx, input),
@@ -54,7 +53,6 @@ export const workTools = [
     access: "write",
     meter: {
       tier: "dispatch",
-      note: "per issue claimed; a peek (claim:false) is free",
       charge: (_input, output) =>
         output.claimed === true ? { tier: "dispatch", units: (output as { claims: unknown[] }).claims.length } : null,
     },
