@@ -17,7 +17,8 @@ import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
-import { createRequestGuard, pathOf } from "./server/limits/index.ts";
+import { createRequestGuard } from "./server/limits/index.ts";
+import { createEdge } from "./server/http/edge.ts";
 import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
@@ -63,18 +64,16 @@ async function main() {
       // How often those timeouts are checked (Node's default, 30 s, would let slow clients linger).
       connectionsCheckingInterval: Math.min(1_000, config.HTTP_HEADERS_TIMEOUT_MS),
     },
-    (req, res) => {
-      if (serveStatic(req, res)) return;
-      void guard.admit(req, res).then((admitted) => {
-        if (!admitted) return;
-        const path = pathOf(req.url);
-        // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
-        if (path === "/mcp") void handleMcpNodeRequest(req, res, { services, log });
+    createEdge(config, log, guard, {
+      serveStatic,
+      // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
+      mcp: (req, res, admission) => handleMcpNodeRequest(req, res, { services, log }, admission),
+      app: async (req, res, path) => {
         // A data request for the Dash's endless event stream: the router would wait for it to end.
-        else if (path === "/dash/events.data") notFound(res);
-        else void handle(req, res);
-      });
-    },
+        if (path === "/dash/events.data") notFound(res);
+        else await handle(req, res);
+      },
+    }),
   );
   server.keepAliveTimeout = 5_000;
   server.listen(config.PORT, config.HOST);
@@ -86,6 +85,9 @@ async function main() {
   const port = typeof address === "object" && address ? address.port : config.PORT;
   const url = config.PUBLIC_URL ?? `http://localhost:${port}`;
   log.info({ port, mode: config.mode }, "retasc listening");
+  if (!config.PUBLIC_URL && config.mode === "server") {
+    log.warn("PUBLIC_URL is unset: only requests addressed to localhost, 127.0.0.1 or [::1] are answered (421 otherwise)");
+  }
   if (config.mode === "embedded") {
     process.stderr.write(
       `\nRetasc is running at ${url} (embedded mode, data in ${path.resolve(config.RETASC_DATA_DIR)})\n` +

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { pipeline } from "node:stream";
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 const types: Record<string, string> = {
@@ -18,7 +19,12 @@ export function createStaticHandler(root: string) {
   const base = path.resolve(root);
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
-    const pathname = decodeURIComponent((req.url ?? "/").split("?")[0]!);
+    let pathname: string;
+    try {
+      pathname = decodeURIComponent((req.url ?? "/").split("?")[0]!);
+    } catch {
+      return false; // not a file name (`/%`): the router answers it
+    }
     if (pathname === "/" || pathname.endsWith("/")) return false;
     const file = path.resolve(base, "." + pathname);
     if (!file.startsWith(base + path.sep)) return false;
@@ -35,7 +41,8 @@ export function createStaticHandler(root: string) {
       "cache-control": pathname.startsWith("/assets/") ? "public, max-age=31536000, immutable" : "public, max-age=3600",
     });
     if (req.method === "HEAD") res.end();
-    else fs.createReadStream(file).pipe(res);
+    // pipeline, not pipe: a read error must end this response, not go unhandled and end the process.
+    else pipeline(fs.createReadStream(file), res, () => {});
     return true;
   };
 }

@@ -1,5 +1,6 @@
 import type { Route } from "./+types/dash.events";
 import { requireMember } from "../auth.server.ts";
+import { requestScope } from "../../server/http/scope.ts";
 
 /**
  * Server-sent events for live Dash pages: every change event of the viewer's org, as
@@ -12,6 +13,19 @@ const HEARTBEAT_MS = 15_000;
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx } = await requireMember(request, context);
   const orgId = ctx.principal.orgId;
+  const release = context.hub.holdStream({ person: ctx.principal.userId ?? ctx.principal.orgId, address: requestScope()?.address ?? null });
+  if (!release) {
+    return Response.json(
+      {
+        error: {
+          code: "RATE_LIMITED",
+          message: "Too many live Dash streams are open for you or your address.",
+          hint: "Close some Dash tabs; each holds one stream.",
+        },
+      },
+      { status: 429, headers: { "retry-after": "30" } },
+    );
+  }
   const encoder = new TextEncoder();
   let stop = () => {};
   const stream = new ReadableStream<Uint8Array>({
@@ -35,6 +49,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
       stop = () => {
         if (stopped) return;
         stopped = true;
+        release();
         unsubscribe();
         clearInterval(heartbeat);
         try {
@@ -44,6 +59,8 @@ export async function loader({ request, context }: Route.LoaderArgs) {
         }
       };
       request.signal.addEventListener("abort", stop, { once: true });
+      // Gone before the stream began: no abort event will come.
+      if (request.signal.aborted) return stop();
       send("retry: 2000\n: connected\n\n");
     },
     cancel() {

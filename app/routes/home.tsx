@@ -1,4 +1,5 @@
 import type { Route } from "./+types/home";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 
 export function meta() {
   return [
@@ -8,7 +9,7 @@ export function meta() {
 }
 
 export function loader({ request, context }: Route.LoaderArgs) {
-  const origin = context.services.config.PUBLIC_URL ?? new URL(request.url).origin;
+  const origin = publicBaseUrl(request, context.services.config);
   return { origin, mode: context.services.config.mode };
 }
 

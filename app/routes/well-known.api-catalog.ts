@@ -1,9 +1,10 @@
-import { apiCatalog, linksetContentType, publicOrigin } from "../../server/mcp/discovery.ts";
+import { apiCatalog, linksetContentType } from "../../server/mcp/discovery.ts";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 import type { Route } from "./+types/well-known.api-catalog";
 
 /** `/.well-known/api-catalog` (RFC 9727). HEAD answers with the Link header alone. */
 export function loader({ request, context }: Route.LoaderArgs) {
-  const origin = publicOrigin(request, context.services.config);
+  const origin = publicBaseUrl(request, context.services.config);
   return new Response(JSON.stringify(apiCatalog(origin)), {
     headers: {
       "content-type": linksetContentType,

@@ -24,7 +24,8 @@ const base64Key = z
 export const configSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  HOST: z.string().default("0.0.0.0"),
+  /** Loopback unless asked: listening on every interface is an explicit HOST=0.0.0.0. */
+  HOST: z.string().default("127.0.0.1"),
   DATABASE_URL: z
     .string()
     .trim()

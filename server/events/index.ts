@@ -61,11 +61,26 @@ export function sendNotices(db: Db, notices: readonly Notice[]): void {
 export type EventListener = (event: RetascEvent) => void;
 
 /**
+ * Live streams one person, and one client address, may hold open at once on an instance: each
+ * costs a connection, a subscription and a copy of every event, and a browser needs one per
+ * Dash tab (and holds at most six per host over HTTP/1.1).
+ */
+export const STREAMS_PER_PERSON = 10;
+export const STREAMS_PER_ADDRESS = 30;
+
+/** Who holds a stream: the person, and their address when the edge knows it. */
+export interface StreamHolder {
+  person: string;
+  address: string | null;
+}
+
+/**
  * One LISTEN connection per process fanned out to in-process subscribers (SSE streams).
  * Closing the hub ends every subscription, so open streams do not hold up a shutdown.
  */
 export class EventHub {
   private readonly subscriptions = new Map<EventListener, (() => void) | undefined>();
+  private readonly streamsHeld = new Map<string, number>();
   private stop: (() => Promise<void>) | null = null;
 
   async start(database: Database): Promise<void> {
@@ -84,6 +99,27 @@ export class EventHub {
   subscribe(listener: EventListener, onEnd?: () => void): () => void {
     this.subscriptions.set(listener, onEnd);
     return () => this.subscriptions.delete(listener);
+  }
+
+  /**
+   * Takes one of `holder`'s stream places, or returns null when the person or the address holds
+   * all theirs. The returned release gives it back (calling it twice gives back one).
+   */
+  holdStream(holder: StreamHolder): (() => void) | null {
+    const keys: [string, number][] = [[`person:${holder.person}`, STREAMS_PER_PERSON]];
+    if (holder.address !== null) keys.push([`address:${holder.address}`, STREAMS_PER_ADDRESS]);
+    if (keys.some(([key, cap]) => (this.streamsHeld.get(key) ?? 0) >= cap)) return null;
+    for (const [key] of keys) this.streamsHeld.set(key, (this.streamsHeld.get(key) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      for (const [key] of keys) {
+        const left = this.streamsHeld.get(key)! - 1;
+        if (left === 0) this.streamsHeld.delete(key);
+        else this.streamsHeld.set(key, left);
+      }
+    };
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
 import { bearerKeyOf } from "../orgs/index.ts";
+import { refuse } from "../http/refuse.ts";
 
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
@@ -15,14 +16,32 @@ import { bearerKeyOf } from "../orgs/index.ts";
  * what a fleet does (docs/decisions/005-rate-limits.md); tests and operators set them lower.
  */
 export interface RequestGuard {
-  /** Answers the request itself (413, 411, 429) and returns false, or returns true to let it through. */
-  admit(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /**
+   * Answers the request itself (413, 411, 429) and returns null, or lets it through. `path` is
+   * its route path (server/http/path.ts): limits apply to what routing will serve, not to how
+   * the target was spelt.
+   */
+  admit(req: IncomingMessage, res: ServerResponse, path: string): Promise<Admission | null>;
   close(): Promise<void>;
 }
 
+export interface Admission {
+  /**
+   * Set on /mcp while the address has used up its failed authentications: ms until it may fail
+   * again. The request still runs if its key is valid (one misconfigured agent or a NAT must not
+   * lock out every valid key behind the address); a request without a valid key gets 429.
+   */
+  readonly authFailureWait: number | null;
+}
+
+const ADMITTED: Admission = { authFailureWait: null };
+
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-/** Password attempts and account creation: better-auth's endpoints and the pages' own form actions. */
-const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)\/|auth\/sign-(?:in|up)(?:\.data)?$)/;
+/**
+ * Password attempts and account creation: better-auth's endpoints and the pages' own form actions
+ * (and their `.data` requests), matched on the route path, which is lowercase without a trailing slash.
+ */
+const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)(?:\/|$)|auth\/sign-(?:in|up)(?:\.data)?$)/;
 
 export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const redis = config.REDIS_URL
@@ -70,54 +89,53 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   };
 
   return {
-    async admit(req, res) {
-      const path = pathOf(req.url);
+    async admit(req, res, path) {
+      const mcp = path === "/mcp";
       const method = req.method ?? "GET";
       if (BODY_METHODS.has(method)) {
-        const max = path === "/mcp" ? config.MCP_MAX_BODY_BYTES : config.REQUEST_MAX_BODY_BYTES;
+        const max = mcp ? config.MCP_MAX_BODY_BYTES : config.REQUEST_MAX_BODY_BYTES;
         const declared = req.headers["content-length"];
         if (declared !== undefined && !(Number(declared) <= max)) {
-          refuse(res, path, 413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${max} bytes.`, "Send a smaller body.", { connection: "close" });
-          return false;
+          refuse(res, mcp, 413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${max} bytes.`, "Send a smaller body.", { connection: "close" });
+          return null;
         }
         // The MCP transport reads with its own size limit; elsewhere a body must say its size.
-        if (declared === undefined && req.headers["transfer-encoding"] !== undefined && path !== "/mcp") {
-          refuse(res, path, 411, "LENGTH_REQUIRED", "A request body needs a Content-Length here.", "Send the body with Content-Length.", { connection: "close" });
-          return false;
+        if (declared === undefined && req.headers["transfer-encoding"] !== undefined && !mcp) {
+          refuse(res, mcp, 411, "LENGTH_REQUIRED", "A request body needs a Content-Length here.", "Send the body with Content-Length.", { connection: "close" });
+          return null;
         }
       }
       const ip = clientIp(req, config.TRUST_PROXY_HOPS);
       const tooMany = (wait: number, what: string) => {
         const seconds = Math.max(1, Math.ceil(wait / 1000));
-        refuse(res, path, 429, "RATE_LIMITED", `Too many ${what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
-        return false;
+        refuse(res, mcp, 429, "RATE_LIMITED", `Too many ${what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
+        return null;
       };
       const byAddress: Promise<{ wait: number | null; what: string }>[] = [
         consume(perIp, ip).then((wait) => ({ wait, what: "requests from your address" })),
       ];
-      if (path === "/mcp") {
-        byAddress.push(
-          exhausted(authFailures, ip).then((wait) => ({ wait, what: "failed authentications from your address" })),
-        );
-      }
       if (method === "POST" && SIGN_IN_PATH.test(path)) {
         byAddress.push(consume(signIn, ip).then((wait) => ({ wait, what: "sign-in attempts from your address" })));
       }
+      const authFailureWait = mcp ? exhausted(authFailures, ip) : null;
       const refused = (await Promise.all(byAddress)).find((c) => c.wait !== null);
       if (refused) return tooMany(refused.wait!, refused.what);
-      // Keys are counted only once the address is admitted, so a flood of made-up keys from a
-      // refused address adds no counters.
-      const token = path === "/mcp" ? bearerKeyOf(req.headers.authorization) : null;
+      if (!mcp) return ADMITTED;
+      const token = bearerKeyOf(req.headers.authorization);
+      const failing = await authFailureWait;
+      // Without a key there is nothing that could be valid.
+      if (failing !== null && !token) return tooMany(failing, AUTH_FAILURES);
+      // Counted whatever the failed-authentication state, or a key's owner could lift its own
+      // limit by failing first; a key is counted only once its address is admitted.
       if (token) {
         const wait = await consume(perKey, keyId(token));
         if (wait !== null) return tooMany(wait, "requests with this agent key");
       }
-      if (path === "/mcp") {
-        res.once("finish", () => {
-          if (res.statusCode === 401) void consume(authFailures, ip);
-        });
-      }
-      return true;
+      if (failing !== null) return { authFailureWait: failing };
+      res.once("finish", () => {
+        if (res.statusCode === 401) void consume(authFailures, ip);
+      });
+      return ADMITTED;
     },
     async close() {
       if (redis) await redis.quit().catch(() => redis.disconnect());
@@ -125,12 +143,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   };
 }
 
-/** A request target's path, without its query or fragment. */
-export function pathOf(url: string | undefined): string {
-  const raw = url ?? "/";
-  const end = raw.search(/[?#]/);
-  return end === -1 ? raw : raw.slice(0, end);
-}
+/** What a 429 from the failed-authentication limit says it counts (server/mcp/http.ts says it too). */
+export const AUTH_FAILURES = "failed authentications from your address";
 
 /** Counters are kept under a hash of the key, never the key itself. */
 const keyId = (token: string) => crypto.createHash("sha256").update(token).digest("base64url").slice(0, 32);
@@ -147,21 +161,4 @@ export function clientIp(req: IncomingMessage, hops: number): string {
     .map((s) => s.trim())
     .filter(Boolean);
   return forwarded[forwarded.length - hops] ?? forwarded[0] ?? peer;
-}
-
-function refuse(
-  res: ServerResponse,
-  path: string,
-  status: number,
-  code: string,
-  message: string,
-  hint: string,
-  headers: Record<string, string>,
-): void {
-  const body =
-    path === "/mcp"
-      ? { jsonrpc: "2.0", error: { code: -32000, message: `${message} ${hint}` }, id: null }
-      : { error: { code, message, hint } };
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify(body));
 }

@@ -4,6 +4,7 @@ import { startSeededApp, type SeededApp } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { PrivateRedis, redisServerAvailable } from "../testing/redis.ts";
 import { testDriver } from "../testing/db.ts";
+import { rawRequest } from "../http/testing.ts";
 
 /**
  * Abuse limits of the built app over real HTTP, with limits set low. The app trusts one proxy
@@ -97,13 +98,48 @@ describe("rate limits", () => {
     expect((await form("10.3.0.2")).status).toBe(429);
   });
 
-  test("failed authentications on /mcp: after 5 unknown keys an address is refused, even with a valid key", async () => {
+  test("the sign-in limit holds however the path is spelt: dot segments, case, a trailing slash, percent-encoding", async () => {
+    // Raw sockets: HTTP clients would clean these paths before sending them.
+    const attempt = (target: string, from: string) =>
+      rawRequest(
+        seeded.app.port,
+        "POST",
+        target,
+        { "content-type": "application/json", "x-forwarded-for": from },
+        JSON.stringify({ email: "nobody@example.com", password: "wrong password", name: "Nobody" }),
+      );
+    const spellings = [
+      "/api/auth/./sign-in/email",
+      "/x/../api/auth/sign-in/email",
+      "/api/auth/%2e/sign-in/email",
+      "/API/Auth/Sign-In/Email",
+      "/api/auth/sign-in/email/",
+      "/api/auth//sign-in/email",
+      "/api/auth/%73ign-in/email",
+      "/api/auth/sign-up/email/",
+      "/Auth/Sign-In",
+      "/auth/sign-in/",
+      "/auth/./sign-up",
+    ];
+    // Every spelling reaches a sign-in or sign-up (or answers as routing would), and each counts.
+    for (let i = 0; i < 3; i++) expect((await attempt(spellings[i]!, "10.3.1.1")).status).not.toBe(429);
+    for (const target of ["/api/auth/sign-in/email", ...spellings]) {
+      expect((await attempt(target, "10.3.1.1")).status, target).toBe(429);
+    }
+  });
+
+  test("failed authentications on /mcp: after 5 unknown keys an address is refused, but never a valid key", async () => {
     for (let i = 0; i < 5; i++) {
       expect((await mcp(seeded.endpoint, `rtsc_${"x".repeat(40)}${i}`, "10.4.0.1")).status).toBe(401);
     }
-    await expectRateLimited(await mcp(seeded.endpoint, `rtsc_${"y".repeat(41)}`, "10.4.0.1"));
-    await expectRateLimited(await mcp(seeded.endpoint, seeded.orgs.LIM!.people.carol.key, "10.4.0.1"));
-    expect((await mcp(seeded.endpoint, seeded.orgs.LIM!.people.carol.key, "10.4.0.2")).status).toBe(200);
+    const unknown = await expectRateLimited(await mcp(seeded.endpoint, `rtsc_${"y".repeat(41)}`, "10.4.0.1"));
+    expect(unknown).toMatchObject({ jsonrpc: "2.0", error: { message: expect.stringMatching(/failed authentications.*Retry after/) } });
+    await expectRateLimited(await mcp(seeded.endpoint, "", "10.4.0.1"));
+    // One misconfigured agent (or a NAT) behind the address must not take its valid keys offline.
+    const { carol, bob } = seeded.orgs.LIM!.people;
+    for (const key of [carol.key, bob.key, carol.key]) expect((await mcp(seeded.endpoint, key, "10.4.0.1")).status).toBe(200);
+    await expectRateLimited(await mcp(seeded.endpoint, `rtsc_${"z".repeat(41)}`, "10.4.0.1"));
+    expect((await mcp(seeded.endpoint, carol.key, "10.4.0.2")).status).toBe(200);
   });
 });
 

@@ -1,15 +1,12 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
-import type { Config } from "../config/index.ts";
 import { serverInfo, tools } from "./registry.ts";
 import { toolGroups } from "./tool.ts";
 
 /**
- * Discovery documents on the app's origin, so an agent that knows only the host can
- * find the MCP endpoint, how to authenticate and what the tools are.
+ * Discovery documents on the app's public URL (server/http/origin.ts publicBaseUrl: PUBLIC_URL,
+ * never a Host header taken unchecked), so an agent that knows only the host can find the MCP
+ * endpoint, how to authenticate and what the tools are.
  */
-export function publicOrigin(request: Request, config: Pick<Config, "PUBLIC_URL">): string {
-  return config.PUBLIC_URL ? new URL(config.PUBLIC_URL).origin : new URL(request.url).origin;
-}
 
 const summary =
   "The work queue for fleets of AI coding agents: each pull hands out the most urgent unblocked issue under a " +

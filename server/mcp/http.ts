@@ -1,11 +1,12 @@
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { TLSSocket } from "node:tls";
 import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { authenticateAgentKey, bearerKeyOf, touchKey } from "../orgs/index.ts";
+import { publicOrigin } from "../http/origin.ts";
+import { AUTH_FAILURES, type Admission } from "../limits/index.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
 
 export interface McpHttpDeps {
@@ -16,18 +17,17 @@ export interface McpHttpDeps {
 /** What the endpoint reads of an HTTP request, whichever server received it. */
 interface McpRequest extends McpPost {
   method: string;
-  /** The origin the request was addressed to. */
-  origin(): string;
 }
 
 /**
  * `/mcp`: Streamable HTTP, stateless. Anything but POST gets 405; then it checks the Origin
- * (403) and the Bearer key (401 + WWW-Authenticate) and hands the POST to the protocol
+ * against the app's trusted origins (403; the edge has checked Host) and the Bearer key (401 +
+ * WWW-Authenticate, or 429 while the address is over its failed-authentication limit) and hands the POST to the protocol
  * exchange (server/mcp/protocol.ts), which keeps nothing between requests, so any instance
  * answers any call. Oversized bodies (413) and malformed JSON-RPC get protocol errors;
  * nothing here throws.
  */
-async function answer(request: McpRequest, deps: McpHttpDeps): Promise<McpReply> {
+async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admission): Promise<McpReply> {
   const requestId = requestIdOf(request.header("x-request-id"));
   try {
     if (request.method !== "POST") {
@@ -36,11 +36,16 @@ async function answer(request: McpRequest, deps: McpHttpDeps): Promise<McpReply>
       });
     }
     const origin = request.header("origin");
-    if (origin !== null && !allowedOrigins(request, deps.services).has(origin)) {
+    if (origin !== null && !publicOrigin(deps.services.config).trustedOrigins.includes(origin)) {
       return rpcError(403, -32000, `Forbidden: origin ${origin.slice(0, 200)} may not call this server.`, requestId);
     }
     const principal = await authenticate(request, deps.services);
     if (!principal) {
+      const wait = admission?.authFailureWait;
+      if (wait != null) {
+        const seconds = String(Math.max(1, Math.ceil(wait / 1000)));
+        return rpcError(429, -32000, `Too many ${AUTH_FAILURES}. Retry after ${seconds} s.`, requestId, { "retry-after": seconds });
+      }
       const presented = /^bearer\s+\S/i.test(request.header("authorization") ?? "");
       return rpcError(
         401,
@@ -72,7 +77,6 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
     {
       method: request.method,
       header: (name) => request.headers.get(name),
-      origin: () => new URL(request.url).origin,
       body: async (maxBytes) => {
         const read = await readRequestBody(request, maxBytes);
         return read.tooLarge ? null : read.text;
@@ -86,9 +90,14 @@ export async function handleMcpRequest(request: Request, deps: McpHttpDeps): Pro
 /**
  * `/mcp` straight on Node's HTTP server, ahead of React Router: the agents' hot path needs no
  * route matching and no Fetch Request and Response around it. Headers are read as a Fetch
- * `Headers` would join them, the origin as React Router's adapter builds the request URL.
+ * `Headers` would join them.
  */
-export async function handleMcpNodeRequest(req: IncomingMessage, res: ServerResponse, deps: McpHttpDeps): Promise<void> {
+export async function handleMcpNodeRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: McpHttpDeps,
+  admission?: Admission,
+): Promise<void> {
   const headers = joinedHeaders(req.rawHeaders);
   let cutShort = false;
   const header = (name: string) => headers.get(name) ?? null;
@@ -96,10 +105,6 @@ export async function handleMcpNodeRequest(req: IncomingMessage, res: ServerResp
     {
       method: req.method ?? "GET",
       header,
-      origin: () => {
-        const protocol = (req.socket as TLSSocket).encrypted ? "https:" : "http:";
-        return new URL(req.url ?? "/", `${protocol}//${header("host") ?? "localhost"}`).origin;
-      },
       body: async (maxBytes) => {
         const text = await readNodeBody(req, maxBytes);
         cutShort = text === null;
@@ -107,6 +112,7 @@ export async function handleMcpNodeRequest(req: IncomingMessage, res: ServerResp
       },
     },
     deps,
+    admission,
   );
   // The rest of a refused body is never read: the connection cannot carry another request.
   if (cutShort) reply.headers.connection = "close";
@@ -163,13 +169,6 @@ function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
 async function authenticate(request: McpRequest, services: Services): Promise<Principal | null> {
   const key = bearerKeyOf(request.header("authorization"));
   return key === null ? null : authenticateAgentKey(services.db, key);
-}
-
-/** The app's own origin: PUBLIC_URL when set, and the origin this request was addressed to. */
-function allowedOrigins(request: McpRequest, services: Services): Set<string> {
-  const origins = new Set([request.origin()]);
-  if (services.config.PUBLIC_URL) origins.add(new URL(services.config.PUBLIC_URL).origin);
-  return origins;
 }
 
 function requestIdOf(given: string | null): string {

@@ -1,0 +1,87 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Config } from "../config/index.ts";
+import type { Logger } from "../log.ts";
+import type { Admission, RequestGuard } from "../limits/index.ts";
+import { clientIp } from "../limits/index.ts";
+import { newNonce, securityHeaders } from "./headers.ts";
+import { publicOrigin, servesHost } from "./origin.ts";
+import { routePath } from "./path.ts";
+import { refuse } from "./refuse.ts";
+import { runInScope } from "./scope.ts";
+
+/** The handlers behind the edge. */
+export interface EdgeRoutes {
+  /** Answers a built client file and returns true, or returns false. */
+  serveStatic(req: IncomingMessage, res: ServerResponse): boolean;
+  mcp(req: IncomingMessage, res: ServerResponse, admission: Admission): Promise<void>;
+  app(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * The request listener: every request passes here first, in this order. An exception anywhere
+ * below becomes this request's 500, logged once; no request can end the process.
+ *
+ * 1. Host must name this app (server/http/origin.ts): 421 otherwise, so a DNS-rebound name
+ *    reaches nothing. /healthz is exempt, for probes that address the instance by its own IP.
+ * 2. The target must have a route path (server/http/path.ts): 400 otherwise.
+ * 3. Security headers (server/http/headers.ts).
+ * 4. A state-changing request must come from a trusted origin: 403 when its Origin is another
+ *    (or "null"), or, without Origin, when Sec-Fetch-Site says cross-site. Clients that are not
+ *    browsers send neither and go on. /mcp checks its Origin itself (a JSON-RPC answer);
+ *    /webhooks/* are verified by signature.
+ * 5. Static files, then the request guard (server/limits), then /mcp or React Router.
+ */
+export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
+  const trusted = new Set(publicOrigin(config).trustedOrigins);
+  const setHeaders = securityHeaders(config);
+
+  const fail = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
+    log.error({ err, method: req.method, url: req.url?.slice(0, 200) }, "request failed");
+    if (res.headersSent) res.destroy();
+    else refuse(res, false, 500, "UNAVAILABLE", "The request failed on the server.", "Retry shortly; the error has been logged.");
+  };
+
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      const path = routePath(req.url);
+      const mcp = path === "/mcp";
+      if (path !== "/healthz" && !servesHost(config, req.headers.host)) {
+        return refuse(res, mcp, 421, "FORBIDDEN", `This server does not answer for the host ${String(req.headers.host ?? "(none)").slice(0, 200)}.`,
+          config.PUBLIC_URL ? `Use ${publicOrigin(config).publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
+      }
+      if (path === null) {
+        return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");
+      }
+      const method = req.method ?? "GET";
+      if (mcp) {
+        setHeaders(res, null);
+        void guard.admit(req, res, path).then((admission) => admission && routes.mcp(req, res, admission)).catch((err) => fail(req, res, err));
+        return;
+      }
+      const nonce = newNonce();
+      setHeaders(res, nonce);
+      if (!SAFE_METHODS.has(method) && !path.startsWith("/webhooks/") && crossSite(req, trusted)) {
+        return refuse(res, false, 403, "FORBIDDEN", "This request came from another site.", "Submit the form from this app's own pages.");
+      }
+      if (routes.serveStatic(req, res)) return;
+      void guard
+        .admit(req, res, path)
+        .then((admission) => {
+          if (!admission) return;
+          return runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
+        })
+        .catch((err) => fail(req, res, err));
+    } catch (err) {
+      fail(req, res, err);
+    }
+  };
+}
+
+function crossSite(req: IncomingMessage, trusted: ReadonlySet<string>): boolean {
+  const origin = req.headers.origin;
+  if (origin !== undefined) return !trusted.has(origin);
+  const site = req.headers["sec-fetch-site"];
+  return site !== undefined && site !== "same-origin" && site !== "none";
+}
