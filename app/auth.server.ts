@@ -2,6 +2,7 @@ import { createCookie, redirect, type AppLoadContext } from "react-router";
 import type { Ctx, Services } from "../server/context.ts";
 import { createAuth, sessionUser, type Auth, type SessionUser } from "../server/auth/index.ts";
 import { humanCtx, type Membership } from "../server/orgs/access.ts";
+import { publicOrigin } from "../server/http/origin.ts";
 import { listOrgsOf } from "../server/orgs/account.ts";
 
 /**
@@ -98,7 +99,15 @@ export function redirectWithCookies(to: string, from: Response): Response {
   return new Response(null, { status: 302, headers });
 }
 
-/** The URL people and agents reach this deployment at. */
-export function publicOrigin(request: Request, context: AppLoadContext): string {
-  return (context.services.config.PUBLIC_URL ?? new URL(request.url).origin).replace(/\/+$/, "");
+/**
+ * Hands a request to better-auth's endpoints. With PUBLIC_URL, better-auth routes on that URL's
+ * path (its baseURL), while the proxy in front strips the path before the request arrives here;
+ * the request is addressed to the public URL again so the two agree.
+ */
+export function handleAuthRequest(request: Request, context: AppLoadContext): Promise<Response> {
+  const auth = authOf(context);
+  const { publicUrl } = publicOrigin(context.services.config);
+  if (!publicUrl) return auth.handler(request);
+  const url = new URL(request.url);
+  return auth.handler(new Request(`${publicUrl}${url.pathname}${url.search}`, request));
 }

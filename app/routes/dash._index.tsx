@@ -1,6 +1,7 @@
 import { Link } from "react-router";
 import type { Route } from "./+types/dash._index";
-import { publicOrigin, requireMember } from "../auth.server.ts";
+import { requireMember } from "../auth.server.ts";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 import { fleetSnapshot } from "../../server/dash/fleet.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, SecretBox } from "../components/ui.tsx";
@@ -16,7 +17,7 @@ export function meta({ loaderData }: Route.MetaArgs) {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, org } = await requireMember(request, context);
   const [fleet, { projects }] = await Promise.all([fleetSnapshot(ctx), listProjects(ctx, {})]);
-  return { org, fleet, projectCount: projects.length, origin: publicOrigin(request, context) };
+  return { org, fleet, projectCount: projects.length, origin: publicBaseUrl(request, context.services.config) };
 }
 
 export default function Fleet({ loaderData }: Route.ComponentProps) {

@@ -1,6 +1,7 @@
 import { Form } from "react-router";
 import type { Route } from "./+types/dash.settings.keys";
-import { publicOrigin, requireMember } from "../auth.server.ts";
+import { requireMember } from "../auth.server.ts";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "../../server/orgs/keys.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
@@ -52,7 +53,7 @@ export async function action({ request, context }: Route.ActionArgs) {
         return { done: "Key revoked." };
       case "setup": {
         const setup = await createSetupCode(ctx, { projectId: projectId ?? "", runtime });
-        return { setup: { ...setup, prompt: agentPrompt(publicOrigin(request, context), setup.code) } };
+        return { setup: { ...setup, prompt: agentPrompt(publicBaseUrl(request, context.services.config), setup.code) } };
       }
       default:
         return {};

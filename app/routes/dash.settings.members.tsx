@@ -1,6 +1,7 @@
 import { Form } from "react-router";
 import type { Route } from "./+types/dash.settings.members";
-import { publicOrigin, requireMember } from "../auth.server.ts";
+import { requireMember } from "../auth.server.ts";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
 import { createInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
@@ -28,7 +29,7 @@ export async function action({ request, context }: Route.ActionArgs) {
     switch (intent) {
       case "invite": {
         const invite = await createInvite(ctx, { expiresDays: Number(form.get("expiresDays") ?? 7) });
-        return { invite: { ...invite, link: `${publicOrigin(request, context)}/join/${invite.code}` } };
+        return { invite: { ...invite, link: `${publicBaseUrl(request, context.services.config)}/join/${invite.code}` } };
       }
       case "revoke-invite":
         await revokeInvite(ctx, { inviteId: String(form.get("inviteId") ?? "") });

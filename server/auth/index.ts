@@ -3,6 +3,7 @@ import { drizzleAdapter } from "better-auth/adapters/drizzle";
 import { bearer, deviceAuthorization, genericOAuth } from "better-auth/plugins";
 import { account, deviceCode, session, user, verification } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
+import { publicOrigin } from "../http/origin.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
 
@@ -37,11 +38,19 @@ export function signInMethods(config: Services["config"]) {
 export function createAuth(services: Pick<Services, "db" | "config" | "keyring">) {
   const { config } = services;
   const methods = signInMethods(config);
+  const { publicUrl, hosts, trustedOrigins } = publicOrigin(config);
   return betterAuth({
     appName: "Retasc",
     basePath: AUTH_BASE_PATH,
-    // Without PUBLIC_URL the app answers on whatever origin reached it (like the rest of the app).
-    baseURL: config.PUBLIC_URL ?? { allowedHosts: ["*"], protocol: "auto" },
+    // Trusted origins are explicit (server/http/origin.ts): they decide which Origin may change
+    // state with a session cookie and where a callbackURL may lead. With PUBLIC_URL, the auth
+    // endpoints' public URL, path included (better-auth routes on it: see handleAuthRequest in
+    // app/auth.server.ts); without it, the loopback names on PORT.
+    baseURL: publicUrl ? `${publicUrl}${AUTH_BASE_PATH}` : { allowedHosts: [...hosts], protocol: "http" },
+    trustedOrigins: [...trustedOrigins],
+    // Explicitly on: better-auth turns its Origin and callbackURL checks off when NODE_ENV is
+    // "test" or any TEST variable is set (vitest sets one, and so could a deployment).
+    advanced: { disableOriginCheck: false },
     secret: config.BETTER_AUTH_SECRET ?? services.keyring.deriveSecret("better-auth"),
     database: hashSessionTokens(
       drizzleAdapter(services.db, {
@@ -50,6 +59,8 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
       }),
     ),
     disabledPaths: SESSION_LISTING_PATHS,
+    // Sign-in state, reset and verification tokens: stored as digests too (better-auth's option).
+    verification: { storeIdentifier: "hashed" },
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
     account: { accountLinking: { enabled: false } },
     // server/limits already limits sign-in per client address (trusting only TRUST_PROXY_HOPS
@@ -58,7 +69,8 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     rateLimit: { enabled: false },
     plugins: [
       deviceAuthorization({
-        verificationUri: DEVICE_PATH,
+        // Absolute with PUBLIC_URL: better-auth would resolve a path against the origin alone.
+        verificationUri: publicUrl ? `${publicUrl}${DEVICE_PATH}` : DEVICE_PATH,
         expiresIn: "15m",
         interval: "3s",
         validateClient: (clientId) => clientId === CLI_CLIENT_ID,

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { AppLoadContext } from "react-router";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requireCliUser } from "../../app/cli-api.server.ts";
-import { session, user } from "../../db/schema/index.ts";
+import { session, user, verification } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
@@ -18,7 +18,7 @@ let auth: Auth;
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  services = servicesFor(tdb.database, { config: testConfig({ PUBLIC_URL: TEST_ORIGIN }) });
+  services = servicesFor(tdb.database);
   auth = createAuth(services);
 });
 afterAll(async () => {
@@ -139,5 +139,17 @@ describe("session tokens at rest", () => {
     expect(listed.status).toBe(404);
     expect((await post("/revoke-other-sessions", {}, { authorization: `Bearer ${token}` })).status).toBe(404);
     expect(await sessionUser(auth, bearer(token))).not.toBeNull();
+  });
+
+  it("stores an OAuth sign-in's state as a digest as well", async () => {
+    const config = testConfig({ GITHUB_CLIENT_ID: "id", GITHUB_CLIENT_SECRET: "secret" });
+    const social = createAuth({ ...services, config });
+    const started = await postToAuth(social, "/sign-in/social", { provider: "github", callbackURL: "/dash" });
+    expect(started.status).toBe(200);
+    const state = new URL(((await started.json()) as { url: string }).url).searchParams.get("state")!;
+    expect(state).toBeTruthy();
+    const identifiers = (await services.db.select({ identifier: verification.identifier }).from(verification)).map((r) => r.identifier);
+    expect(identifiers.length).toBeGreaterThan(0);
+    expect(identifiers.some((identifier) => identifier.includes(state))).toBe(false);
   });
 });

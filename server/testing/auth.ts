@@ -1,5 +1,8 @@
-/** The origin tests send better-auth requests from (the app's own, so the Origin check passes). */
-export const TEST_ORIGIN = "http://retasc.test";
+/**
+ * The origin tests send better-auth requests from: one the app trusts without PUBLIC_URL
+ * (a loopback name on the test configuration's PORT), so the Origin check passes.
+ */
+export const TEST_ORIGIN = "http://localhost:3000";
 
 /** A JSON POST to one of better-auth's endpoints (`/sign-in/email`, ...), as the app's pages send it. */
 export function postToAuth(
