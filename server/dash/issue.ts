@@ -6,9 +6,9 @@ import { listComments } from "../issues/comments.ts";
 import { getIssueInput } from "../issues/schemas.ts";
 import { findIssue } from "../issues/store.ts";
 import { issueView } from "../issues/views.ts";
+import { markdown } from "../markdown/index.ts";
 import { listProjects } from "../orgs/projects.ts";
 import { neighbourhood } from "./graph.ts";
-import { renderMarkdown } from "./markdown.ts";
 import { rankReasons } from "./why.ts";
 
 /**
@@ -69,10 +69,15 @@ export async function issueDetail(ctx: Ctx, raw: unknown) {
           (await db.select({ id: user.id, email: user.email }).from(user).where(inArray(user.id, authorIds))).map((u) => [u.id, u.email]),
         );
 
+  // Off the event loop, each render bounded in time (server/markdown); a retracted comment shows its text struck out.
+  const [bodyHtml, ...commentsHtml] = await Promise.all(
+    [view.body, ...thread.comments.map((c) => (c.retracted ? null : c.body))].map((source) => markdown.render(source)),
+  );
+
   return {
     now: now.toISOString(),
     issue: view,
-    bodyHtml: renderMarkdown(view.body),
+    bodyHtml: bodyHtml!,
     why: reasons.get(row.id)!,
     graph,
     checkpoints: checkpointRows.map(({ checkpoint: c, email, keyPrefix }) => ({
@@ -87,7 +92,7 @@ export async function issueDetail(ctx: Ctx, raw: unknown) {
       note: cipher.decrypt(c.noteEnc),
       branch: c.branch,
     })),
-    comments: thread.comments.map((c) => ({ ...c, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
+    comments: thread.comments.map((c, i) => ({ ...c, bodyHtml: commentsHtml[i]!, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
     activity: activityRows.map((a) => ({
       id: a.id,
       kind: a.kind,

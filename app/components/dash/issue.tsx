@@ -24,14 +24,18 @@ export function Section({ title, id, children }: { title: string; id: string; ch
   );
 }
 
-/** The body as rendered on the server by marked and cut to an allow-list (server/dash/markdown.ts). */
+/** The body as rendered on the server, safe by construction (server/markdown). */
 export function MarkdownBody({ html }: { html: string }) {
   if (!html) return <p className="text-stone-500">No description.</p>;
+  return <Markdown html={html} testId="issue-body" />;
+}
+
+function Markdown({ html, testId, className = "" }: { html: string; testId: string; className?: string }) {
   return (
     <div
-      className="max-w-none text-stone-800 [&_a]:text-sky-800 [&_a]:underline [&_blockquote]:border-l-4 [&_blockquote]:border-stone-300 [&_blockquote]:pl-3 [&_code]:rounded [&_code]:bg-stone-100 [&_code]:px-1 [&_code]:font-mono [&_code]:text-[0.9em] [&_h1]:text-xl [&_h1]:font-semibold [&_h2]:text-lg [&_h2]:font-semibold [&_h3]:font-semibold [&_li]:my-0.5 [&_ol]:list-decimal [&_ol]:pl-6 [&_pre]:overflow-x-auto [&_pre]:rounded [&_pre]:bg-stone-900 [&_pre]:p-3 [&_pre]:text-stone-100 [&_pre_code]:bg-transparent [&_table]:border-collapse [&_td]:border [&_td]:border-stone-300 [&_td]:px-2 [&_th]:border [&_th]:border-stone-300 [&_th]:px-2 [&_ul]:list-disc [&_ul]:pl-6 [&>*+*]:mt-3"
-      data-testid="issue-body"
-      // Sanitized on the server with an allow-list; see renderMarkdown.
+      className={`${className} max-w-none text-stone-800 [&_a]:text-sky-800 [&_a]:underline [&_blockquote]:border-l-4 [&_blockquote]:border-stone-300 [&_blockquote]:pl-3 [&_code]:rounded [&_code]:bg-stone-100 [&_code]:px-1 [&_code]:font-mono [&_code]:text-[0.9em] [&_h1]:text-xl [&_h1]:font-semibold [&_h2]:text-lg [&_h2]:font-semibold [&_h3]:font-semibold [&_li]:my-0.5 [&_ol]:list-decimal [&_ol]:pl-6 [&_pre]:overflow-x-auto [&_pre]:rounded [&_pre]:bg-stone-900 [&_pre]:p-3 [&_pre]:text-stone-100 [&_pre_code]:bg-transparent [&_table]:border-collapse [&_td]:border [&_td]:border-stone-300 [&_td]:px-2 [&_th]:border [&_th]:border-stone-300 [&_th]:px-2 [&_ul]:list-disc [&_ul]:pl-6 [&>*+*]:mt-3`}
+      data-testid={testId}
+      // Raw HTML in the source is escaped and links are checked by the renderer; see server/markdown/render.ts.
       dangerouslySetInnerHTML={{ __html: html }}
     />
   );
@@ -85,7 +89,7 @@ function CommentItem({ comment, replies, now }: { comment: Comment; replies: Map
             <del>{comment.body}</del> <span>retracted: {comment.retractNote}</span>
           </p>
         ) : (
-          <p className="mt-1 whitespace-pre-wrap text-sm">{comment.body}</p>
+          <Markdown html={comment.bodyHtml} testId="comment-body" className="mt-1 text-sm" />
         )}
       </article>
       {(replies.get(comment.id) ?? []).length > 0 ? (

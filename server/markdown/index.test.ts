@@ -1,0 +1,64 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { afterAll, describe, expect, it } from "vitest";
+import { saveIssueInput } from "../issues/schemas.ts";
+import { MAX_SOURCE, MarkdownRenderer, markdown, plainText } from "./index.ts";
+import { renderHtml } from "./render.ts";
+import { hostileMarkdown, normalMarkdown } from "./samples.ts";
+
+const renderers: MarkdownRenderer[] = [markdown];
+const renderer = (limits: { budgetMs: number; waitMs: number }) => {
+  const r = new MarkdownRenderer(limits);
+  renderers.push(r);
+  return r;
+};
+afterAll(() => Promise.all(renderers.map((r) => r.close())));
+
+describe("MarkdownRenderer", () => {
+  it("renders in its worker what the renderer renders", async () => {
+    const source = normalMarkdown();
+    expect(await markdown.render(source)).toBe(renderHtml(source));
+    expect(await markdown.render("")).toBe("");
+    expect(await markdown.render(null)).toBe("");
+  });
+
+  it("keeps the event loop turning while it renders every hostile input at the body limit", async () => {
+    const generous = renderer({ budgetMs: 30_000, waitMs: 30_000 });
+    await generous.render("warm *up*");
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const started = performance.now();
+    for (const [name, source] of Object.entries(hostileMarkdown())) {
+      const html = await generous.render(source);
+      expect(html.includes('data-markdown="plain"'), name).toBe(false);
+    }
+    const elapsed = performance.now() - started;
+    delay.disable();
+    // Rendering takes a while; the loop never waited more than a tick's worth of it.
+    expect(elapsed).toBeGreaterThan(200);
+    expect(delay.max / 1e6).toBeLessThan(100);
+  });
+
+  it("shows a render that runs past its budget as escaped text, and renders the next in a fresh worker", async () => {
+    const tight = renderer({ budgetMs: 20, waitMs: 30_000 });
+    while ((await tight.render("*warm*")) !== "<p><em>warm</em></p>\n");
+    const slow = `<b>${hostileMarkdown()["images ![a"]}`;
+    expect((await tight.render(slow)) === plainText(slow)).toBe(true);
+    expect(plainText(slow).startsWith('<p class="whitespace-pre-wrap" data-markdown="plain">&lt;b&gt;![a![a')).toBe(true);
+    expect(await tight.render("**next**")).toBe("<p><strong>next</strong></p>\n");
+  });
+
+  it("does not render a source that waited past its limit for its turn", async () => {
+    const queued = renderer({ budgetMs: 30_000, waitMs: 100 });
+    // Starting the worker counts as waiting too: the first renders may come back as text.
+    while ((await queued.render("*warm*")) !== "<p><em>warm</em></p>\n");
+    const [slow, waiting] = await Promise.all([queued.render(hostileMarkdown()["images ![a"]), queued.render("**waiting**")]);
+    expect(slow.startsWith("<p>![a![a")).toBe(true);
+    expect(waiting).toBe(plainText("**waiting**"));
+  });
+
+  it("never renders a source past the body limit, which it shares with the issue schema", async () => {
+    expect(saveIssueInput.shape.body.unwrap().maxLength).toBe(MAX_SOURCE);
+    const long = `**${"<i>".repeat(MAX_SOURCE)}**`;
+    expect((await markdown.render(long)) === plainText(long)).toBe(true);
+  });
+});
