@@ -2,7 +2,7 @@ import { data } from "react-router";
 import type { Route } from "./+types/dash.queue";
 import { requireMember } from "../auth.server.ts";
 import { toErrorBody } from "../errors.server.ts";
-import { queueInputFromSearch, queuePage } from "../../server/dash/queue.ts";
+import { queueInputFromSearch, queuePage, queuePageInput } from "../../server/dash/queue.ts";
 import { LiveIndicator, linkClass } from "../components/dash/bits.tsx";
 import { Pager, QueueFilters, QueueTable, QueueTabs } from "../components/dash/queue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
@@ -16,7 +16,7 @@ export function meta() {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx } = await requireMember(request, context);
   try {
-    return await queuePage(ctx, queueInputFromSearch(new URL(request.url).searchParams));
+    return await queuePage(ctx, queuePageInput.parse(queueInputFromSearch(new URL(request.url).searchParams)));
   } catch (error) {
     const { status, body } = toErrorBody(error, context.log);
     throw data(body, { status });

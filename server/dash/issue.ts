@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import type { z } from "zod";
 import { activity, agentKeys, checkpoints, members, user } from "../../db/schema/index.ts";
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
@@ -19,7 +20,7 @@ import { rankReasons } from "./why.ts";
  */
 export const ACTIVITY_LIMIT = 1000;
 
-export async function issueDetail(ctx: Ctx, raw: unknown) {
+export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
   const { db } = ctx;
   const orgId = ctx.principal.orgId;

@@ -55,7 +55,7 @@ export function queueInputFromSearch(params: URLSearchParams): unknown {
 
 const previousDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 
-export async function queuePage(ctx: Ctx, raw: unknown) {
+export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
   const input = queuePageInput.parse(raw);
   const { db } = ctx;
   const orgId = ctx.principal.orgId;

@@ -11,8 +11,8 @@ export const revokeConnectorInput = z.object({
 });
 
 /** The org's intake connectors, metadata only: secrets and tokens never leave the server. */
-export async function listConnectors(ctx: Ctx, input: z.input<typeof listConnectorsInput>) {
-  listConnectorsInput.parse(input);
+export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnectorsInput>) {
+  listConnectorsInput.parse(raw);
   const rows = await ctx.db
     .select({
       id: connectors.id,
@@ -49,8 +49,8 @@ export async function listConnectors(ctx: Ctx, input: z.input<typeof listConnect
  * Disconnects a connector: its webhooks are refused from now on. Owner or admin;
  * idempotent (revoking a revoked connector reports when it was revoked).
  */
-export async function revokeConnector(ctx: Ctx, input: z.input<typeof revokeConnectorInput>) {
-  const { connectorId } = revokeConnectorInput.parse(input);
+export async function revokeConnector(ctx: Ctx, raw: z.input<typeof revokeConnectorInput>) {
+  const { connectorId } = revokeConnectorInput.parse(raw);
   const { orgId, userId } = ctx.principal;
   return ctx.db.transaction(async (tx) => {
     const rows = await tx

@@ -21,8 +21,8 @@ function rateCardView() {
  * calendar month (UTC) and in total, beside the rate card. Billing is not wired in
  * yet, so nothing here is a charge.
  */
-export async function usageSummary(ctx: Ctx, input: z.input<typeof usageSummaryInput>) {
-  usageSummaryInput.parse(input);
+export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInput>) {
+  usageSummaryInput.parse(raw);
   const { orgId } = ctx.principal;
   const now = ctx.clock.now();
   const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
@@ -48,8 +48,8 @@ export async function usageSummary(ctx: Ctx, input: z.input<typeof usageSummaryI
 }
 
 /** The billing picture. This server has no billing wired in, and says so rather than inventing figures. */
-export async function billingSummary(ctx: Ctx, input: z.input<typeof billingSummaryInput>) {
-  billingSummaryInput.parse(input);
+export async function billingSummary(ctx: Ctx, raw: z.input<typeof billingSummaryInput>) {
+  billingSummaryInput.parse(raw);
   return {
     enabled: false,
     balanceMicroCredits: null,
