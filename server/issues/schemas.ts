@@ -50,7 +50,6 @@ export const saveIssueInput = z.object({
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
 });
-export type SaveIssueInput = z.input<typeof saveIssueInput>;
 
 export const getIssueInput = z.object({ identifier: identifierSchema });
 

@@ -28,7 +28,6 @@ export interface WriteScope {
   now: Date;
 }
 
-export const TERMINAL_STATUSES = ["done", "canceled"] as const;
 export const isTerminal = (status: string) => status === "done" || status === "canceled";
 
 /** Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization failure. */
