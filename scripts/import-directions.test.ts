@@ -36,12 +36,6 @@ export const allowed: Record<string, readonly string[]> = {
   scripts: tooling,
 };
 
-/**
- * Cycles between server/ domains allowed for now, each with who removes it. issues ↔ queue:
- * being taken apart in the split of server/issues and server/queue (the "one house" issue).
- */
-const knownDomainCycles: string[][] = [["issues", "queue"]];
-
 export const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);
 /** Test support: files under a testing/ folder, a domain's testing.ts, and the test suites themselves. */
 export const isTestSupport = (file: string) => isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file);
@@ -156,8 +150,7 @@ describe("import directions", () => {
   });
 
   it("server/ domains do not import each other in a cycle", () => {
-    const known = new Set(knownDomainCycles.map((c) => c.join(" ↔ ")));
-    expect(domainCycles(edges).map((c) => c.join(" ↔ ")).filter((c) => !known.has(c))).toEqual([]);
+    expect(domainCycles(edges).map((c) => c.join(" ↔ "))).toEqual([]);
   });
 
   it("refuses planted edges against the table", () => {
