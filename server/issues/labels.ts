@@ -1,8 +1,9 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { issueLabels, labels } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { newId } from "../orgs/index.ts";
 import { saveLabelInput } from "./schemas.ts";
+import type { WriteScope } from "./store.ts";
 
 /** Creates a label, or updates its color; idempotent by name. */
 export async function saveLabel(ctx: Ctx, raw: unknown) {
@@ -27,4 +28,21 @@ export async function listLabels(ctx: Ctx) {
     .groupBy(labels.id)
     .orderBy(asc(labels.name));
   return { labels: rows.map((r) => ({ ...r, issues: Number(r.issues) })) };
+}
+
+/** Replaces an issue's labels, creating the names the org lacks. */
+export async function setLabels(scope: WriteScope, issueId: string, names: string[]) {
+  const { tx, ctx } = scope;
+  await tx.delete(issueLabels).where(eq(issueLabels.issueId, issueId));
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return;
+  await tx
+    .insert(labels)
+    .values(unique.map((name) => ({ id: newId(), orgId: ctx.principal.orgId, name })))
+    .onConflictDoNothing();
+  const rows = await tx
+    .select({ id: labels.id })
+    .from(labels)
+    .where(and(eq(labels.orgId, ctx.principal.orgId), inArray(labels.name, unique)));
+  await tx.insert(issueLabels).values(rows.map((l) => ({ issueId, labelId: l.id })));
 }

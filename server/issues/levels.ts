@@ -43,6 +43,17 @@ export function ownLevelOf(priority: number, sla: SlaInfo): number {
   return Math.max(levelOfPriority(priority), sla.floor);
 }
 
+/** The stored ranking columns an issue's own priority and deadline set (its effective ones follow its graph). */
+export function rankingColumns(priority: number, dueAt: Date | null, dueSetAt: Date | null, terminal: boolean, now: Date) {
+  if (terminal) {
+    // A closed issue feels no deadline pressure and gates nothing: it ranks by its priority alone.
+    const level = levelOfPriority(priority);
+    return { ownLevel: level, effectiveLevel: level, effectiveDueAt: null, slaState: "none" as const, slaNextAt: null };
+  }
+  const sla = slaOf(dueAt, dueSetAt, now);
+  return { ownLevel: ownLevelOf(priority, sla), slaState: sla.state, slaNextAt: sla.nextAt };
+}
+
 /** The last millisecond of a calendar date in an IANA time zone. */
 export function endOfDayIn(date: string, timeZone: string): Date {
   const [y, m, d] = date.split("-").map(Number) as [number, number, number];

@@ -50,6 +50,8 @@ export const saveIssueInput = z.object({
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
 });
+/** save_issue's arguments as parsed. */
+export type SaveInput = z.output<typeof saveIssueInput>;
 
 export const getIssueInput = z.object({ identifier: identifierSchema });
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, or, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, inArray, or, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import { checkpoints, issues, members, orgs, projects, relations, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
@@ -210,4 +210,33 @@ export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identif
       ),
     )
     .orderBy(issues.identifier);
+}
+
+/** Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one. */
+export async function lockIssues(tx: Db, orgId: string, identifiers: string[], mode: "share" | "update") {
+  const wanted = [...new Set(identifiers)];
+  const rows = await tx
+    .select({ id: issues.id, identifier: issues.identifier, status: issues.status })
+    .from(issues)
+    .where(and(eq(issues.orgId, orgId), inArray(issues.identifier, wanted)))
+    .orderBy(issues.id)
+    .for(mode);
+  const missing = wanted.find((identifier) => !rows.some((r) => r.identifier === identifier));
+  if (missing) throw notFound(`issue ${missing}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
+  return rows;
+}
+
+/** A parent is a container (work:false) in the same org, and never the issue itself or one of its descendants. */
+export async function validParent(tx: Db, orgId: string, identifier: string, childId: string | null) {
+  const parent = await findIssue(tx, orgId, identifier);
+  if (parent.work) {
+    throw new DomainError("INVALID_INPUT", `${identifier} is a work issue, not a container`, "Parents are containers (work:false).");
+  }
+  let cursor: string | null = parent.id;
+  for (let depth = 0; cursor && depth < 100; depth++) {
+    if (cursor === childId) throw new DomainError("CYCLE", `${identifier} is inside this issue`, "Pick a parent that is not one of its descendants.");
+    const up: { parentId: string | null }[] = await tx.select({ parentId: issues.parentId }).from(issues).where(eq(issues.id, cursor));
+    cursor = up[0]?.parentId ?? null;
+  }
+  return parent;
 }

@@ -1,0 +1,61 @@
+import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import type { Ctx } from "../context.ts";
+import { sha256 } from "../crypto/index.ts";
+import { sendNotices, type Notice } from "../events/index.ts";
+import { batching, inCallOrder } from "./batching.ts";
+import type { SaveInput } from "./schemas.ts";
+import { issueRowFrom, retryingConflicts } from "./store.ts";
+import { renderIssueView, viewReadsFrom, type ViewReadsJson } from "./views.ts";
+
+const PLAIN_FINISH_FIELDS = new Set(["identifier", "status", "claimToken"]);
+
+/** `{identifier, status: "done", claimToken}` and nothing else: how every claim ends. */
+export function isPlainFinish(input: SaveInput): input is SaveInput & { claimToken: string } {
+  return input.status === "done" && input.claimToken !== undefined &&
+    Object.entries(input).every(([field, value]) => value === undefined || PLAIN_FINISH_FIELDS.has(field));
+}
+
+type FinishOutcome = { outcome: "fallback" } | { outcome: "finished"; issue: Record<string, unknown>; reads: ViewReadsJson; notices: Notice[] };
+
+/** retasc_finish's arguments by name. */
+interface FinishCall {
+  orgId: string;
+  identifier: string;
+  tokenHash: string;
+  now: string;
+  userId: string | null;
+  keyId: string | null;
+  runtime: string | null;
+}
+
+/** Finishes that arrive together go out as one statement (retasc_finishes). */
+const finishTogether = batching<FinishCall, FinishOutcome>(async (db, calls) => {
+  const [row] = await retryingConflicts(() =>
+    query<{ results: (FinishOutcome & { index: number })[] }>(db, sql`select retasc_finishes(${JSON.stringify(calls)}::jsonb) as results`),
+  );
+  return inCallOrder(row!.results);
+});
+
+/**
+ * Finishes held work as done in one statement (retasc_finish, the hot path's other half).
+ * Returns null, having written nothing, for anything but a live token on open work with no
+ * open blockers; the general path then answers with the right refusal.
+ */
+export async function finishHeld(ctx: Ctx, identifier: string, claimToken: string) {
+  const { principal } = ctx;
+  const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
+  const now = ctx.clock.now();
+  const result = await finishTogether(ctx.db, {
+    orgId: principal.orgId,
+    identifier,
+    tokenHash: sha256(claimToken),
+    now: now.toISOString(),
+    userId: principal.userId,
+    keyId: principal.keyId,
+    runtime: principal.runtime,
+  });
+  if (result.outcome === "fallback") return null;
+  sendNotices(ctx.db, result.notices);
+  return renderIssueView(cipher, issueRowFrom(result.issue), viewReadsFrom(result.reads), now);
+}

@@ -1,0 +1,42 @@
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { dispatchOrder } from "../../db/schema/dispatch.ts";
+import { issues } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { getIssueInput, listIssuesInput } from "./schemas.ts";
+import { findIssue, projectFor, resolveAssignee } from "./store.ts";
+import { issueView, summarize } from "./views.ts";
+
+export async function getIssue(ctx: Ctx, raw: unknown) {
+  const { identifier } = getIssueInput.parse(raw);
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  return issueView(ctx.db, cipher, row, ctx.clock.now());
+}
+
+export async function listIssues(ctx: Ctx, raw: unknown) {
+  const input = listIssuesInput.parse(raw ?? {});
+  const orgId = ctx.principal.orgId;
+  const where: SQL[] = [eq(issues.orgId, orgId)];
+  const statuses = input.status === undefined ? null : Array.isArray(input.status) ? input.status : [input.status];
+  where.push(statuses ? inArray(issues.status, statuses) : sql`${issues.status} not in ('done', 'canceled')`);
+  if (input.priority !== undefined) where.push(eq(issues.priority, input.priority));
+  if (input.slaState) where.push(eq(issues.slaState, input.slaState));
+  if (input.project) where.push(eq(issues.projectId, (await projectFor(ctx.db, ctx, input.project)).id));
+  if (input.assignee !== undefined) {
+    const id = await resolveAssignee(ctx.db, ctx, input.assignee);
+    where.push(id ? eq(issues.assigneeId, id) : sql`${issues.assigneeId} is null`);
+  }
+  if (input.author) where.push(eq(issues.authorId, (await resolveAssignee(ctx.db, ctx, input.author))!));
+  if (input.label) {
+    where.push(sql`${issues.id} in (select il.issue_id from issue_labels il join labels l on l.id = il.label_id
+      where l.org_id = ${orgId} and l.name = ${input.label})`);
+  }
+  const rows = await ctx.db
+    .select()
+    .from(issues)
+    .where(and(...where))
+    .orderBy(...dispatchOrder(issues))
+    .limit(input.limit);
+  const cipher = await ctx.keyring.forOrg(ctx.db, orgId);
+  return { issues: await summarize(ctx.db, cipher, rows, ctx.clock.now()) };
+}

@@ -1,0 +1,70 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
+import { members } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { DomainError, invalidInput } from "../errors.ts";
+import { enqueue } from "../outbox/index.ts";
+import { currentHolder, requireLiveToken } from "./fencing.ts";
+import { alreadyClaimed, selfReview } from "./refusals.ts";
+import type { SaveInput } from "./schemas.ts";
+import type { IssueRow, WriteScope } from "./store.ts";
+import { isLeaseLive } from "./views.ts";
+
+/** People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost. */
+export function notices(scope: WriteScope, row: IssueRow, change: { statusChanged: boolean; to: string; assigned: boolean }) {
+  const base = { orgId: row.orgId, issueId: row.id, actorId: scope.ctx.principal.userId };
+  const { to } = change;
+  if (change.statusChanged && (to === "done" || to === "canceled" || to === "review")) {
+    return [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: to })];
+  }
+  return change.assigned ? [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: "assigned" as const })] : [];
+}
+
+/**
+ * The status rules. Returns "finished" when the transition ends the caller's lease.
+ * done and review finish held work and need the live token; canceling held work needs it too;
+ * other status writes never touch the lease.
+ */
+export async function checkTransition(scope: WriteScope, row: IssueRow, input: SaveInput, to: string): Promise<"finished" | null> {
+  const { ctx, now } = scope;
+  const held = isLeaseLive(row, now);
+  if (to === "canceled" && !input.cancelReason) {
+    throw invalidInput("canceling needs a cancelReason", 'Pass cancelReason: "<why this will not be done>".');
+  }
+  if (to === "done" || to === "review") {
+    if (!row.work) {
+      if (to === "review") throw new DomainError("CONTAINER", `${row.identifier} is a container`, "Containers are closed with done, not reviewed.");
+      return null;
+    }
+    await requireLiveToken(scope, row, input.claimToken);
+    if (to === "done" && row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) {
+      throw selfReview(row.identifier);
+    }
+    return "finished";
+  }
+  if (to === "canceled") {
+    if (!held) return null;
+    if (!input.claimToken) throw alreadyClaimed(row.identifier, await currentHolder(scope.tx, row, now), "cancel");
+    return "finished";
+  }
+  if (row.status === "review" && to === "todo" && input.claimToken) return "finished";
+  return null;
+}
+
+/** A review lane is an active member other than the principal who submitted the work. */
+export async function checkReviewer(tx: Db, ctx: Ctx, row: IssueRow, reviewerId: string | null, submitterId: string | null) {
+  if (!reviewerId) {
+    throw invalidInput(
+      `${row.identifier} in review needs a reviewer`,
+      'Pass assignee with the reviewer\'s email (another person than you), e.g. assignee:"reviewer@example.com".',
+    );
+  }
+  if (submitterId && reviewerId === submitterId) throw selfReview(row.identifier);
+  const member = await tx
+    .select({ status: members.status })
+    .from(members)
+    .where(and(eq(members.orgId, ctx.principal.orgId), eq(members.userId, reviewerId)));
+  if (member[0]?.status !== "active") {
+    throw invalidInput("the reviewer is not an active member", "Pick an active member as reviewer.");
+  }
+}

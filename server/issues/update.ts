@@ -1,0 +1,224 @@
+import { eq, sql } from "drizzle-orm";
+import { issues } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import type { Ctx } from "../context.ts";
+import { DomainError, invalidInput } from "../errors.ts";
+import { currentHolder, endLease, requireLiveToken } from "./fencing.ts";
+import { setLabels } from "./labels.ts";
+import { rankingColumns } from "./levels.ts";
+import { lockOrgGraph, rerank } from "./ranking.ts";
+import { alreadyClaimed } from "./refusals.ts";
+import type { SaveInput } from "./schemas.ts";
+import {
+  findIssue,
+  hasBlockEdges,
+  inOrder,
+  inTransaction,
+  isTerminal,
+  orgTimeZone,
+  parseDueAt,
+  peekStatusAndEdges,
+  resolveAssignee,
+  RetryTransaction,
+  validParent,
+  type IssueRow,
+  type WriteScope,
+} from "./store.ts";
+import { checkReviewer, checkTransition, notices } from "./transitions.ts";
+import { isLeaseLive, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
+
+/** The issue row, locked, and which graph lock the update holds. */
+interface Locked {
+  row: IssueRow;
+  graphLocked: boolean;
+}
+
+/** What an update changes: the row's new values, the fields named in its activity, and whether it ends the lease. */
+interface Change {
+  patch: Partial<typeof issues.$inferInsert>;
+  changed: string[];
+  finishLease: "finished" | null;
+  from: IssueRow["status"];
+  to: IssueRow["status"];
+}
+
+const changesRank = (input: SaveInput) => input.priority !== undefined || input.dueAt !== undefined;
+
+/** Updates an existing issue (status changes included) under its row lock, and the graph lock when ranking can move. */
+export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
+  let forceGraphLock = false;
+  return inTransaction(ctx, async (scope) => {
+    const locked = await lockForUpdate(scope, input, identifier, forceGraphLock);
+    if (!locked) {
+      forceGraphLock = true;
+      throw new RetryTransaction();
+    }
+    const { row } = locked;
+    if (input.blockedBy || input.noDependency) {
+      throw invalidInput("dependencies of an existing issue change through add_relation / remove_relation", "Call add_relation with type blocked_by.");
+    }
+    if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);
+    const change = await changeOf(scope, row, input);
+    await write(scope, locked, input, change);
+    return record(scope, row, input, change);
+  });
+}
+
+/**
+ * Locks the issue, and the org's graph first when the update can move ranking: exclusively
+ * for a rank change, shared for closing an issue nothing open blocks (every finished claim),
+ * which re-ranks only itself. Returns undefined when the transaction must rerun holding the
+ * graph lock exclusively.
+ */
+async function lockForUpdate(scope: WriteScope, input: SaveInput, identifier: string, forceGraphLock: boolean): Promise<Locked | undefined> {
+  const { tx } = scope;
+  const orgId = scope.ctx.principal.orgId;
+  const closing = input.status !== undefined && isTerminal(input.status);
+  // The unlocked peek only decides whether closing the issue needs the graph lock (taken before
+  // row locks). An issue not found is reported by the locked read below.
+  const peek = closing ? await peekStatusAndEdges(tx, orgId, identifier) : null;
+  const toTerminal = peek !== null && !isTerminal(peek.status);
+  const rankChange = changesRank(input);
+  const graphLocked = forceGraphLock || rankChange || (toTerminal && peek.hasBlockEdges);
+  const sharedGraphLock = graphLocked && !forceGraphLock && !rankChange && peek!.openBlockerCount === 0;
+  const [, row, edgesNow] = await inOrder(
+    () => (graphLocked ? lockOrgGraph(tx, orgId, sharedGraphLock ? "shared" : "exclusive") : Promise.resolve()),
+    () => findIssue(tx, orgId, identifier, { forUpdate: true }),
+    () => (toTerminal && !graphLocked ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
+  );
+  // An edge appeared between the peek and the lock, or a blocker did (only graph changes add
+  // either, and they hold the lock exclusively): rerun holding it exclusively.
+  if (edgesNow || (sharedGraphLock && row.openBlockerCount > 0)) return undefined;
+  return { row, graphLocked };
+}
+
+/** Checks each field the input sets, in the order they are refused, and collects the new values. */
+async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Promise<Change> {
+  const { tx, ctx, now, cipher } = scope;
+  const orgId = ctx.principal.orgId;
+  const patch: Change["patch"] = { updatedAt: now };
+  const changed: string[] = [];
+  let finishLease: Change["finishLease"] = null;
+  const from = row.status;
+  const to = input.status ?? row.status;
+
+  if (input.status !== undefined && to !== from) {
+    if (isTerminal(from)) {
+      throw new DomainError("INVALID_INPUT", `${row.identifier} is ${from}; terminal issues stay closed`, "File a new issue that references it instead.");
+    }
+    finishLease = await checkTransition(scope, row, input, to);
+    patch.status = to;
+    changed.push("status");
+  }
+  if (input.title !== undefined) {
+    patch.titleEnc = cipher.encrypt(input.title);
+    changed.push("title");
+  }
+  if (input.body !== undefined) {
+    patch.bodyEnc = cipher.encrypt(input.body);
+    changed.push("body");
+  }
+  if (input.work !== undefined && input.work !== row.work) {
+    if (isLeaseLive(row, now)) throw alreadyClaimed(row.identifier, await currentHolder(tx, row, now), "work");
+    patch.work = input.work;
+    changed.push("work");
+  }
+  let assigneeId = row.assigneeId;
+  if (input.assignee !== undefined) {
+    assigneeId = await resolveAssignee(tx, ctx, input.assignee);
+    patch.assigneeId = assigneeId;
+    changed.push("assignee");
+  }
+  if (to === "review") await checkReviewer(tx, ctx, row, assigneeId, patch.status === "review" ? ctx.principal.userId : row.submitterId);
+  if (input.parent !== undefined) {
+    patch.parentId = input.parent ? (await validParent(tx, orgId, input.parent, row.id)).id : null;
+    changed.push("parent");
+  }
+  const priority = input.priority ?? row.priority;
+  if (input.priority !== undefined) {
+    patch.priority = input.priority;
+    changed.push("priority");
+  }
+  let dueAt = row.dueAt;
+  let dueSetAt = row.dueSetAt;
+  if (input.dueAt !== undefined) {
+    dueAt = input.dueAt === null ? null : parseDueAt(input.dueAt, await orgTimeZone(tx, orgId));
+    dueSetAt = dueAt ? now : null;
+    Object.assign(patch, { dueAt, dueSetAt });
+    changed.push("dueAt");
+  }
+  if (input.cancelReason !== undefined) {
+    if (to !== "canceled") throw invalidInput("cancelReason goes with status canceled", "Pass status:\"canceled\" too.");
+    patch.cancelReasonEnc = cipher.encrypt(input.cancelReason);
+  }
+  const terminalNow = isTerminal(to);
+  if (changesRank(input) || terminalNow !== isTerminal(from)) {
+    Object.assign(patch, rankingColumns(priority, dueAt, dueSetAt ?? row.createdAt, terminalNow, now));
+  }
+  if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
+  if (from === "review" && to === "todo") patch.submitterId = null;
+  if (input.labels) changed.push("labels");
+  return { patch, changed, finishLease, from, to };
+}
+
+/** Writes the row, then what follows from it: gated issues, labels, the lease, the rank. */
+async function write(scope: WriteScope, { row, graphLocked }: Locked, input: SaveInput, { patch, finishLease, from, to }: Change) {
+  const { tx } = scope;
+  const closed = isTerminal(to) && !isTerminal(from);
+  await inOrder(
+    () => tx.update(issues).set(patch).where(eq(issues.id, row.id)),
+    // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
+    // Closing without the graph lock means the locked read found no dependency edges (and none
+    // can be added while the row is locked), so there is nothing to decrement.
+    () =>
+      closed && graphLocked
+        ? tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
+            where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
+        : Promise.resolve(),
+    async () => {
+      if (input.labels) await setLabels(scope, row.id, input.labels);
+      if (finishLease) await endLease(scope, row, finishLease);
+      if (closed ? graphLocked : changesRank(input)) await rerank(tx, [row.id]);
+    },
+  );
+}
+
+/** Records the change (activity, notices, the live event) and returns the issue as it now is. */
+async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patch, changed, finishLease, from, to }: Change) {
+  const { tx, ctx, now, cipher } = scope;
+  const orgId = ctx.principal.orgId;
+  const entries: (() => Promise<void>)[] = [];
+  if (patch.status) {
+    entries.push(() =>
+      recordActivity(scope, {
+        issueId: row.id,
+        kind: finishLease ? "finished" : "status_changed",
+        facts: { from, to, fence: row.fence },
+        ...(to === "canceled" ? { detail: { reason: input.cancelReason } } : {}),
+      }),
+    );
+  }
+  const otherChanges = changed.filter((c) => c !== "status");
+  if (otherChanges.length > 0) {
+    entries.push(() =>
+      recordActivity(scope, {
+        issueId: row.id,
+        kind: "updated",
+        detail: { fields: otherChanges, ...(input.priority !== undefined ? { priority: input.priority } : {}) },
+      }),
+    );
+  }
+  const results = await inOrder(
+    ...entries,
+    ...notices(scope, row, {
+      statusChanged: patch.status !== undefined,
+      to,
+      assigned: patch.assigneeId !== undefined && patch.assigneeId !== null && patch.assigneeId !== row.assigneeId,
+    }),
+    () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: to }),
+    () => findIssue(tx, orgId, row.identifier),
+    () => issueViewReads(tx, row.id, now),
+  );
+  const [updated, reads] = results.slice(-2) as [IssueRow, ViewReads];
+  return renderIssueView(cipher, updated, reads, now);
+}
