@@ -35,8 +35,8 @@ const HOME = "http://retasc.invalid";
 /**
  * A same-origin path to come back to after signing in; anything else becomes `fallback`.
  * The value is parsed the way a browser parses a Location (which drops tabs and newlines and
- * reads a backslash as a slash, so `/<tab>/evil.example` leaves the site) and must stay on this origin; the
- * parsed form is returned, so what is checked is what is sent.
+ * reads a backslash as a slash, so `/<tab>/evil.example` leaves the site) and must stay on
+ * this origin; the parsed form is returned, so what is checked is what is sent.
  */
 export function safeNext(value: string | null | undefined, fallback = "/dash"): string {
   if (!value?.startsWith("/")) return fallback;

@@ -63,15 +63,13 @@ function rewrite(query: Query, seen: Map<string, string>): Query {
     seen.set(digest, token);
     return digest;
   };
-  const withToken = (fields?: Record<string, unknown>) => (fields && TOKEN in fields ? { ...fields, [TOKEN]: hash(fields[TOKEN]) } : fields);
+  const withToken = (fields?: Record<string, unknown>) =>
+    fields && TOKEN in fields ? { ...fields, [TOKEN]: hash(fields[TOKEN]) } : fields;
+  const matching = (value: Where["value"]) => (Array.isArray(value) ? value.map(hash) : hash(value)) as Where["value"];
   return {
     ...query,
     ...(query.where && {
-      where: query.where.map((clause) =>
-        clause.field === TOKEN
-          ? { ...clause, value: (Array.isArray(clause.value) ? clause.value.map(hash) : hash(clause.value)) as Where["value"] }
-          : clause,
-      ),
+      where: query.where.map((clause) => (clause.field === TOKEN ? { ...clause, value: matching(clause.value) } : clause)),
     }),
     ...(query.data && { data: withToken(query.data) }),
     ...(query.update && { update: withToken(query.update) }),
