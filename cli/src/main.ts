@@ -162,7 +162,7 @@ export const commands: Record<string, Command> = {
       url,
       json,
     },
-    details: "Members mint keys for themselves; owners and admins manage anyone's.",
+    details: "Members mint keys for themselves; owners manage anyone's, admins those of members.",
     run: keyMint,
   }),
   "key list": command({
@@ -181,7 +181,7 @@ export const commands: Record<string, Command> = {
     summary: "revoke a key at once",
     usage: "retasc key revoke --key-id <id> [--org-id <id>] [--json]",
     options: { "key-id": { type: "string", value: "<id>", description: "the key to revoke" }, "org-id": orgId, url, json },
-    details: "Members revoke their own keys; owners and admins anyone's.",
+    details: "Members revoke their own keys; owners anyone's, admins those of members.",
     run: keyRevoke,
   }),
   "members invite": command({

@@ -33,6 +33,17 @@ describe("mintKey", () => {
     expect((await authenticateAgentKey(env.services.db, byOwner.key))?.userId).toBe(carol);
   });
 
+  it("lets a member lower their own key's claim cap but not raise it above the default; an admin may", async () => {
+    const cap = env.services.config.CLAIM_CAP_DEFAULT;
+    const lower = await mintKey(as.bob, { runtime: "codex", claimCap: 1 });
+    expect((await authenticateAgentKey(env.services.db, lower.key))?.claimCap).toBe(1);
+    const error = await refusal(mintKey(as.bob, { runtime: "codex", claimCap: cap + 1 }));
+    expect(error.code).toBe("FORBIDDEN");
+    expect(error.message).toContain(`claim cap above ${cap}`);
+    const byOwner = await mintKey(as.alice, { userId: org.agents.bob.userId, runtime: "ci", claimCap: 1000 });
+    expect((await authenticateAgentKey(env.services.db, byOwner.key))?.claimCap).toBe(1000);
+  });
+
   it("refuses a project of another org and a suspended holder", async () => {
     const other = await seedOrg(env.services);
     expect((await refusal(mintKey(as.bob, { projectId: other.projectId }))).code).toBe("NOT_FOUND");

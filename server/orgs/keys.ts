@@ -4,7 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { agentKeys, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
-import { actorOf, recordOrgActivity, requireActsOnHolder, type ActOn } from "./access.ts";
+import { actorOf, recordOrgActivity, requireActsOnHolder, requireRole, type ActOn } from "./access.ts";
 import { lockActiveHolder, lockKeyTree, mintAgentKey, runtimeSchema } from "./index.ts";
 
 /**
@@ -45,6 +45,11 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
     const actor = await actorOf(ctx, tx);
     const userId = input.userId ?? actor.userId;
     await requireActsOnHolder(tx, actor, userId, keyAction("minting", "mint a key for"));
+    // A member's own key may hold fewer claims than the default, never more: the cap is the
+    // org's limit on one key, not the key holder's to raise.
+    if (input.claimCap !== undefined && input.claimCap > ctx.config.CLAIM_CAP_DEFAULT) {
+      requireRole(actor, ["owner", "admin"], `raising a key's claim cap above ${ctx.config.CLAIM_CAP_DEFAULT}`);
+    }
     // mintAgentKey refuses a holder who is not an active member.
     const minted = await mintAgentKey(tx, {
       orgId,
