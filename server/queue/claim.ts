@@ -1,0 +1,138 @@
+import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
+import type { Ctx } from "../context.ts";
+import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
+import { DomainError } from "../errors.ts";
+import { notifyAll, type Notice } from "../events/index.ts";
+import { currentHolder } from "../issues/fencing.ts";
+import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
+import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
+import { isLeaseLive, renderIssueView, viewReadsFrom, type ViewReadsJson } from "../issues/views.ts";
+import { newId } from "../orgs/index.ts";
+import { claimIssueInput } from "./schemas.ts";
+
+/**
+ * Per-key live-claim cap. retasc_key_budget counts under an advisory lock on the key, which
+ * serialises one key's claims, so the cap holds exactly even when eight agents share a key.
+ * The count goes out with `then` (the claim's own read) in one round trip.
+ */
+export interface Budget<T> {
+  live: number;
+  cap: number;
+  /** What the claim read in the same round trip. */
+  then: T;
+}
+
+export async function claimBudget<T>(scope: WriteScope, then: () => PromiseLike<T>): Promise<Budget<T>> {
+  const { tx, ctx, now } = scope;
+  const cap = ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
+  const keyId = ctx.principal.keyId;
+  if (!keyId) return { live: 0, cap, then: await then() };
+  const [rows, result] = await inOrder(
+    () => query<{ live: number }>(tx, sql`select retasc_key_budget(${keyId}::text, ${now.toISOString()}::timestamptz) as live`),
+    then,
+  );
+  return { live: Number(rows[0]!.live), cap, then: result };
+}
+
+export const claimCapError = (cap: number) =>
+  new DomainError(
+    "CLAIM_CAP",
+    `this key already holds ${cap} live claims, its cap`,
+    "Finish or release_issue one of your claims before taking another.",
+    { cap },
+  );
+
+/** What retasc_take_lease returns (db/migrations/0006_dispatch_functions.sql). */
+export interface TakenLease {
+  issue: Record<string, unknown>;
+  reads: ViewReadsJson;
+  /** When the lease started. */
+  now: string;
+  notices: Notice[];
+}
+
+/** Who takes a lease, from when, the new lease's id, token hash and TTL: the lease arguments of the dispatch functions. */
+export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
+  const p = ctx.principal;
+  return {
+    userId: p.userId,
+    keyId: p.keyId,
+    runtime: p.runtime,
+    now: now.toISOString(),
+    leaseId: newId(),
+    tokenHash: sha256(claimToken),
+    ttlMs: ctx.config.leaseTtlMs,
+  };
+}
+
+export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
+  const row = issueRowFrom(taken.issue);
+  const issue = renderIssueView(cipher, row, viewReadsFrom(taken.reads), new Date(taken.now));
+  return {
+    identifier: row.identifier,
+    claimToken,
+    fence: row.fence,
+    expiresAt: row.leaseExpiresAt!.toISOString(),
+    branch: issue.branch,
+    checkpoint: issue.checkpoint,
+    otherClaims,
+    issue,
+  };
+}
+export type ClaimReply = ReturnType<typeof claimReply>;
+
+/** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
+export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): Promise<ClaimReply> {
+  // The lease starts once the row lock is held, which can be well after the transaction
+  // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
+  scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
+  const claimToken = randomToken("rtclm_", 24);
+  const lease = leaseFields(scope.ctx, scope.now, claimToken);
+  const [taken] = await query<{ taken: TakenLease }>(
+    scope.tx,
+    sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${lease.userId}::text, ${lease.keyId}::text,
+      ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint) as taken`,
+  );
+  await notifyAll(scope.tx, taken!.taken.notices);
+  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
+}
+
+/** Claims one named issue, ignoring lanes; refuses only for a stated reason. */
+export async function claimIssue(ctx: Ctx, raw: unknown) {
+  const { identifier } = claimIssueInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const { tx, now } = scope;
+    const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true }));
+    const row = budget.then;
+    if (!row.work) {
+      throw new DomainError("CONTAINER", `${identifier} is a container (work:false) and is never claimed`, "Claim one of its children instead.", {
+        identifier,
+      });
+    }
+    if (!(DISPATCH_STATUSES as readonly string[]).includes(row.status)) {
+      throw new DomainError(
+        "STATUS_NOT_CLAIMABLE",
+        `${identifier} is ${row.status}`,
+        row.status === "blocked"
+          ? "It is flagged blocked on something external; a person clears that flag."
+          : "Terminal issues are not claimed; call next_issue for open work.",
+        { identifier, status: row.status },
+      );
+    }
+    if (isLeaseLive(row, now)) throw alreadyClaimed(identifier, await currentHolder(tx, row, now), "claim");
+    if (row.openBlockerCount > 0) {
+      const blockers = await openBlockersOf(tx, row.id);
+      throw new DomainError(
+        "BLOCKED",
+        `${identifier} waits on ${blockers.map((b) => `${b.identifier} (${b.status})`).join(", ")}`,
+        "Work on a blocker instead (next_issue hands out the most urgent one).",
+        { identifier, openBlockers: blockers },
+      );
+    }
+    if (row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) throw selfReview(identifier);
+    if (budget.live >= budget.cap) throw claimCapError(budget.cap);
+    return claimRow(scope, row, budget.live);
+  });
+}

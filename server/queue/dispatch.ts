@@ -1,0 +1,97 @@
+import { sql, type SQL } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
+import { query, type Db } from "../../db/client.ts";
+import { dispatchable, dispatchOrder, inLanes, othersLanes } from "../../db/schema/dispatch.ts";
+import { issues } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { inTransaction, type WriteScope } from "../issues/store.ts";
+import { slaSweepOrg } from "./sla.ts";
+
+/** The queue's reading of the dispatch rule (db/schema/dispatch.ts): the caller's scope and lanes, ready counts, deadlines first. */
+
+/** Dispatch reads alias issues as `i`, so the SQL fragments below apply to typed selects too. */
+export const i = alias(issues, "i");
+
+export const order = dispatchOrder(i);
+
+/** The caller's human as an SQL operand (null for a principal without one). */
+export function me(ctx: Ctx): SQL {
+  const userId = ctx.principal.userId;
+  return userId ? sql`${userId}::text` : sql`null::text`;
+}
+
+export const dispatchableAt = (now: Date) => dispatchable(i, sql`${now.toISOString()}::timestamptz`);
+
+/** The key's project, or the whole org for a key without one. */
+export function scopeOf(ctx: Ctx): SQL {
+  return ctx.principal.projectId
+    ? sql`i.project_id = ${ctx.principal.projectId} and i.org_id = ${ctx.principal.orgId}`
+    : sql`i.org_id = ${ctx.principal.orgId}`;
+}
+
+/** Lanes: the caller's human plus unassigned, or all of them. Nobody is ever handed their own work to review. */
+export function laneOf(ctx: Ctx, allLanes: boolean | undefined): SQL {
+  return inLanes(i, me(ctx), allLanes ? sql`true` : sql`false`);
+}
+
+export async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promise<number> {
+  const rows = await query<{ n: number }>(
+    db,
+    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and ${dispatchableAt(now)} and ${lane}`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
+  const ready = await countReady(ctx.db, ctx, now, laneOf(ctx, allLanes));
+  const otherLanes = allLanes ? 0 : await countReady(ctx.db, ctx, now, othersLanes(i, me(ctx)));
+  return {
+    claimed: false as const,
+    ready,
+    otherLanes,
+    message:
+      otherLanes > 0
+        ? `Nothing claimable in your lane; ${otherLanes} ready issue(s) sit in other people's lanes. Call again with allLanes:true to take one.`
+        : ready > 0
+          ? "Ready work exists but was claimed concurrently; call next_issue again."
+          : "Nothing is claimable right now: everything is held, blocked, or done.",
+  };
+}
+
+/** Moves any issue whose deadline state time has changed before dispatching, so the order is exact. */
+export async function applyDueSla(ctx: Ctx, now: Date) {
+  const rows = await query<{ found: boolean }>(
+    ctx.db,
+    sql`select exists(select 1 from issues i where ${scopeOf(ctx)} and i.sla_next_at <= ${now.toISOString()}::timestamptz) as found`,
+  );
+  if (rows[0]?.found) await slaSweepOrg(ctx, ctx.principal.orgId);
+}
+
+/** Time moved an issue across an SLA threshold since the last sweep: the dispatch reruns after one. */
+export class SlaThresholdPassed extends Error {}
+
+/** Has time moved an issue in scope across an SLA threshold that the sweep has not applied yet? */
+export async function slaThresholdPassed(scope: WriteScope): Promise<boolean> {
+  const rows = await query<{ found: boolean }>(
+    scope.tx,
+    sql`select exists(select 1 from issues i where ${scopeOf(scope.ctx)} and i.sla_next_at <= ${scope.now.toISOString()}::timestamptz) as found`,
+  );
+  return Boolean(rows[0]?.found);
+}
+
+/**
+ * Runs a dispatch transaction so it orders by current levels. `run` sends the SLA check
+ * first, with its own reads; when a threshold has passed it throws SlaThresholdPassed, the
+ * transaction rolls back, the sweep re-ranks, and the dispatch reruns (checking again only
+ * a few times, so a stream of thresholds cannot starve it).
+ */
+export async function dispatchWithCurrentSla<T>(ctx: Ctx, run: (scope: WriteScope, checkSla: boolean) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await inTransaction(ctx, (scope) => run(scope, attempt < 3));
+    } catch (error) {
+      if (!(error instanceof SlaThresholdPassed)) throw error;
+      await slaSweepOrg(ctx, ctx.principal.orgId);
+    }
+  }
+}

@@ -1,0 +1,124 @@
+import { eq } from "drizzle-orm";
+import { checkpoints, issues, leases } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import type { Ctx } from "../context.ts";
+import { currentHolder, endLease, requireLiveToken } from "../issues/fencing.ts";
+import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
+import { checkpointView } from "../issues/views.ts";
+import { newId } from "../orgs/index.ts";
+import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
+
+/** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
+
+/** Does this key hold the issue right now? */
+export async function checkClaim(ctx: Ctx, raw: unknown) {
+  const { identifier } = checkClaimInput.parse(raw);
+  const now = ctx.clock.now();
+  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  const holder = await currentHolder(ctx.db, row, now);
+  return {
+    identifier,
+    status: row.status,
+    held: holder !== null,
+    youHold: holder !== null && holder.keyId !== null && holder.keyId === ctx.principal.keyId,
+    holder,
+    expiresAt: holder?.expiresAt ?? null,
+    fence: row.fence,
+  };
+}
+
+async function renew(scope: WriteScope, row: IssueRow) {
+  const expiresAt = new Date(scope.now.getTime() + scope.ctx.config.leaseTtlMs);
+  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt }).where(eq(issues.id, row.id));
+  await scope.tx.update(leases).set({ expiresAt, heartbeatAt: scope.now }).where(eq(leases.id, row.leaseId!));
+  return expiresAt;
+}
+
+/** Renews the lease. Only heartbeat and checkpoint do. */
+export async function heartbeat(ctx: Ctx, raw: unknown) {
+  const input = heartbeatInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    const expiresAt = await renew(scope, row);
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "heartbeat",
+      facts: { fence: row.fence },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.renewed", issueId: row.id, identifier: row.identifier });
+    return { identifier: row.identifier, expiresAt: expiresAt.toISOString(), fence: row.fence };
+  });
+}
+
+async function writeCheckpoint(
+  scope: WriteScope,
+  row: IssueRow,
+  notes: { done?: string; next?: string; gotchas?: string; note?: string; branch?: string },
+  options: { keepHandoff?: boolean } = {},
+) {
+  const { tx, ctx, now, cipher } = scope;
+  const previous = await latestCheckpoint(tx, row.id);
+  // A release note is added to the handoff, not a replacement for it.
+  const kept = options.keepHandoff ? previous : null;
+  await tx.insert(checkpoints).values({
+    id: newId(),
+    orgId: ctx.principal.orgId,
+    issueId: row.id,
+    leaseId: row.leaseId,
+    userId: ctx.principal.userId,
+    keyId: ctx.principal.keyId,
+    runtime: ctx.principal.runtime,
+    doneEnc: notes.done !== undefined || !kept ? cipher.encrypt(notes.done ?? null) : kept.doneEnc,
+    nextEnc: notes.next !== undefined || !kept ? cipher.encrypt(notes.next ?? null) : kept.nextEnc,
+    gotchasEnc: notes.gotchas !== undefined || !kept ? cipher.encrypt(notes.gotchas ?? null) : kept.gotchasEnc,
+    noteEnc: cipher.encrypt(notes.note ?? null),
+    branch: notes.branch ?? previous?.branch ?? null,
+    // Strictly after the previous one (same millisecond, or another instance's clock behind),
+    // so "latest" is always the last written; the issue's row lock serialises these writes.
+    createdAt: previous && previous.createdAt.getTime() >= now.getTime() ? new Date(previous.createdAt.getTime() + 1) : now,
+  });
+}
+
+/** Records handoff notes that survive release and reclaim, and renews the lease. */
+export async function checkpoint(ctx: Ctx, raw: unknown) {
+  const input = checkpointInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    await writeCheckpoint(scope, row, input);
+    const expiresAt = await renew(scope, row);
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "checkpoint",
+      facts: { fence: row.fence },
+      detail: { done: input.done, next: input.next, gotchas: input.gotchas, note: input.note },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.checkpoint", issueId: row.id, identifier: row.identifier });
+    return {
+      identifier: row.identifier,
+      expiresAt: expiresAt.toISOString(),
+      fence: row.fence,
+      checkpoint: checkpointView(scope.cipher, await latestCheckpoint(scope.tx, row.id)),
+    };
+  });
+}
+
+/** Returns held work to the pool; the checkpoint stays for the next claimant. */
+export async function releaseIssue(ctx: Ctx, raw: unknown) {
+  const input = releaseIssueInput.parse(raw);
+  return inTransaction(ctx, async (scope) => {
+    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    await requireLiveToken(scope, row, input.claimToken);
+    if (input.note) await writeCheckpoint(scope, row, { note: input.note }, { keepHandoff: true });
+    await endLease(scope, row, "released");
+    await recordActivity(scope, {
+      issueId: row.id,
+      kind: "released",
+      facts: { fence: row.fence },
+      detail: { note: input.note },
+    });
+    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
+    return { identifier: row.identifier, released: true, status: row.status };
+  });
+}

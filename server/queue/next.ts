@@ -1,0 +1,65 @@
+import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import type { Ctx } from "../context.ts";
+import { randomToken } from "../crypto/index.ts";
+import { sendNotices } from "../events/index.ts";
+import { batching, inCallOrder } from "../issues/batching.ts";
+import { retryingConflicts } from "../issues/store.ts";
+import { claimCapError, claimReply, leaseFields, type TakenLease } from "./claim.ts";
+import { emptyReply } from "./dispatch.ts";
+import { nextIssueInput } from "./schemas.ts";
+import { slaSweepOrg } from "./sla.ts";
+
+type NextIssueOutcome = { outcome: "sla" | "empty" | "cap" } | (TakenLease & { outcome: "claimed"; otherClaims: number });
+
+/** retasc_next_issue's arguments by name. */
+type NextIssueCall = ReturnType<typeof leaseFields> & { orgId: string; projectId: string | null; allLanes: boolean; checkSla: boolean; cap: number };
+
+/** next_issue calls that arrive together go out as one statement (retasc_next_issues), at one instant. */
+const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) => {
+  const now = calls.reduce((latest, call) => (call.now > latest ? call.now : latest), calls[0]!.now);
+  const [row] = await retryingConflicts(() =>
+    query<{ results: (NextIssueOutcome & { index: number })[] }>(
+      db,
+      sql`select retasc_next_issues(${JSON.stringify(calls.map((call) => ({ ...call, now })))}::jsonb) as results`,
+    ),
+  );
+  return inCallOrder(row!.results);
+});
+
+/**
+ * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
+ * (retasc_next_issue, shared with the calls that arrive alongside) checks deadlines, the key's
+ * budget, picks and takes the lease. When a deadline threshold has passed unswept, the sweep
+ * re-ranks and the claim reruns (checking again only a few times, so a stream of thresholds
+ * cannot starve it).
+ */
+export async function nextIssue(ctx: Ctx, raw: unknown) {
+  const input = nextIssueInput.parse(raw ?? {});
+  const { principal } = ctx;
+  const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
+  const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
+  for (let attempt = 0; ; attempt++) {
+    const claimToken = randomToken("rtclm_", 24);
+    const result = await claimNext(ctx.db, {
+      orgId: principal.orgId,
+      projectId: principal.projectId,
+      allLanes: input.allLanes ?? false,
+      checkSla: attempt < 3,
+      cap,
+      ...leaseFields(ctx, ctx.clock.now(), claimToken),
+    });
+    switch (result.outcome) {
+      case "sla":
+        await slaSweepOrg(ctx, principal.orgId);
+        continue;
+      case "empty":
+        return emptyReply(ctx, ctx.clock.now(), input.allLanes);
+      case "cap":
+        throw claimCapError(cap);
+      case "claimed":
+        sendNotices(ctx.db, result.notices);
+        return claimReply(cipher, result, claimToken, result.otherClaims);
+    }
+  }
+}

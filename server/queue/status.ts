@@ -1,0 +1,72 @@
+import { and, eq, gt, sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import { issues, leases, user } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { countReady, scopeOf } from "./dispatch.ts";
+
+/** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims. */
+export async function queueStatus(ctx: Ctx) {
+  const now = ctx.clock.now();
+  const db = ctx.db;
+  const scope = scopeOf(ctx);
+  const [byStatus, sla, blocked, live] = await Promise.all([
+    query<{ status: string; n: number }>(db, sql`select i.status, count(*)::int as n from issues i where ${scope} group by i.status`),
+    query<{ sla_state: string; n: number }>(
+      db,
+      sql`select i.sla_state, count(*)::int as n from issues i where ${scope} and i.status not in ('done', 'canceled') and i.sla_state <> 'none' group by i.sla_state`,
+    ),
+    query<{ identifier: string; blocker: string; blocker_status: string }>(
+      db,
+      sql`select i.identifier, b.identifier as blocker, b.status as blocker_status
+          from issues i join relations r on r.target_id = i.id and r.type = 'blocks' join issues b on b.id = r.source_id
+          where ${scope} and i.open_blocker_count > 0 and i.status not in ('done', 'canceled') and b.status not in ('done', 'canceled')
+          order by i.number limit 200`,
+    ),
+    db
+      .select({
+        identifier: issues.identifier,
+        status: issues.status,
+        expiresAt: leases.expiresAt,
+        claimedAt: leases.claimedAt,
+        heartbeatAt: leases.heartbeatAt,
+        runtime: leases.runtime,
+        userId: leases.userId,
+        email: user.email,
+        fence: leases.fence,
+      })
+      .from(issues)
+      .innerJoin(leases, eq(leases.id, issues.leaseId))
+      .leftJoin(user, eq(user.id, leases.userId))
+      .where(
+        and(
+          eq(issues.orgId, ctx.principal.orgId),
+          ctx.principal.projectId ? eq(issues.projectId, ctx.principal.projectId) : undefined,
+          gt(issues.leaseExpiresAt, now),
+        ),
+      )
+      .orderBy(leases.expiresAt),
+  ]);
+  const blockedOn = new Map<string, { identifier: string; status: string }[]>();
+  for (const b of blocked) {
+    const list = blockedOn.get(b.identifier) ?? [];
+    list.push({ identifier: b.blocker, status: b.blocker_status });
+    blockedOn.set(b.identifier, list);
+  }
+  return {
+    counts: Object.fromEntries(byStatus.map((r) => [r.status, Number(r.n)])),
+    ready: await countReady(db, ctx, now, sql`true`),
+    deadlinePressure: Object.fromEntries(sla.map((r) => [r.sla_state, Number(r.n)])),
+    blockedOn: [...blockedOn].map(([identifier, blockers]) => ({ identifier, blockers })),
+    liveClaims: live.map((l) => ({
+      identifier: l.identifier,
+      status: l.status,
+      runtime: l.runtime,
+      userId: l.userId,
+      email: l.email,
+      fence: l.fence,
+      claimedAt: l.claimedAt.toISOString(),
+      heartbeatAt: l.heartbeatAt.toISOString(),
+      expiresAt: l.expiresAt.toISOString(),
+    })),
+  };
+}
