@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { getAttachment, listAttachments, obsoleteAttachment, saveAttachment } from "./attachments.ts";
@@ -51,5 +52,31 @@ describe("comments, labels, attachments", () => {
     expect(listed.attachments).toEqual([expect.objectContaining({ url: "https://example.com/spec", obsolete: true, obsoleteReason: "superseded" })]);
     await expect(getAttachment(other.agents.alice.ctx, { attachment: link.id })).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(getIssue(other.agents.alice.ctx, { identifier: issue.identifier })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("save_attachment takes http(s) links only: script, data and file URLs are refused with INVALID_INPUT", async () => {
+    const org = await seedOrg(env.services);
+    const { alice } = org.agents;
+    const issue = await saveIssue(alice.ctx, { title: "t", work: true, noDependency: "none" });
+    const client = await connectClient(`${inProcessOrigin}/mcp`, alice.key, { fetch: inProcessFetch(env.services) });
+    try {
+      for (const url of ["javascript:alert(document.cookie)", "JavaScript:alert(1)", "data:text/html,<script>alert(1)</script>", "file:///etc/passwd", "vbscript:msgbox(1)", "ftp://example.com/x"]) {
+        const error = await callError(client, "save_attachment", { issue: issue.identifier, url });
+        expect({ url, code: error.code, message: error.message }).toEqual({
+          url,
+          code: "INVALID_INPUT",
+          message: expect.stringContaining("url: only http:// and https:// links are accepted"),
+        });
+      }
+      expect((await listAttachments(alice.ctx, { issue: issue.identifier })).attachments).toEqual([]);
+      await callOk(client, "save_attachment", { issue: issue.identifier, url: "http://example.com/a" });
+      await callOk(client, "save_attachment", { issue: issue.identifier, url: "https://example.com/b" });
+      expect((await listAttachments(alice.ctx, { issue: issue.identifier })).attachments.map((a) => a.url)).toEqual([
+        "http://example.com/a",
+        "https://example.com/b",
+      ]);
+    } finally {
+      await client.close();
+    }
   });
 });

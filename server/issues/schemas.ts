@@ -88,7 +88,8 @@ export const saveLabelInput = z.object({
 
 export const saveAttachmentInput = z.object({
   issue: identifierSchema,
-  url: z.url().max(2000),
+  // Links are handed to agents and shown in the Dash: javascript:, data:, file: and the like never are.
+  url: z.url({ protocol: /^https?$/, error: "only http:// and https:// links are accepted; link to where the file is hosted" }).max(2000),
   title: shortText(500).optional(),
 });
 export const listAttachmentsInput = z.object({ issue: identifierSchema });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { claimTokenSchema, identifierSchema } from "../issues/schemas.ts";
+import { isBranchName } from "./branch-name.ts";
 
 export const nextIssueInput = z.object({
   allLanes: z.boolean().optional().describe("also consider issues assigned to other people"),
@@ -20,7 +21,12 @@ export const checkpointInput = z.object({
   next: noteText.optional().describe("what the next agent should do"),
   gotchas: noteText.optional().describe("traps and surprises"),
   note: noteText.optional(),
-  branch: z.string().trim().max(200).optional(),
+  branch: z
+    .string()
+    .trim()
+    .max(200)
+    .refine(isBranchName, "not a branch name git accepts (git check-ref-format --branch); pass the branch you pushed, like rtsc-42/fix-login")
+    .optional(),
 });
 export const releaseIssueInput = z.object({
   identifier: identifierSchema,
