@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the numbers of docs/architecture.md#numbers against the local PostgreSQL, each
  * beside a baseline measured in the same run, then the Dash queue page benchmark
- * (bench/dash-queue.ts). `-- --quick` runs small sizes and skips the Dash page (a CI smoke
- * check); `-- --explain` also prints the dispatch query's plan on the large graph.
+ * (bench/dash-queue.ts) and the Markdown renderer on hostile input (bench/markdown.ts).
+ * `-- --quick` runs small sizes and skips the Dash page (a CI smoke check); `-- --explain`
+ * also prints the dispatch query's plan on the large graph.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -89,6 +90,7 @@ async function main() {
   const { claimThroughput } = await import("./throughput.ts");
   const { graphBenchmarks } = await import("./graph.ts");
   const { dashQueueBench, formatDashQueue } = await import("./dash-queue.ts");
+  const { markdownBench, formatMarkdown } = await import("./markdown.ts");
   log(`${quick ? "quick" : "full"} run against ${new URL(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL!).host}`);
   const phase = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
     const at = Date.now();
@@ -107,6 +109,7 @@ async function main() {
   );
   // The Dash page benchmark builds and starts the app: too slow for the smoke run.
   const dashQueue = quick ? null : await phase("dash queue", () => dashQueueBench({ issues: 10_000, iterations: 100 }));
+  const markdown = await phase("markdown", () => markdownBench());
   const list = rows(throughput, graph);
   const { explain, ...graphFigures } = graph;
   if (explain) process.stdout.write(`\nDispatch query plan (${graph.issues} issues):\n${explain}\n`);
@@ -121,12 +124,13 @@ async function main() {
       `${Math.round((Date.now() - started) / 1000)} s so far\n`,
   );
   if (dashQueue) process.stdout.write(`\n${formatDashQueue(dashQueue)}\n`);
+  process.stdout.write(`\n${formatMarkdown(markdown)}\n`);
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "latest.json");
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), quick, loadAverage: load, cpus: os.cpus().length, rows: list, throughput, graph: graphFigures, dashQueue, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), quick, loadAverage: load, cpus: os.cpus().length, rows: list, throughput, graph: graphFigures, dashQueue, markdown, seconds: (Date.now() - started) / 1000 }, null, 2)}\n`,
   );
   log(`written ${path.relative(process.cwd(), file)}`);
 }

@@ -3,7 +3,7 @@ import MarkdownIt from "markdown-it";
 /**
  * Markdown to HTML for bodies and comments written by people and agents, so untrusted.
  * markdown-it, because its cost stays linear on hostile input where marked and micromark
- * go quadratic (docs/decisions/008-markdown-rendering.md). Safe by construction, with no
+ * go quadratic (docs/decisions/010-markdown-rendering.md). Safe by construction, with no
  * sanitizer pass: raw HTML is escaped, never parsed (`html: false`); every attribute comes
  * from the renderer itself; links and images keep only http(s)/mailto targets; an image is
  * shown as a link to it, never loaded (no tracking pixels, no layout shift). Runs in the
