@@ -8,6 +8,7 @@ import type { RenderReply } from "./worker.ts";
  * a source that waits past `waitMs` for its turn is not rendered, and a source longer than
  * the body limit never is; each of those is shown as escaped plain text instead.
  */
+
 /** The issue body limit (server/issues/schemas.ts; index.test.ts holds them equal). */
 export const MAX_SOURCE = 100_000;
 export const RENDER_BUDGET_MS = 1_000;
@@ -30,7 +31,7 @@ export class MarkdownRenderer {
 
   constructor(private readonly limits: { budgetMs: number; waitMs: number } = { budgetMs: RENDER_BUDGET_MS, waitMs: RENDER_WAIT_MS }) {}
 
-  /** The source as sanitized HTML ("" for none); never rejects. */
+  /** The source as HTML safe to show ("" for none); never rejects. */
   render(source: string | null | undefined): Promise<string> {
     if (!source) return Promise.resolve("");
     if (source.length > MAX_SOURCE) return Promise.resolve(plainText(source));
