@@ -13,7 +13,9 @@ export function Layout({ children }: { children: React.ReactNode }) {
         <meta charSet="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <Meta />
-        <Links />
+        {/* Links load from 'self' and need no nonce. An empty one keeps React Router from copying
+            the scripts' nonce onto them, which browsers hide only on scripts: hydration would differ. */}
+        <Links nonce="" />
       </head>
       <body className="bg-stone-50 text-stone-900 antialiased">
         {children}

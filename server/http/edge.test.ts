@@ -163,7 +163,8 @@ describe("live Dash streams", () => {
   async function open(cookie: string, from: string) {
     const controller = new AbortController();
     const response = await fetch(`${world.url}/dash/events`, { headers: { cookie, "x-forwarded-for": from }, signal: controller.signal });
-    return { status: response.status, close: () => controller.abort() };
+    // The response is kept: undici cancels the body of a response that is garbage-collected.
+    return { status: response.status, response, close: () => controller.abort() };
   }
   async function personWithOrg(name: string) {
     const person = await signUp(world.url, name);

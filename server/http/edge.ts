@@ -4,7 +4,7 @@ import type { Logger } from "../log.ts";
 import type { Admission, RequestGuard } from "../limits/index.ts";
 import { clientIp } from "../limits/index.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
-import { publicOrigin, servesHost } from "./origin.ts";
+import { publicOrigin } from "./origin.ts";
 import { routePath } from "./path.ts";
 import { refuse } from "./refuse.ts";
 import { runInScope } from "./scope.ts";
@@ -34,7 +34,10 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * 5. Static files, then the request guard (server/limits), then /mcp or React Router.
  */
 export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
-  const trusted = new Set(publicOrigin(config).trustedOrigins);
+  const { hosts, trustedOrigins } = publicOrigin(config);
+  const trusted = new Set(trustedOrigins);
+  // Host names are case-insensitive; clients send them in lowercase, so that is tried first.
+  const servesHost = (host: string | undefined) => host !== undefined && (hosts.has(host) || hosts.has(host.toLowerCase()));
   const setHeaders = securityHeaders(config);
 
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
@@ -47,7 +50,7 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
     try {
       const path = routePath(req.url);
       const mcp = path === "/mcp";
-      if (path !== "/healthz" && !servesHost(config, req.headers.host)) {
+      if (path !== "/healthz" && !servesHost(req.headers.host)) {
         return refuse(res, mcp, 421, "FORBIDDEN", `This server does not answer for the host ${String(req.headers.host ?? "(none)").slice(0, 200)}.`,
           config.PUBLIC_URL ? `Use ${publicOrigin(config).publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
       }

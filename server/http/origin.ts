@@ -47,13 +47,6 @@ function compute({ PUBLIC_URL, PORT }: Pick<Config, "PUBLIC_URL" | "PORT">): Pub
   return { publicUrl, hosts, trustedOrigins: [...origins] };
 }
 
-/** Whether a request's Host header names this app. */
-export function servesHost(config: Pick<Config, "PUBLIC_URL" | "PORT">, host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const { hosts } = publicOrigin(config);
-  return hosts.has(host) || hosts.has(host.toLowerCase());
-}
-
 /**
  * The base of absolute URLs in an answer to `request`: PUBLIC_URL, or without it the loopback
  * origin the request came to (localhost or 127.0.0.1, whichever the person typed; the edge has
