@@ -62,7 +62,8 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     // Sign-in state, reset and verification tokens: stored as digests too (better-auth's option).
     verification: { storeIdentifier: "hashed" },
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
-    account: { accountLinking: { enabled: false } },
+    // GitHub and Google tokens encrypted with the auth secret: a database read yields none.
+    account: { accountLinking: { enabled: false }, encryptOAuthTokens: true },
     // server/limits already limits sign-in per client address (trusting only TRUST_PROXY_HOPS
     // proxies). better-auth's own limiter, on in production, trusts any X-Forwarded-For and without
     // one puts every client in one shared bucket: 3 sign-ins per 10 s for the whole deployment.

@@ -2,6 +2,8 @@ import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { account } from "../../db/schema/index.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 
@@ -282,6 +284,19 @@ describe(`GitHub and Google sign-in over HTTP against local fake providers (${te
       expect(((await signIn.json()) as { user: { id: string } }).user.id).toBe(passwordUser.id);
     });
   }
+
+  it.skipIf(testDriver !== "postgres")("keeps the provider's tokens encrypted at rest (a database read yields no GitHub token)", async () => {
+    const person = identity("tokens-at-rest@github.test", "Tokens");
+    const outcome = await socialSignIn(github, person);
+    const rows = await database!.database.db
+      .select({ accessToken: account.accessToken })
+      .from(account)
+      .where(eq(account.userId, outcome.user!.id));
+    expect(rows).toHaveLength(1);
+    // The fake provider issues tokens that start "fake_"; stored, they must be ciphertext.
+    expect(rows[0]!.accessToken).toBeTruthy();
+    expect(rows[0]!.accessToken).not.toMatch(/fake_/);
+  });
 
   it("the same email at GitHub and at Google does not merge two people either", async () => {
     const email = "both@example.test";
