@@ -3,6 +3,7 @@ import { leases, user } from "../../db/schema/index.ts";
 import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
+import type { Principal } from "../context.ts";
 import type { IssueRow, WriteScope } from "./store.ts";
 import { isLeaseLive } from "./views.ts";
 
@@ -31,6 +32,32 @@ export type Holder = NonNullable<Awaited<ReturnType<typeof currentHolder>>>;
 export const describeHolder = (h: Holder) => `${h.name ?? h.email ?? h.userId} (${h.runtime}) until ${h.expiresAt}`;
 
 /**
+ * Is the caller the holder: the key that claimed, or the same person on the same runtime (an
+ * agent restarted with another key)? Such a caller may get its lease back with claim_issue.
+ */
+export function heldByCaller(holder: Holder | null, principal: Principal): holder is Holder {
+  if (!holder) return false;
+  if (holder.keyId !== null && holder.keyId === principal.keyId) return true;
+  return principal.userId !== null && holder.userId === principal.userId && holder.runtime === principal.runtime;
+}
+
+/** How a holder who lost its token gets it back. */
+export const recoverHint = (identifier: string) =>
+  `Lost the claimToken? claim_issue {identifier:"${identifier}"} gives you this same lease back (rebound:true, same fence) with a new claimToken; the old one stops working.`;
+
+/** The holder sent no token or a wrong one (another issue's, an old one): it still holds the issue and is told so. */
+export function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): DomainError {
+  return new DomainError(
+    "STALE_CLAIM",
+    sent
+      ? `you hold ${row.identifier} (fence ${holder.fence}, until ${holder.expiresAt}), but that claimToken is not this claim's`
+      : `you hold ${row.identifier} (fence ${holder.fence}, until ${holder.expiresAt}); this write needs its claimToken`,
+    `Keep working on it and pass the claimToken your claim of ${row.identifier} returned. ${recoverHint(row.identifier)}`,
+    { identifier: row.identifier, holder, youHold: true, currentFence: row.fence },
+  );
+}
+
+/**
  * Fencing: a write that presents a claim token must present the live one. A released,
  * expired or superseded token is refused with STALE_CLAIM naming the current holder.
  */
@@ -38,6 +65,11 @@ export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: 
   const live = isLeaseLive(row, scope.now);
   if (token && live && row.leaseTokenHash && constantTimeEqual(sha256(token), row.leaseTokenHash)) return;
   const holder = await currentHolder(scope.tx, row, scope.now);
+  // A wrong token is taken for the holder's own only from the same key: another key of the same
+  // person and runtime sending one is more likely a superseded agent, which must stop.
+  if (heldByCaller(holder, scope.ctx.principal) && (!token || holder.keyId === scope.ctx.principal.keyId)) {
+    throw youHoldRefusal(row, holder, token !== undefined);
+  }
   if (!token) {
     throw new DomainError(
       "STALE_CLAIM",

@@ -105,6 +105,7 @@ export const claimOutput = z.object({
   branch: z.string().describe("the branch to work on"),
   checkpoint: checkpointOutput.nullable(),
   otherClaims: z.number().int().describe("your other live claims"),
+  rebound: z.literal(true).optional().describe("you already held it: the same lease, with a new claimToken (the old one is void)"),
   issue: issueOutput,
 });
 

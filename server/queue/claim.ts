@@ -1,14 +1,16 @@
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
+import { issues, leases } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, type Notice } from "../events/index.ts";
-import { currentHolder } from "../issues/fencing.ts";
+import { currentHolder, heldByCaller, type Holder } from "../issues/fencing.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
-import { isLeaseLive, renderIssueView, viewReadsFrom, type ViewReadsJson } from "../issues/views.ts";
+import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
 import { claimIssueInput } from "./schemas.ts";
 
@@ -68,8 +70,11 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
 }
 
 export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
-  const row = issueRowFrom(taken.issue);
-  const issue = renderIssueView(cipher, row, viewReadsFrom(taken.reads), new Date(taken.now));
+  return replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), new Date(taken.now), claimToken, otherClaims);
+}
+
+function replyFor(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
+  const issue = renderIssueView(cipher, row, reads, now);
   return {
     identifier: row.identifier,
     claimToken,
@@ -81,7 +86,25 @@ export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: str
     issue,
   };
 }
-export type ClaimReply = ReturnType<typeof claimReply>;
+export type ClaimReply = ReturnType<typeof claimReply> & { rebound?: true };
+
+/**
+ * Lost-token recovery: the holder (its key, or the same person on the same runtime) claiming
+ * its own live lease gets that lease back with a new token (same fence, lease renewed); the
+ * old token stops working. On claim_issue's refusal path only, so dispatch pays nothing for it.
+ */
+async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherClaims: number): Promise<ClaimReply> {
+  const { tx, ctx, now } = scope;
+  const claimToken = randomToken("rtclm_", 24);
+  const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs);
+  await inOrder(
+    () => tx.update(issues).set({ leaseTokenHash: sha256(claimToken), leaseExpiresAt: expiresAt }).where(eq(issues.id, row.id)),
+    () => tx.update(leases).set({ expiresAt, heartbeatAt: now }).where(eq(leases.id, row.leaseId!)),
+    () => recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } }),
+  );
+  const rebound = { ...row, leaseTokenHash: sha256(claimToken), leaseExpiresAt: expiresAt };
+  return { ...replyFor(scope.cipher, rebound, await issueViewReads(tx, row.id, now), now, claimToken, otherClaims), rebound: true };
+}
 
 /** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
 export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): Promise<ClaimReply> {
@@ -121,7 +144,11 @@ export async function claimIssue(ctx: Ctx, raw: unknown) {
         { identifier, status: row.status },
       );
     }
-    if (isLeaseLive(row, now)) throw alreadyClaimed(identifier, await currentHolder(tx, row, now), "claim");
+    if (isLeaseLive(row, now)) {
+      const holder = await currentHolder(tx, row, now);
+      if (heldByCaller(holder, ctx.principal)) return rebind(scope, row, holder, Math.max(0, budget.live - 1));
+      throw alreadyClaimed(identifier, holder, "claim");
+    }
     if (row.openBlockerCount > 0) {
       const blockers = await openBlockersOf(tx, row.id);
       throw new DomainError(

@@ -1,8 +1,9 @@
 import { eq } from "drizzle-orm";
 import { checkpoints, issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
+import { invalidInput } from "../errors.ts";
 import type { Ctx } from "../context.ts";
-import { currentHolder, endLease, requireLiveToken } from "../issues/fencing.ts";
+import { currentHolder, endLease, heldByCaller, recoverHint, requireLiveToken } from "../issues/fencing.ts";
 import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { checkpointView } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
@@ -16,14 +17,16 @@ export async function checkClaim(ctx: Ctx, raw: unknown) {
   const now = ctx.clock.now();
   const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
   const holder = await currentHolder(ctx.db, row, now);
+  const youHold = heldByCaller(holder, ctx.principal);
   return {
     identifier,
     status: row.status,
     held: holder !== null,
-    youHold: holder !== null && holder.keyId !== null && holder.keyId === ctx.principal.keyId,
+    youHold,
     holder,
     expiresAt: holder?.expiresAt ?? null,
     fence: row.fence,
+    ...(youHold ? { recover: recoverHint(identifier) } : {}),
   };
 }
 
@@ -51,16 +54,18 @@ export async function heartbeat(ctx: Ctx, raw: unknown) {
   });
 }
 
-async function writeCheckpoint(
-  scope: WriteScope,
-  row: IssueRow,
-  notes: { done?: string; next?: string; gotchas?: string; note?: string; branch?: string },
-  options: { keepHandoff?: boolean } = {},
-) {
+const NOTE_FIELDS = ["done", "next", "gotchas", "note", "branch"] as const;
+type Notes = Partial<Record<(typeof NOTE_FIELDS)[number], string>>;
+
+/**
+ * Checkpoints merge: a field left out keeps the latest checkpoint's value (an empty string
+ * clears it), so a note alone never erases the handoff. The free note belongs to its checkpoint.
+ */
+async function writeCheckpoint(scope: WriteScope, row: IssueRow, notes: Notes) {
   const { tx, ctx, now, cipher } = scope;
   const previous = await latestCheckpoint(tx, row.id);
-  // A release note is added to the handoff, not a replacement for it.
-  const kept = options.keepHandoff ? previous : null;
+  const merged = (sent: string | undefined, kept: string | null | undefined) =>
+    sent !== undefined ? cipher.encrypt(sent || null) : (kept ?? null);
   await tx.insert(checkpoints).values({
     id: newId(),
     orgId: ctx.principal.orgId,
@@ -69,10 +74,10 @@ async function writeCheckpoint(
     userId: ctx.principal.userId,
     keyId: ctx.principal.keyId,
     runtime: ctx.principal.runtime,
-    doneEnc: notes.done !== undefined || !kept ? cipher.encrypt(notes.done ?? null) : kept.doneEnc,
-    nextEnc: notes.next !== undefined || !kept ? cipher.encrypt(notes.next ?? null) : kept.nextEnc,
-    gotchasEnc: notes.gotchas !== undefined || !kept ? cipher.encrypt(notes.gotchas ?? null) : kept.gotchasEnc,
-    noteEnc: cipher.encrypt(notes.note ?? null),
+    doneEnc: merged(notes.done, previous?.doneEnc),
+    nextEnc: merged(notes.next, previous?.nextEnc),
+    gotchasEnc: merged(notes.gotchas, previous?.gotchasEnc),
+    noteEnc: cipher.encrypt(notes.note || null),
     branch: notes.branch ?? previous?.branch ?? null,
     // Strictly after the previous one (same millisecond, or another instance's clock behind),
     // so "latest" is always the last written; the issue's row lock serialises these writes.
@@ -83,6 +88,9 @@ async function writeCheckpoint(
 /** Records handoff notes that survive release and reclaim, and renews the lease. */
 export async function checkpoint(ctx: Ctx, raw: unknown) {
   const input = checkpointInput.parse(raw);
+  if (NOTE_FIELDS.every((field) => input[field] === undefined)) {
+    throw invalidInput("a checkpoint needs at least one of done, next, gotchas, note or branch", "Say what is done or what comes next; to only renew the lease, call heartbeat.");
+  }
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken);
@@ -110,7 +118,7 @@ export async function releaseIssue(ctx: Ctx, raw: unknown) {
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken);
-    if (input.note) await writeCheckpoint(scope, row, { note: input.note }, { keepHandoff: true });
+    if (input.note) await writeCheckpoint(scope, row, { note: input.note });
     await endLease(scope, row, "released");
     await recordActivity(scope, {
       issueId: row.id,

@@ -4,6 +4,7 @@ import { eq } from "drizzle-orm";
 import { activity, issues, outbox } from "../../db/schema/index.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import type { DomainError } from "../errors.ts";
 import { useTestServices } from "../testing/database.ts";
 import {
   checkClaim,
@@ -140,6 +141,25 @@ describe("dispatch order", () => {
 });
 
 describe("claims and fencing", () => {
+  it("gives the lease back to its holder's person and runtime on another key (a restart), never to another runtime", async () => {
+    const org = await fresh();
+    const x = await create(org.agents.alice.ctx, "restart me");
+    const first = await claimIssue(org.agents.alice.ctx, { identifier: x.identifier });
+    const restarted = (await org.agentFor("alice", "claude-code")).ctx;
+    const otherRuntime = (await org.agentFor("alice", "codex")).ctx;
+    await expect(claimIssue(otherRuntime, { identifier: x.identifier })).rejects.toMatchObject({ code: "ALREADY_CLAIMED" });
+    expect(await checkClaim(otherRuntime, { identifier: x.identifier })).toMatchObject({ youHold: false });
+    // A token from another key of the same person and runtime is not taken for the holder's own.
+    const wrong = await heartbeat(restarted, { identifier: x.identifier, claimToken: "rtclm_wrong" }).catch((error: DomainError) => error);
+    expect(wrong).toMatchObject({ code: "STALE_CLAIM", message: expect.stringMatching(/is held by/) });
+    const back = await claimIssue(restarted, { identifier: x.identifier });
+    expect(back).toMatchObject({ rebound: true, fence: first.fence, otherClaims: 0 });
+    await expect(heartbeat(org.agents.alice.ctx, { identifier: x.identifier, claimToken: first.claimToken })).rejects.toMatchObject({
+      code: "STALE_CLAIM",
+    });
+    expect(await heartbeat(restarted, { identifier: x.identifier, claimToken: back.claimToken })).toMatchObject({ fence: first.fence });
+  });
+
   it("returns token, fence, expiry, branch and count of other claims; refuses a second holder", async () => {
     const org = await fresh();
     const a = org.agents.alice.ctx;

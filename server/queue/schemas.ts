@@ -17,7 +17,7 @@ const noteText = z.string().trim().max(20_000);
 export const checkpointInput = z.object({
   identifier: identifierSchema,
   claimToken: claimTokenSchema,
-  done: noteText.optional().describe("what is finished so far"),
+  done: noteText.optional().describe("what is finished so far (left out: the latest checkpoint's stays; \"\": cleared)"),
   next: noteText.optional().describe("what the next agent should do"),
   gotchas: noteText.optional().describe("traps and surprises"),
   note: noteText.optional(),

@@ -89,6 +89,7 @@ export const workTools = [
       holder: holderOutput.nullable(),
       expiresAt: z.string().nullable(),
       fence: z.number().int(),
+      recover: z.string().optional().describe("when you hold it: how to get a lost claimToken back"),
     }),
     annotations: readOnly,
     access: "read",

@@ -1,0 +1,138 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { callError, callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
+
+/**
+ * What the holder of an issue is told, from the agent's side over /mcp: a missing, wrong or
+ * lost claimToken is answered with "you hold this, here is how to get the token back", and
+ * following that hint finishes the issue without waiting for the lease to lapse.
+ */
+let seeded: SeededApp;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  seeded = await startSeededApp(["HOLD"]);
+});
+afterEach(({ task }) => {
+  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  await seeded?.close();
+});
+
+/** A fresh session with the person's key: a new agent process, or the same one after a restart. */
+async function session(who: "alice" | "bob" | "carol") {
+  const c = await connectClient(seeded.endpoint, seeded.orgs.HOLD!.people[who].key, { name: who });
+  clients.push(c);
+  return c;
+}
+
+const task = (title: string) => ({ title, work: true, noDependency: "standalone test work" });
+
+test("a holder finishing without its token is told it holds the issue and how to get the token back; following the hint finishes it", async () => {
+  const alice = await session("alice");
+  const issue = await callOk(alice, "save_issue", task("Finish without a token"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+
+  const refused = await callError(alice, "save_issue", { identifier: issue.identifier, status: "done" });
+  expect(refused.code).toBe("STALE_CLAIM");
+  expect(refused.message).toMatch(new RegExp(`^you hold ${issue.identifier}`));
+  expect(refused.hint).not.toMatch(/wait for release or expiry|next_issue/);
+  expect(refused.hint).toContain(`claim_issue {identifier:"${issue.identifier}"}`);
+  expect(refused.details).toMatchObject({ youHold: true });
+
+  const back = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  expect(back).toMatchObject({ identifier: issue.identifier, rebound: true, fence: claim.fence });
+  expect(back.claimToken).not.toBe(claim.claimToken);
+  expect(await callOk(alice, "save_issue", { identifier: issue.identifier, status: "done", claimToken: back.claimToken })).toMatchObject({
+    status: "done",
+  });
+});
+
+test("a holder sending another issue's token, or its own voided one, is told it holds this issue, never to stop", async () => {
+  const alice = await session("alice");
+  const one = await callOk(alice, "save_issue", task("Issue one"));
+  const two = await callOk(alice, "save_issue", task("Issue two"));
+  const claimOne = await callOk(alice, "claim_issue", { identifier: one.identifier });
+  const claimTwo = await callOk(alice, "claim_issue", { identifier: two.identifier });
+
+  for (const [name, args] of [
+    ["heartbeat", { identifier: one.identifier, claimToken: claimTwo.claimToken }],
+    ["checkpoint", { identifier: one.identifier, claimToken: claimTwo.claimToken, done: "half" }],
+    ["save_issue", { identifier: one.identifier, status: "done", claimToken: claimTwo.claimToken }],
+    ["release_issue", { identifier: one.identifier, claimToken: claimTwo.claimToken }],
+  ] as const) {
+    const refused = await callError(alice, name, args);
+    expect(refused.message, name).toMatch(new RegExp(`^you hold ${one.identifier} .*not this claim's`));
+    expect(refused.hint, name).not.toMatch(/Stop working|next_issue/);
+    expect(refused.details, name).toMatchObject({ youHold: true });
+  }
+
+  // Rebinding voids the old token: using it is refused the same way, and the new one works.
+  const back = await callOk(alice, "claim_issue", { identifier: one.identifier });
+  expect(back).toMatchObject({ rebound: true, fence: claimOne.fence, otherClaims: 1 });
+  expect((await callError(alice, "heartbeat", { identifier: one.identifier, claimToken: claimOne.claimToken })).details).toMatchObject({ youHold: true });
+  await callOk(alice, "heartbeat", { identifier: one.identifier, claimToken: back.claimToken });
+  await callOk(alice, "release_issue", { identifier: one.identifier, claimToken: back.claimToken });
+  await callOk(alice, "release_issue", { identifier: two.identifier, claimToken: claimTwo.claimToken });
+});
+
+test("someone else is still refused: ALREADY_CLAIMED for a claim, STALE_CLAIM naming the holder for a write", async () => {
+  const alice = await session("alice");
+  const bob = await session("bob");
+  const issue = await callOk(alice, "save_issue", task("Held by Alice"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  expect((await callError(bob, "claim_issue", { identifier: issue.identifier })).code).toBe("ALREADY_CLAIMED");
+  const refused = await callError(bob, "save_issue", { identifier: issue.identifier, status: "done" });
+  expect(refused.code).toBe("STALE_CLAIM");
+  expect(refused.message).toMatch(/is held by/);
+  expect(refused.details?.youHold).toBeUndefined();
+  const check = await callOk(bob, "check_claim", { identifier: issue.identifier });
+  expect(check).toMatchObject({ held: true, youHold: false });
+  expect(check.recover).toBeUndefined();
+  await callOk(alice, "release_issue", { identifier: issue.identifier, claimToken: claim.claimToken });
+});
+
+test("a scripted agent that loses its token mid-issue (restarts) finishes the issue without waiting for the lease to lapse", async () => {
+  const before = await session("carol");
+  const issue = await callOk(before, "save_issue", task("Long job"));
+  const claim = await callOk(before, "claim_issue", { identifier: issue.identifier });
+  await callOk(before, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, done: "step 1", next: "step 2" });
+  await before.close(); // the process dies; its token is gone with it
+
+  // After the restart the agent knows only which issue it was on (its branch, its notes).
+  const after = await session("carol");
+  const check = await callOk(after, "check_claim", { identifier: issue.identifier });
+  expect(check).toMatchObject({ held: true, youHold: true });
+  expect(check.recover).toContain("claim_issue");
+  const back = await callOk(after, "claim_issue", { identifier: issue.identifier });
+  expect(back).toMatchObject({ rebound: true, fence: claim.fence });
+  expect(back.checkpoint).toMatchObject({ done: "step 1", next: "step 2" });
+  expect(new Date(back.expiresAt).getTime()).toBeGreaterThanOrEqual(new Date(claim.expiresAt).getTime());
+  const done = await callOk(after, "save_issue", { identifier: issue.identifier, status: "done", claimToken: back.claimToken });
+  expect(done.status).toBe("done");
+  expect(await callOk(after, "check_claim", { identifier: issue.identifier })).toMatchObject({ held: false, status: "done" });
+  expect(Date.now()).toBeLessThan(new Date(claim.expiresAt).getTime());
+});
+
+test("checkpoints merge: a note alone keeps done/next/gotchas for the next claimant; an empty checkpoint is refused", async () => {
+  const alice = await session("alice");
+  const bob = await session("bob");
+  const issue = await callOk(alice, "save_issue", task("Handoff"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  await callOk(alice, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, done: "parser", next: "tests", gotchas: "flaky CI" });
+  const noted = await callOk(alice, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, note: "at lunch" });
+  expect(noted.checkpoint).toMatchObject({ done: "parser", next: "tests", gotchas: "flaky CI", note: "at lunch" });
+  const cleared = await callOk(alice, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, gotchas: "" });
+  expect(cleared.checkpoint).toMatchObject({ done: "parser", next: "tests", gotchas: null, note: null });
+
+  const empty = await callError(alice, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken });
+  expect(empty.code).toBe("INVALID_INPUT");
+  expect(empty.hint).toContain("heartbeat");
+
+  await callOk(alice, "release_issue", { identifier: issue.identifier, claimToken: claim.claimToken, note: "out of time" });
+  const next = await callOk(bob, "claim_issue", { identifier: issue.identifier });
+  expect(next.checkpoint).toMatchObject({ done: "parser", next: "tests", note: "out of time" });
+  await callOk(bob, "release_issue", { identifier: issue.identifier, claimToken: next.claimToken });
+});
