@@ -17,7 +17,7 @@ import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
-import { createRequestGuard } from "./server/limits/index.ts";
+import { createRequestGuard } from "./server/http/limits.ts";
 import { createEdge } from "./server/http/edge.ts";
 import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";

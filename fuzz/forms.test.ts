@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { hostileString, noteSent, problemsWith } from "./hostile.ts";
-import { startWorld, type World } from "./world.ts";
+import { startWorld, type World } from "../server/testing/world.ts";
 
 /**
  * Property-based fuzzing of every form and JSON endpoint besides /mcp, over real HTTP against

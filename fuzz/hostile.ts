@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
-import type { World } from "./world.ts";
+import type { World } from "../server/testing/world.ts";
 
 /**
  * Hostile values and the checks every reply to them must pass: never a 5xx, never a stack

@@ -4,7 +4,7 @@ import { MAX_SOURCE } from "../server/markdown/index.ts";
 import { renderHtml } from "../server/markdown/render.ts";
 import { hostileMarkdown } from "../server/markdown/samples.ts";
 import { callOk } from "../server/mcp/testing.ts";
-import { startWorld, type World } from "./world.ts";
+import { startWorld, type World } from "../server/testing/world.ts";
 
 /**
  * Hostile Markdown through the built app: each input known to send parsers super-linear or

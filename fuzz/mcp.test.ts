@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { callOk } from "../server/mcp/testing.ts";
 import { tools } from "../server/mcp/registry.ts";
 import { deepNesting, hostileString, hostileValue, inPool, noteSent, problemsWith, residentBytes } from "./hostile.ts";
-import { startWorld, type World } from "./world.ts";
+import { startWorld, type World } from "../server/testing/world.ts";
 
 /**
  * Property-based fuzzing of /mcp over real HTTP against the built app, as tenant A with org B

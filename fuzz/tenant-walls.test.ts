@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callError, callOk, connectClient } from "../server/mcp/testing.ts";
 import { problemsWith } from "./hostile.ts";
-import { cliPost, signUp, startWorld, type World } from "./world.ts";
+import { cliPost, signUp, startWorld, type World } from "../server/testing/world.ts";
 
 /**
  * The wall between tenants on the Dash and the CLI endpoints (the MCP tools have their own

@@ -64,7 +64,7 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
     // GitHub and Google tokens encrypted with the auth secret: a database read yields none.
     account: { accountLinking: { enabled: false }, encryptOAuthTokens: true },
-    // server/limits already limits sign-in per client address (trusting only TRUST_PROXY_HOPS
+    // server/http/limits.ts already limits sign-in per client address (trusting only TRUST_PROXY_HOPS
     // proxies). better-auth's own limiter, on in production, trusts any X-Forwarded-For and without
     // one puts every client in one shared bucket: 3 sign-ins per 10 s for the whole deployment.
     rateLimit: { enabled: false },

@@ -77,7 +77,7 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -")
     .default("retasc"),
   MCP_MAX_BODY_BYTES: positiveInt(1_048_576),
-  // Abuse limits (server/limits, docs/decisions/005-rate-limits.md): per minute; far above what a fleet does.
+  // Abuse limits (server/http/limits.ts, docs/decisions/005-rate-limits.md): per minute; far above what a fleet does.
   /** Requests per agent key on /mcp. */
   RATE_LIMIT_KEY_PER_MIN: positiveInt(60_000),
   /** Requests per client address, every route. */

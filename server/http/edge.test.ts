@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { cliPost, signUp, startWorld, type World } from "../../fuzz/world.ts";
+import { cliPost, signUp, startWorld, type World } from "../testing/world.ts";
 import { STREAMS_PER_ADDRESS, STREAMS_PER_PERSON } from "../events/index.ts";
 import { securityHeaders } from "./headers.ts";
 import { rawRequest } from "./testing.ts";

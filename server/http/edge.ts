@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
-import type { Admission, RequestGuard } from "../limits/index.ts";
-import { clientIp } from "../limits/index.ts";
+import type { Admission, RequestGuard } from "./limits.ts";
+import { clientIp } from "./limits.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
 import { publicOrigin } from "./origin.ts";
 import { routePath } from "./path.ts";
@@ -31,7 +31,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *    (or "null"), or, without Origin, when Sec-Fetch-Site says cross-site. Clients that are not
  *    browsers send neither and go on. /mcp checks its Origin itself (a JSON-RPC answer);
  *    /webhooks/* are verified by signature.
- * 5. Static files, then the request guard (server/limits), then /mcp or React Router.
+ * 5. Static files, then the request guard (server/http/limits.ts), then /mcp or React Router.
  */
 export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
   const { hosts, trustedOrigins } = publicOrigin(config);

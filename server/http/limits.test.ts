@@ -4,7 +4,7 @@ import { startSeededApp, type SeededApp } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { PrivateRedis, redisServerAvailable } from "../testing/redis.ts";
 import { testDriver } from "../testing/db.ts";
-import { rawRequest } from "../http/testing.ts";
+import { rawRequest } from "./testing.ts";
 
 /**
  * Abuse limits of the built app over real HTTP, with limits set low. The app trusts one proxy

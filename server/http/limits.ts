@@ -5,7 +5,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
 import { bearerKeyOf } from "../orgs/index.ts";
-import { refuse } from "../http/refuse.ts";
+import { refuse } from "./refuse.ts";
 
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
@@ -18,7 +18,7 @@ import { refuse } from "../http/refuse.ts";
 export interface RequestGuard {
   /**
    * Answers the request itself (413, 411, 429) and returns null, or lets it through. `path` is
-   * its route path (server/http/path.ts): limits apply to what routing will serve, not to how
+   * its route path (path.ts): limits apply to what routing will serve, not to how
    * the target was spelt.
    */
   admit(req: IncomingMessage, res: ServerResponse, path: string): Promise<Admission | null>;

@@ -6,7 +6,7 @@ import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { authenticateAgentKey, bearerKeyOf, touchKey } from "../orgs/index.ts";
 import { publicOrigin } from "../http/origin.ts";
-import { AUTH_FAILURES, type Admission } from "../limits/index.ts";
+import { AUTH_FAILURES, type Admission } from "../http/limits.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
 
 export interface McpHttpDeps {

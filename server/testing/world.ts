@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
-import { callOk, connectClient } from "../server/mcp/testing.ts";
-import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "./db.ts";
+import { callOk, connectClient } from "../mcp/testing.ts";
+import { startApp, tempDataDir, type AppProcess } from "./app-process.ts";
 
 /**
  * Two tenants on the built app, set up only through its doors (sign-up, the CLI endpoints,
