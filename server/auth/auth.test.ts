@@ -1,26 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
-import type { Services } from "../context.ts";
-import { postToAuth, TEST_ORIGIN } from "../testing/auth.ts";
-import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods, type Auth } from "./index.ts";
+import { describe, expect, it } from "vitest";
+import { testConfig } from "../testing/db.ts";
+import { postToAuth, TEST_ORIGIN, useTestAuth } from "../testing/auth.ts";
+import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods } from "./index.ts";
 
 const origin = TEST_ORIGIN;
 const host = new URL(TEST_ORIGIN).host;
 
-let tdb: TestDatabase;
-let services: Services;
-let auth: Auth;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  services = servicesFor(tdb.database);
-  auth = createAuth(services);
-});
-afterAll(async () => {
-  await tdb.close();
-});
-
-const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postToAuth(auth, path, body, headers);
+const env = useTestAuth();
+const post = env.post;
 
 function cookieOf(response: Response): string {
   return response.headers
@@ -47,7 +34,7 @@ describe("sign-in methods", () => {
   });
 
   it("refuses email sign-up when the operator turned it off", async () => {
-    const closed = createAuth({ ...services, config: testConfig({ RETASC_EMAIL_PASSWORD: "off" }) });
+    const closed = createAuth({ ...env.services, config: testConfig({ RETASC_EMAIL_PASSWORD: "off" }) });
     const response = await postToAuth(closed, "/sign-up/email", { email: "nobody@example.com", password: "correct horse battery", name: "N" });
     expect(response.status).toBeGreaterThanOrEqual(400);
   });
@@ -56,9 +43,9 @@ describe("sign-in methods", () => {
 describe("email + password sessions", () => {
   it("signs a person up and resolves the session cookie to them", async () => {
     const cookie = await signUp("ada@example.com");
-    const who = await sessionUser(auth, new Headers({ cookie, host }));
+    const who = await sessionUser(env.auth, new Headers({ cookie, host }));
     expect(who?.email).toBe("ada@example.com");
-    expect(await sessionUser(auth, new Headers({ host }))).toBeNull();
+    expect(await sessionUser(env.auth, new Headers({ host }))).toBeNull();
   });
 
   it("refuses a sign-in with the wrong password", async () => {
@@ -94,16 +81,16 @@ describe("device authorization (RFC 8628)", () => {
     expect(((await pending.json()) as { error: string }).error).toBe("authorization_pending");
 
     // The /device page first looks the code up as the signed-in person, which binds it to them.
-    const verify = await auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
+    const verify = await env.auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
     expect(verify.status).toBe("pending");
-    await auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+    await env.auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
 
     // Polling faster than the interval is answered with slow_down; wait it out.
     await new Promise((r) => setTimeout(r, code.interval * 1000 + 50));
     const granted = await poll();
     expect(granted.status).toBe(200);
     const token = ((await granted.json()) as { access_token: string }).access_token;
-    const who = await sessionUser(auth, new Headers({ authorization: `Bearer ${token}`, host }));
+    const who = await sessionUser(env.auth, new Headers({ authorization: `Bearer ${token}`, host }));
     expect(who?.email).toBe("linus@example.com");
 
     // A device code is redeemed once.
@@ -122,8 +109,8 @@ describe("device authorization (RFC 8628)", () => {
       device_code: string;
       user_code: string;
     };
-    await auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
-    await auth.api.deviceDeny({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+    await env.auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
+    await env.auth.api.deviceDeny({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
     const denied = await post("/device/token", {
       grant_type: "urn:ietf:params:oauth:grant-type:device_code",
       device_code: code.device_code,

@@ -1,3 +1,7 @@
+import { beforeAll } from "vitest";
+import { createAuth, type Auth } from "../auth/index.ts";
+import { useTestServices, type FileDatabase } from "./database.ts";
+
 /**
  * The origin tests send better-auth requests from: one the app trusts without PUBLIC_URL
  * (a loopback name on the test configuration's PORT), so the Origin check passes.
@@ -18,4 +22,13 @@ export function postToAuth(
       body: JSON.stringify(body),
     }),
   );
+}
+
+/** A test file's own database and services with a better-auth instance on them, and a JSON POST to its endpoints. */
+export function useTestAuth(): FileDatabase & { auth: Auth; post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response> } {
+  const state = useTestServices() as FileDatabase & { auth: Auth };
+  beforeAll(() => {
+    state.auth = createAuth(state.services);
+  });
+  return Object.assign(state, { post: (path: string, body: unknown, headers: Record<string, string> = {}) => postToAuth(state.auth, path, body, headers) });
 }
