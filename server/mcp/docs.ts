@@ -60,7 +60,13 @@ function argumentsTable(tool: ToolDefinition): string[] {
 function resultFields(tool: ToolDefinition): string {
   const variants = (tool.output instanceof z.ZodUnion ? tool.output.options : [tool.output]) as z.ZodType[];
   return variants
-    .map((variant) => (variant instanceof z.ZodObject ? Object.keys(variant.shape).map((k) => `\`${k}\``).join(", ") : "a value"))
+    .map((variant) =>
+      variant instanceof z.ZodObject
+        ? Object.entries(variant.shape as Record<string, z.ZodType>)
+            .map(([key, field]) => (field.description ? `\`${key}\` (${cell(field.description)})` : `\`${key}\``))
+            .join(", ")
+        : "a value",
+    )
     .join("; or ");
 }
 
@@ -80,8 +86,11 @@ export function renderToolReference(): string {
       "needs `Authorization: Bearer rtsc_...`, an agent key; without a valid key the answer is 401 with " +
       "`WWW-Authenticate`. The key decides the org, the human principal, the project and the runtime.",
     "",
-    `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema (tools/list ` +
-      "carries the full JSON Schemas). Issues are addressed by identifier, like `RTSC-42`.",
+    `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema. tools/list ` +
+      "publishes the schemas compactly, since agents read it on every session: no field descriptions in output " +
+      "schemas (the results below carry them), `required` only on a result's own fields, and a claim's `issue` " +
+      "(like save_issue's result) as an object whose full schema is get_issue's. Issues are addressed by " +
+      "identifier, like `RTSC-42`.",
     "",
     "**Errors** come back as tool results with `isError: true` and " +
       "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +

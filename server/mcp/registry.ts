@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { toolErrorSchema } from "./errors.ts";
+import { issueOutput } from "./outputs.ts";
 import type { ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
@@ -44,20 +44,127 @@ export const toolsByName: ReadonlyMap<string, ToolDefinition> = new Map(tools.ma
  * fields added later (zod's "output" rendering closes them), and no output schema uses
  * transforms or defaults, where the two renderings would differ.
  */
-function jsonSchema(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _marker, ...rest } = z.toJSONSchema(schema, { io: "input", target: "draft-7", unrepresentable: "any" });
+function jsonSchema(
+  schema: z.ZodType,
+  direction: "input" | "output",
+  override?: (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => void,
+) {
+  const rendered = z.toJSONSchema(schema, { io: "input", target: "draft-7", unrepresentable: "any", ...(override ? { override } : {}) });
+  const { $schema: _marker, ...rest } = compact(rendered, direction) as Record<string, unknown>;
   return rest;
 }
 
+/**
+ * What tools/list publishes is read on every session, so it drops what tells neither a model
+ * nor a validator anything: the ±2^53-1 bounds zod puts on every integer, regexes a `format`
+ * already names or that spell out an identifier's shape (the field's name and description say
+ * it, and the zod schema still checks every call), `additionalProperties: {}` (open is the
+ * default), a `type` beside a `const`, and `anyOf` of bare types (one `type` list says it).
+ * Output schemas also lose their descriptions (they are for validators, and docs/mcp-tools.md
+ * carries them) and `required` (outputJsonSchema says why).
+ */
+function compact(node: unknown, direction: "input" | "output"): unknown {
+  if (Array.isArray(node)) return node.map((item) => compact(item, direction));
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "minimum" && value === Number.MIN_SAFE_INTEGER) continue;
+    if (key === "maximum" && value === Number.MAX_SAFE_INTEGER) continue;
+    if (key === "pattern" && typeof value === "string" && ("format" in node || value.length > maxPublishedPattern)) continue;
+    if (key === "additionalProperties" && isEmptyObject(value)) continue;
+    if (key === "type" && "const" in node) continue;
+    if ((key === "description" || key === "required") && direction === "output") continue;
+    out[key] =
+      key === "properties"
+        ? Object.fromEntries(Object.entries(value as object).map(([name, property]) => [name, compact(property, direction)]))
+        : compact(value, direction);
+  }
+  // `{ anyOf: [{ type: "object", ... }, { type: "null" }] }` says no more than `type: ["object", "null"]`
+  // beside the object's keywords, which apply to objects only.
+  if (Array.isArray(out.anyOf) && out.anyOf.length === 2 && !("type" in out) && bareType(out.anyOf[1]) === "null") {
+    const [first] = out.anyOf as Record<string, unknown>[];
+    if (first?.type === "object") {
+      delete out.anyOf;
+      Object.assign(out, first, { type: ["object", "null"] });
+    }
+  }
+  const types = Array.isArray(out.anyOf) ? out.anyOf.map(bareType) : [];
+  if (!("type" in out) && types.length > 0 && types.every((type) => type !== undefined)) {
+    delete out.anyOf;
+    out.type = types.flat();
+  }
+  return out;
+}
+const isEmptyObject = (value: unknown) => !!value && typeof value === "object" && Object.keys(value).length === 0;
+/** The type(s) of a schema that says nothing else, like `{ type: "null" }`. */
+const bareType = (schema: unknown) => {
+  const keys = Object.keys(schema as object);
+  return keys.length === 1 && keys[0] === "type" ? ((schema as { type: string | string[] }).type as string | string[]) : undefined;
+};
+const maxPublishedPattern = 24;
+
 /** The input schema; arguments it does not name are refused, so it says so. */
 export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
-  return { ...jsonSchema(tool.input), type: "object", additionalProperties: false };
+  return { ...jsonSchema(tool.input, "input"), type: "object", additionalProperties: false };
 }
 
-/** What `structuredContent` holds: the tool's result, or on `isError` the error envelope. */
+/**
+ * Shapes published in full by one tool only: the others that return them (save_issue, and each
+ * claim, which nests the issue) publish `{ type: "object" }` there. The issue's schema is
+ * otherwise the largest part of tools/list, six times over. The type checker still holds each
+ * handler to the full zod schema.
+ */
+const publishedBy = new Map<z.ZodObject, string>([[issueOutput, "get_issue"]]);
+
+/**
+ * What `structuredContent` holds on success: each field's type. Output schemas carry no
+ * `required` (every field listed is present, null rather than missing, unless the reference
+ * says optional), which also lets the error envelope of an `isError` result, `{ error }`,
+ * conform without an error branch repeated in every tool: the SDK's client checks error
+ * results against this schema too. docs/mcp-tools.md documents the envelope once.
+ */
 export function outputJsonSchema(tool: ToolDefinition): NonNullable<Tool["outputSchema"]> {
-  return { type: "object", ...jsonSchema(z.union([tool.output, toolErrorSchema])) };
+  const schema = jsonSchema(tool.output, "output", ({ zodSchema, jsonSchema: rendered }) => {
+    const publisher = publishedBy.get(zodSchema as z.ZodObject);
+    if (publisher === undefined || publisher === tool.name) return;
+    for (const key of Object.keys(rendered)) delete rendered[key];
+    rendered.type = "object";
+  });
+  return shareRepeats({ type: "object", ...schema });
 }
+
+/**
+ * Moves each object schema that occurs more than once (next_batch's claim, in two of its
+ * branches) into `definitions`, referenced where it stood, largest first.
+ */
+function shareRepeats(schema: Record<string, unknown>): NonNullable<Tool["outputSchema"]> {
+  const definitions: Record<string, unknown> = {};
+  for (;;) {
+    const seen = new Map<string, number>();
+    const count = (node: unknown): void => {
+      if (!node || typeof node !== "object") return;
+      if (!Array.isArray(node) && (node as { type?: unknown }).type === "object") {
+        const text = JSON.stringify(node);
+        seen.set(text, (seen.get(text) ?? 0) + 1);
+      }
+      Object.values(node).forEach(count);
+    };
+    count(schema);
+    const repeated = [...seen].filter(([text, n]) => n > 1 && text.length >= minSharedLength).sort((a, b) => b[0].length - a[0].length)[0];
+    if (!repeated) break;
+    const name = `d${Object.keys(definitions).length}`;
+    definitions[name] = JSON.parse(repeated[0]);
+    const replace = (node: unknown): unknown => {
+      if (!node || typeof node !== "object") return node;
+      if (JSON.stringify(node) === repeated[0]) return { $ref: `#/definitions/${name}` };
+      if (Array.isArray(node)) return node.map(replace);
+      return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, replace(value)]));
+    };
+    schema = replace(schema) as Record<string, unknown>;
+  }
+  return { ...schema, ...(Object.keys(definitions).length > 0 ? { definitions } : {}) } as NonNullable<Tool["outputSchema"]>;
+}
+const minSharedLength = 200;
 
 let listed: Tool[] | undefined;
 
@@ -69,7 +176,7 @@ export function listedTools(): Tool[] {
     description: tool.description,
     inputSchema: inputJsonSchema(tool),
     outputSchema: outputJsonSchema(tool),
-    annotations: { title: tool.title, ...tool.annotations },
+    annotations: tool.annotations,
   }));
   return listed;
 }

@@ -88,11 +88,12 @@ const hints = (readOnly: boolean, destructive: boolean, idempotent: boolean): To
 });
 /** Reads: change nothing. */
 export const readOnly = hints(true, false, true);
-/** Adds something (a claim, a comment, a key); calling again adds another. */
+/**
+ * Adds or edits something (a claim, a comment, a key, an issue); calling again adds or edits
+ * again. Not destructive: an edit destroys nothing a client should confirm first.
+ */
 export const additiveWrite = hints(false, false, false);
-/** Adds or renews without losing anything; calling again changes nothing more. */
+/** Adds, renews or gives back without losing anything (a release keeps the checkpoint); calling again changes nothing more. */
 export const idempotentWrite = hints(false, false, true);
-/** May overwrite or give up state (an edit, a release); calling again is another change. */
-export const destructiveWrite = hints(false, true, false);
-/** Removes or revokes; calling again finds it already gone. */
+/** Removes or revokes (a relation, a key, a person's access): the one kind a client should confirm; calling again finds it already gone. */
 export const idempotentDestructiveWrite = hints(false, true, true);

@@ -25,8 +25,8 @@ export const attachmentTools = [
     title: "Attach a link",
     group: "attachments",
     description:
-      "Attaches a link (pull request, log, design, build artifact) to an issue, with an optional title. Attach the " +
-      "pull request before finishing so the reviewer finds it.",
+      "Call to link a pull request, log, design or artifact to an issue, with an optional title; attach the pull " +
+      "request before finishing so the reviewer finds it.",
     input: saveAttachmentInput,
     output: attachmentOutput,
     annotations: additiveWrite,
@@ -38,7 +38,9 @@ export const attachmentTools = [
     name: "list_attachments",
     title: "List attachments",
     group: "attachments",
-    description: "The attachments of an issue, oldest first; obsolete ones are flagged with their reason, not hidden.",
+    description:
+      "Call to see what is linked to an issue: its attachments oldest first; obsolete ones are flagged with their " +
+      "reason, not hidden.",
     input: listAttachmentsInput,
     output: z.object({ issue: z.string(), attachments: z.array(attachmentOutput) }),
     annotations: readOnly,
@@ -51,8 +53,8 @@ export const attachmentTools = [
     title: "Get an attachment",
     group: "attachments",
     description:
-      "One attachment by id (ids come from list_attachments): its URL, title, who attached it, and whether it is " +
-      "obsolete and why.",
+      "Call for one attachment by id (from list_attachments): its URL, title, who attached it, and whether and why it " +
+      "is obsolete.",
     input: getAttachmentInput,
     output: attachmentOutput,
     annotations: readOnly,
@@ -65,8 +67,8 @@ export const attachmentTools = [
     title: "Mark an attachment obsolete",
     group: "attachments",
     description:
-      "The delete-equivalent for attachments: marks one obsolete with a reason (a superseded pull request, a stale " +
-      "log). The record stays. Idempotent.",
+      "Call when a link no longer applies (a superseded pull request, a stale log): marks the attachment obsolete " +
+      "with a reason; the record stays. Idempotent.",
     input: obsoleteAttachmentInput,
     output: attachmentOutput,
     annotations: idempotentDestructiveWrite,

@@ -23,9 +23,8 @@ export const collaborationTools = [
     title: "Comment on an issue",
     group: "collaboration",
     description:
-      "Adds a Markdown comment to an issue, optionally as a reply (parent: a comment id). Use it for questions, " +
-      "findings and review feedback that people should read; for handoff state use checkpoint. A comment does not " +
-      "renew your lease.",
+      "Call for questions, findings and review feedback that people should read (handoff state goes in checkpoint): " +
+      "adds a Markdown comment, or a reply (parent: a comment id). It does not renew your lease.",
     input: saveCommentInput,
     output: z.object({
       id: z.string(),
@@ -43,7 +42,9 @@ export const collaborationTools = [
     name: "list_comments",
     title: "List comments",
     group: "collaboration",
-    description: "The comment thread of an issue, oldest first, with replies pointing at their parent; retracted comments are flagged, not hidden.",
+    description:
+      "Call to read an issue's discussion: its comments oldest first, replies pointing at their parent; retracted " +
+      "ones are flagged, not hidden.",
     input: listCommentsInput,
     output: z.object({ issue: z.string(), comments: z.array(commentOutput) }),
     annotations: readOnly,
@@ -56,8 +57,8 @@ export const collaborationTools = [
     title: "Retract a comment",
     group: "collaboration",
     description:
-      "Strikes one of your own comments through with a note saying why. Nothing is deleted: the record stays " +
-      "legible. Idempotent.",
+      "Call to take back one of your own comments: strikes it through with a note saying why; nothing is deleted. " +
+      "Idempotent.",
     input: retractCommentInput,
     output: z.object({ id: z.string(), retracted: z.boolean() }),
     annotations: idempotentDestructiveWrite,
@@ -70,8 +71,8 @@ export const collaborationTools = [
     title: "Create or recolor a label",
     group: "collaboration",
     description:
-      "Creates a label in the org, or sets its color if it exists (idempotent by name). Labels are attached to " +
-      "issues through save_issue's labels argument, which also creates missing ones.",
+      "Call to create a label or set its color (idempotent by name). save_issue's labels argument attaches labels and " +
+      "creates missing ones.",
     input: saveLabelInput,
     output: labelOutput,
     annotations: idempotentWrite,
@@ -84,8 +85,8 @@ export const collaborationTools = [
     title: "List labels",
     group: "collaboration",
     description:
-      "The org's labels with their colors and how many issues carry each. Call it before labelling so you reuse " +
-      "the names the org already has.",
+      "Call before labelling, to reuse the names the org already has: its labels with colors and how many issues " +
+      "carry each.",
     input: z.object({}),
     output: z.object({ labels: z.array(labelOutput.extend({ issues: z.number().int() })) }),
     annotations: readOnly,

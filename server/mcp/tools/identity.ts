@@ -26,9 +26,8 @@ export const identityTools = [
     title: "Who am I",
     group: "identity",
     description:
-      "Returns who you are acting as: the human your key belongs to (and their role), the org, the project your key " +
-      "is scoped to, your runtime label, your claim cap and the lease length. Call it first in every session to " +
-      "confirm you are in the right org and project before pulling work.",
+      "Call first in every session: confirms who you act as (your human and their role), the org, your key's project, " +
+      "your runtime label, claim cap and lease length.",
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,
@@ -41,11 +40,10 @@ export const identityTools = [
     title: "Mint a session key",
     group: "identity",
     description:
-      "Mints a new agent key for this session with exactly your identity (same human, org, project, runtime and " +
-      "claim cap), so concurrent sessions of one agent are told apart in claims and the activity log. The key is " +
-      "returned once: keep it and send it as your Bearer token from now on. It ends with the key it came from " +
-      "(revoked, rotated or retired). SESSION_KEY_CAP when your key already has as many live session keys as the " +
-      "deployment allows (20 by default, counting session keys of session keys): retire the ones you no longer use.",
+      "Call at the start of a session when several sessions share one agent key, so claims and the activity log tell " +
+      "them apart: mints a key with exactly your identity. It is returned once: send it as your Bearer token from " +
+      "then on. It ends with the key it came from. SESSION_KEY_CAP: your key has as many live session keys as allowed " +
+      "(20 by default); retire unused ones.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { addRelation, getIssue, listIssues, removeRelation, saveIssue } from "../../issues/index.ts";
 import { getIssueInput, listIssuesInput, relationInput, saveIssueInput } from "../../issues/schemas.ts";
 import { issueOutput, issueSummaryOutput } from "../outputs.ts";
-import { defineTool, destructiveWrite, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
+import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const storedRelationType = z.enum(["blocks", "related", "duplicate"]).describe("blocked_by is stored as blocks, reversed");
 
@@ -12,16 +12,15 @@ export const issueTools = [
     title: "Create or update an issue",
     group: "issues",
     description:
-      "Creates an issue (omit identifier) or updates one (pass it). Creating needs title, work (true: a unit an " +
-      "agent executes; false: a tracking container, never dispatched) and a dependency declaration: blockedBy " +
-      "(identifiers it waits on) or noDependency (one line on why it depends on nothing). Finishing goes through " +
-      "here with your claimToken: status done, or status review with assignee set to a reviewer other than you " +
-      "(this frees your lease and keeps your checkpoint). canceled needs cancelReason. labels replaces the set; " +
-      "dueAt takes epoch ms, an ISO instant or YYYY-MM-DD (end of that day in the org's time zone). A status write " +
-      "never frees a lease; release_issue does.",
+      "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs title, " +
+      "work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy (identifiers it " +
+      "waits on) or noDependency (why it depends on nothing). Finish with your claimToken: status done, or review " +
+      "with a reviewer other than you as assignee; either frees your lease and keeps your checkpoint. canceled needs " +
+      "cancelReason; labels replaces the set. Example: save_issue " +
+      "{\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"status\":\"done\"}",
     input: saveIssueInput,
     output: issueOutput,
-    annotations: destructiveWrite,
+    annotations: additiveWrite,
     access: "write",
     meter: {
       tier: "work",
@@ -35,9 +34,9 @@ export const issueTools = [
     title: "Get an issue",
     group: "issues",
     description:
-      "The full issue by identifier (like RTSC-42): body, status, lane, labels, relations and which blockers are " +
-      "still open, deadline state (slaState, time remaining), effective level, the live lease if any, the latest " +
-      "checkpoint and the branch. Read it before working on an issue you were handed.",
+      "Call before working on an issue you were handed: the full issue by identifier (like RTSC-42) with body, " +
+      "status, lane, labels, relations and open blockers, deadline state, effective level, live lease, latest " +
+      "checkpoint and branch.",
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,
@@ -50,9 +49,9 @@ export const issueTools = [
     title: "List issues",
     group: "issues",
     description:
-      "Issues in dispatch order (most urgent first), filtered by status (one or several; default: every open " +
-      "status), priority, label, assignee, author, slaState or project prefix; limit defaults to 50 (max 200). " +
-      "Compact lines; get_issue has the detail.",
+      "Call to survey or search the backlog: issues in dispatch order (most urgent first), filtered by status " +
+      "(default: every open status), priority, label, assignee, author, slaState or project; limit defaults to 50 " +
+      "(max 200). Compact lines; get_issue has the detail.",
     input: listIssuesInput,
     output: z.object({ issues: z.array(issueSummaryOutput) }),
     annotations: readOnly,
@@ -68,9 +67,9 @@ export const graphTools = [
     title: "Relate two issues",
     group: "graph",
     description:
-      "Adds a relation from sourceId to targetId: blocks / blocked_by are dependency edges that dispatch obeys (an " +
-      "issue is not handed out while a blocker is open, and a blocker inherits the urgency of what it blocks); " +
-      "related and duplicate are informational. A dependency cycle is refused with CYCLE. Idempotent.",
+      "Call to record that one issue waits on another (blocks / blocked_by: dispatch holds the blocked one back while " +
+      "a blocker is open, and the blocker inherits its urgency) or that two are related or duplicates " +
+      "(informational). A cycle is refused with CYCLE. Idempotent.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
     annotations: idempotentWrite,
@@ -83,8 +82,8 @@ export const graphTools = [
     title: "Remove a relation",
     group: "graph",
     description:
-      "Removes a relation added with add_relation (same arguments). Removing a dependency edge can make the " +
-      "blocked issue dispatchable at once. Idempotent: removed says whether there was anything to remove.",
+      "Call to undo add_relation (same arguments); removing a dependency can make the blocked issue dispatchable at " +
+      "once. removed says whether there was one.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, removed: z.boolean() }),
     annotations: idempotentDestructiveWrite,

@@ -38,9 +38,9 @@ export const queueTools = [
     title: "Queue status",
     group: "observability",
     description:
-      "The fleet in one call, for your key's project (or the whole org for an org-wide key): issue counts by " +
-      "status, how many are ready to dispatch, deadline pressure (open issues by SLA state), what is blocked on " +
-      "what, and every live claim with its holder, runtime, last heartbeat and expiry.",
+      "Call for the fleet at a glance, for your key's project (or the org, for an org-wide key): issue counts by " +
+      "status, how many are ready, open issues by SLA state, what blocks what, and every live claim with holder, " +
+      "runtime, last heartbeat and expiry.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -79,8 +79,8 @@ export const projectTools = [
     title: "Get a project",
     group: "observability",
     description:
-      "One project by prefix (default: your key's project) with its issues counted by status. Call it to size up a " +
-      "project before filing or pulling work; queue_status has the live dispatch picture.",
+      "Call to size up a project before filing or pulling work: one project by prefix (default: your key's) with its " +
+      "issues counted by status; queue_status has the live dispatch picture.",
     input: getProjectInput,
     output: z.object({ ...projectFields, byStatus: countsByStatus, open: z.number().int() }),
     annotations: readOnly,
@@ -93,8 +93,8 @@ export const projectTools = [
     title: "List projects",
     group: "observability",
     description:
-      "Every project of your org: prefix, name and issue counter. Call it to find the prefix to pass as `project` " +
-      "when filing into a project other than your key's.",
+      "Call to find the prefix to pass as project when filing outside your key's project: every project of the org " +
+      "with its prefix, name and issue counter.",
     input: listProjectsInput,
     output: z.object({ projects: z.array(z.object(projectFields)) }),
     annotations: readOnly,
@@ -110,8 +110,8 @@ export const usageTools = [
     title: "Usage summary",
     group: "observability",
     description:
-      "What your org did this calendar month and in total, counted from the activity log by kind of write, beside " +
-      "the rate card. Call it when your human asks what the fleet has been doing or what it would cost.",
+      "Call when your human asks what the fleet has done or would cost: this calendar month's and all-time writes by " +
+      "kind, counted from the activity log, beside the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),
@@ -132,9 +132,8 @@ export const usageTools = [
     title: "Billing summary",
     group: "observability",
     description:
-      "The org's billing picture: whether billing is enabled, balance, signup credit, spend cap and the rate card. " +
-      "Billing is not on yet (enabled: false): nothing is charged and no write is refused for it. Call it when your " +
-      "human asks about money.",
+      "Call when your human asks about money: whether billing is on, balance, signup credit, spend cap and the rate " +
+      "card. Billing is not on yet: nothing is charged and no write is refused for it.",
     input: billingSummaryInput,
     output: z.object({
       enabled: z.boolean(),

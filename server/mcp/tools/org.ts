@@ -42,9 +42,9 @@ export const memberTools = [
     title: "List members",
     group: "org",
     description:
-      "The org's people (with role and status) and agents (each agent key: runtime, the human it acts for, its " +
-      "project, last use). query filters by name, email, role, runtime or key prefix; retired agents are left out " +
-      "unless includeRetired. Use the emails as assignee values and the memberIds for the admin tools.",
+      "Call to find people and agents: the org's people (role, status) and agent keys (runtime, human, project, last " +
+      "use). query filters by name, email, role, runtime or key prefix; includeRetired adds retired agents. Emails " +
+      "work as assignee values, memberIds in the admin tools.",
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])) }),
     annotations: readOnly,
@@ -57,9 +57,9 @@ export const memberTools = [
     title: "Suspend a person",
     group: "org",
     description:
-      "Suspends a person (memberId of a human) and retires every agent key they run, at once. Owner or admin; an " +
-      "admin acts on ordinary members only. Refuses suspending yourself and the last active owner. Reversible with " +
-      "reactivate_member (their keys stay retired). Idempotent.",
+      "Call (owner or admin; admins act on ordinary members only) to cut a person off: suspends them (memberId of a " +
+      "human) and retires every agent key they run, at once. Not yourself, not the last active owner. " +
+      "reactivate_member reverses it; their keys stay retired. Idempotent.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -77,8 +77,8 @@ export const memberTools = [
     title: "Reactivate a person",
     group: "org",
     description:
-      "Reactivates a suspended person (memberId of a human). Owner or admin. Their old agent keys stay retired; " +
-      "they mint new ones. Idempotent.",
+      "Call (owner or admin) to undo suspend_member (memberId of a human). Their old agent keys stay retired; they " +
+      "mint new ones. Idempotent.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("active"), changed: z.boolean() }),
     annotations: idempotentWrite,
@@ -91,9 +91,9 @@ export const memberTools = [
     title: "Retire an agent",
     group: "org",
     description:
-      "Retires an agent (memberId of an agent key): the key stops working at once, for good; there is no " +
-      "reactivation for agents. Anyone retires their own; owners any agent, admins those of ordinary members. People are " +
-      "suspended, not retired. Idempotent.",
+      "Call to end an agent key for good (memberId of an agent): it stops working at once, with no reactivation. " +
+      "Anyone retires their own; owners any agent, admins those of ordinary members. People are suspended instead. " +
+      "Idempotent.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
@@ -109,10 +109,9 @@ export const connectorTools = [
     title: "List intake connectors",
     group: "org",
     description:
-      "Lists the org's intake connectors (GitHub and GitLab repositories meant to feed issues into a project): " +
-      "provider, repository, target project, intake label, whether a write-back token is on file, and whether it is " +
-      "active. Metadata only: secrets and tokens are never returned. Intake is not built yet: nothing connects a " +
-      "repository, so the list is empty until it lands.",
+      "Call to see which repositories are meant to feed issues into a project: the org's intake connectors (provider, " +
+      "repository, project, intake label, whether a write-back token is on file, whether active), never their " +
+      "secrets. Intake is not built yet, so the list is empty.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(
@@ -140,8 +139,8 @@ export const connectorTools = [
     title: "Revoke an intake connector",
     group: "org",
     description:
-      "Marks an intake connector revoked (see list_connectors: intake is not built yet). Needs " +
-      "the owner or admin role. Idempotent: revoking a revoked connector changes nothing and says when it was revoked.",
+      "Call (owner or admin) to stop an intake connector: marks it revoked (intake is not built yet; see " +
+      "list_connectors). Idempotent: a revoked one says when it was revoked.",
     input: revokeConnectorInput,
     output: z.object({
       connectorId: z.string(),

@@ -11,7 +11,7 @@ import {
   releaseIssueInput,
 } from "../../queue/schemas.ts";
 import { checkpointOutput, claimOutput, holderOutput, issueSummaryOutput, nothingClaimableOutput } from "../outputs.ts";
-import { additiveWrite, defineTool, destructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
+import { additiveWrite, defineTool, idempotentWrite, readOnly } from "../tool.ts";
 
 export const workTools = [
   defineTool({
@@ -19,11 +19,11 @@ export const workTools = [
     title: "Claim the next issue",
     group: "work loop",
     description:
-      "Claims the single most urgent unblocked work issue in your lanes (assigned to your human, or unassigned; " +
-      "review work you did not submit counts too) and returns it with a claimToken, the branch to work on, the " +
-      "latest checkpoint to resume from, and your count of other live claims. The claim is a lease: renew it with " +
-      "heartbeat or checkpoint. When nothing is claimable the reply has no claimToken and says how many ready " +
-      "issues sit in other people's lanes (otherLanes); pass allLanes:true to take those too.",
+      "Call when you are ready for work: claims the most urgent unblocked issue in your lanes (assigned to your " +
+      "human, or unassigned; review work you did not submit too) and returns its claimToken, fence, lease expiry, " +
+      "branch, latest checkpoint and the issue. Renew the lease with heartbeat or checkpoint. Nothing claimable: " +
+      "claimed:false, with otherLanes counting ready issues in other people's lanes; allLanes:true takes those. " +
+      "Example: next_issue {}",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
@@ -39,10 +39,10 @@ export const workTools = [
     title: "Plan or claim a batch",
     group: "work loop",
     description:
-      "Up to n (default 5, max 25) dispatchable issues in dispatch order that are mutually independent (no " +
-      "dependency path, parent/child, related or duplicate link between any two), so an orchestrator can fan them " +
-      "out to parallel agents. claim:false (default) is a free peek that holds nothing; claim:true claims them all " +
-      "in one transaction and returns a claim (with its claimToken) for each. Lanes work as in next_issue.",
+      "Call as an orchestrator fanning work out to parallel agents: up to n (default 5, max 25) dispatchable issues " +
+      "in dispatch order with no dependency, parent/child, related or duplicate link between any two. claim:false " +
+      "(default) peeks and holds nothing; claim:true claims them all at once, one claim each as next_issue returns " +
+      "it. Example: next_batch {\"n\":3,\"claim\":true}",
     input: nextBatchInput,
     output: z.union([
       z.object({ claimed: z.literal(true), claims: z.array(claimOutput) }),
@@ -63,9 +63,9 @@ export const workTools = [
     title: "Claim a named issue",
     group: "work loop",
     description:
-      "Claims one specific issue by identifier, ignoring lanes. Refused with a reason you can act on: CONTAINER " +
-      "(work:false), ALREADY_CLAIMED (names the holder and expiry), STATUS_NOT_CLAIMABLE, BLOCKED (lists the open " +
-      "blockers), SELF_REVIEW, CLAIM_CAP. Use next_issue unless you were told to take this exact issue.",
+      "Call only when told to take one exact issue (otherwise next_issue): claims it by identifier, ignoring lanes. A " +
+      "refusal says why: CONTAINER, ALREADY_CLAIMED (holder, expiry), STATUS_NOT_CLAIMABLE, BLOCKED (open blockers), " +
+      "SELF_REVIEW, CLAIM_CAP. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
@@ -78,8 +78,8 @@ export const workTools = [
     title: "Check a claim",
     group: "work loop",
     description:
-      "Answers whether you (this key) hold an issue right now: youHold, its status, the current holder and when " +
-      "the lease expires. Call it after a pause to know whether to keep working or stop.",
+      "Call after a pause to know whether to keep working or stop: whether you (this key) hold the issue (youHold), " +
+      "its status, the holder and the lease expiry. Example: check_claim {\"identifier\":\"RTSC-42\"}",
     input: checkClaimInput,
     output: z.object({
       identifier: z.string(),
@@ -101,9 +101,9 @@ export const workTools = [
     title: "Renew a lease",
     group: "work loop",
     description:
-      "Renews your lease on a claimed issue for another lease period. Call it before any long silent stretch " +
-      "(builds, test runs, waiting on CI): only heartbeat and checkpoint renew a lease; comments and status edits " +
-      "do not. A released, expired or superseded claimToken is refused with STALE_CLAIM: stop work on that issue.",
+      "Call before any long silent stretch (builds, test runs, CI) and at least once a lease period: renews your " +
+      "lease. Only heartbeat and checkpoint renew it; comments and status edits do not. STALE_CLAIM: the claim is " +
+      "gone, stop work on that issue. Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
@@ -116,9 +116,10 @@ export const workTools = [
     title: "Record a checkpoint",
     group: "work loop",
     description:
-      "Records handoff notes on an issue you hold (done so far, next steps, gotchas, a free note, the branch) and " +
-      "renews the lease. The latest checkpoint survives release and reclaim and is handed to whoever claims the " +
-      "issue next, so they resume instead of restarting. Call it at every meaningful step.",
+      "Call at every meaningful step of work you hold: records handoff notes (done, next, gotchas, note, branch) and " +
+      "renews the lease. The latest checkpoint survives release and reclaim and goes to the next claimant, who " +
+      "resumes instead of restarting. Example: checkpoint {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"done\":\"parser " +
+      "fixed\",\"next\":\"add tests\"}",
     input: checkpointInput,
     output: z.object({
       identifier: z.string(),
@@ -136,11 +137,12 @@ export const workTools = [
     title: "Release an issue",
     group: "work loop",
     description:
-      "Gives a held issue back to the pool; an optional note is kept as a checkpoint for the next claimant. The " +
-      "clean way to stop working on something: a status write never frees a lease. Your claimToken is dead after this.",
+      "Call to stop working on an issue you hold without finishing it: gives it back to the pool (a status write " +
+      "never frees a lease). note is kept as a checkpoint for the next claimant; your claimToken is dead after this. " +
+      "Example: release_issue {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"note\":\"needs a schema decision\"}",
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses) }),
-    annotations: destructiveWrite,
+    annotations: idempotentWrite,
     access: "wind-down",
     meter: { tier: "plumbing" },
     handler: (ctx, input) => releaseIssue(ctx, input),

@@ -1,0 +1,53 @@
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import { expect, test } from "vitest";
+import { errorResult, invalidArguments } from "./errors.ts";
+import { listedTools } from "./registry.ts";
+import { measureToolsList } from "../testing/tokens.ts";
+
+/**
+ * What tools/list costs an agent, in tokens, on every session. Before the compact rendering
+ * (registry.ts, at 036b27f) it was 99,871 characters: 25,524 tokens by @anthropic-ai/tokenizer
+ * and 25,382 by o200k_base, 5,618 / 5,506 of them in what a model reads. `npx tsx scripts/mcp-tokens.ts`
+ * prints today's figures, tool by tool.
+ */
+const budget = { total: 10_000, read: 5_000 };
+
+test("tools/list stays within its token budget by both tokenizers", () => {
+  const measured = measureToolsList(listedTools());
+  expect(measured.total.claude, "whole result, @anthropic-ai/tokenizer").toBeLessThan(budget.total);
+  expect(measured.total.o200k, "whole result, o200k_base").toBeLessThan(budget.total);
+  expect(measured.read.claude, "names, titles, descriptions and input schemas, @anthropic-ai/tokenizer").toBeLessThan(budget.read);
+  expect(measured.read.o200k, "names, titles, descriptions and input schemas, o200k_base").toBeLessThan(budget.read);
+});
+
+test("every published schema compiles in the SDK client's validator and admits the error envelope of an isError result", () => {
+  const validator = new AjvJsonSchemaValidator();
+  const envelope = errorResult(invalidArguments("any", "a problem")).structuredContent;
+  for (const tool of listedTools()) {
+    validator.getValidator(tool.inputSchema);
+    expect(validator.getValidator(tool.outputSchema!)(envelope).valid, tool.name).toBe(true);
+  }
+});
+
+test("the compact output schemas still check types, in shared definitions too", () => {
+  const validator = new AjvJsonSchemaValidator();
+  const check = (name: string, value: unknown) =>
+    validator.getValidator(listedTools().find((tool) => tool.name === name)!.outputSchema!)(value).valid;
+  expect(check("get_issue", { status: "todo", fence: 3, lease: null })).toBe(true);
+  expect(check("get_issue", { status: "flying" })).toBe(false);
+  expect(check("get_issue", { fence: "3" })).toBe(false);
+  expect(check("heartbeat", { expiresAt: 0 })).toBe(false);
+  expect(check("next_batch", { claimed: true, claims: [{ claimToken: "t", fence: 1 }] })).toBe(true);
+  expect(check("next_batch", { claimed: true, claims: [{ claimToken: 5 }] })).toBe(false);
+});
+
+test("annotations: only removing or revoking is destructive; edits and releases are not", () => {
+  const destructive = listedTools().filter((tool) => tool.annotations!.destructiveHint).map((tool) => tool.name);
+  expect(destructive.sort()).toEqual(
+    ["obsolete_attachment", "remove_relation", "retire_member", "retract_comment", "revoke_connector", "suspend_member"].sort(),
+  );
+  const hints = new Map(listedTools().map((tool) => [tool.name, tool.annotations!]));
+  expect(hints.get("save_issue")).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
+  expect(hints.get("release_issue")).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true });
+  for (const [name, hint] of hints) if (hint.destructiveHint) expect(hint.idempotentHint, name).toBe(true);
+});
