@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { agentKeys, memberRoles, orgs, projects } from "./orgs.ts";
+import { agentKeys, memberRoles, orgIdColumn, projects } from "./orgs.ts";
 
 /**
  * Invites (`rtscinv_...`): single-use codes that add a person to an org. Only the
@@ -12,9 +12,7 @@ export const invites = pgTable(
   "invites",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     codeHash: text("code_hash").notNull(),
     role: text("role", { enum: memberRoles }).notNull().default("member"),
     createdBy: text("created_by").references(() => user.id, { onDelete: "set null" }),
@@ -37,9 +35,7 @@ export const setupCodes = pgTable(
   "setup_codes",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),

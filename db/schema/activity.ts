@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
-import { orgs } from "./orgs.ts";
+import { orgIdColumn } from "./orgs.ts";
 
 /**
  * Append-only log of every write: who (human principal, key, runtime), what (kind),
@@ -10,9 +10,7 @@ export const activity = pgTable(
   "activity",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     issueId: text("issue_id"),
     kind: text("kind").notNull(),
     actorId: text("actor_id"),

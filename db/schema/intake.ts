@@ -1,6 +1,6 @@
 import { index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { orgs, projects } from "./orgs.ts";
+import { orgIdColumn, projects } from "./orgs.ts";
 
 export const connectorProviders = ["github", "gitlab"] as const;
 export type ConnectorProvider = (typeof connectorProviders)[number];
@@ -15,9 +15,7 @@ export const connectors = pgTable(
   "connectors",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),

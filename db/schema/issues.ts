@@ -13,7 +13,7 @@ import {
 import { user } from "./auth.ts";
 import { dispatchCandidate, dispatchIndexOrder } from "./dispatch.ts";
 import { issueStatuses } from "../../shared/statuses.ts";
-import { orgs, projects } from "./orgs.ts";
+import { orgIdColumn, projects } from "./orgs.ts";
 
 export { issueStatuses, type IssueStatus } from "../../shared/statuses.ts";
 export const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
@@ -30,9 +30,7 @@ export const issues = pgTable(
   "issues",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
@@ -95,9 +93,7 @@ export const relations = pgTable(
   "relations",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     sourceId: text("source_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),
@@ -120,9 +116,7 @@ export const leases = pgTable(
   "leases",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),
@@ -151,9 +145,7 @@ export const checkpoints = pgTable(
   "checkpoints",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),
@@ -175,9 +167,7 @@ export const comments = pgTable(
   "comments",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),
@@ -197,9 +187,7 @@ export const labels = pgTable(
   "labels",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     name: text("name").notNull(),
     color: text("color"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
@@ -224,9 +212,7 @@ export const attachments = pgTable(
   "attachments",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),

@@ -17,13 +17,18 @@ export const orgs = pgTable("orgs", {
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
+/** The org a row belongs to: deleting the org deletes its rows (org_id, not null, cascading). */
+export function orgIdColumn() {
+  return text("org_id")
+    .notNull()
+    .references(() => orgs.id, { onDelete: "cascade" });
+}
+
 /** One wrapped data key per org and version. Deleting these rows crypto-shreds the org. */
 export const orgKeys = pgTable(
   "org_keys",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     version: integer("version").notNull(),
     wrappedKey: text("wrapped_key").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
@@ -39,9 +44,7 @@ export const members = pgTable(
   "members",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     userId: text("user_id")
       .notNull()
       .references(() => user.id, { onDelete: "cascade" }),
@@ -56,9 +59,7 @@ export const projects = pgTable(
   "projects",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     name: text("name").notNull(),
     prefix: text("prefix").notNull(),
     /** Next issue number; taken with UPDATE ... RETURNING so numbering never gaps or collides. */
@@ -76,9 +77,7 @@ export const agentKeys = pgTable(
   "agent_keys",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: orgIdColumn(),
     projectId: text("project_id").references(() => projects.id, { onDelete: "set null" }),
     userId: text("user_id")
       .notNull()
