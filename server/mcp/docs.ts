@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { toolErrorSchema } from "./errors.ts";
-import { inputJsonSchema, serverInfo, tools } from "./registry.ts";
+import { inputJsonSchema, publishedBy, serverInfo, tools } from "./registry.ts";
 import { toolGroups, type ToolDefinition } from "./tool.ts";
 
 /**
@@ -57,17 +57,26 @@ function argumentsTable(tool: ToolDefinition): string[] {
   return lines;
 }
 
-function resultFields(tool: ToolDefinition): string {
+/** A field's description, also when it sits on the schema a `.nullable()` or `.optional()` wraps. */
+function describe(field: z.ZodType): string | undefined {
+  if (field.description) return field.description;
+  const publisher = publishedBy.get(field as z.ZodObject);
+  if (publisher) return `the object ${publisher} returns`;
+  return field instanceof z.ZodNullable || field instanceof z.ZodOptional ? describe(field.unwrap() as z.ZodType) : undefined;
+}
+
+/** The result's fields with their descriptions, which the compact output schemas in tools/list leave out. */
+function resultFields(tool: ToolDefinition): string[] {
   const variants = (tool.output instanceof z.ZodUnion ? tool.output.options : [tool.output]) as z.ZodType[];
-  return variants
-    .map((variant) =>
-      variant instanceof z.ZodObject
-        ? Object.entries(variant.shape as Record<string, z.ZodType>)
-            .map(([key, field]) => (field.description ? `\`${key}\` (${cell(field.description)})` : `\`${key}\``))
-            .join(", ")
-        : "a value",
-    )
-    .join("; or ");
+  return variants.flatMap((variant, index) => {
+    const lead = variants.length > 1 ? `Result, form ${index + 1} of ${variants.length}:` : "Result:";
+    if (!(variant instanceof z.ZodObject)) return [lead, "", "- a value", ""];
+    const fields = Object.entries(variant.shape as Record<string, z.ZodType>).map(([key, field]) => {
+      const note = describe(field);
+      return `- \`${key}\`${field instanceof z.ZodOptional ? " (optional)" : ""}${note ? `: ${note}` : ""}`;
+    });
+    return [lead, "", ...fields, ""];
+  });
 }
 
 function hints(tool: ToolDefinition): string {
@@ -87,10 +96,11 @@ export function renderToolReference(): string {
       "`WWW-Authenticate`. The key decides the org, the human principal, the project and the runtime.",
     "",
     `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema. tools/list ` +
-      "publishes the schemas compactly, since agents read it on every session: no field descriptions in output " +
-      "schemas (the results below carry them), `required` only on a result's own fields, and a claim's `issue` " +
-      "(like save_issue's result) as an object whose full schema is get_issue's. Issues are addressed by " +
-      "identifier, like `RTSC-42`.",
+      "publishes the schemas compactly, since agents read it on every session (docs/decisions/012): output schemas " +
+      "give each field's type, without descriptions (the results below carry them) and without `required` (every " +
+      "field listed is present, null rather than missing, unless it says otherwise), and a claim's `issue` (like " +
+      "save_issue's result) is an object whose full schema is get_issue's. Issues are addressed by identifier, " +
+      "like `RTSC-42`.",
     "",
     "**Errors** come back as tool results with `isError: true` and " +
       "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +
@@ -112,7 +122,7 @@ export function renderToolReference(): string {
         "",
         ...argumentsTable(tool),
         "",
-        `Result: ${resultFields(tool)}.`,
+        ...resultFields(tool).slice(0, -1),
       );
     }
   }

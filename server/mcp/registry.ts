@@ -114,7 +114,7 @@ export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
  * otherwise the largest part of tools/list, six times over. The type checker still holds each
  * handler to the full zod schema.
  */
-const publishedBy = new Map<z.ZodObject, string>([[issueOutput, "get_issue"]]);
+export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject, string>([[issueOutput, "get_issue"]]);
 
 /**
  * What `structuredContent` holds on success: each field's type. Output schemas carry no
