@@ -51,3 +51,14 @@ test("annotations: only removing or revoking is destructive; edits and releases 
   expect(hints.get("release_issue")).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true });
   for (const [name, hint] of hints) if (hint.destructiveHint) expect(hint.idempotentHint, name).toBe(true);
 });
+
+test("what the compact rendering drops stays dropped: integer bounds of ±2^53-1, long regexes, output descriptions", () => {
+  const text = JSON.stringify(listedTools());
+  expect(text).not.toContain(String(Number.MAX_SAFE_INTEGER));
+  expect(text).not.toMatch(/"pattern":"[^"]{25,}"/);
+  for (const tool of listedTools()) expect(JSON.stringify(tool.outputSchema), tool.name).not.toContain('"description"');
+  // What a model needs of the shapes stays: enums, short patterns, formats, real bounds.
+  expect(text).toContain('"pattern":"^#[0-9a-fA-F]{6}$"');
+  expect(text).toContain('"format":"uuid"');
+  expect(text).toContain('"maximum":25');
+});
