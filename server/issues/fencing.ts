@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import { leases, user } from "../../db/schema/index.ts";
 import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
@@ -35,7 +35,8 @@ export const describeHolder = (h: Holder) => `${h.name ?? h.email ?? h.userId} (
  * Is the caller the holder: the key that claimed, or the same person on the same runtime (an
  * agent restarted with another key)? Such a caller may get its lease back with claim_issue.
  */
-export function heldByCaller(holder: Holder | null, principal: Principal): holder is Holder {
+type Who = Pick<Holder, "keyId" | "userId" | "runtime">;
+export function heldByCaller<T extends Who>(holder: T | null, principal: Principal): holder is T {
   if (!holder) return false;
   if (holder.keyId !== null && holder.keyId === principal.keyId) return true;
   return principal.userId !== null && holder.userId === principal.userId && holder.runtime === principal.runtime;
@@ -58,6 +59,32 @@ export function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): Do
 }
 
 /**
+ * The issue's last lease, when a finish (done, review, cancel) ended it and the caller held it:
+ * a finish retried after it succeeded, or a late write after a handoff to review. Read only on
+ * refusal paths.
+ */
+export async function finishedByCaller(scope: WriteScope, row: IssueRow) {
+  const [last] = await scope.tx
+    .select({ fence: leases.fence, keyId: leases.keyId, userId: leases.userId, runtime: leases.runtime, endReason: leases.endReason })
+    .from(leases)
+    .where(eq(leases.issueId, row.id))
+    .orderBy(desc(leases.fence))
+    .limit(1);
+  return last && last.endReason === "finished" && heldByCaller(last, scope.ctx.principal) ? last : null;
+}
+
+function alreadyFinishedRefusal(row: IssueRow, fence: number): DomainError {
+  return new DomainError(
+    "STALE_CLAIM",
+    `your claim on ${row.identifier} (fence ${fence}) already finished it: it is ${row.status}`,
+    row.status === "review"
+      ? "Nothing is left for you on it: it waits for its reviewer's agent. Call next_issue for other work."
+      : "Nothing is left for you on it. Call next_issue for other work.",
+    { identifier: row.identifier, alreadyFinished: true, status: row.status, currentFence: row.fence },
+  );
+}
+
+/**
  * Fencing: a write that presents a claim token must present the live one. A released,
  * expired or superseded token is refused with STALE_CLAIM naming the current holder.
  */
@@ -69,6 +96,10 @@ export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: 
   // person and runtime sending one is more likely a superseded agent, which must stop.
   if (heldByCaller(holder, scope.ctx.principal) && (!token || holder.keyId === scope.ctx.principal.keyId)) {
     throw youHoldRefusal(row, holder, token !== undefined);
+  }
+  if (token && !holder) {
+    const finished = await finishedByCaller(scope, row);
+    if (finished) throw alreadyFinishedRefusal(row, finished.fence);
   }
   if (!token) {
     throw new DomainError(

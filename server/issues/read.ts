@@ -17,7 +17,7 @@ export async function listIssues(ctx: Ctx, raw: unknown) {
   const input = listIssuesInput.parse(raw ?? {});
   const orgId = ctx.principal.orgId;
   const where: SQL[] = [eq(issues.orgId, orgId)];
-  const statuses = input.status === undefined ? null : Array.isArray(input.status) ? input.status : [input.status];
+  const statuses = input.status ?? null;
   where.push(statuses ? inArray(issues.status, statuses) : sql`${issues.status} not in ('done', 'canceled')`);
   if (input.priority !== undefined) where.push(eq(issues.priority, input.priority));
   if (input.slaState) where.push(eq(issues.slaState, input.slaState));

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { issueStatuses, slaStates } from "../../db/schema/index.ts";
+import { issueStatuses, slaStates, type IssueStatus } from "../../db/schema/index.ts";
+import { openStatuses } from "../../shared/statuses.ts";
 
 /** Input schemas of the issue surface, defined once and reused by MCP tools, the Dash and the CLI. */
 export const identifierSchema = z
@@ -9,12 +10,27 @@ export const identifierSchema = z
   .transform((v) => v.toUpperCase());
 
 export const statusSchema = z.enum(issueStatuses);
+
+/** Priority names as agents write them, by number. */
+const priorityNames = { none: 0, urgent: 1, high: 2, medium: 3, low: 4 } as const;
+const priorityError = 'a priority is 0-4 or a name: "none" (0), "urgent" (1), "high" (2), "medium" (3), "low" (4)';
 export const prioritySchema = z
-  .number()
-  .int()
-  .min(0)
-  .max(4)
-  .describe("0 none, 1 urgent, 2 high, 3 medium, 4 low");
+  .union(
+    [
+      z.number().int().min(0).max(4),
+      z
+        .enum(Object.keys(priorityNames) as [keyof typeof priorityNames, ...(keyof typeof priorityNames)[]])
+        .transform((name) => priorityNames[name]),
+    ],
+    { error: priorityError },
+  )
+  .describe('0 none, 1 urgent, 2 high, 3 medium, 4 low (the names are accepted too: "urgent", "high", ...)');
+
+/** list_issues' status groups, expanded to the statuses they stand for. */
+export const statusGroups = { open: openStatuses, active: ["doing", "review"] } as const;
+const statusFilterValues = [...issueStatuses, ...(Object.keys(statusGroups) as (keyof typeof statusGroups)[])] as const;
+const statusFilterError = `a status is one of ${issueStatuses.join(", ")}, or a group: open (${statusGroups.open.join(", ")}), active (${statusGroups.active.join(", ")})`;
+const statusFilter = z.enum(statusFilterValues, { error: statusFilterError });
 
 /** Epoch milliseconds, an ISO 8601 instant, or a YYYY-MM-DD date (end of that day in the org's time zone). */
 export const dueAtSchema = z
@@ -56,7 +72,11 @@ export type SaveInput = z.output<typeof saveIssueInput>;
 export const getIssueInput = z.object({ identifier: identifierSchema });
 
 export const listIssuesInput = z.object({
-  status: z.union([statusSchema, z.array(statusSchema).min(1)]).optional(),
+  status: z
+    .union([statusFilter, z.array(statusFilter).min(1)], { error: statusFilterError })
+    .transform((sent): IssueStatus[] => [...new Set([sent].flat().flatMap((value) => (value in statusGroups ? statusGroups[value as keyof typeof statusGroups] : [value as IssueStatus])))])
+    .optional()
+    .describe("one status or several; the groups open (todo, doing, blocked, review) and active (doing, review) too"),
   priority: prioritySchema.optional(),
   label: shortText(64).optional(),
   assignee: assigneeSchema.optional(),

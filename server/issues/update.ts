@@ -3,7 +3,7 @@ import { issues } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
-import { currentHolder, endLease, requireLiveToken } from "./fencing.ts";
+import { currentHolder, endLease, finishedByCaller, requireLiveToken } from "./fencing.ts";
 import { setLabels } from "./labels.ts";
 import { rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
@@ -25,7 +25,7 @@ import {
   type WriteScope,
 } from "./store.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
-import { isLeaseLive, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
+import { isLeaseLive, issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
 
 /** The issue row, locked, and which graph lock the update holds. */
 interface Locked {
@@ -57,11 +57,26 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     if (input.blockedBy || input.noDependency) {
       throw invalidInput("dependencies of an existing issue change through add_relation / remove_relation", "Call add_relation with type blocked_by.");
     }
+    if (isFinishRetry(scope, row, input) && (await finishedByCaller(scope, row))) {
+      return { ...(await issueView(scope.tx, scope.cipher, row, scope.now)), alreadyFinished: true as const };
+    }
     if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);
     const change = await changeOf(scope, row, input);
     await write(scope, locked, input, change);
     return record(scope, row, input, change);
   });
+}
+
+const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason"]);
+
+/**
+ * The finish (done, review, cancel) that put the issue where it is, sent again with its
+ * token, now dead: a retry after success, answered with the finished state if the caller's
+ * lease was the one that finished it.
+ */
+function isFinishRetry(scope: WriteScope, row: IssueRow, input: SaveInput): boolean {
+  return input.claimToken !== undefined && input.status === row.status && (isTerminal(row.status) || row.status === "review") &&
+    !isLeaseLive(row, scope.now) && Object.entries(input).every(([field, value]) => value === undefined || RETRY_FIELDS.has(field));
 }
 
 /**

@@ -5,7 +5,8 @@ import { callError, callOk, connectClient, startSeededApp, type SeededApp } from
 /**
  * What the holder of an issue is told, from the agent's side over /mcp: a missing, wrong or
  * lost claimToken is answered with "you hold this, here is how to get the token back", and
- * following that hint finishes the issue without waiting for the lease to lapse.
+ * following that hint finishes the issue without waiting for the lease to lapse. Also the
+ * inputs an agent naturally writes (priority names, status groups).
  */
 let seeded: SeededApp;
 const clients: Client[] = [];
@@ -135,4 +136,64 @@ test("checkpoints merge: a note alone keeps done/next/gotchas for the next claim
   const next = await callOk(bob, "claim_issue", { identifier: issue.identifier });
   expect(next.checkpoint).toMatchObject({ done: "parser", next: "tests", note: "out of time" });
   await callOk(bob, "release_issue", { identifier: issue.identifier, claimToken: next.claimToken });
+});
+
+test("a finish retried after it succeeded returns the finished state; following it changes nothing", async () => {
+  const alice = await session("alice");
+  const issue = await callOk(alice, "save_issue", task("Retry the finish"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  const finish = { identifier: issue.identifier, status: "done", claimToken: claim.claimToken };
+  const first = await callOk(alice, "save_issue", finish);
+  expect(first.status).toBe("done");
+  expect(first.alreadyFinished).toBeUndefined();
+  const again = await callOk(alice, "save_issue", finish);
+  expect(again).toMatchObject({ identifier: issue.identifier, status: "done", alreadyFinished: true, updatedAt: first.updatedAt });
+  // Someone else's retry with a token is not taken for a success.
+  const bob = await session("bob");
+  expect((await callError(bob, "save_issue", finish)).code).toBe("STALE_CLAIM");
+});
+
+test("after a handoff to review, the author's late heartbeat says the issue went to review, not to claim it again", async () => {
+  const alice = await session("alice");
+  const bob = await session("bob");
+  const bobEmail = (await callOk(bob, "whoami")).human.email as string;
+  const issue = await callOk(alice, "save_issue", task("Hand off to review"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  const handoff = { identifier: issue.identifier, status: "review", assignee: bobEmail, claimToken: claim.claimToken };
+  expect(await callOk(alice, "save_issue", handoff)).toMatchObject({ status: "review" });
+
+  const late = await callError(alice, "heartbeat", { identifier: issue.identifier, claimToken: claim.claimToken });
+  expect(late.code).toBe("STALE_CLAIM");
+  expect(late.message).toMatch(/already finished it: it is review/);
+  expect(late.hint).not.toMatch(/claim_issue|Claim it again/);
+  expect(late.details).toMatchObject({ alreadyFinished: true, status: "review" });
+  expect(await callOk(alice, "save_issue", handoff)).toMatchObject({ status: "review", alreadyFinished: true });
+  expect((await callOk(bob, "claim_issue", { identifier: issue.identifier })).identifier).toBe(issue.identifier);
+});
+
+test("inputs an agent naturally writes work: priority names, and the status groups open and active; a wrong status lists what is accepted", async () => {
+  const alice = await session("alice");
+  const urgent = await callOk(alice, "save_issue", { ...task("Named priority"), priority: "urgent" });
+  expect(urgent.priority).toBe(1);
+  expect((await callOk(alice, "save_issue", { identifier: urgent.identifier, priority: "low" })).priority).toBe(4);
+  expect((await callOk(alice, "save_issue", { identifier: urgent.identifier, priority: 2 })).priority).toBe(2);
+  const badPriority = await callError(alice, "save_issue", { ...task("Bad priority"), priority: "critical" });
+  expect(badPriority.code).toBe("INVALID_INPUT");
+  expect(badPriority.message).toContain('"urgent" (1)');
+
+  const waiting = await callOk(alice, "save_issue", task("Waiting in todo"));
+  const claim = await callOk(alice, "claim_issue", { identifier: urgent.identifier });
+  const active = await callOk(alice, "list_issues", { status: "active", limit: 200 });
+  expect(active.issues.map((i: { identifier: string }) => i.identifier)).toContain(urgent.identifier);
+  expect(active.issues.every((i: { status: string }) => ["doing", "review"].includes(i.status))).toBe(true);
+  const open = await callOk(alice, "list_issues", { status: ["open"], limit: 200 });
+  expect(open.issues.every((i: { status: string }) => ["todo", "doing", "blocked", "review"].includes(i.status))).toBe(true);
+  expect(open.issues.map((i: { identifier: string }) => i.identifier)).toEqual(expect.arrayContaining([urgent.identifier, waiting.identifier]));
+  expect(active.issues.map((i: { identifier: string }) => i.identifier)).not.toContain(waiting.identifier);
+  expect((await callOk(alice, "list_issues", { status: ["active", "todo"], limit: 200 })).issues.length).toBe(open.issues.filter((i: { status: string }) => i.status !== "blocked").length);
+
+  const wrong = await callError(alice, "list_issues", { status: "in_progress" });
+  expect(wrong.code).toBe("INVALID_INPUT");
+  expect(wrong.message).toContain("todo, doing, blocked, review, done, canceled, or a group: open");
+  await callOk(alice, "release_issue", { identifier: urgent.identifier, claimToken: claim.claimToken });
 });

@@ -69,6 +69,7 @@ export const issueOutput = z.object({
   cancelReason: z.string().nullable(),
   createdAt: iso,
   updatedAt: iso,
+  alreadyFinished: z.literal(true).optional().describe("this finish had already succeeded with your claim; nothing was written"),
 });
 
 export const issueSummaryOutput = z.object({

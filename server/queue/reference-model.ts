@@ -175,6 +175,8 @@ export interface ModelIssue extends DispatchFacts {
   title: string;
   fence: number;
   lease: Lease | null;
+  /** The key whose lease a finish ended, while that lease is the issue's last: a retried finish from it succeeds. */
+  finishedBy: string | null;
   checkpoint: ModelCheckpoint | null;
 }
 
@@ -303,6 +305,7 @@ export class DispatchModel {
       leaseLive: false,
       fence: 0,
       lease: null,
+      finishedBy: null,
       checkpoint: null,
     });
     for (const blocker of new Set(input.blockedBy)) this.blocks.push([blocker, identifier]);
@@ -361,6 +364,8 @@ export class DispatchModel {
     const lease = this.live(issue);
     const tokenIsLive = options.token !== undefined && lease?.token === options.token;
     const stale = () => refuse("STALE_CLAIM", { holder: lease?.agent.name ?? null });
+    const retried = to === issue.status && (isClosed(to) || to === "review") && !lease && issue.finishedBy === by.key;
+    if (options.token !== undefined && !tokenIsLive && retried) return ok(null);
     if (options.token !== undefined && !tokenIsLive) return stale();
     const reviewer = options.reviewer !== undefined ? options.reviewer : issue.assignee;
     const from = issue.status;
@@ -391,7 +396,10 @@ export class DispatchModel {
     if (to === "review" && from !== "review") issue.submitter = by.person;
     if (from === "review" && to === "todo") issue.submitter = null;
     issue.status = to;
-    if (frees) issue.lease = null;
+    if (frees) {
+      issue.finishedBy = issue.lease!.agent.key;
+      issue.lease = null;
+    }
     return ok(null);
   }
 
@@ -401,13 +409,26 @@ export class DispatchModel {
     issue.fence += 1;
     const token = `${issue.identifier}#${issue.fence}`;
     issue.lease = { token, agent, fence: issue.fence, expiresAt: this.now + this.ttlMs };
+    issue.finishedBy = null;
     if (issue.status !== "review") issue.status = "doing";
+    return this.handOut(agent, issue, token, otherClaims);
+  }
+
+  /** The holder claiming its own live lease again (a lost token): same fence, a new token, renewed. */
+  private rebind(agent: ModelAgent, issue: ModelIssue, lease: Lease, otherClaims: number): ModelClaim {
+    const token = `${issue.identifier}#${issue.fence}~${this.tokens.length}`;
+    lease.token = token;
+    lease.expiresAt = this.now + this.ttlMs;
+    return this.handOut(agent, issue, token, otherClaims);
+  }
+
+  private handOut(agent: ModelAgent, issue: ModelIssue, token: string, otherClaims: number): ModelClaim {
     this.tokens.push({ token, agent: agent.name });
     return {
       identifier: issue.identifier,
       token,
       fence: issue.fence,
-      expiresAt: issue.lease.expiresAt,
+      expiresAt: issue.lease!.expiresAt,
       branch: issue.checkpoint?.branch ?? expectedBranch(issue.identifier, issue.title),
       checkpoint: issue.checkpoint ? { ...issue.checkpoint } : null,
       otherClaims,
@@ -458,6 +479,8 @@ export class DispatchModel {
     if (!issue.work) return refuse("CONTAINER");
     if (!["todo", "doing", "review"].includes(issue.status)) return refuse("STATUS_NOT_CLAIMABLE");
     const lease = this.live(issue);
+    // Every model agent has its own person and runtime pair, so only the same key rebinds.
+    if (lease?.agent.key === agent.key) return ok(this.rebind(agent, issue, lease, this.liveClaimsOf(agent.key) - 1));
     if (lease) return refuse("ALREADY_CLAIMED", { holder: lease.agent.name });
     const blockers = this.openBlockers(issue);
     if (blockers.length > 0) return refuse("BLOCKED", { blockers });
@@ -481,14 +504,18 @@ export class DispatchModel {
   }
 
   checkpoint(token: string, notes: Partial<ModelCheckpoint>): Outcome<number> {
+    if (Object.values(notes).every((value) => value === undefined)) return refuse("INVALID_INPUT");
     const { issue, lease, live } = this.holding(token);
     if (!live) return refuse("STALE_CLAIM", { holder: lease?.agent.name ?? null });
+    // Checkpoints merge: what is left out keeps the latest value; "" clears; the note is its own.
+    const kept = issue.checkpoint;
+    const merged = (sent: string | null | undefined, before: string | null | undefined) => (sent !== undefined ? sent || null : (before ?? null));
     issue.checkpoint = {
-      done: notes.done ?? null,
-      next: notes.next ?? null,
-      gotchas: notes.gotchas ?? null,
-      note: notes.note ?? null,
-      branch: notes.branch ?? issue.checkpoint?.branch ?? null,
+      done: merged(notes.done, kept?.done),
+      next: merged(notes.next, kept?.next),
+      gotchas: merged(notes.gotchas, kept?.gotchas),
+      note: notes.note || null,
+      branch: notes.branch ?? kept?.branch ?? null,
     };
     lease!.expiresAt = this.now + this.ttlMs;
     return ok(lease!.expiresAt);
@@ -501,6 +528,7 @@ export class DispatchModel {
       issue.checkpoint = { done: null, next: null, gotchas: null, branch: null, ...issue.checkpoint, note };
     }
     issue.lease = null;
+    issue.finishedBy = null;
     return ok(null);
   }
 }

@@ -113,6 +113,14 @@ export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boo
   const identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : issueHere(Object.keys(mine));
   const record = mine[identifier];
   if (!record) {
+    // `retasc done` run again after it succeeded: the claim is gone from the keystore, and the
+    // issue being done already is the answer, not a refusal.
+    const state = await withMcp(binding, (call) => call<{ status: string }>("check_claim", { identifier }));
+    if (state.status === "done") {
+      if (flags.json) printJson({ identifier, status: state.status, alreadyFinished: true });
+      else ok(`${identifier} is already done.`);
+      return;
+    }
     throw new CliError("STALE_CLAIM", `no claim of ${identifier} was made from this machine with this folder's key`, `Claim it first: \`retasc claim ${identifier}\`.`);
   }
   const issue = await withMcp(binding, (call) => call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken }));
@@ -129,7 +137,7 @@ export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boo
       ...(worktree && !worktree.removed ? { worktreeKept: worktree.reason } : {}),
     });
   } else {
-    ok(`${identifier} is done.`);
+    ok(issue.alreadyFinished ? `${identifier} is already done.` : `${identifier} is done.`);
   }
   if (!worktree || !record.worktree) return;
   if (worktree.removed) {
