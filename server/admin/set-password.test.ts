@@ -30,6 +30,10 @@ async function start(env: Record<string, string>) {
 
 /** Through the endpoint the sign-in page posts to; a session comes back as a cookie. */
 async function signIn(app: AppProcess, password: string) {
+  // The admin commands run synchronously (spawnSync) and block this process past the server's
+  // keep-alive timeout: let the event loop see the server close the idle connection first, or
+  // fetch reuses the dead socket ("other side closed").
+  await new Promise((resolve) => setTimeout(resolve, 50));
   const response = await fetch(`${app.url}/api/auth/sign-in/email`, {
     method: "POST",
     headers: { "content-type": "application/json", origin: app.url },
