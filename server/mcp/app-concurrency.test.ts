@@ -19,8 +19,10 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   if (postgresOnly) return;
-  seeded = await startSeededApp(["SWM"]);
-  second = await startApp(seeded.env);
+  // About 67 session keys per parent key: above the default cap, which is not under test here.
+  const sessionKeys = { SESSION_KEY_CAP: String(CLIENTS) };
+  seeded = await startSeededApp(["SWM"], sessionKeys);
+  second = await startApp({ ...seeded.env, ...sessionKeys });
 });
 afterEach(({ task }) => {
   // The server's side of a failure (its error log lines) belongs in the test report.
