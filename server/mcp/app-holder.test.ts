@@ -12,7 +12,7 @@ let seeded: SeededApp;
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  seeded = await startSeededApp(["HOLD"]);
+  seeded = await startSeededApp(["HOLD", "PILE"]);
 });
 afterEach(({ task }) => {
   if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
@@ -23,8 +23,8 @@ afterAll(async () => {
 });
 
 /** A fresh session with the person's key: a new agent process, or the same one after a restart. */
-async function session(who: "alice" | "bob" | "carol") {
-  const c = await connectClient(seeded.endpoint, seeded.orgs.HOLD!.people[who].key, { name: who });
+async function session(who: "alice" | "bob" | "carol", org = "HOLD") {
+  const c = await connectClient(seeded.endpoint, seeded.orgs[org]!.people[who].key, { name: who });
   clients.push(c);
   return c;
 }
@@ -196,4 +196,20 @@ test("inputs an agent naturally writes work: priority names, and the status grou
   expect(wrong.code).toBe("INVALID_INPUT");
   expect(wrong.message).toContain("todo, doing, blocked, review, done, canceled, or a group: open");
   await callOk(alice, "release_issue", { identifier: urgent.identifier, claimToken: claim.claimToken });
+});
+
+test("next_issue from a key already holding claims says which, so the agent resumes instead of piling up claims", async () => {
+  const carol = await session("carol", "PILE");
+  const first = await callOk(carol, "save_issue", task("Held first"));
+  const second = await callOk(carol, "save_issue", task("Taken next"));
+  const fresh = await callOk(carol, "claim_issue", { identifier: first.identifier });
+  expect(fresh.holding).toBeUndefined();
+  const next = await callOk(carol, "next_issue");
+  expect(next).toMatchObject({ identifier: second.identifier, otherClaims: 1, holding: [first.identifier] });
+  const empty = await callOk(carol, "next_issue");
+  expect(empty).toMatchObject({ claimed: false, holding: [first.identifier, second.identifier] });
+  expect(empty.message).toContain(`You already hold ${first.identifier}, ${second.identifier}`);
+  // Following it: resume, and the reply no longer lists what was finished.
+  await callOk(carol, "save_issue", { identifier: first.identifier, status: "done", claimToken: fresh.claimToken });
+  expect((await callOk(carol, "next_issue")).holding).toEqual([second.identifier]);
 });

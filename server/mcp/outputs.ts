@@ -107,6 +107,7 @@ export const claimOutput = z.object({
   checkpoint: checkpointOutput.nullable(),
   otherClaims: z.number().int().describe("your other live claims"),
   rebound: z.literal(true).optional().describe("you already held it: the same lease, with a new claimToken (the old one is void)"),
+  holding: z.array(z.string()).optional().describe("your other live claims (next_issue): resume them before piling up more"),
   issue: issueOutput,
 });
 
@@ -114,5 +115,6 @@ export const nothingClaimableOutput = z.object({
   claimed: z.literal(false),
   ready: z.number().int().describe("dispatchable issues in your lanes (claimed concurrently if not zero)"),
   otherLanes: z.number().int().describe("ready issues assigned to other people; allLanes:true takes them"),
+  holding: z.array(z.string()).optional().describe("issues you already hold: resume them"),
   message: z.string(),
 });

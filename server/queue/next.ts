@@ -27,6 +27,19 @@ const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) =>
   return inCallOrder(row!.results);
 });
 
+/** The issues this key holds live leases on (but `except`), for an agent that lost track of them. */
+async function heldByKey(ctx: Ctx, except: string | null): Promise<string[]> {
+  const keyId = ctx.principal.keyId;
+  if (!keyId) return [];
+  const rows = await query<{ identifier: string }>(
+    ctx.db,
+    sql`select i.identifier from leases l join issues i on i.id = l.issue_id and i.lease_id = l.id
+        where l.key_id = ${keyId} and l.ended_at is null and i.lease_expires_at > ${ctx.clock.now().toISOString()}::timestamptz
+        order by l.claimed_at`,
+  );
+  return rows.map((row) => row.identifier).filter((identifier) => identifier !== except);
+}
+
 /**
  * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
  * (retasc_next_issue, shared with the calls that arrive alongside) checks deadlines, the key's
@@ -53,13 +66,18 @@ export async function nextIssue(ctx: Ctx, raw: unknown) {
       case "sla":
         await slaSweepOrg(ctx, principal.orgId);
         continue;
-      case "empty":
-        return emptyReply(ctx, ctx.clock.now(), input.allLanes);
+      case "empty": {
+        const [empty, holding] = await Promise.all([emptyReply(ctx, ctx.clock.now(), input.allLanes), heldByKey(ctx, null)]);
+        if (holding.length === 0) return empty;
+        return { ...empty, holding, message: `${empty.message} You already hold ${holding.join(", ")}: resume ${holding.length > 1 ? "those" : "it"}.` };
+      }
       case "cap":
         throw claimCapError(cap);
       case "claimed":
         sendNotices(ctx.db, result.notices);
-        return claimReply(cipher, result, claimToken, result.otherClaims);
+        const reply = claimReply(cipher, result, claimToken, result.otherClaims);
+        // Read only when the key holds others, so the usual claim costs nothing more.
+        return result.otherClaims > 0 ? { ...reply, holding: await heldByKey(ctx, reply.identifier) } : reply;
     }
   }
 }
