@@ -65,7 +65,8 @@ export const workTools = [
     description:
       "Call only when told to take one exact issue (otherwise next_issue): claims it by identifier, ignoring lanes. A " +
       "refusal says why: CONTAINER, ALREADY_CLAIMED (holder, expiry), STATUS_NOT_CLAIMABLE, BLOCKED (open blockers), " +
-      "SELF_REVIEW, CLAIM_CAP. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
+      "SELF_REVIEW, CLAIM_CAP. Lost your claimToken? Claim the issue you hold again: you get the same lease back " +
+      "(rebound) with a new token. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
@@ -103,7 +104,7 @@ export const workTools = [
     description:
       "Call before any long silent stretch (builds, test runs, CI) and at least once a lease period: renews your " +
       "lease. Only heartbeat and checkpoint renew it; comments and status edits do not. STALE_CLAIM: the claim is " +
-      "gone, stop work on that issue. Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
+      "gone, stop work on that issue, unless it says youHold (then follow its hint). Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
