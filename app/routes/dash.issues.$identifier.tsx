@@ -6,6 +6,7 @@ import { editIssueInput, field } from "../../server/dash/forms.ts";
 import { issueDetail } from "../../server/dash/issue.ts";
 import { saveComment } from "../../server/issues/comments.ts";
 import { addRelation, removeRelation, saveIssue } from "../../server/issues/index.ts";
+import { relationInput } from "../../server/issues/schemas.ts";
 import { invalidInput } from "../../server/errors.ts";
 import { forceRelease } from "../../server/queue/force-release.ts";
 import { ErrorNote, Notice } from "../components/ui.tsx";
@@ -66,7 +67,8 @@ export async function action({ request, context, params }: Route.ActionArgs) {
         return "Comment added.";
       case "relate":
       case "unrelate": {
-        const relation = { sourceId: identifier, targetId: field(form, "other") ?? "", type: field(form, "type") };
+        // A form's fields are of unknown shape: parsed with the service's schema, so its errors are the service's.
+        const relation = relationInput.parse({ sourceId: identifier, targetId: field(form, "other") ?? "", type: field(form, "type") });
         if (intent === "relate") await addRelation(ctx, relation);
         else await removeRelation(ctx, relation);
         return intent === "relate" ? "Relation added." : "Relation removed.";

@@ -24,7 +24,7 @@ export const bootstrapInput = z.object({
 });
 
 /** Creates an org, its owner, a project and a first agent key, in one transaction. */
-export async function bootstrap(services: Services, raw: unknown) {
+export async function bootstrap(services: Services, raw: z.input<typeof bootstrapInput>) {
   const input = bootstrapInput.parse(raw);
   return services.db.transaction(async (tx) => {
     const userId = await ensureUser(tx, input.email);
@@ -43,7 +43,7 @@ export const mintKeyInput = z.object({
 });
 
 /** Mints a key for a person in an org, adding them as a member if needed. */
-export async function mintKey(services: Services, raw: unknown) {
+export async function mintKey(services: Services, raw: z.input<typeof mintKeyInput>) {
   const input = mintKeyInput.parse(raw);
   return services.db.transaction(async (tx) => {
     const org = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, input.org));
@@ -84,7 +84,7 @@ export const setPasswordInput = z.object({
  * account row are better-auth's own (the configured instance's context), exactly as sign-up
  * writes them, so a normal sign-in then works.
  */
-export async function setPassword(services: Services, raw: unknown) {
+export async function setPassword(services: Services, raw: z.input<typeof setPasswordInput>) {
   const input = setPasswordInput.parse(raw);
   if (!services.config.emailPassword) {
     throw new DomainError(

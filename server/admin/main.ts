@@ -3,7 +3,8 @@ import { z } from "zod";
 import { loadConfig } from "../config/index.ts";
 import { boot } from "../boot.ts";
 import { describeFatal } from "../fatal.ts";
-import { bootstrap, mintKey, setPassword } from "./commands.ts";
+import type { Services } from "../context.ts";
+import { bootstrap, bootstrapInput, mintKey, mintKeyInput, setPassword, setPasswordInput } from "./commands.ts";
 import { readSecretLine } from "./secret.ts";
 
 /**
@@ -21,7 +22,12 @@ const usage = `usage: npm run admin -- <command> [options]
       on standard input (asked for without echo on a terminal), never a flag
 `;
 
-const commands = { bootstrap, "mint-key": mintKey, "set-password": setPassword } as const;
+/** Each command with the schema its argv is parsed with before the call (argv is of unknown shape). */
+const commands = {
+  bootstrap: (services: Services, argv: unknown) => bootstrap(services, bootstrapInput.parse(argv)),
+  "mint-key": (services: Services, argv: unknown) => mintKey(services, mintKeyInput.parse(argv)),
+  "set-password": (services: Services, argv: unknown) => setPassword(services, setPasswordInput.parse(argv)),
+} as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key"]);
 

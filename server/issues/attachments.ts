@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { attachments, issues } from "../../db/schema/index.ts";
@@ -23,7 +24,7 @@ function view(cipher: OrgCipher, row: typeof attachments.$inferSelect, issue: st
   };
 }
 
-export async function saveAttachment(ctx: Ctx, raw: unknown) {
+export async function saveAttachment(ctx: Ctx, raw: z.input<typeof saveAttachmentInput>) {
   const input = saveAttachmentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
@@ -46,7 +47,7 @@ export async function saveAttachment(ctx: Ctx, raw: unknown) {
   });
 }
 
-export async function listAttachments(ctx: Ctx, raw: unknown) {
+export async function listAttachments(ctx: Ctx, raw: z.input<typeof listAttachmentsInput>) {
   const input = listAttachmentsInput.parse(raw);
   const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
@@ -64,13 +65,13 @@ async function findAttachment(db: Db, orgId: string, id: string) {
   return rows[0];
 }
 
-export async function getAttachment(ctx: Ctx, raw: unknown) {
+export async function getAttachment(ctx: Ctx, raw: z.input<typeof getAttachmentInput>) {
   const input = getAttachmentInput.parse(raw);
   const { attachment, identifier } = await findAttachment(ctx.db, ctx.principal.orgId, input.attachment);
   return view(await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId), attachment, identifier);
 }
 
-export async function obsoleteAttachment(ctx: Ctx, raw: unknown) {
+export async function obsoleteAttachment(ctx: Ctx, raw: z.input<typeof obsoleteAttachmentInput>) {
   const input = obsoleteAttachmentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;

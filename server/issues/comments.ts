@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { and, asc, eq } from "drizzle-orm";
 import { comments } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
@@ -8,7 +9,7 @@ import { listCommentsInput, retractCommentInput, saveCommentInput } from "./sche
 import { findIssue, inTransaction } from "./store.ts";
 
 /** Threaded comments, encrypted at rest. Retracted, never deleted. Comments never renew a lease. */
-export async function saveComment(ctx: Ctx, raw: unknown) {
+export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput>) {
   const input = saveCommentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
@@ -38,7 +39,7 @@ export async function saveComment(ctx: Ctx, raw: unknown) {
   });
 }
 
-export async function listComments(ctx: Ctx, raw: unknown) {
+export async function listComments(ctx: Ctx, raw: z.input<typeof listCommentsInput>) {
   const input = listCommentsInput.parse(raw);
   const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
@@ -64,7 +65,7 @@ export async function listComments(ctx: Ctx, raw: unknown) {
 }
 
 /** Strikes a comment through with a reason; the record stays. Only its author (or an admin, later) may. */
-export async function retractComment(ctx: Ctx, raw: unknown) {
+export async function retractComment(ctx: Ctx, raw: z.input<typeof retractCommentInput>) {
   const input = retractCommentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;

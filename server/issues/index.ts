@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { Ctx } from "../context.ts";
 import { createIssue } from "./create.ts";
 import { finishHeld, isPlainFinish } from "./finish.ts";
@@ -12,7 +13,7 @@ export { getIssue, listIssues } from "./read.ts";
 export { addRelation, removeRelation } from "./relations.ts";
 
 /** Create (no identifier) or update an issue. Finishing, review and cancel go through here with the claimToken. */
-export async function saveIssue(ctx: Ctx, raw: unknown) {
+export async function saveIssue(ctx: Ctx, raw: z.input<typeof saveIssueInput>) {
   const input = saveIssueInput.parse(raw);
   if (!input.identifier) return createIssue(ctx, input);
   if (isPlainFinish(input)) {

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { issueLabels, labels } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
@@ -6,7 +7,7 @@ import { saveLabelInput } from "./schemas.ts";
 import type { WriteScope } from "./store.ts";
 
 /** Creates a label, or updates its color; idempotent by name. */
-export async function saveLabel(ctx: Ctx, raw: unknown) {
+export async function saveLabel(ctx: Ctx, raw: z.input<typeof saveLabelInput>) {
   const input = saveLabelInput.parse(raw);
   const [row] = await ctx.db
     .insert(labels)

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { dispatchOrder } from "../../db/schema/dispatch.ts";
 import { issues } from "../../db/schema/index.ts";
@@ -6,15 +7,15 @@ import { getIssueInput, listIssuesInput } from "./schemas.ts";
 import { findIssue, projectFor, resolveAssignee } from "./store.ts";
 import { issueView, summarize } from "./views.ts";
 
-export async function getIssue(ctx: Ctx, raw: unknown) {
+export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
   return issueView(ctx.db, cipher, row, ctx.clock.now());
 }
 
-export async function listIssues(ctx: Ctx, raw: unknown) {
-  const input = listIssuesInput.parse(raw ?? {});
+export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> = {}) {
+  const input = listIssuesInput.parse(raw);
   const orgId = ctx.principal.orgId;
   const where: SQL[] = [eq(issues.orgId, orgId)];
   const statuses = input.status ?? null;

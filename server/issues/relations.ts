@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { and, eq, sql } from "drizzle-orm";
 import { issues, relations } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
@@ -62,7 +63,7 @@ async function changeRelation(
 }
 
 /** Adds a relation. `blocks`/`blocked_by` are dispatch edges: cycles are refused. */
-export async function addRelation(ctx: Ctx, raw: unknown) {
+export async function addRelation(ctx: Ctx, raw: z.input<typeof relationInput>) {
   const input = relationInput.parse(raw);
   if (input.sourceId === input.targetId) throw invalidInput("an issue cannot relate to itself", "Pass two different issues.");
   const { changed, ...relation } = await changeRelation(ctx, input, "added", async ({ tx }, { source, target, sourceIdent, targetIdent, type }) => {
@@ -91,7 +92,7 @@ export async function addRelation(ctx: Ctx, raw: unknown) {
   return { ...relation, added: changed };
 }
 
-export async function removeRelation(ctx: Ctx, raw: unknown) {
+export async function removeRelation(ctx: Ctx, raw: z.input<typeof relationInput>) {
   const input = relationInput.parse(raw);
   const { changed, ...relation } = await changeRelation(ctx, input, "removed", async ({ tx }, { source, target, type }) => {
     const pairs = type === "blocks" ? [[source.id, target.id]] : [[source.id, target.id], [target.id, source.id]];

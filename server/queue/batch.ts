@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
@@ -55,8 +56,8 @@ async function conflictsAmong(db: Db, ids: string[]): Promise<Set<string>> {
 }
 
 /** Up to n mutually independent dispatchable issues in order; a free peek, or all claimed in one transaction. */
-export async function nextBatch(ctx: Ctx, raw: unknown) {
-  const input = nextBatchInput.parse(raw ?? {});
+export async function nextBatch(ctx: Ctx, raw: z.input<typeof nextBatchInput> = {}) {
+  const input = nextBatchInput.parse(raw);
   const window = Math.min(200, input.n * 4 + 10);
   const result = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
     // The window is read unlocked: locking all of it would make concurrent pulls skip issues this batch does not take.

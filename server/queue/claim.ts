@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { eq, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
@@ -123,7 +124,7 @@ export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: nu
 }
 
 /** Claims one named issue, ignoring lanes; refuses only for a stated reason. */
-export async function claimIssue(ctx: Ctx, raw: unknown) {
+export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>) {
   const { identifier } = claimIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now } = scope;

@@ -17,7 +17,7 @@ export const forceReleaseInput = z.object({
  * (still heartbeating, or hung with a long lease) rather than dead. Owners and admins only.
  * The holder's next fenced write is refused with STALE_CLAIM; its checkpoint stays.
  */
-export async function forceRelease(ctx: Ctx, raw: unknown) {
+export async function forceRelease(ctx: Ctx, raw: z.input<typeof forceReleaseInput>) {
   const input = forceReleaseInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "releasing another principal's claim");
   return inTransaction(ctx, async (scope) => {

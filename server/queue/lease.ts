@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { eq } from "drizzle-orm";
 import { checkpoints, issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
@@ -12,7 +13,7 @@ import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } f
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
 /** Does this key hold the issue right now? */
-export async function checkClaim(ctx: Ctx, raw: unknown) {
+export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>) {
   const { identifier } = checkClaimInput.parse(raw);
   const now = ctx.clock.now();
   const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
@@ -38,7 +39,7 @@ async function renew(scope: WriteScope, row: IssueRow) {
 }
 
 /** Renews the lease. Only heartbeat and checkpoint do. */
-export async function heartbeat(ctx: Ctx, raw: unknown) {
+export async function heartbeat(ctx: Ctx, raw: z.input<typeof heartbeatInput>) {
   const input = heartbeatInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
@@ -86,7 +87,7 @@ async function writeCheckpoint(scope: WriteScope, row: IssueRow, notes: Notes) {
 }
 
 /** Records handoff notes that survive release and reclaim, and renews the lease. */
-export async function checkpoint(ctx: Ctx, raw: unknown) {
+export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>) {
   const input = checkpointInput.parse(raw);
   if (NOTE_FIELDS.every((field) => input[field] === undefined)) {
     throw invalidInput("a checkpoint needs at least one of done, next, gotchas, note or branch", "Say what is done or what comes next; to only renew the lease, call heartbeat.");
@@ -113,7 +114,7 @@ export async function checkpoint(ctx: Ctx, raw: unknown) {
 }
 
 /** Returns held work to the pool; the checkpoint stays for the next claimant. */
-export async function releaseIssue(ctx: Ctx, raw: unknown) {
+export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInput>) {
   const input = releaseIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
@@ -47,8 +48,8 @@ async function heldByKey(ctx: Ctx, except: string | null): Promise<string[]> {
  * re-ranks and the claim reruns (checking again only a few times, so a stream of thresholds
  * cannot starve it).
  */
-export async function nextIssue(ctx: Ctx, raw: unknown) {
-  const input = nextIssueInput.parse(raw ?? {});
+export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = {}) {
+  const input = nextIssueInput.parse(raw);
   const { principal } = ctx;
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
   const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
