@@ -95,6 +95,11 @@ function printBlocks(mcpUrl: string): void {
 
 async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, session: SignedIn): Promise<OrgChoice> {
   const orgs = await activeOrgs(session);
+  const create = async (name: string): Promise<OrgChoice> => {
+    const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
+    ok(`Created org "${created.name}".`);
+    return { orgId: created.orgId, name: created.name };
+  };
   if (flags["org-id"]) {
     const org = orgs.find((o) => o.orgId === flags["org-id"]);
     if (!org) throw new CliError("NOT_FOUND", `you are not an active member of org ${flags["org-id"]}`, "`retasc whoami` lists your orgs.");
@@ -104,9 +109,7 @@ async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, sessio
     const name = String(flags["org-name"]).trim();
     const existing = orgs.find((o) => o.name.toLowerCase() === name.toLowerCase());
     if (existing) return existing;
-    const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
-    ok(`Created org "${created.name}".`);
-    return { orgId: created.orgId, name: created.name };
+    return create(name);
   }
   if (orgs.length === 1) return orgs[0]!;
   if (!interactive()) {
@@ -118,10 +121,7 @@ async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, sessio
     { label: "Create a new org", value: null },
   ]);
   if (choice) return choice;
-  const name = await ask("New org name: ");
-  const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
-  ok(`Created org "${created.name}".`);
-  return { orgId: created.orgId, name: created.name };
+  return create(await ask("New org name: "));
 }
 
 async function pickProject(flags: ProjectFlags, session: SignedIn, orgId: string): Promise<Project> {
