@@ -93,7 +93,6 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
   const live = useLiveRevalidation();
   const now = useServerNow(detail.now);
   const terminal = issue.status === "done" || issue.status === "canceled";
-  const pills = { claimed: issue.lease !== null, doing: issue.status === "doing" && issue.lease === null, resumed: detail.checkpoints.length > 0 };
   return (
     <article className="flex flex-col gap-8" aria-labelledby="issue-title">
       <header className="flex flex-col gap-2">
@@ -110,7 +109,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
         </h1>
         <div className="flex flex-wrap items-center gap-2 text-sm">
           <StatusBadge status={issue.status} />
-          <WorkPills pills={pills} />
+          <WorkPills pills={detail.pills} />
           {!issue.work ? <span className="text-stone-600">container</span> : null}
           <LeaseLine lease={issue.lease} now={now} />
         </div>

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TestClock, testConfig } from "../testing/db.ts";
 import type { Ctx } from "../context.ts";
 import { saveComment } from "../issues/comments.ts";
-import { saveIssue } from "../issues/index.ts";
+import { getIssue, saveIssue } from "../issues/index.ts";
 import { humanCtx } from "../orgs/access.ts";
 import { checkpoint, claimIssue, heartbeat, reclaimSweep, releaseIssue } from "../queue/index.ts";
 import { forceRelease } from "../queue/force-release.ts";
@@ -151,8 +151,8 @@ describe("queue page", () => {
 
     const active = await queuePage(dash, { tab: "active" });
     expect(active.issues.map((r) => [r.identifier, r.pills, r.holderRuntime])).toEqual([
-      ["FIL-2", { claimed: true, doing: false, resumed: false }, "codex"],
-      ["FIL-3", { claimed: false, doing: true, resumed: true }, null],
+      ["FIL-2", { claimed: true, unheld: null, resumed: false }, "codex"],
+      ["FIL-3", { claimed: false, unheld: "doing, unheld: the next claim resumes it", resumed: false }, null],
     ]);
     expect(active.counts).toEqual({ backlog: 2, active: 2, all: 4 });
     expect((await queuePage(dash, { tab: "backlog" })).issues.map((r) => r.identifier)).toEqual(["FIL-1", "FIL-4"]);
@@ -164,6 +164,41 @@ describe("queue page", () => {
     expect((await queuePage(dash, { date: "created", to: "2020-01-01" })).total).toBe(0);
     expect((await queuePage(dash, { date: "due", from: today })).total).toBe(0);
     expect(await queuePage(dash, { runtime: "nobody" }).then((p) => p.issues)).toEqual([]);
+  });
+
+  it("says resumed only where a previous holder existed, and an unheld doing issue in words, in the queue, the drill-down and get_issue", async () => {
+    const org = await seedOrg(env.services, { prefix: "RSM" });
+    const a = org.agents.alice.ctx;
+    await create(a, "first claim", { priority: 2 });
+    await create(a, "handed over", { priority: 2 });
+    await create(a, "left in doing", { priority: 2 });
+    await create(a, "set to doing by hand", { priority: 2 });
+    await saveIssue(a, { identifier: "RSM-4", status: "doing" });
+    // A first holder's own checkpoint resumes nothing.
+    const first = await claimIssue(org.agents.bob.ctx, { identifier: "RSM-1" });
+    await checkpoint(org.agents.bob.ctx, { identifier: "RSM-1", claimToken: first.claimToken, done: "half" });
+    // A release without a checkpoint, then another claim: that claim resumed the work.
+    const before = await claimIssue(org.agents.bob.ctx, { identifier: "RSM-2" });
+    await releaseIssue(org.agents.bob.ctx, { identifier: "RSM-2", claimToken: before.claimToken });
+    await claimIssue(org.agents.carol.ctx, { identifier: "RSM-2" });
+    const left = await claimIssue(org.agents.carol.ctx, { identifier: "RSM-3" });
+    await releaseIssue(org.agents.carol.ctx, { identifier: "RSM-3", claimToken: left.claimToken });
+
+    const dash = await dashAs(org, "alice");
+    const pills = new Map((await queuePage(dash, {})).issues.map((r) => [r.identifier, r.pills]));
+    expect(Object.fromEntries(pills)).toEqual({
+      "RSM-1": { claimed: true, unheld: null, resumed: false },
+      "RSM-2": { claimed: true, unheld: null, resumed: true },
+      "RSM-3": { claimed: false, unheld: "doing, unheld: the next claim resumes it", resumed: false },
+      "RSM-4": { claimed: false, unheld: "doing, unheld: the next claim starts it", resumed: false },
+    });
+    for (const identifier of pills.keys()) {
+      const detail = await issueDetail(dash, { identifier });
+      expect(detail.pills, identifier).toEqual(pills.get(identifier));
+      expect(detail.issue.held, identifier).toBe(pills.get(identifier)!.claimed);
+      expect(detail.issue.statusNote, identifier).toBe(pills.get(identifier)!.unheld ?? undefined);
+    }
+    expect(await getIssue(a, { identifier: "RSM-3" })).toMatchObject({ status: "doing", held: false, statusNote: "doing, unheld: the next claim resumes it" });
   });
 
   it("reads its filters from the URL and refuses bad ones", async () => {

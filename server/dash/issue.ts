@@ -10,6 +10,7 @@ import { issueView } from "../issues/views.ts";
 import { markdown } from "../markdown/index.ts";
 import { listProjects } from "../orgs/projects.ts";
 import { neighbourhood } from "./graph.ts";
+import { workPills } from "./queue.ts";
 import { rankReasons } from "./why.ts";
 
 /**
@@ -78,6 +79,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
   return {
     now: now.toISOString(),
     issue: view,
+    pills: workPills(row, now),
     bodyHtml: bodyHtml!,
     why: reasons.get(row.id)!,
     graph,

@@ -7,7 +7,8 @@ import type { Ctx } from "../context.ts";
 import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";
 import { orgTimeZone } from "../issues/store.ts";
-import { isLeaseLive, slaView } from "../issues/views.ts";
+import type { IssueRow } from "../issues/store.ts";
+import { isLeaseLive, resumedClaim, slaView, unheldText } from "../issues/views.ts";
 import { applyDueSla } from "../queue/index.ts";
 import { rankReasons } from "./why.ts";
 
@@ -53,6 +54,19 @@ export function queueInputFromSearch(params: URLSearchParams): unknown {
   };
 }
 
+/**
+ * The pills beside an issue's status: claimed (a live lease), an unheld doing issue in words
+ * (what its next claim does), and resumed when the live claim took over from a previous holder.
+ */
+export function workPills(row: IssueRow, now: Date) {
+  const held = isLeaseLive(row, now);
+  return {
+    claimed: held,
+    unheld: row.status === "doing" && !held ? unheldText(row) : null,
+    resumed: resumedClaim(row, now),
+  };
+}
+
 const previousDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 
 export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
@@ -82,7 +96,6 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
       .select({
         issue: issues,
         holderRuntime: leases.runtime,
-        hasCheckpoint: sql<boolean>`exists (select 1 from checkpoints c where c.issue_id = ${issues.id})`,
       })
       .from(issues)
       .leftJoin(leases, and(eq(leases.id, issues.leaseId), gt(leases.expiresAt, now)))
@@ -116,7 +129,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
     total,
     counts: { ...counts, all: counts.backlog + counts.active },
     runtimes: runtimes.map((r) => r.runtime),
-    issues: rows.map(({ issue, holderRuntime, hasCheckpoint }, index) => {
+    issues: rows.map(({ issue, holderRuntime }, index) => {
       const held = isLeaseLive(issue, now);
       return {
         position: (input.page - 1) * QUEUE_PAGE_SIZE + index + 1,
@@ -126,11 +139,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
         status: issue.status,
         priority: issue.priority,
         openBlockers: issue.openBlockerCount,
-        pills: {
-          claimed: held,
-          doing: issue.status === "doing" && !held,
-          resumed: Boolean(hasCheckpoint),
-        },
+        pills: workPills(issue, now),
         holderRuntime: held ? holderRuntime : null,
         leaseExpiresAt: held ? issue.leaseExpiresAt!.toISOString() : null,
         dueAt: issue.dueAt?.toISOString() ?? null,

@@ -1,5 +1,6 @@
 import { inArray, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
+import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { user, type checkpoints, type relations } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { branchName, slaOf } from "./levels.ts";
@@ -43,6 +44,20 @@ export function slaView(row: IssueRow, now: Date) {
 
 export function isLeaseLive(row: Pick<IssueRow, "leaseId" | "leaseExpiresAt">, now: Date): boolean {
   return row.leaseId !== null && row.leaseExpiresAt !== null && row.leaseExpiresAt.getTime() > now.getTime();
+}
+
+/**
+ * How an issue nobody holds reads: what its next claim does. "Resumes" only where someone held
+ * it before (the fence rises with every claim, so a fence above 0 means a previous lease).
+ */
+export function unheldText(row: Pick<IssueRow, "status" | "fence">): string {
+  if (!(DISPATCH_STATUSES as readonly string[]).includes(row.status)) return `${row.status}, unheld: not dispatched while ${row.status}`;
+  return `${row.status}, unheld: the next claim ${row.fence > 0 ? "resumes" : "starts"} it`;
+}
+
+/** Whether the live claim took the issue over from a previous holder (an earlier lease exists). */
+export function resumedClaim(row: Pick<IssueRow, "fence" | "leaseId" | "leaseExpiresAt">, now: Date): boolean {
+  return isLeaseLive(row, now) && row.fence > 1;
 }
 
 async function people(db: Db, ids: (string | null)[]): Promise<Map<string, PersonRef>> {
@@ -154,6 +169,9 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
           fence: lease.fence,
         }
       : null,
+    held: lease !== null,
+    // Only for doing: the status alone reads as "someone is on it".
+    ...(lease === null && row.status === "doing" ? { statusNote: unheldText(row) } : {}),
     fence: row.fence,
     checkpoint: checkpointData,
     branch: checkpointData?.branch ?? branchName(row.identifier, title),

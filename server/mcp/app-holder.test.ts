@@ -213,3 +213,28 @@ test("next_issue from a key already holding claims says which, so the agent resu
   await callOk(carol, "save_issue", { identifier: first.identifier, status: "done", claimToken: fresh.claimToken });
   expect((await callOk(carol, "next_issue")).holding).toEqual([second.identifier]);
 });
+
+test("release_issue answers with the status the issue is left in and says it is unheld; reads say what the next claim does", async () => {
+  const alice = await session("alice");
+  const bob = await session("bob");
+  const issue = await callOk(alice, "save_issue", task("Release and resume"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  expect(claim.issue).toMatchObject({ status: "doing", held: true });
+  expect(claim.issue.statusNote).toBeUndefined();
+
+  const released = await callOk(alice, "release_issue", { identifier: issue.identifier, claimToken: claim.claimToken, note: "stuck" });
+  expect(released).toMatchObject({ identifier: issue.identifier, released: true, status: "doing", held: false });
+  expect(released.message).toBe(`Released: ${issue.identifier} is doing, unheld: the next claim resumes it. Your claimToken is dead.`);
+  expect(await callOk(bob, "get_issue", { identifier: issue.identifier })).toMatchObject({
+    status: "doing",
+    held: false,
+    lease: null,
+    statusNote: "doing, unheld: the next claim resumes it",
+  });
+
+  // Set aside while held: the release says it is not dispatched in that status.
+  const resumed = await callOk(bob, "claim_issue", { identifier: issue.identifier });
+  await callOk(bob, "save_issue", { identifier: issue.identifier, status: "blocked" });
+  const aside = await callOk(bob, "release_issue", { identifier: issue.identifier, claimToken: resumed.claimToken });
+  expect(aside).toMatchObject({ status: "blocked", held: false, message: `Released: ${issue.identifier} is blocked, unheld: not dispatched while blocked. Your claimToken is dead.` });
+});

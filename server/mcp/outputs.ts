@@ -62,6 +62,8 @@ export const issueOutput = z.object({
     })
     .nullable()
     .describe("the live claim, if any"),
+  held: z.boolean(),
+  statusNote: z.string().optional().describe('an unheld doing issue: "doing, unheld: the next claim resumes it"'),
   fence: z.number().int(),
   checkpoint: checkpointOutput.nullable(),
   branch: z.string(),

@@ -6,7 +6,7 @@ import { invalidInput } from "../errors.ts";
 import type { Ctx } from "../context.ts";
 import { currentHolder, endLease, heldByCaller, recoverHint, requireLiveToken } from "../issues/fencing.ts";
 import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
-import { checkpointView } from "../issues/views.ts";
+import { checkpointView, unheldText } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
 
@@ -128,6 +128,13 @@ export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInp
       detail: { note: input.note },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
-    return { identifier: row.identifier, released: true, status: row.status };
+    // The status is what the issue is left in: releasing never changes it.
+    return {
+      identifier: row.identifier,
+      released: true,
+      status: row.status,
+      held: false as const,
+      message: `Released: ${row.identifier} is ${unheldText(row)}. Your claimToken is dead.`,
+    };
   });
 }

@@ -23,12 +23,12 @@ export function Pill({ tone, children, title }: { tone: keyof typeof pillTones; 
   );
 }
 
-export function WorkPills({ pills }: { pills: { claimed: boolean; doing: boolean; resumed: boolean } }) {
+export function WorkPills({ pills }: { pills: { claimed: boolean; unheld: string | null; resumed: boolean } }) {
   return (
     <span className="inline-flex flex-wrap gap-1">
       {pills.claimed ? <Pill tone="claimed" title="A lease is live now">claimed</Pill> : null}
-      {pills.doing ? <Pill tone="doing" title="In doing but nobody holds it: available work">doing</Pill> : null}
-      {pills.resumed ? <Pill tone="resumed" title="Has a checkpoint the next claimant resumes from">resumed</Pill> : null}
+      {pills.unheld ? <Pill tone="doing" title="Nobody holds it: available work">{pills.unheld}</Pill> : null}
+      {pills.resumed ? <Pill tone="resumed" title="This claim took over from a previous holder">resumed</Pill> : null}
     </span>
   );
 }

@@ -142,7 +142,7 @@ export const workTools = [
       "never frees a lease). note is kept as a checkpoint for the next claimant; your claimToken is dead after this. " +
       "Example: release_issue {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"note\":\"needs a schema decision\"}",
     input: releaseIssueInput,
-    output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses) }),
+    output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses), held: z.literal(false), message: z.string() }),
     annotations: idempotentWrite,
     access: "wind-down",
     meter: { tier: "plumbing" },
