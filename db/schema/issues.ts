@@ -63,6 +63,11 @@ export const issues = pgTable(
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
     /** Set once the issue is first claimed: the Dash's Backlog / Active split. */
     firstClaimedAt: timestamp("first_claimed_at", { withTimezone: true }),
+    /**
+     * The branch fixed at the first claim, stored once the title it came from changes (the
+     * slug needs the plaintext title, which only the server holds); null: the title's slug.
+     */
+    branch: text("branch"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },

@@ -82,7 +82,15 @@ function zoneOffsetMs(utcMs: number, timeZone: string): number {
   return asUtc - Math.floor(utcMs / 1000) * 1000;
 }
 
-/** `rtsc-42/fix-the-login-redirect`: the branch every claimant of an issue works on. */
+/**
+ * The branch a claimant works on: the one a checkpoint named, else the one fixed at the first
+ * claim (`frozen`, stored when the title changed since), else the title's (`branchName`).
+ */
+export function issueBranch(identifier: string, title: string, frozen: string | null, named: string | null | undefined): string {
+  return named ?? frozen ?? branchName(identifier, title);
+}
+
+/** `rtsc-42/fix-the-login-redirect`: the branch named at an issue's first claim. */
 export function branchName(identifier: string, title: string): string {
   const slug = title
     .toLowerCase()

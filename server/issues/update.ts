@@ -5,7 +5,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { currentHolder, endLease, finishedByCaller, requireLiveToken } from "./fencing.ts";
 import { setLabels } from "./labels.ts";
-import { rankingColumns } from "./levels.ts";
+import { branchName, rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import { alreadyClaimed } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
@@ -127,6 +127,8 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   }
   if (input.title !== undefined) {
     patch.titleEnc = cipher.encrypt(input.title);
+    // Once claimed, the branch stays the one the old title named (docs/architecture.md#leases).
+    if (row.firstClaimedAt && row.branch === null) patch.branch = branchName(row.identifier, cipher.decrypt(row.titleEnc));
     changed.push("title");
   }
   if (input.body !== undefined) {

@@ -9,6 +9,7 @@ import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, type Notice } from "../events/index.ts";
 import { currentHolder, heldByCaller, type Holder } from "../issues/fencing.ts";
+import { issueBranch } from "../issues/levels.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
@@ -75,13 +76,15 @@ export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: str
 }
 
 function replyFor(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
-  const issue = renderIssueView(cipher, row, reads, now);
+  const view = renderIssueView(cipher, row, reads, now);
+  const branch = issueBranch(row.identifier, view.title, row.branch, view.checkpoint?.branch);
+  const issue = { ...view, branch };
   return {
     identifier: row.identifier,
     claimToken,
     fence: row.fence,
     expiresAt: row.leaseExpiresAt!.toISOString(),
-    branch: issue.branch,
+    branch,
     checkpoint: issue.checkpoint,
     otherClaims,
     issue,
