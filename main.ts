@@ -75,7 +75,9 @@ async function main() {
       },
     }),
   );
-  server.keepAliveTimeout = 5_000;
+  // Longer than the idle timeouts of load balancers (60 s is common) and clients, so the server is
+  // never the side that closes an idle connection just as a request is sent on it (ECONNRESET).
+  server.keepAliveTimeout = 65_000;
   server.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);

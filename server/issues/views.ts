@@ -3,7 +3,7 @@ import { query, type Db } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { user, type checkpoints, type relations } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
-import { branchName, slaOf } from "./levels.ts";
+import { issueBranch, slaOf } from "./levels.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
 
 /** What reads return: plain JSON with ISO dates, content decrypted. */
@@ -174,7 +174,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
     ...(lease === null && row.status === "doing" ? { statusNote: unheldText(row) } : {}),
     fence: row.fence,
     checkpoint: checkpointData,
-    branch: checkpointData?.branch ?? branchName(row.identifier, title),
+    branch: issueBranch(row.identifier, title, row.branch, checkpointData?.branch),
     noDependency: cipher.decrypt(row.noDependencyEnc),
     cancelReason: cipher.decrypt(row.cancelReasonEnc),
     createdAt: row.createdAt.toISOString(),

@@ -45,6 +45,8 @@ test("the branch named at the first claim stays the issue's through renames, a r
   await callOk(bob, "save_issue", { identifier: id, title: "Safari drops the session cookie", claimToken: first.claimToken });
   await callOk(bob, "release_issue", { identifier: id, claimToken: first.claimToken });
   await callOk(alice, "save_issue", { identifier: id, title: "Session cookie lost on Safari" });
+  // Reads (get_issue, the Dash) name the same branch while nobody holds it.
+  expect(await callOk(alice, "get_issue", { identifier: id })).toMatchObject({ branch });
 
   const second = await callOk(carol, "claim_issue", { identifier: id });
   expect(second).toMatchObject({ fence: 2, branch, issue: { title: "Session cookie lost on Safari", branch } });
