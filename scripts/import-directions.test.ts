@@ -19,15 +19,15 @@ export function partOf(file: string): string {
 }
 
 /** Which parts each part may import (its own files always). Tooling at the top reads what it measures. */
-const tooling = ["shared", "db", "server", "workers"];
+const tooling = ["constants", "db", "server", "workers"];
 export const allowed: Record<string, readonly string[]> = {
-  shared: [],
-  db: ["shared"],
-  server: ["shared", "db"],
-  workers: ["shared", "db", "server"],
-  app: ["shared", "db", "server"],
+  constants: [],
+  db: ["constants"],
+  server: ["constants", "db"],
+  workers: ["constants", "db", "server"],
+  app: ["constants", "db", "server"],
   cli: [],
-  "main.ts": ["shared", "db", "server", "workers", "app"],
+  "main.ts": ["constants", "db", "server", "workers", "app"],
   "vite.config.ts": ["scripts"],
   e2e: tooling,
   bench: tooling,
@@ -56,7 +56,7 @@ function sourceFiles(dir = root): string[] {
 }
 
 /** Our folders: an import that names one without a leading `.` goes through an alias, which the table cannot see. */
-const aliased = /^(~|@\/|(app|server|db|workers|shared|cli)\/)/;
+const aliased = /^(~|@\/|(app|server|db|workers|constants|cli)\/)/;
 
 /** Every import of ours in the tree (relative specifiers: there is no path alias), as repository-relative paths. */
 export function importEdges(): Edge[] {

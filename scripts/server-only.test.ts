@@ -23,11 +23,11 @@ function plant(files: Record<string, string>) {
 plant({
   "server/secret.ts": 'export const secret = "server only";\n',
   "db/client.ts": "export const open = () => 1;\n",
-  "shared/statuses.ts": 'export const statuses = ["todo"] as const;\n',
+  "constants/statuses.ts": 'export const statuses = ["todo"] as const;\n',
   "app/leaks.ts": 'import { secret } from "../server/secret.ts";\nexport const shown = secret;\n',
   "app/leaks-db.ts": 'import { open } from "../db/client.ts";\nexport const shown = open;\n',
   "app/types-only.ts": 'import type { secret } from "../server/secret.ts";\nexport const shown: typeof secret = "x";\n',
-  "app/shared.ts": 'import { statuses } from "../shared/statuses.ts";\nexport const shown = statuses;\n',
+  "app/constants.ts": 'import { statuses } from "../constants/statuses.ts";\nexport const shown = statuses;\n',
   "app/page.ts": 'import { shown } from "./leaks.ts";\nexport default shown;\n',
 });
 
@@ -51,9 +51,9 @@ describe("the server-only build guard", () => {
     await expect(buildOf("app/page.ts")).rejects.toThrow(/imported by 'app\/leaks.ts'/);
   });
 
-  it("lets type-only imports and shared/ through, and the server build import server/", async () => {
+  it("lets type-only imports and constants/ through, and the server build import server/", async () => {
     await expect(buildOf("app/types-only.ts")).resolves.toBeDefined();
-    await expect(buildOf("app/shared.ts")).resolves.toBeDefined();
+    await expect(buildOf("app/constants.ts")).resolves.toBeDefined();
     await expect(buildOf("app/leaks.ts", true)).resolves.toBeDefined();
   });
 

@@ -12,10 +12,10 @@ import {
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
 import { dispatchCandidate, dispatchIndexOrder } from "./dispatch.ts";
-import { issueStatuses } from "../../shared/statuses.ts";
+import { issueStatuses } from "../../constants/statuses.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
-export { issueStatuses, type IssueStatus } from "../../shared/statuses.ts";
+export { issueStatuses, type IssueStatus } from "../../constants/statuses.ts";
 export const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
 export type SlaState = (typeof slaStates)[number];
 

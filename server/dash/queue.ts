@@ -2,7 +2,7 @@ import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from
 import { z } from "zod";
 import { dispatchOrder } from "../../db/schema/dispatch.ts";
 import { agentKeys, issues, leases } from "../../db/schema/index.ts";
-import { openStatuses } from "../../shared/statuses.ts";
+import { openStatuses } from "../../constants/statuses.ts";
 import type { Ctx } from "../context.ts";
 import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { issueStatuses, slaStates, type IssueStatus } from "../../db/schema/index.ts";
-import { openStatuses } from "../../shared/statuses.ts";
+import { openStatuses } from "../../constants/statuses.ts";
 
 /** Input schemas of the issue surface, defined once and reused by MCP tools, the Dash and the CLI. */
 export const identifierSchema = z

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { slaStates } from "../../db/schema/index.ts";
-import { issueStatuses } from "../../shared/statuses.ts";
+import { issueStatuses } from "../../constants/statuses.ts";
 
 /**
  * Output schemas of the issue and queue tools: the shapes server/issues and server/queue

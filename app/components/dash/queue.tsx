@@ -1,7 +1,7 @@
 import { Form, Link } from "react-router";
 import type { QueuePage } from "../../../server/dash/queue.ts";
 import { IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
-import { issueStatuses } from "../../../shared/statuses.ts";
+import { issueStatuses } from "../../../constants/statuses.ts";
 import { PRIORITIES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
 import { WhyText } from "./why.tsx";
 import "./dash.css";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { slaStates } from "../../../db/schema/index.ts";
-import { issueStatuses } from "../../../shared/statuses.ts";
+import { issueStatuses } from "../../../constants/statuses.ts";
 import { queueStatus } from "../../queue/index.ts";
 import { getProject, getProjectInput, listProjects, listProjectsInput } from "../../orgs/projects.ts";
 import { billingSummary, billingSummaryInput, usageSummary, usageSummaryInput } from "../../usage/index.ts";

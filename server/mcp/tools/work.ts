@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { issueStatuses } from "../../../shared/statuses.ts";
+import { issueStatuses } from "../../../constants/statuses.ts";
 import { checkClaim, checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, releaseIssue } from "../../queue/index.ts";
 import {
   checkClaimInput,
