@@ -19,6 +19,7 @@ import type { RetascLoadContext } from "./app/context.server.ts";
 import { jobHealth } from "./server/outbox/index.ts";
 import { createRequestGuard } from "./server/http/limits.ts";
 import { createEdge } from "./server/http/edge.ts";
+import { refuse } from "./server/http/refuse.ts";
 import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
 
@@ -70,7 +71,7 @@ async function main() {
       mcp: (req, res, admission) => handleMcpNodeRequest(req, res, { services, log }, admission),
       app: async (req, res, path) => {
         // A data request for the Dash's endless event stream: the router would wait for it to end.
-        if (path === "/dash/events.data") notFound(res);
+        if (path === "/dash/events.data") refuse(res, false, 404, "NOT_FOUND", "no such data route", "The Dash's live events are at /dash/events.");
         else await handle(req, res);
       },
     }),
@@ -121,11 +122,6 @@ async function main() {
   process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled rejection"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
-}
-
-function notFound(res: http.ServerResponse) {
-  res.writeHead(404, { "content-type": "application/json; charset=utf-8" });
-  res.end(JSON.stringify({ error: { code: "NOT_FOUND", message: "no such data route", hint: "The Dash's live events are at /dash/events." } }));
 }
 
 main().catch((error: unknown) => {

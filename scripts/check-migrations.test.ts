@@ -6,11 +6,6 @@ import { expect, it } from "vitest";
 const script = path.resolve(import.meta.dirname, "check-migrations.mjs");
 const check = (...args: string[]) => spawnSync(process.execPath, [script, ...args], { encoding: "utf8" });
 
-it("passes while the schema and the committed migrations agree", () => {
-  const result = check();
-  expect(result.status, result.stdout + result.stderr).toBe(0);
-});
-
 it("fails when the schema has a table no migration creates", () => {
   const dir = path.resolve("node_modules/.cache/check-migrations-fixture");
   fs.mkdirSync(dir, { recursive: true });

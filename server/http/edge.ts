@@ -34,7 +34,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * 5. Static files, then the request guard (server/http/limits.ts), then /mcp or React Router.
  */
 export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
-  const { hosts, trustedOrigins } = publicOrigin(config);
+  const { hosts, trustedOrigins, publicUrl } = publicOrigin(config);
   const trusted = new Set(trustedOrigins);
   // Host names are case-insensitive; clients send them in lowercase, so that is tried first.
   const servesHost = (host: string | undefined) => host !== undefined && (hosts.has(host) || hosts.has(host.toLowerCase()));
@@ -52,7 +52,7 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
       const mcp = path === "/mcp";
       if (path !== "/healthz" && !servesHost(req.headers.host)) {
         return refuse(res, mcp, 421, "FORBIDDEN", `This server does not answer for the host ${String(req.headers.host ?? "(none)").slice(0, 200)}.`,
-          config.PUBLIC_URL ? `Use ${publicOrigin(config).publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
+          publicUrl ? `Use ${publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
       }
       if (path === null) {
         return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");

@@ -47,7 +47,7 @@ export const recoverHint = (identifier: string) =>
   `Lost the claimToken? claim_issue {identifier:"${identifier}"} gives you this same lease back (rebound:true, same fence) with a new claimToken; the old one stops working.`;
 
 /** The holder sent no token or a wrong one (another issue's, an old one): it still holds the issue and is told so. */
-export function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): DomainError {
+function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): DomainError {
   return new DomainError(
     "STALE_CLAIM",
     sent

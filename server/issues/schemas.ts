@@ -27,7 +27,7 @@ export const prioritySchema = z
   .describe('0 none, 1 urgent, 2 high, 3 medium, 4 low (the names are accepted too: "urgent", "high", ...)');
 
 /** list_issues' status groups, expanded to the statuses they stand for. */
-export const statusGroups = { open: openStatuses, active: ["doing", "review"] } as const;
+const statusGroups = { open: openStatuses, active: ["doing", "review"] } as const;
 const statusFilterValues = [...issueStatuses, ...(Object.keys(statusGroups) as (keyof typeof statusGroups)[])] as const;
 const statusFilterError = `a status is one of ${issueStatuses.join(", ")}, or a group: open (${statusGroups.open.join(", ")}), active (${statusGroups.active.join(", ")})`;
 const statusFilter = z.enum(statusFilterValues, { error: statusFilterError });
@@ -49,11 +49,14 @@ export const assigneeSchema = z
 const shortText = (max: number) => z.string().trim().min(1).max(max);
 export const claimTokenSchema = z.string().trim().min(1).max(200);
 
+/** The longest issue body, in characters (the Dash renders no longer Markdown). */
+export const BODY_MAX_CHARS = 100_000;
+
 export const saveIssueInput = z.object({
   identifier: identifierSchema.optional().describe("omit to create; pass to update"),
   project: z.string().trim().min(1).max(10).optional().describe("project prefix for a new issue; defaults to your key's project"),
   title: shortText(500).optional(),
-  body: z.string().max(100_000).optional().describe("Markdown"),
+  body: z.string().max(BODY_MAX_CHARS).optional().describe("Markdown"),
   work: z.boolean().optional().describe("true: a unit an agent executes; false: a tracking container"),
   blockedBy: z.array(identifierSchema).max(100).optional(),
   noDependency: shortText(500).optional().describe("why this issue depends on nothing"),

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { BODY_MAX_CHARS } from "../issues/schemas.ts";
 import type { RenderReply } from "./worker.ts";
 
 /**
@@ -9,8 +10,8 @@ import type { RenderReply } from "./worker.ts";
  * the body limit never is; each of those is shown as escaped plain text instead.
  */
 
-/** The issue body limit (server/issues/schemas.ts; index.test.ts holds them equal). */
-export const MAX_SOURCE = 100_000;
+/** The longest source rendered: the issue body limit. */
+export const MAX_SOURCE = BODY_MAX_CHARS;
 export const RENDER_BUDGET_MS = 1_000;
 export const RENDER_WAIT_MS = 5_000;
 

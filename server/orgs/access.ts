@@ -93,13 +93,12 @@ export function requireActsOn(actor: Membership, target: { userId: string; role:
 }
 
 /**
- * requireActsOn for whoever holds a key or runs an agent; returns their membership. A holder
- * who is no longer a member (never the case for keys minted through server/orgs) ranks as one.
+ * requireActsOn for whoever holds a key or runs an agent. A holder who is no longer a member
+ * (never the case for keys minted through server/orgs) ranks as one.
  */
-export async function requireActsOnHolder(db: Db, actor: Membership, holderUserId: string, action: ActOn): Promise<Membership | null> {
+export async function requireActsOnHolder(db: Db, actor: Membership, holderUserId: string, action: ActOn): Promise<void> {
   const holder = await membershipOf(db, actor.orgId, holderUserId);
   requireActsOn(actor, holder ?? { userId: holderUserId, role: "member" }, action);
-  return holder;
 }
 
 function article(role: MemberRole, capital = false): string {

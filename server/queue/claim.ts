@@ -9,7 +9,6 @@ import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, type Notice } from "../events/index.ts";
 import { currentHolder, heldByCaller, type Holder } from "../issues/fencing.ts";
-import { issueBranch } from "../issues/levels.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
@@ -76,9 +75,9 @@ export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: str
 }
 
 function replyFor(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
-  const view = renderIssueView(cipher, row, reads, now);
-  const branch = issueBranch(row.identifier, view.title, row.branch, view.checkpoint?.branch);
-  const issue = { ...view, branch };
+  // The view names the issue's branch (issueBranch): the top-level field repeats it.
+  const issue = renderIssueView(cipher, row, reads, now);
+  const branch = issue.branch;
   return {
     identifier: row.identifier,
     claimToken,
