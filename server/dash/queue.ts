@@ -8,7 +8,7 @@ import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";
 import { orgTimeZone } from "../issues/store.ts";
 import type { IssueRow } from "../issues/store.ts";
-import { isLeaseLive, resumedClaim, slaView, unheldText } from "../issues/views.ts";
+import { isLeaseLive, resumedClaim, slaView, statusNoteOf } from "../issues/views.ts";
 import { applyDueSla } from "../queue/index.ts";
 import { rankReasons } from "./why.ts";
 
@@ -62,7 +62,7 @@ export function workPills(row: IssueRow, now: Date) {
   const held = isLeaseLive(row, now);
   return {
     claimed: held,
-    unheld: row.status === "doing" && !held ? unheldText(row) : null,
+    unheld: statusNoteOf(row, held),
     resumed: resumedClaim(row, now),
   };
 }

@@ -55,6 +55,11 @@ export function unheldText(row: Pick<IssueRow, "status" | "fence">): string {
   return `${row.status}, unheld: the next claim ${row.fence > 0 ? "resumes" : "starts"} it`;
 }
 
+/** What reads say of a `doing` issue nobody holds (the status alone reads as "someone is on it"); null otherwise. */
+export function statusNoteOf(row: Pick<IssueRow, "status" | "fence">, held: boolean): string | null {
+  return row.status === "doing" && !held ? unheldText(row) : null;
+}
+
 /** Whether the live claim took the issue over from a previous holder (an earlier lease exists). */
 export function resumedClaim(row: Pick<IssueRow, "fence" | "leaseId" | "leaseExpiresAt">, now: Date): boolean {
   return isLeaseLive(row, now) && row.fence > 1;
@@ -137,6 +142,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
   const blocks = rels.filter((r) => r.type === "blocks" && r.sourceId === row.id);
   const title = cipher.decrypt(row.titleEnc);
   const checkpointData = checkpointView(cipher, checkpoint);
+  const statusNote = statusNoteOf(row, lease !== null);
   return {
     identifier: row.identifier,
     title,
@@ -170,8 +176,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
         }
       : null,
     held: lease !== null,
-    // Only for doing: the status alone reads as "someone is on it".
-    ...(lease === null && row.status === "doing" ? { statusNote: unheldText(row) } : {}),
+    ...(statusNote !== null ? { statusNote } : {}),
     fence: row.fence,
     checkpoint: checkpointData,
     branch: issueBranch(row.identifier, title, row.branch, checkpointData?.branch),

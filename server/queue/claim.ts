@@ -1,8 +1,7 @@
 import type { z } from "zod";
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
-import { issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
@@ -13,6 +12,7 @@ import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
+import { renew } from "./lease.ts";
 import { claimIssueInput } from "./schemas.ts";
 
 /**
@@ -97,15 +97,12 @@ export type ClaimReply = ReturnType<typeof claimReply> & { rebound?: true };
  * old token stops working. On claim_issue's refusal path only, so dispatch pays nothing for it.
  */
 async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherClaims: number): Promise<ClaimReply> {
-  const { tx, ctx, now } = scope;
+  const { tx, now } = scope;
   const claimToken = randomToken("rtclm_", 24);
-  const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs);
-  await inOrder(
-    () => tx.update(issues).set({ leaseTokenHash: sha256(claimToken), leaseExpiresAt: expiresAt }).where(eq(issues.id, row.id)),
-    () => tx.update(leases).set({ expiresAt, heartbeatAt: now }).where(eq(leases.id, row.leaseId!)),
-    () => recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } }),
-  );
-  const rebound = { ...row, leaseTokenHash: sha256(claimToken), leaseExpiresAt: expiresAt };
+  const leaseTokenHash = sha256(claimToken);
+  const expiresAt = await renew(scope, row, leaseTokenHash);
+  await recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } });
+  const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
   return { ...replyFor(scope.cipher, rebound, await issueViewReads(tx, row.id, now), now, claimToken, otherClaims), rebound: true };
 }
 

@@ -31,9 +31,10 @@ export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>)
   };
 }
 
-async function renew(scope: WriteScope, row: IssueRow) {
+/** Renews the live lease for another TTL from now; with `tokenHash`, under a new claim token too (a rebind). */
+export async function renew(scope: WriteScope, row: IssueRow, tokenHash?: string) {
   const expiresAt = new Date(scope.now.getTime() + scope.ctx.config.leaseTtlMs);
-  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt }).where(eq(issues.id, row.id));
+  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt, ...(tokenHash ? { leaseTokenHash: tokenHash } : {}) }).where(eq(issues.id, row.id));
   await scope.tx.update(leases).set({ expiresAt, heartbeatAt: scope.now }).where(eq(leases.id, row.leaseId!));
   return expiresAt;
 }
