@@ -4,3 +4,4 @@ export * from "./issues.ts";
 export * from "./activity.ts";
 export * from "./accounts.ts";
 export * from "./intake.ts";
+export * from "./attachment-files.ts";
