@@ -5,3 +5,4 @@ export * from "./activity.ts";
 export * from "./accounts.ts";
 export * from "./intake.ts";
 export * from "./attachment-files.ts";
+export * from "./billing.ts";
