@@ -101,6 +101,13 @@ export const configSchema = z.object({
   GOOGLE_OAUTH_URL: z.url().default("https://accounts.google.com"),
   GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
   GOOGLE_USERINFO_URL: z.url().default("https://openidconnect.googleapis.com/v1/userinfo"),
+  /** Metered usage and credit (server/billing); off by default, so a self-hosted team runs free. */
+  RETASC_BILLING: z.enum(["on", "off"], "must be on or off").default("off"),
+  /** Stripe (server/billing/stripe): required when RETASC_BILLING=on. */
+  STRIPE_SECRET_KEY: z.string().trim().optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().trim().optional(),
+  /** Stripe's API (its protocol, host and port), where Checkout sessions are created; tests point it at a local fake. */
+  STRIPE_API_URL: z.url().default("https://api.stripe.com"),
 });
 
 export type Config = z.infer<typeof configSchema> & {
@@ -124,6 +131,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const c = parsed.data;
+  if (c.RETASC_BILLING === "on") {
+    const missing = (["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"] as const).filter((name) => !c[name]);
+    if (missing.length) throw new ConfigError([`RETASC_BILLING=on needs ${missing.join(" and ")} (from the Stripe dashboard: API keys, and the webhook endpoint for /webhooks/stripe)`]);
+  }
   return {
     ...c,
     mode: c.DATABASE_URL ? "server" : "embedded",
