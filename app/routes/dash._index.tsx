@@ -70,7 +70,7 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
             </p>
           ) : null}
           <p className="mb-3 text-sm text-stone-700">In the folder your agent works in:</p>
-          <SecretBox label="Commands" value={`npx retasc login --url ${origin}\nnpx retasc bind`} />
+          <SecretBox label="Commands" value={`retasc login --url ${origin}\nretasc bind`} />
           <p className="mt-3 text-sm text-stone-700">
             On a machine with no browser, get a setup code on the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page.
           </p>

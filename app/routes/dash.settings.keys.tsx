@@ -25,7 +25,7 @@ function agentPrompt(origin: string, code: string): string {
     "Set Retasc up in the folder you're working in, so you can pull work from my queue.",
     "",
     "First tell me its full path, and wait for me to say go. Then run exactly this:",
-    `npx retasc bind --setup ${code} --url ${origin}`,
+    `retasc bind --setup ${code} --url ${origin}`,
     "",
     "When it's done, restart yourself so the Retasc tools load, then check my queue and tell me what you find.",
   ].join("\n");

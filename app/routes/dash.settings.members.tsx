@@ -162,7 +162,7 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
             <div className="mb-4 flex flex-col gap-3" data-testid="new-invite">
               <Notice>Invite created. It is shown once, works once, and expires {new Date(result.invite.expiresAt).toLocaleDateString()}.</Notice>
               <SecretBox label="Invite code" value={result.invite.code} />
-              <SecretBox label="They run" value={`npx retasc join ${result.invite.code}`} />
+              <SecretBox label="They run" value={`retasc join ${result.invite.link}`} />
               <SecretBox label="Or open" value={result.invite.link} />
             </div>
           ) : null}

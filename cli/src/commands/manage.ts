@@ -118,7 +118,7 @@ export async function membersInvite(flags: OrgFlags & { "expires-days"?: string 
   if (flags.json) return printJson({ ...invite, link });
   ok(`Invite code: ${invite.code}`);
   note(`  Expires ${invite.expiresAt.slice(0, 10)}. Single-use, shown once.`);
-  note(`  Share it; they run:  npx retasc join ${invite.code} --url ${session.url}`);
+  note(`  Share it; they run:  retasc join ${link}`);
   note(`  Or open: ${link}`);
 }
 

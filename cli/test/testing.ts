@@ -1,0 +1,149 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startApp } from "../../server/testing/app-process.ts";
+import { createTestDatabase, testDriver } from "../../server/testing/db.ts";
+
+/**
+ * What the CLI's tests run against: the real app as its own process (embedded PGlite, or a
+ * PostgreSQL database of its own under RETASC_TEST_DRIVER=postgres), a person who signs up
+ * and approves device codes over HTTP as the /device page does, and the `retasc` binary.
+ */
+export const workspaceBin = path.resolve(import.meta.dirname, "../../node_modules/.bin/retasc");
+
+const temps: string[] = [];
+export function tempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+export function removeTemps(): void {
+  for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+export interface Server {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(env: Record<string, string> = {}): Promise<Server> {
+  const database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
+  const app = await startApp({ ...(database ? { DATABASE_URL: database.url!, RETASC_EMAIL_PASSWORD: "on" } : {}), ...env });
+  return {
+    url: app.url,
+    async close() {
+      await app.stop();
+      await database?.close();
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A person: a browser session (cookie) on the server and a ~/.retasc of their own. */
+export interface Person {
+  email: string;
+  name: string;
+  cookie: string;
+  retascDir: string;
+  home: string;
+}
+
+export async function signUp(server: Server, name: string): Promise<Person> {
+  const email = `${name.toLowerCase()}-${crypto.randomBytes(3).toString("hex")}@example.com`;
+  const response = await fetch(`${server.url}/api/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: server.url },
+    body: JSON.stringify({ email, password: "correct horse battery staple", name }),
+  });
+  if (!response.ok) throw new Error(`sign-up answered ${response.status}: ${await response.text()}`);
+  const cookie = response.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const home = tempDir("retasc-home-");
+  return { email, name, cookie, home, retascDir: path.join(home, ".retasc") };
+}
+
+/** What the /device page does for a signed-in person: look the code up (binding it to them), then approve. */
+export async function approveDevice(server: Server, person: Person, userCode: string): Promise<void> {
+  const code = userCode.replace(/[^A-Za-z0-9]/g, "").toUpperCase();
+  const verify = await fetch(`${server.url}/api/auth/device?user_code=${code}`, { headers: { cookie: person.cookie } });
+  if (!verify.ok) throw new Error(`device verify answered ${verify.status}: ${await verify.text()}`);
+  const approve = await fetch(`${server.url}/api/auth/device/approve`, {
+    method: "POST",
+    headers: { "content-type": "application/json", cookie: person.cookie, origin: server.url },
+    body: JSON.stringify({ userCode: code }),
+  });
+  if (!approve.ok) throw new Error(`device approve answered ${approve.status}: ${await approve.text()}`);
+}
+
+export interface RunOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  input?: string;
+  bin?: string;
+}
+
+export function cliEnv(person: { retascDir: string; home?: string }, extra: Record<string, string | undefined> = {}) {
+  const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: person.retascDir, ...(person.home ? { HOME: person.home } : {}) };
+  for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL", "NO_COLOR", "FORCE_COLOR"]) delete env[name];
+  return { ...env, ...extra };
+}
+
+/** Spawns `retasc …` (the workspace's binary unless `bin` says otherwise). */
+export function spawnCli(person: { retascDir: string; home?: string }, args: string[], options: RunOptions = {}): ChildProcess {
+  return spawn(options.bin ?? workspaceBin, args, { cwd: options.cwd ?? os.tmpdir(), env: cliEnv(person, options.env) });
+}
+
+/** Runs `retasc …` to completion. */
+export function retasc(person: { retascDir: string; home?: string }, args: string[], options: RunOptions = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawnCli(person, args, options);
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (d) => (stdout += d));
+    child.stderr!.on("data", (d) => (stderr += d));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    child.stdin!.end(options.input ?? "");
+  });
+}
+
+/** `retasc login`, approved over HTTP as soon as it prints its code. */
+export async function login(server: Server, person: Person, options: RunOptions = {}): Promise<CliResult> {
+  const child = spawnCli(person, ["login", "--url", server.url], options);
+  child.stdin!.end();
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d) => (stdout += d));
+  const exited = new Promise<CliResult>((resolve) => child.on("exit", (code) => resolve({ code, stdout, stderr })));
+  const code = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`retasc login printed no code:\n${stderr}`)), 30_000);
+    child.stderr!.on("data", (d) => {
+      stderr += d;
+      const printed = /Enter code: (\S+)/.exec(stderr)?.[1];
+      if (printed) {
+        clearTimeout(timer);
+        resolve(printed);
+      }
+    });
+  });
+  await approveDevice(server, person, code);
+  return exited;
+}
+
+/** A fresh git repository with one commit, in a parent of its own (claim worktrees go beside it). */
+export function gitRepo(): string {
+  const dir = path.join(tempDir("retasc-repos-"), "repo");
+  fs.mkdirSync(dir);
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "commit", "-q", "--allow-empty", "-m", "init");
+  return dir;
+}
+
+export function git(cwd: string, ...args: string[]) {
+  return spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", ...args], { cwd, encoding: "utf8" });
+}
