@@ -6,3 +6,4 @@ export * from "./accounts.ts";
 export * from "./intake.ts";
 export * from "./attachment-files.ts";
 export * from "./billing.ts";
+export * from "./billing-purchases.ts";
