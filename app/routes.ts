@@ -19,12 +19,14 @@ export default [
     route("queue", "routes/dash.queue.tsx"),
     route("issues/new", "routes/dash.issues.new.tsx"),
     route("issues/:identifier", "routes/dash.issues.$identifier.tsx"),
+    route("attachments/:id", "routes/dash.attachments.$id.ts"),
     route("events", "routes/dash.events.ts"),
     route("orgs/new", "routes/dash.orgs.new.tsx"),
     route("switch-org", "routes/dash.switch-org.ts"),
     route("settings/projects", "routes/dash.settings.projects.tsx"),
     route("settings/members", "routes/dash.settings.members.tsx"),
     route("settings/keys", "routes/dash.settings.keys.tsx"),
+    route("settings/billing", "routes/dash.settings.billing.tsx"),
   ]),
   route("api/cli/whoami", "routes/api.cli.whoami.ts"),
   route("api/cli/orgs", "routes/api.cli.orgs.ts"),
@@ -34,4 +36,7 @@ export default [
   route("api/cli/join", "routes/api.cli.join.ts"),
   route("api/cli/setup", "routes/api.cli.setup.ts"),
   route("api/cli/sign-in-methods", "routes/api.cli.sign-in-methods.ts"),
+  route("api/cli/billing", "routes/api.cli.billing.ts"),
+  // Billing: Stripe's signed webhook
+  route("webhooks/stripe", "routes/webhooks.stripe.ts"),
 ] satisfies RouteConfig;

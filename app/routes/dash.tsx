@@ -28,6 +28,7 @@ const links = [
   { to: "/dash/settings/projects", label: "Projects" },
   { to: "/dash/settings/members", label: "Members" },
   { to: "/dash/settings/keys", label: "Keys" },
+  { to: "/dash/settings/billing", label: "Billing" },
 ];
 
 export default function DashLayout({ loaderData }: Route.ComponentProps) {

@@ -1,0 +1,32 @@
+import Stripe from "stripe";
+import type { Config } from "../../config/index.ts";
+import { DomainError } from "../../errors.ts";
+
+const clients = new WeakMap<Config, Stripe>();
+
+/**
+ * The Stripe API client of this process, at STRIPE_API_URL (its protocol, host and port: tests
+ * point it at server/testing/fake-stripe.ts). Built once per Config. The SDK retries network
+ * failures with idempotency keys of its own, so a retried create makes one session.
+ */
+export function stripeOf(config: Config): Stripe {
+  let client = clients.get(config);
+  if (!client) {
+    if (!config.STRIPE_SECRET_KEY) throw billingNotConfigured();
+    const api = new URL(config.STRIPE_API_URL);
+    const protocol = api.protocol === "http:" ? "http" : "https";
+    client = new Stripe(config.STRIPE_SECRET_KEY, {
+      host: api.hostname,
+      port: api.port || (protocol === "http" ? 80 : 443),
+      protocol,
+      maxNetworkRetries: 2,
+      timeout: 20_000,
+      telemetry: false,
+    });
+    clients.set(config, client);
+  }
+  return client;
+}
+
+export const billingNotConfigured = () =>
+  new DomainError("UNAVAILABLE", "billing is not configured on this server", "An operator sets RETASC_BILLING=on with STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET.");

@@ -1,0 +1,205 @@
+import { and, eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { billingCredits, billingPurchases, members } from "../../../db/schema/index.ts";
+import type { Services } from "../../context.ts";
+import { createLogger } from "../../log.ts";
+import { refusal, peopleOf } from "../../orgs/testing.ts";
+import { useTestServices } from "../../testing/database.ts";
+import { servicesFor, testConfig, testDriver } from "../../testing/db.ts";
+import { startFakeStripe, type FakeStripe, type StripeEvent } from "../../testing/fake-stripe.ts";
+import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
+import type { Ctx } from "../../context.ts";
+import { buyCredit, listPurchases } from "../purchases.ts";
+import { receiveStripeWebhook } from "./webhook.ts";
+
+/**
+ * Stripe's webhook against the fake Stripe API and this driver's database: a paid session
+ * credits its purchase exactly once however often and however concurrently it arrives, an
+ * unpaid one credits nothing until its async payment succeeds, refunds and disputes take bought
+ * credit back once (also when they come first), and a forged or missing signature writes nothing.
+ */
+let fake: FakeStripe;
+const state = {} as { services: Services; org: SeededOrg; owner: Ctx; admin: Ctx; member: Ctx };
+const db = useTestServices();
+const log = createLogger("silent");
+
+beforeAll(async () => {
+  fake = await startFakeStripe();
+  const config = testConfig({ RETASC_BILLING: "on", STRIPE_SECRET_KEY: fake.secretKey, STRIPE_WEBHOOK_SECRET: fake.webhookSecret, STRIPE_API_URL: fake.url });
+  state.services = servicesFor(db.tdb.database, { config });
+  state.org = await seedOrg(state.services);
+  await state.services.db.update(members).set({ role: "admin" }).where(and(eq(members.orgId, state.org.orgId), eq(members.userId, state.org.agents.bob.userId)));
+  const { as } = await peopleOf(state.services, state.org);
+  state.owner = as.alice;
+  state.admin = as.bob;
+  state.member = as.carol;
+});
+afterAll(() => fake?.close());
+
+const deliver = (event: StripeEvent, signature: string | null = fake.sign(event.payload), services = state.services) =>
+  receiveStripeWebhook(services, log, Buffer.from(event.payload), signature);
+const outcomeOf = (reply: Awaited<ReturnType<typeof deliver>>) => ("outcome" in reply.body ? reply.body.outcome : reply.body.error.code);
+
+async function buy(pack: 10 | 25 | 50 | 100, ctx = state.owner) {
+  const bought = await buyCredit(ctx, { pack }, { baseUrl: "http://localhost:3000" });
+  return bought.checkoutSessionId;
+}
+
+/** The org's Stripe credit rows: the ledger of what Stripe added and took back. */
+async function stripeCredits() {
+  return state.services.db
+    .select({ ref: billingCredits.ref, microCredits: billingCredits.microCredits, kind: billingCredits.kind })
+    .from(billingCredits)
+    .where(and(eq(billingCredits.orgId, state.org.orgId), eq(billingCredits.source, "stripe")));
+}
+const creditFor = async (ref: string) => (await stripeCredits()).filter((c) => c.ref === ref || c.ref.includes(ref));
+
+describe("buying credit", () => {
+  it("creates a Checkout session with the pack, the org as client_reference_id and the purchase in its metadata", async () => {
+    const bought = await buyCredit(state.owner, { pack: 25 }, { baseUrl: "http://localhost:3000" });
+    expect(bought.url).toBe(`${fake.url}/c/pay/${bought.checkoutSessionId}`);
+    const sent = fake.requests.find((r) => r.path === "/v1/checkout/sessions" && (r.form.metadata as Record<string, string>).purchaseId === bought.purchaseId)!;
+    expect(sent.form).toMatchObject({
+      mode: "payment",
+      client_reference_id: state.org.orgId,
+      line_items: { "0": { quantity: "1", price_data: { currency: "usd", unit_amount: "2500" } } },
+      metadata: { orgId: state.org.orgId, pack: "25", userId: state.org.agents.alice.userId },
+      success_url: "http://localhost:3000/dash/settings/billing?checkout=paid&session_id={CHECKOUT_SESSION_ID}",
+    });
+    expect(sent.idempotencyKey).toBe(`retasc-purchase-${bought.purchaseId}`);
+    expect(fake.problems).toEqual([]);
+    // Not paid yet: no credit, and no purchase listed.
+    expect(await creditFor(bought.checkoutSessionId)).toEqual([]);
+    expect((await listPurchases(state.services.db, state.org.orgId)).map((p) => p.purchaseId)).not.toContain(bought.purchaseId);
+  });
+
+  it("is for owners and admins, in the packs on sale, with billing on", async () => {
+    expect((await buyCredit(state.admin, { pack: 10 }, { baseUrl: "http://localhost:3000" })).url).toContain("/c/pay/");
+    expect((await refusal(buyCredit(state.member, { pack: 10 }, { baseUrl: "http://localhost:3000" }))).code).toBe("FORBIDDEN");
+    await expect(buyCredit(state.owner, { pack: 30 }, { baseUrl: "http://localhost:3000" })).rejects.toThrow(/pack: must be one of 10, 25, 50, 100|must be one of 10, 25, 50, 100/);
+    const off = { ...state.owner, config: testConfig() };
+    expect((await refusal(buyCredit(off, { pack: 10 }, { baseUrl: "http://localhost:3000" }))).message).toContain("billing is off");
+  });
+});
+
+describe("POST /webhooks/stripe, as a service", () => {
+  it("credits a paid session exactly once when Stripe delivers it five times", async () => {
+    const sessionId = await buy(25);
+    const event = fake.complete(sessionId);
+    const outcomes = [];
+    for (let i = 0; i < 5; i++) outcomes.push(outcomeOf(await deliver(event)));
+    expect(outcomes).toEqual(["credited", "already", "already", "already", "already"]);
+    expect(await creditFor(sessionId)).toEqual([{ ref: sessionId, microCredits: 25_000_000, kind: "bought" }]);
+    const purchase = (await listPurchases(state.services.db, state.org.orgId)).find((p) => p.status === "paid" && p.packUsd === 25)!;
+    expect(purchase).toMatchObject({ microCredits: 25_000_000, reversedMicroCredits: 0 });
+    // The receipt link is read from Stripe after the credit.
+    expect(purchase.receiptUrl).toBe(`${fake.url}/receipts/${sessionId}`);
+  });
+
+  it("credits once when the same event arrives at two instances at the same moment", async () => {
+    const other = testDriver === "postgres" ? { ...state.services, db: (await db.tdb.openAnother(5)).db } : state.services;
+    const sessionId = await buy(50);
+    const event = fake.complete(sessionId);
+    const replies = await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((i) => deliver(event, fake.sign(event.payload), i % 2 ? other : state.services)));
+    expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect(replies.map(outcomeOf).filter((o) => o === "credited")).toHaveLength(1);
+    expect(await creditFor(sessionId)).toEqual([{ ref: sessionId, microCredits: 50_000_000, kind: "bought" }]);
+  });
+
+  it("refuses a forged or missing signature with 400 and writes nothing", async () => {
+    const sessionId = await buy(10);
+    const event = fake.complete(sessionId);
+    const forged = await deliver(event, fake.sign(event.payload, "whsec_not_the_secret"));
+    expect(forged.status).toBe(400);
+    expect(forged.body).toMatchObject({ error: { code: "INVALID_INPUT", message: "the Stripe signature does not verify" } });
+    // A valid signature over another body: the body was changed in transit.
+    const tampered = await receiveStripeWebhook(state.services, log, Buffer.from(event.payload.replace('"paid"', '"paid" ')), fake.sign(event.payload));
+    expect(tampered.status).toBe(400);
+    const missing = await deliver(event, null);
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ error: { message: "the Stripe-Signature header is missing" } });
+    expect((await deliver(event, "t=1,v1=00")).status).toBe(400);
+    expect(await creditFor(sessionId)).toEqual([]);
+    const [purchase] = await state.services.db.select().from(billingPurchases).where(eq(billingPurchases.checkoutSessionId, sessionId));
+    expect(purchase).toMatchObject({ status: "open", paymentIntentId: null });
+  });
+
+  it("credits nothing for an unpaid session, then once when its async payment succeeds", async () => {
+    const sessionId = await buy(100);
+    expect(outcomeOf(await deliver(fake.complete(sessionId, "unpaid")))).toBe("unpaid");
+    expect(await creditFor(sessionId)).toEqual([]);
+    const succeeded = fake.asyncPaymentSucceeded(sessionId);
+    expect(outcomeOf(await deliver(succeeded))).toBe("credited");
+    expect(outcomeOf(await deliver(succeeded))).toBe("already");
+    // Stripe also sends the completion again, now paid: still one credit.
+    expect(outcomeOf(await deliver(fake.event("checkout.session.completed", { ...fake.sessions.get(sessionId)! })))).toBe("already");
+    expect(await creditFor(sessionId)).toEqual([{ ref: sessionId, microCredits: 100_000_000, kind: "bought" }]);
+  });
+
+  it("applies a refund that arrives before the completion, once, when the completion comes", async () => {
+    const sessionId = await buy(25);
+    const completed = fake.complete(sessionId);
+    const refunded = fake.refund(sessionId, 1000);
+    expect(outcomeOf(await deliver(refunded))).toBe("pending");
+    expect(outcomeOf(await deliver(refunded))).toBe("already");
+    expect(await creditFor(sessionId)).toEqual([]);
+    expect(outcomeOf(await deliver(completed))).toBe("credited");
+    const charge = [...fake.charges.values()].find((c) => c.payment_intent === fake.sessions.get(sessionId)!.payment_intent)!;
+    expect((await creditFor(sessionId)).concat(await creditFor(`refund:${charge.id}`)).sort((a, b) => b.microCredits - a.microCredits)).toEqual([
+      { ref: sessionId, microCredits: 25_000_000, kind: "bought" },
+      { ref: `refund:${charge.id}:1000`, microCredits: -10_000_000, kind: "bought" },
+    ]);
+    for (const event of [completed, refunded]) expect(outcomeOf(await deliver(event))).toBe("already");
+    expect(await creditFor(`refund:${charge.id}`)).toHaveLength(1);
+  });
+
+  it("takes back each refund once, in whatever order Stripe sends them, never more than was bought", async () => {
+    const sessionId = await buy(10);
+    expect(outcomeOf(await deliver(fake.complete(sessionId)))).toBe("credited");
+    const first = fake.refund(sessionId, 300); // amount_refunded 300
+    const second = fake.refund(sessionId, 500); // amount_refunded 800
+    expect(outcomeOf(await deliver(second))).toBe("reversed");
+    expect(outcomeOf(await deliver(first))).toBe("reversed");
+    const third = fake.refund(sessionId, 5000); // the rest: 1000 in all
+    expect(outcomeOf(await deliver(third))).toBe("reversed");
+    expect(outcomeOf(await deliver(third))).toBe("already");
+    const charge = [...fake.charges.values()].find((c) => c.payment_intent === fake.sessions.get(sessionId)!.payment_intent)!;
+    const taken = await creditFor(`refund:${charge.id}`);
+    expect(taken.reduce((sum, c) => sum + c.microCredits, 0)).toBe(-10_000_000);
+    const [purchase] = await state.services.db.select().from(billingPurchases).where(eq(billingPurchases.checkoutSessionId, sessionId));
+    expect(purchase).toMatchObject({ status: "refunded", reversedMicroCredits: 10_000_000 });
+    // A dispute of a fully refunded purchase takes nothing more.
+    expect(outcomeOf(await deliver(fake.dispute(sessionId, 1000)))).toBe("reversed");
+    expect((await stripeCredits()).filter((c) => c.ref.startsWith("dispute:")).length).toBe(0);
+  });
+
+  it("takes back a disputed purchase once", async () => {
+    const sessionId = await buy(50);
+    const disputeFirst = () => fake.dispute(sessionId, 5000);
+    const completed = fake.complete(sessionId);
+    const dispute = disputeFirst();
+    expect(outcomeOf(await deliver(dispute))).toBe("pending");
+    expect(outcomeOf(await deliver(completed))).toBe("credited");
+    expect(outcomeOf(await deliver(dispute))).toBe("already");
+    const taken = (await stripeCredits()).filter((c) => c.ref.startsWith("dispute:") && c.microCredits === -50_000_000);
+    expect(taken).toHaveLength(1);
+  });
+
+  it("answers 200 to events it ignores, and 400, never 5xx, to a signed event it cannot read", async () => {
+    const ignored = await deliver(fake.event("customer.created", { id: "cus_test_1", object: "customer" }));
+    expect(ignored).toMatchObject({ status: 200, body: { received: true, outcome: "ignored" } });
+    const unknownSession = await deliver(fake.event("checkout.session.completed", { id: "cs_test_elsewhere", payment_status: "paid", amount_total: 1000, currency: "usd" }));
+    expect(unknownSession).toMatchObject({ status: 200, body: { outcome: "unknown" } });
+    const broken = await deliver(fake.event("checkout.session.completed", { id: 42 }));
+    expect(broken.status).toBe(400);
+    const notJson = "not json at all";
+    const garbage = await receiveStripeWebhook(state.services, log, Buffer.from(notJson), fake.sign(notJson));
+    expect(garbage.status).toBe(400);
+  });
+
+  it("is not there with billing off", async () => {
+    const event = fake.complete(await buy(10));
+    const off = { ...state.services, config: testConfig() };
+    expect((await deliver(event, fake.sign(event.payload), off)).status).toBe(404);
+  });
+});
