@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -169,6 +170,24 @@ export async function mcp(endpoint: string, headers: Record<string, string>): Pr
   const client = new Client({ name: "e2e", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers } }));
   return client;
+}
+
+/**
+ * The MCP client of a bound folder, connected as Claude Code would from its .mcp.json: the
+ * `retasc mcp proxy` it runs (from PATH, as an installed CLI is), or its URL with the headers
+ * its helper prints.
+ */
+export async function connectAsFolder(person: { retascDir: string }, folder: string): Promise<Client> {
+  const server = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
+  const env = { ...cliEnv(person), PATH: `${path.dirname(retascBin)}${path.delimiter}${process.env.PATH}` } as Record<string, string>;
+  if (server.type === "stdio") {
+    const client = new Client({ name: "e2e", version: "1.0.0" });
+    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, cwd: folder, env, stderr: "pipe" }));
+    return client;
+  }
+  const helper = spawnSync(server.headersHelper, { shell: true, cwd: folder, encoding: "utf8", env });
+  if (helper.status !== 0) throw new Error(`the headers helper failed: ${helper.stderr}`);
+  return mcp(server.url, JSON.parse(helper.stdout));
 }
 
 /** Calls a tool; returns structuredContent, or `{ error }` for a refusal. */

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, removeTemps, tempDir, type E2eApp, type Person } from "./harness.ts";
+import { connectAsFolder as connectFolder, gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, removeTemps, tempDir, type E2eApp, type Person } from "./harness.ts";
 
 /**
  * A person's whole path to an agent pulling work: sign up in the browser, `retasc login`
@@ -30,12 +30,9 @@ afterAll(async () => {
   removeTemps();
 });
 
-/** Connects the way Claude Code would: the URL and the headersHelper of the folder's .mcp.json. */
+/** Connects the way Claude Code would: the command (or URL and headers helper) of the folder's .mcp.json. */
 async function connectAsFolder(folder: string): Promise<Client> {
-  const server = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
-  const helper = spawnSync(server.headersHelper, { shell: true, cwd: folder, encoding: "utf8", env: { ...process.env, RETASC_DIR: ada.retascDir } });
-  expect(helper.status, helper.stderr).toBe(0);
-  const client = await mcp(server.url, JSON.parse(helper.stdout));
+  const client = await connectFolder(ada, folder);
   clients.push(client);
   return client;
 }

@@ -1,10 +1,7 @@
-import { spawnSync } from "node:child_process";
-import fs from "node:fs";
-import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { gitRepo, launchBrowser, loginThroughDevice, mcp, retasc, signUp, startE2eApp, tool, removeTemps, type E2eApp, type Person } from "./harness.ts";
+import { connectAsFolder, gitRepo, launchBrowser, loginThroughDevice, retasc, signUp, startE2eApp, tool, removeTemps, type E2eApp, type Person } from "./harness.ts";
 
 /**
  * A team forms: the owner invites, a teammate joins with `retasc join` and lands as a
@@ -47,9 +44,7 @@ async function invite(): Promise<{ code: string; inviteId: string }> {
 
 /** The MCP client of a bound folder, through its .mcp.json like Claude Code. */
 async function folderAgent(person: Person, folder: string): Promise<Client> {
-  const server = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
-  const helper = spawnSync(server.headersHelper, { shell: true, cwd: folder, encoding: "utf8", env: { ...process.env, RETASC_DIR: person.retascDir } });
-  const client = await mcp(server.url, JSON.parse(helper.stdout));
+  const client = await connectAsFolder(person, folder);
   clients.push(client);
   return client;
 }

@@ -1,4 +1,5 @@
 import { CliError } from "./errors.ts";
+import { findProjectFile } from "./folder.ts";
 import { readConfig } from "./store.ts";
 
 export const DEFAULT_URL = "http://localhost:3000";
@@ -23,11 +24,11 @@ export function normalizeUrl(value: string): string {
 }
 
 /**
- * The deployment to talk to: --url, then RETASC_DEPLOYMENT_URL, then the last one signed
- * in to, then http://localhost:3000.
+ * The deployment to talk to: --url, then RETASC_DEPLOYMENT_URL, then the one this folder's
+ * `.retasc.json` names, then the last one signed in to or bound with, then http://localhost:3000.
  */
 export function deploymentUrl(flags: UrlFlag = {}): string {
-  const value = flags.url || process.env.RETASC_DEPLOYMENT_URL || readConfig().defaultUrl || DEFAULT_URL;
+  const value = flags.url || process.env.RETASC_DEPLOYMENT_URL || findProjectFile(process.cwd())?.value.url || readConfig().defaultUrl || DEFAULT_URL;
   return normalizeUrl(value);
 }
 

@@ -1,25 +1,40 @@
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { deploymentUrl, normalizeUrl, type UrlFlag } from "./api.ts";
 import { CliError } from "./errors.ts";
+import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
 import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./store.ts";
 
 /**
- * How a folder is wired to Retasc. The folder holds a secret-free `./.mcp.json` whose
- * `retasc` server names the MCP URL and a `headersHelper` command (Claude Code runs it to
- * get the Authorization header); the helper reads the key from the keystore by workspace
- * id. RETASC_MCP_KEY (explicit key) and RETASC_WORKSPACE override the folder's marker.
+ * How a folder is wired to Retasc, in two files safe to commit: `./.mcp.json`, whose `retasc`
+ * server runs `retasc mcp proxy` (or, in the HTTP form, names the MCP URL and the headers helper
+ * `retasc mcp headers`), both from PATH; and `./.retasc.json`, naming the deployment, org and
+ * project (no secret, nothing of this machine). The key is in this machine's keystore, found by
+ * the folder's path (or, for a clone elsewhere, by the deployment and project of `.retasc.json`).
+ * RETASC_MCP_KEY (explicit key) and RETASC_WORKSPACE override the folder.
  */
 export const MARKER = ".mcp.json";
 export const SERVER_NAME = "retasc";
+/** What markers written by earlier CLIs named: a keystore entry of the machine that wrote them. */
 const WORKSPACE_FLAG = /--workspace\s+(ws_[0-9a-f]+)/;
 
-/** The nearest `.mcp.json` wired to retasc: its folder, and the keystore entry its helper names. */
+/** How Claude Code reaches the server: through the local proxy (the watchdog), or straight over HTTP. */
+export type Transport = "proxy" | "http";
+
+/** The `retasc` server of a `.mcp.json`, as this CLI reads it. */
+export interface MarkerServer {
+  type?: string;
+  url?: unknown;
+  headersHelper?: unknown;
+  command?: unknown;
+  args?: unknown;
+}
+
+/** The nearest `.mcp.json` wired to retasc: its folder, its retasc server, and the keystore entry a legacy helper names. */
 export interface Marker {
   dir: string;
   file: string;
+  server: MarkerServer;
   workspaceId: string | null;
   url: string | null;
 }
@@ -44,52 +59,22 @@ export const mcpUrlOf = (url: string): string => process.env.RETASC_MCP_URL || `
 
 /** What this CLI reads of a `.mcp.json`; other servers in it are kept as they are. */
 interface MarkerFile {
-  mcpServers?: Record<string, { type?: string; url?: unknown; headersHelper?: unknown }>;
+  mcpServers?: Record<string, MarkerServer>;
   [other: string]: unknown;
 }
 
-function readMarker(file: string): MarkerFile | null {
-  try {
-    const value: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
-    return value && typeof value === "object" ? (value as MarkerFile) : null;
-  } catch {
-    return null;
-  }
-}
+const readMarker = (file: string): MarkerFile | null => readJsonFile(file) as MarkerFile | null;
 
-/**
- * The nearest `.mcp.json` with a retasc server, from `start` upwards, then in the main
- * worktree of the git repository (claim worktrees live beside it).
- */
+/** The nearest `.mcp.json` with a retasc server. */
 export function findMarker(start: string): Marker | null {
-  const candidates: string[] = [];
-  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
-    candidates.push(dir);
-    if (path.dirname(dir) === dir) break;
-  }
-  const main = mainWorktree(start);
-  if (main) candidates.push(main);
-  for (const dir of candidates) {
+  for (const dir of candidateDirs(start)) {
     const file = path.join(dir, MARKER);
     const server = readMarker(file)?.mcpServers?.[SERVER_NAME];
-    if (!server) continue;
+    if (!server || typeof server !== "object") continue;
     const helper = typeof server.headersHelper === "string" ? server.headersHelper : "";
-    return { dir, file, workspaceId: WORKSPACE_FLAG.exec(helper)?.[1] ?? null, url: typeof server.url === "string" ? server.url : null };
+    return { dir, file, server, workspaceId: WORKSPACE_FLAG.exec(helper)?.[1] ?? null, url: typeof server.url === "string" ? server.url : null };
   }
   return null;
-}
-
-function mainWorktree(cwd: string): string | null {
-  try {
-    const common = execFileSync("git", ["rev-parse", "--path-format=absolute", "--git-common-dir"], {
-      cwd,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    }).trim();
-    return path.basename(common) === ".git" ? path.dirname(common) : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The folder's agent key and where to use it, or null when nothing is bound. */
@@ -114,45 +99,88 @@ export function resolveBinding(cwd: string, flags: UrlFlag = {}): ResolvedBindin
     const found = fromWorkspace(marker.workspaceId, marker.file);
     if (found) return found;
   }
-  // A marker written on another machine (or a lost id): fall back to the folder's path.
-  const dir = marker?.dir ?? path.resolve(cwd);
-  const byPath = Object.entries(workspaces).find(([, w]) => w.path === dir);
-  return byPath ? fromWorkspace(byPath[0], `keystore (${dir})`) : null;
+  // The folder (or the repository it is a worktree of) as this machine bound it.
+  const dirs = [...new Set([marker?.dir, findProjectFile(cwd)?.dir, path.resolve(cwd), mainWorktree(cwd)].filter((d): d is string => Boolean(d)))];
+  for (const dir of dirs) {
+    const byPath = Object.entries(workspaces).find(([, w]) => w.path === dir);
+    if (byPath) return fromWorkspace(byPath[0], `keystore (${dir})`);
+  }
+  // A clone of a bound folder elsewhere on this machine: the one key this person has for that project.
+  const project = findProjectFile(cwd)?.value;
+  if (project) {
+    const same = Object.entries(workspaces).filter(([, w]) => w.url === normalizeUrl(project.url) && w.projectId === project.projectId);
+    if (same.length === 1) return fromWorkspace(same[0]![0], `keystore (${project.prefix || project.projectId} at ${project.url})`);
+  }
+  return null;
 }
 
 export function requireBinding(cwd: string, flags: UrlFlag = {}): ResolvedBinding {
   const binding = resolveBinding(cwd, flags);
   if (!binding) {
-    throw new CliError("NOT_BOUND", "this folder is not bound to a Retasc project", "Run `retasc bind` here (or `retasc bind --setup <code>`), or set RETASC_MCP_KEY.");
+    const project = findProjectFile(cwd)?.value;
+    const hint = project
+      ? `This folder works in ${project.prefix || "a project"} at ${project.url} (${PROJECT_FILE}); run \`retasc bind\` here to get your own key for it.`
+      : "Run `retasc bind` here (or `retasc bind --setup <code>`), or set RETASC_MCP_KEY.";
+    throw new CliError("NOT_BOUND", "this folder is not bound to a Retasc project", hint);
   }
   return binding;
 }
 
-/** The command that runs this CLI: `retasc` when that is on PATH and is us, else node + this file. */
-export function launcherCommand(): string {
-  const self = fs.realpathSync(fileURLToPath(new URL("./bin.js", import.meta.url)));
+/**
+ * Why a `.mcp.json` retasc server would not work on another machine: absolute paths (this
+ * machine's node, this clone's CLI) and keystore ids of the machine that wrote it.
+ */
+export function machineLocalParts(server: MarkerServer): string[] {
+  const problems: string[] = [];
+  const absolute = /(^|[\s"'=])(\/|~\/|[A-Za-z]:[\\/])/;
+  const fields: [string, unknown][] = [["command", server.command], ["headersHelper", server.headersHelper], ...(Array.isArray(server.args) ? server.args.map((a, i): [string, unknown] => [`args[${i}]`, a]) : [])];
+  for (const [name, value] of fields) {
+    if (typeof value !== "string") continue;
+    if (absolute.test(value)) problems.push(`${name} names an absolute path (${value})`);
+    const id = WORKSPACE_FLAG.exec(value)?.[1];
+    if (id) problems.push(`${name} names ${id}, a keystore entry of the machine that wrote it`);
+  }
+  return problems;
+}
+
+/** The first folder on PATH holding `command`, or null. */
+export function onPath(command: string): string | null {
   for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
     if (!dir) continue;
+    const file = path.join(dir, command);
     try {
-      if (fs.realpathSync(path.join(dir, "retasc")) === self) return "retasc";
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
     } catch {
       // not there
     }
   }
-  return `${JSON.stringify(process.execPath)} ${JSON.stringify(self)}`;
+  return null;
+}
+
+/** The `retasc` server entry of `.mcp.json`: commands from PATH, nothing of this machine. */
+export function markerServer(transport: Transport, mcpUrl: string): MarkerServer {
+  if (transport === "proxy") return { type: "stdio", command: "retasc", args: ["mcp", "proxy"] };
+  return { type: "http", url: mcpUrl, headersHelper: "retasc mcp headers" };
+}
+
+function writeFileAtomic(file: string, text: string): void {
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, text);
+  fs.renameSync(temp, file);
 }
 
 /**
- * Stores the key in the keystore and writes the folder's marker, keeping any other MCP
- * servers already in ./.mcp.json.
+ * Stores the key in the keystore under the folder's path and writes the folder's two files,
+ * keeping any other MCP servers already in ./.mcp.json.
  */
-export async function wireFolder(input: Bound & { dir: string }): Promise<{ workspaceId: string; marker: string; mcpUrl: string }> {
+export async function wireFolder(input: Bound & { dir: string; transport?: Transport }): Promise<{ workspaceId: string; marker: string; projectFile: string; mcpUrl: string; transport: Transport }> {
   const dir = path.resolve(input.dir);
   const url = normalizeUrl(input.url);
-  const existing = findMarker(dir);
-  const workspaceId = existing && existing.dir === dir && existing.workspaceId ? existing.workspaceId : newWorkspaceId();
-  await updateBindings((bindings) => {
-    bindings.workspaces[workspaceId] = {
+  const transport = input.transport ?? "proxy";
+  const workspaceId = await updateBindings((bindings) => {
+    const id = Object.entries(bindings.workspaces).find(([, w]) => w.path === dir)?.[0] ?? newWorkspaceId();
+    bindings.workspaces[id] = {
       path: dir,
       url,
       orgId: input.orgId,
@@ -164,19 +192,17 @@ export async function wireFolder(input: Bound & { dir: string }): Promise<{ work
       runtime: input.runtime,
       boundAt: new Date().toISOString(),
     };
+    return id;
   });
   const file = path.join(dir, MARKER);
   const marker = readMarker(file) ?? {};
   marker.mcpServers ??= {};
-  marker.mcpServers[SERVER_NAME] = {
-    type: "http",
-    url: mcpUrlOf(url),
-    headersHelper: `${launcherCommand()} mcp headers --workspace ${workspaceId}`,
-  };
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, `${JSON.stringify(marker, null, 2)}\n`);
-  fs.renameSync(temp, file);
-  return { workspaceId, marker: file, mcpUrl: mcpUrlOf(url) };
+  marker.mcpServers[SERVER_NAME] = markerServer(transport, mcpUrlOf(url));
+  writeFileAtomic(file, `${JSON.stringify(marker, null, 2)}\n`);
+  const projectFile = path.join(dir, PROJECT_FILE);
+  const project: ProjectFile = { url, orgId: input.orgId, projectId: input.projectId, prefix: input.prefix };
+  writeFileAtomic(projectFile, `${JSON.stringify(project, null, 2)}\n`);
+  return { workspaceId, marker: file, projectFile, mcpUrl: mcpUrlOf(url), transport };
 }
 
 /**

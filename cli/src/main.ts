@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { CliError } from "./errors.ts";
-import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey } from "./commands/connect.ts";
+import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./commands/connect.ts";
 import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
 import { config, doctor, login, logout, whoami } from "./commands/session.ts";
 import { claim, done, next } from "./commands/work.ts";
@@ -47,6 +47,7 @@ const json = { type: "boolean", description: "print the raw payload as JSON on s
 const yes = { type: "boolean", short: "y", description: "replace an existing binding of this folder without asking" } as const satisfies Option;
 const runtime = { type: "string", value: "<label>", description: "what runs with the key: claude-code (default), codex, cursor, ci…" } as const satisfies Option;
 const orgId = { type: "string", value: "<id>", description: "the org (default: this folder's org, or your only org)" } as const satisfies Option;
+const transport = { type: "string", value: "<proxy|http>", description: "how Claude Code connects: proxy (default; `retasc mcp proxy` heartbeats your agent's claims) or http (`retasc mcp headers`)" } as const satisfies Option;
 const workFlags = {
   "all-lanes": { type: "boolean", description: "pull from every lane, not just yours and unassigned issues" },
   base: { type: "string", value: "<ref>", description: "base of a new branch (default: origin/main, else HEAD)" },
@@ -93,12 +94,13 @@ export const commands: Record<string, Command> = {
       prefix: { type: "string", value: "<PFX>", description: "issue prefix of a project created by --project (default: derived from its name)" },
       setup: { type: "string", value: "<code>", description: "a single-use setup code from the Dash: no login, no prompts" },
       runtime,
+      transport,
       yes,
       url,
       json,
     },
     details:
-      "Writes a secret-free ./.mcp.json for Claude Code (its headersHelper reads the key from ~/.retasc/bindings.json) and prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project changes nothing; replacing another binding needs --yes without a terminal.",
+      "Writes ./.mcp.json for Claude Code (it runs `retasc mcp proxy`, or with --transport http reads the key through `retasc mcp headers`) and ./.retasc.json (the deployment, org and project); neither holds a secret or anything of this machine, so both can be committed. The key stays in ~/.retasc/bindings.json. Prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project keeps the key; replacing another binding needs --yes without a terminal.",
     run: bind,
   }),
   join: command({
@@ -110,6 +112,7 @@ export const commands: Record<string, Command> = {
       "project-id": { type: "string", value: "<id>", description: "bind to this project" },
       project: { type: "string", value: "<PFX>", description: "bind to the project of this prefix or name" },
       runtime,
+      transport,
       yes,
       url,
       json,
@@ -126,6 +129,7 @@ export const commands: Record<string, Command> = {
       org: { type: "string", value: "<name>", description: "name of the new org (default: <your name>'s org)" },
       "org-id": { type: "string", value: "<id>", description: "use this existing org instead of creating one" },
       runtime,
+      transport,
       yes,
       url,
       json,
@@ -204,9 +208,10 @@ export const commands: Record<string, Command> = {
   }),
   "mcp install": command({
     summary: "wire this folder with a key you already have (from stdin or RETASC_MCP_KEY)",
-    usage: "retasc mcp install [--scope project] [--url <url>] < key.txt",
+    usage: "retasc mcp install [--scope project] [--transport <proxy|http>] [--url <url>] < key.txt",
     options: {
       scope: { type: "string", value: "project", description: "only project: a folder decides its org, so user scope is refused" },
+      transport,
       yes,
       url,
       json,
@@ -226,10 +231,18 @@ export const commands: Record<string, Command> = {
     options: { url },
     run: mcpKey,
   }),
+  "mcp proxy": command({
+    summary: "the stdio MCP server .mcp.json runs: relays to /mcp with this folder's key and heartbeats the claims made through it",
+    usage: "retasc mcp proxy",
+    options: { url },
+    details:
+      "Heartbeats every claim taken through it every RETASC_HEARTBEAT_MS (default 600000, 10 minutes) while the agent that started it runs; when the agent exits or is killed its stdin closes, the proxy exits and the leases lapse as they should.",
+    run: mcpProxy,
+  }),
   "mcp headers": command({
     summary: "the headersHelper Claude Code runs: prints the Authorization header as JSON",
-    usage: "retasc mcp headers [--workspace <id>]",
-    options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read" }, url },
+    usage: "retasc mcp headers",
+    options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read (markers written by earlier versions name one)" }, url },
     hidden: true,
     run: mcpHeaders,
   }),

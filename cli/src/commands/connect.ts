@@ -1,12 +1,14 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import { clientBlocks, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type Bound, type McpClient, type ResolvedBinding } from "../binding.ts";
+import { clientBlocks, findMarker, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type Bound, type McpClient, type ResolvedBinding, type Transport } from "../binding.ts";
 import { CliError } from "../errors.ts";
+import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
+import { runProxy } from "../proxy.ts";
 import { note, ok, out, printJson } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
-import { readBindings } from "../store.ts";
+import { readBindings, updateConfig } from "../store.ts";
 import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { login } from "./session.ts";
 
@@ -24,6 +26,7 @@ interface ProjectFlags {
 }
 interface MintFlags extends RebindFlags, JsonFlag {
   runtime?: string;
+  transport?: string;
 }
 /** The org a binding goes into, as far as binding needs it. */
 interface OrgChoice {
@@ -50,9 +53,26 @@ async function checkRebind(flags: RebindFlags, target: { orgId: string; projectI
   return "replace";
 }
 
-/** Stores the key, writes the marker, and tells the person how every client connects. */
-async function finishBinding(flags: JsonFlag, bound: Bound, extra: Record<string, unknown> = {}) {
-  const wired = await wireFolder({ dir: process.cwd(), ...bound });
+/**
+ * `--transport`, else the form this folder's `.mcp.json` already has, else the proxy (the
+ * watchdog that heartbeats the agent's claims).
+ */
+export function transportOf(flags: { transport?: string }): Transport {
+  const value = flags.transport ?? (findMarker(process.cwd())?.server.type === "http" ? "http" : "proxy");
+  if (value !== "proxy" && value !== "http") throw new CliError("INVALID_INPUT", `--transport ${value} is not proxy or http`, "Pass --transport proxy (default) or --transport http.");
+  return value;
+}
+
+/**
+ * Stores the key, writes the folder's files, remembers the deployment (for `doctor`, `join`
+ * and the rest, here and elsewhere), and tells the person how every client connects.
+ */
+async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bound, extra: Record<string, unknown> = {}) {
+  const transport = transportOf(flags);
+  const wired = await wireFolder({ dir: process.cwd(), ...bound, transport });
+  await updateConfig((config) => {
+    config.defaultUrl = normalizeUrl(bound.url);
+  });
   const result = {
     ...extra,
     workspaceId: wired.workspaceId,
@@ -64,7 +84,9 @@ async function finishBinding(flags: JsonFlag, bound: Bound, extra: Record<string
     keyPrefix: bound.key.slice(0, 12),
     runtime: bound.runtime,
     mcpUrl: wired.mcpUrl,
+    transport,
     marker: wired.marker,
+    projectFile: wired.projectFile,
     clients: clientBlocks(wired.mcpUrl),
   };
   if (flags.json) {
@@ -75,7 +97,8 @@ async function finishBinding(flags: JsonFlag, bound: Bound, extra: Record<string
   note();
   ok(`This folder is bound to org "${bound.orgName}" / project ${bound.prefix}.`);
   note(`  Agents launched here can only ever read or write ${bound.prefix}.`);
-  note(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} is wired (no secret in it; safe to commit).`);
+  note(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} runs ${transport === "proxy" ? "`retasc mcp proxy`, which heartbeats your agent's claims while it runs" : "over HTTP with `retasc mcp headers`"}.`);
+  note(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
   note();
   note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
   printBlocks(wired.mcpUrl);
@@ -166,6 +189,8 @@ async function mintAndBind(flags: MintFlags, session: SignedIn, org: OrgChoice, 
     const current = resolveBinding(process.cwd(), flags)!;
     const stillValid = await withMcp(current, (call) => call<McpWhoami>("whoami")).then(() => true, () => false);
     if (stillValid) {
+      // Rewritten as this CLI writes them: a marker from an older CLI named this machine's paths.
+      if (current.workspace) await wireFolder({ ...current.workspace, dir: process.cwd(), transport: transportOf(flags) });
       const result = { ...extra, unchanged: true, workspaceId: current.workspaceId, orgId: org.orgId, orgName: org.name, projectId: project.id, prefix: project.prefix, keyPrefix: current.key.slice(0, 12), mcpUrl: current.mcpUrl };
       if (flags.json) printJson(result);
       else ok(`This folder is already bound to org "${org.name}" / project ${project.prefix}; nothing to change.`);
@@ -195,8 +220,11 @@ interface BindFlags extends MintFlags, ProjectFlags {
 export async function bind(flags: BindFlags) {
   if (flags.setup) return bindWithSetupCode(flags, flags.setup);
   const session = requireSession(flags);
-  const org = await pickOrg(flags, session);
-  const project = await pickProject(flags, session, org.orgId);
+  // A clone of a bound folder: its committed .retasc.json names the org and project.
+  const named = findProjectFile(process.cwd())?.value;
+  const fromFile = named && normalizeUrl(named.url) === session.url && !flags["org-id"] && !flags["org-name"] && !flags["project-id"] && !flags.project;
+  const org = await pickOrg(fromFile ? { "org-id": named.orgId } : flags, session);
+  const project = await pickProject(fromFile ? { "project-id": named.projectId } : flags, session, org.orgId);
   return mintAndBind(flags, session, org, project);
 }
 
@@ -314,6 +342,12 @@ export async function mcpHeaders(flags: UrlFlag & { workspace?: string }) {
   }
   binding ??= requireBinding(process.cwd(), flags);
   out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
+}
+
+/** The stdio MCP server `.mcp.json` runs: relays to /mcp with the folder's key, heartbeating the claims made through it. */
+export async function mcpProxy(flags: UrlFlag) {
+  const binding = requireBinding(process.cwd(), flags);
+  await runProxy(binding, note);
 }
 
 /** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */

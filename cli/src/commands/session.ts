@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import { spawnSync } from "node:child_process";
-import { CLI_CLIENT_ID, deploymentUrl, request, type UrlFlag } from "../api.ts";
-import { findMarker, mcpUrlOf, resolveBinding } from "../binding.ts";
+import { CLI_CLIENT_ID, deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
+import { findMarker, machineLocalParts, mcpUrlOf, onPath, resolveBinding } from "../binding.ts";
+import { findProjectFile } from "../folder.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, printJson } from "../output.ts";
@@ -172,20 +173,38 @@ export async function doctor(flags: Flags) {
   } else {
     add("signed in", true, "no (only needed for org and key management)");
   }
-  const marker = findMarker(process.cwd());
+  const cwd = process.cwd();
+  const marker = findMarker(cwd);
   add("folder has a .mcp.json marker", Boolean(marker), marker ? marker.file : "run `retasc bind` here");
   if (marker) {
     const secretFree = !/rtsc_[A-Za-z0-9_-]{10,}/.test(fs.readFileSync(marker.file, "utf8"));
     add(".mcp.json holds no secret", secretFree, secretFree ? "the key stays in the keystore" : "remove the key from .mcp.json and run `retasc bind`");
+    const local = machineLocalParts(marker.server);
+    add(".mcp.json works on another machine", local.length === 0, local.length === 0 ? "no absolute paths, no machine-local ids" : `${local.join("; ")}: run \`retasc bind\` here to rewrite it`);
   }
-  const binding = resolveBinding(process.cwd(), flags);
+  const project = findProjectFile(cwd);
+  add(".retasc.json names the project", Boolean(project), project ? `${project.value.prefix} at ${project.value.url} (${project.file})` : "run `retasc bind` here to write it: clones of this folder find their server and project by it");
+  const binding = resolveBinding(cwd, flags);
   add("a key is resolvable", Boolean(binding), binding ? `from ${binding.source}` : "run `retasc bind`, or set RETASC_MCP_KEY");
-  if (marker) {
-    // findMarker found a retasc server in this file a moment ago.
-    const server = (JSON.parse(fs.readFileSync(marker.file, "utf8")) as { mcpServers: { retasc: { headersHelper: string } } }).mcpServers.retasc;
-    const helper = spawnSync(server.headersHelper, { shell: true, cwd: marker.dir, encoding: "utf8", timeout: 20_000 });
+  if (binding && project && binding.workspace) {
+    const differs = [
+      normalizeUrl(project.value.url) !== binding.url ? `its URL is ${project.value.url}, the key's ${binding.url}` : null,
+      project.value.projectId !== binding.workspace.projectId ? `its project is ${project.value.prefix || project.value.projectId}, the key's ${binding.workspace.prefix}` : null,
+    ].filter(Boolean);
+    add(".retasc.json matches this folder's key", differs.length === 0, differs.length === 0 ? `${binding.workspace.prefix} at ${binding.url}` : `${differs.join("; ")}: run \`retasc bind\` here`);
+  }
+  if (marker?.url && binding) {
+    add(".mcp.json's URL is the binding's", marker.url === binding.mcpUrl, marker.url === binding.mcpUrl ? marker.url : `.mcp.json says ${marker.url}, the key works at ${binding.mcpUrl}: run \`retasc bind\` here`);
+  }
+  if (marker && typeof marker.server.command === "string") {
+    const found = onPath(marker.server.command);
+    add(`${marker.server.command} is on PATH`, Boolean(found), found ?? "install the CLI (see the README), so the command .mcp.json runs is found");
+  }
+  if (marker && typeof marker.server.headersHelper === "string") {
+    const helperCommand = marker.server.headersHelper;
+    const helper = spawnSync(helperCommand, { shell: true, cwd: marker.dir, encoding: "utf8", timeout: 20_000 });
     const works = helper.status === 0 && /^Bearer rtsc_/.test(safeParse(helper.stdout)?.Authorization ?? "");
-    add("the headers helper runs", works, works ? server.headersHelper : (helper.stderr || "it failed").trim().split("\n")[0]!);
+    add("the headers helper runs", works, works ? helperCommand : (helper.stderr || "it failed").trim().split("\n")[0]!);
   }
   if (binding) {
     const who = await withMcp(binding, (call) => call<McpWhoami>("whoami")).then(
