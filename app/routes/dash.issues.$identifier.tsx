@@ -131,6 +131,9 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
           <Section title="Checkpoints" id="checkpoints-heading">
             <CheckpointTimeline checkpoints={detail.checkpoints} now={now} />
           </Section>
+          <Section title="Attachments" id="attachments-heading">
+            <AttachmentList attachments={detail.attachments} />
+          </Section>
           <Section title="Comments" id="comments-heading">
             <CommentThread comments={detail.comments} now={now} />
           </Section>
@@ -223,6 +226,37 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
     </article>
   );
 }
+
+/** Links open elsewhere without handing this page to them; files download through /dash/attachments/:id. */
+function AttachmentList({ attachments }: { attachments: Route.ComponentProps["loaderData"]["detail"]["attachments"] }) {
+  if (attachments.length === 0) return <p className="text-sm text-stone-600">No attachments.</p>;
+  return (
+    <ul className="flex flex-col gap-2 text-sm" aria-label="Attachments">
+      {attachments.map((a) => (
+        <li key={a.id} className={`flex flex-wrap items-center gap-3 ${a.obsolete ? "text-stone-500" : ""}`}>
+          {a.kind === "link" ? (
+            <a href={a.url} target="_blank" rel="noopener noreferrer" className={`${linkClass} break-all`}>
+              {a.title ?? a.url}
+            </a>
+          ) : (
+            <>
+              {a.thumbnail ? <img src={a.url} alt="" loading="lazy" className="h-12 w-12 rounded border border-stone-200 object-cover" /> : null}
+              <a href={a.url} download={a.title ?? undefined} className={`${linkClass} break-all`}>
+                {a.title}
+              </a>
+              <span className="text-stone-600 tabular-nums">
+                {byteSize(a.size ?? 0)} · {a.contentType}
+              </span>
+            </>
+          )}
+          {a.obsolete ? <span className="text-stone-600">obsolete{a.obsoleteReason ? `: ${a.obsoleteReason}` : ""}</span> : null}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+const byteSize = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`);
 
 export function ErrorBoundary({ error, params }: Route.ErrorBoundaryProps) {
   const body = (error as { data?: { code?: string; message?: string; hint?: string } })?.data;

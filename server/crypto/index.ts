@@ -65,6 +65,22 @@ export class OrgCipher {
     if (!key) throw new KeyUnavailableError(this.orgId);
     return open(key, Buffer.from(ciphertext.slice(dot + 1), "base64"), this.orgId).toString("utf8");
   }
+
+  /**
+   * Bytes (file attachments): the same sealing with the key version in four leading bytes
+   * instead of the text prefix, so a 10 MB file is stored as bytea, not as 13 MB of base64.
+   */
+  encryptBytes(plaintext: Buffer): Buffer {
+    const version = Buffer.alloc(4);
+    version.writeUInt32BE(this.currentVersion);
+    return Buffer.concat([version, seal(this.keys.get(this.currentVersion)!, plaintext, this.orgId)]);
+  }
+
+  decryptBytes(ciphertext: Buffer): Buffer {
+    const key = this.keys.get(ciphertext.readUInt32BE(0));
+    if (!key) throw new KeyUnavailableError(this.orgId);
+    return open(key, ciphertext.subarray(4), this.orgId);
+  }
 }
 
 export class Keyring {

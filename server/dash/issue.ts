@@ -3,6 +3,8 @@ import type { z } from "zod";
 import { activity, agentKeys, checkpoints, members, user } from "../../db/schema/index.ts";
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
+import { listAttachments } from "../issues/attachments.ts";
+import { isInlineImage } from "../issues/attachments-sniff.ts";
 import { listComments } from "../issues/comments.ts";
 import { getIssueInput } from "../issues/schemas.ts";
 import { findIssue } from "../issues/store.ts";
@@ -16,8 +18,8 @@ import { rankReasons } from "./why.ts";
 /**
  * Everything the drill-down shows about one issue of the viewer's org: the issue as agents
  * read it (get_issue), its body rendered and sanitized, why it ranks where it does, its
- * neighbourhood in the graph, the checkpoint timeline, the comment thread and the full
- * activity log (decrypted) with the principal, runtime and key of each entry.
+ * neighbourhood in the graph, the checkpoint timeline, the comment thread, the attachments
+ * (links, and files with their download and, for images, a thumbnail) and the full activity log (decrypted) with the principal, runtime and key of each entry.
  */
 export const ACTIVITY_LIMIT = 1000;
 
@@ -29,9 +31,10 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
   const row = await findIssue(db, orgId, identifier);
   const cipher = await ctx.keyring.forOrg(db, orgId);
 
-  const [view, thread, checkpointRows, activityRows, graph, reasons, people] = await Promise.all([
+  const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people] = await Promise.all([
     issueView(db, cipher, row, now),
     listComments(ctx, { issue: row.identifier }),
+    listAttachments(ctx, { issue: row.identifier }),
     db
       .select({ checkpoint: checkpoints, email: user.email, keyPrefix: agentKeys.prefix })
       .from(checkpoints)
@@ -95,6 +98,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
       note: cipher.decrypt(c.noteEnc),
       branch: c.branch,
     })),
+    attachments: attached.attachments.map((a) => ({ ...a, thumbnail: a.contentType !== null && isInlineImage(a.contentType) })),
     comments: thread.comments.map((c, i) => ({ ...c, bodyHtml: commentsHtml[i]!, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
     activity: activityRows.map((a) => ({
       id: a.id,

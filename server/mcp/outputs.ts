@@ -74,6 +74,11 @@ export const issueOutput = z.object({
   alreadyFinished: z.literal(true).optional().describe("this finish had already succeeded with your claim; nothing was written"),
 });
 
+/** The issue in a claim: get_issue's view less what the claim states once at its top (identifier, fence, branch, checkpoint, the lease). */
+export const claimedIssueOutput = issueOutput
+  .omit({ identifier: true, fence: true, branch: true, checkpoint: true, lease: true, held: true, statusNote: true })
+  .describe("the object get_issue returns, less identifier, fence, branch, checkpoint, lease and held, which the claim states");
+
 export const issueSummaryOutput = z.object({
   identifier: z.string(),
   title: z.string(),
@@ -110,7 +115,23 @@ export const claimOutput = z.object({
   otherClaims: z.number().int().describe("your other live claims"),
   rebound: z.literal(true).optional().describe("you already held it: the same lease, with a new claimToken (the old one is void)"),
   holding: z.array(z.string()).optional().describe("your other live claims (next_issue): resume them before piling up more"),
-  issue: issueOutput,
+  issue: claimedIssueOutput,
+  comments: z
+    .array(z.object({ id: z.string(), author: z.string().nullable(), body: z.string(), createdAt: iso }))
+    .describe("the latest comments (retracted ones left out), oldest first, each cut to 400 characters"),
+  attachments: z
+    .array(
+      z.object({
+        id: z.string(),
+        kind: z.enum(["link", "file"]),
+        url: z.string().optional(),
+        title: z.string().nullable(),
+        contentType: z.string().optional(),
+        size: z.number().int().optional(),
+      }),
+    )
+    .describe("the latest live attachments, oldest first"),
+  omitted: z.string().optional().describe("what the comments and attachments above leave out, and the tool that reads it all"),
 });
 
 export const nothingClaimableOutput = z.object({
@@ -119,4 +140,23 @@ export const nothingClaimableOutput = z.object({
   otherLanes: z.number().int().describe("ready issues assigned to other people; allLanes:true takes them"),
   holding: z.array(z.string()).optional().describe("issues you already hold: resume them"),
   message: z.string(),
+});
+
+export const fileFields = {
+  contentType: z.string().nullable().describe("files: sniffed from the bytes"),
+  size: z.number().int().nullable().describe("files: bytes"),
+};
+
+/** A link or a file (its url the Dash download, its title the filename); published in full by list_attachments (registry.ts). */
+export const attachmentOutput = z.object({
+  id: z.string(),
+  issue: z.string(),
+  kind: z.enum(["link", "file"]),
+  url: z.string().describe("a link's URL; a file's Dash download (get_attachment_file returns its bytes)"),
+  title: z.string().nullable().describe("a file's filename"),
+  ...fileFields,
+  authorId: z.string().nullable(),
+  obsolete: z.boolean(),
+  obsoleteReason: z.string().nullable(),
+  createdAt: z.string(),
 });

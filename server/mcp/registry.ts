@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { issueOutput } from "./outputs.ts";
+import { attachmentOutput, checkpointOutput, claimedIssueOutput, claimOutput, issueOutput } from "./outputs.ts";
 import type { ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
@@ -110,11 +110,18 @@ export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
 
 /**
  * Shapes published in full by one tool only: the others that return them (save_issue, and each
- * claim, which nests the issue) publish `{ type: "object" }` there. The issue's schema is
- * otherwise the largest part of tools/list, six times over. The type checker still holds each
- * handler to the full zod schema.
+ * claim, which nests the issue; claim_issue and next_batch, which return next_issue's claim;
+ * the attachment tools, which return list_attachments' attachment; the checkpoint in a claim and
+ * an issue) publish `{ type: "object" }` there. The issue's schema is otherwise the largest part of
+ * tools/list, six times over. The type checker still holds each handler to the full zod schema.
  */
-export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject, string>([[issueOutput, "get_issue"]]);
+export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject, string>([
+  [issueOutput, "get_issue"],
+  [claimedIssueOutput, "get_issue"],
+  [claimOutput, "next_issue"],
+  [attachmentOutput, "list_attachments"],
+  [checkpointOutput, "checkpoint"],
+]);
 
 /**
  * What `structuredContent` holds on success: each field's type. Output schemas carry no

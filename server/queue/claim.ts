@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { sql } from "drizzle-orm";
-import { query } from "../../db/client.ts";
+import { query, type Db } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
@@ -12,6 +12,7 @@ import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
+import { claimDiscussion } from "./claim-discussion.ts";
 import { renew } from "./lease.ts";
 import { claimIssueInput } from "./schemas.ts";
 
@@ -70,26 +71,35 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
   };
 }
 
-export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
-  return replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), new Date(taken.now), claimToken, otherClaims);
+export function claimReply(db: Db, cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
+  return replyFor(db, cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), new Date(taken.now), claimToken, otherClaims);
 }
 
-function replyFor(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
-  // The view names the issue's branch (issueBranch): the top-level field repeats it.
-  const issue = renderIssueView(cipher, row, reads, now);
-  const branch = issue.branch;
+/**
+ * A claim states each fact once: the lease (fence, expiresAt, the token), the branch and the
+ * checkpoint at the top, and the issue as get_issue reads it without them (its lease is this
+ * claim, held by the caller). The issue's latest comments and attachments come along
+ * (claim-discussion.ts).
+ */
+async function replyFor(db: Db, cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
+  const [view, discussion] = await Promise.all([
+    renderIssueView(cipher, row, reads, now),
+    claimDiscussion(db, cipher, row.id, row.identifier),
+  ]);
+  const { identifier, fence, branch, checkpoint, lease: _lease, held: _held, statusNote: _note, ...issue } = view;
   return {
-    identifier: row.identifier,
+    identifier,
     claimToken,
-    fence: row.fence,
+    fence,
     expiresAt: row.leaseExpiresAt!.toISOString(),
     branch,
-    checkpoint: issue.checkpoint,
+    checkpoint,
     otherClaims,
     issue,
+    ...discussion,
   };
 }
-export type ClaimReply = ReturnType<typeof claimReply> & { rebound?: true };
+export type ClaimReply = Awaited<ReturnType<typeof claimReply>> & { rebound?: true };
 
 /**
  * Lost-token recovery: the holder (its key, or the same person on the same runtime) claiming
@@ -103,7 +113,7 @@ async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherCla
   const expiresAt = await renew(scope, row, leaseTokenHash);
   await recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } });
   const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
-  return { ...replyFor(scope.cipher, rebound, await issueViewReads(tx, row.id, now), now, claimToken, otherClaims), rebound: true };
+  return { ...(await replyFor(tx, scope.cipher, rebound, await issueViewReads(tx, row.id, now), now, claimToken, otherClaims)), rebound: true };
 }
 
 /** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
@@ -119,7 +129,7 @@ export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: nu
       ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint) as taken`,
   );
   await notifyAll(scope.tx, taken!.taken.notices);
-  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
+  return claimReply(scope.tx, scope.cipher, taken!.taken, claimToken, otherClaims);
 }
 
 /** Claims one named issue, ignoring lanes; refuses only for a stated reason. */

@@ -5,7 +5,7 @@ import type { Ctx } from "../context.ts";
 import { randomToken } from "../crypto/index.ts";
 import { sendNotices } from "../events/index.ts";
 import { batching, inCallOrder } from "../issues/batching.ts";
-import { retryingConflicts } from "../issues/store.ts";
+import { issueRowFrom, retryingConflicts } from "../issues/store.ts";
 import { claimCapError, claimReply, leaseFields, type TakenLease } from "./claim.ts";
 import { emptyReply } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
@@ -76,9 +76,12 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         throw claimCapError(cap);
       case "claimed":
         sendNotices(ctx.db, result.notices);
-        const reply = claimReply(cipher, result, claimToken, result.otherClaims);
         // Read only when the key holds others, so the usual claim costs nothing more.
-        return result.otherClaims > 0 ? { ...reply, holding: await heldByKey(ctx, reply.identifier) } : reply;
+        const [reply, holding] = await Promise.all([
+          claimReply(ctx.db, cipher, result, claimToken, result.otherClaims),
+          result.otherClaims > 0 ? heldByKey(ctx, issueRowFrom(result.issue).identifier) : null,
+        ]);
+        return holding ? { ...reply, holding } : reply;
     }
   }
 }

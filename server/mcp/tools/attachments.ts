@@ -1,23 +1,16 @@
 import { z } from "zod";
 import { getAttachment, listAttachments, obsoleteAttachment, saveAttachment } from "../../issues/attachments.ts";
+import { getAttachmentFile, getAttachmentFileInput, saveAttachmentFile, saveAttachmentFileInput } from "../../issues/attachments-files.ts";
 import {
   getAttachmentInput,
   listAttachmentsInput,
   obsoleteAttachmentInput,
   saveAttachmentInput,
 } from "../../issues/schemas.ts";
+import { attachmentOutput, fileFields } from "../outputs.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, readOnly } from "../tool.ts";
 
-const attachmentOutput = z.object({
-  id: z.string(),
-  issue: z.string(),
-  url: z.string(),
-  title: z.string().nullable(),
-  authorId: z.string().nullable(),
-  obsolete: z.boolean(),
-  obsoleteReason: z.string().nullable(),
-  createdAt: z.string(),
-});
+const MIB = 1024 * 1024;
 
 export const attachmentTools = [
   defineTool({
@@ -33,6 +26,20 @@ export const attachmentTools = [
     access: "write",
     meter: { tier: "work" },
     handler: (ctx, input) => saveAttachment(ctx, input),
+  }),
+  defineTool({
+    name: "save_attachment_file",
+    title: "Attach a file",
+    group: "attachments",
+    description:
+      "Call to attach a screenshot, log or trace to an issue: its bytes in base64, at most 10 MiB; the type is sniffed.",
+    input: saveAttachmentFileInput,
+    output: attachmentOutput,
+    annotations: additiveWrite,
+    access: "write",
+    // Work per started MiB: a 10 MiB trace costs ten times a screenshot's storage and transfer.
+    meter: { tier: "work", charge: (_input, output) => ({ tier: "work", units: Math.max(1, Math.ceil(output.size! / MIB)) }) },
+    handler: (ctx, input) => saveAttachmentFile(ctx, input),
   }),
   defineTool({
     name: "list_attachments",
@@ -61,6 +68,28 @@ export const attachmentTools = [
     access: "read",
     meter: null,
     handler: (ctx, input) => getAttachment(ctx, input),
+  }),
+  defineTool({
+    name: "get_attachment_file",
+    title: "Download a file attachment",
+    group: "attachments",
+    description: "Call to read a file attachment (kind file in list_attachments): its bytes in base64, filename and type.",
+    input: getAttachmentFileInput,
+    output: z.object({
+      id: z.string(),
+      issue: z.string(),
+      filename: z.string(),
+      ...fileFields,
+      authorId: z.string().nullable(),
+      obsolete: z.boolean(),
+      obsoleteReason: z.string().nullable(),
+      createdAt: z.string(),
+      contentBase64: z.string(),
+    }),
+    annotations: readOnly,
+    access: "read",
+    meter: null,
+    handler: (ctx, input) => getAttachmentFile(ctx, input),
   }),
   defineTool({
     name: "obsolete_attachment",

@@ -21,7 +21,7 @@ export const workTools = [
     description:
       "Call when you are ready for work: claims the most urgent unblocked issue in your lanes (assigned to your " +
       "human, or unassigned; review work you did not submit too) and returns its claimToken, fence, lease expiry, " +
-      "branch, latest checkpoint and the issue. Renew the lease with heartbeat or checkpoint. Nothing claimable: " +
+      "branch, latest checkpoint, the issue and its latest comments and attachments. Renew the lease with heartbeat or checkpoint. Nothing claimable: " +
       "claimed:false, with otherLanes counting ready issues in other people's lanes; allLanes:true takes those. " +
       "Example: next_issue {}",
     input: nextIssueInput,
