@@ -7,6 +7,8 @@ export interface ErrorBody {
   message: string;
   hint: string;
   details?: Record<string, unknown>;
+  /** A sentence for the person (who can buy credit, and where): shown and relayed verbatim. */
+  tellHuman?: string;
 }
 
 /**
@@ -18,6 +20,7 @@ export function toErrorBody(error: unknown, log: Logger): { status: number; body
   if (error instanceof DomainError) {
     const body: ErrorBody = { code: error.code, message: error.message, hint: error.hint };
     if (error.details) body.details = error.details;
+    if (error.tellHuman) body.tellHuman = error.tellHuman;
     return { status: httpStatusOf[error.code], body };
   }
   if (error instanceof z.ZodError) {

@@ -21,6 +21,8 @@ export const errorCodes = [
   "CONFLICT",
   "RATE_LIMITED",
   "UNAVAILABLE",
+  "BILLING_INACTIVE",
+  "SPEND_CAP",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -73,6 +75,8 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   CONFLICT: 409,
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
+  BILLING_INACTIVE: 402,
+  SPEND_CAP: 402,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

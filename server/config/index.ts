@@ -101,6 +101,8 @@ export const configSchema = z.object({
   GOOGLE_OAUTH_URL: z.url().default("https://accounts.google.com"),
   GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
   GOOGLE_USERINFO_URL: z.url().default("https://openidconnect.googleapis.com/v1/userinfo"),
+  /** Given credit a person's first org starts with, in micro-credits (1,000,000 = $1). */
+  BILLING_SIGNUP_CREDIT: z.coerce.number().int("must be a whole number").min(0, "must be at least 0").default(10_000_000),
   /** Metered usage and credit (server/billing); off by default, so a self-hosted team runs free. */
   RETASC_BILLING: z.enum(["on", "off"], "must be on or off").default("off"),
   /** Stripe (server/billing/stripe): required when RETASC_BILLING=on. */

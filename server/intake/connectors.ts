@@ -4,6 +4,7 @@ import { connectors, projects } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
+import { chargeNow } from "../usage/meter.ts";
 
 export const listConnectorsInput = z.object({});
 export const revokeConnectorInput = z.object({
@@ -68,6 +69,7 @@ export async function revokeConnector(ctx: Ctx, raw: z.input<typeof revokeConnec
       .set({ revokedAt: now, revokedBy: userId })
       .where(and(eq(connectors.id, connectorId), isNull(connectors.revokedAt)));
     await recordOrgActivity(ctx, tx, "connector.revoked", { connectorId });
+    await chargeNow(tx, ctx, { tool: "revoke_connector", tier: "plumbing", issueId: null }, now);
     return { connectorId, status: "revoked" as const, revokedAt: now.toISOString(), changed: true };
   });
 }

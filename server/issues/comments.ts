@@ -7,6 +7,7 @@ import { DomainError, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { listCommentsInput, retractCommentInput, saveCommentInput } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
+import { meter } from "../usage/meter.ts";
 
 /** Threaded comments, encrypted at rest. Retracted, never deleted. Comments never renew a lease. */
 export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput>) {
@@ -34,6 +35,7 @@ export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput
       createdAt: now,
     });
     await recordActivity(scope, { issueId: issue.id, kind: "commented", detail: { commentId: id } });
+    meter(scope, "save_comment", "work", issue.id);
     await ctx.events.publish(tx, { orgId: ctx.principal.orgId, kind: "comment.added", issueId: issue.id, identifier: issue.identifier });
     return { id, issue: issue.identifier, parent: input.parent ?? null, body: input.body, createdAt: now.toISOString() };
   });
@@ -84,6 +86,7 @@ export async function retractComment(ctx: Ctx, raw: z.input<typeof retractCommen
         .set({ retractedAt: now, retractNoteEnc: cipher.encrypt(input.note) })
         .where(eq(comments.id, comment.id));
       await recordActivity(scope, { issueId: comment.issueId, kind: "comment_retracted", detail: { commentId: comment.id, note: input.note } });
+      meter(scope, "retract_comment", "bookkeeping", comment.issueId);
     }
     return { id: comment.id, retracted: true };
   });

@@ -10,6 +10,7 @@ import { lockOrgGraph, rerank } from "./ranking.ts";
 import type { SaveInput } from "./schemas.ts";
 import { findIssue, inTransaction, isTerminal, lockIssues, orgTimeZone, parseDueAt, projectFor, resolveAssignee, validParent } from "./store.ts";
 import { issueView } from "./views.ts";
+import { meter } from "../usage/meter.ts";
 
 /** Creates an issue: numbered in its project, ranked, with its blockers' edges and labels. */
 export async function createIssue(ctx: Ctx, input: SaveInput) {
@@ -78,6 +79,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       updatedAt: now,
     };
     await tx.insert(issues).values(row);
+    meter(scope, "save_issue", "work", id);
     if (blockers.length > 0) {
       await tx
         .insert(relations)

@@ -7,6 +7,7 @@ import { batching, inCallOrder } from "./batching.ts";
 import type { SaveInput } from "./schemas.ts";
 import { issueRowFrom, retryingConflicts } from "./store.ts";
 import { renderIssueView, viewReadsFrom, type ViewReadsJson } from "./views.ts";
+import { sqlCharge } from "../usage/meter.ts";
 
 const PLAIN_FINISH_FIELDS = new Set(["identifier", "status", "claimToken"]);
 
@@ -27,6 +28,8 @@ interface FinishCall {
   userId: string | null;
   keyId: string | null;
   runtime: string | null;
+  /** What the finish pays, when billing is on; a refused charge falls back to the general path, which refuses. */
+  charge: ReturnType<typeof sqlCharge>;
 }
 
 /** Finishes that arrive together go out as one statement (retasc_finishes). */
@@ -54,6 +57,7 @@ export async function finishHeld(ctx: Ctx, identifier: string, claimToken: strin
     userId: principal.userId,
     keyId: principal.keyId,
     runtime: principal.runtime,
+    charge: sqlCharge(ctx, "save_issue", "bookkeeping"),
   });
   if (result.outcome === "fallback") return null;
   sendNotices(ctx.db, result.notices);

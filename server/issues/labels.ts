@@ -5,19 +5,23 @@ import type { Ctx } from "../context.ts";
 import { newId } from "../orgs/index.ts";
 import { saveLabelInput } from "./schemas.ts";
 import type { WriteScope } from "./store.ts";
+import { chargeNow } from "../usage/meter.ts";
 
 /** Creates a label, or updates its color; idempotent by name. */
 export async function saveLabel(ctx: Ctx, raw: z.input<typeof saveLabelInput>) {
   const input = saveLabelInput.parse(raw);
-  const [row] = await ctx.db
-    .insert(labels)
-    .values({ id: newId(), orgId: ctx.principal.orgId, name: input.name, color: input.color ?? null })
-    .onConflictDoUpdate({
-      target: [labels.orgId, labels.name],
-      set: { color: input.color !== undefined ? input.color : sql`${labels.color}` },
-    })
-    .returning();
-  return { id: row!.id, name: row!.name, color: row!.color };
+  return ctx.db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(labels)
+      .values({ id: newId(), orgId: ctx.principal.orgId, name: input.name, color: input.color ?? null })
+      .onConflictDoUpdate({
+        target: [labels.orgId, labels.name],
+        set: { color: input.color !== undefined ? input.color : sql`${labels.color}` },
+      })
+      .returning();
+    await chargeNow(tx, ctx, { tool: "save_label", tier: "bookkeeping", issueId: null }, ctx.clock.now());
+    return { id: row!.id, name: row!.name, color: row!.color };
+  });
 }
 
 export async function listLabels(ctx: Ctx) {

@@ -8,6 +8,7 @@ import { newId } from "../orgs/index.ts";
 import { lockOrgGraph, reaches, rerank } from "./ranking.ts";
 import { relationInput } from "./schemas.ts";
 import { inTransaction, isTerminal, lockIssues, type WriteScope } from "./store.ts";
+import { meter } from "../usage/meter.ts";
 
 type RelationInput = ReturnType<typeof relationInput.parse>;
 type RelationEnd = Awaited<ReturnType<typeof lockIssues>>[number];
@@ -42,6 +43,8 @@ async function changeRelation(
     const target = locked.find((r) => r.identifier === targetIdent)!;
     const changed = await apply(scope, { source, target, sourceIdent, targetIdent, type });
     if (changed) {
+      if (change === "added") meter(scope, "add_relation", "dispatch", target.id);
+      else meter(scope, "remove_relation", "bookkeeping", target.id);
       if (type === "blocks") {
         if (!isTerminal(source.status)) {
           const step = change === "added" ? sql`${issues.openBlockerCount} + 1` : sql`${issues.openBlockerCount} - 1`;

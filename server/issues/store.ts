@@ -4,6 +4,7 @@ import { checkpoints, issues, members, orgs, projects, relations, user } from ".
 import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
+import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { endOfDayIn } from "./levels.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
@@ -21,7 +22,8 @@ export function issueRowFrom(json: Record<string, unknown>): IssueRow {
   return row as IssueRow;
 }
 
-export interface WriteScope {
+/** A write's transaction; `charge` is what it owes, marked by `meter` (server/usage/meter.ts). */
+export interface WriteScope extends MeterScope {
   tx: Db;
   ctx: Ctx;
   cipher: OrgCipher;
@@ -30,10 +32,21 @@ export interface WriteScope {
 
 export const isTerminal = (status: string) => status === "done" || status === "canceled";
 
-/** Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization failure. */
+/**
+ * Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization
+ * failure. What `fn` metered is charged before the commit, in the same transaction, so a
+ * refusal (BILLING_INACTIVE, SPEND_CAP) rolls the write back and a failed write costs nothing.
+ */
 export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  return retryingConflicts(() => ctx.db.transaction((tx) => fn({ tx, ctx, cipher, now: ctx.clock.now() })));
+  return retryingConflicts(() =>
+    ctx.db.transaction(async (tx) => {
+      const scope: WriteScope = { tx, ctx, cipher, now: ctx.clock.now() };
+      const result = await fn(scope);
+      await settleCharge(scope);
+      return result;
+    }),
+  );
 }
 
 /** Reruns a transaction (or a one-statement write) that hit a deadlock, a serialization failure or RetryTransaction. */

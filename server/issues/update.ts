@@ -26,6 +26,7 @@ import {
 } from "./store.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
 import { isLeaseLive, issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
+import { meter } from "../usage/meter.ts";
 
 /** The issue row, locked, and which graph lock the update holds. */
 interface Locked {
@@ -62,6 +63,8 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     }
     if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);
     const change = await changeOf(scope, row, input);
+    // A call that changes nothing writes nothing and costs nothing; the body is the work tier.
+    if (change.changed.length > 0) meter(scope, "save_issue", change.changed.includes("body") ? "work" : "bookkeeping", row.id);
     await write(scope, locked, input, change);
     return record(scope, row, input, change);
   });

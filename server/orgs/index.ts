@@ -6,6 +6,7 @@ import { account, agentKeys, members, orgs, projects, user } from "../../db/sche
 import type { Principal, Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, invalidInput, notFound } from "../errors.ts";
+import { grantSignupCredit } from "../usage/credit.ts";
 
 export const newId = () => crypto.randomUUID();
 
@@ -52,7 +53,7 @@ export async function ensureUser(db: Db, email: string, name?: string): Promise<
 }
 
 export async function createOrg(
-  services: Pick<Services, "keyring">,
+  services: Pick<Services, "keyring"> & Partial<Pick<Services, "config" | "clock">>,
   db: Db,
   input: { name: string; ownerUserId: string; timeZone?: string },
 ): Promise<string> {
@@ -63,6 +64,7 @@ export async function createOrg(
   await db.insert(orgs).values({ id, name, timeZone });
   await services.keyring.createOrgKey(db, id);
   await db.insert(members).values({ id: newId(), orgId: id, userId: input.ownerUserId, role: "owner" });
+  await grantSignupCredit(db, services, id, input.ownerUserId);
   return id;
 }
 

@@ -8,6 +8,7 @@ import { summarize } from "../issues/views.ts";
 import { claimBudget, claimCapError, claimRow, type Budget, type ClaimReply } from "./claim.ts";
 import { dispatchableAt, dispatchWithCurrentSla, emptyReply, i, laneOf, order, scopeOf, SlaThresholdPassed, slaThresholdPassed } from "./dispatch.ts";
 import { nextBatchInput } from "./schemas.ts";
+import { meter } from "../usage/meter.ts";
 
 /** The dispatchable issues of the caller's lanes, in dispatch order, unlocked. */
 function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, limit: number): PromiseLike<IssueRow[]> {
@@ -83,6 +84,8 @@ export async function nextBatch(ctx: Ctx, raw: z.input<typeof nextBatchInput> = 
     }
     const claims: ClaimReply[] = [];
     for (const row of picked) claims.push(await claimRow(scope, row, budget.live + claims.length));
+    // One call, one charge, however many it claimed (a peek above is free).
+    meter(scope, "next_batch", "dispatch", null);
     return { claimed: true as const, claims };
   });
   if (result) return result;

@@ -15,6 +15,7 @@ import { newId } from "../orgs/index.ts";
 import { claimDiscussion } from "./claim-discussion.ts";
 import { renew } from "./lease.ts";
 import { claimIssueInput } from "./schemas.ts";
+import { meter } from "../usage/meter.ts";
 
 /**
  * Per-key live-claim cap. retasc_key_budget counts under an advisory lock on the key, which
@@ -139,6 +140,8 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
     const { tx, now } = scope;
     const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true }));
     const row = budget.then;
+    // Charged only if it commits: every refusal below rolls the charge back with it.
+    meter(scope, "claim_issue", "dispatch", row.id);
     if (!row.work) {
       throw new DomainError("CONTAINER", `${identifier} is a container (work:false) and is never claimed`, "Claim one of its children instead.", {
         identifier,

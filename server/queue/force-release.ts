@@ -6,6 +6,7 @@ import { identifierSchema } from "../issues/schemas.ts";
 import { findIssue, inTransaction } from "../issues/store.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
 import { currentHolder, describeHolder, endLease } from "../issues/fencing.ts";
+import { meter } from "../usage/meter.ts";
 
 export const forceReleaseInput = z.object({
   identifier: identifierSchema,
@@ -32,6 +33,7 @@ export async function forceRelease(ctx: Ctx, raw: z.input<typeof forceReleaseInp
       );
     }
     await endLease(scope, row, "released");
+    meter(scope, "force_release", "plumbing", row.id);
     await recordActivity(scope, {
       issueId: row.id,
       kind: "force_released",

@@ -9,6 +9,7 @@ import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteSc
 import { checkpointView, unheldText } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
+import { meter } from "../usage/meter.ts";
 
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
@@ -46,6 +47,7 @@ export async function heartbeat(ctx: Ctx, raw: z.input<typeof heartbeatInput>) {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken);
     const expiresAt = await renew(scope, row);
+    meter(scope, "heartbeat", "heartbeat", row.id);
     await recordActivity(scope, {
       issueId: row.id,
       kind: "heartbeat",
@@ -98,6 +100,7 @@ export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>)
     await requireLiveToken(scope, row, input.claimToken);
     await writeCheckpoint(scope, row, input);
     const expiresAt = await renew(scope, row);
+    meter(scope, "checkpoint", "work", row.id);
     await recordActivity(scope, {
       issueId: row.id,
       kind: "checkpoint",
@@ -122,6 +125,7 @@ export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInp
     await requireLiveToken(scope, row, input.claimToken);
     if (input.note) await writeCheckpoint(scope, row, { note: input.note });
     await endLease(scope, row, "released");
+    meter(scope, "release_issue", "plumbing", row.id);
     await recordActivity(scope, {
       issueId: row.id,
       kind: "released",

@@ -10,11 +10,23 @@ import { claimCapError, claimReply, leaseFields, type TakenLease } from "./claim
 import { emptyReply } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
 import { slaSweepOrg } from "./sla.ts";
+import { billingRefusal, sqlCharge } from "../usage/meter.ts";
 
-type NextIssueOutcome = { outcome: "sla" | "empty" | "cap" } | (TakenLease & { outcome: "claimed"; otherClaims: number });
+type NextIssueOutcome =
+  | { outcome: "sla" | "empty" | "cap" }
+  | { outcome: "billing"; code: "BILLING_INACTIVE" | "SPEND_CAP" }
+  | (TakenLease & { outcome: "claimed"; otherClaims: number });
 
 /** retasc_next_issue's arguments by name. */
-type NextIssueCall = ReturnType<typeof leaseFields> & { orgId: string; projectId: string | null; allLanes: boolean; checkSla: boolean; cap: number };
+type NextIssueCall = ReturnType<typeof leaseFields> & {
+  orgId: string;
+  projectId: string | null;
+  allLanes: boolean;
+  checkSla: boolean;
+  cap: number;
+  /** What a claim pays, when billing is on (retasc_charge, inside the claim's statement). */
+  charge: ReturnType<typeof sqlCharge>;
+};
 
 /** next_issue calls that arrive together go out as one statement (retasc_next_issues), at one instant. */
 const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) => {
@@ -61,6 +73,7 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
       allLanes: input.allLanes ?? false,
       checkSla: attempt < 3,
       cap,
+      charge: sqlCharge(ctx, "next_issue", "dispatch"),
       ...leaseFields(ctx, ctx.clock.now(), claimToken),
     });
     switch (result.outcome) {
@@ -74,6 +87,8 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
       }
       case "cap":
         throw claimCapError(cap);
+      case "billing":
+        throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
         sendNotices(ctx.db, result.notices);
         // Read only when the key holds others, so the usual claim costs nothing more.

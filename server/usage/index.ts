@@ -1,61 +1,62 @@
-import { and, count, desc, eq, gte } from "drizzle-orm";
+import { and, desc, eq, gte, sql } from "drizzle-orm";
 import { z } from "zod";
-import { activity } from "../../db/schema/index.ts";
+import { query } from "../../db/client.ts";
+import { activity, billingCharges } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import { meterTiers, rateCard, signupCreditMicroCredits } from "./rate-card.ts";
+import { billingEnabled } from "./meter.ts";
+import { rateCardView } from "./rate-card.ts";
 
 export const usageSummaryInput = z.object({});
-export const billingSummaryInput = z.object({});
-
-function rateCardView() {
-  return {
-    unit: "micro-credit" as const,
-    microCreditsPerUsd: 1_000_000,
-    tiers: meterTiers.map((tier) => ({ tier, microCredits: rateCard[tier] })),
-    free: "reads, an empty next_issue, a next_batch peek",
-  };
-}
 
 /**
- * What the org's people and agents did: writes counted from the activity log, this
- * calendar month (UTC) and in total, beside the rate card. Billing is not wired in
- * yet, so nothing here is a charge.
+ * The caller's own meter this month (the month starts in the org's time zone): with billing
+ * on, its charges from the ledger by tool and tier, as the person and key that acted; off,
+ * the writes it made, counted from the activity log. Beside the rate card.
  */
 export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInput>) {
   usageSummaryInput.parse(raw);
-  const { orgId } = ctx.principal;
+  const { orgId, userId, keyId } = ctx.principal;
   const now = ctx.clock.now();
-  const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const [byKind, lifetime] = await Promise.all([
-    ctx.db
-      .select({ kind: activity.kind, n: count() })
-      .from(activity)
-      .where(and(eq(activity.orgId, orgId), gte(activity.createdAt, monthStart)))
-      .groupBy(activity.kind)
-      .orderBy(desc(count()), activity.kind),
-    ctx.db.select({ n: count() }).from(activity).where(eq(activity.orgId, orgId)),
-  ]);
-  const thisMonth = byKind.map((row) => ({ kind: row.kind, count: Number(row.n) }));
-  return {
-    period: { from: monthStart.toISOString(), to: now.toISOString() },
-    writesThisMonth: thisMonth.reduce((sum, row) => sum + row.count, 0),
-    byKind: thisMonth,
-    writesAllTime: Number(lifetime[0]?.n ?? 0),
-    metered: false,
-    rateCard: rateCardView(),
-    note: "Metering is not enabled on this server: these are activity counts, not charges.",
+  const [month] = await query<{ start: string }>(
+    ctx.db,
+    sql`select retasc_billing_month_start(${orgId}::text, ${now.toISOString()}::timestamptz) as start`,
+  );
+  const from = new Date(month!.start);
+  const period = { from: from.toISOString(), to: now.toISOString() };
+  // An agent's meter is its key's; a person in the Dash or CLI (no key) sees theirs.
+  const mine = keyId ? { charges: eq(billingCharges.keyId, keyId), writes: eq(activity.keyId, keyId) } : {
+    charges: eq(billingCharges.userId, userId ?? ""),
+    writes: eq(activity.actorId, userId ?? ""),
   };
-}
-
-/** The billing picture. This server has no billing wired in, and says so rather than inventing figures. */
-export async function billingSummary(ctx: Ctx, raw: z.input<typeof billingSummaryInput>) {
-  billingSummaryInput.parse(raw);
+  const metered = billingEnabled(ctx.config);
+  const [byTool, byKind] = await Promise.all([
+    metered
+      ? ctx.db
+          .select({ tool: billingCharges.tool, tier: billingCharges.tier, calls: sql<string>`count(*)`, microCredits: sql<string>`sum(${billingCharges.microCredits})` })
+          .from(billingCharges)
+          .where(and(eq(billingCharges.orgId, orgId), mine.charges, gte(billingCharges.createdAt, from)))
+          .groupBy(billingCharges.tool, billingCharges.tier)
+          .orderBy(desc(sql`sum(${billingCharges.microCredits})`), billingCharges.tool)
+      : Promise.resolve([]),
+    ctx.db
+      .select({ kind: activity.kind, n: sql<string>`count(*)` })
+      .from(activity)
+      .where(and(eq(activity.orgId, orgId), mine.writes, gte(activity.createdAt, from)))
+      .groupBy(activity.kind)
+      .orderBy(desc(sql`count(*)`), activity.kind),
+  ]);
+  const charges = byTool.map((row) => ({ tool: row.tool, tier: row.tier, calls: Number(row.calls), microCredits: Number(row.microCredits) }));
+  const writes = byKind.map((row) => ({ kind: row.kind, count: Number(row.n) }));
   return {
-    enabled: false,
-    balanceMicroCredits: null,
-    signupCreditMicroCredits,
-    spendCapMicroCredits: null,
+    period,
+    metered,
+    spentMicroCredits: charges.reduce((sum, row) => sum + row.microCredits, 0),
+    byTool: charges,
+    writesThisMonth: writes.reduce((sum, row) => sum + row.count, 0),
+    byKind: writes,
     rateCard: rateCardView(),
-    note: "Billing is not enabled on this server: nothing is charged and no write is refused for billing.",
+    note: metered
+      ? "Your charges this month, from the ledger (billing_summary has the org's balance and cap)."
+      : "Billing is off on this server: these are your writes this month, and nothing is charged.",
   };
 }

@@ -13,5 +13,72 @@ export const rateCard: Record<MeterTier, number> = {
   heartbeat: 100,
 };
 
-/** Credit a new org starts with. */
-export const signupCreditMicroCredits = 10_000_000;
+/** The rate card as the summaries show it. */
+export function rateCardView() {
+  return {
+    unit: "micro-credit" as const,
+    microCreditsPerUsd: 1_000_000,
+    tiers: meterTiers.map((tier) => ({ tier, microCredits: rateCard[tier] })),
+    free: "reads, an empty next_issue, a next_batch peek",
+  };
+}
+
+/**
+ * The tier each metered tool is charged at, the one table of them: the services charge by it
+ * (server/billing `meter`), and tools/list states the price from it. A tool with two tiers
+ * charges the first for what the second line of its note names (save_issue: creating or a
+ * body edit is work, any other edit bookkeeping); a call pays its highest tier once. Tools
+ * not listed are reads: free. Dash and CLI doors charge the tool their service implements.
+ */
+export const toolTiers = {
+  next_issue: ["dispatch"],
+  next_batch: ["dispatch"],
+  claim_issue: ["dispatch"],
+  add_relation: ["dispatch"],
+  save_issue: ["work", "bookkeeping"],
+  checkpoint: ["work"],
+  save_comment: ["work"],
+  save_attachment: ["work"],
+  retract_comment: ["bookkeeping"],
+  save_label: ["bookkeeping"],
+  remove_relation: ["bookkeeping"],
+  obsolete_attachment: ["bookkeeping"],
+  mint_session_key: ["plumbing"],
+  release_issue: ["plumbing"],
+  force_release: ["plumbing"],
+  suspend_member: ["plumbing"],
+  reactivate_member: ["plumbing"],
+  retire_member: ["plumbing"],
+  revoke_connector: ["plumbing"],
+  heartbeat: ["heartbeat"],
+} as const satisfies Record<string, readonly MeterTier[]>;
+export type MeteredTool = keyof typeof toolTiers;
+export type TierOf<T extends MeteredTool> = (typeof toolTiers)[T][number];
+
+/**
+ * Wind-down: charged while there is credit, never refused (not for credit, not for the cap),
+ * so a lapsed org can still renew, hand off and give back work, and cut off access.
+ */
+export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
+  "heartbeat",
+  "checkpoint",
+  "release_issue",
+  "revoke_connector",
+  "suspend_member",
+  "retire_member",
+]);
+
+/** Which calls of a tool are free though the tool is metered (what tools/list says beside the price). */
+const freeWhen: Partial<Record<MeteredTool, string>> = {
+  next_issue: "; free when empty",
+  next_batch: " with claim; a peek is free",
+};
+
+/** The sentence tools/list appends to a metered tool's description: its price as charged. */
+export function priceNote(tool: string): string | null {
+  const tiers = (toolTiers as Record<string, readonly MeterTier[]>)[tool];
+  if (!tiers) return null;
+  const prices = tiers.map((tier) => rateCard[tier].toLocaleString("en-US"));
+  const price = prices.length > 1 ? `${prices[0]} µcr to create or edit the body, else ${prices[1]}` : `${prices[0]} µcr`;
+  return `Cost: ${price}${freeWhen[tool as MeteredTool] ?? ""}.`;
+}

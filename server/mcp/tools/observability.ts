@@ -3,7 +3,8 @@ import { slaStates } from "../../../db/schema/index.ts";
 import { issueStatuses } from "../../../constants/statuses.ts";
 import { queueStatus } from "../../queue/index.ts";
 import { getProject, getProjectInput, listProjects, listProjectsInput } from "../../orgs/projects.ts";
-import { billingSummary, billingSummaryInput, usageSummary, usageSummaryInput } from "../../usage/index.ts";
+import { billingSummary, billingSummaryInput } from "../../billing/index.ts";
+import { usageSummary, usageSummaryInput } from "../../usage/index.ts";
 import { meterTiers } from "../../usage/rate-card.ts";
 import { defineTool, readOnly } from "../tool.ts";
 
@@ -110,15 +111,16 @@ export const usageTools = [
     title: "Usage summary",
     group: "observability",
     description:
-      "Call when your human asks what the fleet has done or would cost: this calendar month's and all-time writes by " +
-      "kind, counted from the activity log, beside the rate card.",
+      "Call when your human asks what you have spent or done: your own meter this month (charges by tool and tier, " +
+      "or your writes by kind when billing is off), beside the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),
+      metered: z.boolean(),
+      spentMicroCredits: z.number().int(),
+      byTool: z.array(z.object({ tool: z.string(), tier: z.string(), calls: z.number().int(), microCredits: z.number().int() })),
       writesThisMonth: z.number().int(),
       byKind: z.array(z.object({ kind: z.string(), count: z.number().int() })),
-      writesAllTime: z.number().int(),
-      metered: z.boolean(),
       rateCard: rateCardOutput,
       note: z.string(),
     }),
@@ -132,14 +134,37 @@ export const usageTools = [
     title: "Billing summary",
     group: "observability",
     description:
-      "Call when your human asks about money: whether billing is on, balance, signup credit, spend cap and the rate " +
-      "card. Billing is not on yet: nothing is charged and no write is refused for it.",
+      "Call when your human asks about money: whether billing is on, the org's balance (given and bought), this " +
+      "month's spend against the cap and purchases (owners and admins), your own spend, the rate card.",
     input: billingSummaryInput,
     output: z.object({
       enabled: z.boolean(),
-      balanceMicroCredits: z.number().int().nullable(),
+      balance: z
+        .object({ givenMicroCredits: z.number().int(), boughtMicroCredits: z.number().int(), totalMicroCredits: z.number().int() })
+        .nullable(),
+      spendCap: z
+        .object({
+          monthlyMicroCredits: z.number().int().nullable(),
+          spentThisMonthMicroCredits: z.number().int(),
+          monthStartsAt: z.string(),
+          timeZone: z.string(),
+        })
+        .nullable(),
+      purchases: z.array(
+        z.object({
+          purchaseId: z.string(),
+          packUsd: z.number().int(),
+          microCredits: z.number().int(),
+          status: z.string(),
+          reversedMicroCredits: z.number().int(),
+          receiptUrl: z.string().nullable(),
+          userId: z.string().nullable(),
+          createdAt: z.string(),
+          paidAt: z.string().nullable(),
+        }),
+      ),
+      yourSpendThisMonthMicroCredits: z.number().int(),
       signupCreditMicroCredits: z.number().int(),
-      spendCapMicroCredits: z.number().int().nullable(),
       rateCard: rateCardOutput,
       note: z.string(),
     }),
