@@ -10,7 +10,6 @@ import { newId } from "../orgs/index.ts";
 import { getAttachmentInput, listAttachmentsInput, obsoleteAttachmentInput, saveAttachmentInput } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
-import { meter } from "../usage/meter.ts";
 
 /** What a file attachment adds to its row (attachment_files, without the content). */
 export type FileFacts = Pick<typeof attachmentFiles.$inferSelect, "contentType" | "sizeBytes">;
@@ -57,7 +56,6 @@ export async function saveAttachment(ctx: Ctx, raw: z.input<typeof saveAttachmen
       .returning();
     await recordActivity(scope, { issueId: issue.id, kind: "attachment_added", detail: { attachmentId: row!.id } });
     meter(scope, "save_attachment", "work", issue.id);
-    meter(scope, "save_attachment", "work", issue.id);
     return attachmentView(cipher, row!, issue.identifier, null);
   });
 }
@@ -103,7 +101,6 @@ export async function obsoleteAttachment(ctx: Ctx, raw: z.input<typeof obsoleteA
         .set({ obsoletedAt: now, obsoleteReasonEnc: cipher.encrypt(input.reason) })
         .where(eq(attachments.id, attachment.id));
       await recordActivity(scope, { issueId: attachment.issueId, kind: "attachment_obsoleted", detail: { attachmentId: attachment.id } });
-      meter(scope, "obsolete_attachment", "bookkeeping", attachment.issueId);
       meter(scope, "obsolete_attachment", "bookkeeping", attachment.issueId);
     }
     const updated = await findAttachment(tx, ctx.principal.orgId, attachment.id);
