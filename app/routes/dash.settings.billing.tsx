@@ -26,7 +26,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
     listLedger(ctx, { ...filters, cursor: params.get("cursor") ?? undefined }),
     seesAll ? listMembers(ctx, {}).then(({ members }) => members.flatMap((m) => (m.kind === "human" ? [{ userId: m.userId, email: m.email }] : []))) : [],
   ]);
-  return { summary, ledger, people, filters, paged: params.has("cursor"), role: membership.role, checkout: params.get("checkout") };
+  return { summary, ledger, people, packs: CREDIT_PACKS_USD, filters, paged: params.has("cursor"), role: membership.role, checkout: params.get("checkout") };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -62,7 +62,7 @@ function usd(microCredits: number): string {
 }
 
 export default function Billing({ loaderData, actionData }: Route.ComponentProps) {
-  const { summary, ledger, people, filters, paged, role, checkout } = loaderData;
+  const { summary, ledger, people, packs, filters, paged, role, checkout } = loaderData;
   const seesAll = role !== "member";
   const notice = actionData && "done" in actionData ? actionData.done : null;
   const nextPage = ledger.nextCursor ? `?${new URLSearchParams({ ...filters, cursor: ledger.nextCursor })}` : null;
@@ -89,7 +89,7 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
             <Form method="post" className="mt-4 flex flex-wrap items-center gap-2" aria-label="Buy credit">
               <input type="hidden" name="intent" value="buy" />
               <span className="text-sm font-medium">Buy credit</span>
-              {CREDIT_PACKS_USD.map((pack) => (
+              {packs.map((pack) => (
                 <Button key={pack} name="pack" value={String(pack)} tone="secondary" aria-label={`Buy $${pack} of credit`}>
                   ${pack}
                 </Button>
