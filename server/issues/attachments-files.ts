@@ -9,6 +9,7 @@ import { attachmentView, findAttachment } from "./attachments.ts";
 import { downloadHeaders, sniffContentType } from "./attachments-sniff.ts";
 import { identifierSchema } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
+import { meter } from "../usage/meter.ts";
 
 /** The largest file an agent may attach, decoded: screenshots, logs and traces fit; a build artifact belongs elsewhere. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
@@ -73,6 +74,7 @@ export async function saveAttachmentFile(ctx: Ctx, raw: z.input<typeof saveAttac
     const file = { contentType, sizeBytes: bytes.length };
     await tx.insert(attachmentFiles).values({ attachmentId: id, orgId: ctx.principal.orgId, ...file, contentEnc: cipher.encryptBytes(bytes) });
     await recordActivity(scope, { issueId: issue.id, kind: "attachment_added", detail: { attachmentId: id, size: bytes.length, contentType } });
+    meter(scope, "save_attachment_file", "work", issue.id);
     return attachmentView(cipher, row!, issue.identifier, file);
   });
 }

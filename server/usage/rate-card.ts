@@ -39,6 +39,7 @@ export const toolTiers = {
   checkpoint: ["work"],
   save_comment: ["work"],
   save_attachment: ["work"],
+  save_attachment_file: ["work"],
   retract_comment: ["bookkeeping"],
   save_label: ["bookkeeping"],
   remove_relation: ["bookkeeping"],
