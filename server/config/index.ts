@@ -76,7 +76,8 @@ export const configSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -")
     .default("retasc"),
-  MCP_MAX_BODY_BYTES: positiveInt(1_048_576),
+  /** Largest /mcp request body: a 10 MiB file in base64 (save_attachment_file, 13,981,016 characters) and its JSON-RPC envelope fit. */
+  MCP_MAX_BODY_BYTES: positiveInt(16_777_216),
   // Abuse limits (server/http/limits.ts, docs/decisions/005-rate-limits.md): per minute; far above what a fleet does.
   /** Requests per agent key on /mcp. */
   RATE_LIMIT_KEY_PER_MIN: positiveInt(60_000),

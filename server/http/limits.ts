@@ -93,6 +93,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       const mcp = path === "/mcp";
       const method = req.method ?? "GET";
       if (BODY_METHODS.has(method)) {
+        // /mcp admits a 10 MiB file in base64 for every tool (docs/decisions/013): the body is read
+        // before its tool is known, and only after the key is authenticated (server/mcp/http.ts).
         const max = mcp ? config.MCP_MAX_BODY_BYTES : config.REQUEST_MAX_BODY_BYTES;
         const declared = req.headers["content-length"];
         if (declared !== undefined && !(Number(declared) <= max)) {
