@@ -11,12 +11,12 @@ import { loadConfig } from "./server/config/index.ts";
 import { boot } from "./server/boot.ts";
 import { describeFatal } from "./server/fatal.ts";
 import { createLogger } from "./server/log.ts";
-import { migrationStatus } from "./db/client.ts";
-import { sql } from "drizzle-orm";
 import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
-import { jobHealth } from "./server/outbox/index.ts";
+import { registerDatabaseGauges } from "./server/metrics/index.ts";
+import { readinessOf } from "./server/metrics/health.ts";
+import { startMetricsServer } from "./server/http/metrics.ts";
 import { createRequestGuard } from "./server/http/limits.ts";
 import { createEdge } from "./server/http/edge.ts";
 import { refuse } from "./server/http/refuse.ts";
@@ -36,18 +36,9 @@ async function main() {
   const build = (await import(pathToFileURL(buildPath).href)) as ServerBuild;
 
   let workers: JobRunner | null = null;
-  const health = async () => {
-    try {
-      await services.db.execute(sql`select 1`);
-      const migrations = await migrationStatus(services.db);
-      const ok = migrations.applied >= migrations.expected;
-      const jobs = { runner: workers?.kind ?? "separate", ...(await jobHealth(services.db)) };
-      return { ok, detail: { mode: config.mode, database: "ok", migrations, jobs } };
-    } catch (error) {
-      log.error({ err: error }, "health check failed");
-      return { ok: false, detail: { mode: config.mode, database: "unreachable" } };
-    }
-  };
+  const health = readinessOf(services.db, config.mode, () => workers?.kind ?? "separate", log);
+  registerDatabaseGauges(booted.database);
+  const metricsServer = config.METRICS_PORT ? await startMetricsServer(config.METRICS_PORT, health, log) : null;
 
   const hub = new EventHub();
   await hub.start(booted.database);
@@ -115,6 +106,7 @@ async function main() {
     await closed;
     clearTimeout(force);
     await workers?.stop();
+    metricsServer?.close();
     await guard.close();
     await booted.close();
     log.info("stopped");

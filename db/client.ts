@@ -16,7 +16,15 @@ export interface Database {
   driver: Driver;
   /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The pool's size and what holds or waits for its connections now (for /metrics). */
+  pool(): PoolUse;
   close(): Promise<void>;
+}
+
+export interface PoolUse {
+  max: number;
+  /** Open transactions plus statements run outside one; above `max`, the rest wait for a connection. */
+  inUse: number;
 }
 
 export const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
@@ -31,27 +39,48 @@ export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(statement));
 }
 
-export async function openPostgres(url: string, options: { max?: number } = {}): Promise<Database> {
+/**
+ * PostgreSQL through postgres.js. With `directUrl` (DATABASE_DIRECT_URL), `url` is taken to be a
+ * pooler in transaction mode (PgBouncer, Supavisor, RDS Proxy), which hands each transaction any
+ * server connection: nothing may outlive a transaction on it. So statements are unnamed (a named
+ * prepared statement lives on one server connection), no session setting is sent at connect, and
+ * LISTEN, which needs a session of its own for as long as it listens, opens on `directUrl`.
+ * Migrations take a session advisory lock, so they run on the direct URL too (boot.ts).
+ */
+export async function openPostgres(url: string, options: { max?: number; directUrl?: string } = {}): Promise<Database> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
+  const pooled = options.directUrl !== undefined;
+  const max = options.max ?? 20;
   const sql = postgres(url, {
-    max: options.max ?? 20,
+    max,
     onnotice: () => {},
     connect_timeout: 10,
     idle_timeout: 30,
-    // Prepared statements are planned for their actual parameters every time, as unnamed ones
-    // were: a generic plan can be far worse (an EXISTS over a partial index became a full scan).
-    connection: { plan_cache_mode: "force_custom_plan" },
+    ...(pooled
+      ? { prepare: false }
+      : {
+          // Prepared statements are planned for their actual parameters every time, as unnamed ones
+          // are: a generic plan can be far worse (an EXISTS over a partial index became a full scan).
+          connection: { plan_cache_mode: "force_custom_plan" },
+        }),
   });
-  const db = drizzle(preparing(sql), { schema }) as unknown as Db;
+  const use = { max, inUse: 0 };
+  const db = drizzle(instrumented(sql, use, { prepare: !pooled, scoped: false }), { schema }) as unknown as Db;
+  let listener: PostgresClient | null = null;
   return {
     db,
     driver: "postgres",
     async listen(channel, onPayload) {
-      const sub = await sql.listen(channel, (payload) => onPayload(payload));
+      // postgres.js keeps one LISTEN connection per client for every channel.
+      const client = pooled ? (listener ??= postgres(options.directUrl!, { max: 1, onnotice: () => {}, connect_timeout: 10 })) : sql;
+      const sub = await client.listen(channel, (payload) => onPayload(payload));
       return () => sub.unlisten();
     },
-    close: () => sql.end({ timeout: 5 }),
+    pool: () => ({ ...use }),
+    async close() {
+      await Promise.all([sql.end({ timeout: 5 }), listener?.end({ timeout: 5 })]);
+    },
   };
 }
 
@@ -59,32 +88,77 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
 const MAX_PREPARED_PARAMETERS = 64;
 
 /**
+ * Counts what holds the pool's connections (`use.inUse`: each open transaction, each statement
+ * outside one, from its start to its settling) and, unless behind a pooler, prepares statements:
  * drizzle-orm runs every postgres.js query as an unnamed statement, and postgres.js then
  * describes each parameterized one in a round trip of its own before executing it
  * (drizzle-orm#6096): every query cost two round trips. Named prepared statements cost one
  * (and skip re-parsing). Transactions and savepoints hand out scoped clients, so those are
- * wrapped too.
+ * wrapped too (their statements run on the transaction's connection, already counted).
  */
-function preparing<T extends PostgresClient>(client: T): T {
+function instrumented<T extends PostgresClient>(client: T, use: { inUse: number }, mode: { prepare: boolean; scoped: boolean }): T {
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property === "unsafe") {
-        return (text: string, parameters?: unknown[], options?: { prepare?: boolean }) =>
-          target.unsafe(text, parameters as never, {
+        return (text: string, parameters?: unknown[], options?: { prepare?: boolean }) => {
+          const pending = target.unsafe(text, parameters as never, {
             ...options,
-            prepare: options?.prepare === true || (parameters?.length ?? 0) <= MAX_PREPARED_PARAMETERS,
+            prepare: mode.prepare && (options?.prepare === true || (parameters?.length ?? 0) <= MAX_PREPARED_PARAMETERS),
           });
+          return mode.scoped ? pending : counted(pending, use);
+        };
       }
       if (property === "begin" || property === "savepoint") {
         return (...args: unknown[]) => {
           const fn = args.pop() as (scoped: PostgresClient) => unknown;
-          const method = Reflect.get(target, property, receiver) as (...a: unknown[]) => unknown;
-          return method(...args, (scoped: PostgresClient) => fn(preparing(scoped)));
+          const method = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+          const run = () => method(...args, (scoped: PostgresClient) => fn(instrumented(scoped, use, { ...mode, scoped: true })));
+          if (mode.scoped) return run();
+          use.inUse++;
+          return run().finally(() => use.inUse--);
         };
       }
       return Reflect.get(target, property, receiver);
     },
   });
+}
+
+/**
+ * A postgres.js query runs when first awaited (its `then`), after drizzle has chosen its row
+ * format (`.values()` returns the query itself): count from then until it settles.
+ */
+function counted<Q extends object>(pending: Q, use: { inUse: number }): Q {
+  const proxy: Q = new Proxy(pending, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== "function") return value;
+      if (property === "then") {
+        return (onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown) => {
+          use.inUse++;
+          let settled = false;
+          const settle = () => {
+            if (settled) return;
+            settled = true;
+            use.inUse--;
+          };
+          return (value as Promise<unknown>["then"]).call(
+            target,
+            (v) => (settle(), onFulfilled ? onFulfilled(v) : v),
+            (e) => {
+              settle();
+              if (onRejected) return onRejected(e);
+              throw e;
+            },
+          );
+        };
+      }
+      return (...args: unknown[]) => {
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result === target ? proxy : result;
+      };
+    },
+  });
+  return proxy;
 }
 
 /** PGlite in `dataDir`, or in memory when dataDir is undefined (tests). */
@@ -104,6 +178,8 @@ export async function openPglite(dataDir?: string): Promise<Database> {
       const unsub = await client.listen(channel, onPayload);
       return async () => unsub();
     },
+    // One connection, transactions one at a time: nothing to count that would help an operator.
+    pool: () => ({ max: 1, inUse: 0 }),
     close: () => client.close(),
   };
 }

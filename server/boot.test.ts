@@ -18,10 +18,11 @@ describe("embedded mode from nothing", () => {
     const dataDir = tempDataDir();
     testBuildDir(); // `npm start` builds before it starts; the bound is for the start itself
     const started = Date.now();
-    const first = await startApp({ RETASC_DATA_DIR: dataDir, LOG_LEVEL: "info" }, { timeoutMs: startBound });
+    const metricsToken = "boot-test-metrics-token-0123456789";
+    const first = await startApp({ RETASC_DATA_DIR: dataDir, LOG_LEVEL: "info", METRICS_TOKEN: metricsToken }, { timeoutMs: startBound });
     running.push(first);
     expect(Date.now() - started).toBeLessThan(startBound);
-    const health = await (await fetch(`${first.url}/healthz`)).json();
+    const health = await (await fetch(`${first.url}/healthz`, { headers: { authorization: `Bearer ${metricsToken}` } })).json();
     expect(health).toMatchObject({ status: "ok", mode: "embedded", database: "ok" });
     // Pages render with one consistent (production) React build.
     for (const page of ["/", "/auth/sign-up", "/index.md"]) expect((await fetch(`${first.url}${page}`)).status, page).toBe(200);

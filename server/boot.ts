@@ -32,8 +32,9 @@ export async function boot(
   let masterKey: Buffer;
   if (config.DATABASE_URL) {
     masterKey = resolveMasterKey(config.RETASC_MASTER_KEY, undefined, warn);
-    database = await openPostgres(config.DATABASE_URL, { max: options.poolSize });
-    await migrateDatabase(database, config.DATABASE_URL);
+    database = await openPostgres(config.DATABASE_URL, { max: options.poolSize, directUrl: config.DATABASE_DIRECT_URL });
+    // Under a session advisory lock, which a pooler in transaction mode cannot hold: on the direct URL.
+    await migrateDatabase(database, config.DATABASE_DIRECT_URL ?? config.DATABASE_URL);
   } else {
     const dataDir = path.resolve(config.RETASC_DATA_DIR);
     unlock = lockDataDir(dataDir);

@@ -1,6 +1,7 @@
 import type { Db } from "../db/client.ts";
 import type { Config } from "./config/index.ts";
 import type { Keyring } from "./crypto/index.ts";
+import { notePrincipal } from "./metrics/requests.ts";
 
 export interface Clock {
   now(): Date;
@@ -50,7 +51,8 @@ export function systemPrincipal(orgId: string): Principal {
   return { kind: "system", orgId, userId: null, keyId: null, runtime: "retasc", projectId: null, claimCap: null };
 }
 
-export const withPrincipal = (services: Services, principal: Principal): Ctx => ({
-  ...services,
-  principal,
-});
+/** The context a door acts in; the request's log line names the principal (server/metrics/requests.ts). */
+export const withPrincipal = (services: Services, principal: Principal): Ctx => {
+  notePrincipal(principal);
+  return { ...services, principal };
+};

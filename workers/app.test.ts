@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, describe, expect, it } from "vitest";
 import { testDriver } from "../server/testing/db.ts";
-import { startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { startApp as startAppProcess, type AppProcess } from "../server/testing/app-process.ts";
 import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { waitFor } from "./testing/wait.ts";
 
@@ -11,14 +11,19 @@ afterAll(async () => {
   await Promise.all(running.map((app) => app.stop("SIGKILL")));
 });
 
+/** /healthz shows the jobs to the holder of the metrics token, which every app here is started with. */
+const METRICS_TOKEN = "workers-test-metrics-token-0123456789";
+const startApp = (env: Record<string, string | undefined>) => startAppProcess({ METRICS_TOKEN, ...env });
 const jobsOf = async (app: AppProcess) =>
-  ((await (await fetch(`${app.url}/healthz`)).json()) as { jobs: Record<string, unknown> }).jobs;
+  ((await (await fetch(`${app.url}/healthz`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).json()) as {
+    jobs: Record<string, unknown>;
+  }).jobs;
 
 describe("the web process runs jobs", () => {
   it("in the embedded mode, in-process by default, and stops cleanly", async () => {
     const app = await startApp({ LOG_LEVEL: "info" });
     running.push(app);
-    expect(await jobsOf(app)).toEqual({ runner: "inline", pending: 0, failed: 0, failedSweeps24h: 0 });
+    expect(await jobsOf(app)).toEqual({ runner: "inline", pending: 0, failed: 0, failedSweeps24h: 0, oldestPendingSeconds: 0 });
     expect(await app.stop("SIGTERM")).toBe(0);
     expect(app.output()).toContain("in-process job runner stopped");
   });

@@ -1,4 +1,5 @@
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed } from "../server/outbox/index.ts";
 import { errorLabel, executeJob, isPermanent } from "./catalog.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
@@ -69,10 +70,14 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
     },
   );
   worker.on("error", onRedisError);
+  worker.on("completed", (job) => {
+    if (!sweepsByName.has(job.name)) metrics.job(job.name, "completed");
+  });
   worker.on("failed", (job, error) => {
     if (!job) return;
     const outboxId = (job.data as Partial<OutboxJobData>).outboxId;
     const final = Boolean(job.finishedOn);
+    if (!sweepsByName.has(job.name)) metrics.job(job.name, final ? "failed" : "retry");
     log[final ? "error" : "warn"]({ err: error, job: job.name, jobId: job.id, attempts: job.attemptsMade, final }, final ? "job failed for good" : "job failed; will retry");
     if (final && typeof outboxId === "number") {
       markOutboxFailed(db, outboxId, errorLabel(error)).catch((e: unknown) => log.warn({ err: e }, "could not mark an outbox row failed"));

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
+import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL } from "../server/outbox/index.ts";
 import { backoffMs, errorLabel, executeJob, isPermanent } from "./catalog.ts";
 import { nextTick, settleWithin, SHUTDOWN_GRACE_MS, type JobRunner, type RunnerOptions } from "./runner.ts";
@@ -59,13 +60,16 @@ export async function startInlineRunner(options: RunnerOptions & { exclusive: bo
     try {
       await executeJob(catalog, { services, log, key: `outbox:${id}`, outboxId: id, attempt }, row.job, row.payload);
       await markOutboxCompleted(db, id);
+      metrics.job(row.job, "completed");
     } catch (error) {
       const label = errorLabel(error);
       if (isPermanent(error) || attempt >= config.JOB_ATTEMPTS) {
+        metrics.job(row.job, "failed");
         log.error({ err: error, job: row.job, outboxId: id, attempt }, "job failed for good");
         await markOutboxFailed(db, id, label).catch(() => {});
         return;
       }
+      metrics.job(row.job, "retry");
       const wait = backoffMs(config.JOB_BACKOFF_MS, attempt);
       log.warn({ err: error, job: row.job, outboxId: id, attempt, retryInMs: wait }, "job failed; will retry");
       await db

@@ -3,6 +3,9 @@ import { loadConfig } from "../server/config/index.ts";
 import { boot } from "../server/boot.ts";
 import { describeFatal } from "../server/fatal.ts";
 import { createLogger } from "../server/log.ts";
+import { registerDatabaseGauges } from "../server/metrics/index.ts";
+import { readinessOf } from "../server/metrics/health.ts";
+import { startMetricsServer } from "../server/http/metrics.ts";
 import type { JobCatalog } from "./catalog.ts";
 import { startWorkers } from "./index.ts";
 
@@ -24,12 +27,17 @@ export async function runWorkerProcess(options: { catalog?: JobCatalog } = {}): 
       throw error;
     });
     const runner = await startWorkers({ services: booted.services, database: booted.database, log, catalog: options.catalog });
+    // Job and sweep counts live in this process: METRICS_PORT serves them on 127.0.0.1 here too.
+    registerDatabaseGauges(booted.database);
+    const readiness = readinessOf(booted.services.db, config.mode, () => runner.kind, log);
+    const metricsServer = config.METRICS_PORT ? await startMetricsServer(config.METRICS_PORT, readiness, log) : null;
     let stopping = false;
     const shutdown = async (signal: string) => {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, "workers shutting down: finishing in-flight jobs");
       await runner.stop();
+      metricsServer?.close();
       await booted.close();
       process.exit(0);
     };

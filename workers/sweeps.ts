@@ -3,6 +3,7 @@ import { query } from "../db/client.ts";
 import type { Config } from "../server/config/index.ts";
 import type { Services } from "../server/context.ts";
 import type { Logger } from "../server/log.ts";
+import { metrics } from "../server/metrics/index.ts";
 import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
@@ -33,10 +34,12 @@ export async function runSweepTick(
   const started = Date.now();
   try {
     const result = await sweep.run(services);
+    metrics.sweep(sweep.name, Date.now() - started, true);
     await settleReceipt(services.db, key, { result });
     log.debug({ sweep: sweep.name, tick: tickMs, ms: Date.now() - started, ...result }, "sweep ran");
     return { ran: true, result };
   } catch (error) {
+    metrics.sweep(sweep.name, Date.now() - started, false);
     await settleReceipt(services.db, key, { error: errorLabel(error) }).catch(() => {});
     throw error;
   }
@@ -58,7 +61,15 @@ export async function pruneJobHistory(services: Services): Promise<Record<string
 /** The app's repeating jobs, at the intervals from config. */
 export function retascSweeps(config: Config): SweepDefinition[] {
   return [
-    { name: "sweep.reclaim", everyMs: config.RECLAIM_SWEEP_MS, run: (services) => reclaimSweep(services) },
+    {
+      name: "sweep.reclaim",
+      everyMs: config.RECLAIM_SWEEP_MS,
+      run: async (services) => {
+        const result = await reclaimSweep(services);
+        metrics.leaseExpiriesRecorded(result.reclaimed);
+        return result;
+      },
+    },
     { name: "sweep.sla", everyMs: config.SLA_SWEEP_MS, run: slaSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
   ];

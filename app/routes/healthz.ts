@@ -1,7 +1,14 @@
+import { hasMetricsToken } from "../../server/metrics/index.ts";
+import { healthBody } from "../../server/metrics/health.ts";
 import type { Route } from "./+types/healthz";
 
-/** Liveness and readiness: the database answers and every migration is applied. */
-export async function loader({ context }: Route.LoaderArgs) {
-  const { ok, detail } = await context.health();
-  return Response.json({ status: ok ? "ok" : "unavailable", ...detail }, { status: ok ? 200 : 503 });
+/**
+ * Liveness for anyone (`{ok:true}` while the process serves); readiness (database, migrations,
+ * jobs and the outbox's lag, 503 when not ready) only with the metrics token: it tells a
+ * stranger more than they need.
+ */
+export async function loader({ request, context }: Route.LoaderArgs) {
+  const detailed = hasMetricsToken(context.services.config, request.headers.get("authorization"));
+  const { status, body } = await healthBody(context.health, detailed);
+  return Response.json(body, { status, headers: { "cache-control": "no-store" } });
 }

@@ -14,6 +14,13 @@ const optionalUrl = z
   .pipe(z.url("must be a URL").optional())
   .optional();
 
+const optionalPostgresUrl = z
+  .string()
+  .trim()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional())
+  .optional();
+
 const base64Key = z
   .string()
   .trim()
@@ -26,17 +33,13 @@ export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** Loopback unless asked: listening on every interface is an explicit HOST=0.0.0.0. */
   HOST: z.string().default("127.0.0.1"),
-  DATABASE_URL: z
-    .string()
-    .trim()
-    .transform((v) => (v === "" ? undefined : v))
-    .pipe(
-      z
-        .string()
-        .regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://")
-        .optional(),
-    )
-    .optional(),
+  DATABASE_URL: optionalPostgresUrl,
+  /**
+   * A direct connection to the same database when DATABASE_URL goes through a pooler in
+   * transaction mode: LISTEN and migrations run here, and the pooled connections keep no session
+   * state (db/client.ts). Unset: DATABASE_URL is direct and used for everything.
+   */
+  DATABASE_DIRECT_URL: optionalPostgresUrl,
   REDIS_URL: optionalUrl,
   RETASC_DATA_DIR: z.string().default(".retasc"),
   /** Where `react-router build` wrote the app (tests build into their own directory). */
@@ -94,6 +97,15 @@ export const configSchema = z.object({
   /** Time to receive a whole request, and its headers (slow clients are cut off). */
   HTTP_REQUEST_TIMEOUT_MS: positiveInt(30_000),
   HTTP_HEADERS_TIMEOUT_MS: positiveInt(10_000),
+  /** Bearer token that opens /metrics and the readiness detail of /healthz; unset, /metrics answers 404 on PORT. */
+  METRICS_TOKEN: z
+    .string()
+    .trim()
+    .transform((v) => (v === "" ? undefined : v))
+    .pipe(z.string().min(16, "must be at least 16 characters (try: openssl rand -hex 32)").optional())
+    .optional(),
+  /** A second listener on 127.0.0.1 serving /metrics and /healthz's detail without a token (loopback only). */
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
   /** GitHub sign-in: /login/oauth/authorize and /login/oauth/access_token live here. */

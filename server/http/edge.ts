@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
+import { answerMetrics } from "./metrics.ts";
+import { observeRequest, type RequestRecord } from "../metrics/requests.ts";
 import type { Admission, RequestGuard } from "./limits.ts";
 import { clientIp } from "./limits.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
@@ -23,8 +25,11 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * The request listener: every request passes here first, in this order. An exception anywhere
  * below becomes this request's 500, logged once; no request can end the process.
  *
+ * 0. Every request gets its id (the client's safe X-Request-Id, or a new one), its latency in
+ *    /metrics per door and one log line when it ends (server/metrics/requests.ts).
  * 1. Host must name this app (server/http/origin.ts): 421 otherwise, so a DNS-rebound name
- *    reaches nothing. /healthz is exempt, for probes that address the instance by its own IP.
+ *    reaches nothing. /healthz and /metrics are exempt, for probes and scrapers that address the
+ *    instance by its own IP. /metrics is answered here (server/http/metrics.ts).
  * 2. The target must have a route path (server/http/path.ts): 400 otherwise.
  * 3. Security headers (server/http/headers.ts).
  * 4. A state-changing request must come from a trusted origin: 403 when its Origin is another
@@ -49,37 +54,48 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
       const path = routePath(req.url);
-      const mcp = path === "/mcp";
-      if (path !== "/healthz" && !servesHost(req.headers.host)) {
-        return refuse(res, mcp, 421, "FORBIDDEN", `This server does not answer for the host ${String(req.headers.host ?? "(none)").slice(0, 200)}.`,
-          publicUrl ? `Use ${publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
-      }
-      if (path === null) {
-        return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");
-      }
-      const method = req.method ?? "GET";
-      if (mcp) {
-        setHeaders(res, null);
-        void guard.admit(req, res, path).then((admission) => admission && routes.mcp(req, res, admission)).catch((err) => fail(req, res, err));
-        return;
-      }
-      const nonce = newNonce();
-      setHeaders(res, nonce);
-      if (!SAFE_METHODS.has(method) && !path.startsWith("/webhooks/") && crossSite(req, trusted)) {
-        return refuse(res, false, 403, "FORBIDDEN", "This request came from another site.", "Submit the form from this app's own pages.");
-      }
-      if (routes.serveStatic(req, res)) return;
-      void guard
-        .admit(req, res, path)
-        .then((admission) => {
-          if (!admission) return;
-          return runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
-        })
-        .catch((err) => fail(req, res, err));
+      observeRequest(req, res, log, path, (record) => serve(req, res, path, record));
     } catch (err) {
       fail(req, res, err);
     }
   };
+
+  function serve(req: IncomingMessage, res: ServerResponse, path: string | null, record: RequestRecord): void {
+    const mcp = path === "/mcp";
+    if (path === "/metrics") {
+      void answerMetrics(req, res, config).catch((err) => fail(req, res, err));
+      return;
+    }
+    if (path !== "/healthz" && !servesHost(req.headers.host)) {
+      return refuse(res, mcp, 421, "FORBIDDEN", `This server does not answer for the host ${String(req.headers.host ?? "(none)").slice(0, 200)}.`,
+        publicUrl ? `Use ${publicUrl}.` : "Set PUBLIC_URL to the URL people and agents use to reach it.");
+    }
+    if (path === null) {
+      return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");
+    }
+    const method = req.method ?? "GET";
+    if (mcp) {
+      setHeaders(res, null);
+      void guard.admit(req, res, path).then((admission) => admission && routes.mcp(req, res, admission)).catch((err) => fail(req, res, err));
+      return;
+    }
+    const nonce = newNonce();
+    setHeaders(res, nonce);
+    if (!SAFE_METHODS.has(method) && !path.startsWith("/webhooks/") && crossSite(req, trusted)) {
+      return refuse(res, false, 403, "FORBIDDEN", "This request came from another site.", "Submit the form from this app's own pages.");
+    }
+    if (routes.serveStatic(req, res)) {
+      record.door = "static";
+      return;
+    }
+    void guard
+      .admit(req, res, path)
+      .then((admission) => {
+        if (!admission) return;
+        return runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
+      })
+      .catch((err) => fail(req, res, err));
+  }
 }
 
 function crossSite(req: IncomingMessage, trusted: ReadonlySet<string>): boolean {

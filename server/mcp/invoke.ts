@@ -2,6 +2,8 @@ import { performance } from "node:perf_hooks";
 import { withPrincipal, type Principal, type Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { describeZodError } from "../errors.ts";
+import { metrics } from "../metrics/index.ts";
+import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
 import { chargeOf, type ToolDefinition } from "./tool.ts";
 
@@ -17,8 +19,9 @@ export interface CallScope {
  * The one wrapper every tool call goes through: validates the arguments against the
  * tool's schema (every own key of them, as sent: `__proto__` included), runs the handler on the
  * parsed value as the key's principal (so every write is attributed),
- * logs the outcome with its meter charge, and turns any failure into an `isError`
- * result. Billing plugs in here (admit before, record the charge after) without
+ * counts the outcome (/metrics: latency, refusal codes, claims) and notes it on the request's
+ * log line (debug logs one line per call with its meter charge), and turns any failure into an
+ * `isError` result. Billing plugs in here (admit before, record the charge after) without
  * touching the tools.
  */
 export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: Record<string, unknown>): Promise<ToolResult> {
@@ -35,7 +38,8 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
   const unknownArguments = Object.keys(args).filter((key) => !Object.hasOwn(tool.input.shape, key));
   if (unknownArguments.length > 0) {
     const accepted = Object.keys(tool.input.shape);
-    scope.log.info({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    observed(tool.name, started, "INVALID_INPUT");
+    scope.log.debug({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
     return errorResult(
       invalidArguments(
         tool.name,
@@ -46,25 +50,31 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
   }
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) {
-    scope.log.info({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    observed(tool.name, started, "INVALID_INPUT");
+    scope.log.debug({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
     return errorResult(invalidArguments(tool.name, describeZodError(parsed.error)));
   }
   try {
     // The parsed value, never the raw arguments: those may carry what the schema dropped.
     const output = await tool.handler(withPrincipal(scope.services, principal), parsed.data);
     const charge = chargeOf(tool, parsed.data, output);
-    scope.log.info(
-      { ...logFields, outcome: "ok", charge, durationMs: round(performance.now() - started) },
-      "mcp tool call",
-    );
+    const durationMs = observed(tool.name, started, null);
+    metrics.claimsIn(tool.name, output);
+    scope.log.debug({ ...logFields, outcome: "ok", charge, durationMs }, "mcp tool call");
     return successResult(output as Record<string, unknown>);
   } catch (error) {
     const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);
-    const durationMs = round(performance.now() - started);
+    const durationMs = observed(tool.name, started, internal ? "INTERNAL" : toolError.code, internal);
     if (internal) scope.log.error({ ...logFields, outcome: "failed", durationMs, err: error }, "mcp tool call failed");
-    else scope.log.info({ ...logFields, outcome: "refused", code: toolError.code, durationMs }, "mcp tool call");
+    else scope.log.debug({ ...logFields, outcome: "refused", code: toolError.code, durationMs }, "mcp tool call");
     return errorResult(toolError);
   }
 }
 
-const round = (ms: number) => Math.round(ms * 100) / 100;
+/** Records a call's outcome in /metrics and on the request's log line; returns its duration in ms. */
+function observed(tool: string, started: number, code: string | null, internal = false): number {
+  const ms = performance.now() - started;
+  metrics.toolCall(tool, ms, code, internal);
+  noteToolCall(tool, code);
+  return Math.round(ms * 100) / 100;
+}

@@ -1,0 +1,262 @@
+import crypto from "node:crypto";
+import { sql } from "drizzle-orm";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { query, type Database, type Db } from "../../db/client.ts";
+import type { Config } from "../config/index.ts";
+
+/**
+ * The Prometheus metrics of this process (`/metrics`, docs/operations.md lists each series and
+ * what to alert on). Every door counts here, never a domain function: the MCP tool wrapper
+ * (server/mcp/invoke.ts), the HTTP edge, the job runners and sweeps (workers/), the webhook
+ * routes. Label values are closed sets (door, tool name, error code, status, job name,
+ * provider), never ids or user input, so the series stay few.
+ *
+ * One registry per process: the app's build bundles its own copy of this module beside main.ts's
+ * (a webhook route counting in the bundle must reach the registry main.ts serves), so the
+ * instruments live on globalThis.
+ */
+function createInstruments() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "retasc_" });
+  const seconds = (ms: number) => ms / 1000;
+  const fast = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+  const instruments = {
+    registry,
+    seconds,
+    httpRequests: new Histogram({
+      name: "retasc_http_request_duration_seconds",
+      help: "HTTP requests by door (mcp, dash, api-cli, auth, webhooks, static, other) and status code, from arrival to the last byte written",
+      labelNames: ["door", "status"] as const,
+      buckets: fast,
+      registers: [registry],
+    }),
+    toolCalls: new Histogram({
+      name: "retasc_mcp_tool_duration_seconds",
+      help: "MCP tool calls by tool and outcome (ok, refused, failed)",
+      labelNames: ["tool", "outcome"] as const,
+      buckets: fast,
+      registers: [registry],
+    }),
+    toolRefusals: new Counter({
+      name: "retasc_mcp_tool_refusals_total",
+      help: "MCP tool calls refused, by tool and error code (INTERNAL for a failure on the server)",
+      labelNames: ["tool", "code"] as const,
+      registers: [registry],
+    }),
+    claims: new Counter({
+      name: "retasc_claims_total",
+      help: "Claims taken, by tool; kind=first for an issue's first claim, reclaim when it was held before (expired or released)",
+      labelNames: ["tool", "kind"] as const,
+      registers: [registry],
+    }),
+    staleWrites: new Counter({
+      name: "retasc_stale_writes_refused_total",
+      help: "Writes refused with STALE_CLAIM (a token whose lease expired or was taken over), by tool",
+      labelNames: ["tool"] as const,
+      registers: [registry],
+    }),
+    dispatch: new Histogram({
+      name: "retasc_dispatch_duration_seconds",
+      help: "next_issue from the call to its reply, whatever the result (claimed, empty, refused)",
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    leaseExpiries: new Counter({
+      name: "retasc_lease_expiries_recorded_total",
+      help: "Expired leases the reclaim sweep recorded (ended and logged as reclaimed); a claim taking an expired issue first records it itself",
+      registers: [registry],
+    }),
+    sweeps: new Histogram({
+      name: "retasc_sweep_duration_seconds",
+      help: "Sweep ticks run by this process, by sweep and result (ok, failed)",
+      labelNames: ["sweep", "result"] as const,
+      buckets: [0.005, 0.025, 0.1, 0.5, 1, 5, 15, 60],
+      registers: [registry],
+    }),
+    jobs: new Counter({
+      name: "retasc_jobs_total",
+      help: "Outbox job attempts run by this process, by job and result (completed, retry: failed and will be retried, failed: failed for good)",
+      labelNames: ["job", "result"] as const,
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: "retasc_webhook_deliveries_total",
+      help: "Webhook deliveries received, by provider and result (accepted, duplicate, refused: bad signature or payload, failed)",
+      labelNames: ["provider", "result"] as const,
+      registers: [registry],
+    }),
+    gaugesFrom: null as null | { db: Db; database: Database },
+  };
+  return instruments;
+}
+
+type Instruments = ReturnType<typeof createInstruments>;
+const instruments: Instruments = ((globalThis as Record<symbol, unknown>)[Symbol.for("retasc.metrics")] ??= createInstruments()) as Instruments;
+
+const CLAIMING_TOOLS = new Set(["next_issue", "claim_issue", "next_batch"]);
+
+/** The counters and histograms the doors record into. */
+export const metrics = {
+  httpRequest(door: string, status: number, ms: number) {
+    instruments.httpRequests.observe({ door, status: String(status) }, instruments.seconds(ms));
+  },
+  /** A tool call's outcome; `code` is the error code of a refusal, "INTERNAL" of a failure. */
+  toolCall(tool: string, ms: number, code: string | null, internal = false) {
+    const outcome = internal ? "failed" : code ? "refused" : "ok";
+    instruments.toolCalls.observe({ tool, outcome }, instruments.seconds(ms));
+    if (code) instruments.toolRefusals.inc({ tool, code });
+    if (code === "STALE_CLAIM") instruments.staleWrites.inc({ tool });
+    if (tool === "next_issue") instruments.dispatch.observe(instruments.seconds(ms));
+  },
+  /** The claims in a successful reply of a claiming tool (next_issue, claim_issue, next_batch with claim). */
+  claimsIn(tool: string, output: unknown) {
+    if (!CLAIMING_TOOLS.has(tool) || typeof output !== "object" || output === null) return;
+    const reply = output as { claimToken?: unknown; fence?: unknown; claims?: unknown };
+    const claims = Array.isArray(reply.claims) ? (reply.claims as { fence?: unknown }[]) : typeof reply.claimToken === "string" ? [reply] : [];
+    for (const claim of claims) {
+      if (typeof claim.fence === "number") instruments.claims.inc({ tool, kind: claim.fence > 1 ? "reclaim" : "first" });
+    }
+  },
+  leaseExpiriesRecorded(count: number) {
+    if (count > 0) instruments.leaseExpiries.inc(count);
+  },
+  sweep(sweep: string, ms: number, ok: boolean) {
+    instruments.sweeps.observe({ sweep, result: ok ? "ok" : "failed" }, instruments.seconds(ms));
+  },
+  job(job: string, result: "completed" | "retry" | "failed") {
+    instruments.jobs.inc({ job, result });
+  },
+  /** For the webhook routes: one call per delivery received. */
+  webhookDelivery(provider: string, result: "accepted" | "duplicate" | "refused" | "failed") {
+    instruments.webhookDeliveries.inc({ provider, result });
+  },
+};
+
+/** How long a database read of the gauges is reused: the scrapes of several Prometheus servers at once cost one read. */
+const GAUGE_READ_MS = 2_000;
+
+/**
+ * Gauges read at scrape time: issues by status, the outbox's backlog and its oldest waiting row,
+ * and this process's database pool. Called once, by the process that serves /metrics.
+ */
+export function registerDatabaseGauges(database: Database): void {
+  if (instruments.gaugesFrom) {
+    instruments.gaugesFrom = { db: database.db, database };
+    return;
+  }
+  instruments.gaugesFrom = { db: database.db, database };
+  const { registry } = instruments;
+  let cached: { at: number; reading: Promise<DatabaseReading> } | null = null;
+  const reading = () => {
+    const now = Date.now();
+    if (!cached || now - cached.at > GAUGE_READ_MS) {
+      const read = readDatabase(instruments.gaugesFrom!.db);
+      cached = { at: now, reading: read };
+      read.catch(() => (cached = null));
+    }
+    return cached.reading;
+  };
+  new Gauge({
+    name: "retasc_issues",
+    help: "Issues by status, every org (read at most every 2 s)",
+    labelNames: ["status"] as const,
+    registers: [registry],
+    async collect() {
+      const { statuses } = await reading();
+      this.reset();
+      for (const [status, n] of statuses) this.set({ status }, n);
+    },
+  });
+  new Gauge({
+    name: "retasc_outbox_pending",
+    help: "Outbox rows not yet completed or failed",
+    registers: [registry],
+    async collect() {
+      this.set((await reading()).outboxPending);
+    },
+  });
+  new Gauge({
+    name: "retasc_outbox_oldest_pending_age_seconds",
+    help: "Age of the oldest outbox row not yet completed or failed (0 when none)",
+    registers: [registry],
+    async collect() {
+      this.set((await reading()).outboxOldestAgeSeconds);
+    },
+  });
+  new Gauge({
+    name: "retasc_outbox_failed",
+    help: "Outbox rows that failed for good (kept for an operator)",
+    registers: [registry],
+    async collect() {
+      this.set((await reading()).outboxFailed);
+    },
+  });
+  new Gauge({
+    name: "retasc_db_pool_size",
+    help: "Connections this process's database pool may open",
+    registers: [registry],
+    collect() {
+      this.set(instruments.gaugesFrom!.database.pool().max);
+    },
+  });
+  new Gauge({
+    name: "retasc_db_pool_busy",
+    help: "Connections of this process's pool in use: open transactions and statements outside one (at most the pool size)",
+    registers: [registry],
+    collect() {
+      const pool = instruments.gaugesFrom!.database.pool();
+      this.set(Math.min(pool.max, pool.inUse));
+    },
+  });
+  new Gauge({
+    name: "retasc_db_pool_waiting",
+    help: "Transactions and statements of this process waiting for a free pool connection",
+    registers: [registry],
+    collect() {
+      const pool = instruments.gaugesFrom!.database.pool();
+      this.set(Math.max(0, pool.inUse - pool.max));
+    },
+  });
+}
+
+interface DatabaseReading {
+  statuses: [string, number][];
+  outboxPending: number;
+  outboxFailed: number;
+  outboxOldestAgeSeconds: number;
+}
+
+async function readDatabase(db: Db): Promise<DatabaseReading> {
+  const statuses = await query<{ status: string; n: number }>(db, sql`select status, count(*)::int as n from issues group by status`);
+  const [outbox] = await query<{ pending: number; failed: number; oldest: number | null }>(
+    db,
+    sql`select count(*) filter (where completed_at is null and failed_at is null)::int as pending,
+               count(*) filter (where failed_at is not null)::int as failed,
+               extract(epoch from now() - min(created_at) filter (where completed_at is null and failed_at is null))::float8 as oldest
+        from outbox where completed_at is null`,
+  );
+  return {
+    statuses: statuses.map((r) => [r.status, Number(r.n)]),
+    outboxPending: Number(outbox?.pending ?? 0),
+    outboxFailed: Number(outbox?.failed ?? 0),
+    outboxOldestAgeSeconds: Math.max(0, Number(outbox?.oldest ?? 0)),
+  };
+}
+
+/** The exposition of every series, for a scrape. */
+export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
+  return { contentType: instruments.registry.contentType, body: await instruments.registry.metrics() };
+}
+
+/**
+ * Whether the request carries the metrics token (`Authorization: Bearer <METRICS_TOKEN>`),
+ * compared in constant time. False when no token is configured: then nothing is shown.
+ */
+export function hasMetricsToken(config: Pick<Config, "METRICS_TOKEN">, authorization: string | null | undefined): boolean {
+  const expected = config.METRICS_TOKEN;
+  if (!expected || !authorization) return false;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) return false;
+  const digest = (s: string) => crypto.createHash("sha256").update(s).digest();
+  return crypto.timingSafeEqual(digest(match[1]!), digest(expected));
+}
