@@ -40,7 +40,7 @@ async function connectAsFolder(folder: string): Promise<Client> {
 test("device login approved on /device, bind in a repo, next_issue with the folder's key", async () => {
   const login = await loginThroughDevice(ada, app);
   expect(login.code, login.stderr).toBe(0);
-  expect(login.stderr).toContain(`Signed in as Ada <${ada.email}>`);
+  expect(login.stdout).toContain(`Signed in as Ada <${ada.email}>`);
 
   const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB", "--json"], { cwd: repo });
   expect(bind.code, bind.stderr).toBe(0);
@@ -107,9 +107,9 @@ test("retasc claim creates the worktree on the server's branch; retasc done fini
 
   const done = await retasc(ada, ["done"], { cwd: claimed.worktree });
   expect(done.code, done.stderr).toBe(0);
-  expect(done.stderr).toContain(`${filed.identifier} is done.`);
-  expect(done.stderr).toContain(`Removed its worktree ${claimed.worktree}; the branch ${claimed.branch} stays.`);
-  expect(done.stderr).toContain(`Your shell was in it: cd ${JSON.stringify(repo)}`);
+  expect(done.stdout).toContain(`${filed.identifier} is done.`);
+  expect(done.stdout).toContain(`Removed its worktree ${claimed.worktree}; the branch ${claimed.branch} stays.`);
+  expect(done.stdout).toContain(`Your shell was in it: cd ${JSON.stringify(repo)}`);
   expect(await tool(agent, "get_issue", { identifier: filed.identifier })).toMatchObject({ status: "done" });
   expect(fs.existsSync(claimed.worktree)).toBe(false);
   expect(git(repo, "worktree", "list", "--porcelain").stdout).not.toContain(claimed.worktree);
@@ -118,7 +118,7 @@ test("retasc claim creates the worktree on the server's branch; retasc done fini
   // Run again after it succeeded: the finished state, not a refusal.
   const twice = await retasc(ada, ["done", "--id", filed.identifier], { cwd: repo });
   expect(twice.code, twice.stderr).toBe(0);
-  expect(twice.stderr).toContain(`${filed.identifier} is already done.`);
+  expect(twice.stdout).toContain(`${filed.identifier} is already done.`);
 });
 
 test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree), says so, and still finishes", async () => {

@@ -1,10 +1,12 @@
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { CliError } from "./errors.ts";
+import { red, setJsonMode } from "./output.ts";
 import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./commands/connect.ts";
 import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
 import { config, doctor, login, logout, whoami } from "./commands/session.ts";
 import { claim, done, next } from "./commands/work.ts";
+import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 
 interface Option {
   type: "string" | "boolean";
@@ -227,14 +229,15 @@ export const commands: Record<string, Command> = {
   }),
   "mcp key": command({
     summary: "print this folder's key, for export RETASC_MCP_KEY=\"$(retasc mcp key)\"",
-    usage: "retasc mcp key",
-    options: { url },
+    usage: "retasc mcp key [--json]",
+    options: { url, json },
     run: mcpKey,
   }),
   "mcp proxy": command({
     summary: "the stdio MCP server .mcp.json runs: relays to /mcp with this folder's key and heartbeats the claims made through it",
     usage: "retasc mcp proxy",
     options: { url },
+    hidden: true,
     details:
       "Heartbeats every claim taken through it every RETASC_HEARTBEAT_MS (default 600000, 10 minutes) while the agent that started it runs; when the agent exits or is killed its stdin closes, the proxy exits and the leases lapse as they should.",
     run: mcpProxy,
@@ -273,6 +276,27 @@ export const commands: Record<string, Command> = {
       "Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (changed, staged or untracked files) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
   }),
+  billing: command({
+    summary: "the org's credit (given and bought), this month's spend against the cap, recent charges",
+    usage: "retasc billing [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json },
+    details: "Owners and admins see the org's balance and everyone's charges; members their own.",
+    run: billing,
+  }),
+  "billing buy": command({
+    summary: "buy a credit pack: prints the Stripe Checkout URL to pay at (owner or admin)",
+    usage: "retasc billing buy <10|25|50|100> [--org-id <id>] [--json]",
+    positionals: "<usd>",
+    options: { "org-id": orgId, url, json },
+    run: billingBuy,
+  }),
+  "billing cap": command({
+    summary: "set the org's monthly spend cap in US dollars, or lift it with off (owner)",
+    usage: "retasc billing cap <usd|off> [--org-id <id>] [--json]",
+    positionals: "<usd|off>",
+    options: { "org-id": orgId, url, json },
+    run: billingCap,
+  }),
 };
 
 const version = (): string => (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -289,7 +313,8 @@ function overview(): string {
     "",
     "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_URL,",
     "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry).",
-    "Output: --json data on stdout, notes on stderr; errors print ✗ CODE: message and exit 1.",
+    "Output: results on stdout (--json: the JSON alone), progress and warnings on stderr; NO_COLOR turns colour off.",
+    "Errors print ✗ CODE: message and a hint on stderr and exit 1; a command line that is not understood exits 2.",
   ].join("\n");
 }
 
@@ -323,16 +348,41 @@ function findCommand(argv: string[]): { name: string; command: Command; rest: st
   return null;
 }
 
-function report(error: unknown): number {
+/** Exit codes: 1 a command that failed, 2 a command line that was not understood. */
+const USAGE = 2;
+
+function report(error: unknown, exitCode = 1): number {
+  const mark = red(process.stderr, "✗");
   if (error instanceof CliError) {
-    process.stderr.write(`✗ ${error.code}: ${error.message}\n`);
+    process.stderr.write(`${mark} ${error.code}: ${error.message}\n`);
     if (error.hint) process.stderr.write(`  ${error.hint}\n`);
-    return 1;
+    return exitCode;
   }
   const e = error as Error | undefined;
-  process.stderr.write(`✗ INTERNAL: ${e?.message ?? String(error)}\n  This is a bug in retasc; please report it with \`retasc config\` output.\n`);
+  process.stderr.write(`${mark} INTERNAL: ${e?.message ?? String(error)}\n  This is a bug in retasc; please report it with \`retasc config\` output.\n`);
   if (process.env.RETASC_DEBUG) process.stderr.write(`${e?.stack}\n`);
   return 1;
+}
+
+/** parseArgs' refusal in a line of our own: which option or argument, not Node's wording. */
+function usageError(error: unknown, name: string, command: Command): CliError {
+  const e = error as Error & { code?: string };
+  const option = /'(-{1,2}[^' ]+)/.exec(e.message)?.[1];
+  const help = `Run \`retasc ${name} --help\`.`;
+  switch (e.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return new CliError("INVALID_INPUT", `unknown option ${option ?? ""} for retasc ${name}`.replace("  ", " "), help);
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE": {
+      const declared = option ? command.options[option.replace(/^-+/, "")] : undefined;
+      return new CliError("INVALID_INPUT", declared?.type === "boolean" ? `${option} takes no value` : `${option ?? "an option"} needs a value${declared?.value ? ` (${option} ${declared.value})` : ""}`, help);
+    }
+    case "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL": {
+      const extra = /'([^']*)'/.exec(e.message)?.[1];
+      return new CliError("INVALID_INPUT", `retasc ${name} takes no argument${extra ? ` (got ${extra})` : ""}`, help);
+    }
+    default:
+      return new CliError("INVALID_INPUT", `could not read the options of retasc ${name}`, help);
+  }
 }
 
 /** Runs one command line; returns the exit code. */
@@ -350,9 +400,9 @@ export async function main(argv: string[]): Promise<number> {
     const group = Object.entries(commands).filter(([name, c]) => name.startsWith(`${argv[0]} `) && !c.hidden);
     if (group.length && (argv.length === 1 || argv[1] === "--help" || argv[1] === "-h")) {
       process.stdout.write(`${group.map(([name, c]) => `retasc ${name.padEnd(16)} ${c.summary}`).join("\n")}\n`);
-      return argv.length === 1 ? 1 : 0;
+      return argv.length === 1 ? USAGE : 0;
     }
-    return report(new CliError("INVALID_INPUT", `unknown command: ${argv.slice(0, 2).join(" ")}`, "Run `retasc --help` for the list."));
+    return report(new CliError("INVALID_INPUT", `unknown command: ${argv.slice(0, 2).join(" ")}`, "Run `retasc --help` for the list."), USAGE);
   }
   const { command } = found;
   let parsed;
@@ -364,12 +414,13 @@ export async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (error) {
-    return report(new CliError("INVALID_INPUT", (error as Error).message, `Run \`retasc ${found.name} --help\`.`));
+    return report(usageError(error, found.name, command), USAGE);
   }
   if (parsed.values.help) {
     process.stdout.write(`${help(found.name, command)}\n`);
     return 0;
   }
+  setJsonMode((parsed.values as Record<string, unknown>).json === true);
   try {
     await command.run(parsed.values, parsed.positionals);
     return 0;

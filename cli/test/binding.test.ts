@@ -3,7 +3,7 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, workspaceBin, type Person, type Server } from "./testing.ts";
+import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
 
 /**
  * A folder's wiring is safe to commit: `.mcp.json` runs `retasc` from PATH and `.retasc.json`
@@ -75,7 +75,7 @@ describe("a committable .mcp.json", () => {
     for (const file of [".mcp.json", ".retasc.json"]) fs.copyFileSync(path.join(repo, file), path.join(clone, file));
     const before = fs.readFileSync(path.join(clone, ".mcp.json"), "utf8");
     const unbound = await retasc(bob, ["whoami"], { cwd: clone });
-    expect(unbound.stderr).toContain("This folder: not bound");
+    expect(unbound.stdout).toContain("This folder: not bound");
 
     // No flags: the committed .retasc.json says which org and project (and which server: no --url).
     const bind = await retasc(bob, ["bind", "--json"], { cwd: clone, env: { PATH } });
@@ -114,5 +114,36 @@ describe("a committable .mcp.json", () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ unchanged: true });
     expect(JSON.parse(fs.readFileSync(marker, "utf8")).mcpServers.retasc.headersHelper).toBe("retasc mcp headers");
     expect((await retasc(ada, ["doctor"], { cwd: folder, env: { PATH } })).code).toBe(0);
+  });
+
+  it("bind --setup --url remembers the server for doctor, config and the rest; mcp config > file writes the blocks", async () => {
+    const { projectId } = JSON.parse(fs.readFileSync(path.join(repo, ".retasc.json"), "utf8"));
+    // What the Dash's Keys page does on "Get a setup code".
+    const page = await fetch(`${server.url}/dash/settings/keys`, {
+      method: "POST",
+      headers: { cookie: ada.cookie, origin: server.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ intent: "setup", projectId }),
+    });
+    const code = /rtscsetup_[A-Za-z0-9_-]+/.exec(await page.text())?.[0];
+    expect(code, `the Keys page answered ${page.status}`).toBeTruthy();
+
+    const home = tempDir("retasc-headless-");
+    const headless = { home, retascDir: path.join(home, ".retasc") };
+    const folder = gitRepo();
+    const bind = await retasc(headless, ["bind", "--setup", code!, "--url", server.url, "--json"], { cwd: folder, env: { PATH } });
+    expect(bind.code, bind.stderr).toBe(0);
+    // Anywhere on this machine now, not just in the folder: no --url, no RETASC_DEPLOYMENT_URL.
+    const config = await retasc(headless, ["config", "--json"], { cwd: tempDir("retasc-elsewhere-") });
+    expect(JSON.parse(config.stdout)).toMatchObject({ deploymentUrl: server.url });
+    const doctor = await retasc(headless, ["doctor", "--json"], { cwd: folder, env: { PATH } });
+    expect(doctor.code, doctor.stdout).toBe(0);
+    expect(JSON.parse(doctor.stdout).checks).toContainEqual({ check: "server reachable", ok: true, detail: server.url });
+
+    const blocks = await retasc(headless, ["mcp", "config"], { cwd: folder });
+    expect(blocks).toMatchObject({ code: 0, stderr: "" });
+    expect(blocks.stdout).toContain(`[mcp_servers.retasc]\nurl = "${server.url}/mcp"`);
+    expect(blocks.stdout).toContain("# Cursor (.cursor/mcp.json)");
+    const json = await retasc(headless, ["mcp", "config", "--json"], { cwd: folder });
+    expect(Object.keys(JSON.parse(json.stdout)).sort()).toEqual(["cline", "codex", "cursor", "gemini", "opencode"]);
   });
 });

@@ -5,7 +5,7 @@ import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
 import { runProxy } from "../proxy.ts";
-import { note, ok, out, printJson } from "../output.ts";
+import { note, ok, out, printJson, say } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
 import { readBindings, updateConfig } from "../store.ts";
@@ -94,15 +94,15 @@ async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bo
     return result;
   }
   ok(`Minted key for this workspace (${result.keyPrefix}…).`);
-  note();
+  say();
   ok(`This folder is bound to org "${bound.orgName}" / project ${bound.prefix}.`);
-  note(`  Agents launched here can only ever read or write ${bound.prefix}.`);
-  note(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} runs ${transport === "proxy" ? "`retasc mcp proxy`, which heartbeats your agent's claims while it runs" : "over HTTP with `retasc mcp headers`"}.`);
-  note(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
-  note();
-  note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  say(`  Agents launched here can only ever read or write ${bound.prefix}.`);
+  say(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} runs ${transport === "proxy" ? "`retasc mcp proxy`, which heartbeats your agent's claims while it runs" : "over HTTP with `retasc mcp headers`"}.`);
+  say(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
+  say();
+  say("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
   printBlocks(wired.mcpUrl);
-  note("Start your agent in this folder, or restart it if it's already open, and it'll pull from the queue.");
+  say("Start your agent in this folder, or restart it if it's already open, and it'll pull from the queue.");
   return result;
 }
 
@@ -110,10 +110,10 @@ const clientNames: Record<McpClient, string> = { codex: "Codex", opencode: "Open
 
 function printBlocks(mcpUrl: string): void {
   for (const [name, block] of Object.entries(clientBlocks(mcpUrl))) {
-    note(`\n# ${clientNames[name as McpClient]} (${block.file})`);
-    note(block.text);
+    say(`\n# ${clientNames[name as McpClient]} (${block.file})`);
+    say(block.text);
   }
-  note();
+  say();
 }
 
 async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, session: SignedIn): Promise<OrgChoice> {
@@ -329,7 +329,7 @@ export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: strin
 export async function mcpConfig(flags: UrlFlag & JsonFlag) {
   const binding = requireBinding(process.cwd(), flags);
   if (flags.json) return printJson(clientBlocks(binding.mcpUrl));
-  note("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  say("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
   printBlocks(binding.mcpUrl);
 }
 
@@ -351,8 +351,9 @@ export async function mcpProxy(flags: UrlFlag) {
 }
 
 /** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */
-export async function mcpKey(flags: UrlFlag) {
+export async function mcpKey(flags: UrlFlag & JsonFlag) {
   const binding = requireBinding(process.cwd(), flags);
+  if (flags.json) return printJson({ key: binding.key, keyId: binding.workspace?.keyId ?? null, mcpUrl: binding.mcpUrl });
   if (process.stdout.isTTY) note("(this is a secret: prefer piping it into an environment variable)");
   out(binding.key);
 }

@@ -1,13 +1,13 @@
 import type { UrlFlag } from "../api.ts";
 import { resolveBinding, wireFolder } from "../binding.ts";
 import { CliError } from "../errors.ts";
-import { note, ok, out, printJson, table } from "../output.ts";
+import { note, ok, out, printJson, say, table } from "../output.ts";
 import { needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
 import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey } from "../wire.ts";
 
 /** The flags of every command here: the deployment, the org to act in, --json. */
-interface OrgFlags extends UrlFlag {
+export interface OrgFlags extends UrlFlag {
   "org-id"?: string;
   json?: boolean;
 }
@@ -16,7 +16,7 @@ interface OrgFlags extends UrlFlag {
  * The org to act in: --org-id, else the org this folder is bound to, else the only org
  * the person belongs to.
  */
-async function orgIdOf(flags: OrgFlags, session: SignedIn): Promise<string> {
+export async function orgIdOf(flags: OrgFlags, session: SignedIn): Promise<string> {
   if (flags["org-id"]) return flags["org-id"];
   const bound = resolveBinding(process.cwd(), flags)?.workspace;
   if (bound && bound.url === session.url) return bound.orgId;
@@ -31,7 +31,7 @@ export async function orgCreate(flags: UrlFlag & { name?: string; json?: boolean
   const org = await asSession<CreatedOrg>(session, "/orgs", { body: { name: flags.name } });
   if (flags.json) return printJson(org);
   ok(`Created org "${org.name}" (${org.orgId}).`);
-  note(`  Next: retasc project create --org-id ${org.orgId} --name <name> --prefix <PFX>`);
+  say(`  Next: retasc project create --org-id ${org.orgId} --name <name> --prefix <PFX>`);
 }
 
 export async function projectCreate(flags: OrgFlags & { name?: string; prefix?: string }) {
@@ -77,7 +77,7 @@ export async function keyList(flags: OrgFlags & { all?: boolean }) {
   const orgId = await orgIdOf(flags, session);
   const { keys } = await asSession<KeyList>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined } });
   if (flags.json) return printJson({ keys });
-  if (keys.length === 0) return note("No keys.");
+  if (keys.length === 0) return say("No keys.");
   out(
     table(
       ["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"],
@@ -99,7 +99,7 @@ async function keyChange<T>(flags: KeyFlags, action: "rotate" | "revoke"): Promi
 export async function keyRotate(flags: KeyFlags) {
   const result = await keyChange<MintedKey & { replacedKeyId: string }>(flags, "rotate");
   if (flags.json) return printJson(result);
-  ok(`Rotated: the old key is revoked. The new key is shown once:`);
+  note("Rotated: the old key is revoked. The new key is shown once; store it now.");
   out(result.key);
 }
 
@@ -117,9 +117,9 @@ export async function membersInvite(flags: OrgFlags & { "expires-days"?: string 
   const link = `${session.url}/join/${invite.code}`;
   if (flags.json) return printJson({ ...invite, link });
   ok(`Invite code: ${invite.code}`);
-  note(`  Expires ${invite.expiresAt.slice(0, 10)}. Single-use, shown once.`);
-  note(`  Share it; they run:  retasc join ${link}`);
-  note(`  Or open: ${link}`);
+  say(`  Expires ${invite.expiresAt.slice(0, 10)}. Single-use, shown once.`);
+  say(`  Share it; they run:  retasc join ${link}`);
+  say(`  Or open: ${link}`);
 }
 
 export async function membersList(flags: OrgFlags) {

@@ -5,7 +5,7 @@ import { findMarker, machineLocalParts, mcpUrlOf, onPath, resolveBinding } from 
 import { findProjectFile } from "../folder.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
-import { note, ok, printJson } from "../output.ts";
+import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
 import type { CliWhoami, DeviceCode, DeviceToken, McpWhoami, SignInMethods } from "../wire.ts";
@@ -115,18 +115,18 @@ export async function whoami(flags: Flags) {
     return;
   }
   if (bound) {
-    note(`This folder: org "${bound.org.name}"${bound.project ? ` / project ${bound.project.prefix}` : ""}`);
-    note(`  agent key ${bound.key?.prefix ?? "?"}… (${bound.key?.runtime ?? "?"}) acting for ${bound.human.email} (${bound.human.role})`);
+    say(`This folder: org "${bound.org.name}"${bound.project ? ` / project ${bound.project.prefix}` : ""}`);
+    say(`  agent key ${bound.key?.prefix ?? "?"}… (${bound.key?.runtime ?? "?"}) acting for ${bound.human.email} (${bound.human.role})`);
   } else if (bindingError) {
-    note(`This folder: ✗ ${bindingError.code}: ${bindingError.message}`);
+    say(`This folder: ✗ ${bindingError.code}: ${bindingError.message}`);
   } else {
-    note("This folder: not bound (`retasc bind`)");
+    say("This folder: not bound (`retasc bind`)");
   }
   if (signedIn) {
-    note(`Signed in: ${signedIn.user.name} <${signedIn.user.email}> at ${session?.url}`);
-    for (const org of signedIn.orgs) note(`  ${org.name}  ${org.role}${org.status === "active" ? "" : ` (${org.status})`}  ${org.orgId}`);
+    say(`Signed in: ${signedIn.user.name} <${signedIn.user.email}> at ${session?.url}`);
+    for (const org of signedIn.orgs) say(`  ${org.name}  ${org.role}${org.status === "active" ? "" : ` (${org.status})`}  ${org.orgId}`);
   } else {
-    note("Signed in: no (`retasc login`)");
+    say("Signed in: no (`retasc login`)");
   }
 }
 
@@ -150,7 +150,7 @@ export async function config(flags: Flags) {
     ),
   };
   if (flags.json) return printJson(value);
-  for (const [name, v] of Object.entries(value)) note(`${name.padEnd(14)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : (v ?? "—")}`);
+  for (const [name, v] of Object.entries(value)) say(`${name.padEnd(14)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : (v ?? "—")}`);
 }
 
 /** Health of this folder's wiring: each check passes or says what to do. */
@@ -215,7 +215,7 @@ export async function doctor(flags: Flags) {
   }
   const healthy = checks.every((c) => c.ok);
   if (flags.json) printJson({ healthy, checks });
-  else for (const c of checks) note(`${c.ok ? "✓" : "✗"} ${c.check}: ${c.detail}`);
+  else for (const c of checks) say(`${c.ok ? green(process.stdout, "✓") : red(process.stdout, "✗")} ${c.check}: ${c.detail}`);
   if (!healthy) throw new CliError("UNHEALTHY", `${checks.filter((c) => !c.ok).length} check(s) failed`, "Fix the ✗ lines above.");
 }
 

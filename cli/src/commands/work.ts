@@ -6,7 +6,7 @@ import { findMarker, requireBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { currentBranch, ensureWorktree, removeWorktree, type Removal, type Worktree } from "../git.ts";
 import { withMcp } from "../mcp.ts";
-import { note, ok, out, printJson } from "../output.ts";
+import { note, ok, out, printJson, say } from "../output.ts";
 import { keyFingerprint, readBindings, updateBindings } from "../store.ts";
 import type { Claim, NoClaim, SavedIssue } from "../wire.ts";
 
@@ -47,8 +47,8 @@ async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target
   );
   if (!isClaim(reply)) {
     if (flags.json) return printJson(reply);
-    note(reply.message ?? "Nothing to claim right now.");
-    if ((reply.otherLanes ?? 0) > 0 && !flags["all-lanes"]) note(`${reply.otherLanes} ready issue(s) sit in other people's lanes; \`retasc ${mode} --all-lanes\` takes them.`);
+    say(reply.message ?? "Nothing to claim right now.");
+    if ((reply.otherLanes ?? 0) > 0 && !flags["all-lanes"]) say(`${reply.otherLanes} ready issue(s) sit in other people's lanes; \`retasc ${mode} --all-lanes\` takes them.`);
     return;
   }
   await updateBindings((bindings) => {
@@ -79,10 +79,10 @@ async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target
     printJson({ ...shown, worktree: worktree?.path ?? null });
   } else {
     ok(`Claimed ${reply.identifier}: ${reply.issue?.title ?? ""}`.trimEnd());
-    note(`  branch ${reply.branch}, lease until ${new Date(reply.expiresAt).toLocaleTimeString()} (heartbeat or checkpoint renews it)`);
-    if (reply.checkpoint) note(`  resuming from a checkpoint: ${reply.checkpoint.next ?? reply.checkpoint.done ?? "see get_issue"}`);
-    if (worktree) note(`  worktree ${worktree.path}${worktree.created ? "" : " (already there)"}`);
-    note(`  finish with: retasc done --id ${reply.identifier}`);
+    say(`  branch ${reply.branch}, lease until ${new Date(reply.expiresAt).toLocaleTimeString()} (heartbeat or checkpoint renews it)`);
+    if (reply.checkpoint) say(`  resuming from a checkpoint: ${reply.checkpoint.next ?? reply.checkpoint.done ?? "see get_issue"}`);
+    if (worktree) say(`  worktree ${worktree.path}${worktree.created ? "" : " (already there)"}`);
+    say(`  finish with: retasc done --id ${reply.identifier}`);
   }
   if (flags.shell && worktree) {
     spawnSync(process.env.SHELL || "/bin/sh", [], { cwd: worktree.path, stdio: "inherit" });
@@ -141,8 +141,8 @@ export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boo
   }
   if (!worktree || !record.worktree) return;
   if (worktree.removed) {
-    if (!flags.json) note(`  Removed its worktree ${record.worktree}; the branch ${record.branch} stays.`);
-    if (isInside(cwd, record.worktree)) note(`  Your shell was in it: cd ${JSON.stringify(worktree.repo)}`);
+    if (!flags.json) say(`  Removed its worktree ${record.worktree}; the branch ${record.branch} stays.`);
+    if (isInside(cwd, record.worktree)) say(`  Your shell was in it: cd ${JSON.stringify(worktree.repo)}`);
   } else {
     // Said in --json mode too: a worktree left behind is worth a human's attention.
     note(`  Kept its worktree ${record.worktree}: ${worktree.reason}. When you are done with it: git worktree remove ${JSON.stringify(record.worktree)}`);
