@@ -14,6 +14,7 @@ import {
   prefixSchema,
   runtimeSchema,
 } from "../orgs/index.ts";
+import { addCredit, balanceOf } from "../usage/credit.ts";
 
 export const bootstrapInput = z.object({
   org: z.string().trim().min(1, "--org is required"),
@@ -112,4 +113,27 @@ export async function setPassword(services: Services, raw: z.input<typeof setPas
   // A reset often follows a leak: whoever signed in with the old password is signed out (browser and CLI sessions alike).
   if (replaced) await auth.internalAdapter.deleteUserSessions(userId);
   return { userId, email: input.email, replaced, signedOut: replaced };
+}
+
+export const grantCreditInput = z.object({
+  org: z.string().trim().min(1, "--org is required"),
+  "micro-credits": z.coerce
+    .number({ error: "--micro-credits must be a number" })
+    .int("--micro-credits must be a whole number")
+    .min(1, "--micro-credits must be at least 1")
+    .max(1_000_000_000_000, "--micro-credits must be at most 1,000,000,000,000 ($1,000,000)"),
+  note: z.string().trim().min(1, "--note is required (why the credit is given)").max(500),
+});
+
+/** A support credit: given credit (spent before bought), recorded with the operator's note. */
+export async function grantCredit(services: Services, raw: z.input<typeof grantCreditInput>) {
+  const input = grantCreditInput.parse(raw);
+  return services.db.transaction(async (tx) => {
+    const org = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, input.org));
+    if (!org[0]) throw notFound(`org ${input.org}`, "Pass the orgId printed by bootstrap (or shown in the Dash).");
+    const ref = crypto.randomUUID();
+    const microCredits = input["micro-credits"];
+    await addCredit(tx, { orgId: input.org, kind: "given", microCredits, source: "grant", ref, note: input.note, at: services.clock.now() });
+    return { orgId: input.org, microCredits, note: input.note, ref, ...(await balanceOf(tx, input.org)) };
+  });
 }

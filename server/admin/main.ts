@@ -4,7 +4,7 @@ import { loadConfig } from "../config/index.ts";
 import { boot } from "../boot.ts";
 import { describeFatal } from "../fatal.ts";
 import type { Services } from "../context.ts";
-import { bootstrap, bootstrapInput, mintKey, mintKeyInput, setPassword, setPasswordInput } from "./commands.ts";
+import { bootstrap, bootstrapInput, grantCredit, grantCreditInput, mintKey, mintKeyInput, setPassword, setPasswordInput } from "./commands.ts";
 import { readSecretLine } from "./secret.ts";
 
 /**
@@ -20,6 +20,8 @@ const usage = `usage: npm run admin -- <command> [options]
   set-password --email <email> [--json] < password.txt
       set or replace a person's email + password sign-in; the password is one line
       on standard input (asked for without echo on a terminal), never a flag
+  grant-credit --org <orgId> --micro-credits <n> --note <text> [--json]
+      give an org credit (1,000,000 micro-credits = $1), recorded as given credit with the note
 `;
 
 /** Each command with the schema its argv is parsed with before the call (argv is of unknown shape). */
@@ -27,6 +29,7 @@ const commands = {
   bootstrap: (services: Services, argv: unknown) => bootstrap(services, bootstrapInput.parse(argv)),
   "mint-key": (services: Services, argv: unknown) => mintKey(services, mintKeyInput.parse(argv)),
   "set-password": (services: Services, argv: unknown) => setPassword(services, setPasswordInput.parse(argv)),
+  "grant-credit": (services: Services, argv: unknown) => grantCredit(services, grantCreditInput.parse(argv)),
 } as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key"]);
@@ -47,6 +50,8 @@ async function main() {
       prefix: { type: "string" },
       email: { type: "string" },
       runtime: { type: "string" },
+      "micro-credits": { type: "string" },
+      note: { type: "string" },
       json: { type: "boolean", default: false },
     },
     strict: true,

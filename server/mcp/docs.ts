@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { toolErrorSchema } from "./errors.ts";
-import { inputJsonSchema, publishedBy, serverInfo, tools } from "./registry.ts";
+import { describedAs, inputJsonSchema, publishedBy, serverInfo, tools } from "./registry.ts";
 import { toolGroups, type ToolDefinition } from "./tool.ts";
 
 /**
@@ -102,6 +102,10 @@ export function renderToolReference(): string {
       "save_issue's result) is an object whose full schema is get_issue's. Issues are addressed by identifier, " +
       "like `RTSC-42`.",
     "",
+    "**Prices** (each metered tool's \"Costs …\") apply when the server runs with billing on (`RETASC_BILLING=on`), " +
+      "as tools/list then says; a call is charged once, only when it is accepted and writes, and reads are free. " +
+      "With billing off nothing is charged and tools/list names no price.",
+    "",
     "**Errors** come back as tool results with `isError: true` and " +
       "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +
       `\`tellHuman\` to your human verbatim. Codes: ${errorCodes}. Malformed JSON-RPC, an unknown tool, an oversized ` +
@@ -116,7 +120,7 @@ export function renderToolReference(): string {
         "",
         `### ${tool.name}`,
         "",
-        `*${tool.title}.* ${tool.description}`,
+        `*${tool.title}.* ${describedAs(tool, true)}`,
         "",
         `Hints: ${hints(tool)}.`,
         "",

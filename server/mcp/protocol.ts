@@ -16,6 +16,7 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { billingEnabled } from "../usage/meter.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
 import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
 
@@ -140,7 +141,7 @@ async function handle(request: JSONRPCRequest, scope: CallScope): Promise<unknow
       parse(PingRequestSchema, request);
       return {};
     case "tools/list":
-      return { tools: listedTools() };
+      return { tools: listedTools(billingEnabled(scope.services.config)) };
     default: {
       const call = safeParse(CallToolRequestSchema, request);
       if (!call.success) {

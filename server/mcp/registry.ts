@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { attachmentOutput, checkpointOutput, claimedIssueOutput, claimOutput, issueOutput } from "./outputs.ts";
+import { priceNote } from "../usage/rate-card.ts";
 import type { ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
@@ -173,17 +174,27 @@ function shareRepeats(schema: Record<string, unknown>): NonNullable<Tool["output
 }
 const minSharedLength = 200;
 
-let listed: Tool[] | undefined;
+const listed = new Map<boolean, Tool[]>();
 
-/** The tools/list answer, built once per process: it never changes while the server runs. */
-export function listedTools(): Tool[] {
-  listed ??= tools.map((tool) => ({
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    inputSchema: inputJsonSchema(tool),
-    outputSchema: outputJsonSchema(tool),
-    annotations: tool.annotations,
-  }));
-  return listed;
+/** A tool's description, ending with its price as charged when billing is on (server/usage/rate-card.ts priceNote). */
+export function describedAs(tool: ToolDefinition, priced: boolean): string {
+  const price = priced ? priceNote(tool.name) : null;
+  return price ? `${tool.description} ${price}` : tool.description;
+}
+
+/** The tools/list answer, built once per process (for billing on, `priced`, and off): it never changes while the server runs. */
+export function listedTools(priced = false): Tool[] {
+  let answer = listed.get(priced);
+  if (!answer) {
+    answer = tools.map((tool) => ({
+      name: tool.name,
+      title: tool.title,
+      description: describedAs(tool, priced),
+      inputSchema: inputJsonSchema(tool),
+      outputSchema: outputJsonSchema(tool),
+      annotations: tool.annotations,
+    }));
+    listed.set(priced, answer);
+  }
+  return answer;
 }

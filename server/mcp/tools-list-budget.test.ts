@@ -9,24 +9,27 @@ import { measureToolsList } from "../testing/tokens.ts";
  * (registry.ts, at 036b27f) it was 99,871 characters: 25,524 tokens by @anthropic-ai/tokenizer
  * and 25,382 by o200k_base, 5,618 / 5,506 of them in what a model reads. With 34 tools it came to
  * 9,576 / 9,540; with the two file tools, the claim's comments and attachments and the claim,
- * attachment and checkpoint shapes published once, 36 tools cost 9,600 / 9,572 (4,696 / 4,648 read).
+ * attachment and checkpoint shapes published once, 36 tools cost 9,600 / 9,572 (4,696 / 4,648 read); with
+ * billing on, each metered tool's price ("Costs 7,000 micro-credits.") makes it 9,793 / 9,759.
  * `npx tsx scripts/mcp-tokens.ts` prints today's figures, tool by tool.
  */
 const budget = { total: 10_000, read: 5_000 };
-/** Kept free under the total for a short per-tool price suffix once billing is on. */
-const priceSuffixHeadroom = 250;
 
-test("tools/list stays within its token budget by both tokenizers", () => {
-  const measured = measureToolsList(listedTools());
-  expect(measured.total.claude, "whole result, @anthropic-ai/tokenizer").toBeLessThan(budget.total);
-  expect(measured.total.o200k, "whole result, o200k_base").toBeLessThan(budget.total);
-  expect(measured.read.claude, "names, titles, descriptions and input schemas, @anthropic-ai/tokenizer").toBeLessThan(budget.read);
-  expect(measured.read.o200k, "names, titles, descriptions and input schemas, o200k_base").toBeLessThan(budget.read);
-  // Until descriptions carry their price, the room that suffix needs stays free.
-  if (!listedTools().some((tool) => /credit/i.test(tool.description ?? ""))) {
-    expect(measured.total.claude, "headroom for the price suffix").toBeLessThanOrEqual(budget.total - priceSuffixHeadroom);
-    expect(measured.total.o200k, "headroom for the price suffix").toBeLessThanOrEqual(budget.total - priceSuffixHeadroom);
+test("tools/list stays within its token budget by both tokenizers, with billing on (each metered tool's price) and off", () => {
+  for (const priced of [true, false]) {
+    const measured = measureToolsList(listedTools(priced));
+    const as = priced ? "billing on" : "billing off";
+    expect(measured.total.claude, `whole result, @anthropic-ai/tokenizer, ${as}`).toBeLessThan(budget.total);
+    expect(measured.total.o200k, `whole result, o200k_base, ${as}`).toBeLessThan(budget.total);
+    expect(measured.read.claude, `names, titles, descriptions and input schemas, @anthropic-ai/tokenizer, ${as}`).toBeLessThan(budget.read);
+    expect(measured.read.o200k, `names, titles, descriptions and input schemas, o200k_base, ${as}`).toBeLessThan(budget.read);
   }
+  // The price is stated on every metered tool (and on no read) when billing is on, and nowhere when off.
+  const priced = listedTools(true).filter((tool) => /Costs [\d,]+ micro-credits/.test(tool.description ?? "")).map((tool) => tool.name);
+  expect(priced).toContain("next_issue");
+  expect(priced).toContain("heartbeat");
+  expect(priced).not.toContain("get_issue");
+  expect(listedTools(false).some((tool) => /micro-credits/.test(tool.description ?? ""))).toBe(false);
 });
 
 test("every published schema compiles in the SDK client's validator and admits the error envelope of an isError result", () => {

@@ -71,15 +71,15 @@ export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
 
 /** Which calls of a tool are free though the tool is metered (what tools/list says beside the price). */
 const freeWhen: Partial<Record<MeteredTool, string>> = {
-  next_issue: "; free when empty",
-  next_batch: " with claim; a peek is free",
+  next_issue: " if it claims",
+  next_batch: " if it claims",
 };
 
-/** The sentence tools/list appends to a metered tool's description: its price as charged. */
+/** The sentence tools/list ends a metered tool's description with when billing is on: its price as charged. */
 export function priceNote(tool: string): string | null {
   const tiers = (toolTiers as Record<string, readonly MeterTier[]>)[tool];
   if (!tiers) return null;
-  const prices = tiers.map((tier) => rateCard[tier].toLocaleString("en-US"));
-  const price = prices.length > 1 ? `${prices[0]} µcr to create or edit the body, else ${prices[1]}` : `${prices[0]} µcr`;
-  return `Cost: ${price}${freeWhen[tool as MeteredTool] ?? ""}.`;
+  const [first, second] = tiers.map((tier) => rateCard[tier].toLocaleString("en-US"));
+  const price = second ? `${first} micro-credits (new or body), else ${second}` : `${first} micro-credits`;
+  return `Costs ${price}${freeWhen[tool as MeteredTool] ?? ""}.`;
 }
