@@ -46,7 +46,8 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
   const setHeaders = securityHeaders(config);
 
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
-    log.error({ err, method: req.method, url: req.url?.slice(0, 200) }, "request failed");
+    // The path only: a query string can carry a code.
+    log.error({ err, method: req.method, path: req.url?.split("?")[0]?.slice(0, 200) }, "request failed");
     if (res.headersSent) res.destroy();
     else refuse(res, false, 500, "UNAVAILABLE", "The request failed on the server.", "Retry shortly; the error has been logged.");
   };
