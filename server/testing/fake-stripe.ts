@@ -276,6 +276,8 @@ export async function startFakeStripe(options: { secretKey?: string; webhookSecr
       res.writeHead(303, { location: session.success_url.replace("{CHECKOUT_SESSION_ID}", session.id) }).end();
       return;
     }
+    // What a browser asks of any page it shows.
+    if (url.pathname === "/favicon.ico") return void res.writeHead(404).end();
     if (/^\/receipts\//.test(url.pathname)) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!doctype html><title>Receipt</title><p>Receipt</p>");
       return;

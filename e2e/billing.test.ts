@@ -1,0 +1,110 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
+import { startFakeStripe, type FakeStripe } from "../server/testing/fake-stripe.ts";
+import { cliPost, signUp } from "../server/testing/world.ts";
+import { launchBrowser, mcp, tool } from "./harness.ts";
+
+/**
+ * Billing end to end, with RETASC_BILLING=on and the fake Stripe API: an org that starts at
+ * zero credit has its agent's writes refused with BILLING_INACTIVE; its owner buys $25 in the
+ * Dash on the fake Checkout page, the signed webhook arrives and the Dash shows the new
+ * balance; the agent works again, and when a refund takes the credit back to zero the agent's
+ * writes are refused once more while its heartbeat still renews its claim.
+ */
+let fake: FakeStripe;
+let app: AppProcess;
+let database: TestDatabase | null = null;
+let browser: Browser;
+let page: Page;
+let agent: Client;
+let orgId: string;
+
+beforeAll(async () => {
+  fake = await startFakeStripe();
+  database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
+  [app, browser] = await Promise.all([
+    startApp({
+      ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
+      RETASC_EMAIL_PASSWORD: "on",
+      RETASC_BILLING: "on",
+      // No seed: the org starts at zero credit.
+      BILLING_SIGNUP_CREDIT: "0",
+      STRIPE_SECRET_KEY: fake.secretKey,
+      STRIPE_WEBHOOK_SECRET: fake.webhookSecret,
+      STRIPE_API_URL: fake.url,
+    }),
+    launchBrowser(),
+  ]);
+  fake.webhookUrl = `${app.url}/webhooks/stripe`;
+  const owner = await signUp(app.url, "Greta");
+  orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Greta's org" })).orgId;
+  const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Engine", prefix: "ENG" });
+  const key = await cliPost(app.url, owner.token, "keys", { orgId, action: "mint", projectId: project.projectId, runtime: "claude-code" });
+  agent = await mcp(`${app.url}/mcp`, { authorization: `Bearer ${key.key}` });
+  const context = await browser.newContext();
+  await context.addCookies(
+    owner.cookie.split("; ").map((pair) => {
+      const at = pair.indexOf("=");
+      return { name: pair.slice(0, at), value: pair.slice(at + 1), url: app.url };
+    }),
+  );
+  page = await context.newPage();
+});
+afterAll(async () => {
+  await agent?.close().catch(() => {});
+  await browser?.close();
+  await app?.stop();
+  await database?.close();
+  await fake?.close();
+});
+
+test("an owner buys $25 on the Checkout page, the webhook arrives, and the Dash shows the balance", async () => {
+  const refused = await tool(agent, "save_issue", { title: "Write the parser", work: true, noDependency: "first" });
+  expect(refused.error).toMatchObject({ code: "BILLING_INACTIVE" });
+  expect(refused.error.tellHuman).toContain(`localhost:${app.port}/dash/settings/billing`);
+
+  await page.goto(`${app.url}/dash/settings/billing`);
+  await expect.poll(() => page.getByTestId("balance-total").textContent()).toBe("$0.00");
+  await page.getByRole("link", { name: "Billing" }).waitFor();
+  await page.getByRole("button", { name: "Buy $25 of credit" }).click();
+
+  // Stripe Checkout (the fake's page), then back to the Dash once the webhook has been delivered.
+  await page.waitForURL((url) => url.href.startsWith(`${fake.url}/c/pay/`));
+  expect(await page.getByTestId("amount").textContent()).toBe("$25.00");
+  await page.getByRole("button", { name: "Pay $25.00" }).click();
+  await page.waitForURL(new RegExp(`^${app.url}/dash/settings/billing\\?checkout=paid&session_id=cs_test_`));
+  expect(fake.problems).toEqual([]);
+  await expect.poll(() => page.getByTestId("balance-total").textContent()).toBe("$25.00");
+  expect(await page.getByTestId("balance-bought").textContent()).toBe("$25.00");
+  expect(await page.getByTestId("balance-given").textContent()).toBe("$0.00");
+  const purchase = page.getByTestId("purchases").locator("tbody tr");
+  await expect.poll(() => purchase.count()).toBe(1);
+  expect(await purchase.textContent()).toContain("$25");
+  expect(await purchase.getByRole("link", { name: "Receipt" }).getAttribute("href")).toMatch(new RegExp(`^${fake.url}/receipts/cs_test_`));
+});
+
+test("with credit the agent works; at zero again its writes are refused and its heartbeat still succeeds", async () => {
+  const created = await tool(agent, "save_issue", { title: "Write the parser", work: true, noDependency: "first" });
+  expect(created.error).toBeUndefined();
+  const claim = await tool(agent, "claim_issue", { identifier: created.identifier });
+  expect(claim.claimToken).toMatch(/^rtclm_/);
+
+  // Stripe refunds the purchase: the refund takes back what is left, and the org is at zero.
+  const [sessionId] = [...fake.sessions.keys()];
+  const refunded = await fake.deliver(fake.refund(sessionId!, 2500));
+  expect(refunded.status).toBe(200);
+  await page.reload();
+  await expect.poll(() => page.getByTestId("balance-total").textContent()).toBe("$0.00");
+  await expect.poll(() => page.getByTestId("purchases").locator("tbody tr").textContent()).toContain("refunded");
+  // The ledger lists what the agent was charged.
+  await expect.poll(() => page.getByTestId("ledger").textContent()).toContain("claim_issue");
+
+  const refused = await tool(agent, "save_comment", { issue: created.identifier, body: "still here" });
+  expect(refused.error).toMatchObject({ code: "BILLING_INACTIVE" });
+  const heartbeat = await tool(agent, "heartbeat", { identifier: created.identifier, claimToken: claim.claimToken });
+  expect(heartbeat.error).toBeUndefined();
+  expect(heartbeat.expiresAt ?? heartbeat.leaseExpiresAt).toBeTruthy();
+});
