@@ -121,7 +121,7 @@ test("retasc claim creates the worktree on the server's branch; retasc done fini
   expect(twice.stdout).toContain(`${filed.identifier} is already done.`);
 });
 
-test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree), says so, and still finishes", async () => {
+test("retasc done refuses uncommitted or commit-less work unless --force; forced, it keeps a worktree with uncommitted changes (or --keep-worktree), says so, and finishes", async () => {
   const agent = await connectAsFolder(repo);
   const dirty = await tool(agent, "save_issue", { title: "Add the orders table", work: true, noDependency: "schema work", priority: 1 });
   const claim = await retasc(ada, ["claim", dirty.identifier, "--json"], { cwd: repo });
@@ -129,7 +129,12 @@ test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree)
   const { worktree } = JSON.parse(claim.stdout) as { worktree: string };
   fs.writeFileSync(path.join(worktree, "orders.sql"), "create table orders ();\n");
 
-  const done = await retasc(ada, ["done", "--id", dirty.identifier, "--json"], { cwd: repo });
+  const refused = await retasc(ada, ["done", "--id", dirty.identifier], { cwd: repo });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain(`✗ UNFINISHED_WORK: ${dirty.identifier} is not finished in ${worktree}: it has uncommitted changes (1 path); its branch`);
+  expect(await tool(agent, "get_issue", { identifier: dirty.identifier })).toMatchObject({ status: "doing" });
+
+  const done = await retasc(ada, ["done", "--id", dirty.identifier, "--force", "--json"], { cwd: repo });
   expect(done.code, done.stderr).toBe(0);
   expect(JSON.parse(done.stdout)).toMatchObject({
     identifier: dirty.identifier,
@@ -145,7 +150,7 @@ test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree)
   // A clean one in --json mode says it was removed.
   const clean = await tool(agent, "save_issue", { title: "Add the items table", work: true, noDependency: "schema work", priority: 1 });
   const claimedClean = JSON.parse((await retasc(ada, ["claim", clean.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
-  const cleanDone = await retasc(ada, ["done", "--id", clean.identifier, "--json"], { cwd: repo });
+  const cleanDone = await retasc(ada, ["done", "--id", clean.identifier, "--force", "--json"], { cwd: repo });
   expect(cleanDone.code, cleanDone.stderr).toBe(0);
   expect(JSON.parse(cleanDone.stdout)).toMatchObject({ status: "done", worktree: claimedClean.worktree, worktreeRemoved: true });
   expect(JSON.parse(cleanDone.stdout)).not.toHaveProperty("worktreeKept");
@@ -154,7 +159,7 @@ test("retasc done keeps a worktree with uncommitted changes (or --keep-worktree)
   // --keep-worktree leaves even a clean one.
   const kept = await tool(agent, "save_issue", { title: "Add the carts table", work: true, noDependency: "schema work", priority: 1 });
   const claimedKept = JSON.parse((await retasc(ada, ["claim", kept.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
-  const keptDone = await retasc(ada, ["done", "--id", kept.identifier, "--keep-worktree", "--json"], { cwd: repo });
+  const keptDone = await retasc(ada, ["done", "--id", kept.identifier, "--keep-worktree", "--force", "--json"], { cwd: repo });
   expect(keptDone.code, keptDone.stderr).toBe(0);
   expect(JSON.parse(keptDone.stdout)).toMatchObject({ worktree: claimedKept.worktree, worktreeRemoved: false, worktreeKept: "--keep-worktree" });
   expect(fs.existsSync(path.join(claimedKept.worktree, ".git"))).toBe(true);

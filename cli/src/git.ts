@@ -76,9 +76,12 @@ export function ensureWorktree(input: { cwd: string; branch: string; dir?: strin
  */
 export function removeWorktree(dir: string): Removal {
   if (!fs.existsSync(dir)) return { removed: false, reason: "it is already gone" };
-  const status = run(["status", "--porcelain", "--untracked-files=all"], dir);
-  if (!status.ok) return { removed: false, reason: `git status failed there: ${status.stderr.split("\n")[0]}` };
-  const changes = status.stdout.split("\n").filter((line) => line && line !== "?? .mcp.json");
+  let changes: string[];
+  try {
+    changes = uncommitted(dir);
+  } catch (error) {
+    return { removed: false, reason: (error as Error).message };
+  }
   if (changes.length > 0) return { removed: false, reason: `it has uncommitted changes (${changes.length} path${changes.length === 1 ? "" : "s"})` };
   const mainRoot = path.dirname(git(["rev-parse", "--path-format=absolute", "--git-common-dir"], dir));
   const real = fs.realpathSync(dir);
@@ -95,4 +98,49 @@ export function removeWorktree(dir: string): Removal {
   const removed = run(["worktree", "remove", "--force", real], mainRoot);
   if (!removed.ok) return { removed: false, reason: `git worktree remove failed: ${removed.stderr.split("\n")[0]}` };
   return { removed: true, repo: mainRoot };
+}
+
+/** An issue's worktree: a worktree of this repository (not its main one) on an issue branch (`web-42/…`). */
+export interface IssueWorktree {
+  path: string;
+  branch: string | null;
+  issue: string | null;
+}
+
+/** The issue identifier of a `pfx-42/slug` branch, upper-cased, or null. */
+export function issueOfBranch(branch: string | null): string | null {
+  const match = branch ? /^([a-z][a-z0-9]*)-(\d+)\//i.exec(branch) : null;
+  return match ? `${match[1]!.toUpperCase()}-${match[2]}` : null;
+}
+
+/** The worktrees of the repository `cwd` is in, its main working tree left out. */
+export function worktreesOf(cwd: string): IssueWorktree[] {
+  const root = repoRoot(cwd);
+  const entries = git(["worktree", "list", "--porcelain"], root).split("\n\n").filter(Boolean);
+  return entries.slice(1).map((entry) => {
+    const lines = entry.split("\n");
+    const dir = lines.find((l) => l.startsWith("worktree "))!.slice("worktree ".length);
+    const branch = lines.find((l) => l.startsWith("branch refs/heads/"))?.slice("branch refs/heads/".length) ?? null;
+    return { path: dir, branch, issue: issueOfBranch(branch) };
+  });
+}
+
+/** Uncommitted work in a worktree (changed, staged or untracked files; the `.mcp.json` a claim copied in is ours), as paths. */
+export function uncommitted(dir: string): string[] {
+  const status = run(["status", "--porcelain", "--untracked-files=all"], dir);
+  if (!status.ok) throw new CliError("GIT", `git status failed in ${dir}: ${status.stderr.split("\n")[0]}`, "Fix the repository state, or pass --force.");
+  return status.stdout.split("\n").filter((line) => line && line !== "?? .mcp.json");
+}
+
+/**
+ * Commits on `branch` that its base does not have: the base is origin/main, else main, else
+ * the main worktree's branch. Null when no base can be told.
+ */
+export function commitsAhead(branch: string, cwd: string): number | null {
+  const mainRoot = path.dirname(git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd));
+  const mainBranch = currentBranch(mainRoot);
+  const base = ["origin/main", "main", "master", mainBranch].find((ref) => ref && ref !== branch && refExists(ref, cwd));
+  if (!base) return null;
+  const count = run(["rev-list", "--count", `${base}..${branch}`], cwd);
+  return count.ok ? Number(count.stdout) : null;
 }

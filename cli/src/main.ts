@@ -5,6 +5,7 @@ import { red, setJsonMode } from "./output.ts";
 import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./commands/connect.ts";
 import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
 import { config, doctor, login, logout, whoami } from "./commands/session.ts";
+import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy, unbind } from "./commands/lease.ts";
 import { claim, done, next } from "./commands/work.ts";
 import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 
@@ -50,6 +51,7 @@ const yes = { type: "boolean", short: "y", description: "replace an existing bin
 const runtime = { type: "string", value: "<label>", description: "what runs with the key: claude-code (default), codex, cursor, ci…" } as const satisfies Option;
 const orgId = { type: "string", value: "<id>", description: "the org (default: this folder's org, or your only org)" } as const satisfies Option;
 const transport = { type: "string", value: "<proxy|http>", description: "how Claude Code connects: proxy (default; `retasc mcp proxy` heartbeats your agent's claims) or http (`retasc mcp headers`)" } as const satisfies Option;
+const issueId = { type: "string", value: "<issue>", description: "the issue, like PFX-42 or 42 (default: the issue branch you are on, or your one claim)" } as const satisfies Option;
 const workFlags = {
   "all-lanes": { type: "boolean", description: "pull from every lane, not just yours and unassigned issues" },
   base: { type: "string", value: "<ref>", description: "base of a new branch (default: origin/main, else HEAD)" },
@@ -257,24 +259,100 @@ export const commands: Record<string, Command> = {
   }),
   claim: command({
     summary: "claim an issue over MCP and create its git worktree on the server's branch",
-    usage: "retasc claim [RTSC-42 | 42] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
+    usage: "retasc claim [PFX-42 | 42] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
     positionals: "[issue]",
     options: { id: { type: "string", value: "<issue>", description: "the issue (same as the positional)" }, ...workFlags },
-    details: "Without an issue it claims the top of your queue, like `retasc next`. The claim is a lease: heartbeat or checkpoint renews it.",
+    details: "Without an issue it claims the top of your queue, like `retasc next`. The claim is a lease: `retasc heartbeat` or `retasc checkpoint` renews it.",
     run: claim,
   }),
   done: command({
     summary: "finish the issue you hold, and remove the worktree its claim opened",
-    usage: "retasc done [--id <RTSC-42>] [--keep-worktree] [--json]",
+    usage: "retasc done [--id <PFX-42>] [--keep-worktree] [--force] [--dry-run] [--json]",
     options: {
-      id: { type: "string", value: "<issue>", description: "the issue (default: from the rtsc-NN/… branch you are on)" },
+      id: issueId,
       "keep-worktree": { type: "boolean", description: "leave the worktree where it is" },
+      force: { type: "boolean", description: "finish even with uncommitted changes or no commits on the branch" },
+      "dry-run": { type: "boolean", description: "say what it would do, change nothing" },
       json,
       url,
     },
     details:
-      "Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (changed, staged or untracked files) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
+      "Refuses (UNFINISHED_WORK) while the issue's worktree has uncommitted changes (changed, staged or untracked files) or its branch has no commits of its own, unless --force. Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (with --force) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
+  }),
+  heartbeat: command({
+    summary: "renew the lease of the issue you hold (or --all of them)",
+    usage: "retasc heartbeat [<PFX-42>] [--all] [--json]",
+    positionals: "[issue]",
+    options: { id: issueId, all: { type: "boolean", description: "every claim this folder's key holds from this machine" }, json, url },
+    details: "Only heartbeat and checkpoint renew a lease. `retasc mcp proxy` heartbeats an agent's claims for it while the agent runs.",
+    run: heartbeat,
+  }),
+  checkpoint: command({
+    summary: "record handoff notes on the issue you hold, renewing its lease",
+    usage: "retasc checkpoint [<PFX-42>] [--done <text>] [--next <text>] [--gotchas <text>] [--note <text>] [--branch <name>] [--json]",
+    positionals: "[issue]",
+    options: {
+      id: issueId,
+      done: { type: "string", value: "<text>", description: "what is finished so far" },
+      next: { type: "string", value: "<text>", description: "what the next agent should do" },
+      gotchas: { type: "string", value: "<text>", description: "traps and surprises" },
+      note: { type: "string", value: "<text>", description: "anything else" },
+      branch: { type: "string", value: "<name>", description: "the branch the work is on, if not the claim's" },
+      json,
+      url,
+    },
+    details: "The latest checkpoint survives release and reclaim: the next claimant resumes from it.",
+    run: checkpoint,
+  }),
+  release: command({
+    summary: "give the issue you hold back unfinished (the note is kept for the next claimant)",
+    usage: "retasc release [<PFX-42>] [--note <text>] [--json]",
+    positionals: "[issue]",
+    options: { id: issueId, note: { type: "string", value: "<text>", description: "left as a checkpoint note" }, json, url },
+    run: release,
+  }),
+  "check-claim": command({
+    summary: "whether you still hold an issue, who does, and until when",
+    usage: "retasc check-claim [<PFX-42>] [--json]",
+    positionals: "[issue]",
+    options: { id: issueId, json, url },
+    run: checkClaim,
+  }),
+  "issue show": command({
+    summary: "an issue: status, lane, lease, checkpoint and body",
+    usage: "retasc issue show <PFX-42> [--json]",
+    positionals: "<issue>",
+    options: { id: issueId, json, url },
+    run: issueShow,
+  }),
+  "issue list": command({
+    summary: "issues in dispatch order, most urgent first",
+    usage: "retasc issue list [--status <s[,s]>] [--priority <p>] [--label <name>] [--assignee <email|me|none>] [--limit <n>] [--json]",
+    options: {
+      status: { type: "string", value: "<s[,s]>", description: "todo, doing, blocked, review, done, canceled, or the groups open (default) and active" },
+      priority: { type: "string", value: "<p>", description: "urgent, high, medium, low, none (or 1-4, 0)" },
+      label: { type: "string", value: "<name>", description: "issues with this label" },
+      assignee: { type: "string", value: "<who>", description: "a member's email, me, or none (unassigned)" },
+      limit: { type: "string", value: "<n>", description: "at most this many (default 50, max 200)" },
+      json,
+      url,
+    },
+    run: issueList,
+  }),
+  tidy: command({
+    summary: "remove the clean worktrees of issues that are done or canceled (branches stay)",
+    usage: "retasc tidy [--dry-run] [--json]",
+    options: { "dry-run": { type: "boolean", description: "list what it would remove, remove nothing" }, json, url },
+    details: "Looks at every worktree of this repository on an issue branch (pfx-42/…); one with uncommitted changes is kept, with the reason.",
+    run: tidy,
+  }),
+  unbind: command({
+    summary: "forget this folder's key on this machine, revoking it when signed in",
+    usage: "retasc unbind [--keep-key] [--json]",
+    options: { "keep-key": { type: "boolean", description: "leave the key working (only forget it here)" }, json, url },
+    details: ".mcp.json and .retasc.json stay: they belong to the folder (and its teammates), not to this machine.",
+    run: unbind,
   }),
   billing: command({
     summary: "the org's credit (given and bought), this month's spend against the cap, recent charges",

@@ -193,3 +193,52 @@ export interface NoClaim {
 
 /** MCP save_issue: the issue as saved (printed as it is). */
 export type SavedIssue = Record<string, unknown>;
+
+/** MCP heartbeat and checkpoint: the renewed lease. */
+export interface Renewed {
+  identifier: string;
+  expiresAt: string;
+  fence: number;
+}
+
+/** MCP release_issue */
+export interface Released {
+  identifier: string;
+  released: boolean;
+  status: string;
+  held: boolean;
+  message: string;
+}
+
+/** MCP check_claim */
+export interface CheckedClaim {
+  identifier: string;
+  status: string;
+  held: boolean;
+  youHold: boolean;
+  holder: { runtime?: string; email?: string } | null;
+  expiresAt: string | null;
+}
+
+/** MCP get_issue, the fields `retasc issue show` prints. */
+export interface IssueView {
+  identifier: string;
+  title: string;
+  body: string | null;
+  status: string;
+  statusNote?: string;
+  priority: number;
+  assignee: { email?: string; name?: string } | null;
+  branch: string | null;
+  lease: { runtime?: string; expiresAt?: string } | null;
+  openBlockers?: (string | { identifier: string })[];
+  checkpoint: { done?: string | null; next?: string | null; gotchas?: string | null; note?: string | null } | null;
+}
+
+/** MCP list_issues: one line per issue. */
+export interface IssueLine {
+  identifier: string;
+  title: string;
+  status: string;
+  priority: number;
+}

@@ -4,10 +4,10 @@ import path from "node:path";
 import type { UrlFlag } from "../api.ts";
 import { findMarker, requireBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
-import { currentBranch, ensureWorktree, removeWorktree, type Removal, type Worktree } from "../git.ts";
+import { commitsAhead, currentBranch, ensureWorktree, issueOfBranch, removeWorktree, uncommitted, type Removal, type Worktree } from "../git.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, out, printJson, say } from "../output.ts";
-import { keyFingerprint, readBindings, updateBindings } from "../store.ts";
+import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
 import type { Claim, NoClaim, SavedIssue } from "../wire.ts";
 
 interface WorkFlags extends UrlFlag {
@@ -31,10 +31,13 @@ interface WorkFlags extends UrlFlag {
 export function normalizeIdentifier(value: string, prefix: string | undefined): string {
   const text = String(value).trim();
   if (/^\d+$/.test(text)) {
-    if (!prefix) throw new CliError("INVALID_INPUT", `${text} needs a prefix`, "Pass the full identifier, like RTSC-42.");
+    if (!prefix) throw new CliError("INVALID_INPUT", `${text} needs a prefix`, `Pass the full identifier, like PFX-${text} with your project's prefix.`);
     return `${prefix}-${text}`;
   }
-  if (!/^[A-Za-z][A-Za-z0-9]*-\d+$/.test(text)) throw new CliError("INVALID_INPUT", `${text} is not an issue identifier`, "Pass one like RTSC-42, rtsc-42 or 42.");
+  if (!/^[A-Za-z][A-Za-z0-9]*-\d+$/.test(text)) {
+    const p = prefix ?? "PFX";
+    throw new CliError("INVALID_INPUT", `${text} is not an issue identifier`, `Pass one like ${p}-42, ${p.toLowerCase()}-42 or 42.`);
+  }
   return text.toUpperCase();
 }
 
@@ -79,8 +82,8 @@ async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target
     printJson({ ...shown, worktree: worktree?.path ?? null });
   } else {
     ok(`Claimed ${reply.identifier}: ${reply.issue?.title ?? ""}`.trimEnd());
-    say(`  branch ${reply.branch}, lease until ${new Date(reply.expiresAt).toLocaleTimeString()} (heartbeat or checkpoint renews it)`);
-    if (reply.checkpoint) say(`  resuming from a checkpoint: ${reply.checkpoint.next ?? reply.checkpoint.done ?? "see get_issue"}`);
+    say(`  branch ${reply.branch}, lease until ${new Date(reply.expiresAt).toLocaleTimeString()} (\`retasc heartbeat\` or \`retasc checkpoint\` renews it)`);
+    if (reply.checkpoint) say(`  resuming from a checkpoint: ${reply.checkpoint.next ?? reply.checkpoint.done ?? "`retasc issue show` has it"}`);
     if (worktree) say(`  worktree ${worktree.path}${worktree.created ? "" : " (already there)"}`);
     say(`  finish with: retasc done --id ${reply.identifier}`);
   }
@@ -104,13 +107,40 @@ export const claim = (flags: WorkFlags & { id?: string }, positionals: string[])
   claimAndCheckout(flags, "claim", positionals[0] ?? flags.id);
 
 /**
- * Finishes the issue you hold (from --id or the rtsc-NN/… branch you are on) with its claim
- * token, then removes the worktree `retasc claim` made for it unless work in it is uncommitted.
+ * Why a branch is not ready to finish: uncommitted work in its worktree, or no commit of its
+ * own. Checked where the work is: the claim's worktree, else this folder when it is on the
+ * issue's branch.
  */
-export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boolean; json?: boolean }) {
+function unfinishedWork(record: ClaimRecord, identifier: string): { dir: string; problems: string[] } | null {
+  const dir = record.worktree && fs.existsSync(record.worktree) ? record.worktree : issueOfBranch(currentBranch(process.cwd())) === identifier ? process.cwd() : null;
+  if (!dir) return null;
+  const problems: string[] = [];
+  const changes = uncommitted(dir);
+  if (changes.length) problems.push(`it has uncommitted changes (${changes.length} path${changes.length === 1 ? "" : "s"})`);
+  const branch = currentBranch(dir) ?? record.branch;
+  const ahead = branch ? commitsAhead(branch, dir) : null;
+  if (ahead === 0) problems.push(`its branch ${branch} has no commits of its own`);
+  return { dir, problems };
+}
+
+interface DoneFlags extends UrlFlag {
+  id?: string;
+  "keep-worktree"?: boolean;
+  force?: boolean;
+  "dry-run"?: boolean;
+  json?: boolean;
+}
+
+/**
+ * Finishes the issue you hold (from --id or the pfx-NN/… branch you are on) with its claim
+ * token, then removes the worktree `retasc claim` made for it unless work in it is uncommitted.
+ * A branch with uncommitted work or no commits is refused unless --force; --dry-run says what
+ * would happen and changes nothing.
+ */
+export async function done(flags: DoneFlags) {
   const binding = requireBinding(process.cwd(), flags);
   const mine = readBindings().claims[keyFingerprint(binding.key)] ?? {};
-  const identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : issueHere(Object.keys(mine));
+  const identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : issueHere(Object.keys(mine), binding.workspace?.prefix);
   const record = mine[identifier];
   if (!record) {
     // `retasc done` run again after it succeeded: the claim is gone from the keystore, and the
@@ -122,6 +152,26 @@ export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boo
       return;
     }
     throw new CliError("STALE_CLAIM", `no claim of ${identifier} was made from this machine with this folder's key`, `Claim it first: \`retasc claim ${identifier}\`.`);
+  }
+  const work = unfinishedWork(record, identifier);
+  if (flags["dry-run"]) {
+    const plan = {
+      identifier,
+      dryRun: true,
+      wouldFinish: !work?.problems.length || Boolean(flags.force),
+      refusedBecause: flags.force ? [] : (work?.problems ?? []),
+      worktree: record.worktree,
+      wouldRemoveWorktree: Boolean(record.worktree && !flags["keep-worktree"] && fs.existsSync(record.worktree) && uncommitted(record.worktree).length === 0),
+      branch: record.branch,
+    };
+    if (flags.json) return printJson(plan);
+    say(plan.wouldFinish ? `Would finish ${identifier} (status done) with your claim's token.` : `Would refuse to finish ${identifier}: ${plan.refusedBecause.join("; ")}.`);
+    if (record.worktree) say(plan.wouldRemoveWorktree ? `Would remove its worktree ${record.worktree}; the branch ${record.branch} stays.` : `Would keep its worktree ${record.worktree}.`);
+    say("Nothing was changed (--dry-run).");
+    return;
+  }
+  if (work?.problems.length && !flags.force) {
+    throw new CliError("UNFINISHED_WORK", `${identifier} is not finished in ${work.dir}: ${work.problems.join("; ")}`, `Commit the work first, or finish anyway with \`retasc done --id ${identifier} --force\` (\`--dry-run\` shows what it would do).`);
   }
   const issue = await withMcp(binding, (call) => call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken }));
   await updateBindings((bindings) => {
@@ -149,13 +199,12 @@ export async function done(flags: UrlFlag & { id?: string; "keep-worktree"?: boo
   }
 }
 
-/** The issue of the rtsc-NN/… branch checked out here, else the one claim this key holds. */
-function issueHere(held: string[]): string {
-  const branch = currentBranch(process.cwd());
-  const match = branch ? /^([a-z][a-z0-9]*)-(\d+)\//i.exec(branch) : null;
-  if (match) return `${match[1]!.toUpperCase()}-${match[2]}`;
+/** The issue of the pfx-NN/… branch checked out here, else the one claim this key holds. */
+export function issueHere(held: string[], prefix: string | undefined): string {
+  const fromBranch = issueOfBranch(currentBranch(process.cwd()));
+  if (fromBranch) return fromBranch;
   if (held.length === 1) return held[0]!;
-  throw new CliError("INVALID_INPUT", "which issue? not on an issue branch", "Pass --id RTSC-42, or run this in the issue's worktree.");
+  throw new CliError("INVALID_INPUT", held.length ? `which issue? you hold ${held.join(", ")} and this is not an issue branch` : "which issue? not on an issue branch", `Pass --id ${prefix ?? "PFX"}-42, or run this in the issue's worktree.`);
 }
 
 /**
