@@ -122,7 +122,11 @@ export const grantCreditInput = z.object({
     .int("--micro-credits must be a whole number")
     .min(1, "--micro-credits must be at least 1")
     .max(1_000_000_000_000, "--micro-credits must be at most 1,000,000,000,000 ($1,000,000)"),
-  note: z.string().trim().min(1, "--note is required (why the credit is given)").max(500),
+  note: z
+    .string({ error: "--note is required (why the credit is given)" })
+    .trim()
+    .min(1, "--note is required (why the credit is given)")
+    .max(500),
 });
 
 /** A support credit: given credit (spent before bought), recorded with the operator's note. */
