@@ -21,6 +21,7 @@ let browser: Browser;
 let page: Page;
 let agent: Client;
 let orgId: string;
+let ownerToken: string;
 
 beforeAll(async () => {
   fake = await startFakeStripe();
@@ -40,19 +41,25 @@ beforeAll(async () => {
   ]);
   fake.webhookUrl = `${app.url}/webhooks/stripe`;
   const owner = await signUp(app.url, "Greta");
+  ownerToken = owner.token;
   orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Greta's org" })).orgId;
   const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Engine", prefix: "ENG" });
   const key = await cliPost(app.url, owner.token, "keys", { orgId, action: "mint", projectId: project.projectId, runtime: "claude-code" });
   agent = await mcp(`${app.url}/mcp`, { authorization: `Bearer ${key.key}` });
+  page = await signedInPage(owner.cookie);
+});
+
+/** A browser page signed in with the session cookie of a person signed up over HTTP. */
+async function signedInPage(cookie: string): Promise<Page> {
   const context = await browser.newContext();
   await context.addCookies(
-    owner.cookie.split("; ").map((pair) => {
+    cookie.split("; ").map((pair) => {
       const at = pair.indexOf("=");
       return { name: pair.slice(0, at), value: pair.slice(at + 1), url: app.url };
     }),
   );
-  page = await context.newPage();
-});
+  return context.newPage();
+}
 afterAll(async () => {
   await agent?.close().catch(() => {});
   await browser?.close();
@@ -107,4 +114,26 @@ test("with credit the agent works; at zero again its writes are refused and its 
   const heartbeat = await tool(agent, "heartbeat", { identifier: created.identifier, claimToken: claim.claimToken });
   expect(heartbeat.error).toBeUndefined();
   expect(heartbeat.expiresAt ?? heartbeat.leaseExpiresAt).toBeTruthy();
+});
+
+test("a member sees their own usage only, and cannot buy credit or set the cap", async () => {
+  const invite = await cliPost(app.url, ownerToken, "members", { orgId, action: "invite" });
+  const member = await signUp(app.url, "Milo");
+  await cliPost(app.url, member.token, "join", { code: invite.code });
+  const memberPage = await signedInPage(member.cookie);
+  await memberPage.goto(`${app.url}/dash/settings/billing`);
+  await memberPage.getByRole("heading", { name: "Your usage" }).waitFor();
+  expect(await memberPage.getByTestId("your-spend").textContent()).toBe("You spent $0.00 this month.");
+  expect(await memberPage.getByTestId("balance-total").count()).toBe(0);
+  expect(await memberPage.getByRole("button", { name: /Buy \$/ }).count()).toBe(0);
+  expect(await memberPage.getByTestId("purchases").count()).toBe(0);
+  // The owner's charges are not theirs to see.
+  expect(await memberPage.getByTestId("ledger").count()).toBe(0);
+  // A hand-made form post is refused by the service, whatever the page shows.
+  const post = (fields: Record<string, string>) =>
+    memberPage.evaluate(async (form) => (await fetch("/dash/settings/billing.data", { method: "POST", body: new URLSearchParams(form) })).text(), fields);
+  expect(await post({ intent: "buy", pack: "25" })).toContain("buying credit needs the owner or admin role");
+  expect(await post({ intent: "cap", monthlyUsd: "5" })).toContain("setting the spend cap needs the owner role");
+  expect(fake.sessions.size).toBe(1);
+  await memberPage.context().close();
 });
