@@ -153,6 +153,20 @@ describe("POST /webhooks/stripe, as a service", () => {
     expect(await creditFor(`refund:${charge.id}`)).toHaveLength(1);
   });
 
+  it("applies a refund delivered at the same moment as its completion, on another instance", async () => {
+    const other = testDriver === "postgres" ? { ...state.services, db: (await db.tdb.openAnother(5)).db } : state.services;
+    for (let round = 0; round < 6; round++) {
+      const sessionId = await buy(10);
+      const completed = fake.complete(sessionId);
+      const refunded = fake.refund(sessionId, 400);
+      const [first, second] = round % 2 ? [completed, refunded] : [refunded, completed];
+      const replies = await Promise.all([deliver(first!), deliver(second!, undefined, other)]);
+      expect(replies.map((r) => r.status)).toEqual([200, 200]);
+      const [purchase] = await state.services.db.select().from(billingPurchases).where(eq(billingPurchases.checkoutSessionId, sessionId));
+      expect(purchase, `round ${round}`).toMatchObject({ status: "paid", reversedMicroCredits: 4_000_000 });
+    }
+  });
+
   it("takes back each refund once, in whatever order Stripe sends them, never more than was bought", async () => {
     const sessionId = await buy(10);
     expect(outcomeOf(await deliver(fake.complete(sessionId)))).toBe("credited");
