@@ -199,6 +199,18 @@ describe("POST /webhooks/stripe, as a service", () => {
     expect(taken).toHaveLength(1);
   });
 
+  it("credits what the purchase bought, never what an event names: another amount or org is not credited", async () => {
+    const sessionId = await buy(10);
+    const completed = JSON.parse(fake.complete(sessionId).payload);
+    const cheaper = fake.event("checkout.session.completed", { ...completed.data.object, amount_total: 100 });
+    expect(outcomeOf(await deliver(cheaper))).toBe("mismatch");
+    const other = await seedOrg(state.services, { prefix: "OTH" });
+    const elsewhere = fake.event("checkout.session.completed", { ...completed.data.object, id: "cs_test_other", client_reference_id: other.orgId, metadata: { ...completed.data.object.metadata, orgId: other.orgId } });
+    expect(outcomeOf(await deliver(elsewhere))).toBe("unknown");
+    expect(await creditFor(sessionId)).toEqual([]);
+    expect(await state.services.db.select().from(billingCredits).where(eq(billingCredits.orgId, other.orgId)).then((rows) => rows.filter((r) => r.source === "stripe"))).toEqual([]);
+  });
+
   it("answers 200 to events it ignores, and 400, never 5xx, to a signed event it cannot read", async () => {
     const ignored = await deliver(fake.event("customer.created", { id: "cus_test_1", object: "customer" }));
     expect(ignored).toMatchObject({ status: 200, body: { received: true, outcome: "ignored" } });
