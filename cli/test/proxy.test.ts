@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
+
+/**
+ * The watchdog: an agent whose .mcp.json runs `retasc mcp proxy` claims through it with a
+ * 20-second lease and RETASC_HEARTBEAT_MS=5000, sits idle for a minute and still holds the
+ * lease; SIGKILLed, its proxy exits with it, the heartbeats stop, and the lease lapses and is
+ * reclaimed. The agent is its own process speaking MCP over stdio with the SDK's client.
+ */
+const LEASE_SECONDS = 20;
+let server: Server;
+let ada: Person;
+let repo: string;
+let observer: Client;
+let agent: ChildProcess | undefined;
+const PATH = `${path.dirname(workspaceBin)}${path.delimiter}${process.env.PATH}`;
+const sdkClient = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/index.js");
+const sdkStdio = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/stdio.js");
+
+/** The agent: starts the server its folder's .mcp.json names, claims the next issue, prints it and the proxy's pid, then idles. */
+const agentScript = `
+import fs from "node:fs";
+const { Client } = await import(${JSON.stringify(sdkClient)});
+const { StdioClientTransport } = await import(${JSON.stringify(sdkStdio)});
+const entry = JSON.parse(fs.readFileSync(".mcp.json", "utf8")).mcpServers.retasc;
+const transport = new StdioClientTransport({ command: entry.command, args: entry.args, cwd: process.cwd(), env: process.env, stderr: "inherit" });
+const client = new Client({ name: "idle-agent", version: "1.0.0" });
+await client.connect(transport);
+const claim = await client.callTool({ name: "next_issue", arguments: {} });
+process.stdout.write(JSON.stringify({ proxyPid: transport.pid, claim: claim.structuredContent }) + "\\n");
+setInterval(() => {}, 1 << 30);
+`;
+
+beforeAll(async () => {
+  server = await startServer({ LEASE_TTL_SECONDS: String(LEASE_SECONDS), RECLAIM_SWEEP_MS: "2000" });
+  ada = await signUp(server, "Ada");
+  expect((await login(server, ada)).code).toBe(0);
+  repo = gitRepo();
+  const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
+  expect(bind.code, bind.stderr).toBe(0);
+  const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
+  observer = new Client({ name: "observer", version: "1.0.0" });
+  await observer.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+});
+afterAll(async () => {
+  agent?.kill("SIGKILL");
+  await observer?.close();
+  await server?.close();
+  removeTemps();
+});
+
+async function tool(name: string, args: Record<string, unknown> = {}): Promise<any> {
+  return (await observer.callTool({ name, arguments: args })).structuredContent;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+it("keeps an idle agent's lease alive while it lives, and lets it lapse once the agent is killed", { timeout: 240_000 }, async () => {
+  const filed = await tool("save_issue", { title: "Run the long build", work: true, noDependency: "a long build", priority: 1 });
+  const script = path.join(tempDir("retasc-agent-"), "agent.mjs");
+  fs.writeFileSync(script, agentScript);
+  agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, RETASC_HEARTBEAT_MS: "5000" }), stdio: ["ignore", "pipe", "inherit"] });
+  const started = await new Promise<{ proxyPid: number; claim: { identifier: string; expiresAt: string; fence: number } }>((resolve, reject) => {
+    let text = "";
+    agent!.stdout!.on("data", (d) => {
+      text += d;
+      if (text.includes("\n")) resolve(JSON.parse(text));
+    });
+    agent!.on("exit", (code) => reject(new Error(`the agent exited with ${code}`)));
+  });
+  expect(started.claim.identifier).toBe(filed.identifier);
+  const claimedAt = Date.now();
+
+  // A minute idle: three lease lengths. Without the proxy's heartbeats the lease would end at 20 s.
+  while (Date.now() - claimedAt < 60_000) {
+    await sleep(10_000);
+    const issue = await tool("get_issue", { identifier: filed.identifier });
+    expect(issue.held, `at ${Math.round((Date.now() - claimedAt) / 1000)} s`).toBe(true);
+    expect(Date.parse(issue.lease.expiresAt)).toBeGreaterThan(Date.now());
+  }
+  const checked = await tool("check_claim", { identifier: filed.identifier });
+  expect(checked).toMatchObject({ held: true, youHold: true, fence: started.claim.fence });
+
+  agent.kill("SIGKILL");
+  // The proxy sees its stdin close and exits: nothing heartbeats a dead agent's claim.
+  const deadline = Date.now() + 10_000;
+  while (alive(started.proxyPid) && Date.now() < deadline) await sleep(100);
+  expect(alive(started.proxyPid)).toBe(false);
+
+  const lapsesBy = Date.parse((await tool("get_issue", { identifier: filed.identifier })).lease.expiresAt);
+  await sleep(Math.max(0, lapsesBy - Date.now()) + 1_000);
+  expect(await tool("get_issue", { identifier: filed.identifier })).toMatchObject({ held: false });
+  const reclaimed = await tool("next_issue");
+  expect(reclaimed).toMatchObject({ identifier: filed.identifier, fence: started.claim.fence + 1 });
+});
