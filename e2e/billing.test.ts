@@ -106,8 +106,13 @@ test("with credit the agent works; at zero again its writes are refused and its 
   await page.reload();
   await expect.poll(() => page.getByTestId("balance-total").textContent()).toBe("$0.00");
   await expect.poll(() => page.getByTestId("purchases").locator("tbody tr").textContent()).toContain("refunded");
-  // The ledger lists what the agent was charged.
+  // The ledger lists what the agent was charged, and filters by tool in the URL.
   await expect.poll(() => page.getByTestId("ledger").textContent()).toContain("claim_issue");
+  await page.getByLabel("Tool").fill("claim_issue");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(/tool=claim_issue/);
+  await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").allTextContents()).toEqual([expect.stringContaining("claim_issue")]);
+  expect(await page.getByTestId("ledger").textContent()).not.toContain("save_issue");
 
   const refused = await tool(agent, "save_comment", { issue: created.identifier, body: "still here" });
   expect(refused.error).toMatchObject({ code: "BILLING_INACTIVE" });
