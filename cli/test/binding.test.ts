@@ -108,6 +108,10 @@ describe("a committable .mcp.json", () => {
     expect(failed[".mcp.json works on another machine"]).toContain("names ws_0123456789abcdef, a keystore entry of the machine that wrote it");
     expect(failed[".mcp.json's URL is the binding's"]).toBe(`.mcp.json says http://127.0.0.1:9/mcp, the key works at ${server.url}/mcp: run \`retasc bind\` here`);
     expect(doctor.stderr).toContain("✗ UNHEALTHY");
+    // The key is not handed to a URL it was not bound for.
+    const headers = await retasc(ada, ["mcp", "headers"], { cwd: folder });
+    expect(headers).toMatchObject({ code: 1, stdout: "" });
+    expect(headers.stderr).toContain(`✗ URL_MISMATCH: ${marker} names http://127.0.0.1:9/mcp, but this folder's key is for ${server.url}/mcp`);
 
     // bind again rewrites it the portable way, keeping the key.
     const again = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "WEB", "--transport", "http", "--json"], { cwd: folder, env: { PATH } });

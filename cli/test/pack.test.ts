@@ -70,7 +70,7 @@ describe("the packed CLI", () => {
     const ada = await signUp(server, "Ada");
     const signedIn = await login(server, ada, { bin });
     expect(signedIn.code, signedIn.stderr).toBe(0);
-    expect(signedIn.stderr).toContain(`Signed in as Ada <${ada.email}>`);
+    expect(signedIn.stdout).toContain(`Signed in as Ada <${ada.email}>`);
     const who = await retasc(ada, ["whoami", "--json"], { bin });
     expect(who.code, who.stderr).toBe(0);
     expect(JSON.parse(who.stdout)).toMatchObject({ binding: null, session: { url: server.url, user: { email: ada.email } } });

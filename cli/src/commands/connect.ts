@@ -341,6 +341,11 @@ export async function mcpHeaders(flags: UrlFlag & { workspace?: string }) {
     if (workspace) binding = { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: "keystore", workspaceId: flags.workspace, workspace };
   }
   binding ??= requireBinding(process.cwd(), flags);
+  // The key goes only where it was bound for: a .mcp.json edited (or pulled) to name another URL gets nothing.
+  const marker = findMarker(process.cwd());
+  if (!process.env.RETASC_MCP_KEY && marker?.url && marker.url !== binding.mcpUrl) {
+    throw new CliError("URL_MISMATCH", `${marker.file} names ${marker.url}, but this folder's key is for ${binding.mcpUrl}`, "Run `retasc doctor`; `retasc bind` here rewrites the file for the key's server.");
+  }
   out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
 }
 
