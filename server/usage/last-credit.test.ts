@@ -1,0 +1,132 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import postgres from "postgres";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { callOk, connectClient, startSeededApp, type SeededApp } from "../mcp/testing.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
+import { testDriver } from "../testing/db.ts";
+
+/**
+ * The last-credit race: 64 agents on two app instances over one PostgreSQL, claiming and
+ * finishing until the org's credit runs out. The balance never goes below zero, every charge
+ * belongs to a committed write, and no committed write lacks its charge.
+ */
+const AGENTS = 64;
+const ISSUES = 260;
+/** What the org has left when the race starts: about 200 claim-and-finish cycles, and a remainder no claim covers. */
+const LAST_CREDIT = 2_004_500;
+const postgresOnly = testDriver !== "postgres";
+const billing = {
+  RETASC_BILLING: "on",
+  STRIPE_SECRET_KEY: "sk_test_placeholder",
+  STRIPE_WEBHOOK_SECRET: "whsec_placeholder",
+  SESSION_KEY_CAP: "30",
+};
+
+let seeded: SeededApp;
+let second: AppProcess;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  if (postgresOnly) return;
+  seeded = await startSeededApp(["LAST"], billing);
+  second = await startApp({ ...seeded.env, ...billing });
+});
+afterEach(({ task }) => {
+  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  await second?.stop();
+  await seeded?.close();
+});
+
+test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last credit: never below zero, every charged write committed`, async () => {
+  const endpoints = [seeded.endpoint, `${second.url}/mcp`];
+  const org = seeded.orgs.LAST!;
+  const people = ["alice", "bob", "carol"] as const;
+  const parents = await Promise.all(people.map((who, i) => connectClient(endpoints[i % 2]!, org.people[who].key, { name: who })));
+  clients.push(...parents);
+  for (let start = 0; start < ISSUES; start += 26) {
+    await Promise.all(
+      Array.from({ length: 26 }, (_, i) =>
+        callOk(parents[(start + i) % 3]!, "save_issue", { title: `Task ${start + i}`, work: true, noDependency: "independent" }),
+      ),
+    );
+  }
+  const agents = await Promise.all(
+    Array.from({ length: AGENTS }, async (_, i) => {
+      const { key } = await callOk(parents[i % 3]!, "mint_session_key");
+      return connectClient(endpoints[i % 2]!, key, { name: `agent-${i}` });
+    }),
+  );
+  clients.push(...agents);
+
+  const sql = postgres(seeded.env.DATABASE_URL!, { max: 2, onnotice: () => {} });
+  try {
+    const balance = async () =>
+      Number((await sql`select coalesce(sum(given_remaining + bought_remaining), 0)::bigint as n from billing_credit_slices where org_id = ${org.orgId}`)[0]!.n);
+    // Leave exactly the last credit, spread over the slices as any credit is.
+    await sql`select retasc_add_credit(${org.orgId}, 'given', ${LAST_CREDIT - (await balance())}::bigint, 'test', 'drain', 'leave the last credit', now())`;
+    expect(await balance()).toBe(LAST_CREDIT);
+    const [{ mark }] = await sql`select coalesce(max(id), 0)::bigint as mark from billing_charges`;
+
+    const refusals: Record<string, number> = {};
+    let finished = 0;
+    let tellHuman = "";
+    await Promise.all(
+      agents.map(async (agent) => {
+        for (;;) {
+          const claim = (await agent.callTool({ name: "next_issue", arguments: {} })) as CallToolResult;
+          const reply = claim.structuredContent as { claimToken?: string; identifier?: string; error?: { code: string; tellHuman?: string } };
+          if (claim.isError) {
+            refusals[reply.error!.code] = (refusals[reply.error!.code] ?? 0) + 1;
+            tellHuman = reply.error!.tellHuman ?? tellHuman;
+            return;
+          }
+          if (!reply.claimToken) return;
+          const done = (await agent.callTool({
+            name: "save_issue",
+            arguments: { identifier: reply.identifier, status: "done", claimToken: reply.claimToken },
+          })) as CallToolResult;
+          if (done.isError) {
+            const code = (done.structuredContent as { error: { code: string } }).error.code;
+            refusals[code] = (refusals[code] ?? 0) + 1;
+            // Wind-down works at zero: the claim goes back to the pool.
+            await callOk(agent, "release_issue", { identifier: reply.identifier, claimToken: reply.claimToken });
+            return;
+          }
+          finished++;
+        }
+      }),
+    );
+
+    // Every agent stopped on BILLING_INACTIVE, with the sentence for its human.
+    expect(Object.keys(refusals)).toEqual(["BILLING_INACTIVE"]);
+    expect(tellHuman).toContain("/dash/settings/billing");
+    const left = await balance();
+    expect(left).toBeGreaterThanOrEqual(0);
+    const [negative] = await sql`select count(*)::int as n from billing_credit_slices where given_remaining < 0 or bought_remaining < 0`;
+    expect(negative!.n).toBe(0);
+    // Not even a claim fits in what is left (or the agents would not have stopped).
+    expect(left).toBeLessThan(7_000);
+
+    const charges = await sql`select tool, tier, count(*)::int as n, sum(micro_credits)::bigint as spent
+                                from billing_charges where org_id = ${org.orgId} and id > ${mark} group by tool, tier order by tool, tier`;
+    const spent = charges.reduce((sum, row) => sum + Number(row.spent), 0);
+    expect(spent + left).toBe(LAST_CREDIT);
+    const count = (tool: string) => charges.find((row) => row.tool === tool)?.n ?? 0;
+    // No charge without its write, no write without its charge: one next_issue charge per lease,
+    // one finish charge per finished activity row, one release charge per release.
+    const [{ leases }] = await sql`select count(*)::int as leases from leases where org_id = ${org.orgId}`;
+    const [{ done }] = await sql`select count(*)::int as done from activity where org_id = ${org.orgId} and kind = 'finished'`;
+    const [{ released }] = await sql`select count(*)::int as released from activity where org_id = ${org.orgId} and kind = 'released'`;
+    expect(count("next_issue")).toBe(leases);
+    expect(count("save_issue")).toBe(done);
+    expect(count("release_issue")).toBe(released);
+    expect(done).toBe(finished);
+    expect(leases).toBeGreaterThan(150);
+  } finally {
+    await sql.end();
+  }
+});
