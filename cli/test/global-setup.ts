@@ -4,8 +4,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 /**
- * The tests run `retasc` as npm installed it: cli/dist, which `prepare` builds on install.
- * A source edited since is built first, so no test runs a stale CLI. Test runs share the
+ * The tests run `retasc` as npm links it into node_modules/.bin: cli/dist, built here from the
+ * sources (and by `prepack` when the tarball is made). A source edited since is built first, so
+ * no test runs a stale CLI. Test runs share the
  * tree, so the build goes to a directory of its own and each file is renamed into dist/:
  * a CLI another run is spawning meanwhile never reads a half-written file.
  */
