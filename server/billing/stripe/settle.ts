@@ -89,9 +89,9 @@ export async function settleSession(db: Db, session: PaidSession, at: Date): Pro
 }
 
 /** `checkout.session.async_payment_failed` and `checkout.session.expired`: the purchase ends without credit. */
-export async function closeSession(db: Db, session: Pick<PaidSession, "id" | "purchaseId" | "orgId">, status: "failed" | "expired", at: Date): Promise<Settled> {
+export async function closeSession(db: Db, session: PaidSession, status: "failed" | "expired", at: Date): Promise<Settled> {
   return db.transaction(async (tx) => {
-    await lockPayment(tx, session.id);
+    await lockPayment(tx, session.paymentIntentId ?? session.id);
     const purchase = await purchaseOf(tx, session);
     if (!purchase) return "unknown";
     if (purchase.status !== "open") return "already";

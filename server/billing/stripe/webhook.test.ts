@@ -136,6 +136,23 @@ describe("POST /webhooks/stripe, as a service", () => {
     expect(await creditFor(sessionId)).toEqual([{ ref: sessionId, microCredits: 100_000_000, kind: "bought" }]);
   });
 
+  it("ends an expired or failed session without credit", async () => {
+    const expiredId = await buy(10);
+    const expired = fake.event("checkout.session.expired", { ...fake.sessions.get(expiredId)!, status: "expired" });
+    expect(outcomeOf(await deliver(expired))).toBe("closed");
+    expect(outcomeOf(await deliver(expired))).toBe("already");
+    const failedId = await buy(25);
+    expect(outcomeOf(await deliver(fake.complete(failedId, "unpaid")))).toBe("unpaid");
+    expect(outcomeOf(await deliver(fake.event("checkout.session.async_payment_failed", { ...fake.sessions.get(failedId)! })))).toBe("closed");
+    for (const id of [expiredId, failedId]) expect(await creditFor(id)).toEqual([]);
+    const statuses = await state.services.db.select({ id: billingPurchases.checkoutSessionId, status: billingPurchases.status }).from(billingPurchases);
+    expect(statuses.filter((p) => p.id === expiredId || p.id === failedId).map((p) => p.status).sort()).toEqual(["expired", "failed"]);
+    // A failed payment is listed among the purchases; an abandoned Checkout is not.
+    const listed = await listPurchases(state.services.db, state.org.orgId);
+    expect(listed.filter((p) => p.status === "failed")).toHaveLength(1);
+    expect(listed.filter((p) => p.status === "expired")).toHaveLength(0);
+  });
+
   it("applies a refund that arrives before the completion, once, when the completion comes", async () => {
     const sessionId = await buy(25);
     const completed = fake.complete(sessionId);
