@@ -99,6 +99,16 @@ test("with credit the agent works; at zero again its writes are refused and its 
   const claim = await tool(agent, "claim_issue", { identifier: created.identifier });
   expect(claim.claimToken).toMatch(/^rtclm_/);
 
+  // Enough charges for a second ledger page (50 a page).
+  for (let i = 0; i < 50; i++) expect((await tool(agent, "heartbeat", { identifier: created.identifier, claimToken: claim.claimToken })).error).toBeUndefined();
+  await page.goto(`${app.url}/dash/settings/billing`);
+  await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(50);
+  await page.getByRole("link", { name: "Next page" }).click();
+  await page.waitForURL(/cursor=/);
+  await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(2);
+  expect(await page.getByTestId("ledger").textContent()).toContain("save_issue");
+  await page.getByRole("link", { name: "First page" }).waitFor();
+
   // Stripe refunds the purchase: the refund takes back what is left, and the org is at zero.
   const [sessionId] = [...fake.sessions.keys()];
   const refunded = await fake.deliver(fake.refund(sessionId!, 2500));
