@@ -1,4 +1,4 @@
--- Credit accounting as functions (docs/decisions/013-credit-slices.md): the one home of the
+-- Credit accounting as functions (docs/decisions/016-credit-slices.md): the one home of the
 -- charging rule. The TypeScript services call retasc_charge inside their write's transaction
 -- (server/billing/charge.ts); the dispatch functions call it themselves, so a claim or a
 -- finish stays one statement. An org's credit sits in 16 slices (billing_credit_slices): a

@@ -3,7 +3,7 @@ import { bigint, bigserial, check, index, integer, pgTable, primaryKey, text, ti
 import { orgIdColumn } from "./orgs.ts";
 
 /**
- * Credit accounting (docs/decisions/013-credit-slices.md). An org's credit is held in
+ * Credit accounting (docs/decisions/016-credit-slices.md). An org's credit is held in
  * BILLING_SLICES rows so concurrent charges of one org lock different rows: a charge takes
  * one slice that covers it (given credit first), skipping slices other charges hold. Every
  * change of a slice runs under its row lock and the checks keep it at zero or above, so the

@@ -1,5 +1,5 @@
 /**
- * Billing: credit, the ledger, the cap (docs/decisions/013-credit-slices.md). The meter itself
+ * Billing: credit, the ledger, the cap (docs/decisions/016-credit-slices.md). The meter itself
  * (charging each write in its transaction) and the credit primitive live in server/usage, so
  * every domain that writes can charge without importing this one (which reads server/orgs).
  * Purchases through Stripe: purchases.ts and stripe/.

@@ -8,7 +8,7 @@ import { meterTiers, rateCard, toolTiers, windDownTools, type MeterTier, type Me
 
 /**
  * Metering: every accepted write pays its tier in the transaction of the write
- * (docs/decisions/013-credit-slices.md). The rule is one SQL function, retasc_charge
+ * (docs/decisions/016-credit-slices.md). The rule is one SQL function, retasc_charge
  * (db/migrations/0010_billing_functions.sql); this module hands it the call: who (person,
  * key, runtime), which tool, which tier, which issue. A refusal throws, so the write rolls
  * back with it; a failed write rolls its charge back. Off (RETASC_BILLING=off): nothing here
