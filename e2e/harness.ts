@@ -114,9 +114,9 @@ function cliEnv(person: { retascDir: string }, extra: Record<string, string> = {
 }
 
 /** Runs `retasc …` to completion. */
-export function retasc(person: { retascDir: string }, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export function retasc(person: { retascDir: string }, args: string[], options: { cwd?: string; env?: Record<string, string>; bin?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(retascBin, args, { cwd: options.cwd ?? root, env: cliEnv(person, options.env) });
+    const child = spawn(options.bin ?? retascBin, args, { cwd: options.cwd ?? root, env: cliEnv(person, options.env) });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -129,8 +129,8 @@ export function retasc(person: { retascDir: string }, args: string[], options: {
  * `retasc login`, approved by the person in their browser through /device: the test reads
  * the URL and code the CLI prints, checks the page shows the same code, and approves.
  */
-export async function loginThroughDevice(person: Person, app: E2eApp): Promise<CliResult> {
-  const child = spawn(retascBin, ["login", "--url", app.url], { cwd: root, env: cliEnv(person) });
+export async function loginThroughDevice(person: Person, app: E2eApp, options: { bin?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  const child = spawn(options.bin ?? retascBin, ["login", "--url", app.url], { cwd: root, env: cliEnv(person, options.env) });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
@@ -177,9 +177,9 @@ export async function mcp(endpoint: string, headers: Record<string, string>): Pr
  * `retasc mcp proxy` it runs (from PATH, as an installed CLI is), or its URL with the headers
  * its helper prints.
  */
-export async function connectAsFolder(person: { retascDir: string }, folder: string): Promise<Client> {
+export async function connectAsFolder(person: { retascDir: string }, folder: string, extraEnv: Record<string, string> = {}): Promise<Client> {
   const server = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
-  const env = { ...cliEnv(person), PATH: `${path.dirname(retascBin)}${path.delimiter}${process.env.PATH}` } as Record<string, string>;
+  const env = { ...cliEnv(person), PATH: `${path.dirname(retascBin)}${path.delimiter}${process.env.PATH}`, ...extraEnv } as Record<string, string>;
   if (server.type === "stdio") {
     const client = new Client({ name: "e2e", version: "1.0.0" });
     await client.connect(new StdioClientTransport({ command: server.command, args: server.args, cwd: folder, env, stderr: "pipe" }));
