@@ -2,7 +2,10 @@
 // `npm test`: the type check and the schema/migrations check, then the suites against
 // PostgreSQL when TEST_DATABASE_URL or DATABASE_URL is set and again against embedded PGlite
 // (PGlite alone when no URL is set), then the browser and CLI end-to-end tests (e2e/,
-// vitest.e2e.config.ts) in Debian's Chromium. A missing browser fails the run; only an explicit
+// vitest.e2e.config.ts) in Debian's Chromium. With TEST_POOLER_URL (a PgBouncer in transaction
+// mode in front of TEST_DATABASE_URL's server; .ci/run starts one), the PostgreSQL run of the
+// concurrency suites and the swarm goes through it instead of straight to PostgreSQL
+// (TEST_DATABASE_DIRECT_URL for LISTEN and migrations), so the pooler adds little time. A missing browser fails the run; only an explicit
 // RETASC_SKIP_E2E=1 skips those, loudly. Extra args go to the unit run only (and skip the rest).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -34,11 +37,21 @@ if (args.length === 0) {
   run("type check", "npm", ["run", "--silent", "typecheck"]);
   run("schema and migrations agree", process.execPath, ["scripts/check-migrations.mjs"]);
 }
+const pooler = url && args.length === 0 ? process.env.TEST_POOLER_URL : undefined;
+const pooledFiles = ["server/queue/concurrency.test.ts", "server/mcp/app-concurrency.test.ts", "swarm/swarm.test.ts"];
 for (const driver of runs) {
-  run(`unit and integration tests on ${driver}`, "npx", ["vitest", "run", ...args], {
+  const pooled = driver === "postgres" && pooler;
+  run(`unit and integration tests on ${driver}`, "npx", ["vitest", "run", ...args, ...(pooled ? pooledFiles.flatMap((f) => ["--exclude", f]) : [])], {
     RETASC_TEST_DRIVER: driver,
     ...(url ? { TEST_DATABASE_URL: url } : {}),
   });
+  if (pooled) {
+    run("the concurrency suites and the swarm on postgres through PgBouncer (transaction mode)", "npx", ["vitest", "run", ...pooledFiles], {
+      RETASC_TEST_DRIVER: "postgres",
+      TEST_DATABASE_URL: pooler,
+      TEST_DATABASE_DIRECT_URL: url,
+    });
+  }
 }
 if (e2e) {
   for (const driver of runs) {

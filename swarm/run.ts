@@ -11,6 +11,7 @@ import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
 import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
 import type { AgentProcessConfig } from "./agent.ts";
 import { checkInvariants, type CheckResult } from "./checker.ts";
@@ -42,6 +43,11 @@ export interface SwarmOptions {
   redisRestarts?: number;
   silentRate?: number;
   releaseRate?: number;
+  /**
+   * Through a PgBouncer in transaction mode in front of the private PostgreSQL (DATABASE_URL
+   * pooled, DATABASE_DIRECT_URL direct), as on a managed PostgreSQL.
+   */
+  pooler?: boolean;
   seed?: number;
   log?: (line: string) => void;
 }
@@ -140,17 +146,22 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
   process.once("SIGTERM", abort);
 
   try {
-    log(`swarm: seed ${seed}, ${options.agents} agents, ${options.issues} issues, ${options.instances} instances, lease ${ttlSeconds}s, ${useRedis ? "private Redis + worker processes" : "inline workers"}; logs in ${runDir}`);
+    log(`swarm: seed ${seed}, ${options.agents} agents, ${options.issues} issues, ${options.instances} instances, lease ${ttlSeconds}s, ${useRedis ? "private Redis + worker processes" : "inline workers"}${options.pooler ? ", through PgBouncer (transaction mode)" : ""}; logs in ${runDir}`);
     postgres = await PrivatePostgres.start();
     const pg = postgres;
     cleanups.push(() => pg.close());
-    const databaseUrl = postgres.createDatabase("retasc_swarm");
+    const directUrl = postgres.createDatabase("retasc_swarm");
+    const bouncer = options.pooler ? await PrivatePgBouncer.start(pg.port) : null;
+    if (bouncer) cleanups.push(() => bouncer.close());
+    const databaseEnv: Record<string, string> = bouncer
+      ? { DATABASE_URL: bouncer.url("retasc_swarm"), DATABASE_DIRECT_URL: directUrl }
+      : { DATABASE_URL: directUrl };
     redis = useRedis ? await PrivateRedis.start() : null;
     const privateRedis = redis;
     if (privateRedis) cleanups.push(() => privateRedis.close());
 
     const env: Record<string, string> = {
-      DATABASE_URL: databaseUrl,
+      ...databaseEnv,
       RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
       LEASE_TTL_SECONDS: String(ttlSeconds),
       RECLAIM_SWEEP_MS: "1000",

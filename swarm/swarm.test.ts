@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { testDriver } from "../server/testing/db.ts";
+import { testDirectUrl, testDriver } from "../server/testing/db.ts";
 import { privatePostgresAvailable } from "./private-postgres.ts";
 import { formatSwarm, runSwarm } from "./run.ts";
 
@@ -12,7 +12,9 @@ import { formatSwarm, runSwarm } from "./run.ts";
 describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (PostgreSQL)", () => {
   test("12 agents, 150 issues, 2 instances, kills and restarts: zero invariant violations", async () => {
     // Twice the default share of silent agents, so a small run still sees stale writes refused.
-    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, log: () => {} });
+    // When the suites run through a pooler (TEST_DATABASE_DIRECT_URL, .ci/run), so does the swarm.
+    const pooler = testDirectUrl !== undefined;
+    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, pooler, log: () => {} });
     process.stderr.write(`\n${formatSwarm(result)}\n`);
     if (result.check.violations.length > 0) process.stderr.write(`app output:\n${result.appOutput}\n`);
     expect(result.check.violations).toEqual([]);

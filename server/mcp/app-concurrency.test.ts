@@ -93,7 +93,7 @@ test.skipIf(postgresOnly)(`${CLIENTS} concurrent MCP clients over two app instan
   expect(status.counts).toEqual({ done: ISSUES });
   expect(status.liveClaims).toEqual([]);
 
-  const sql = postgres(seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  const sql = postgres(seeded.env.DATABASE_DIRECT_URL ?? seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
   try {
     const doubled = await sql`select issue_id, count(*)::int as n from leases group by issue_id having count(*) > 1`;
     expect(doubled).toEqual([]);

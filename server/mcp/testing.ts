@@ -68,7 +68,11 @@ export interface SeededApp {
 export async function startSeededApp(prefixes: string[], env: Record<string, string> = {}): Promise<SeededApp> {
   const testDb = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const databaseEnv: Record<string, string> = testDb
-    ? { DATABASE_URL: testDb.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64") }
+    ? {
+        DATABASE_URL: testDb.url!,
+        ...(testDb.directUrl ? { DATABASE_DIRECT_URL: testDb.directUrl } : {}),
+        RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
+      }
     : { RETASC_DATA_DIR: tempDataDir() };
   const seeded = runEntry("server/testing/seed-orgs.ts", prefixes, databaseEnv);
   if (seeded.status !== 0) throw new Error(`seeding failed:\n${seeded.stdout}\n${seeded.stderr}`);

@@ -79,7 +79,7 @@ export function runEntry(entry: string, args: string[], env: Record<string, stri
 /** The environment of a child process with none of this run's database, Redis or test settings. */
 export function cleanEnv(): Record<string, string | undefined> {
   const env = { ...process.env };
-  for (const name of ["DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
+  for (const name of ["DATABASE_URL", "DATABASE_DIRECT_URL", "TEST_DATABASE_URL", "TEST_DATABASE_DIRECT_URL", "REDIS_URL", "RETASC_MASTER_KEY", "PORT", "NODE_ENV", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
     delete env[name];
   }
   return env;

@@ -14,6 +14,13 @@ import { migrateDatabase, migrationsFolder, openPglite, openPostgres, type Datab
  * PGlite. RETASC_TEST_DRIVER=pglite forces PGlite.
  */
 export const testDatabaseUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
+/**
+ * With TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL is a pooler in transaction mode in front of
+ * the same server (.ci/run runs the concurrency suites and the swarm so): databases are made,
+ * migrated and dropped on the direct URL, and every pool opens through the pooler with its
+ * LISTEN on the direct URL, as an app with DATABASE_DIRECT_URL does.
+ */
+export const testDirectUrl = process.env.TEST_DATABASE_DIRECT_URL || undefined;
 export const testDriver: "postgres" | "pglite" =
   process.env.RETASC_TEST_DRIVER === "pglite" || !testDatabaseUrl ? "pglite" : "postgres";
 
@@ -55,8 +62,10 @@ async function ensureTemplate(adminUrl: string): Promise<string> {
 
 export interface TestDatabase {
   database: Database;
-  /** Connection string of this test's own PostgreSQL database (postgres driver only). */
+  /** Connection string of this test's own PostgreSQL database (postgres driver only); through the pooler when there is one. */
   url: string | undefined;
+  /** The direct connection string when `url` goes through a pooler (TEST_DATABASE_DIRECT_URL), else undefined. */
+  directUrl: string | undefined;
   /** Opens another pool on the same database: a second "app instance". */
   openAnother(max?: number): Promise<Database>;
   close(): Promise<void>;
@@ -69,11 +78,12 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
     return {
       database,
       url: undefined,
+      directUrl: undefined,
       openAnother: async () => database,
       close: () => database.close(),
     };
   }
-  const adminUrl = testDatabaseUrl!;
+  const adminUrl = testDirectUrl ?? testDatabaseUrl!;
   const template = await ensureTemplate(adminUrl);
   const name = `retasc_t_${crypto.randomBytes(6).toString("hex")}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
@@ -91,14 +101,16 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
   } finally {
     await admin.end({ timeout: 5 });
   }
-  const url = withDatabase(adminUrl, name);
-  const database = await openPostgres(url, { max: options.max ?? 10 });
+  const url = withDatabase(testDatabaseUrl!, name);
+  const directUrl = testDirectUrl ? withDatabase(testDirectUrl, name) : undefined;
+  const database = await openPostgres(url, { max: options.max ?? 10, directUrl });
   const extra: Database[] = [];
   return {
     database,
     url,
+    directUrl,
     async openAnother(max = 10) {
-      const other = await openPostgres(url, { max });
+      const other = await openPostgres(url, { max, directUrl });
       extra.push(other);
       return other;
     },
