@@ -390,7 +390,8 @@ function overview(): string {
     ...names.map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     "",
     "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_URL,",
-    "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry).",
+    "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry), RETASC_HEARTBEAT_MS",
+    "(how often `retasc mcp proxy` renews the claims made through it; default 600000).",
     "Output: results on stdout (--json: the JSON alone), progress and warnings on stderr; NO_COLOR turns colour off.",
     "Errors print ✗ CODE: message and a hint on stderr and exit 1; a command line that is not understood exits 2.",
   ].join("\n");
