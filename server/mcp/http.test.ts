@@ -274,8 +274,6 @@ describe("the invoke wrapper", () => {
       input: z.object({}),
       output: z.object({}),
       annotations: readOnly,
-      access: "read",
-      meter: null,
       handler: async () => {
         throw new Error("connection string postgres://secret@db");
       },

@@ -49,8 +49,6 @@ describe("tool arguments", () => {
       input: z.object({ name: z.string().trim().toUpperCase(), n: z.number().default(3) }),
       output: z.object({}),
       annotations: readOnly,
-      access: "read",
-      meter: null,
       handler: async (_ctx, input) => {
         received = input;
         return {};

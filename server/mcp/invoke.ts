@@ -5,7 +5,7 @@ import { describeZodError } from "../errors.ts";
 import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
-import { chargeOf, type ToolDefinition } from "./tool.ts";
+import type { ToolDefinition } from "./tool.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
 export interface CallScope {
@@ -20,9 +20,8 @@ export interface CallScope {
  * tool's schema (every own key of them, as sent: `__proto__` included), runs the handler on the
  * parsed value as the key's principal (so every write is attributed),
  * counts the outcome (/metrics: latency, refusal codes, claims) and notes it on the request's
- * log line (debug logs one line per call with its meter charge), and turns any failure into an
- * `isError` result. Billing plugs in here (admit before, record the charge after) without
- * touching the tools.
+ * log line (debug logs one line per call), and turns any failure into an `isError` result.
+ * Billing is not here: the services charge in each write's own transaction (server/usage/meter.ts).
  */
 export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: Record<string, unknown>): Promise<ToolResult> {
   const started = performance.now();
@@ -57,10 +56,9 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
   try {
     // The parsed value, never the raw arguments: those may carry what the schema dropped.
     const output = await tool.handler(withPrincipal(scope.services, principal), parsed.data);
-    const charge = chargeOf(tool, parsed.data, output);
     const durationMs = observed(tool.name, started, null);
     metrics.claimsIn(tool.name, output);
-    scope.log.debug({ ...logFields, outcome: "ok", charge, durationMs }, "mcp tool call");
+    scope.log.debug({ ...logFields, outcome: "ok", durationMs }, "mcp tool call");
     return successResult(output as Record<string, unknown>);
   } catch (error) {
     const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);

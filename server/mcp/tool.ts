@@ -1,6 +1,5 @@
 import type { z } from "zod";
 import type { Ctx } from "../context.ts";
-import type { MeterTier } from "../usage/rate-card.ts";
 
 export const toolGroups = [
   "identity",
@@ -23,32 +22,11 @@ export interface ToolAnnotations {
 }
 
 /**
- * How billing treats a tool. `read`: never metered, never refused for billing.
- * `write`: metered and refused when the org has no credit. `wind-down`: metered but
- * always allowed, so a lapsed org can still let go of work cleanly.
- */
-export type BillingAccess = "read" | "write" | "wind-down";
-
-export interface Charge {
-  tier: MeterTier;
-  units: number;
-}
-
-/**
- * What a successful call is metered as, logged with each call (`charge`) for the usage figures.
- * Nothing is charged yet, so no description names a price. `charge` refines it per call (free
- * empty polls, per-issue batches).
- */
-export interface Metering<I extends z.ZodObject, O extends z.ZodType> {
-  tier: MeterTier;
-  charge?(input: z.output<I>, output: z.output<O>): Charge | null;
-}
-
-/**
  * One MCP tool. The input schema is the service's own zod schema (defined once in
  * server/), the output schema describes `structuredContent` on success. The handler
- * only calls server/ functions; the invoke wrapper does auth context, logging,
- * metering and error translation around it.
+ * only calls server/ functions; the invoke wrapper does auth context, logging and error
+ * translation around it. Metering is the services' (server/usage: each tool's tier is in the
+ * rate card, charged in the write's own transaction), so every door pays the same.
  */
 export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
   name: string;
@@ -59,9 +37,6 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   input: I;
   output: O;
   annotations: ToolAnnotations;
-  access: BillingAccess;
-  /** null for reads, which are free. */
-  meter: Metering<I, O> | null;
   /** Gets the arguments as the input schema parsed them (defaults applied, unknown keys refused). */
   handler(ctx: Ctx, input: z.output<I>): Promise<z.input<O>>;
 }
@@ -69,11 +44,6 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
 /** Keeps each tool's handler typed against its own schemas while the registry holds them together. */
 export function defineTool<I extends z.ZodObject, O extends z.ZodType>(tool: ToolDefinition<I, O>): ToolDefinition {
   return tool as unknown as ToolDefinition;
-}
-
-export function chargeOf(tool: ToolDefinition, input: unknown, output: unknown): Charge | null {
-  if (!tool.meter) return null;
-  return tool.meter.charge ? tool.meter.charge(input as never, output as never) : { tier: tool.meter.tier, units: 1 };
 }
 
 /**

@@ -1,14 +1,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
-import pino from "pino";
 import { beforeAll, describe, expect, test } from "vitest";
-import { toErrorBody } from "../../app/errors.server.ts";
 import { billingCredits, issues, orgs } from "../../db/schema/index.ts";
 import { grantCredit } from "../admin/commands.ts";
 import { setSpendCap } from "../billing/index.ts";
 import { withPrincipal } from "../context.ts";
 import { DomainError } from "../errors.ts";
-import { saveIssue } from "../issues/index.ts";
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
 import { createOrgFor } from "../orgs/account.ts";
 import { humanPrincipal } from "../orgs/access.ts";
@@ -69,17 +66,6 @@ describe("an org out of credit", () => {
 
     const summary = await callOk(alice, "billing_summary");
     expect(summary.balance.totalMicroCredits).toBe(900);
-  });
-
-  test("the Dash and CLI doors refuse the same way: HTTP 402 with tellHuman in the error body", async () => {
-    await setBalance(env.services.db, org.orgId, 0);
-    const human = withPrincipal(env.services, humanPrincipal(org.orgId, org.agents.alice.userId, "dash"));
-    const error = await saveIssue(human, { title: "From the Dash", work: true, noDependency: "independent" }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(DomainError);
-    const { status, body } = toErrorBody(error, pino({ level: "silent" }));
-    expect(status).toBe(402);
-    expect(body).toMatchObject({ code: "BILLING_INACTIVE" });
-    expect(body.tellHuman).toContain("/dash/settings/billing");
   });
 });
 

@@ -10,8 +10,6 @@ import {
 import { attachmentOutput, fileFields } from "../outputs.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, readOnly } from "../tool.ts";
 
-const MIB = 1024 * 1024;
-
 export const attachmentTools = [
   defineTool({
     name: "save_attachment",
@@ -23,8 +21,6 @@ export const attachmentTools = [
     input: saveAttachmentInput,
     output: attachmentOutput,
     annotations: additiveWrite,
-    access: "write",
-    meter: { tier: "work" },
     handler: (ctx, input) => saveAttachment(ctx, input),
   }),
   defineTool({
@@ -36,9 +32,7 @@ export const attachmentTools = [
     input: saveAttachmentFileInput,
     output: attachmentOutput,
     annotations: additiveWrite,
-    access: "write",
     // Work per started MiB: a 10 MiB trace costs ten times a screenshot's storage and transfer.
-    meter: { tier: "work", charge: (_input, output) => ({ tier: "work", units: Math.max(1, Math.ceil(output.size! / MIB)) }) },
     handler: (ctx, input) => saveAttachmentFile(ctx, input),
   }),
   defineTool({
@@ -51,8 +45,6 @@ export const attachmentTools = [
     input: listAttachmentsInput,
     output: z.object({ issue: z.string(), attachments: z.array(attachmentOutput) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listAttachments(ctx, input),
   }),
   defineTool({
@@ -65,8 +57,6 @@ export const attachmentTools = [
     input: getAttachmentInput,
     output: attachmentOutput,
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => getAttachment(ctx, input),
   }),
   defineTool({
@@ -87,8 +77,6 @@ export const attachmentTools = [
       contentBase64: z.string(),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => getAttachmentFile(ctx, input),
   }),
   defineTool({
@@ -101,8 +89,6 @@ export const attachmentTools = [
     input: obsoleteAttachmentInput,
     output: attachmentOutput,
     annotations: idempotentDestructiveWrite,
-    access: "write",
-    meter: { tier: "bookkeeping" },
     handler: (ctx, input) => obsoleteAttachment(ctx, input),
   }),
 ];

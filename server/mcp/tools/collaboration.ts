@@ -34,8 +34,6 @@ export const collaborationTools = [
       createdAt: z.string(),
     }),
     annotations: additiveWrite,
-    access: "write",
-    meter: { tier: "work" },
     handler: (ctx, input) => saveComment(ctx, input),
   }),
   defineTool({
@@ -48,8 +46,6 @@ export const collaborationTools = [
     input: listCommentsInput,
     output: z.object({ issue: z.string(), comments: z.array(commentOutput) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listComments(ctx, input),
   }),
   defineTool({
@@ -62,8 +58,6 @@ export const collaborationTools = [
     input: retractCommentInput,
     output: z.object({ id: z.string(), retracted: z.boolean() }),
     annotations: idempotentDestructiveWrite,
-    access: "write",
-    meter: { tier: "bookkeeping" },
     handler: (ctx, input) => retractComment(ctx, input),
   }),
   defineTool({
@@ -76,8 +70,6 @@ export const collaborationTools = [
     input: saveLabelInput,
     output: labelOutput,
     annotations: idempotentWrite,
-    access: "write",
-    meter: { tier: "bookkeeping" },
     handler: (ctx, input) => saveLabel(ctx, input),
   }),
   defineTool({
@@ -90,8 +82,6 @@ export const collaborationTools = [
     input: z.object({}),
     output: z.object({ labels: z.array(labelOutput.extend({ issues: z.number().int() })) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx) => listLabels(ctx),
   }),
 ];

@@ -31,8 +31,6 @@ export const identityTools = [
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx) => whoami(ctx),
   }),
   defineTool({
@@ -53,8 +51,6 @@ export const identityTools = [
       projectId: z.string().nullable(),
     }),
     annotations: additiveWrite,
-    access: "write",
-    meter: { tier: "plumbing" },
     handler: (ctx, input) => mintSessionKey(ctx, input),
   }),
 ];

@@ -21,12 +21,6 @@ export const issueTools = [
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,
-    access: "write",
-    meter: {
-      tier: "work",
-      charge: (input) =>
-        !input.identifier || input.body !== undefined ? { tier: "work", units: 1 } : { tier: "bookkeeping", units: 1 },
-    },
     handler: (ctx, input) => saveIssue(ctx, input),
   }),
   defineTool({
@@ -40,8 +34,6 @@ export const issueTools = [
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => getIssue(ctx, input),
   }),
   defineTool({
@@ -55,8 +47,6 @@ export const issueTools = [
     input: listIssuesInput,
     output: z.object({ issues: z.array(issueSummaryOutput) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listIssues(ctx, input),
   }),
 ];
@@ -73,8 +63,6 @@ export const graphTools = [
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
     annotations: idempotentWrite,
-    access: "write",
-    meter: { tier: "dispatch" },
     handler: (ctx, input) => addRelation(ctx, input),
   }),
   defineTool({
@@ -87,8 +75,6 @@ export const graphTools = [
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, removed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
-    access: "write",
-    meter: { tier: "bookkeeping" },
     handler: (ctx, input) => removeRelation(ctx, input),
   }),
 ];

@@ -68,8 +68,6 @@ export const queueTools = [
       ),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx) => queueStatus(ctx),
   }),
 ];
@@ -85,8 +83,6 @@ export const projectTools = [
     input: getProjectInput,
     output: z.object({ ...projectFields, byStatus: countsByStatus, open: z.number().int() }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => getProject(ctx, input),
   }),
   defineTool({
@@ -99,8 +95,6 @@ export const projectTools = [
     input: listProjectsInput,
     output: z.object({ projects: z.array(z.object(projectFields)) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listProjects(ctx, input),
   }),
 ];
@@ -125,8 +119,6 @@ export const usageTools = [
       note: z.string(),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => usageSummary(ctx, input),
   }),
   defineTool({
@@ -169,8 +161,6 @@ export const usageTools = [
       note: z.string(),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => billingSummary(ctx, input),
   }),
 ];

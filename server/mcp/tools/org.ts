@@ -48,8 +48,6 @@ export const memberTools = [
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])) }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listMembers(ctx, input),
   }),
   defineTool({
@@ -68,8 +66,6 @@ export const memberTools = [
       changed: z.boolean(),
     }),
     annotations: idempotentDestructiveWrite,
-    access: "wind-down",
-    meter: { tier: "plumbing" },
     handler: (ctx, input) => suspendMember(ctx, input),
   }),
   defineTool({
@@ -82,8 +78,6 @@ export const memberTools = [
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("active"), changed: z.boolean() }),
     annotations: idempotentWrite,
-    access: "write",
-    meter: { tier: "plumbing" },
     handler: (ctx, input) => reactivateMember(ctx, input),
   }),
   defineTool({
@@ -97,8 +91,6 @@ export const memberTools = [
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
-    access: "wind-down",
-    meter: { tier: "plumbing" },
     handler: (ctx, input) => retireMember(ctx, input),
   }),
 ];
@@ -130,8 +122,6 @@ export const connectorTools = [
       ),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => listConnectors(ctx, input),
   }),
   defineTool({
@@ -149,8 +139,6 @@ export const connectorTools = [
       changed: z.boolean().describe("false when it was already revoked"),
     }),
     annotations: idempotentDestructiveWrite,
-    access: "wind-down",
-    meter: { tier: "plumbing", charge: (_input, output) => (output.changed ? { tier: "plumbing", units: 1 } : null) },
     handler: (ctx, input) => revokeConnector(ctx, input),
   }),
 ];

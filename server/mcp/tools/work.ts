@@ -27,11 +27,6 @@ export const workTools = [
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
-    access: "write",
-    meter: {
-      tier: "dispatch",
-      charge: (_input, output) => ("claimToken" in output ? { tier: "dispatch", units: 1 } : null),
-    },
     handler: (ctx, input) => nextIssue(ctx, input),
   }),
   defineTool({
@@ -50,12 +45,6 @@ export const workTools = [
       nothingClaimableOutput.extend({ claims: z.array(claimOutput).optional(), issues: z.array(issueSummaryOutput).optional() }),
     ]),
     annotations: additiveWrite,
-    access: "write",
-    meter: {
-      tier: "dispatch",
-      charge: (_input, output) =>
-        output.claimed === true ? { tier: "dispatch", units: (output as { claims: unknown[] }).claims.length } : null,
-    },
     handler: (ctx, input) => nextBatch(ctx, input),
   }),
   defineTool({
@@ -70,8 +59,6 @@ export const workTools = [
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
-    access: "write",
-    meter: { tier: "dispatch" },
     handler: (ctx, input) => claimIssue(ctx, input),
   }),
   defineTool({
@@ -93,8 +80,6 @@ export const workTools = [
       recover: z.string().optional().describe("when you hold it: how to get a lost claimToken back"),
     }),
     annotations: readOnly,
-    access: "read",
-    meter: null,
     handler: (ctx, input) => checkClaim(ctx, input),
   }),
   defineTool({
@@ -108,8 +93,6 @@ export const workTools = [
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
-    access: "wind-down",
-    meter: { tier: "heartbeat" },
     handler: (ctx, input) => heartbeat(ctx, input),
   }),
   defineTool({
@@ -129,8 +112,6 @@ export const workTools = [
       checkpoint: checkpointOutput.nullable(),
     }),
     annotations: additiveWrite,
-    access: "wind-down",
-    meter: { tier: "work" },
     handler: (ctx, input) => checkpoint(ctx, input),
   }),
   defineTool({
@@ -144,8 +125,6 @@ export const workTools = [
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses), held: z.literal(false), message: z.string() }),
     annotations: idempotentWrite,
-    access: "wind-down",
-    meter: { tier: "plumbing" },
     handler: (ctx, input) => releaseIssue(ctx, input),
   }),
 ];
