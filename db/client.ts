@@ -58,12 +58,7 @@ export async function openPostgres(url: string, options: { max?: number; directU
     connect_timeout: 10,
     idle_timeout: 30,
     ...(pooled
-      ? {
-          prepare: false,
-          // No schema reads the array types it would fetch on connect, and through a pooler that
-          // cannot reach the server (a restart) that fetch fails outside any query's promise.
-          fetch_types: false,
-        }
+      ? { prepare: false }
       : {
           // Prepared statements are planned for their actual parameters every time, as unnamed ones
           // are: a generic plan can be far worse (an EXISTS over a partial index became a full scan).

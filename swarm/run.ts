@@ -171,7 +171,8 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     };
 
     // Seed: the org, one key per agent slot (spread over three people), the graph.
-    booted = await boot(loadConfig({ ...env, NODE_ENV: "test" }), { warn: () => {}, poolSize: 6 });
+    // The harness (seeding, the invariant check) reads the database directly; the apps and workers go through the pooler.
+    booted = await boot(loadConfig({ ...env, DATABASE_URL: directUrl, DATABASE_DIRECT_URL: "", NODE_ENV: "test" }), { warn: () => {}, poolSize: 6 });
     const { services } = booted;
     const org = await seedOrg(services, { prefix: "SWM", name: "Swarm" });
     const humans = ["alice", "bob", "carol"] as const;

@@ -41,6 +41,8 @@ export async function runWorkerProcess(options: { catalog?: JobCatalog } = {}): 
       await booted.close();
       process.exit(0);
     };
+    // A failed job or a lost connection must never take the process down (main.ts does the same).
+    process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled rejection"));
     process.on("SIGINT", () => void shutdown("SIGINT"));
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
   } catch (error) {
