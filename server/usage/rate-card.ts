@@ -25,10 +25,10 @@ export function rateCardView() {
 
 /**
  * The tier each metered tool is charged at, the one table of them: the services charge by it
- * (server/billing `meter`), and tools/list states the price from it. A tool with two tiers
- * charges the first for what the second line of its note names (save_issue: creating or a
- * body edit is work, any other edit bookkeeping); a call pays its highest tier once. Tools
- * not listed are reads: free. Dash and CLI doors charge the tool their service implements.
+ * (server/usage/meter.ts `meter`), and tools/list states the price from it. save_issue has two:
+ * creating or a body edit is work, any other edit bookkeeping; a call pays its highest tier
+ * once. Tools not listed are reads: free. Dash and CLI doors charge the tool their service
+ * implements (force_release is the Dash's).
  */
 export const toolTiers = {
   next_issue: ["dispatch"],
@@ -67,6 +67,7 @@ export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
   "revoke_connector",
   "suspend_member",
   "retire_member",
+  "force_release",
 ]);
 
 /** Which calls of a tool are free though the tool is metered (what tools/list says beside the price). */
