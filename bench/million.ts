@@ -1,0 +1,134 @@
+/**
+ * `npm run bench:million` (`-- --orgs 100` for a smaller second size): `nextIssue` p50 / p99 for
+ * one org of 1,000 issues while the database around it holds 100,000 issues (100 orgs, 200
+ * projects) and then 1,000,000 (1,000 orgs, 2,000 projects), in the same run, so the growth is a
+ * ratio. Every org looks like the measured one: 20% of its issues blocked in chains up to 20
+ * deep, 10% with a deadline. Dispatch is scoped to the caller's org and project, so the target is
+ * a ratio near 1. Not run in CI (seeding a million issues takes minutes); the figures go in
+ * bench/README.md.
+ *
+ * What is not here yet (issue 20): claim + finish per second with 64 agents over four app
+ * instances at both sizes, the SLA sweep's duration, the Dash queue page and the app's memory
+ * after an hour of load.
+ *
+ * The measured org is seeded through the app's own code (real ciphertext, exact ranking,
+ * bench/lib/seed.ts). The other orgs are filled by generate_series in SQL: their ranking columns
+ * follow the same rules (own level from priority; a chain's members blocked by their
+ * predecessor) but their titles are placeholders nothing decrypts, they have no people or keys,
+ * and their deadlines are far enough off that no SLA threshold falls in the run.
+ */
+import { sql } from "drizzle-orm";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
+import { log, round, distribution, type Distribution } from "./lib/stats.ts";
+
+useBenchPostgres();
+const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
+const { analyze } = await import("./lib/seed.ts");
+const { seedLargeGraph, measureNextIssue } = await import("./graph.ts");
+
+const ISSUES_PER_ORG = 1_000;
+const PROJECTS_PER_ORG = 2;
+/** Per project: chains of 21 (a root and 20 blocked beneath it) until 20% are blocked. */
+const CHAIN = 21;
+const ITERATIONS = 300;
+const WARMUP = 30;
+
+const args = process.argv.slice(2);
+const orgsArg = args.indexOf("--orgs");
+const bigOrgs = orgsArg >= 0 ? Number(args[orgsArg + 1]) : 1_000;
+if (!Number.isInteger(bigOrgs) || bigOrgs < 100) {
+  process.stderr.write("--orgs takes a whole number of at least 100 (the first size is 100 orgs)\n");
+  process.exit(2);
+}
+
+const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 8, prefix: "MIL" });
+const db = bench.pools[0]!.db;
+
+/**
+ * Orgs `from`..`to` - 1 (filler), each with PROJECTS_PER_ORG projects of ISSUES_PER_ORG /
+ * PROJECTS_PER_ORG issues: one statement per table, so the fill is PostgreSQL's own speed.
+ */
+async function fill(from: number, to: number): Promise<void> {
+  const perProject = ISSUES_PER_ORG / PROJECTS_PER_ORG;
+  const blockedPerProject = Math.round(perProject * 0.2);
+  // Members of the first chains: number n is blocked (by n - 1) unless it starts a chain.
+  const chainMembers = Math.ceil(blockedPerProject / (CHAIN - 1)) * CHAIN;
+  await db.execute(sql`
+    insert into orgs (id, name)
+    select 'fill-org-' || o, 'Filler ' || o from generate_series(${from}::int, ${to - 1}::int) o`);
+  await db.execute(sql`
+    insert into projects (id, org_id, name, prefix, next_number)
+    select 'fill-prj-' || o || '-' || p, 'fill-org-' || o, 'Project ' || p, 'F' || p, ${perProject + 1}::int
+    from generate_series(${from}::int, ${to - 1}::int) o, generate_series(1, ${PROJECTS_PER_ORG}::int) p`);
+  await db.execute(sql`
+    insert into issues (id, org_id, project_id, number, identifier, title_enc, no_dependency_enc, work, status, priority,
+                        due_at, due_set_at, own_level, effective_level, effective_due_at, open_blocker_count,
+                        sla_state, sla_next_at, created_at, updated_at)
+    select 'fill-iss-' || o || '-' || p || '-' || n, 'fill-org-' || o, 'fill-prj-' || o || '-' || p, n, 'F' || p || '-' || n,
+           'placeholder', case when blocked then null else 'placeholder' end, true, 'todo', prio,
+           due, case when due is null then null else now() end,
+           level, level, due, case when blocked then 1 else 0 end,
+           case when due is null then 'none' else 'ok' end, null,
+           now() - (n || ' minutes')::interval, now()
+    from generate_series(${from}::int, ${to - 1}::int) o,
+         generate_series(1, ${PROJECTS_PER_ORG}::int) p,
+         generate_series(1, ${perProject}::int) n,
+         lateral (select
+           n <= ${chainMembers}::int and (n - 1) % ${CHAIN}::int <> 0 as blocked,
+           ((n * 7 + o) % 5)::smallint as prio,
+           case when n % 10 = 3 then now() + ((30 + n % 60) || ' days')::interval end as due) v,
+         lateral (select (case when prio = 0 then 0 else 5 - prio end)::smallint as level) l`);
+  await db.execute(sql`
+    insert into relations (id, org_id, source_id, target_id, type)
+    select 'fill-rel-' || o || '-' || p || '-' || n, 'fill-org-' || o,
+           'fill-iss-' || o || '-' || p || '-' || (n - 1), 'fill-iss-' || o || '-' || p || '-' || n, 'blocks'
+    from generate_series(${from}::int, ${to - 1}::int) o,
+         generate_series(1, ${PROJECTS_PER_ORG}::int) p,
+         generate_series(2, ${chainMembers}::int) n
+    where (n - 1) % ${CHAIN}::int <> 0`);
+  await analyze(db);
+}
+
+const issueCount = async () => Number(((await db.execute(sql`select count(*)::int as n from issues`)) as unknown as { n: number }[])[0]!.n);
+
+interface Phase {
+  issues: number;
+  orgs: number;
+  fillSeconds: number;
+  nextIssue: Distribution;
+}
+
+log(`million: seeding the measured org (${ISSUES_PER_ORG} issues) through the app's code`);
+const [agent] = await makeAgents(bench, 1);
+const { expectedFirst } = await seedLargeGraph(bench, agent!, ISSUES_PER_ORG);
+
+async function phase(orgsBefore: number, orgsAfter: number): Promise<Phase> {
+  const started = Date.now();
+  // In slices of 100 orgs, so one statement never holds a million rows in memory.
+  for (let from = orgsBefore; from < orgsAfter; from += 100) await fill(from, Math.min(orgsAfter, from + 100));
+  const fillSeconds = (Date.now() - started) / 1000;
+  const issues = await issueCount();
+  log(`million: ${issues} issues in ${orgsAfter} orgs (filled in ${round(fillSeconds, 1)} s); timing nextIssue`);
+  const samples = await measureNextIssue(agent!, ITERATIONS, WARMUP, phaseFirst);
+  return { issues, orgs: orgsAfter, fillSeconds, nextIssue: distribution(samples) };
+}
+
+// The measured org is org 1 of each size; the filler orgs are numbered from 1.
+let phaseFirst: string | null = expectedFirst;
+const small = await phase(1, 100);
+phaseFirst = null; // the first phase worked off the top of the order
+const large = await phase(100, bigOrgs);
+await bench.close();
+
+const ratio = (a: number, b: number) => round(a / b, 2);
+process.stdout.write(
+  [
+    "",
+    `| figure | ${small.issues.toLocaleString("en")} issues, ${small.orgs} orgs | ${large.issues.toLocaleString("en")} issues, ${large.orgs} orgs | ratio | target |`,
+    "|---|---|---|---|---|",
+    `| \`nextIssue\` p50 | ${round(small.nextIssue.p50, 2)} ms | ${round(large.nextIssue.p50, 2)} ms | ${ratio(large.nextIssue.p50, small.nextIssue.p50)}x | < 5 ms at the large size: ${large.nextIssue.p50 < 5 ? "PASS" : "FAIL"} |`,
+    `| \`nextIssue\` p99 | ${round(small.nextIssue.p99, 2)} ms | ${round(large.nextIssue.p99, 2)} ms | ${ratio(large.nextIssue.p99, small.nextIssue.p99)}x | < 25 ms at the large size: ${large.nextIssue.p99 < 25 ? "PASS" : "FAIL"} |`,
+    `| fill time (SQL) | ${round(small.fillSeconds, 1)} s | ${round(large.fillSeconds, 1)} s | | |`,
+    "",
+  ].join("\n"),
+);
