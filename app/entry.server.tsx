@@ -63,7 +63,7 @@ export default function handleRequest(
         onError(error: unknown) {
           responseStatusCode = 500;
           // Errors before the shell reject and are logged by handleError.
-          if (shellRendered) _loadContext.log.error({ err: error, url: request.url }, "page rendering failed");
+          if (shellRendered) _loadContext.log.error({ err: error, path: new URL(request.url).pathname.slice(0, 200) }, "page rendering failed");
         },
       },
     );
@@ -72,10 +72,8 @@ export default function handleRequest(
 
 export const handleError: HandleErrorFunction = (error, { request, context }) => {
   if (request.signal.aborted) return; // the client left: nothing went wrong here
+  // A refusal (404, 405…) is in the request's own log line (server/metrics/requests.ts).
+  if (isRouteErrorResponse(error) && error.status < 500) return;
   const path = new URL(request.url).pathname.slice(0, 200);
-  if (isRouteErrorResponse(error) && error.status < 500) {
-    context.log.info({ status: error.status, method: request.method, path }, "request refused");
-  } else {
-    context.log.error({ err: error, method: request.method, path }, "request failed");
-  }
+  context.log.error({ err: error, method: request.method, path }, "request failed");
 };

@@ -153,7 +153,7 @@ describe("favicon and refusal logs", () => {
     const output = world.app.output().slice(before);
     const logged = output.split("\n").filter((line) => line.includes(missing));
     expect(logged, output).toHaveLength(1);
-    expect(JSON.parse(logged[0]!)).toMatchObject({ level: 30, status: 404, path: missing, msg: "request refused" });
+    expect(JSON.parse(logged[0]!)).toMatchObject({ level: 30, status: 404, path: missing, msg: "request", door: "other", method: "GET" });
     expect(output).not.toMatch(/^\s+at /m);
   });
 });

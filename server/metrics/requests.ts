@@ -88,7 +88,7 @@ function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
  */
 function loggedPath(path: string | null): string {
   if (path === null) return "(invalid)";
-  const shown = path.startsWith("/join/") ? "/join/:redacted" : path.replace(/[^/]{20,}/g, ":redacted");
+  const shown = path.startsWith("/join/") ? "/join/:redacted" : path.replace(/[^/]{24,}/g, ":redacted");
   return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
 }
 
