@@ -108,16 +108,20 @@ test("with credit the agent works; at zero again its writes are refused and its 
   await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(2);
   expect(await page.getByTestId("ledger").textContent()).toContain("save_issue");
   await page.getByRole("link", { name: "First page" }).waitFor();
+  // A filter the ledger cannot take is said on the page, never a 500.
+  const bad = await page.goto(`${app.url}/dash/settings/billing?runtime=${"x".repeat(100)}&day=2026-02-30`);
+  expect(bad?.status()).toBe(200);
+  await page.getByRole("alert").waitFor();
 
   // Stripe refunds the purchase: the refund takes back what is left, and the org is at zero.
   const [sessionId] = [...fake.sessions.keys()];
   const refunded = await fake.deliver(fake.refund(sessionId!, 2500));
   expect(refunded.status).toBe(200);
-  await page.reload();
+  await page.goto(`${app.url}/dash/settings/billing`);
   await expect.poll(() => page.getByTestId("balance-total").textContent()).toBe("$0.00");
   await expect.poll(() => page.getByTestId("purchases").locator("tbody tr").textContent()).toContain("refunded");
   // The ledger lists what the agent was charged, and filters by tool in the URL.
-  await expect.poll(() => page.getByTestId("ledger").textContent()).toContain("claim_issue");
+  await expect.poll(() => page.getByTestId("ledger").textContent()).toContain("heartbeat");
   await page.getByLabel("Tool").fill("claim_issue");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/tool=claim_issue/);

@@ -7,8 +7,8 @@ import { startWorld, type World } from "../server/testing/world.ts";
  * Property-based fuzzing of every form and JSON endpoint besides /mcp, over real HTTP against
  * the built app: the Dash's loaders and form actions (signed in as tenant A, and signed out),
  * sign-in, sign-up, device approval and invite pages, better-auth's endpoints and the CLI's
- * /api/cli/*. Hostile fields in every encoding; never a 5xx, a stack trace, or B's data.
- * (There are no webhook endpoints yet; when they land they belong in `targets` below.)
+ * /api/cli/*, and Stripe's webhook (billing on, with keys that reach no Stripe). Hostile fields in
+ * every encoding; never a 5xx, a stack trace, or B's data.
  * FUZZ_FORM_REQUESTS sets the volume.
  */
 const REQUESTS = Number(process.env.FUZZ_FORM_REQUESTS ?? 3_000);
@@ -16,7 +16,14 @@ const BATCH = 25;
 
 let world: World;
 beforeAll(async () => {
-  world = await startWorld({ RATE_LIMIT_SIGNIN_PER_MIN: "100000000", RATE_LIMIT_AUTH_FAILURES_PER_MIN: "100000000" });
+  world = await startWorld({
+    RATE_LIMIT_SIGNIN_PER_MIN: "100000000",
+    RATE_LIMIT_AUTH_FAILURES_PER_MIN: "100000000",
+    RETASC_BILLING: "on",
+    STRIPE_SECRET_KEY: "sk_test_fuzz",
+    STRIPE_WEBHOOK_SECRET: "whsec_fuzz",
+    STRIPE_API_URL: "http://127.0.0.1:9",
+  });
 });
 afterAll(async () => {
   await world?.close();
@@ -26,11 +33,11 @@ const FIELDS = [
   "intent", "title", "body", "email", "password", "name", "prefix", "memberId", "keyId", "inviteId", "projectId",
   "orgId", "identifier", "status", "priority", "assignee", "dueAt", "labels", "blockedBy", "dependency", "noDependency",
   "work", "parent", "runtime", "expiresDays", "decision", "user_code", "userCode", "code", "next", "cancelReason", "note",
-  "target", "type", "claimToken", "comment", "project", "startBlocked", "was.title", "was.status", "action", "role", "callbackURL",
+  "target", "type", "claimToken", "comment", "project", "startBlocked", "was.title", "was.status", "action", "role", "callbackURL", "monthlyUsd",
 ];
 const INTENTS = [
   "edit", "comment", "release", "cancel", "relate", "unrelate", "reprioritize", "invite", "revoke-invite", "suspend", "reactivate",
-  "retire", "make-admin", "make-member", "make-owner", "mint", "rotate", "revoke", "setup", "email", "github", "google", "approve", "deny",
+  "retire", "make-admin", "make-member", "make-owner", "mint", "rotate", "revoke", "setup", "email", "github", "google", "approve", "deny", "cap", "cap-off",
 ];
 
 interface Shot {
@@ -49,12 +56,13 @@ function shots(w: World): fc.Arbitrary<Shot> {
   // Document requests and React Router's data requests (`.data`) reach the same loaders and actions.
   const dataOrNot = fc.constantFrom("", ".data");
   const path = fc.oneof(
-    fc.constantFrom("/dash", "/dash/queue", "/dash/issues/new", "/dash/orgs/new", "/dash/switch-org", "/dash/settings/projects", "/dash/settings/members", "/dash/settings/keys", "/auth/sign-in", "/auth/sign-up", "/device").chain((p) => dataOrNot.map((d) => p + d)),
+    fc.constantFrom("/dash", "/dash/queue", "/dash/issues/new", "/dash/orgs/new", "/dash/switch-org", "/dash/settings/projects", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/billing", "/auth/sign-in", "/auth/sign-up", "/device").chain((p) => dataOrNot.map((d) => p + d)),
     // The live stream, and its `.data` twin (answered 404 by main.ts: React Router would wait for the stream's end).
     fc.constantFrom("/dash/events", "/dash/events.data"),
     fc.tuple(identifier.map((s) => encodeURIComponent(s.slice(0, 300))), dataOrNot).map(([id, d]) => `/dash/issues/${id}${d}`),
     fc.tuple(pathSegment, dataOrNot).map(([code, d]) => `/join/${code}${d}`),
-    fc.constantFrom("whoami", "orgs", "projects", "keys", "members", "join", "setup", "sign-in-methods").map((p) => `/api/cli/${p}`),
+    fc.constantFrom("whoami", "orgs", "projects", "keys", "members", "join", "setup", "sign-in-methods", "billing").map((p) => `/api/cli/${p}`),
+    fc.constantFrom("/webhooks/stripe"),
     fc.constantFrom("sign-in/email", "sign-up/email", "get-session", "device/code", "device/token", "device/approve", "sign-out", "nope").map((p) => `/api/auth/${p}`),
   );
   const query = fc.array(fc.tuple(fc.constantFrom("status", "runtime", "priority", "from", "to", "page", "orgId", "q", "user_code", "error", "next", "includeRevoked"), text), { maxLength: 4 });

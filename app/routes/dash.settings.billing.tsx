@@ -21,12 +21,14 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const params = new URL(request.url).searchParams;
   const filters = Object.fromEntries(FILTERS.flatMap((name) => (params.get(name) ? [[name, params.get(name)!]] : [])));
   const seesAll = membership.role !== "member";
-  const [summary, ledger, people] = await Promise.all([
+  const [summary, listed, people] = await Promise.all([
     billingSummary(ctx, {}),
-    listLedger(ctx, { ...filters, cursor: params.get("cursor") ?? undefined }),
+    // Filters come from the URL: a bad one is said on the page, over an empty ledger.
+    attempt(context.log, () => listLedger(ctx, { ...filters, cursor: params.get("cursor") ?? undefined })),
     seesAll ? listMembers(ctx, {}).then(({ members }) => members.flatMap((m) => (m.kind === "human" ? [{ userId: m.userId, email: m.email }] : []))) : [],
   ]);
-  return { summary, ledger, people, packs: CREDIT_PACKS_USD, filters, paged: params.has("cursor"), role: membership.role, checkout: params.get("checkout") };
+  const ledger = listed.ok ? listed.value : { entries: [], nextCursor: null };
+  return { summary, ledger, ledgerError: listed.error ?? null, people, packs: CREDIT_PACKS_USD, filters, paged: params.has("cursor"), role: membership.role, checkout: params.get("checkout") };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -62,7 +64,7 @@ function usd(microCredits: number): string {
 }
 
 export default function Billing({ loaderData, actionData }: Route.ComponentProps) {
-  const { summary, ledger, people, packs, filters, paged, role, checkout } = loaderData;
+  const { summary, ledger, ledgerError, people, packs, filters, paged, role, checkout } = loaderData;
   const seesAll = role !== "member";
   const notice = actionData && "done" in actionData ? actionData.done : null;
   const nextPage = ledger.nextCursor ? `?${new URLSearchParams({ ...filters, cursor: ledger.nextCursor })}` : null;
@@ -161,6 +163,7 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
             <Field label="Day" name="day" type="date" defaultValue={filters.day ?? ""} />
             <Button tone="secondary">Filter</Button>
           </Form>
+          <ErrorNote error={ledgerError} />
           {ledger.entries.length === 0 ? (
             <p className="text-sm text-stone-600">No charges{Object.keys(filters).length ? " match these filters" : " yet"}.</p>
           ) : (
