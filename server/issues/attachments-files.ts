@@ -74,7 +74,8 @@ export async function saveAttachmentFile(ctx: Ctx, raw: z.input<typeof saveAttac
     const file = { contentType, sizeBytes: bytes.length };
     await tx.insert(attachmentFiles).values({ attachmentId: id, orgId: ctx.principal.orgId, ...file, contentEnc: cipher.encryptBytes(bytes) });
     await recordActivity(scope, { issueId: issue.id, kind: "attachment_added", detail: { attachmentId: id, size: bytes.length, contentType } });
-    meter(scope, "save_attachment_file", "work", issue.id);
+    // Work per started MiB: a 10 MiB trace costs ten times a screenshot's storage and transfer.
+    meter(scope, "save_attachment_file", "work", issue.id, Math.max(1, Math.ceil(bytes.length / (1024 * 1024))));
     return attachmentView(cipher, row!, issue.identifier, file);
   });
 }

@@ -22,6 +22,8 @@ export interface PendingCharge {
   tool: MeteredTool;
   tier: MeterTier;
   issueId: string | null;
+  /** How many of the tier's price the call pays: 1, or a file's started MiB. */
+  units?: number;
 }
 
 /** The part of a write's transaction metering reads and marks (server/issues WriteScope is one). */
@@ -38,10 +40,10 @@ const tierRank = (tier: MeterTier) => meterTiers.length - meterTiers.indexOf(tie
  * Marks the transaction as owing `tool` at `tier` (its tool's first tier unless told); the
  * highest tier marked wins. Settled by settleCharge before commit (inTransaction does it).
  */
-export function meter<T extends MeteredTool>(scope: MeterScope, tool: T, tier?: TierOf<T>, issueId: string | null = null): void {
+export function meter<T extends MeteredTool>(scope: MeterScope, tool: T, tier?: TierOf<T>, issueId: string | null = null, units = 1): void {
   const charged = (tier ?? toolTiers[tool][0]) as MeterTier;
   const pending = scope.charge;
-  if (!pending || tierRank(charged) > tierRank(pending.tier)) scope.charge = { tool, tier: charged, issueId: issueId ?? pending?.issueId ?? null };
+  if (!pending || tierRank(charged) > tierRank(pending.tier)) scope.charge = { tool, tier: charged, issueId: issueId ?? pending?.issueId ?? null, units };
   else if (!pending.issueId && issueId) pending.issueId = issueId;
 }
 
@@ -60,7 +62,7 @@ export async function chargeNow(tx: Db, ctx: Ctx, charge: PendingCharge, now: Da
   const [row] = await query<{ outcome: string }>(
     tx,
     sql`select retasc_charge(${p.orgId}::text, ${p.userId}::text, ${p.keyId}::text, ${p.runtime}::text, ${charge.tool}::text,
-      ${charge.tier}::text, ${rateCard[charge.tier]}::bigint, ${charge.issueId}::text, ${!windDownTools.has(charge.tool)}::boolean,
+      ${charge.tier}::text, ${rateCard[charge.tier] * (charge.units ?? 1)}::bigint, ${charge.issueId}::text, ${!windDownTools.has(charge.tool)}::boolean,
       ${now.toISOString()}::timestamptz) as outcome`,
   );
   const outcome = row!.outcome;

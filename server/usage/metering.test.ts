@@ -213,6 +213,23 @@ describe("exactly-once metering over /mcp", () => {
     expect(member).toMatchObject({ enabled: true, balance: null, spendCap: null, yourSpendThisMonthMicroCredits: 0 });
   });
 
+  test("a file attachment pays the work tier per started MiB", async () => {
+    const { identifier } = await callOk(alice, "save_issue", { title: "Has a trace", work: true, noDependency: "independent" });
+    const mib = 1024 * 1024;
+    for (const size of [10, mib, mib + 1, 5 * mib + mib / 2]) {
+      const before = (await ledgerOf(env.services.db, org.orgId)).length;
+      const contentBase64 = Buffer.alloc(size, "a").toString("base64");
+      await callOk(alice, "save_attachment_file", { issue: identifier, filename: "trace.txt", contentBase64 });
+      const rows = (await ledgerOf(env.services.db, org.orgId)).slice(before);
+      expect(rows.map((row) => [row.tool, row.tier, row.microCredits]), `${size} bytes`).toEqual([
+        ["save_attachment_file", "work", rateCard.work * Math.ceil(size / mib)],
+      ]);
+      clock.advance(1);
+    }
+    const { tools } = await alice.listTools();
+    expect(tools.find((t) => t.name === "save_attachment_file")!.description).toMatch(/Costs 5,000 micro-credits per started MiB\.$/);
+  });
+
   test("tools/list states the price of each metered tool when billing is on", async () => {
     const { tools } = await alice.listTools();
     expect(tools.find((t) => t.name === "next_issue")!.description).toMatch(/Costs 7,000 micro-credits if it claims\.$/);

@@ -74,6 +74,7 @@ export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
 const freeWhen: Partial<Record<MeteredTool, string>> = {
   next_issue: " if it claims",
   next_batch: " if it claims",
+  save_attachment_file: " per started MiB",
 };
 
 /** The sentence tools/list ends a metered tool's description with when billing is on: its price as charged. */

@@ -11,6 +11,7 @@ import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
 import type { Ctx } from "../../context.ts";
 import { buyCredit, listPurchases } from "../purchases.ts";
 import { receiveStripeWebhook } from "./webhook.ts";
+import { renderMetrics } from "../../metrics/index.ts";
 
 /**
  * Stripe's webhook against the fake Stripe API and this driver's database: a paid session
@@ -83,12 +84,28 @@ describe("buying credit", () => {
 });
 
 describe("POST /webhooks/stripe, as a service", () => {
+  /** retasc_webhook_deliveries_total{provider="stripe"} by result, as /metrics renders it. */
+  async function stripeDeliveries(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const match of (await renderMetrics()).body.matchAll(/^retasc_webhook_deliveries_total\{(.*)\} (\d+)$/gm)) {
+      if (!match[1]!.includes('provider="stripe"')) continue;
+      counts[/result="(\w+)"/.exec(match[1]!)![1]!] = Number(match[2]);
+    }
+    return counts;
+  }
+  async function deliveriesSince(before: Record<string, number>): Promise<Record<string, number>> {
+    const now = await stripeDeliveries();
+    return Object.fromEntries(Object.entries(now).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+  }
+
   it("credits a paid session exactly once when Stripe delivers it five times", async () => {
     const sessionId = await buy(25);
     const event = fake.complete(sessionId);
+    const before = await stripeDeliveries();
     const outcomes = [];
     for (let i = 0; i < 5; i++) outcomes.push(outcomeOf(await deliver(event)));
     expect(outcomes).toEqual(["credited", "already", "already", "already", "already"]);
+    expect(await deliveriesSince(before)).toEqual({ accepted: 1, duplicate: 4 });
     expect(await creditFor(sessionId)).toEqual([{ ref: sessionId, microCredits: 25_000_000, kind: "bought" }]);
     const purchase = (await listPurchases(state.services.db, state.org.orgId)).find((p) => p.status === "paid" && p.packUsd === 25)!;
     expect(purchase).toMatchObject({ microCredits: 25_000_000, reversedMicroCredits: 0 });

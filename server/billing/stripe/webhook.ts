@@ -4,6 +4,7 @@ import type { Services } from "../../context.ts";
 import { inputErrorOf } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { stripeOf } from "./client.ts";
+import { metrics } from "../../metrics/index.ts";
 import { closeSession, recordReversal, saveReceiptUrl, settleSession, type Settled } from "./settle.ts";
 
 /** The largest webhook body read (Stripe's events are a few kilobytes; the edge's REQUEST_MAX_BODY_BYTES is larger). */
@@ -50,6 +51,18 @@ const disputeSchema = z.object({ id: z.string().min(1), payment_intent: idOf.nul
  * is a 503, so Stripe delivers again.
  */
 export async function receiveStripeWebhook(services: Services, log: Logger, body: Buffer, signature: string | null): Promise<WebhookReply> {
+  const reply = await receiveSafely(services, log, body, signature);
+  metrics.webhookDelivery("stripe", deliveryResult(reply));
+  return reply;
+}
+
+function deliveryResult(reply: WebhookReply): "accepted" | "duplicate" | "refused" | "failed" {
+  if (reply.status >= 500) return "failed";
+  if (reply.status >= 400) return "refused";
+  return "outcome" in reply.body && reply.body.outcome === "already" ? "duplicate" : "accepted";
+}
+
+async function receiveSafely(services: Services, log: Logger, body: Buffer, signature: string | null): Promise<WebhookReply> {
   try {
     return await receive(services, log, body, signature);
   } catch (error) {

@@ -32,7 +32,6 @@ export const attachmentTools = [
     input: saveAttachmentFileInput,
     output: attachmentOutput,
     annotations: additiveWrite,
-    // Work per started MiB: a 10 MiB trace costs ten times a screenshot's storage and transfer.
     handler: (ctx, input) => saveAttachmentFile(ctx, input),
   }),
   defineTool({
