@@ -1,10 +1,8 @@
 import crypto from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { Keyring } from "../crypto/index.ts";
-import { callOk, connectClient } from "../mcp/testing.ts";
-import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { describe, expect, it } from "vitest";
+import { testDriver } from "../testing/db.ts";
+import { callOk } from "../mcp/testing.ts";
+import { useDashApp } from "../testing/dash.ts";
 
 /**
  * /dash/attachments/:id over real HTTP against the built app: what an agent attached over /mcp
@@ -12,31 +10,14 @@ import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
  * and an attached HTML page never renders as one of ours. (Seeding a signed-up person's org
  * needs the database beside the running app: PostgreSQL.)
  */
-let database: TestDatabase;
-let app: AppProcess;
-const masterKey = crypto.randomBytes(32);
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 describe.skipIf(testDriver !== "postgres")("the Dash's attachment download (needs TEST_DATABASE_URL)", () => {
-  beforeAll(async () => {
-    database = await createTestDatabase({ max: 2 });
-    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on" });
-  });
-  afterAll(async () => {
-    await app?.stop();
-    await database?.close();
-  });
-
-  async function person(tag: string, prefix: string) {
-    const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
-    const { cookie } = await signUpOverHttp(app.url, email);
-    const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
-    return { cookie, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
-  }
+  const app = useDashApp();
 
   it("downloads files for the org's members: images inline, HTML as opaque bytes; another org's is NOT_FOUND", async () => {
-    const mine = await person("mine", "DLM");
-    const theirs = await person("theirs", "DLT");
+    const mine = await app.person("mine", "DLM");
+    const theirs = await app.person("theirs", "DLT");
     const { identifier } = await callOk(mine.agent, "save_issue", { title: "Broken page", work: true, noDependency: "alone" });
     const page = "<!doctype html><html><script>fetch('/api/cli/keys')</script></html>";
     const html = await callOk(mine.agent, "save_attachment_file", { issue: identifier, filename: "repro.html", contentBase64: Buffer.from(page).toString("base64") });

@@ -1,39 +1,20 @@
 import crypto from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { Keyring } from "../crypto/index.ts";
-import { callOk, connectClient } from "../mcp/testing.ts";
-import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { describe, expect, it } from "vitest";
+import { testDriver } from "../testing/db.ts";
+import { callOk } from "../mcp/testing.ts";
+import { signUpOverHttp, useDashApp } from "../testing/dash.ts";
 
 /**
  * /dash/events over real HTTP against the built app: a signed-in person receives the change
  * events of their own org as server-sent events, and never another org's.
  */
-let database: TestDatabase;
-let app: AppProcess;
-const masterKey = crypto.randomBytes(32);
 
 describe.skipIf(testDriver !== "postgres")("the Dash's event stream (needs TEST_DATABASE_URL)", () => {
-  beforeAll(async () => {
-    database = await createTestDatabase({ max: 2 });
-    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on" });
-  });
-  afterAll(async () => {
-    await app?.stop();
-    await database?.close();
-  });
-
-  async function person(tag: string, prefix: string) {
-    const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
-    const { cookie } = await signUpOverHttp(app.url, email);
-    const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
-    return { cookie, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
-  }
+  const app = useDashApp();
 
   it("streams the viewer's org's changes and nothing of other orgs", async () => {
-    const mine = await person("mine", "MIN");
-    const theirs = await person("theirs", "THR");
+    const mine = await app.person("mine", "MIN");
+    const theirs = await app.person("theirs", "THR");
     const abort = new AbortController();
     const response = await fetch(`${app.url}/dash/events`, { headers: { cookie: mine.cookie }, signal: abort.signal });
     expect(response.status).toBe(200);

@@ -1,7 +1,12 @@
+import crypto from "node:crypto";
 import { eq } from "drizzle-orm";
+import { afterAll, beforeAll } from "vitest";
 import type { Db } from "../../db/client.ts";
 import { user } from "../../db/schema/index.ts";
-import type { Keyring } from "../crypto/index.ts";
+import { Keyring } from "../crypto/index.ts";
+import { connectClient } from "../mcp/testing.ts";
+import { startApp, type AppProcess } from "./app-process.ts";
+import { createTestDatabase, type TestDatabase } from "./db.ts";
 import { createOrg, createProject, mintAgentKey } from "../orgs/index.ts";
 
 /**
@@ -32,4 +37,34 @@ export async function seedOwnedOrg<R extends string>(
     keys[runtime] = (await mintAgentKey(db, { orgId, userId: owner.id, projectId: project.id, runtime, claimCap: input.claimCap })).key;
   }
   return { orgId, projectId: project.id, ownerId: owner.id, keys };
+}
+
+/**
+ * The built app on a PostgreSQL database of its own, for the Dash's tests over real HTTP (call
+ * inside a describe: it starts in beforeAll and stops in afterAll). `person` signs someone up
+ * over HTTP and seeds an org they own with a codex agent connected over /mcp.
+ */
+export function useDashApp() {
+  let database: TestDatabase;
+  let app: AppProcess;
+  const masterKey = crypto.randomBytes(32);
+  beforeAll(async () => {
+    database = await createTestDatabase({ max: 2 });
+    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on" });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    await database?.close();
+  });
+  return {
+    get url() {
+      return app.url;
+    },
+    async person(tag: string, prefix: string) {
+      const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
+      const { cookie } = await signUpOverHttp(app.url, email);
+      const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
+      return { cookie, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
+    },
+  };
 }
