@@ -1,9 +1,7 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import postgres from "postgres";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { testDriver } from "../testing/db.ts";
-import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { callOk, connectClient, startSeededApp, type SeededApp } from "./testing.ts";
+import { callOk, connectClient, useTwoInstances } from "./testing.ts";
 
 /**
  * 200 MCP clients, each with its own session key, pulling from one project through two
@@ -13,34 +11,17 @@ const CLIENTS = 200;
 const ISSUES = 300;
 const postgresOnly = testDriver !== "postgres";
 
-let seeded: SeededApp;
-let second: AppProcess;
-const clients: Client[] = [];
-
-beforeAll(async () => {
-  if (postgresOnly) return;
-  // About 67 session keys per parent key: above the default cap, which is not under test here.
-  const sessionKeys = { SESSION_KEY_CAP: String(CLIENTS) };
-  seeded = await startSeededApp(["SWM"], sessionKeys);
-  second = await startApp({ ...seeded.env, ...sessionKeys });
-});
-afterEach(({ task }) => {
-  // The server's side of a failure (its error log lines) belongs in the test report.
-  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
-});
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close().catch(() => {})));
-  await second?.stop();
-  await seeded?.close();
-});
+// About 67 session keys per parent key: above the default cap, which is not under test here.
+const sessionKeys = { SESSION_KEY_CAP: String(CLIENTS) };
+const race = useTwoInstances(["SWM"], sessionKeys);
 
 test.skipIf(postgresOnly)(`${CLIENTS} concurrent MCP clients over two app instances never claim an issue twice`, async () => {
-  const endpoints = [seeded.endpoint, `${second.url}/mcp`];
+  const endpoints = race.endpoints;
   const people = ["alice", "bob", "carol"] as const;
   const parents = await Promise.all(
-    people.map((who, i) => connectClient(endpoints[i % 2]!, seeded.orgs.SWM!.people[who].key, { name: who })),
+    people.map((who, i) => connectClient(endpoints[i % 2]!, race.seeded.orgs.SWM!.people[who].key, { name: who })),
   );
-  clients.push(...parents);
+  race.clients.push(...parents);
 
   for (let start = 0; start < ISSUES; start += 25) {
     await Promise.all(
@@ -61,7 +42,7 @@ test.skipIf(postgresOnly)(`${CLIENTS} concurrent MCP clients over two app instan
       return connectClient(endpoints[i % 2]!, key, { name: `worker-${i}` });
     }),
   );
-  clients.push(...workers);
+  race.clients.push(...workers);
 
   const claims: { identifier: string; fence: number; worker: number }[] = [];
   const refusals: string[] = [];
@@ -93,7 +74,7 @@ test.skipIf(postgresOnly)(`${CLIENTS} concurrent MCP clients over two app instan
   expect(status.counts).toEqual({ done: ISSUES });
   expect(status.liveClaims).toEqual([]);
 
-  const sql = postgres(seeded.env.DATABASE_DIRECT_URL ?? seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  const sql = postgres(race.seeded.env.DATABASE_DIRECT_URL ?? race.seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
   try {
     const doubled = await sql`select issue_id, count(*)::int as n from leases group by issue_id having count(*) > 1`;
     expect(doubled).toEqual([]);

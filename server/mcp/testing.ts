@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import crypto from "node:crypto";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { createTestDatabase, testDriver } from "../testing/db.ts";
 import { runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import type { SeededOrgJson } from "../testing/seed-orgs.ts";
@@ -90,4 +91,35 @@ export async function startSeededApp(prefixes: string[], env: Record<string, str
       await testDb?.close();
     },
   };
+}
+
+/**
+ * Two app instances on one seeded database, for the races over /mcp (call at a test file's top
+ * level). They start only on PostgreSQL, where instances can share a database. Clients pushed
+ * to `clients` are closed afterwards; a failed test's report carries the first app's output.
+ */
+export function useTwoInstances(prefixes: string[], env: Record<string, string> = {}) {
+  const race = {
+    seeded: undefined as unknown as SeededApp,
+    second: undefined as unknown as AppProcess,
+    clients: [] as Client[],
+    /** The two instances' /mcp endpoints. */
+    get endpoints() {
+      return [race.seeded.endpoint, `${race.second.url}/mcp`];
+    },
+  };
+  beforeAll(async () => {
+    if (testDriver !== "postgres") return;
+    race.seeded = await startSeededApp(prefixes, env);
+    race.second = await startApp({ ...race.seeded.env, ...env });
+  });
+  afterEach(({ task }) => {
+    if (task.result?.state === "fail") process.stderr.write(`app output:\n${race.seeded?.app.output().slice(-8000)}\n`);
+  });
+  afterAll(async () => {
+    await Promise.all(race.clients.map((c) => c.close().catch(() => {})));
+    await race.second?.stop();
+    await race.seeded?.close();
+  });
+  return race;
 }

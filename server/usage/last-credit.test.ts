@@ -1,9 +1,7 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import postgres from "postgres";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { callOk, connectClient, startSeededApp, type SeededApp } from "../mcp/testing.ts";
-import { startApp, type AppProcess } from "../testing/app-process.ts";
+import { expect, test } from "vitest";
+import { callOk, connectClient, useTwoInstances } from "../mcp/testing.ts";
 import { testDriver } from "../testing/db.ts";
 
 /**
@@ -23,30 +21,14 @@ const billing = {
   SESSION_KEY_CAP: "30",
 };
 
-let seeded: SeededApp;
-let second: AppProcess;
-const clients: Client[] = [];
-
-beforeAll(async () => {
-  if (postgresOnly) return;
-  seeded = await startSeededApp(["LAST"], billing);
-  second = await startApp({ ...seeded.env, ...billing });
-});
-afterEach(({ task }) => {
-  if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded?.app.output().slice(-8000)}\n`);
-});
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close().catch(() => {})));
-  await second?.stop();
-  await seeded?.close();
-});
+const race = useTwoInstances(["LAST"], billing);
 
 test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last credit: never below zero, every charged write committed`, async () => {
-  const endpoints = [seeded.endpoint, `${second.url}/mcp`];
-  const org = seeded.orgs.LAST!;
+  const endpoints = race.endpoints;
+  const org = race.seeded.orgs.LAST!;
   const people = ["alice", "bob", "carol"] as const;
   const parents = await Promise.all(people.map((who, i) => connectClient(endpoints[i % 2]!, org.people[who].key, { name: who })));
-  clients.push(...parents);
+  race.clients.push(...parents);
   for (let start = 0; start < ISSUES; start += 26) {
     await Promise.all(
       Array.from({ length: 26 }, (_, i) =>
@@ -60,9 +42,9 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
       return connectClient(endpoints[i % 2]!, key, { name: `agent-${i}` });
     }),
   );
-  clients.push(...agents);
+  race.clients.push(...agents);
 
-  const sql = postgres(seeded.env.DATABASE_URL!, { max: 2, onnotice: () => {} });
+  const sql = postgres(race.seeded.env.DATABASE_URL!, { max: 2, onnotice: () => {} });
   try {
     const balance = async () =>
       Number((await sql`select coalesce(sum(given_remaining + bought_remaining), 0)::bigint as n from billing_credit_slices where org_id = ${org.orgId}`)[0]!.n);
