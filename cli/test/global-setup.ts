@@ -20,6 +20,7 @@ export default function setup(): void {
     path.join(cli, "tsconfig.json"),
     ...fs.readdirSync(path.join(cli, "src"), { recursive: true, encoding: "utf8" }).map((file) => path.join(cli, "src", file)),
   ];
+  linkBin(cli);
   if (!sources.some((file) => fs.statSync(file).mtimeMs > builtAt)) return;
   fs.mkdirSync(dist, { recursive: true });
   const staging = fs.mkdtempSync(path.join(dist, ".build-"));
@@ -36,4 +37,16 @@ export default function setup(): void {
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * node_modules/.bin/retasc, as npm links the workspace's bin: `npm ci` in a fresh clone links
+ * none, because cli/dist is built here, after the install (`prepack` builds it for a tarball).
+ */
+function linkBin(cli: string): void {
+  const link = path.join(cli, "..", "node_modules", ".bin", "retasc");
+  if (fs.existsSync(link)) return;
+  fs.mkdirSync(path.dirname(link), { recursive: true });
+  fs.rmSync(link, { force: true });
+  fs.symlinkSync(path.join("..", "@retasc", "cli", "dist", "bin.js"), link);
 }
