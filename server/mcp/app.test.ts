@@ -14,6 +14,7 @@ const designTools = [
   "add_relation", "remove_relation",
   "save_comment", "list_comments", "retract_comment", "save_label", "list_labels",
   "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
+  "save_attachment_file", "get_attachment_file",
   "list_members", "suspend_member", "reactivate_member", "retire_member", "list_connectors", "revoke_connector",
   "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
 ];
@@ -35,7 +36,8 @@ const newIssue = (title: string, extra: Record<string, unknown> = {}) => ({
 });
 
 beforeAll(async () => {
-  seeded = await startSeededApp(["LOOP", "LANE", "BAT", "ISO", "OTH"]);
+  // A 1 MiB body limit (the default, 16 MiB, fits a file attachment) so the 413 test sends little.
+  seeded = await startSeededApp(["LOOP", "LANE", "BAT", "ISO", "OTH"], { MCP_MAX_BODY_BYTES: String(1024 * 1024) });
 });
 afterEach(({ task }) => {
   // The server's side of a failure (its error log lines) belongs in the test report.
@@ -207,6 +209,8 @@ describe("tenant isolation", () => {
       list_attachments: { issue },
       get_attachment: { attachment: attachment.id },
       obsolete_attachment: { attachment: attachment.id, reason: "x" },
+      save_attachment_file: { issue, filename: "x.txt", contentBase64: Buffer.from("x").toString("base64") },
+      get_attachment_file: { attachment: attachment.id },
       suspend_member: { memberId: bobPerson.memberId },
       reactivate_member: { memberId: bobPerson.memberId },
       retire_member: { memberId: bobAgent.memberId },
