@@ -6,6 +6,8 @@ import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
 import type { ToolDefinition } from "./tool.ts";
+import { lowBalanceWarning } from "../usage/low-balance.ts";
+import { toolTiers } from "../usage/rate-card.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
 export interface CallScope {
@@ -55,11 +57,13 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
   }
   try {
     // The parsed value, never the raw arguments: those may carry what the schema dropped.
-    const output = await tool.handler(withPrincipal(scope.services, principal), parsed.data);
+    const ctx = withPrincipal(scope.services, principal);
+    const output = (await tool.handler(ctx, parsed.data)) as Record<string, unknown>;
     const durationMs = observed(tool.name, started, null);
     metrics.claimsIn(tool.name, output);
     scope.log.debug({ ...logFields, outcome: "ok", durationMs }, "mcp tool call");
-    return successResult(output as Record<string, unknown>);
+    const billing = Object.hasOwn(toolTiers, tool.name) ? await lowBalanceWarning(ctx) : null;
+    return successResult(billing ? { ...output, billing } : output);
   } catch (error) {
     const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);
     const durationMs = observed(tool.name, started, internal ? "INTERNAL" : toolError.code, internal);

@@ -77,6 +77,12 @@ export function sqlCharge(ctx: Ctx, tool: MeteredTool, tier: MeterTier) {
 
 export const billingPagePath = "/dash/settings/billing";
 
+/** The Dash billing page on the public origin. PUBLIC_URL is where people reach the app (server/http/origin.ts, which this domain may not import). */
+export function billingPageUrl(config: Pick<Config, "PUBLIC_URL" | "PORT">): string {
+  const base = config.PUBLIC_URL ? config.PUBLIC_URL.replace(/\/+$/, "") : `http://localhost:${config.PORT}`;
+  return `${base}${billingPagePath}`;
+}
+
 /**
  * The refusal an agent relays: what happened, and in tellHuman who in the org can buy credit
  * (its active owners, by name and email) and where (the Dash billing page on the public origin).
@@ -92,9 +98,7 @@ export async function billingRefusal(db: Db, ctx: Ctx, code: "BILLING_INACTIVE" 
       .where(and(eq(members.orgId, orgId), eq(members.role, "owner"), eq(members.status, "active")))
       .orderBy(asc(members.createdAt)),
   ]);
-  // PUBLIC_URL is where people reach the app (server/http/origin.ts, which this domain may not import).
-  const base = ctx.config.PUBLIC_URL ? ctx.config.PUBLIC_URL.replace(/\/+$/, "") : `http://localhost:${ctx.config.PORT}`;
-  const where = `${base}${billingPagePath}`;
+  const where = billingPageUrl(ctx.config);
   const who = owners.length > 0 ? owners.map((o) => (o.name && o.name !== o.email ? `${o.name} <${o.email}>` : o.email)).join(", ") : "an owner of the org";
   const orgName = org[0]?.name ?? "this org";
   if (code === "BILLING_INACTIVE") {
