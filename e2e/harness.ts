@@ -1,7 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -12,6 +11,7 @@ import { sql } from "drizzle-orm";
 import { openPglite, query } from "../db/client.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { gitRepo, removeTemps, tempDir } from "../server/testing/temp-dirs.ts";
 
 /**
  * End-to-end helpers: the built app as its own process (embedded PGlite in a temp data
@@ -21,16 +21,7 @@ import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-pr
 const root = path.resolve(import.meta.dirname, "..");
 export const retascBin = path.join(root, "node_modules/.bin/retasc");
 
-const temps: string[] = [];
-/** A temp directory removed by removeTemps() when the test file ends. */
-export function tempDir(prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-export function removeTemps(): void {
-  for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-}
+export { gitRepo, removeTemps, tempDir };
 
 export interface E2eApp {
   url: string;
@@ -155,16 +146,6 @@ export async function loginThroughDevice(person: Person, app: E2eApp, options: {
   return exited;
 }
 
-/** A fresh git repository with one commit. */
-export function gitRepo(): string {
-  // Claim worktrees go beside the repo, so each repo gets a parent of its own.
-  const dir = path.join(tempDir("retasc-repos-"), "repo");
-  fs.mkdirSync(dir);
-  const git = (...args: string[]) => spawnSync("git", args, { cwd: dir, encoding: "utf8" });
-  git("init", "-q", "-b", "main");
-  git("-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "--allow-empty", "-m", "init");
-  return dir;
-}
 
 export async function mcp(endpoint: string, headers: Record<string, string>): Promise<Client> {
   const client = new Client({ name: "e2e", version: "1.0.0" });

@@ -1,10 +1,11 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startApp } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver } from "../../server/testing/db.ts";
+import { git, gitRepo, removeTemps, tempDir } from "../../server/testing/temp-dirs.ts";
 
 /**
  * What the CLI's tests run against: the real app as its own process (embedded PGlite, or a
@@ -13,15 +14,7 @@ import { createTestDatabase, testDriver } from "../../server/testing/db.ts";
  */
 export const workspaceBin = path.resolve(import.meta.dirname, "../../node_modules/.bin/retasc");
 
-const temps: string[] = [];
-export function tempDir(prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  temps.push(dir);
-  return dir;
-}
-export function removeTemps(): void {
-  for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-}
+export { git, gitRepo, removeTemps, tempDir };
 
 export interface Server {
   url: string;
@@ -135,15 +128,3 @@ export async function login(server: Server, person: Person, options: RunOptions 
   return exited;
 }
 
-/** A fresh git repository with one commit, in a parent of its own (claim worktrees go beside it). */
-export function gitRepo(): string {
-  const dir = path.join(tempDir("retasc-repos-"), "repo");
-  fs.mkdirSync(dir);
-  git(dir, "init", "-q", "-b", "main");
-  git(dir, "commit", "-q", "--allow-empty", "-m", "init");
-  return dir;
-}
-
-export function git(cwd: string, ...args: string[]) {
-  return spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", ...args], { cwd, encoding: "utf8" });
-}
