@@ -45,6 +45,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
   race.clients.push(...agents);
 
   const sql = postgres(race.seeded.env.DATABASE_URL!, { max: 2, onnotice: () => {} });
+  let watch: ReturnType<typeof setInterval> | undefined;
   try {
     const balance = async () =>
       Number((await sql`select coalesce(sum(given_remaining + bought_remaining), 0)::bigint as n from billing_credit_slices where org_id = ${org.orgId}`)[0]!.n);
@@ -53,13 +54,34 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
     expect(await balance()).toBe(LAST_CREDIT);
     const [{ mark }] = await sql`select coalesce(max(id), 0)::bigint as mark from billing_charges`;
 
+    // Under a loaded CI one call once passed the SDK's 60 s default. A slow call now gets three
+    // minutes, and whatever waits on a lock for over 5 s is recorded, so a stall says where it was.
+    const lockWaits = new Set<string>();
+    watch = setInterval(() => {
+      void sql`select pid, left(query, 160) as query, pg_blocking_pids(pid) as blockers, round(extract(epoch from now() - query_start))::int as seconds
+                 from pg_stat_activity where wait_event_type = 'Lock' and now() - query_start > interval '5 seconds'`
+        .then((rows) => rows.forEach((row) => lockWaits.add(JSON.stringify(row))))
+        .catch(() => {});
+    }, 2_000);
+    let slowest = { tool: "", ms: 0 };
+    const call = async (agent: (typeof agents)[number], name: string, args: Record<string, unknown>) => {
+      const started = performance.now();
+      try {
+        return (await agent.callTool({ name, arguments: args }, undefined, { timeout: 180_000 })) as CallToolResult;
+      } catch (error) {
+        throw new Error(`${name} failed after ${Math.round(performance.now() - started)} ms; lock waits over 5 s: ${[...lockWaits].join("\n") || "none"}`, { cause: error });
+      } finally {
+        const ms = performance.now() - started;
+        if (ms > slowest.ms) slowest = { tool: name, ms };
+      }
+    };
     const refusals: Record<string, number> = {};
     let finished = 0;
     let tellHuman = "";
     await Promise.all(
       agents.map(async (agent) => {
         for (;;) {
-          const claim = (await agent.callTool({ name: "next_issue", arguments: {} })) as CallToolResult;
+          const claim = await call(agent, "next_issue", {});
           const reply = claim.structuredContent as { claimToken?: string; identifier?: string; error?: { code: string; tellHuman?: string } };
           if (claim.isError) {
             refusals[reply.error!.code] = (refusals[reply.error!.code] ?? 0) + 1;
@@ -67,15 +89,13 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
             return;
           }
           if (!reply.claimToken) return;
-          const done = (await agent.callTool({
-            name: "save_issue",
-            arguments: { identifier: reply.identifier, status: "done", claimToken: reply.claimToken },
-          })) as CallToolResult;
+          const done = await call(agent, "save_issue", { identifier: reply.identifier, status: "done", claimToken: reply.claimToken });
           if (done.isError) {
             const code = (done.structuredContent as { error: { code: string } }).error.code;
             refusals[code] = (refusals[code] ?? 0) + 1;
             // Wind-down works at zero: the claim goes back to the pool.
-            await callOk(agent, "release_issue", { identifier: reply.identifier, claimToken: reply.claimToken });
+            const released = await call(agent, "release_issue", { identifier: reply.identifier, claimToken: reply.claimToken });
+            expect(released.isError).toBeFalsy();
             return;
           }
           finished++;
@@ -83,6 +103,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
       }),
     );
 
+    console.log(`last credit: slowest call ${slowest.tool} ${Math.round(slowest.ms)} ms; lock waits over 5 s: ${lockWaits.size}`);
     // Every agent stopped on BILLING_INACTIVE, with the sentence for its human.
     expect(Object.keys(refusals)).toEqual(["BILLING_INACTIVE"]);
     expect(tellHuman).toContain("/dash/settings/billing");
@@ -109,6 +130,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
     expect(done).toBe(finished);
     expect(leases).toBeGreaterThan(150);
   } finally {
+    clearInterval(watch);
     await sql.end();
   }
 });
