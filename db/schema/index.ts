@@ -7,3 +7,4 @@ export * from "./intake.ts";
 export * from "./attachment-files.ts";
 export * from "./billing.ts";
 export * from "./billing-purchases.ts";
+export * from "./notify.ts";
