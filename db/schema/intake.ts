@@ -1,5 +1,6 @@
-import { index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
+import { comments, issues } from "./issues.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
 export const connectorProviders = ["github", "gitlab"] as const;
@@ -28,10 +29,78 @@ export const connectors = pgTable(
     tokenEnc: text("token_enc"),
     /** Label given to the issues this connector files. */
     intakeLabel: text("intake_label").notNull().default("support"),
+    /** Lets every author's issues through without triage (off: outsiders' issues wait for a member). */
+    triageAll: boolean("triage_all").notNull().default(false),
+    /** The first verified delivery (GitHub's ping, GitLab's Test): null while the connector is Pending. */
+    connectedAt: timestamp("connected_at", { withTimezone: true }),
+    lastDeliveryAt: timestamp("last_delivery_at", { withTimezone: true }),
+    /** The last failure (processing, or a write-back token the provider refused), a short label; cleared by a success. */
+    lastError: text("last_error"),
+    lastErrorAt: timestamp("last_error_at", { withTimezone: true }),
     createdBy: text("created_by").references(() => user.id, { onDelete: "set null" }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
     revokedBy: text("revoked_by").references(() => user.id, { onDelete: "set null" }),
   },
   (t) => [index("connectors_org_idx").on(t.orgId)],
+);
+
+/**
+ * Verified webhook deliveries, one row per provider delivery id (GitHub's X-GitHub-Delivery,
+ * GitLab's X-Gitlab-Event-UUID): a redelivery finds its row and adds nothing. The payload is
+ * outside text, so it is encrypted under the org's key; the processing job reads it from here
+ * (outbox payloads carry ids only).
+ */
+export const intakeDeliveries = pgTable(
+  "intake_deliveries",
+  {
+    id: text("id").primaryKey(),
+    orgId: orgIdColumn(),
+    connectorId: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    deliveryId: text("delivery_id").notNull(),
+    /** X-GitHub-Event or X-Gitlab-Event. */
+    event: text("event").notNull(),
+    payloadEnc: text("payload_enc").notNull(),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
+    processedAt: timestamp("processed_at", { withTimezone: true }),
+  },
+  (t) => [uniqueIndex("intake_deliveries_delivery_uq").on(t.connectorId, t.deliveryId)],
+);
+
+/** A source issue and the Retasc issue it became: the key that makes intake effect-once. */
+export const intakeLinks = pgTable(
+  "intake_links",
+  {
+    connectorId: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    /** The provider's issue id (stable across transfers and renames). */
+    sourceId: text("source_id").notNull(),
+    /** The issue's number (GitHub) or iid (GitLab) in its repository: what the write-back addresses. */
+    sourceNumber: integer("source_number").notNull(),
+    orgId: orgIdColumn(),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    /** False once the source is closed or deleted there: nothing is written back to it. */
+    sourceOpen: boolean("source_open").notNull().default(true),
+  },
+  (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] }), uniqueIndex("intake_links_issue_uq").on(t.issueId)],
+);
+
+/** A source comment and the Retasc comment it became. */
+export const intakeComments = pgTable(
+  "intake_comments",
+  {
+    connectorId: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    sourceId: text("source_id").notNull(),
+    commentId: text("comment_id")
+      .notNull()
+      .references(() => comments.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] })],
 );

@@ -68,6 +68,8 @@ export const issues = pgTable(
      * slug needs the plaintext title, which only the server holds); null: the title's slug.
      */
     branch: text("branch"),
+    /** Intake: "pending" while an outsider's issue waits for a member to accept it (never dispatched); null for the team's own. */
+    triage: text("triage", { enum: ["pending", "accepted"] }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
