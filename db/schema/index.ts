@@ -8,3 +8,4 @@ export * from "./attachment-files.ts";
 export * from "./billing.ts";
 export * from "./billing-purchases.ts";
 export * from "./notify.ts";
+export * from "./oauth.ts";
