@@ -5,22 +5,28 @@ import type { Ctx } from "../context.ts";
 import { newId } from "../orgs/index.ts";
 import { saveLabelInput } from "./schemas.ts";
 import type { WriteScope } from "./store.ts";
-import { chargeNow } from "../usage/meter.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 
-/** Creates a label, or updates its color; idempotent by name. */
+/**
+ * Creates a label, or updates its color; idempotent by name. Only a write that changes
+ * something is charged: saving a label as it already is costs nothing.
+ */
 export async function saveLabel(ctx: Ctx, raw: z.input<typeof saveLabelInput>) {
   const input = saveLabelInput.parse(raw);
+  const orgId = ctx.principal.orgId;
   return ctx.db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(labels)
-      .values({ id: newId(), orgId: ctx.principal.orgId, name: input.name, color: input.color ?? null })
-      .onConflictDoUpdate({
-        target: [labels.orgId, labels.name],
-        set: { color: input.color !== undefined ? input.color : sql`${labels.color}` },
-      })
-      .returning();
-    await chargeNow(tx, ctx, { tool: "save_label", tier: "bookkeeping", issueId: null }, ctx.clock.now());
-    return { id: row!.id, name: row!.name, color: row!.color };
+    const insert = tx.insert(labels).values({ id: newId(), orgId, name: input.name, color: input.color ?? null });
+    const [written] = await (input.color === undefined
+      ? insert.onConflictDoNothing()
+      : insert.onConflictDoUpdate({
+          target: [labels.orgId, labels.name],
+          set: { color: input.color },
+          setWhere: sql`${labels.color} is distinct from excluded.color`,
+        })
+    ).returning();
+    if (written) await chargeOrgAction(tx, ctx, "save_label");
+    const row = written ?? (await tx.select().from(labels).where(and(eq(labels.orgId, orgId), eq(labels.name, input.name))))[0]!;
+    return { id: row.id, name: row.name, color: row.color };
   });
 }
 

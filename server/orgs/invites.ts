@@ -4,6 +4,7 @@ import { invites, members, orgs, user } from "../../db/schema/index.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { newId } from "./index.ts";
 
@@ -59,6 +60,7 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
       expiresAt,
     });
     await recordOrgActivity(ctx, tx, "invite.created", { inviteId, expiresAt: expiresAt.toISOString() });
+    await chargeOrgAction(tx, ctx, "create_invite");
     return { inviteId, code, expiresAt: expiresAt.toISOString() };
   });
 }
@@ -119,6 +121,7 @@ export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
       .set({ revokedAt: now, revokedBy: ctx.principal.userId })
       .where(and(eq(invites.id, inviteId), isNull(invites.acceptedAt), isNull(invites.revokedAt)));
     await recordOrgActivity(ctx, tx, "invite.revoked", { inviteId });
+    await chargeOrgAction(tx, ctx, "revoke_invite");
     return { inviteId, state: "revoked" as const, changed: true };
   });
 }

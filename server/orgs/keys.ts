@@ -4,6 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { agentKeys, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, recordOrgActivity, requireActsOnHolder, requireRole, type ActOn } from "./access.ts";
 import { lockActiveHolder, lockKeyTree, mintAgentKey, runtimeSchema } from "./index.ts";
 
@@ -59,6 +60,7 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
       claimCap: input.claimCap ?? null,
     });
     await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId });
+    await chargeOrgAction(tx, ctx, "mint_key");
     return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), runtime: input.runtime, projectId: input.projectId ?? null, userId };
   });
 }
@@ -140,6 +142,7 @@ export async function revokeKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
     if (key.revokedAt) return { keyId, status: "revoked" as const, changed: false };
     await revokeKeyTree(tx, key.orgId, keyId, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "key.revoked", { keyId, prefix: key.prefix });
+    await chargeOrgAction(tx, ctx, "revoke_key");
     return { keyId, status: "revoked" as const, changed: true };
   });
 }
@@ -168,6 +171,7 @@ export async function rotateKey(ctx: Ctx, raw: z.input<typeof keyIdInput>) {
       claimCap: key.claimCap,
     });
     await recordOrgActivity(ctx, tx, "key.rotated", { from: keyId, to: minted.keyId });
+    await chargeOrgAction(tx, ctx, "rotate_key");
     return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), replacedKeyId: keyId, runtime: key.runtime, projectId: key.projectId };
   });
 }

@@ -6,7 +6,7 @@ import type { Ctx } from "../context.ts";
 import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { actorOf, lockActiveOwners, recordOrgActivity, requireActsOn, requireActsOnHolder, requireRole } from "./access.ts";
 import { revokeKeyTree } from "./keys.ts";
-import { chargeNow } from "../usage/meter.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 
 /**
  * The people and agents of an org. People are `members` rows and are suspended (and
@@ -166,7 +166,7 @@ export async function suspendMember(ctx: Ctx, raw: z.input<typeof memberIdInput>
     await tx.update(members).set({ status: "suspended" }).where(eq(members.id, target.memberId));
     const retiredAgents = await retireAgentsOf(tx, orgId, target.userId, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "member.suspended", { memberId, email: target.email, retiredAgents });
-    await chargeNow(tx, ctx, { tool: "suspend_member", tier: "plumbing", issueId: null }, ctx.clock.now());
+    await chargeOrgAction(tx, ctx, "suspend_member");
     await ctx.events.publish(tx, { orgId, kind: "member.suspended", memberId });
     return { memberId, status: "suspended" as const, retiredAgents, changed: true };
   });
@@ -184,7 +184,7 @@ export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInp
     if (target.status === "active") return { memberId, status: "active" as const, changed: false };
     await tx.update(members).set({ status: "active" }).where(eq(members.id, target.memberId));
     await recordOrgActivity(ctx, tx, "member.reactivated", { memberId, email: target.email });
-    await chargeNow(tx, ctx, { tool: "reactivate_member", tier: "plumbing", issueId: null }, ctx.clock.now());
+    await chargeOrgAction(tx, ctx, "reactivate_member");
     await ctx.events.publish(tx, { orgId, kind: "member.reactivated", memberId });
     return { memberId, status: "active" as const, changed: true };
   });
@@ -213,7 +213,7 @@ export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>)
     if (agent.revokedAt) return { memberId, status: "retired" as const, changed: false };
     await revokeKeyTree(tx, orgId, agent.id, ctx.clock.now());
     await recordOrgActivity(ctx, tx, "agent.retired", { memberId, keyPrefix: agent.prefix });
-    await chargeNow(tx, ctx, { tool: "retire_member", tier: "plumbing", issueId: null }, ctx.clock.now());
+    await chargeOrgAction(tx, ctx, "retire_member");
     await ctx.events.publish(tx, { orgId, kind: "agent.retired", memberId });
     return { memberId, status: "retired" as const, changed: true };
   });
@@ -234,6 +234,7 @@ export async function setMemberRole(ctx: Ctx, raw: z.input<typeof setMemberRoleI
     }
     await tx.update(members).set({ role }).where(eq(members.id, target.memberId));
     await recordOrgActivity(ctx, tx, "member.role_changed", { memberId, from: target.role, to: role });
+    await chargeOrgAction(tx, ctx, "set_member_role");
     return { memberId, role, changed: true };
   });
 }

@@ -5,7 +5,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { recordOrgActivity } from "./access.ts";
 import { mintAgentKey } from "./index.ts";
-import { chargeNow } from "../usage/meter.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 
 /** The calling agent's identity: the human it acts for, the org, the key's project and runtime. */
 export async function whoami(ctx: Ctx) {
@@ -86,7 +86,7 @@ export async function mintSessionKey(ctx: Ctx, raw: z.input<typeof mintSessionKe
       claimCap: principal.claimCap,
     });
     await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId, ...(label ? { label } : {}) });
-    await chargeNow(tx, ctx, { tool: "mint_session_key", tier: "plumbing", issueId: null }, ctx.clock.now());
+    await chargeOrgAction(tx, ctx, "mint_session_key");
     return {
       key: minted.key,
       keyId: minted.keyId,

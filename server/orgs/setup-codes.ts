@@ -4,6 +4,7 @@ import { orgs, projects, setupCodes } from "../../db/schema/index.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
+import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, membershipOf, recordOrgActivity } from "./access.ts";
 import { mintAgentKey, newId, runtimeSchema } from "./index.ts";
 
@@ -53,6 +54,7 @@ export async function createSetupCode(ctx: Ctx, raw: z.input<typeof createSetupC
       expiresAt,
     });
     await recordOrgActivity(ctx, tx, "setup_code.created", { setupId, projectId: input.projectId });
+    await chargeOrgAction(tx, ctx, "create_setup_code");
     return { code, expiresAt: expiresAt.toISOString(), projectPrefix: project[0].prefix };
   });
 }

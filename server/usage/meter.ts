@@ -69,6 +69,10 @@ export async function chargeNow(tx: Db, ctx: Ctx, charge: PendingCharge, now: Da
   if (outcome === "BILLING_INACTIVE" || outcome === "SPEND_CAP") throw await billingRefusal(tx, ctx, outcome);
 }
 
+/** Charges an org-level action (a label, a member, key, invite or setup-code action) its tool's tier, inside its transaction. */
+export const chargeOrgAction = (tx: Db, ctx: Ctx, tool: MeteredTool): Promise<void> =>
+  chargeNow(tx, ctx, { tool, tier: toolTiers[tool][0], issueId: null }, ctx.clock.now());
+
 /** The charge a dispatch function takes itself (retasc_next_issue, retasc_finish): undefined when billing is off. */
 export function sqlCharge(ctx: Ctx, tool: MeteredTool, tier: MeterTier) {
   if (!billingEnabled(ctx.config) || ctx.principal.kind === "system") return undefined;

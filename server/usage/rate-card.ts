@@ -28,7 +28,8 @@ export function rateCardView() {
  * (server/usage/meter.ts `meter`), and tools/list states the price from it. save_issue has two:
  * creating or a body edit is work, any other edit bookkeeping; a call pays its highest tier
  * once. Tools not listed are reads: free. Dash and CLI doors charge the tool their service
- * implements (force_release is the Dash's).
+ * implements; the Dash's and CLI's own actions (force_release, and the key, invite, role and
+ * setup-code actions after it) are named here as if they were tools, so the ledger says what was done.
  */
 export const toolTiers = {
   next_issue: ["dispatch"],
@@ -51,6 +52,14 @@ export const toolTiers = {
   reactivate_member: ["plumbing"],
   retire_member: ["plumbing"],
   revoke_connector: ["plumbing"],
+  create_connector: ["plumbing"],
+  set_member_role: ["plumbing"],
+  create_invite: ["plumbing"],
+  revoke_invite: ["plumbing"],
+  mint_key: ["plumbing"],
+  revoke_key: ["plumbing"],
+  rotate_key: ["plumbing"],
+  create_setup_code: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;
 export type MeteredTool = keyof typeof toolTiers;
@@ -68,6 +77,8 @@ export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
   "suspend_member",
   "retire_member",
   "force_release",
+  "revoke_key",
+  "revoke_invite",
 ]);
 
 /** Which calls of a tool are free though the tool is metered (what tools/list says beside the price). */
