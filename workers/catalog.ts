@@ -5,6 +5,7 @@ import { DomainError, type ErrorCode } from "../server/errors.ts";
 import type { Logger } from "../server/log.ts";
 import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
 import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
+import { notifySend } from "./handlers/notify-send.ts";
 
 /** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */
 export interface JobContext {
@@ -41,6 +42,7 @@ export function mergeCatalogs(...catalogs: JobCatalog[]): JobCatalog {
 /** Every job the app enqueues, with its handler. */
 export const retascJobs = jobCatalog(jobSchemas, {
   "notify.issue_event": notifyIssueEvent,
+  "notify.send": notifySend,
 });
 
 /** Validates the payload against the shared schema and runs the handler. */

@@ -65,7 +65,7 @@ export const notifyMutes = pgTable(
   (t) => [primaryKey({ columns: [t.orgId, t.userId, t.kind] })],
 );
 
-export const deliveryStates = ["sending", "retrying", "sent", "muted", "failed", "skipped"] as const;
+export const deliveryStates = ["sending", "retrying", "sent", "muted", "failed", "skipped", "unconfirmed"] as const;
 
 /**
  * One message to one person on one channel: its receipt. `key` is the send job's idempotency

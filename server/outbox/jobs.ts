@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { notifyChannels } from "../../db/schema/notify.ts";
 
 /**
  * The one map from job name to payload schema. `enqueue` validates against it before the
@@ -11,7 +12,7 @@ export const issueEventKinds = ["done", "canceled", "review", "assigned", "recla
 const id = z.string().min(1).max(200);
 
 export const jobSchemas = {
-  /** An issue event someone may be told about (sending DMs is the notifications issue). */
+  /** An issue event someone may be told about: fanned out to one notify.send per channel of the person it concerns. */
   "notify.issue_event": z
     .object({
       orgId: id,
@@ -21,6 +22,17 @@ export const jobSchemas = {
       actorId: id.nullable().optional(),
       /** The activity-log entry that records the event, when there is one. */
       activityId: z.number().int().positive().optional(),
+    })
+    .strict(),
+  /** One message to one person on one channel (server/notify): its content is read and decrypted when it is sent. */
+  "notify.send": z
+    .object({
+      orgId: id,
+      /** Null for the Dash's "Send test". */
+      issueId: id.nullable(),
+      kind: z.enum([...issueEventKinds, "test"]),
+      userId: id,
+      channel: z.enum(notifyChannels),
     })
     .strict(),
 };

@@ -1,0 +1,60 @@
+import { and, desc, eq } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
+import { issues, leases, notifyBindings } from "../../db/schema/index.ts";
+import type { JobPayload } from "../outbox/jobs.ts";
+import { enqueue } from "../outbox/index.ts";
+
+type IssueEvent = JobPayload<"notify.issue_event">;
+
+/**
+ * Who hears of an event: the one human tied to the issue by it. done and canceled: the author;
+ * review: the reviewer (the issue's assignee in review); assigned: the assignee; reclaimed: the
+ * person whose agent held the lapsed lease. Never the actor, the human behind the acting key.
+ */
+export async function recipientOf(db: Db, event: IssueEvent): Promise<string | null> {
+  const [row] = await db
+    .select({ orgId: issues.orgId, authorId: issues.authorId, assigneeId: issues.assigneeId })
+    .from(issues)
+    .where(eq(issues.id, event.issueId));
+  if (!row || row.orgId !== event.orgId) return null;
+  let person: string | null = null;
+  switch (event.kind) {
+    case "done":
+    case "canceled":
+      person = row.authorId;
+      break;
+    case "review":
+    case "assigned":
+      person = row.assigneeId;
+      break;
+    case "reclaimed": {
+      const [lapsed] = await db
+        .select({ userId: leases.userId })
+        .from(leases)
+        .where(and(eq(leases.issueId, event.issueId), eq(leases.endReason, "expired")))
+        .orderBy(desc(leases.fence))
+        .limit(1);
+      person = lapsed?.userId ?? null;
+      break;
+    }
+  }
+  return person && person !== event.actorId ? person : null;
+}
+
+/**
+ * Fans an event out, inside the event job's receipt transaction: one `notify.send` job per
+ * channel the recipient has bound, each retried on its own. Mutes are not read here: they
+ * apply when each message is sent. Returns how many messages were queued.
+ */
+export async function fanOut(tx: Db, event: IssueEvent): Promise<number> {
+  const person = await recipientOf(tx, event);
+  if (!person) return 0;
+  const bound = await tx
+    .select({ channel: notifyBindings.channel })
+    .from(notifyBindings)
+    .where(and(eq(notifyBindings.orgId, event.orgId), eq(notifyBindings.userId, person), eq(notifyBindings.status, "active")));
+  for (const { channel } of bound) {
+    await enqueue(tx, "notify.send", { orgId: event.orgId, issueId: event.issueId, kind: event.kind, userId: person, channel });
+  }
+  return bound.length;
+}

@@ -1,0 +1,41 @@
+import crypto from "node:crypto";
+import { DiscordAPIError, RateLimitError, REST } from "@discordjs/rest";
+import { Routes, type RESTPostAPIChannelMessageJSONBody, type RESTPostAPIChannelMessageResult } from "discord-api-types/v10";
+import type { Config } from "../../config/index.ts";
+import { SendFailure, shortReason } from "./failure.ts";
+
+const clients = new WeakMap<Config, REST>();
+
+/** @discordjs/rest on DISCORD_API_URL, rejecting 429s instead of queueing them, so the delivery honours Retry-After itself. */
+export function discordRest(config: Config): REST {
+  let rest = clients.get(config);
+  if (!rest) {
+    if (!config.DISCORD_BOT_TOKEN) throw new SendFailure("permanent", "Discord is not configured on this server (DISCORD_BOT_TOKEN)");
+    rest = new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
+    clients.set(config, rest);
+  }
+  return rest;
+}
+
+/** Discord's nonce is at most 25 characters: a digest of the delivery key, enforced so a resend within minutes is not posted twice. */
+const nonceOf = (key: string) => crypto.createHash("sha256").update(key).digest("base64url").slice(0, 25);
+
+export async function sendDiscord(config: Config, channelId: string, content: string, key: string): Promise<string> {
+  const body: RESTPostAPIChannelMessageJSONBody = { content, nonce: nonceOf(key), enforce_nonce: true, allowed_mentions: { parse: [] } };
+  try {
+    const sent = (await discordRest(config).post(Routes.channelMessages(channelId), { body })) as RESTPostAPIChannelMessageResult;
+    return sent.id;
+  } catch (error) {
+    if (error instanceof SendFailure) throw error;
+    if (error instanceof RateLimitError) throw new SendFailure("rate", "rate limited", Math.max(0, error.retryAfter));
+    // 403 (50007: cannot send messages to this user), 404 unknown channel, 401 bad token.
+    if (error instanceof DiscordAPIError && error.status >= 400 && error.status < 500) throw new SendFailure("permanent", shortReason(error.message));
+    throw new SendFailure("retry", "Discord could not be reached");
+  }
+}
+
+/** Opens (or finds) the bot's DM channel with a user: where their messages go. */
+export async function openDiscordDm(config: Config, userId: string): Promise<string> {
+  const channel = (await discordRest(config).post(Routes.userChannels(), { body: { recipient_id: userId } })) as { id: string };
+  return channel.id;
+}

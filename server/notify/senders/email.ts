@@ -1,0 +1,35 @@
+import nodemailer, { type Transporter } from "nodemailer";
+import type { Config } from "../../config/index.ts";
+import { SendFailure, shortReason } from "./failure.ts";
+
+const transports = new WeakMap<Config, Transporter>();
+
+export function emailConfigured(config: Config): boolean {
+  return Boolean(config.SMTP_URL && config.SMTP_FROM);
+}
+
+function transportFor(config: Config): Transporter {
+  let transport = transports.get(config);
+  if (!transport) {
+    if (!emailConfigured(config)) throw new SendFailure("permanent", "email is not configured on this server (SMTP_URL, SMTP_FROM)");
+    transport = nodemailer.createTransport(config.SMTP_URL!);
+    transports.set(config, transport);
+  }
+  return transport;
+}
+
+/**
+ * Sends a plain-text email over SMTP_URL. `messageId` is stable per message (the delivery key),
+ * so a receiving system that sees it twice can tell. A 5xx reply (no such mailbox) is permanent.
+ */
+export async function sendEmail(config: Config, to: string, mail: { subject: string; text: string; messageId: string }): Promise<string> {
+  try {
+    const info = await transportFor(config).sendMail({ from: config.SMTP_FROM, to, subject: mail.subject, text: mail.text, messageId: mail.messageId });
+    return String(info.messageId ?? mail.messageId);
+  } catch (error) {
+    if (error instanceof SendFailure) throw error;
+    const e = error as { responseCode?: number; response?: string };
+    if (typeof e.responseCode === "number" && e.responseCode >= 500) throw new SendFailure("permanent", shortReason(e.response ?? `SMTP ${e.responseCode}`));
+    throw new SendFailure("retry", typeof e.responseCode === "number" ? `SMTP ${e.responseCode}` : "the SMTP server could not be reached");
+  }
+}
