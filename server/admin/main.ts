@@ -6,6 +6,9 @@ import { describeFatal } from "../fatal.ts";
 import type { Services } from "../context.ts";
 import { bootstrap, bootstrapInput, grantCredit, grantCreditInput, mintKey, mintKeyInput, setPassword, setPasswordInput } from "./commands.ts";
 import { readSecretLine } from "./secret.ts";
+import { connect, connectInput } from "./connect.ts";
+import { writeOrgExport } from "../transfer/admin.ts";
+import { importExport, importInput } from "../transfer/import.ts";
 
 /**
  * Operator commands for a server with no browser yet: `npm run admin -- <command>`.
@@ -22,6 +25,15 @@ const usage = `usage: npm run admin -- <command> [options]
       on standard input (asked for without echo on a terminal), never a flag
   grant-credit --org <orgId> --micro-credits <n> --note <text> [--json]
       give an org credit (1,000,000 micro-credits = $1), recorded as given credit with the note
+  connect --provider github|gitlab --org <orgId> --project <projectId> --repo <owner/name>
+          [--base-url <url>] [--token-stdin] [--json]
+      connect a repository's issues to a project; prints the webhook URL and its secret (shown
+      once); with --token-stdin the write-back token is one line on standard input
+  export --org <orgId> --format json|csv [--table issues|comments]
+      the whole org, decrypted, to standard output (JSON: everything, docs/export-format.md;
+      CSV: the issues, or the comments)
+  import --file <export.json> --org-name <name> [--json]
+      a JSON export brought back as a new org; prints its orgId
 `;
 
 /** Each command with the schema its argv is parsed with before the call (argv is of unknown shape). */
@@ -30,9 +42,11 @@ const commands = {
   "mint-key": (services: Services, argv: unknown) => mintKey(services, mintKeyInput.parse(argv)),
   "set-password": (services: Services, argv: unknown) => setPassword(services, setPasswordInput.parse(argv)),
   "grant-credit": (services: Services, argv: unknown) => grantCredit(services, grantCreditInput.parse(argv)),
+  connect: (services: Services, argv: unknown) => connect(services, connectInput.parse(argv)),
+  import: (services: Services, argv: unknown) => importExport(services, importInput.parse(argv)),
 } as const;
 /** Commands whose output holds a secret shown once. */
-const showsKey = new Set(["bootstrap", "mint-key"]);
+const showsKey = new Set(["bootstrap", "mint-key", "connect"]);
 
 async function main() {
   const [command, ...rest] = process.argv.slice(2);
@@ -41,7 +55,7 @@ async function main() {
     return;
   }
   const run = commands[command as keyof typeof commands];
-  if (!run) throw new Error(`unknown command "${command}"\n${usage}`);
+  if (!run && command !== "export") throw new Error(`unknown command "${command}"\n${usage}`);
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -52,16 +66,33 @@ async function main() {
       runtime: { type: "string" },
       "micro-credits": { type: "string" },
       note: { type: "string" },
+      provider: { type: "string" },
+      repo: { type: "string" },
+      "base-url": { type: "string" },
+      "token-stdin": { type: "boolean", default: false },
+      format: { type: "string" },
+      table: { type: "string" },
+      file: { type: "string" },
+      "org-name": { type: "string" },
       json: { type: "boolean", default: false },
     },
     strict: true,
   });
   // Read before booting, so a missing password fails fast and nothing else waits on stdin.
-  const input = command === "set-password" ? { ...values, password: await readSecretLine("new password (not shown): ") } : values;
+  const input =
+    command === "set-password"
+      ? { ...values, password: await readSecretLine("new password (not shown): ") }
+      : command === "connect" && values["token-stdin"]
+        ? { ...values, token: await readSecretLine("write-back token (not shown): ", "token") }
+        : values;
   const config = loadConfig();
   const booted = await boot(config, { warn: (m) => process.stderr.write(`! ${m}\n`), poolSize: 2 });
   try {
-    const result = await run(booted.services, input);
+    if (command === "export") {
+      await writeOrgExport(booted.services, values, process.stdout);
+      return;
+    }
+    const result = await run!(booted.services, input);
     if (values.json) {
       process.stdout.write(JSON.stringify(result) + "\n");
     } else {

@@ -1,0 +1,349 @@
+import { sql, type SQL } from "drizzle-orm";
+import { z } from "zod";
+import type { Db } from "../../db/client.ts";
+import {
+  activity,
+  agentKeys,
+  attachmentFiles,
+  attachments,
+  checkpoints,
+  comments,
+  issueLabels,
+  issues,
+  labels,
+  members,
+  projects,
+  relations,
+} from "../../db/schema/index.ts";
+import type { Services } from "../context.ts";
+import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
+import { invalidInput } from "../errors.ts";
+import { downloadPath } from "../issues/attachments-files.ts";
+import { rankingColumns } from "../issues/levels.ts";
+import { rerank } from "../issues/ranking.ts";
+import { isTerminal } from "../issues/store.ts";
+import { createOrg, ensureUser } from "../orgs/index.ts";
+import type { ExportIssue, ExportPerson } from "./format.ts";
+import { orderedIds } from "./ordered-ids.ts";
+import { openExport, type ExportEntry } from "./read-export.ts";
+
+export const importInput = z.object({
+  file: z.string({ error: "--file is required" }).trim().min(1, "--file is required"),
+  "org-name": z.string({ error: "--org-name is required" }).trim().min(1, "--org-name is required").max(100),
+});
+
+const FLUSH_ISSUES = 200;
+const FLUSH_ROWS = 1000;
+const RERANK_CHUNK = 2000;
+
+/**
+ * Brings a JSON export back as a new org, in one transaction (all or nothing): people matched
+ * on email (created when new, as the operator commands do), every record re-encrypted under the
+ * new org's key, timestamps and identifiers as exported, new ids throughout (so an org can be
+ * imported beside the one it came from). Imported agent keys keep their record but no secret:
+ * nobody holds one, so they authenticate nothing until revoked and replaced.
+ */
+export async function importExport(services: Services, raw: z.input<typeof importInput>) {
+  const input = importInput.parse(raw);
+  const { header, entries } = await openExport(input.file);
+  const now = services.clock.now();
+  return services.db.transaction(async (tx) => {
+    const run = new ImportRun(services, tx, { name: input["org-name"], timeZone: header.org.timeZone }, orderedIds(now), now);
+    for await (const entry of entries) await run.take(entry);
+    const orgId = await run.finish();
+    return { orgId, ...run.counts };
+  });
+}
+
+type Row<T extends { $inferInsert: unknown }> = T["$inferInsert"];
+
+class ImportRun {
+  private orgId: string | null = null;
+  private cipher: OrgCipher | null = null;
+  private readonly people: { person: ExportPerson; userId: string }[] = [];
+  /** Old id → new id, for every kind of id the export names (people, keys, issues, comments). */
+  private readonly ids = new Map<string, string>();
+  private readonly issueByIdentifier = new Map<string, string>();
+  private readonly projectByPrefix = new Map<string, string>();
+  private readonly labelByName = new Map<string, string>();
+  private readonly parents: { id: string; parent: string }[] = [];
+  private readonly edges: { sourceId: string; target: string; type: "blocks" | "related" | "duplicate"; createdAt: Date }[] = [];
+  private readonly buffer = {
+    issues: [] as Row<typeof issues>[],
+    issueLabels: [] as Row<typeof issueLabels>[],
+    comments: [] as Row<typeof comments>[],
+    attachments: [] as Row<typeof attachments>[],
+    attachmentFiles: [] as Row<typeof attachmentFiles>[],
+    checkpoints: [] as Row<typeof checkpoints>[],
+    activity: [] as Row<typeof activity>[],
+  };
+  readonly counts = { people: 0, projects: 0, labels: 0, agents: 0, issues: 0, comments: 0, activity: 0 };
+
+  constructor(
+    private readonly services: Services,
+    private readonly tx: Db,
+    private readonly newOrg: { name: string; timeZone: string },
+    private readonly newId: () => string,
+    private readonly now: Date,
+  ) {}
+
+  /** The new id for an old one, made on first sight (a reply may come before its thread's root). */
+  private idFor(old: string): string {
+    let id = this.ids.get(old);
+    if (!id) this.ids.set(old, (id = this.newId()));
+    return id;
+  }
+  private known = (old: string | null | undefined): string | null => (old ? (this.ids.get(old) ?? null) : null);
+
+  /** Ids inside activity facts and detail (holders, keys, comments) point at the new rows. */
+  private remap(value: unknown): unknown {
+    if (typeof value === "string") return this.ids.get(value) ?? value;
+    if (Array.isArray(value)) return value.map((v) => this.remap(v));
+    if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.remap(v)]));
+    return value;
+  }
+
+  async take(entry: ExportEntry): Promise<void> {
+    if (entry.section === "people") return this.person(entry.record);
+    const { tx } = this;
+    const orgId = await this.org();
+    const cipher = this.cipher!;
+    switch (entry.section) {
+      case "projects": {
+        const p = entry.record;
+        const id = this.newId();
+        await tx.insert(projects).values({ id, orgId, name: p.name, prefix: p.prefix, nextNumber: p.nextNumber, createdAt: new Date(p.createdAt) });
+        this.projectByPrefix.set(p.prefix, id);
+        this.counts.projects++;
+        return;
+      }
+      case "labels": {
+        const l = entry.record;
+        const id = this.newId();
+        await tx.insert(labels).values({ id, orgId, name: l.name, color: l.color, createdAt: new Date(l.createdAt) });
+        this.labelByName.set(l.name, id);
+        this.counts.labels++;
+        return;
+      }
+      case "agents": {
+        const a = entry.record;
+        const userId = this.known(a.userId);
+        if (!userId) throw invalidInput(`agent ${a.id} belongs to nobody in the export`, "Export the org again; the file is incomplete.");
+        await tx.insert(agentKeys).values({
+          id: this.idFor(a.id),
+          orgId,
+          projectId: a.project ? (this.projectByPrefix.get(a.project) ?? null) : null,
+          userId,
+          runtime: a.runtime,
+          // A hash of a secret nobody is given: the record comes back, the power to sign in does not.
+          keyHash: sha256(randomToken("rtsc_")),
+          prefix: a.keyPrefix,
+          claimCap: a.claimCap,
+          parentKeyId: a.parentKeyId ? this.idFor(a.parentKeyId) : null,
+          createdAt: new Date(a.createdAt),
+          lastUsedAt: a.lastUsedAt ? new Date(a.lastUsedAt) : null,
+          revokedAt: a.revokedAt ? new Date(a.revokedAt) : null,
+        });
+        this.counts.agents++;
+        return;
+      }
+      case "issues":
+        this.issue(orgId, cipher, entry.record);
+        if (this.buffer.issues.length >= FLUSH_ISSUES || this.buffered() >= FLUSH_ROWS) await this.flush();
+        return;
+      case "activity": {
+        const a = entry.record;
+        this.buffer.activity.push({
+          orgId,
+          issueId: a.issue ? (this.issueByIdentifier.get(a.issue) ?? null) : null,
+          kind: a.kind,
+          actorId: this.known(a.actorId),
+          keyId: this.known(a.keyId),
+          runtime: a.runtime,
+          facts: a.facts ? (this.remap(a.facts) as Record<string, unknown>) : null,
+          detailEnc: a.detail ? cipher.encrypt(JSON.stringify(this.remap(a.detail))) : null,
+          createdAt: new Date(a.createdAt),
+        });
+        this.counts.activity++;
+        if (this.buffer.activity.length >= FLUSH_ROWS) await this.flush();
+        return;
+      }
+    }
+  }
+
+  private async person(p: ExportPerson): Promise<void> {
+    if (this.orgId) throw invalidInput("people come first in an export", "Export the org again; the file is out of order.");
+    const userId = await ensureUser(this.tx, p.email, p.name);
+    this.ids.set(p.id, userId);
+    this.people.push({ person: p, userId });
+    this.counts.people++;
+  }
+
+  /** The new org, made once the people are known (its first owner creates it). */
+  private async org(): Promise<string> {
+    if (this.orgId) return this.orgId;
+    const owner = this.people.find((p) => p.person.member?.role === "owner");
+    if (!owner) throw invalidInput("the export names no owner", "An org export always has one; export the org again.");
+    this.orgId = await createOrg(this.services, this.tx, { ...this.newOrg, ownerUserId: owner.userId });
+    this.cipher = await this.services.keyring.forOrg(this.tx, this.orgId);
+    for (const { person, userId } of this.people) {
+      if (!person.member) continue;
+      const { role, status, since } = person.member;
+      await this.tx
+        .insert(members)
+        .values({ id: this.newId(), orgId: this.orgId, userId, role, status, createdAt: new Date(since) })
+        .onConflictDoUpdate({ target: [members.orgId, members.userId], set: { role, status, createdAt: new Date(since) } });
+    }
+    return this.orgId;
+  }
+
+  private issue(orgId: string, cipher: OrgCipher, i: ExportIssue): void {
+    const projectId = this.projectByPrefix.get(i.project);
+    if (!projectId) throw invalidInput(`issue ${i.identifier} is in project ${i.project}, which the export does not list`, "Export the org again; the file is incomplete.");
+    const id = this.idFor(i.id);
+    this.issueByIdentifier.set(i.identifier, id);
+    const dueAt = i.dueAt ? new Date(i.dueAt) : null;
+    const dueSetAt = i.dueSetAt ? new Date(i.dueSetAt) : null;
+    const terminal = isTerminal(i.status);
+    const ranking = rankingColumns(i.priority, dueAt, dueSetAt, terminal, this.now);
+    this.buffer.issues.push({
+      id,
+      orgId,
+      projectId,
+      number: i.number,
+      identifier: i.identifier,
+      titleEnc: cipher.encrypt(i.title)!,
+      bodyEnc: cipher.encrypt(i.body),
+      noDependencyEnc: cipher.encrypt(i.noDependency),
+      cancelReasonEnc: cipher.encrypt(i.cancelReason),
+      work: i.work,
+      status: i.status,
+      priority: i.priority,
+      assigneeId: this.known(i.assigneeId),
+      authorId: this.known(i.authorId),
+      submitterId: this.known(i.submitterId),
+      dueAt,
+      dueSetAt,
+      ...ranking,
+      effectiveLevel: ranking.ownLevel,
+      effectiveDueAt: terminal ? null : dueAt,
+      fence: i.fence,
+      firstClaimedAt: i.firstClaimedAt ? new Date(i.firstClaimedAt) : null,
+      branch: i.branch,
+      createdAt: new Date(i.createdAt),
+      updatedAt: new Date(i.updatedAt),
+    });
+    this.counts.issues++;
+    if (i.parent) this.parents.push({ id, parent: i.parent });
+    for (const r of i.relations) this.edges.push({ sourceId: id, target: r.target, type: r.type, createdAt: new Date(r.createdAt) });
+    for (const name of i.labels) {
+      const labelId = this.labelByName.get(name);
+      if (labelId) this.buffer.issueLabels.push({ issueId: id, labelId });
+    }
+    for (const c of i.comments) {
+      this.buffer.comments.push({
+        id: this.idFor(c.id),
+        orgId,
+        issueId: id,
+        parentId: c.parentId ? this.idFor(c.parentId) : null,
+        authorId: this.known(c.authorId),
+        keyId: this.known(c.keyId),
+        runtime: c.runtime,
+        bodyEnc: cipher.encrypt(c.body)!,
+        retractedAt: c.retractedAt ? new Date(c.retractedAt) : null,
+        retractNoteEnc: cipher.encrypt(c.retractNote),
+        createdAt: new Date(c.createdAt),
+      });
+      this.counts.comments++;
+    }
+    for (const a of i.attachments) {
+      const attachmentId = this.newId();
+      this.buffer.attachments.push({
+        id: attachmentId,
+        orgId,
+        issueId: id,
+        urlEnc: cipher.encrypt(a.file ? downloadPath(attachmentId) : (a.url ?? ""))!,
+        titleEnc: cipher.encrypt(a.title),
+        authorId: this.known(a.authorId),
+        keyId: this.known(a.keyId),
+        obsoletedAt: a.obsoletedAt ? new Date(a.obsoletedAt) : null,
+        obsoleteReasonEnc: cipher.encrypt(a.obsoleteReason),
+        createdAt: new Date(a.createdAt),
+      });
+      if (a.file) {
+        this.buffer.attachmentFiles.push({
+          attachmentId,
+          orgId,
+          contentType: a.file.contentType,
+          sizeBytes: a.file.sizeBytes,
+          contentEnc: cipher.encryptBytes(Buffer.from(a.file.contentBase64, "base64")),
+        });
+      }
+    }
+    for (const c of i.checkpoints) {
+      this.buffer.checkpoints.push({
+        id: this.newId(),
+        orgId,
+        issueId: id,
+        userId: this.known(c.userId),
+        keyId: this.known(c.keyId),
+        runtime: c.runtime,
+        doneEnc: cipher.encrypt(c.done),
+        nextEnc: cipher.encrypt(c.next),
+        gotchasEnc: cipher.encrypt(c.gotchas),
+        noteEnc: cipher.encrypt(c.note),
+        branch: c.branch,
+        createdAt: new Date(c.createdAt),
+      });
+    }
+  }
+
+  private buffered(): number {
+    const b = this.buffer;
+    return b.issueLabels.length + b.comments.length + b.attachments.length + 50 * b.attachmentFiles.length + b.checkpoints.length;
+  }
+
+  /** Writes the buffered rows, parents before children, in batches the parameter limit allows. */
+  private async flush(): Promise<void> {
+    const { tx, buffer } = this;
+    const write = async <T>(rows: T[], insert: (batch: T[]) => Promise<unknown>, batch = 200) => {
+      for (let at = 0; at < rows.length; at += batch) await insert(rows.slice(at, at + batch));
+      rows.length = 0;
+    };
+    await write(buffer.issues, (b) => tx.insert(issues).values(b), 100);
+    await write(buffer.issueLabels, (b) => tx.insert(issueLabels).values(b), 1000);
+    await write(buffer.comments, (b) => tx.insert(comments).values(b));
+    await write(buffer.attachments, (b) => tx.insert(attachments).values(b));
+    await write(buffer.attachmentFiles, (b) => tx.insert(attachmentFiles).values(b), 10);
+    await write(buffer.checkpoints, (b) => tx.insert(checkpoints).values(b));
+    await write(buffer.activity, (b) => tx.insert(activity).values(b), 500);
+  }
+
+  /** The rest once every record is in: parents, edges, blocker counts and ranking. */
+  async finish(): Promise<string> {
+    const orgId = await this.org();
+    await this.flush();
+    const { tx } = this;
+    const values = <T>(rows: T[], row: (r: T) => SQL) => sql.join(rows.map(row), sql`, `);
+    const parents = this.parents.flatMap((p) => {
+      const parentId = this.issueByIdentifier.get(p.parent);
+      return parentId ? [{ id: p.id, parentId }] : [];
+    });
+    for (let at = 0; at < parents.length; at += 1000) {
+      const chunk = parents.slice(at, at + 1000);
+      await tx.execute(sql`update issues set parent_id = v.parent_id from (values ${values(chunk, (p) => sql`(${p.id}, ${p.parentId})`)}) as v(id, parent_id) where issues.id = v.id`);
+    }
+    const edges = this.edges.flatMap((e) => {
+      const targetId = this.issueByIdentifier.get(e.target);
+      return targetId ? [{ id: this.newId(), orgId, sourceId: e.sourceId, targetId, type: e.type, createdAt: e.createdAt }] : [];
+    });
+    for (let at = 0; at < edges.length; at += 500) await tx.insert(relations).values(edges.slice(at, at + 500)).onConflictDoNothing();
+    await tx.execute(sql`update issues set open_blocker_count = b.n
+      from (select r.target_id, count(*)::int as n from relations r join issues s on s.id = r.source_id
+            where r.org_id = ${orgId} and r.type = 'blocks' and s.status not in ('done', 'canceled') group by r.target_id) b
+      where issues.id = b.target_id`);
+    const blocked = [...new Set(edges.filter((e) => e.type === "blocks").map((e) => e.targetId))];
+    for (let at = 0; at < blocked.length; at += RERANK_CHUNK) await rerank(tx, blocked.slice(at, at + RERANK_CHUNK));
+    return orgId;
+  }
+}

@@ -1,0 +1,94 @@
+import fs from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { systemPrincipal, withPrincipal } from "../context.ts";
+import { getIssue, listIssues, saveIssue } from "../issues/index.ts";
+import { listComments } from "../issues/comments.ts";
+import { humanCtx } from "../orgs/access.ts";
+import { nextIssue } from "../queue/index.ts";
+import { useTestServices } from "../testing/database.ts";
+import { seedOrg } from "../testing/fixtures.ts";
+import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
+import { importExport } from "./import.ts";
+import { comparable, exportText, furnishOrg, writeExport } from "./testing.ts";
+
+const env = useTestServices();
+afterAll(removeTemps);
+
+const asSystem = (orgId: string) => withPrincipal(env.services, systemPrincipal(orgId));
+
+describe("export → import → export", () => {
+  it("gives the same document apart from the ids and times it names, and the imported org works", async () => {
+    const org = await seedOrg(env.services, { prefix: "ENG" });
+    await furnishOrg(org);
+    const dir = tempDir("retasc-transfer-");
+    const first = await exportText(asSystem(org.orgId));
+    const file = await writeExport(asSystem(org.orgId), dir);
+    const imported = await importExport(env.services, { file, "org-name": "Restored" });
+    expect(imported).toMatchObject({ people: 3, projects: 1, labels: 2, agents: 3, issues: 5, comments: 3 });
+    expect(imported.orgId).not.toBe(org.orgId);
+    const second = await exportText(asSystem(imported.orgId));
+    expect(comparable(second)).toEqual(comparable(first));
+    expect(JSON.parse(second).org.name).toBe("Restored");
+
+    // Identifiers, threads and history are there, and the queue ranks the imported graph.
+    const alice = (await humanCtx(env.services, { orgId: imported.orgId, userId: org.agents.alice.userId, runtime: "dash" })).ctx;
+    const thread = await listComments(alice, { issue: "ENG-2" });
+    expect(thread.comments.map((c) => [c.body, c.retracted])).toEqual([
+      ["How do we start?", true],
+      ["With tests.", false],
+      ["Agreed.", false],
+    ]);
+    expect(thread.comments[1]!.parent).toBe(thread.comments[0]!.id);
+    const second3 = await getIssue(alice, { identifier: "ENG-3" });
+    expect(second3).toMatchObject({ parent: "ENG-1", labels: ["bug", "ui"], status: "todo" });
+    const listed = await listIssues(alice, {});
+    expect(listed.issues.map((i) => i.identifier).sort()).toEqual(["ENG-1", "ENG-3", "ENG-4"]);
+    // ENG-3's blocker (ENG-2) is done, so it is ready; ENG-4 (urgent) goes first.
+    const next = await nextIssue(alice, { allLanes: true });
+    expect(next).toMatchObject({ identifier: "ENG-4", claimToken: expect.any(String) });
+  });
+
+  it("holds no secret, and refuses a member: owners and admins export", async () => {
+    const org = await seedOrg(env.services);
+    await furnishOrg(org);
+    const text = await exportText(asSystem(org.orgId));
+    for (const agent of Object.values(org.agents)) expect(text).not.toContain(agent.key);
+    expect(text).not.toMatch(/keyHash|key_hash|tokenHash|wrapped/i);
+    const bob = (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents.bob.userId, runtime: "cli" })).ctx;
+    await expect(exportText(bob)).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(exportText(org.agents.alice.ctx)).resolves.toContain('"format":"retasc-export"');
+  });
+
+  it("CSV: one row per issue and per comment, formulas defused", async () => {
+    const org = await seedOrg(env.services, { prefix: "CSV" });
+    await furnishOrg(org);
+    const issuesCsv = await exportText(asSystem(org.orgId), { format: "csv" });
+    const lines = issuesCsv.trimEnd().split("\n");
+    expect(lines[0]).toBe("identifier,project,title,status,priority,work,assignee,author,parent,labels,blocked_by,due_at,created_at,updated_at,cancel_reason,body");
+    expect(lines.filter((l) => /^CSV-\d+,/.test(l))).toHaveLength(5);
+    const row = (identifier: string) => lines.find((l) => l.startsWith(`${identifier},`))!.split(",");
+    expect(row("CSV-1").slice(0, 6)).toEqual(["CSV-1", "CSV", "Epic", "todo", "0", "false"]);
+    expect(row("CSV-3").slice(0, 11)).toEqual(["CSV-3", "CSV", "Second", "todo", "0", "true", expect.stringMatching(/^alice-/), expect.stringMatching(/^alice-/), "CSV-1", "bug; ui", "CSV-2"]);
+    expect(row("CSV-5")[10]).toBe("CSV-3");
+    const commentsCsv = await exportText(asSystem(org.orgId), { format: "csv", table: "comments" });
+    expect(commentsCsv.trimEnd().split("\n")).toHaveLength(4);
+    expect(commentsCsv).toContain("asked twice");
+  });
+
+  it("CSV: a cell a spreadsheet would run as a formula is defused", async () => {
+    const org = await seedOrg(env.services, { prefix: "FX" });
+    await saveIssue(org.agents.alice.ctx, { title: "=HYPERLINK(\"https://evil.example\")", work: true, noDependency: "x" });
+    const text = await exportText(asSystem(org.orgId), { format: "csv" });
+    expect(text).toContain(`"'=HYPERLINK(""https://evil.example"")"`);
+  });
+
+  it("refuses a file that is not an export, and an unknown version", async () => {
+    const dir = tempDir("retasc-transfer-");
+    const notJson = `${dir}/a.json`;
+    fs.writeFileSync(notJson, "hello");
+    await expect(importExport(env.services, { file: notJson, "org-name": "x" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    const future = `${dir}/b.json`;
+    fs.writeFileSync(future, JSON.stringify({ format: "retasc-export", version: 99, org: { timeZone: "UTC" } }));
+    await expect(importExport(env.services, { file: future, "org-name": "x" })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("version 99") });
+  });
+});
