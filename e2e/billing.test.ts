@@ -9,7 +9,7 @@ import { launchBrowser, mcp, tool } from "./harness.ts";
 
 /**
  * Billing end to end, with RETASC_BILLING=on and the fake Stripe API: an org that starts at
- * zero credit has its agent's writes refused with BILLING_INACTIVE; its owner buys $25 in the
+ * zero credit (once its agent's key is paid for) has its agent's writes refused with BILLING_INACTIVE; its owner buys $25 in the
  * Dash on the fake Checkout page, the signed webhook arrives and the Dash shows the new
  * balance; the agent works again, and when a refund takes the credit back to zero the agent's
  * writes are refused once more while its heartbeat still renews its claim.
@@ -22,6 +22,8 @@ let page: Page;
 let agent: Client;
 let orgId: string;
 let ownerToken: string;
+let ownerCookie: string;
+let inviteCode: string;
 
 beforeAll(async () => {
   fake = await startFakeStripe();
@@ -31,27 +33,31 @@ beforeAll(async () => {
       ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_BILLING: "on",
-      // No seed: the org starts at zero credit.
-      BILLING_SIGNUP_CREDIT: "0",
+      // The signup credit pays for minting the agent's key and inviting a member (plumbing, 1,000 each), and no more:
+      // the org is then at zero.
+      BILLING_SIGNUP_CREDIT: "2000",
       STRIPE_SECRET_KEY: fake.secretKey,
       STRIPE_WEBHOOK_SECRET: fake.webhookSecret,
       STRIPE_API_URL: fake.url,
+      STRIPE_CHECKOUT_URL: fake.url,
     }),
     launchBrowser(),
   ]);
   fake.webhookUrl = `${app.url}/webhooks/stripe`;
   const owner = await signUp(app.url, "Greta");
   ownerToken = owner.token;
+  ownerCookie = owner.cookie;
   orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Greta's org" })).orgId;
   const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Engine", prefix: "ENG" });
   const key = await cliPost(app.url, owner.token, "keys", { orgId, action: "mint", projectId: project.projectId, runtime: "claude-code" });
+  inviteCode = (await cliPost(app.url, owner.token, "members", { orgId, action: "invite" })).code;
   agent = await mcp(`${app.url}/mcp`, { authorization: `Bearer ${key.key}` });
   page = await signedInPage(owner.cookie);
 });
 
 /** A browser page signed in with the session cookie of a person signed up over HTTP. */
-async function signedInPage(cookie: string): Promise<Page> {
-  const context = await browser.newContext();
+async function signedInPage(cookie: string, options: { javaScriptEnabled?: boolean } = {}): Promise<Page> {
+  const context = await browser.newContext(options);
   await context.addCookies(
     cookie.split("; ").map((pair) => {
       const at = pair.indexOf("=");
@@ -93,6 +99,18 @@ test("an owner buys $25 on the Checkout page, the webhook arrives, and the Dash 
   expect(await purchase.getByRole("link", { name: "Receipt" }).getAttribute("href")).toMatch(new RegExp(`^${fake.url}/receipts/cs_test_`));
 });
 
+test("without JavaScript, Buy credit still takes the owner to the Checkout page (the page's CSP lets the form through to Stripe)", async () => {
+  const plain = await signedInPage(ownerCookie, { javaScriptEnabled: false });
+  try {
+    await plain.goto(`${app.url}/dash/settings/billing`);
+    await plain.getByRole("button", { name: "Buy $10 of credit" }).click();
+    await plain.waitForURL((url) => url.href.startsWith(`${fake.url}/c/pay/`));
+    expect(await plain.getByTestId("amount").textContent()).toBe("$10.00");
+  } finally {
+    await plain.context().close();
+  }
+});
+
 test("with credit the agent works; at zero again its writes are refused and its heartbeat still succeeds", async () => {
   const created = await tool(agent, "save_issue", { title: "Write the parser", work: true, noDependency: "first" });
   expect(created.error).toBeUndefined();
@@ -105,7 +123,8 @@ test("with credit the agent works; at zero again its writes are refused and its 
   await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(50);
   await page.getByRole("link", { name: "Next page" }).click();
   await page.waitForURL(/cursor=/);
-  await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(2);
+  // Page two: the oldest four of 54 charges (the key, the invite, the issue and its claim; then 50 heartbeats).
+  await expect.poll(() => page.getByTestId("ledger").locator("tbody tr").count()).toBe(4);
   expect(await page.getByTestId("ledger").textContent()).toContain("save_issue");
   await page.getByRole("link", { name: "First page" }).waitFor();
   // A filter the ledger cannot take is said on the page, never a 500.
@@ -136,9 +155,9 @@ test("with credit the agent works; at zero again its writes are refused and its 
 });
 
 test("a member sees their own usage only, and cannot buy credit or set the cap", async () => {
-  const invite = await cliPost(app.url, ownerToken, "members", { orgId, action: "invite" });
   const member = await signUp(app.url, "Milo");
-  await cliPost(app.url, member.token, "join", { code: invite.code });
+  await cliPost(app.url, member.token, "join", { code: inviteCode });
+  const sessions = fake.sessions.size;
   const memberPage = await signedInPage(member.cookie);
   await memberPage.goto(`${app.url}/dash/settings/billing`);
   await memberPage.getByRole("heading", { name: "Your usage" }).waitFor();
@@ -153,6 +172,6 @@ test("a member sees their own usage only, and cannot buy credit or set the cap",
     memberPage.evaluate(async (form) => (await fetch("/dash/settings/billing.data", { method: "POST", body: new URLSearchParams(form) })).text(), fields);
   expect(await post({ intent: "buy", pack: "25" })).toContain("buying credit needs the owner or admin role");
   expect(await post({ intent: "cap", monthlyUsd: "5" })).toContain("setting the spend cap needs the owner role");
-  expect(fake.sessions.size).toBe(1);
+  expect(fake.sessions.size).toBe(sessions);
   await memberPage.context().close();
 });

@@ -108,6 +108,8 @@ export const configSchema = z.object({
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
+  /** GitLab (intake write-back) for connectors without a self-hosted base URL of their own. */
+  GITLAB_URL: z.url().default("https://gitlab.com"),
   /** GitHub sign-in: /login/oauth/authorize and /login/oauth/access_token live here. */
   GITHUB_OAUTH_URL: z.url().default("https://github.com"),
   /** Google sign-in: the consent page (/o/oauth2/v2/auth) lives here. */
@@ -123,6 +125,8 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().trim().optional(),
   /** Stripe's API (its protocol, host and port), where Checkout sessions are created; tests point it at a local fake. */
   STRIPE_API_URL: z.url().default("https://api.stripe.com"),
+  /** Where Stripe's Checkout pages are served: the Dash's Buy form may post through to it (CSP form-action); tests point it at the fake. */
+  STRIPE_CHECKOUT_URL: z.url().default("https://checkout.stripe.com"),
   // Notifications (server/notify): each channel is on when its credentials are set; the API base URLs point tests at local fakes.
   /** The Telegram bot's token (from @BotFather) and username (for the https://t.me/<bot>?start=<code> link). */
   TELEGRAM_BOT_TOKEN: z.string().trim().optional(),

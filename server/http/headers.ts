@@ -12,7 +12,9 @@ import type { Config } from "../config/index.ts";
  */
 export type SecurityHeaders = (res: ServerResponse, nonce: string | null) => void;
 
-export function securityHeaders(config: Pick<Config, "PUBLIC_URL" | "GITHUB_OAUTH_URL" | "GOOGLE_OAUTH_URL">): SecurityHeaders {
+export function securityHeaders(
+  config: Pick<Config, "PUBLIC_URL" | "GITHUB_OAUTH_URL" | "GOOGLE_OAUTH_URL" | "RETASC_BILLING" | "STRIPE_CHECKOUT_URL">,
+): SecurityHeaders {
   const fixed: [string, string][] = [
     ["x-content-type-options", "nosniff"],
     ["x-frame-options", "DENY"],
@@ -23,8 +25,14 @@ export function securityHeaders(config: Pick<Config, "PUBLIC_URL" | "GITHUB_OAUT
   ];
   // Behind a TLS proxy the app itself speaks http, so PUBLIC_URL says whether people use https.
   if (config.PUBLIC_URL?.startsWith("https:")) fixed.push(["strict-transport-security", "max-age=31536000; includeSubDomains"]);
-  // Social sign-in posts the sign-in form, which redirects to the provider: form-action covers redirects.
-  const formAction = ["'self'", new URL(config.GITHUB_OAUTH_URL).origin, new URL(config.GOOGLE_OAUTH_URL).origin].join(" ");
+  // Social sign-in posts the sign-in form, which redirects to the provider, and Buy credit posts
+  // the Dash's form, which redirects to Stripe Checkout: form-action covers redirects.
+  const formAction = [
+    "'self'",
+    new URL(config.GITHUB_OAUTH_URL).origin,
+    new URL(config.GOOGLE_OAUTH_URL).origin,
+    ...(config.RETASC_BILLING === "on" ? [new URL(config.STRIPE_CHECKOUT_URL).origin] : []),
+  ].join(" ");
   const page = (nonce: string) =>
     `default-src 'self'; script-src 'self' 'nonce-${nonce}'; style-src 'self'; style-src-attr 'unsafe-inline'; ` +
     `img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action ${formAction}; frame-ancestors 'none'`;
