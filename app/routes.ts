@@ -27,6 +27,8 @@ export default [
     route("settings/members", "routes/dash.settings.members.tsx"),
     route("settings/keys", "routes/dash.settings.keys.tsx"),
     route("settings/billing", "routes/dash.settings.billing.tsx"),
+    route("settings/transfer", "routes/dash.settings.transfer.tsx"),
+    route("settings/transfer/export", "routes/dash.settings.transfer.export.ts"),
   ]),
   route("api/cli/whoami", "routes/api.cli.whoami.ts"),
   route("api/cli/orgs", "routes/api.cli.orgs.ts"),
@@ -37,6 +39,7 @@ export default [
   route("api/cli/setup", "routes/api.cli.setup.ts"),
   route("api/cli/sign-in-methods", "routes/api.cli.sign-in-methods.ts"),
   route("api/cli/billing", "routes/api.cli.billing.ts"),
+  route("api/cli/export", "routes/api.cli.export.ts"),
   // Billing: Stripe's signed webhook
   route("webhooks/stripe", "routes/webhooks.stripe.ts"),
 ] satisfies RouteConfig;

@@ -73,13 +73,14 @@ export async function request<T>(baseUrl: string, path: string, options: Request
   } catch {
     body = null;
   }
-  if (!response.ok) {
-    const error = (body as ErrorBody | null)?.error;
-    if (error && typeof error === "object" && error.code) {
-      throw new CliError(error.code, error.message, error.hint, error.details);
-    }
-    throw new CliError("UNAVAILABLE", `${url.pathname} answered ${response.status}`, "Check the URL points at a Retasc server.");
-  }
+  if (!response.ok) throw refusal(url.pathname, response.status, body);
   if (body === null) throw new CliError("UNAVAILABLE", `${url.pathname} did not answer JSON`, "Check the URL points at a Retasc server.");
   return body as T;
+}
+
+/** A refusal as a CliError: the server's code, message and hint, or the bare status. */
+export function refusal(pathname: string, status: number, body: unknown): CliError {
+  const error = (body as ErrorBody | null)?.error;
+  if (error && typeof error === "object" && error.code) return new CliError(error.code, error.message, error.hint, error.details);
+  return new CliError("UNAVAILABLE", `${pathname} answered ${status}`, "Check the URL points at a Retasc server.");
 }

@@ -8,6 +8,7 @@ import { config, doctor, login, logout, whoami } from "./commands/session.ts";
 import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy, unbind } from "./commands/lease.ts";
 import { claim, done, next } from "./commands/work.ts";
 import { billing, billingBuy, billingCap } from "./commands/billing.ts";
+import { exportOrg } from "./commands/transfer.ts";
 
 interface Option {
   type: "string" | "boolean";
@@ -374,6 +375,19 @@ export const commands: Record<string, Command> = {
     positionals: "<usd|off>",
     options: { "org-id": orgId, url, json },
     run: billingCap,
+  }),
+  export: command({
+    summary: "the whole org, decrypted, as JSON (everything; imports back) or CSV (issues or comments), owners and admins",
+    usage: "retasc export [--format json|csv] [--table issues|comments] [--out <file>] [--org-id <id>]",
+    options: {
+      format: { type: "string", value: "<json|csv>", description: "json (default): everything, the format of docs/export-format.md; csv: one table" },
+      table: { type: "string", value: "<issues|comments>", description: "the table a CSV export holds (default issues)" },
+      out: { type: "string", value: "<file>", description: "write to this file (mode 0600) instead of standard output" },
+      "org-id": orgId,
+      url,
+    },
+    details: "Streamed as it is read: an org of any size exports in flat memory.",
+    run: exportOrg,
   }),
 };
 
