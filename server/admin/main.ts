@@ -7,6 +7,7 @@ import type { Services } from "../context.ts";
 import { bootstrap, bootstrapInput, grantCredit, grantCreditInput, mintKey, mintKeyInput, setPassword, setPasswordInput } from "./commands.ts";
 import { readSecretLine } from "./secret.ts";
 import { connect, connectInput } from "./connect.ts";
+import { rotateMasterKey, rotateMasterKeyInput } from "./rotate-master-key.ts";
 import { writeOrgExport } from "../transfer/admin.ts";
 import { importExport, importInput } from "../transfer/import.ts";
 
@@ -34,6 +35,9 @@ const usage = `usage: npm run admin -- <command> [options]
       CSV: the issues, or the comments)
   import --file <export.json> --org-name <name> [--json]
       a JSON export brought back as a new org; prints its orgId
+  rotate-master-key [--json] < new-master.key
+      re-wrap every org's data key under a new master key (32 bytes base64, one line on
+      standard input); stop every instance and worker first (docs/operations.md)
 `;
 
 /** Each command with the schema its argv is parsed with before the call (argv is of unknown shape). */
@@ -44,6 +48,7 @@ const commands = {
   "grant-credit": (services: Services, argv: unknown) => grantCredit(services, grantCreditInput.parse(argv)),
   connect: (services: Services, argv: unknown) => connect(services, connectInput.parse(argv)),
   import: (services: Services, argv: unknown) => importExport(services, importInput.parse(argv)),
+  "rotate-master-key": (services: Services, argv: unknown) => rotateMasterKey(services, rotateMasterKeyInput.parse(argv)),
 } as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key", "connect"]);
@@ -84,7 +89,9 @@ async function main() {
       ? { ...values, password: await readSecretLine("new password (not shown): ") }
       : command === "connect" && values["token-stdin"]
         ? { ...values, token: await readSecretLine("write-back token (not shown): ", "token") }
-        : values;
+        : command === "rotate-master-key"
+          ? { newMasterKey: await readSecretLine("new master key, base64 (not shown): ", "master key") }
+          : values;
   const config = loadConfig();
   const booted = await boot(config, { warn: (m) => process.stderr.write(`! ${m}\n`), poolSize: 2 });
   try {

@@ -7,17 +7,23 @@ import { invalidInput } from "../errors.ts";
  * and process lists). Piped, stdin must hold exactly one line; on a terminal the person is
  * asked, and what they type is not echoed.
  */
-export async function readSecretLine(prompt: string): Promise<string> {
-  const line = process.stdin.isTTY ? await askHidden(prompt) : await readOneLine();
-  if (!line) throw invalidInput("no password on standard input", "Pipe it in: `npm run admin -- set-password --email … < password.txt`.");
+const pipeIt = {
+  password: "Pipe it in: `npm run admin -- set-password --email … < password.txt`.",
+  token: "Pipe it in on one line.",
+  "master key": "Pipe it in: `npm run admin -- rotate-master-key < new-master.key`.",
+};
+
+export async function readSecretLine(prompt: string, what: keyof typeof pipeIt = "password"): Promise<string> {
+  const line = process.stdin.isTTY ? await askHidden(prompt) : await readOneLine(what);
+  if (!line) throw invalidInput(`no ${what} on standard input`, pipeIt[what]);
   return line;
 }
 
-async function readOneLine(): Promise<string> {
+async function readOneLine(what: string): Promise<string> {
   let text = "";
   for await (const chunk of process.stdin) text += chunk;
   const lines = text.replace(/\r?\n$/, "").split(/\r?\n/);
-  if (lines.length > 1) throw invalidInput("standard input holds more than one line", "Pass the password alone, on one line.");
+  if (lines.length > 1) throw invalidInput("standard input holds more than one line", `Pass the ${what} alone, on one line.`);
   return lines[0]!;
 }
 
@@ -29,7 +35,7 @@ async function askHidden(prompt: string): Promise<string> {
   process.stderr.write(prompt);
   try {
     return await new Promise<string>((resolve, reject) => {
-      rl.on("SIGINT", () => reject(invalidInput("cancelled", "Run the command again to set the password.")));
+      rl.on("SIGINT", () => reject(invalidInput("cancelled", "Run the command again.")));
       rl.question("", resolve);
     });
   } finally {

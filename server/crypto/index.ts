@@ -4,6 +4,7 @@ import path from "node:path";
 import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { orgKeys } from "../../db/schema/index.ts";
+import { invalidInput } from "../errors.ts";
 
 /**
  * Envelope encryption. The master key wraps one random 256-bit data key per org
@@ -131,6 +132,12 @@ export class Keyring {
   async shredOrg(db: Db, orgId: string): Promise<void> {
     await db.delete(orgKeys).where(eq(orgKeys.orgId, orgId));
     this.cache.delete(orgId);
+  }
+
+  /** Re-wraps every org key under `newMaster`, from this keyring's master key (server/admin/rotate-master-key.ts). */
+  rotateMasterTo(db: Db, newMaster: Buffer): Promise<number> {
+    if (newMaster.equals(this.masterKey)) throw invalidInput("the new master key is the current one", "Generate a new one: openssl rand -base64 32.");
+    return Keyring.rotateMaster(db, this.masterKey, newMaster);
   }
 
   /** Re-wraps every org key under a new master key without touching content. */
