@@ -27,6 +27,8 @@ export default [
     route("settings/members", "routes/dash.settings.members.tsx"),
     route("settings/keys", "routes/dash.settings.keys.tsx"),
     route("settings/billing", "routes/dash.settings.billing.tsx"),
+    route("settings/notifications", "routes/dash.settings.notifications.tsx"),
+    route("settings/notifications/slack", "routes/dash.settings.notifications.slack.ts"),
     route("settings/transfer", "routes/dash.settings.transfer.tsx"),
     route("settings/transfer/export", "routes/dash.settings.transfer.export.ts"),
   ]),
@@ -42,4 +44,8 @@ export default [
   route("api/cli/export", "routes/api.cli.export.ts"),
   // Billing: Stripe's signed webhook
   route("webhooks/stripe", "routes/webhooks.stripe.ts"),
+  // Notifications: the chat bots' signed webhooks (binding a person's chat)
+  route("webhooks/telegram", "routes/webhooks.telegram.ts"),
+  route("webhooks/slack", "routes/webhooks.slack.ts"),
+  route("webhooks/discord", "routes/webhooks.discord.ts"),
 ] satisfies RouteConfig;

@@ -29,6 +29,7 @@ const links = [
   { to: "/dash/settings/members", label: "Members" },
   { to: "/dash/settings/keys", label: "Keys" },
   { to: "/dash/settings/billing", label: "Billing" },
+  { to: "/dash/settings/notifications", label: "Notifications" },
   { to: "/dash/settings/transfer", label: "Import & export" },
 ];
 

@@ -23,7 +23,7 @@ export function slackText(m: Message): string {
 }
 
 /** Discord markdown: every markdown character backslash-escaped; mentions are disabled by allowed_mentions in the sender. */
-const discordEscape = (text: string) => text.replace(/[\\*_~`|>#\-[\]()<@:!]/g, (c) => `\\${c}`);
+const discordEscape = (text: string) => text.replace(/[\\*_~`|>#[\]<@]/g, (c) => `\\${c}`);
 
 export function discordText(m: Message): string {
   const lines = [`**${discordEscape(m.subject)}** ${discordEscape(m.headline)}`];

@@ -15,3 +15,20 @@ export interface WebhookReply {
 }
 
 export const refused = (status: number, message: string): WebhookReply => ({ status, body: { error: { code: status === 401 ? "UNAUTHORIZED" : "INVALID_INPUT", message } } });
+
+/** Chat platforms' webhook bodies are small (an update, an interaction, a slash command). */
+export const NOTIFY_WEBHOOK_MAX_BYTES = 65_536;
+
+/**
+ * The door of the three chat webhooks: POST only, a declared length under the limit (refused
+ * unread), the raw body handed over as it was signed, and the reply as JSON.
+ */
+export async function answerWebhook(request: Request, receive: (body: string) => Promise<WebhookReply>): Promise<Response> {
+  const headers = { "cache-control": "no-store" };
+  if (request.method !== "POST") return Response.json(refused(405, "only POST is accepted here").body, { status: 405, headers });
+  if (!(Number(request.headers.get("content-length") ?? 0) <= NOTIFY_WEBHOOK_MAX_BYTES)) {
+    return Response.json({ error: { code: "PAYLOAD_TOO_LARGE", message: `the body is larger than ${NOTIFY_WEBHOOK_MAX_BYTES} bytes` } }, { status: 413, headers });
+  }
+  const reply = await receive(await request.text());
+  return Response.json(reply.body, { status: reply.status, headers });
+}

@@ -8,10 +8,14 @@ import { Keyring } from "../../server/crypto/index.ts";
 import { saveIssue } from "../../server/issues/index.ts";
 import { createLogger } from "../../server/log.ts";
 import { confirmEmail, disconnect, notificationSettings, sendTest, setMute, startConnect, startEmail } from "../../server/notify/bindings.ts";
+import { receiveDiscordInteraction } from "../../server/notify/discord.ts";
+import { completeSlackInstall, receiveSlackCommand, slackInstallUrl } from "../../server/notify/slack.ts";
 import { receiveTelegramUpdate } from "../../server/notify/telegram-webhook.ts";
 import { refusal, peopleOf, type Person } from "../../server/orgs/testing.ts";
 import { checkpoint, claimIssue, reclaimSweep } from "../../server/queue/index.ts";
 import { createTestDatabase, servicesFor, testConfig, testDriver, TestClock, type TestDatabase } from "../../server/testing/db.ts";
+import { startFakeDiscord, type FakeDiscord } from "../../server/testing/fake-discord.ts";
+import { startFakeSlack, type FakeSlack } from "../../server/testing/fake-slack.ts";
 import { startFakeSmtp, type FakeSmtp } from "../../server/testing/fake-smtp.ts";
 import { startFakeTelegram, type FakeTelegram } from "../../server/testing/fake-telegram.ts";
 import { seedOrg, type SeededOrg } from "../../server/testing/fixtures.ts";
@@ -33,11 +37,16 @@ let tdb: TestDatabase;
 let services: Services;
 let telegram: FakeTelegram;
 let smtp: FakeSmtp;
+let slack: FakeSlack;
+let discord: FakeDiscord;
 let runner: JobRunner | null = null;
 let org: SeededOrg;
 let as: Record<Person, Ctx>;
 const clock = new TestClock(Date.now());
-const chats = { alice: 7001, carol: 7003 } as const;
+const chats = { alice: 7001, bob: 7002, carol: 7003 } as const;
+const slackUsers = { alice: "UALICE", bob: "UBOB", carol: "UCAROL" } as const;
+const discordUsers = { alice: "9001", bob: "9002", carol: "9003" } as const;
+const emails = {} as Record<Person, string>;
 let bobEmail: string;
 
 const env = () => ({
@@ -45,6 +54,13 @@ const env = () => ({
   TELEGRAM_BOT_USERNAME: "retasc_test_bot",
   TELEGRAM_WEBHOOK_SECRET: secret,
   TELEGRAM_API_URL: telegram.url,
+  SLACK_CLIENT_ID: slack.clientId,
+  SLACK_CLIENT_SECRET: slack.clientSecret,
+  SLACK_SIGNING_SECRET: slack.signingSecret,
+  SLACK_API_URL: slack.apiUrl,
+  DISCORD_BOT_TOKEN: discord.botToken,
+  DISCORD_PUBLIC_KEY: discord.publicKey,
+  DISCORD_API_URL: discord.apiUrl,
   SMTP_URL: smtp.url,
   SMTP_FROM: "Retasc <retasc@example.com>",
   PUBLIC_URL: "https://retasc.example.com",
@@ -61,20 +77,25 @@ const stopRunner = async () => {
 };
 
 beforeAll(async () => {
-  [telegram, smtp, tdb] = await Promise.all([startFakeTelegram(), startFakeSmtp(), createTestDatabase()]);
+  [telegram, smtp, slack, discord, tdb] = await Promise.all([startFakeTelegram(), startFakeSmtp(), startFakeSlack(), startFakeDiscord(), createTestDatabase()]);
   services = servicesFor(tdb.database, { config: testConfig(env()), keyring: new Keyring(masterKey), clock });
   org = await seedOrg(services, { prefix: "NTF" });
   as = (await peopleOf(services, org)).as;
-  const [bob] = await query<{ email: string }>(services.db, sql`select email from "user" where id = ${org.agents.bob.userId}`);
-  bobEmail = bob!.email;
+  for (const who of ["alice", "bob", "carol"] as const) {
+    const [row] = await query<{ email: string }>(services.db, sql`select email from "user" where id = ${org.agents[who].userId}`);
+    emails[who] = row!.email;
+  }
+  bobEmail = emails.bob;
   await startRunner();
 });
 afterAll(async () => {
   await stopRunner();
-  await Promise.all([telegram?.close(), smtp?.close(), tdb?.close()]);
+  expect(slack.problems).toEqual([]);
+  expect(discord.problems).toEqual([]);
+  await Promise.all([telegram?.close(), smtp?.close(), slack?.close(), discord?.close(), tdb?.close()]);
 });
 
-const connectTelegram = async (who: "alice" | "carol") => {
+const connectTelegram = async (who: Person) => {
   const { link } = await startConnect(as[who], { channel: "telegram" });
   const code = new URL(link!).searchParams.get("start")!;
   const update = JSON.stringify(telegram.update(chats[who], `/start ${code}`, who));
@@ -85,6 +106,32 @@ const deliveriesTo = (userId: string) =>
   services.db.select().from(notifyDeliveries).where(and(eq(notifyDeliveries.orgId, org.orgId), eq(notifyDeliveries.userId, userId)));
 
 const textsTo = (chat: number) => telegram.messagesTo(chat).map((c) => String(c.body.text));
+
+/** What `who` received about `identifier` on each channel. */
+const heard = (who: Person, identifier: string) => ({
+  telegram: textsTo(chats[who]).filter((t) => t.includes(identifier)),
+  email: smtp.mailsTo(emails[who]).filter((m) => m.subject.includes(identifier)).map((m) => m.text),
+  slack: slack.messagesTo(slackUsers[who]).map((m) => m.text).filter((t) => t.includes(identifier)),
+  discord: discord.messagesTo(discordUsers[who]).map((m) => m.content).filter((t) => t.includes(identifier)),
+});
+
+/** Waits until `who` has heard of `identifier` on all four channels; each channel's one message. */
+const heardEverywhere = async (who: Person, identifier: string) => {
+  await waitFor(async () => Object.values(heard(who, identifier)).every((list) => list.length > 0), 10_000, `${who} hears of ${identifier} on every channel`);
+  const got = heard(who, identifier);
+  for (const list of Object.values(got)) expect(list).toHaveLength(1);
+  return { telegram: got.telegram[0]!, email: got.email[0]!, slack: got.slack[0]!, discord: got.discord[0]! };
+};
+
+const heardNothing = (who: Person, identifier: string) => expect(heard(who, identifier)).toEqual({ telegram: [], email: [], slack: [], discord: [] });
+
+/** The other people than the one told: after the events settle, none heard anything. */
+const settled = () =>
+  waitFor(
+    async () => (await query<{ n: number }>(services.db, sql`select count(*)::int as n from outbox where job like 'notify.%' and completed_at is null and failed_at is null`))[0]!.n === 0,
+    10_000,
+    "every notification job settled",
+  );
 
 describe("binding", () => {
   it("binds a Telegram chat with /start <code> under the secret header; a forged header or a used code binds nothing", async () => {
@@ -99,7 +146,7 @@ describe("binding", () => {
     // Replayed: the code was used.
     expect(await receiveTelegramUpdate(services, log, body, secret)).toEqual({ status: 200, body: { ok: true, connected: false } });
     expect(textsTo(chats.alice).at(-1)).toMatch(/expired or was already used/);
-    expect((await connectTelegram("carol")).reply.body).toMatchObject({ connected: true });
+    for (const who of ["bob", "carol"] as const) expect((await connectTelegram(who)).reply.body).toMatchObject({ connected: true });
     const settings = await notificationSettings(as.alice);
     expect(settings.channels.find((c) => c.channel === "telegram")).toMatchObject({ status: "active", label: "@alice", brokenReason: null });
   });
@@ -112,68 +159,138 @@ describe("binding", () => {
   });
 
   it("binds an email address once its 6-digit code comes back; a wrong code is refused", async () => {
-    await startEmail(as.bob, { email: bobEmail });
-    const mail = smtp.mailsTo(bobEmail).at(-1)!;
-    const code = mail.subject.match(/(\d{6})/)![1]!;
-    expect((await notificationSettings(as.bob)).channels.find((c) => c.channel === "email")).toMatchObject({ status: "pending" });
-    const wrong = code === "000000" ? "111111" : "000000";
-    expect((await refusal(confirmEmail(as.bob, { code: wrong }))).code).toBe("INVALID_INPUT");
-    expect(await confirmEmail(as.bob, { code })).toEqual({ confirmed: true });
-    expect((await notificationSettings(as.bob)).channels.find((c) => c.channel === "email")).toMatchObject({ status: "active", label: bobEmail });
+    for (const who of ["alice", "bob", "carol"] as const) {
+      await startEmail(as[who], { email: emails[who] });
+      const mail = smtp.mailsTo(emails[who]).at(-1)!;
+      const code = mail.subject.match(/(\d{6})/)![1]!;
+      expect((await notificationSettings(as[who])).channels.find((c) => c.channel === "email")).toMatchObject({ status: "pending" });
+      const wrong = code === "000000" ? "111111" : "000000";
+      expect((await refusal(confirmEmail(as[who], { code: wrong }))).code).toBe("INVALID_INPUT");
+      expect(await confirmEmail(as[who], { code })).toEqual({ confirmed: true });
+      expect((await notificationSettings(as[who])).channels.find((c) => c.channel === "email")).toMatchObject({ status: "active", label: emails[who] });
+    }
+  });
+
+  it("Slack: an admin installs the app (OAuth v2, the bot token kept encrypted), then /retasc connect <code> binds; stale or forged commands are refused", async () => {
+    expect((await refusal(startConnect(as.alice, { channel: "slack" }))).code).toBe("UNAVAILABLE");
+    expect((await refusal(slackInstallUrl(as.bob))).code).toBe("FORBIDDEN");
+    const install = new URL(await slackInstallUrl(as.alice));
+    expect(install.searchParams.get("scope")).toBe("chat:write,commands");
+    const redirect = install.searchParams.get("redirect_uri")!;
+    expect(redirect).toBe("https://retasc.example.com/dash/settings/notifications/slack");
+    const state = install.searchParams.get("state")!;
+    expect((await refusal(completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state: `${state}x` }))).code).toBe("INVALID_INPUT");
+    expect(await completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state })).toEqual({ teamId: slack.teamId });
+    const [stored] = await query<{ bot_token_enc: string }>(services.db, sql`select bot_token_enc from notify_slack_installs where org_id = ${org.orgId}`);
+    expect(stored!.bot_token_enc).not.toContain(slack.botToken);
+
+    const now = Math.floor(clock.now().getTime() / 1000);
+    for (const who of ["alice", "bob", "carol"] as const) {
+      const { code } = await startConnect(as[who], { channel: "slack" });
+      const stale = slack.slashCommand(slackUsers[who], `connect ${code}`, { timestamp: now - 301 });
+      expect((await receiveSlackCommand(services, log, stale.body, new Headers(stale.headers))).status).toBe(401);
+      const forged = slack.slashCommand(slackUsers[who], `connect ${code}`, { timestamp: now, secret: "not-the-secret" });
+      expect((await receiveSlackCommand(services, log, forged.body, new Headers(forged.headers))).status).toBe(401);
+      const good = slack.slashCommand(slackUsers[who], `connect ${code}`, { timestamp: now });
+      const tampered = { ...good, body: good.body.replace(slackUsers[who], "UEVIL") };
+      expect((await receiveSlackCommand(services, log, tampered.body, new Headers(tampered.headers))).status).toBe(401);
+      expect(await receiveSlackCommand(services, log, good.body, new Headers(good.headers))).toEqual({ status: 200, body: { response_type: "ephemeral", text: expect.stringContaining("Connected") } });
+      // The same signed request again: the code is spent.
+      expect((await receiveSlackCommand(services, log, good.body, new Headers(good.headers))).body).toMatchObject({ text: expect.stringContaining("expired or was already used") });
+    }
+    expect((await notificationSettings(as.bob)).channels.find((c) => c.channel === "slack")).toMatchObject({ status: "active", label: `Slack user ${slackUsers.bob}` });
+  });
+
+  it("Discord: /connect <code> signed with the application's Ed25519 key binds the DM channel; a forged or stale signature is refused", async () => {
+    const now = Math.floor(clock.now().getTime() / 1000);
+    const ping = discord.interaction({ type: 1 }, { timestamp: now });
+    expect(await receiveDiscordInteraction(services, log, ping.body, new Headers(ping.headers))).toEqual({ status: 200, body: { type: 1 } });
+    for (const who of ["alice", "bob", "carol"] as const) {
+      const { code } = await startConnect(as[who], { channel: "discord" });
+      const command = discord.connectCommand(discordUsers[who], code);
+      const forged = discord.interaction(command, { timestamp: now, forge: true });
+      expect((await receiveDiscordInteraction(services, log, forged.body, new Headers(forged.headers))).status).toBe(401);
+      const stale = discord.interaction(command, { timestamp: now - 600 });
+      expect((await receiveDiscordInteraction(services, log, stale.body, new Headers(stale.headers))).status).toBe(401);
+      const good = discord.interaction(command, { timestamp: now });
+      expect((await receiveDiscordInteraction(services, log, good.body.replace(code, `${code}x`), new Headers(good.headers))).status).toBe(401);
+      expect(await receiveDiscordInteraction(services, log, good.body, new Headers(good.headers))).toEqual({
+        status: 200,
+        body: { type: 4, data: { content: expect.stringContaining("Connected"), flags: 64 } },
+      });
+    }
+    expect((await notificationSettings(as.carol)).channels.find((c) => c.channel === "discord")).toMatchObject({ status: "active" });
   });
 });
 
-describe("who hears what", () => {
-  it("done → the author, not the actor; the title is escaped for Telegram and the message links to the Dash", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Fix <b>login</b> & @channel", work: true, noDependency: "none" });
+describe("who hears what, on every channel", () => {
+  it("done → the author, not the actor; escaped for each platform, linked to the Dash", async () => {
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Fix <b>login</b> & @channel *now*", work: true, noDependency: "none" });
     const claim = await claimIssue(org.agents.bob.ctx, { identifier: issue.identifier });
-    const before = smtp.mailsTo(bobEmail).length;
     await saveIssue(org.agents.bob.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
-    const text = await waitFor(async () => textsTo(chats.alice).find((t) => t.includes(issue.identifier)), 10_000, "alice hears of done");
-    expect(text).toContain(`<b>${issue.identifier} · Fix &lt;b&gt;login&lt;/b&gt; &amp; @channel</b> was marked done.`);
-    expect(text).toContain(`<a href="https://retasc.example.com/dash/issues/${issue.identifier}">`);
-    await sleep(300);
-    expect(smtp.mailsTo(bobEmail).length).toBe(before);
+    const got = await heardEverywhere("alice", issue.identifier);
+    const url = `https://retasc.example.com/dash/issues/${issue.identifier}`;
+    expect(got.telegram).toContain(`<b>${issue.identifier} · Fix &lt;b&gt;login&lt;/b&gt; &amp; @channel *now*</b> was marked done.`);
+    expect(got.telegram).toContain(`<a href="${url}">`);
+    expect(got.slack).toContain(`*${issue.identifier} · Fix &lt;b&gt;login&lt;/b&gt; &amp; @channel *now** was marked done.`);
+    expect(got.slack).toContain(`<${url}|Open in Retasc>`);
+    expect(got.discord).toContain(`**${issue.identifier} · Fix \\<b\\>login\\</b\\> & \\@channel \\*now\\*** was marked done.`);
+    expect(got.discord).toContain(`<${url}>`);
+    expect(got.email).toContain(`${issue.identifier} · Fix <b>login</b> & @channel *now* was marked done.`);
+    expect(got.email).toContain(url);
+    await settled();
+    heardNothing("bob", issue.identifier);
+    heardNothing("carol", issue.identifier);
   });
 
   it("a person is never told of their own action", async () => {
     const issue = await saveIssue(org.agents.alice.ctx, { title: "Own work", work: true, noDependency: "none" });
     const claim = await claimIssue(org.agents.alice.ctx, { identifier: issue.identifier });
     await saveIssue(org.agents.alice.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
-    await waitFor(async () => (await query<{ n: number }>(services.db, sql`select count(*)::int as n from outbox where job = 'notify.issue_event' and completed_at is null`))[0]!.n === 0, 10_000, "the event handled");
-    await sleep(300);
-    expect(textsTo(chats.alice).some((t) => t.includes(issue.identifier))).toBe(false);
+    await settled();
+    for (const who of ["alice", "bob", "carol"] as const) heardNothing(who, issue.identifier);
   });
 
   it("canceled → the author, with the reason", async () => {
     const issue = await saveIssue(org.agents.alice.ctx, { title: "Maybe later", work: true, noDependency: "none" });
     await saveIssue(as.bob, { identifier: issue.identifier, status: "canceled", cancelReason: "Superseded by <NTF-99>" });
-    const text = await waitFor(async () => textsTo(chats.alice).find((t) => t.includes(issue.identifier)), 10_000, "alice hears of the cancel");
-    expect(text).toContain("was canceled.");
-    expect(text).toContain("<b>Reason:</b> Superseded by &lt;NTF-99&gt;");
+    const got = await heardEverywhere("alice", issue.identifier);
+    expect(got.telegram).toContain("was canceled.");
+    expect(got.telegram).toContain("<b>Reason:</b> Superseded by &lt;NTF-99&gt;");
+    expect(got.slack).toContain("*Reason:* Superseded by &lt;NTF-99&gt;");
+    expect(got.discord).toContain("**Reason:** Superseded by \\<NTF-99\\>");
+    expect(got.email).toContain("Reason: Superseded by <NTF-99>");
+    await settled();
+    heardNothing("bob", issue.identifier);
   });
 
-  it("review → the reviewer by email, with the last checkpoint", async () => {
+  it("review → the reviewer, with the last checkpoint", async () => {
     const issue = await saveIssue(org.agents.alice.ctx, { title: "Needs eyes", work: true, noDependency: "none" });
     const claim = await claimIssue(org.agents.carol.ctx, { identifier: issue.identifier });
     await checkpoint(org.agents.carol.ctx, { identifier: issue.identifier, claimToken: claim.claimToken, done: "wrote the parser", next: "review the edge cases", gotchas: "dates are UTC" });
     await saveIssue(org.agents.carol.ctx, { identifier: issue.identifier, status: "review", assignee: bobEmail, claimToken: claim.claimToken });
-    const mail = await waitFor(async () => smtp.mailsTo(bobEmail).find((m) => m.subject.includes(issue.identifier)), 10_000, "bob's review email");
-    expect(mail.subject).toContain(`${issue.identifier} · Needs eyes is waiting for your review.`);
-    expect(mail.text).toContain("Done: wrote the parser");
-    expect(mail.text).toContain("Next: review the edge cases");
-    expect(mail.text).toContain("Gotchas: dates are UTC");
-    expect(mail.text).toContain(`https://retasc.example.com/dash/issues/${issue.identifier}`);
-    expect(textsTo(chats.carol).some((t) => t.includes(issue.identifier))).toBe(false);
+    const got = await heardEverywhere("bob", issue.identifier);
+    expect(smtp.mailsTo(bobEmail).find((m) => m.subject.includes(issue.identifier))!.subject).toBe(`${issue.identifier} · Needs eyes is waiting for your review.`);
+    for (const text of Object.values(got)) {
+      expect(text).toMatch(/Done:\**(<\/b>)? wrote the parser/);
+      expect(text).toMatch(/Next:\**(<\/b>)? review the edge cases/);
+      expect(text).toMatch(/Gotchas:\**(<\/b>)? dates are UTC/);
+    }
+    await settled();
+    heardNothing("carol", issue.identifier);
+    heardNothing("alice", issue.identifier);
   });
 
   it("assigned → the assignee, with the urgency and deadline", async () => {
     const due = new Date(clock.now().getTime() + 2 * 86_400_000).toISOString();
     const issue = await saveIssue(org.agents.alice.ctx, { title: "Urgent thing", work: true, noDependency: "none", priority: "urgent", dueAt: due });
     await saveIssue(org.agents.alice.ctx, { identifier: issue.identifier, assignee: bobEmail });
-    const mail = await waitFor(async () => smtp.mailsTo(bobEmail).find((m) => m.subject.includes(issue.identifier)), 10_000, "bob's assignment email");
-    expect(mail.text).toContain("Urgency: urgent");
-    expect(mail.text).toContain(`Deadline: ${due.replace(/\.\d{3}Z$/, "Z")}`);
+    const got = await heardEverywhere("bob", issue.identifier);
+    expect(got.email).toContain("Urgency: urgent");
+    expect(got.email).toContain(`Deadline: ${due.replace(/\.\d{3}Z$/, "Z")}`);
+    expect(got.telegram).toContain("<b>Urgency:</b> urgent");
+    await settled();
+    heardNothing("alice", issue.identifier);
   });
 
   it("a lapsed lease → the person whose agent held it", async () => {
@@ -181,9 +298,10 @@ describe("who hears what", () => {
     await claimIssue(org.agents.carol.ctx, { identifier: issue.identifier });
     clock.advance(services.config.leaseTtlMs + 60_000);
     expect((await reclaimSweep(services)).reclaimed).toBeGreaterThanOrEqual(1);
-    const text = await waitFor(async () => textsTo(chats.carol).find((t) => t.includes(issue.identifier)), 10_000, "carol hears of the reclaim");
-    expect(text).toContain("was reclaimed");
-    expect(textsTo(chats.alice).some((t) => t.includes(issue.identifier))).toBe(false);
+    const got = await heardEverywhere("carol", issue.identifier);
+    expect(got.telegram).toContain("was reclaimed");
+    await settled();
+    heardNothing("alice", issue.identifier);
   });
 });
 
@@ -203,15 +321,25 @@ describe("delivery", () => {
     await waitFor(async () => textsTo(chats.alice).find((t) => t.includes(next.identifier)), 10_000, "the unmuted message");
   });
 
-  it("a 429 with Retry-After: 2 is sent again two seconds later, once", async () => {
+  it("a 429 with Retry-After: 2 from Telegram, Slack or Discord is sent again two seconds later, once", async () => {
     telegram.refuseNext(429, "Too Many Requests: retry after 2", 2);
-    const { key } = await sendTest(as.alice, { channel: "telegram" });
-    await waitFor(async () => (await services.db.select().from(notifyDeliveries).where(eq(notifyDeliveries.key, key)))[0]?.state === "sent", 15_000, "the test message sent");
-    const tries = telegram.messagesTo(chats.alice).filter((c) => String(c.body.text).includes("Retasc test message"));
-    expect(tries).toHaveLength(2);
-    const gap = tries[1]!.at - tries[0]!.at;
-    expect(gap).toBeGreaterThanOrEqual(1_950);
-    expect(gap).toBeLessThan(4_000);
+    slack.refuseNext({ status: 429, retryAfter: 2 });
+    discord.refuseNext({ status: 429, retryAfter: 2 });
+    const keys = await Promise.all((["telegram", "slack", "discord"] as const).map((channel) => sendTest(as.alice, { channel })));
+    for (const { key } of keys) {
+      await waitFor(async () => (await services.db.select().from(notifyDeliveries).where(eq(notifyDeliveries.key, key)))[0]?.state === "sent", 15_000, `${key} sent`);
+    }
+    const isTest = (text: string) => text.includes("Retasc test message");
+    const attempts = {
+      telegram: telegram.messagesTo(chats.alice).filter((c) => isTest(String(c.body.text))).map((c) => c.at),
+      slack: slack.messagesTo(slackUsers.alice).filter((m) => isTest(m.text)).map((m) => m.at),
+      discord: discord.messages.filter((m) => m.channelId === `dm${discordUsers.alice}` && isTest(m.content)).map((m) => m.at),
+    };
+    for (const [channel, at] of Object.entries(attempts)) {
+      expect(at, channel).toHaveLength(2);
+      expect(at[1]! - at[0]!, channel).toBeGreaterThanOrEqual(1_950);
+      expect(at[1]! - at[0]!, channel).toBeLessThan(4_000);
+    }
   });
 
   it("a permanent refusal stops retrying and marks the binding broken with the reason; disconnecting keeps the mutes", async () => {
