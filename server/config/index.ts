@@ -125,28 +125,6 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().trim().optional(),
   /** Stripe's API (its protocol, host and port), where Checkout sessions are created; tests point it at a local fake. */
   STRIPE_API_URL: z.url().default("https://api.stripe.com"),
-  // Notifications (server/notify): each channel is on when its credentials are set; the API base URLs point tests at local fakes.
-  /** The Telegram bot's token (from @BotFather) and username (for the https://t.me/<bot>?start=<code> link). */
-  TELEGRAM_BOT_TOKEN: z.string().trim().optional(),
-  TELEGRAM_BOT_USERNAME: z.string().trim().optional(),
-  /** Telegram sends it back in X-Telegram-Bot-Api-Secret-Token on every update to /webhooks/telegram (setWebhook's secret_token). */
-  TELEGRAM_WEBHOOK_SECRET: z.string().trim().optional(),
-  TELEGRAM_API_URL: z.url().default("https://api.telegram.org"),
-  /** Email over SMTP (smtp://user:pass@host:port or smtps://…); SMTP_FROM is the sender address. */
-  SMTP_URL: optionalUrl,
-  SMTP_FROM: z.string().trim().optional(),
-  /** The Slack app: OAuth v2 install (client id and secret) and the signing secret of its slash command. */
-  SLACK_CLIENT_ID: z.string().trim().optional(),
-  SLACK_CLIENT_SECRET: z.string().trim().optional(),
-  SLACK_SIGNING_SECRET: z.string().trim().optional(),
-  /** Slack's Web API (…/api/), where chat.postMessage and oauth.v2.access live. */
-  SLACK_API_URL: z.url().default("https://slack.com/api/"),
-  /** Slack's OAuth consent page. */
-  SLACK_OAUTH_URL: z.url().default("https://slack.com/oauth/v2/authorize"),
-  /** The Discord bot: its token (sending DMs) and the application's public key (hex, Ed25519: interaction signatures). */
-  DISCORD_BOT_TOKEN: z.string().trim().optional(),
-  DISCORD_PUBLIC_KEY: z.string().trim().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex digits").optional(),
-  DISCORD_API_URL: z.url().default("https://discord.com/api"),
   /** Where Stripe's Checkout pages are served: the Dash's Buy form may post through to it (CSP form-action); tests point it at the fake. */
   STRIPE_CHECKOUT_URL: z.url().default("https://checkout.stripe.com"),
   // Notifications (server/notify): each channel is on when its credentials are set; the API base URLs point tests at local fakes.
