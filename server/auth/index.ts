@@ -1,15 +1,28 @@
 import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
 import { bearer, deviceAuthorization, genericOAuth } from "better-auth/plugins";
-import { account, deviceCode, session, user, verification } from "../../db/schema/index.ts";
+import {
+  account,
+  deviceCode,
+  oauthAccessToken,
+  oauthClient,
+  oauthClientAssertion,
+  oauthClientResource,
+  oauthConsent,
+  oauthRefreshToken,
+  oauthResource,
+  session,
+  user,
+  verification,
+} from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { publicOrigin } from "../http/origin.ts";
+import { AUTH_BASE_PATH, mcpOAuthProvider, nativeClientRegistration } from "./oauth.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
 
 /** The OAuth client id the `retasc` CLI presents in the device flow. */
 export const CLI_CLIENT_ID = "retasc-cli";
-export const AUTH_BASE_PATH = "/api/auth";
 /** Where a person enters or confirms a device code (RFC 8628 verification_uri). */
 export const DEVICE_PATH = "/device";
 
@@ -33,6 +46,7 @@ export function signInMethods(config: Services["config"]) {
  * - Device authorization (RFC 8628) for `retasc login`, verified at /device.
  * - Bearer sessions, so the CLI sends its device-flow token as `Authorization: Bearer`.
  * - Session tokens stored as digests (./session-tokens.ts).
+ * - The OAuth authorization server MCP clients sign in with (./oauth.ts).
  * Session signing uses BETTER_AUTH_SECRET, or a secret derived from the master key.
  */
 export function createAuth(services: Pick<Services, "db" | "config" | "keyring">) {
@@ -55,7 +69,20 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     database: hashSessionTokens(
       drizzleAdapter(services.db, {
         provider: "pg",
-        schema: { user, session, account, verification, deviceCode },
+        schema: {
+          user,
+          session,
+          account,
+          verification,
+          deviceCode,
+          oauthClient,
+          oauthResource,
+          oauthClientResource,
+          oauthRefreshToken,
+          oauthAccessToken,
+          oauthConsent,
+          oauthClientAssertion,
+        },
       }),
     ),
     disabledPaths: SESSION_LISTING_PATHS,
@@ -78,6 +105,8 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
       }),
       bearer(),
       genericOAuth({ config: socialProviders(config, methods.social) }),
+      mcpOAuthProvider(config),
+      nativeClientRegistration,
     ],
     telemetry: { enabled: false },
     logger: { disabled: config.LOG_LEVEL === "silent" },

@@ -49,10 +49,12 @@ function post(body: string, headers: Record<string, string> = {}) {
 }
 
 describe("HTTP edge of /mcp", () => {
-  test("no key: 401 with a Bearer challenge", async () => {
+  test("no key: 401 with a Bearer challenge naming the protected resource metadata (RFC 9728)", async () => {
     const response = await post(JSON.stringify(initialize), { authorization: "" });
     expect(response.status).toBe(401);
-    expect(response.headers.get("www-authenticate")).toBe('Bearer realm="retasc"');
+    expect(response.headers.get("www-authenticate")).toMatch(
+      /^Bearer realm="retasc", resource_metadata="http:\/\/(localhost|127\.0\.0\.1):\d+\/\.well-known\/oauth-protected-resource"$/,
+    );
     const body = await response.json();
     expect(body.error.message).toMatch(/Authorization: Bearer/);
   });

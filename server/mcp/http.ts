@@ -5,6 +5,8 @@ import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { authenticateAgentKey, bearerKeyOf, touchKey } from "../orgs/index.ts";
+import { baseUrlOf, mcpResource, PROTECTED_RESOURCE_PATH } from "../auth/oauth.ts";
+import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens.ts";
 import { publicOrigin } from "../http/origin.ts";
 import { AUTH_FAILURES, type Admission } from "../http/limits.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
@@ -21,8 +23,10 @@ interface McpRequest extends McpPost {
 
 /**
  * `/mcp`: Streamable HTTP, stateless. Anything but POST gets 405; then it checks the Origin
- * against the app's trusted origins (403; the edge has checked Host) and the Bearer key (401 +
- * WWW-Authenticate, or 429 while the address is over its failed-authentication limit) and hands the POST to the protocol
+ * against the app's trusted origins (403; the edge has checked Host) and the Bearer credential, an
+ * agent key or an OAuth access token (401 + WWW-Authenticate naming the protected resource
+ * metadata, RFC 9728, where an MCP client finds how to sign in; or 429 while the address is over
+ * its failed-authentication limit) and hands the POST to the protocol
  * exchange (server/mcp/protocol.ts), which keeps nothing between requests, so any instance
  * answers any call. Oversized bodies (413) and malformed JSON-RPC get protocol errors;
  * nothing here throws.
@@ -47,17 +51,18 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
         return rpcError(429, -32000, `Too many ${AUTH_FAILURES}. Retry after ${seconds} s.`, requestId, { "retry-after": seconds });
       }
       const presented = /^bearer\s+\S/i.test(request.header("authorization") ?? "");
+      const challenge = `Bearer realm="retasc", resource_metadata="${baseUrlOf(deps.services.config, request.header("host"))}${PROTECTED_RESOURCE_PATH}"`;
       return rpcError(
         401,
         -32000,
         presented
-          ? "Unauthorized: the agent key is unknown, revoked or retired, or its person is suspended."
-          : "Unauthorized: send Authorization: Bearer <agent key> (rtsc_...).",
+          ? "Unauthorized: the agent key or OAuth token is unknown, revoked, expired or retired, or its person is suspended."
+          : "Unauthorized: send Authorization: Bearer <agent key> (rtsc_...), or sign in with OAuth (see WWW-Authenticate).",
         requestId,
         {
           "www-authenticate": presented
-            ? 'Bearer realm="retasc", error="invalid_token", error_description="unknown, revoked or retired key"'
-            : 'Bearer realm="retasc"',
+            ? `${challenge}, error="invalid_token", error_description="unknown, revoked, expired or retired credential"`
+            : challenge,
         },
       );
     }
@@ -167,8 +172,11 @@ function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
 }
 
 async function authenticate(request: McpRequest, services: Services): Promise<Principal | null> {
-  const key = bearerKeyOf(request.header("authorization"));
-  return key === null ? null : authenticateAgentKey(services.db, key);
+  const token = bearerKeyOf(request.header("authorization"));
+  if (token === null) return null;
+  if (!isOAuthAccessToken(token)) return authenticateAgentKey(services.db, token);
+  const resource = mcpResource(baseUrlOf(services.config, request.header("host")));
+  return authenticateOAuthToken(services.db, token, resource, services.clock.now());
 }
 
 function requestIdOf(given: string | null): string {

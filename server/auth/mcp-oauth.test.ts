@@ -1,0 +1,298 @@
+import crypto from "node:crypto";
+import http from "node:http";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { openPglite, type Database } from "../../db/client.ts";
+import { oauthAccessToken, oauthRefreshToken } from "../../db/schema/index.ts";
+import { sha256 } from "../crypto/index.ts";
+import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
+import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from "./oauth.ts";
+
+/**
+ * MCP sign-in end to end against the built app over HTTP, driven by the official MCP SDK's own
+ * client OAuth support (`auth()` with an OAuthClientProvider): discovery from /mcp's 401 (RFC
+ * 9728, RFC 8414), dynamic registration, authorization code + PKCE, the consent page (the
+ * browser's part done over HTTP with the person's session cookie), tokens, tool calls, refresh,
+ * revocation. e2e/oauth.test.ts does the consent step in Chromium.
+ */
+
+class MemoryProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = "";
+  authorizationUrl: URL | null = null;
+  constructor(readonly redirectUrl: string) {}
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: "Retasc Test Agent", redirect_uris: [this.redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+let app: AppProcess;
+let database: TestDatabase | undefined;
+let dataDir: string;
+const redirectUrl = "http://127.0.0.1:7777/callback";
+
+interface Person {
+  cookie: string;
+  token: string;
+  orgId: string;
+  projectId: string;
+}
+
+async function signUp(tag: string, prefix: string): Promise<Person> {
+  const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
+  const response = await fetch(`${app.url}/api/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: app.url },
+    body: JSON.stringify({ email, password: "correct horse battery", name: tag }),
+  });
+  expect(response.status, await response.clone().text()).toBe(200);
+  const cookie = response.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const token = response.headers.get("set-auth-token")!;
+  const cli = (route: string, body: unknown) =>
+    fetch(`${app.url}/api/cli/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }).then(
+      (r) => r.json() as Promise<Record<string, string>>,
+    );
+  const { orgId } = await cli("orgs", { name: `${tag} org` });
+  const { projectId } = await cli("projects", { orgId, name: tag, prefix });
+  return { cookie, token, orgId: orgId!, projectId: projectId! };
+}
+
+/** The browser's part: the authorization URL, the consent page, the person's choice; returns the code. */
+async function consent(person: Person, authorizationUrl: URL, where: string, decision = "approve") {
+  const authorize = await navigate(authorizationUrl, person.cookie);
+  expect(authorize.status).toBe(302);
+  const consentUrl = new URL(authorize.location!, app.url);
+  expect(consentUrl.pathname).toBe("/oauth/consent");
+  const page = await fetch(consentUrl, { headers: { cookie: person.cookie } });
+  expect(await page.text()).toContain("Retasc Test Agent");
+  const answer = await fetch(consentUrl, {
+    method: "POST",
+    headers: { cookie: person.cookie, origin: app.url, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ oauth_query: consentUrl.search.slice(1), where, decision }),
+    redirect: "manual",
+  });
+  return answer;
+}
+
+/**
+ * A GET as a browser navigating sends it (Sec-Fetch-Mode: navigate, which fetch() cannot send:
+ * it says "cors", and the provider answers a script's fetch with JSON instead of a redirect).
+ */
+function navigate(url: URL, cookie: string): Promise<{ status: number; location: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { headers: { cookie, accept: "text/html", "sec-fetch-mode": "navigate" } }, (response) => {
+      response.resume();
+      resolve({ status: response.statusCode ?? 0, location: response.headers.location });
+    });
+    request.on("error", reject);
+  });
+}
+
+async function codeFrom(answer: Response): Promise<string> {
+  expect(answer.status, app.output().slice(-3000)).toBe(302);
+  const back = new URL(answer.headers.get("location")!);
+  expect(`${back.origin}${back.pathname}`).toBe(redirectUrl);
+  return back.searchParams.get("code")!;
+}
+
+async function signIn(person: Person, where: string) {
+  const provider = new MemoryProvider(redirectUrl);
+  expect(await auth(provider, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
+  const code = await codeFrom(await consent(person, provider.authorizationUrl!, where));
+  expect(await auth(provider, { serverUrl: `${app.url}/mcp`, authorizationCode: code })).toBe("AUTHORIZED");
+  return provider;
+}
+
+async function connect(provider: OAuthClientProvider) {
+  const client = new Client({ name: "oauth-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { authProvider: provider }));
+  return client;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  expect(result.isError, JSON.stringify(result.structuredContent)).toBeFalsy();
+  return result.structuredContent as Record<string, any>;
+}
+
+const mcpStatus = (token: string) =>
+  fetch(`${app.url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  }).then((r) => r.status);
+
+beforeAll(async () => {
+  dataDir = tempDataDir();
+  if (testDriver === "postgres") database = await createTestDatabase({ max: 2 });
+  app = await startApp({ RETASC_EMAIL_PASSWORD: "on", RETASC_DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url! } : {}) });
+});
+afterAll(async () => {
+  await app?.stop();
+  await database?.close();
+});
+
+describe("MCP OAuth sign-in", () => {
+  let alice: Person;
+  let bob: Person;
+  let provider: MemoryProvider;
+  beforeAll(async () => {
+    alice = await signUp("alice", "ALI");
+    bob = await signUp("bob", "BOB");
+  });
+
+  test("discovery: /mcp's 401 names the resource metadata, which names the authorization server", async () => {
+    const denied = await fetch(`${app.url}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get("www-authenticate")).toBe(`Bearer realm="retasc", resource_metadata="${app.url}/.well-known/oauth-protected-resource"`);
+    for (const where of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
+      const resource = await (await fetch(`${app.url}${where}`)).json();
+      expect(resource).toMatchObject({ resource: `${app.url}/mcp`, authorization_servers: [`${app.url}/api/auth`], scopes_supported: ["mcp", "offline_access"] });
+    }
+    for (const where of ["/.well-known/oauth-authorization-server/api/auth", "/.well-known/oauth-authorization-server"]) {
+      const server = await (await fetch(`${app.url}${where}`)).json();
+      expect(server).toMatchObject({
+        issuer: `${app.url}/api/auth`,
+        authorization_endpoint: `${app.url}/api/auth/oauth2/authorize`,
+        token_endpoint: `${app.url}/api/auth/oauth2/token`,
+        registration_endpoint: `${app.url}/api/auth/oauth2/register`,
+        revocation_endpoint: `${app.url}/api/auth/oauth2/revoke`,
+        code_challenge_methods_supported: ["S256"],
+        grant_types_supported: ["authorization_code", "refresh_token"],
+      });
+    }
+  });
+
+  test("registration, PKCE, consent, tokens: the token acts as an agent key of the approving person in the org and project chosen", async () => {
+    provider = await signIn(alice, `${alice.orgId}|${alice.projectId}`);
+    expect(provider.saved!.access_token.startsWith(ACCESS_TOKEN_PREFIX)).toBe(true);
+    expect(provider.saved!.refresh_token!.startsWith(REFRESH_TOKEN_PREFIX)).toBe(true);
+    const client = await connect(provider);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain("next_issue");
+    const me = await call(client, "whoami");
+    expect(me).toMatchObject({ kind: "agent", org: { id: alice.orgId }, project: { id: alice.projectId, prefix: "ALI" }, key: { runtime: "Retasc-Test-Agent" } });
+    const issue = await call(client, "save_issue", { title: "Signed in with OAuth", work: true, noDependency: "oauth test" });
+    const claim = await call(client, "next_issue", {});
+    expect(claim.issue?.identifier ?? claim.identifier).toBe(issue.identifier);
+    await client.close();
+
+    // The grant is an agent key of Alice's, listed beside her others.
+    const keys = await fetch(`${app.url}/api/cli/keys?orgId=${alice.orgId}`, { headers: { authorization: `Bearer ${alice.token}` } }).then((r) => r.json());
+    expect(keys.keys).toEqual([expect.objectContaining({ keyId: me.key.id, runtime: "Retasc-Test-Agent", projectId: alice.projectId, status: "active" })]);
+  });
+
+  test("refresh: a new access token works; revocation (RFC 7009) stops the revoked one at once", async () => {
+    const before = provider.saved!;
+    expect(await auth(provider, { serverUrl: `${app.url}/mcp` })).toBe("AUTHORIZED");
+    const after = provider.saved!;
+    expect(after.access_token).not.toBe(before.access_token);
+    expect(await mcpStatus(after.access_token)).toBe(200);
+
+    const revoked = await fetch(`${app.url}/api/auth/oauth2/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: after.access_token, token_type_hint: "access_token", client_id: provider.info!.client_id }),
+    });
+    expect(revoked.status).toBe(200);
+    expect(await mcpStatus(after.access_token)).toBe(401);
+  });
+
+  test("revoking the grant's key on the Keys page ends every token of the grant", async () => {
+    expect(await auth(provider, { serverUrl: `${app.url}/mcp` })).toBe("AUTHORIZED");
+    const token = provider.saved!.access_token;
+    expect(await mcpStatus(token)).toBe(200);
+    const keys = await fetch(`${app.url}/api/cli/keys?orgId=${alice.orgId}`, { headers: { authorization: `Bearer ${alice.token}` } }).then((r) => r.json());
+    const revoke = await fetch(`${app.url}/api/cli/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ orgId: alice.orgId, action: "revoke", keyId: keys.keys[0].keyId }),
+    });
+    expect(revoke.status).toBe(200);
+    expect(await mcpStatus(token)).toBe(401);
+  });
+
+  test("an org the person is not a member of is refused at consent; deny returns access_denied; a token is bound to its own org", async () => {
+    const stranger = new MemoryProvider(redirectUrl);
+    expect(await auth(stranger, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
+    const crossOrg = await consent(alice, stranger.authorizationUrl!, `${bob.orgId}|`);
+    expect(crossOrg.status).toBe(200);
+    expect(await crossOrg.text()).toMatch(/not a member of that org/);
+
+    const denied = new URL((await consent(alice, stranger.authorizationUrl!, `${alice.orgId}|`, "deny")).headers.get("location")!);
+    expect(denied.searchParams.get("error")).toBe("access_denied");
+
+    const bobs = await signIn(bob, `${bob.orgId}|`);
+    const client = await connect(bobs);
+    expect(await call(client, "whoami")).toMatchObject({ org: { id: bob.orgId }, project: null });
+    const aliceIssues = await client.callTool({ name: "get_issue", arguments: { identifier: "ALI-1" } });
+    expect(aliceIssues.isError).toBe(true);
+    await client.close();
+  });
+
+  test("a token without the /mcp audience, or a made-up one, is refused", async () => {
+    expect(await mcpStatus(`${ACCESS_TOKEN_PREFIX}${"x".repeat(32)}`)).toBe(401);
+    const plain = new MemoryProvider(redirectUrl);
+    expect(await auth(plain, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
+    // The same client asking without `resource` (RFC 8707): its token has no audience.
+    const unbound = new URL(plain.authorizationUrl!);
+    unbound.searchParams.delete("resource");
+    const code = await codeFrom(await consent(alice, unbound, `${alice.orgId}|`));
+    const exchanged = await fetch(`${app.url}/api/auth/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code, code_verifier: plain.verifier, redirect_uri: redirectUrl, client_id: plain.info!.client_id }),
+    });
+    expect(exchanged.status).toBe(200);
+    const { access_token } = (await exchanged.json()) as { access_token: string };
+    expect(access_token.startsWith(ACCESS_TOKEN_PREFIX)).toBe(true);
+    expect(await mcpStatus(access_token)).toBe(401);
+  });
+
+  test("tokens are stored as SHA-256 digests, never as issued", async () => {
+    const issued = provider.saved!;
+    await app.stop();
+    let db: Database;
+    if (database) db = database.database;
+    else db = await openPglite(path.join(dataDir, "pgdata"));
+    try {
+      const access = await db.db.select({ token: oauthAccessToken.token }).from(oauthAccessToken);
+      const refresh = await db.db.select({ token: oauthRefreshToken.token }).from(oauthRefreshToken);
+      const stored = [...access, ...refresh].map((r) => r.token);
+      expect(stored.length).toBeGreaterThan(3);
+      for (const value of stored) expect(value).toMatch(/^[0-9a-f]{64}$/);
+      expect(stored).toContain(sha256(issued.access_token.slice(ACCESS_TOKEN_PREFIX.length)));
+      expect(stored).toContain(sha256(issued.refresh_token!.slice(REFRESH_TOKEN_PREFIX.length)));
+    } finally {
+      if (!database) await db.close();
+    }
+  });
+});
