@@ -48,4 +48,7 @@ export default [
   route("webhooks/telegram", "routes/webhooks.telegram.ts"),
   route("webhooks/slack", "routes/webhooks.slack.ts"),
   route("webhooks/discord", "routes/webhooks.discord.ts"),
+  // Intake: GitHub and GitLab issue webhooks, one URL per connector
+  route("webhooks/github/:connectorId", "routes/webhooks.github.$connectorId.ts"),
+  route("webhooks/gitlab/:connectorId", "routes/webhooks.gitlab.$connectorId.ts"),
 ] satisfies RouteConfig;

@@ -4,8 +4,10 @@ import type { Services } from "../server/context.ts";
 import { DomainError, type ErrorCode } from "../server/errors.ts";
 import type { Logger } from "../server/log.ts";
 import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
+import { intakeDelivery } from "./handlers/intake-delivery.ts";
 import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 import { notifySend } from "./handlers/notify-send.ts";
+import { writeBackClose } from "./handlers/writeback-close.ts";
 
 /** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */
 export interface JobContext {
@@ -43,6 +45,8 @@ export function mergeCatalogs(...catalogs: JobCatalog[]): JobCatalog {
 export const retascJobs = jobCatalog(jobSchemas, {
   "notify.issue_event": notifyIssueEvent,
   "notify.send": notifySend,
+  "intake.delivery": intakeDelivery,
+  "intake.write_back": writeBackClose,
 });
 
 /** Validates the payload against the shared schema and runs the handler. */

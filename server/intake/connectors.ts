@@ -5,13 +5,14 @@ import type { Ctx } from "../context.ts";
 import { notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
+import { webhookUrlOf } from "./urls.ts";
 
 export const listConnectorsInput = z.object({});
 export const revokeConnectorInput = z.object({
   connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
 });
 
-/** The org's intake connectors, metadata only: secrets and tokens never leave the server. */
+/** The org's intake connectors, metadata and status only: secrets and tokens never leave the server. */
 export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnectorsInput>) {
   listConnectorsInput.parse(raw);
   const rows = await ctx.db
@@ -22,6 +23,11 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
       baseUrl: connectors.baseUrl,
       intakeLabel: connectors.intakeLabel,
       tokenEnc: connectors.tokenEnc,
+      triageAll: connectors.triageAll,
+      connectedAt: connectors.connectedAt,
+      lastDeliveryAt: connectors.lastDeliveryAt,
+      lastError: connectors.lastError,
+      lastErrorAt: connectors.lastErrorAt,
       projectPrefix: projects.prefix,
       createdAt: connectors.createdAt,
       revokedAt: connectors.revokedAt,
@@ -39,7 +45,14 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
       project: row.projectPrefix,
       intakeLabel: row.intakeLabel,
       tokenOnFile: row.tokenEnc !== null,
+      triageAll: row.triageAll,
       status: row.revokedAt ? ("revoked" as const) : ("active" as const),
+      /** Pending until the first verified delivery (GitHub's ping, GitLab's Test). */
+      connection: row.connectedAt ? ("connected" as const) : ("pending" as const),
+      webhookUrl: webhookUrlOf(ctx.config, row.provider, row.id),
+      lastDeliveryAt: row.lastDeliveryAt?.toISOString() ?? null,
+      lastError: row.lastError,
+      lastErrorAt: row.lastErrorAt?.toISOString() ?? null,
       createdAt: row.createdAt.toISOString(),
       revokedAt: row.revokedAt?.toISOString() ?? null,
     })),

@@ -35,6 +35,10 @@ export const jobSchemas = {
       channel: z.enum(notifyChannels),
     })
     .strict(),
+  /** A verified intake delivery (server/intake) to apply: its payload is read, encrypted, from intake_deliveries. */
+  "intake.delivery": z.object({ orgId: id, deliveryId: id }).strict(),
+  /** A synced issue became done or canceled: close its source (enqueued by the issues_intake_write_back trigger). */
+  "intake.write_back": z.object({ orgId: id, issueId: id }).strict(),
 };
 
 export type JobSchemas = Record<string, z.ZodType>;

@@ -1,0 +1,177 @@
+import { z } from "zod";
+import type { ConnectorProvider } from "../../db/schema/index.ts";
+
+/**
+ * Provider payloads read into one shape. Only the fields intake uses are read; a payload that
+ * lacks them is ignored (the delivery is still acknowledged: the provider would only resend it).
+ */
+export interface SourceIssue {
+  /** The provider's issue id: stable across renames and transfers. */
+  id: string;
+  /** GitHub's number, GitLab's iid: what the write-back addresses. */
+  number: number;
+  title: string;
+  body: string;
+  url: string;
+  author: string;
+  /** The author lacks write access (GitHub: not OWNER, MEMBER or COLLABORATOR); null: ask the provider (GitLab). */
+  outsider: boolean | null;
+  /** GitLab's author id, for the access-level check. */
+  authorId: number | null;
+  labels: string[];
+  /** GitHub: the milestone's due date; GitLab: the issue's due_date (YYYY-MM-DD). */
+  dueAt: string | null;
+  open: boolean;
+}
+
+export type IntakeEvent =
+  | { kind: "issue"; action: "opened" | "changed" | "closed" | "reopened" | "deleted"; issue: SourceIssue }
+  | { kind: "comment"; action: "created" | "deleted"; issue: SourceIssue; comment: { id: string; body: string; author: string } };
+
+/** The events each provider's webhook uses; anything else is acknowledged with 202 and not stored. */
+export const usedEvents: Record<ConnectorProvider, ReadonlySet<string>> = {
+  github: new Set(["issues", "issue_comment"]),
+  gitlab: new Set(["Issue Hook", "Note Hook"]),
+};
+
+/** Marks the comments the write-back posts, so their own webhook comes back as nothing. */
+export const WRITE_BACK_MARKER = "<!-- retasc:write-back";
+
+const text = z.string().nullish().transform((v) => v ?? "");
+const login = z.object({ login: z.string().min(1) });
+const githubIssue = z.object({
+  id: z.number().int(),
+  number: z.number().int().positive(),
+  title: z.string(),
+  body: text,
+  html_url: z.string(),
+  state: z.string(),
+  user: login,
+  author_association: z.string().nullish(),
+  labels: z.array(z.object({ name: z.string() })).nullish(),
+  milestone: z.object({ due_on: z.string().nullish() }).nullish(),
+  pull_request: z.unknown().optional(),
+});
+const githubPayload = z.object({
+  action: z.string(),
+  issue: githubIssue,
+  comment: z.object({ id: z.number().int(), body: text, user: login }).optional(),
+});
+
+const team = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
+
+function fromGithubIssue(i: z.output<typeof githubIssue>): SourceIssue {
+  return {
+    id: String(i.id),
+    number: i.number,
+    title: i.title,
+    body: i.body,
+    url: i.html_url,
+    author: i.user.login,
+    outsider: !team.has(i.author_association ?? ""),
+    authorId: null,
+    labels: (i.labels ?? []).map((l) => l.name),
+    dueAt: i.milestone?.due_on ?? null,
+    open: i.state === "open",
+  };
+}
+
+const githubIssueActions: Record<string, Extract<IntakeEvent, { kind: "issue" }>["action"]> = {
+  opened: "opened",
+  edited: "changed",
+  labeled: "changed",
+  unlabeled: "changed",
+  milestoned: "changed",
+  demilestoned: "changed",
+  closed: "closed",
+  reopened: "reopened",
+  deleted: "deleted",
+};
+
+function githubEvent(event: string, body: unknown): IntakeEvent | null {
+  const parsed = githubPayload.safeParse(body);
+  if (!parsed.success || parsed.data.issue.pull_request !== undefined) return null;
+  const { action, issue, comment } = parsed.data;
+  if (event === "issues") {
+    const mapped = githubIssueActions[action];
+    return mapped ? { kind: "issue", action: mapped, issue: fromGithubIssue(issue) } : null;
+  }
+  if (event === "issue_comment" && comment && (action === "created" || action === "deleted")) {
+    return { kind: "comment", action, issue: fromGithubIssue(issue), comment: { id: String(comment.id), body: comment.body, author: comment.user.login } };
+  }
+  return null;
+}
+
+const gitlabUser = z.object({ username: z.string().min(1) });
+const gitlabIssue = z.object({
+  id: z.number().int(),
+  iid: z.number().int().positive(),
+  title: z.string(),
+  description: text,
+  /** The note hook's issue carries no url. */
+  url: text,
+  state: z.string(),
+  author_id: z.number().int().nullish(),
+  due_date: z.string().nullish(),
+  action: z.string().optional(),
+});
+const gitlabLabels = z.array(z.object({ title: z.string() })).nullish();
+const gitlabIssuePayload = z.object({ object_kind: z.literal("issue"), user: gitlabUser, object_attributes: gitlabIssue, labels: gitlabLabels });
+const gitlabNotePayload = z.object({
+  object_kind: z.literal("note"),
+  user: gitlabUser,
+  object_attributes: z.object({ id: z.number().int(), note: text, noteable_type: z.string(), action: z.string().optional() }),
+  issue: gitlabIssue.extend({ labels: gitlabLabels }).optional(),
+});
+
+function fromGitlabIssue(i: z.output<typeof gitlabIssue>, author: string, labels: z.output<typeof gitlabLabels>): SourceIssue {
+  return {
+    id: String(i.id),
+    number: i.iid,
+    title: i.title,
+    body: i.description,
+    url: i.url,
+    author,
+    outsider: null,
+    authorId: i.author_id ?? null,
+    labels: (labels ?? []).map((l) => l.title),
+    dueAt: i.due_date ?? null,
+    open: i.state === "opened",
+  };
+}
+
+const gitlabIssueActions: Record<string, Extract<IntakeEvent, { kind: "issue" }>["action"]> = {
+  open: "opened",
+  update: "changed",
+  close: "closed",
+  reopen: "reopened",
+};
+
+function gitlabEvent(event: string, body: unknown): IntakeEvent | null {
+  if (event === "Issue Hook") {
+    const parsed = gitlabIssuePayload.safeParse(body);
+    if (!parsed.success) return null;
+    const { object_attributes: i, user, labels } = parsed.data;
+    const mapped = gitlabIssueActions[i.action ?? ""];
+    // The issue hook names the acting user; on open that is the author.
+    return mapped ? { kind: "issue", action: mapped, issue: fromGitlabIssue(i, user.username, labels) } : null;
+  }
+  if (event === "Note Hook") {
+    const parsed = gitlabNotePayload.safeParse(body);
+    if (!parsed.success || !parsed.data.issue || parsed.data.object_attributes.noteable_type !== "Issue") return null;
+    const { object_attributes: note, user, issue } = parsed.data;
+    if (note.action !== undefined && note.action !== "create") return null;
+    return {
+      kind: "comment",
+      action: "created",
+      issue: fromGitlabIssue(issue, user.username, issue.labels),
+      comment: { id: String(note.id), body: note.note, author: user.username },
+    };
+  }
+  return null;
+}
+
+/** The delivery as an intake event, or null for one intake does nothing with. */
+export function intakeEventOf(provider: ConnectorProvider, event: string, body: unknown): IntakeEvent | null {
+  return provider === "github" ? githubEvent(event, body) : gitlabEvent(event, body);
+}

@@ -1,0 +1,89 @@
+import { Gitlab } from "@gitbeaker/rest";
+import { Octokit } from "@octokit/rest";
+import type { ConnectorProvider } from "../../db/schema/index.ts";
+import type { Config } from "../config/index.ts";
+import { gitlabHostOf } from "./urls.ts";
+
+/** The provider side of a connector: where its repository lives and the token it writes with. */
+export interface SourceRepo {
+  provider: ConnectorProvider;
+  repo: string;
+  baseUrl: string | null;
+  token: string | null;
+}
+
+/** The provider refused the token (401 or 403): retrying cannot help; the connector's card says so. */
+export class TokenRefused extends Error {
+  constructor(public readonly status: number) {
+    super(`the provider refused the write-back token (${status})`);
+    this.name = "TokenRefused";
+  }
+}
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** An HTTP status from either client's error, when it carries one. */
+function statusOf(error: unknown): number | null {
+  const e = error as { status?: unknown; cause?: { response?: { status?: unknown } } };
+  const status = typeof e?.status === "number" ? e.status : e?.cause?.response?.status;
+  return typeof status === "number" ? status : null;
+}
+
+async function refusalsAsTokenRefused<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const status = statusOf(error);
+    if (status === 401 || status === 403) throw new TokenRefused(status);
+    throw error;
+  }
+}
+
+/**
+ * Closes the source issue with one comment. Safe to repeat: a comment carrying `marker` already
+ * there is not posted again, and a source already closed is not closed again, so a retry after a
+ * crash between the two calls completes the write-back without doubling either.
+ */
+export async function closeAtSource(config: Config, source: SourceRepo & { token: string }, number: number, comment: string, marker: string, reason: "completed" | "not_planned") {
+  return refusalsAsTokenRefused(async () => {
+    if (source.provider === "github") {
+      const octokit = new Octokit({ auth: source.token, baseUrl: config.GITHUB_API_URL, log: silent });
+      const [owner, repo] = source.repo.split("/") as [string, string];
+      const at = { owner, repo, issue_number: number };
+      const comments = await octokit.paginate(octokit.rest.issues.listComments, { ...at, per_page: 100 });
+      const commented = !comments.some((c) => c.body?.includes(marker));
+      if (commented) await octokit.rest.issues.createComment({ ...at, body: comment });
+      const { data: issue } = await octokit.rest.issues.get(at);
+      const closed = issue.state !== "closed";
+      if (closed) await octokit.rest.issues.update({ ...at, state: "closed", state_reason: reason });
+      return { commented, closed };
+    }
+    const api = new Gitlab({ host: gitlabHostOf(config, source.baseUrl), token: source.token });
+    const notes = await api.IssueNotes.all(source.repo, number);
+    const commented = !notes.some((n) => String(n.body ?? "").includes(marker));
+    if (commented) await api.IssueNotes.create(source.repo, number, comment);
+    const issue = await api.Issues.show(number, { projectId: source.repo });
+    const closed = issue.state !== "closed";
+    if (closed) await api.Issues.edit(source.repo, number, { stateEvent: "close" });
+    return { commented, closed };
+  });
+}
+
+/** GitLab's Developer access level: below it an author is outside the team. */
+const GITLAB_DEVELOPER = 30;
+
+/**
+ * GitLab's issue payloads do not say the author's access, so it is asked for (members, inherited
+ * ones too) with the connector's token. Without a token, or when GitLab does not answer, the
+ * author counts as outside: their issue waits for triage rather than reaching an agent unchecked.
+ */
+export async function gitlabAuthorIsOutsider(config: Config, source: SourceRepo, authorId: number | null): Promise<boolean> {
+  if (source.provider !== "gitlab" || !source.token || authorId === null) return true;
+  try {
+    const api = new Gitlab({ host: gitlabHostOf(config, source.baseUrl), token: source.token });
+    const member = await api.ProjectMembers.show(source.repo, authorId, { includeInherited: true });
+    return !(Number(member.access_level) >= GITLAB_DEVELOPER);
+  } catch {
+    return true;
+  }
+}
