@@ -1,4 +1,5 @@
-import type { ReactNode } from "react";
+import { useEffect, useState, type ReactNode } from "react";
+import { Check, Copy } from "lucide-react";
 
 /** Small accessible building blocks shared by the Dash and auth pages. */
 
@@ -121,18 +122,72 @@ export function Notice({ children }: { children: ReactNode }) {
   );
 }
 
-/** A secret or command shown once, in a box that is easy to select and copy. */
-export function SecretBox({ label, value }: { label: string; value: string }) {
+/**
+ * Copies a text to the clipboard and says so. Where the clipboard is refused (an insecure
+ * origin, a denied permission), it selects the text instead, so a key press copies it.
+ */
+export function CopyButton({ value, label, target }: { value: string; label: string; target?: string }) {
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    if (!copied) return;
+    const timer = setTimeout(() => setCopied(false), 2000);
+    return () => clearTimeout(timer);
+  }, [copied]);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      setCopied(true);
+    } catch {
+      const box = target ? document.getElementById(target) : null;
+      if (box) window.getSelection()?.selectAllChildren(box);
+    }
+  };
   return (
-    <div className="flex flex-col gap-1">
-      <span className="text-sm font-medium">{label}</span>
-      <pre
-        tabIndex={0}
-        aria-label={label}
-        className="overflow-x-auto whitespace-pre-wrap break-all rounded bg-stone-900 p-3 font-mono text-sm text-stone-100"
-      >
-        {value}
-      </pre>
+    <button
+      type="button"
+      onClick={copy}
+      aria-label={copied ? `${label} copied` : `Copy ${label}`}
+      className="inline-flex shrink-0 items-center gap-1 rounded border border-line-strong bg-surface px-2 py-1 text-xs font-medium text-ink hover:bg-stone-100 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-focus"
+    >
+      {copied ? <Check aria-hidden className="size-3.5" /> : <Copy aria-hidden className="size-3.5" />}
+      <span aria-live="polite">{copied ? "Copied" : "Copy"}</span>
+    </button>
+  );
+}
+
+/**
+ * A secret or command in a box that wraps (never scrolls sideways on a phone), with a copy
+ * button. `label` names it for the copy button and screen readers; shown above unless `hideLabel`.
+ */
+export function SecretBox({ label, value, hideLabel = false }: { label: string; value: string; hideLabel?: boolean }) {
+  const id = `box-${label.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+  return (
+    <div className="flex min-w-0 flex-col gap-1">
+      <div className={`flex items-center justify-between gap-2 ${hideLabel ? "sr-only" : ""}`}>
+        <span className="text-sm font-medium" id={`${id}-label`}>
+          {label}
+        </span>
+      </div>
+      <div className="flex min-w-0 items-start gap-2 rounded bg-stone-900 p-3">
+        <pre
+          id={id}
+          aria-labelledby={`${id}-label`}
+          className="min-w-0 flex-1 whitespace-pre-wrap break-all font-mono text-sm text-stone-100"
+        >
+          {value}
+        </pre>
+        <CopyButton value={value} label={label} target={id} />
+      </div>
+    </div>
+  );
+}
+
+/** What a page or list shows when there is nothing yet: what it is for, and the next step. */
+export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="rounded-lg border border-dashed border-line-strong bg-surface p-4 text-sm" role="note">
+      <p className="font-medium text-ink">{title}</p>
+      {children ? <div className="mt-1 text-muted">{children}</div> : null}
     </div>
   );
 }

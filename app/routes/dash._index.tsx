@@ -35,6 +35,26 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
         <LiveIndicator state={live} />
       </div>
 
+      {fresh ? (
+        <Card title="Next: connect an agent">
+          {projectCount === 0 ? (
+            <p className="mb-3 text-sm text-stone-700">
+              First <Link className={linkClass} to="/dash/settings/projects">create a project</Link>: issues and agent keys belong to one.
+            </p>
+          ) : null}
+          <p className="mb-3 text-sm text-stone-700">
+            Install the CLI once from the Retasc clone (<code>cd cli &amp;&amp; npm pack &amp;&amp; npm install -g ./retasc-cli-*.tgz</code>), then in the
+            folder your agent works in:
+          </p>
+          <SecretBox label="Commands" value={`retasc login --url ${origin}\nretasc bind`} />
+          <p className="mt-3 text-sm text-stone-700">
+            Then start the agent there and ask it to call <code>next_issue</code>; its claim shows on this page. No CLI, or no browser on that
+            machine? Mint a key or get a setup code on the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page. Work to hand out:{" "}
+            <Link className={linkClass} to="/dash/issues/new">create an issue</Link>.
+          </p>
+        </Card>
+      ) : null}
+
       <section aria-labelledby="counts-heading">
         <h2 id="counts-heading" className="sr-only">
           Queue counts
@@ -62,20 +82,6 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
         <MovesList moves={fleet.moves} now={now} />
       </section>
 
-      {fresh ? (
-        <Card title="Connect an agent from a terminal">
-          {projectCount === 0 ? (
-            <p className="mb-3 text-sm text-stone-700">
-              First <Link className={linkClass} to="/dash/settings/projects">create a project</Link>.
-            </p>
-          ) : null}
-          <p className="mb-3 text-sm text-stone-700">In the folder your agent works in:</p>
-          <SecretBox label="Commands" value={`retasc login --url ${origin}\nretasc bind`} />
-          <p className="mt-3 text-sm text-stone-700">
-            On a machine with no browser, get a setup code on the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page.
-          </p>
-        </Card>
-      ) : null}
     </div>
   );
 }

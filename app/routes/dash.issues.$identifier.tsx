@@ -126,7 +126,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
           <Section title="Dependencies" id="graph-heading">
             <DependencyGraph graph={detail.graph} />
             <RelationList detail={detail} />
-            {terminal ? null : <RelateForm />}
+            {terminal ? null : <RelateForm prefix={issue.identifier.split("-")[0]!} />}
           </Section>
           <Section title="Checkpoints" id="checkpoints-heading">
             <CheckpointTimeline checkpoints={detail.checkpoints} now={now} />

@@ -30,8 +30,16 @@ export async function action({ request, context }: Route.ActionArgs) {
 
 const input = `w-full rounded border border-stone-300 bg-white px-2 py-1.5 text-sm ${focusRing}`;
 
+/** Typing in a dependency field picks its choice, so the radio never disagrees with what was written. */
+const choose = (value: string) => (event: React.FormEvent<HTMLInputElement>) => {
+  const radio = event.currentTarget.form?.querySelector<HTMLInputElement>(`input[name="dependency"][value="${value}"]`);
+  if (radio) radio.checked = true;
+};
+
 export default function NewIssue({ loaderData, actionData }: Route.ComponentProps) {
   const { projects, members } = loaderData;
+  const prefix = projects[0]?.prefix ?? "WEB";
+  const example = `${prefix}-4, ${prefix}-7`;
   const busy = useNavigation().state === "submitting";
   if (projects.length === 0) {
     return (
@@ -70,7 +78,7 @@ export default function NewIssue({ loaderData, actionData }: Route.ComponentProp
         <fieldset className="flex flex-col gap-2">
           <legend className="text-sm font-medium">Kind</legend>
           <label className="inline-flex items-center gap-2 text-sm">
-            <input type="radio" name="work" value="work" required className={focusRing} /> Work: a unit an agent executes
+            <input type="radio" name="work" value="work" required defaultChecked className={focusRing} /> Work: a unit an agent executes
           </label>
           <label className="inline-flex items-center gap-2 text-sm">
             <input type="radio" name="work" value="container" className={focusRing} /> Container: tracks other issues, never dispatched
@@ -87,14 +95,27 @@ export default function NewIssue({ loaderData, actionData }: Route.ComponentProp
               <input type="radio" name="dependency" value="blockedBy" required className={focusRing} /> Blocked by
             </label>
             <label htmlFor="new-blocked-by" className="sr-only">Blocking issues</label>
-            <input id="new-blocked-by" name="blockedBy" placeholder="RTSC-12, RTSC-15" className={`${input} ml-6 w-auto font-mono`} />
+            <input
+              id="new-blocked-by"
+              name="blockedBy"
+              placeholder={`identifiers, e.g. ${example}`}
+              onInput={choose("blockedBy")}
+              className={`${input} ml-6 w-auto max-w-[calc(100%-1.5rem)] font-mono`}
+            />
           </div>
           <div className="flex flex-col gap-1">
             <label className="inline-flex items-center gap-2 text-sm">
-              <input type="radio" name="dependency" value="none" className={focusRing} /> No dependency, because
+              <input type="radio" name="dependency" value="none" defaultChecked className={focusRing} /> No dependency, because
             </label>
             <label htmlFor="new-no-dependency" className="sr-only">Why it depends on nothing</label>
-            <input id="new-no-dependency" name="noDependency" maxLength={500} placeholder="self-contained fix" className={`${input} ml-6 w-auto`} />
+            <input
+              id="new-no-dependency"
+              name="noDependency"
+              maxLength={500}
+              defaultValue="stands alone"
+              onInput={choose("none")}
+              className={`${input} ml-6 w-auto max-w-[calc(100%-1.5rem)]`}
+            />
           </div>
         </fieldset>
 
@@ -126,7 +147,7 @@ export default function NewIssue({ loaderData, actionData }: Route.ComponentProp
           </div>
           <div className="flex flex-col gap-1">
             <label htmlFor="new-parent" className="text-sm font-medium">Parent container</label>
-            <input id="new-parent" name="parent" placeholder="RTSC-3" className={`${input} font-mono`} />
+            <input id="new-parent" name="parent" placeholder={`a container, e.g. ${prefix}-1`} className={`${input} font-mono`} />
           </div>
           <label className="inline-flex items-center gap-2 self-end text-sm">
             <input type="checkbox" name="startBlocked" className={focusRing} /> Flag as blocked on something external

@@ -1,4 +1,4 @@
-import { Form } from "react-router";
+import { Form, Link } from "react-router";
 import type { Route } from "./+types/dash.settings.keys";
 import { requireMember } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
@@ -6,7 +6,12 @@ import { attempt } from "../errors.server.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "../../server/orgs/keys.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { createSetupCode } from "../../server/orgs/setup-codes.ts";
-import { Button, Card, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
+import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
+import { stamp } from "../components/dash/format.ts";
+import "../components/dash/dash.css";
+
+const head = "px-2 py-2 font-medium text-muted";
+const cell = "px-2 py-2 align-top";
 import { readForm } from "../forms.server.ts";
 
 export function meta() {
@@ -83,31 +88,37 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
           <SecretBox label={secret.label} value={secret.key} />
         </div>
       ) : null}
-      <table className="w-full border-collapse text-left text-sm">
+      {keys.length === 0 ? (
+        <EmptyState title="No agent keys yet.">
+          Mint one below for an MCP client, get a setup code for an agent on a machine with no browser, or run <code>retasc bind</code> in the
+          agent's folder (it mints its own).
+        </EmptyState>
+      ) : (
+      <table className="stack-md w-full border-collapse text-left text-sm">
         <caption className="sr-only">Agent keys</caption>
         <thead>
-          <tr className="border-b border-stone-300">
-            <th scope="col" className="py-2">Key</th>
-            <th scope="col">Runtime</th>
-            <th scope="col">Person</th>
-            <th scope="col">Project</th>
-            <th scope="col">Last used</th>
-            <th scope="col">State</th>
+          <tr className="border-b border-line-strong">
+            <th scope="col" className={head}>Key</th>
+            <th scope="col" className={head}>Runtime</th>
+            <th scope="col" className={head}>Person</th>
+            <th scope="col" className={head}>Project</th>
+            <th scope="col" className={head}>Last used</th>
+            <th scope="col" className={head}>State</th>
             <th scope="col"><span className="sr-only">Actions</span></th>
           </tr>
         </thead>
         <tbody>
           {keys.map((k) => (
-            <tr key={k.keyId} className="border-b border-stone-200" data-key={k.prefix}>
-              <td className="py-2 font-mono">{k.prefix}…</td>
-              <td>{k.runtime}</td>
-              <td>{k.userEmail}</td>
-              <td>{k.projectPrefix ?? "any"}</td>
-              <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : "never"}</td>
-              <td>{k.status}</td>
-              <td className="flex justify-end gap-2 py-1">
+            <tr key={k.keyId} className="border-b border-line max-md:py-2" data-key={k.prefix}>
+              <td className={`${cell} font-mono`} data-label="Key">{k.prefix}…</td>
+              <td className={`${cell} font-mono`} data-label="Runtime">{k.runtime}</td>
+              <td className={cell} data-label="Person">{k.userEmail}</td>
+              <td className={cell} data-label="Project">{k.projectPrefix ?? "any"}</td>
+              <td className={`${cell} tabular-nums`} data-label="Last used">{k.lastUsedAt ? stamp(k.lastUsedAt) : "never"}</td>
+              <td className={cell} data-label="State">{k.status}</td>
+              <td className="px-2 py-1.5 text-right align-top">
                 {k.status === "active" ? (
-                  <Form method="post" className="flex gap-2">
+                  <Form method="post" className="inline-flex gap-2">
                     <input type="hidden" name="keyId" value={k.keyId} />
                     <Button name="intent" value="rotate" tone="secondary" aria-label={`Rotate ${k.prefix}`}>
                       Rotate
@@ -122,8 +133,11 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
           ))}
         </tbody>
       </table>
+      )}
       {projects.length === 0 ? (
-        <p>Create a project first; keys are minted for a project.</p>
+        <EmptyState title="No project yet.">
+          Keys are minted for a project: <Link to="/dash/settings/projects" className="font-medium text-accent underline">create one</Link> first.
+        </EmptyState>
       ) : (
         <div className="grid gap-6 md:grid-cols-2">
           <Card title="Mint a key">

@@ -5,7 +5,9 @@ import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
 import { createInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
-import { Button, Card, ErrorNote, Field, Notice, SecretBox } from "../components/ui.tsx";
+import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
+import { stamp } from "../components/dash/format.ts";
+import "../components/dash/dash.css";
 import { readForm } from "../forms.server.ts";
 
 export function meta() {
@@ -28,7 +30,10 @@ export async function action({ request, context }: Route.ActionArgs) {
   const result = await attempt(context.log, async () => {
     switch (intent) {
       case "invite": {
-        const invite = await createInvite(ctx, { expiresDays: Number(form.get("expiresDays") ?? 7) });
+        const invite = await createInvite(ctx, {
+          expiresDays: Number(form.get("expiresDays") ?? 7),
+          role: String(form.get("role") ?? "member") as "member" | "admin",
+        });
         return { invite: { ...invite, link: `${publicBaseUrl(request, context.services.config)}/join/${invite.code}` } };
       }
       case "revoke-invite":
@@ -58,6 +63,11 @@ export async function action({ request, context }: Route.ActionArgs) {
   return result.ok ? { ...result.value, error: null } : { error: result.error };
 }
 
+const head = "px-2 py-2 font-medium text-muted";
+const row = "border-b border-line max-md:py-2";
+const cell = "px-2 py-2 align-top";
+const actions = "px-2 py-1.5 text-right align-top whitespace-nowrap [&>form+form]:ml-2";
+
 function Action({ intent, memberId, label, tone = "secondary" }: { intent: string; memberId: string; label: string; tone?: "secondary" | "danger" }) {
   return (
     <Form method="post" className="inline">
@@ -80,25 +90,25 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
       <ErrorNote error={actionData?.error} />
       {actionData && "done" in actionData && actionData.done ? <Notice>{actionData.done}</Notice> : null}
       <Card title="People">
-        <table className="w-full border-collapse text-left text-sm">
+        <table className="stack-md w-full border-collapse text-left text-sm">
           <thead>
             <tr className="border-b border-stone-300">
-              <th scope="col" className="py-2">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">State</th>
+              <th scope="col" className={head}>Name</th>
+              <th scope="col" className={head}>Email</th>
+              <th scope="col" className={head}>Role</th>
+              <th scope="col" className={head}>State</th>
               <th scope="col"><span className="sr-only">Actions</span></th>
             </tr>
           </thead>
           <tbody>
             {people.map((p) =>
               p.kind === "human" ? (
-                <tr key={p.memberId} className="border-b border-stone-200" data-member={p.email}>
-                  <td className="py-2">{p.name}</td>
-                  <td>{p.email}</td>
-                  <td>{p.role}</td>
-                  <td>{p.status}</td>
-                  <td className="flex flex-wrap justify-end gap-2 py-1">
+                <tr key={p.memberId} className={row} data-member={p.email}>
+                  <td className={cell} data-label="Name">{p.name}</td>
+                  <td className={cell} data-label="Email">{p.email}</td>
+                  <td className={cell} data-label="Role">{p.role}</td>
+                  <td className={cell} data-label="State">{p.status}</td>
+                  <td className={actions}>
                     {manages && p.memberId !== me.memberId ? (
                       p.status === "active" ? (
                         <Action intent="suspend" memberId={p.memberId} label="Suspend" tone="danger" />
@@ -122,29 +132,31 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
       </Card>
       <Card title="Agents">
         {agents.length === 0 ? (
-          <p className="text-sm text-stone-600">No live agents. Bind a folder with <code>retasc bind</code>.</p>
+          <EmptyState title="No live agents.">
+            Bind a folder with <code>retasc bind</code>, or mint a key on the Keys page: each agent key shows here.
+          </EmptyState>
         ) : (
-          <table className="w-full border-collapse text-left text-sm">
+          <table className="stack-md w-full border-collapse text-left text-sm">
             <thead>
               <tr className="border-b border-stone-300">
-                <th scope="col" className="py-2">Runtime</th>
-                <th scope="col">Key</th>
-                <th scope="col">Acts for</th>
-                <th scope="col">Project</th>
-                <th scope="col">Last used</th>
+                <th scope="col" className={head}>Runtime</th>
+                <th scope="col" className={head}>Key</th>
+                <th scope="col" className={head}>Acts for</th>
+                <th scope="col" className={head}>Project</th>
+                <th scope="col" className={head}>Last used</th>
                 <th scope="col"><span className="sr-only">Actions</span></th>
               </tr>
             </thead>
             <tbody>
               {agents.map((a) =>
                 a.kind === "agent" ? (
-                  <tr key={a.memberId} className="border-b border-stone-200">
-                    <td className="py-2">{a.runtime}</td>
-                    <td className="font-mono">{a.keyPrefix}…</td>
-                    <td>{a.humanEmail}</td>
-                    <td>{a.projectPrefix ?? "any"}</td>
-                    <td>{a.lastUsedAt ? new Date(a.lastUsedAt).toLocaleString() : "never"}</td>
-                    <td className="py-1 text-right">
+                  <tr key={a.memberId} className={row}>
+                    <td className={`${cell} font-mono`} data-label="Runtime">{a.runtime}</td>
+                    <td className={`${cell} font-mono`} data-label="Key">{a.keyPrefix}…</td>
+                    <td className={cell} data-label="Acts for">{a.humanEmail}</td>
+                    <td className={cell} data-label="Project">{a.projectPrefix ?? "any"}</td>
+                    <td className={`${cell} tabular-nums`} data-label="Last used">{a.lastUsedAt ? stamp(a.lastUsedAt) : "never"}</td>
+                    <td className={actions}>
                       {manages || a.userId === me.userId ? (
                         <Action intent="retire" memberId={a.memberId} label="Retire" tone="danger" />
                       ) : null}
@@ -160,37 +172,52 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
         <Card title="Invites">
           {result?.invite ? (
             <div className="mb-4 flex flex-col gap-3" data-testid="new-invite">
-              <Notice>Invite created. It is shown once, works once, and expires {new Date(result.invite.expiresAt).toLocaleDateString()}.</Notice>
+              <Notice>
+                Invite created for a new {result.invite.role}. It is shown once, works once, and expires {stamp(result.invite.expiresAt)}.
+              </Notice>
               <SecretBox label="Invite code" value={result.invite.code} />
               <SecretBox label="They run" value={`retasc join ${result.invite.link}`} />
               <SecretBox label="Or open" value={result.invite.link} />
             </div>
           ) : null}
-          <Form method="post" className="mb-6 flex items-end gap-3">
+          <Form method="post" className="mb-6 flex flex-wrap items-end gap-3">
             <Field label="Expires after (days)" name="expiresDays" type="number" defaultValue="7" />
+            {me.role === "owner" ? (
+              <Select
+                label="Joins as"
+                name="role"
+                defaultValue="member"
+                options={[
+                  { value: "member", label: "member" },
+                  { value: "admin", label: "admin" },
+                ]}
+              />
+            ) : null}
             <Button name="intent" value="invite">
               New invite
             </Button>
           </Form>
           {invites.length > 0 ? (
-            <table className="w-full border-collapse text-left text-sm">
+            <table className="stack-md w-full border-collapse text-left text-sm">
               <thead>
                 <tr className="border-b border-stone-300">
-                  <th scope="col" className="py-2">Created</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Accepted by</th>
+                  <th scope="col" className={head}>Created</th>
+                  <th scope="col" className={head}>Joins as</th>
+                  <th scope="col" className={head}>State</th>
+                  <th scope="col" className={head}>Expires</th>
+                  <th scope="col" className={head}>Accepted by</th>
                   <th scope="col"><span className="sr-only">Actions</span></th>
                 </tr>
               </thead>
               <tbody>
                 {invites.map((i) => (
-                  <tr key={i.inviteId} className="border-b border-stone-200">
-                    <td className="py-2">{new Date(i.createdAt).toLocaleString()}</td>
-                    <td>{i.state}</td>
-                    <td>{i.expiresAt ? new Date(i.expiresAt).toLocaleDateString() : "—"}</td>
-                    <td>{i.acceptedBy ?? "—"}</td>
-                    <td className="py-1 text-right">
+                  <tr key={i.inviteId} className={row}>
+                    <td className={`${cell} tabular-nums`} data-label="Created">{stamp(i.createdAt)}</td>
+                    <td className={cell} data-label="Joins as">{i.role}</td>
+                    <td className={cell} data-label="State">{i.state}</td>
+                    <td className={`${cell} tabular-nums`} data-label="Expires">{i.expiresAt ? stamp(i.expiresAt) : "—"}</td>
+                    <td className={cell} data-label="Accepted by">{i.acceptedBy ?? "—"}</td>
+                    <td className={actions}>
                       {i.state === "pending" ? (
                         <Form method="post">
                           <input type="hidden" name="inviteId" value={i.inviteId} />

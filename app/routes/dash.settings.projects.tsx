@@ -4,7 +4,11 @@ import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { addProject } from "../../server/orgs/account.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
-import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
+import { Button, Card, EmptyState, ErrorNote, Field, Notice } from "../components/ui.tsx";
+import "../components/dash/dash.css";
+
+const head = "px-2 py-2 font-medium text-muted";
+const cell = "px-2 py-2 align-top";
 import { readForm } from "../forms.server.ts";
 
 export function meta() {
@@ -32,25 +36,27 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">Projects</h1>
       {projects.length === 0 ? (
-        <p className="text-stone-700">No projects yet.</p>
+        <EmptyState title="No projects yet.">
+          A project holds issues named by its prefix (WEB-1, WEB-2, …) and the agent keys that work on them. Create the first one below.
+        </EmptyState>
       ) : (
-        <table className="w-full border-collapse text-left text-sm">
+        <table className="stack-md w-full border-collapse text-left text-sm">
           <caption className="sr-only">Projects of this org</caption>
           <thead>
-            <tr className="border-b border-stone-300">
-              <th scope="col" className="py-2">Prefix</th>
-              <th scope="col">Name</th>
-              <th scope="col">Issues so far</th>
-              <th scope="col">Id</th>
+            <tr className="border-b border-line-strong">
+              <th scope="col" className={head}>Prefix</th>
+              <th scope="col" className={head}>Name</th>
+              <th scope="col" className={head}>Issues so far</th>
+              <th scope="col" className={head}>Id</th>
             </tr>
           </thead>
           <tbody>
             {projects.map((p) => (
-              <tr key={p.id} className="border-b border-stone-200">
-                <td className="py-2 font-mono">{p.prefix}</td>
-                <td>{p.name}</td>
-                <td>{p.issueCounter}</td>
-                <td className="font-mono text-xs text-stone-500">{p.id}</td>
+              <tr key={p.id} className="border-b border-line max-md:py-2">
+                <td className={`${cell} font-mono`} data-label="Prefix">{p.prefix}</td>
+                <td className={cell} data-label="Name">{p.name}</td>
+                <td className={`${cell} tabular-nums`} data-label="Issues so far">{p.issueCounter}</td>
+                <td className={`${cell} font-mono text-xs text-muted`} data-label="Id">{p.id}</td>
               </tr>
             ))}
           </tbody>

@@ -40,8 +40,8 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
       <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:bg-white focus:p-2">
         Skip to content
       </a>
-      <header className="border-b border-stone-200 bg-white">
-        <div className="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-6 py-3">
+      <header className="border-b border-line bg-surface">
+        <div className="mx-auto flex max-w-5xl flex-wrap items-center gap-x-4 gap-y-2 px-4 py-3 sm:px-6">
           <Link to="/dash" className="text-lg font-bold tracking-tight">
             Retasc
           </Link>
@@ -73,8 +73,10 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
           <Link to="/dash/orgs/new" className="text-sm underline">
             New org
           </Link>
-          <div className="ml-auto flex items-center gap-3 text-sm">
-            <span className="text-stone-600">{user.email}</span>
+          <div className="ml-auto flex min-w-0 items-center gap-3 text-sm">
+            <span className="min-w-0 truncate text-muted" title={user.email}>
+              {user.email}
+            </span>
             <Form method="post" action="/auth/sign-out">
               <button type="submit" className="underline">
                 Sign out
@@ -83,14 +85,15 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
           </div>
         </div>
         {orgs.length > 0 ? (
-          <nav aria-label="Dash" className="mx-auto flex max-w-5xl gap-1 overflow-x-auto px-6">
+          // Wraps instead of scrolling, so every page stays in sight on a phone.
+          <nav aria-label="Dash" className="mx-auto flex max-w-5xl flex-wrap gap-x-1 px-4 sm:px-6">
             {links.map((l) => (
               <NavLink
                 key={l.to}
                 to={l.to}
                 end={l.end}
                 className={({ isActive }) =>
-                  `border-b-2 px-3 py-2 text-sm whitespace-nowrap ${isActive ? "border-stone-900 font-medium" : "border-transparent text-stone-600 hover:text-stone-900"}`
+                  `border-b-2 px-2.5 py-2 text-sm whitespace-nowrap focus-visible:outline-2 focus-visible:outline-offset-[-2px] focus-visible:outline-focus ${isActive ? "border-stone-900 font-medium text-ink" : "border-transparent text-muted hover:text-ink"}`
                 }
               >
                 {l.label}
@@ -99,7 +102,7 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
           </nav>
         ) : null}
       </header>
-      <main id="main" className="mx-auto max-w-5xl px-6 py-8">
+      <main id="main" className="mx-auto max-w-5xl px-4 py-6 sm:px-6 sm:py-8">
         <Outlet />
       </main>
     </div>

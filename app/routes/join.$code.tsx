@@ -38,7 +38,8 @@ export default function Join({ loaderData, actionData }: Route.ComponentProps) {
       ) : (
         <Form method="post" className="flex flex-col gap-4">
           <p>
-            You are signed in as <strong>{user.email}</strong>. Joining makes you a member of {invite.orgName}.
+            You are signed in as <strong className="[overflow-wrap:anywhere]">{user.email}</strong>. Joining makes you {invite.role === "admin" ? "an admin" : "a member"} of{" "}
+            {invite.orgName}.
           </p>
           <div>
             <Button>Join {invite.orgName}</Button>

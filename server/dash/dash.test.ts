@@ -199,6 +199,39 @@ describe("queue page", () => {
       expect(detail.issue.statusNote, identifier).toBe(pills.get(identifier)!.unheld ?? undefined);
     }
     expect(await getIssue(a, { identifier: "RSM-3" })).toMatchObject({ status: "doing", held: false, statusNote: "doing, unheld: the next claim resumes it" });
+
+    // A reviewer's claim after the handoff to review starts the review; it resumes nothing.
+    await create(a, "to review", { priority: 2 });
+    const work = await claimIssue(org.agents.bob.ctx, { identifier: "RSM-5" });
+    const carol = (await issueDetail(dash, { identifier: "RSM-1" })).members.find((m) => m.email.startsWith("carol-"))!;
+    await saveIssue(org.agents.bob.ctx, { identifier: "RSM-5", claimToken: work.claimToken, status: "review", assignee: carol.email });
+    const review = await claimIssue(org.agents.carol.ctx, { identifier: "RSM-5" });
+    expect(review.fence).toBe(2);
+    expect((await issueDetail(dash, { identifier: "RSM-5" })).pills).toEqual({ claimed: true, unheld: null, resumed: false });
+    const moves = (await fleetSnapshot(dash)).moves.filter((m) => m.identifier === "RSM-5").map((m) => m.kind);
+    expect(moves).toContain("review");
+    expect(moves).not.toContain("finished");
+  });
+
+  it("searches titles and identifiers, and filters and shows the lane", async () => {
+    const org = await seedOrg(env.services, { prefix: "SRC" });
+    const a = org.agents.alice.ctx;
+    const dash = await dashAs(org, "alice");
+    const bob = (await issueDetail(dash, { identifier: (await create(a, "Rotate the signing keys")).identifier })).members.find((m) => m.email.startsWith("bob-"))!;
+    await create(a, "Ship the login page", { assignee: bob.email });
+    await create(a, "Login rate limits");
+    const ids = async (input: Record<string, unknown>) => (await queuePage(dash, input)).issues.map((r) => r.identifier);
+    expect(await ids({ q: "login" })).toEqual(["SRC-2", "SRC-3"]);
+    expect(await ids({ q: "LOGIN page" })).toEqual(["SRC-2"]);
+    expect(await ids({ q: "src-3" })).toEqual(["SRC-3"]);
+    expect(await ids({ q: "1" })).toEqual(["SRC-1"]);
+    expect(await ids({ q: "nothing like it" })).toEqual([]);
+    expect(await ids({ lane: bob.email })).toEqual(["SRC-2"]);
+    expect(await ids({ lane: "none" })).toEqual(["SRC-1", "SRC-3"]);
+    const page = await queuePage(dash, { q: "login" });
+    expect(page.issues.map((r) => r.lane)).toEqual([bob.email, null]);
+    expect(page.counts.all).toBe(2);
+    expect(page.lanes).toContain(bob.email);
   });
 
   it("reads its filters from the URL and refuses bad ones", async () => {
@@ -245,7 +278,8 @@ describe("issue drill-down", () => {
       ["created", "claude-code", org.agents.alice.key.slice(0, 12)],
     ]);
     expect(detail.activity[1]!.who).toMatch(/^bob-.*@example\.com$/);
-    expect(JSON.parse(detail.activity[1]!.detail!)).toMatchObject({ done: "audit", gotchas: "cookies" });
+    expect(detail.activity[1]).toMatchObject({ label: "checkpoint", text: "saved by codex, fence 1 · done: audit · gotchas: cookies" });
+    expect(detail.activity[3]!.text).toMatch(/^claimed by codex, lease to \d\d:\d\d UTC, fence 1$/);
     expect(detail.checkpoints).toMatchObject([{ runtime: "codex", done: "audit", gotchas: "cookies" }]);
     expect(detail.comments).toMatchObject([{ body: "Looks good so far", bodyHtml: "<p>Looks good so far</p>\n", runtime: "dash" }]);
     expect(detail.comments[0]!.author).toMatch(/^alice-/);
@@ -300,7 +334,7 @@ describe("forceRelease", () => {
     });
     const detail = await issueDetail(await dashAs(org, "alice"), { identifier: "FRC-1" });
     expect(detail.activity[0]).toMatchObject({ kind: "force_released", runtime: "dash" });
-    expect(JSON.parse(detail.activity[0]!.detail!)).toMatchObject({ reason: "agent hung on a prompt", holderRuntime: "codex" });
+    expect(detail.activity[0]).toMatchObject({ label: "taken back", text: "claim of codex taken back by dash, fence 1: agent hung on a prompt" });
     const fleet = await fleetSnapshot(await dashAs(org, "alice"));
     expect(fleet.moves[0]).toMatchObject({ kind: "force_released", fromRuntime: "codex", runtime: "dash" });
     const again = await claimIssue(org.agents.carol.ctx, { identifier: "FRC-1" });

@@ -138,6 +138,8 @@ export async function fleetSnapshot(ctx: Ctx) {
       const lost = String((m.kind === "reclaimed" ? detail.runtime : detail.holderRuntime) ?? "");
       return { ...base, kind: m.kind, fromRuntime: lost || null };
     }
+    // A finish into review is a handoff to the reviewer, not the end of the work.
+    if (m.kind === "finished" && detail.to === "review") return { ...base, kind: "review" as const, fromRuntime: null };
     return { ...base, kind: m.kind as "released" | "finished", fromRuntime: null };
   });
 

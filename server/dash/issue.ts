@@ -1,7 +1,8 @@
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import type { z } from "zod";
-import { activity, agentKeys, checkpoints, members, user } from "../../db/schema/index.ts";
+import { activity, agentKeys, checkpoints, user } from "../../db/schema/index.ts";
 import { activityDetail } from "../activity/index.ts";
+import { activityWords } from "./activity-text.ts";
 import type { Ctx } from "../context.ts";
 import { listAttachments } from "../issues/attachments.ts";
 import { isInlineImage } from "../issues/attachments-sniff.ts";
@@ -12,7 +13,8 @@ import { issueView } from "../issues/views.ts";
 import { markdown } from "../markdown/index.ts";
 import { listProjects } from "../orgs/projects.ts";
 import { neighbourhood } from "./graph.ts";
-import { workPills } from "./queue.ts";
+import { activeMembers } from "./people.ts";
+import { resumedIssueIds, workPills } from "./queue.ts";
 import { rankReasons } from "./why.ts";
 
 /**
@@ -31,7 +33,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
   const row = await findIssue(db, orgId, identifier);
   const cipher = await ctx.keyring.forOrg(db, orgId);
 
-  const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people] = await Promise.all([
+  const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people, resumed] = await Promise.all([
     issueView(db, cipher, row, now),
     listComments(ctx, { issue: row.identifier }),
     listAttachments(ctx, { issue: row.identifier }),
@@ -64,6 +66,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
     neighbourhood(db, cipher, orgId, row),
     rankReasons(db, [row]),
     activeMembers(ctx),
+    resumedIssueIds(db, orgId, [row], now),
   ]);
 
   const authorIds = [...new Set(thread.comments.map((c) => c.authorId).filter((id): id is string => Boolean(id)))];
@@ -79,10 +82,11 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
     [view.body, ...thread.comments.map((c) => (c.retracted ? null : c.body))].map((source) => markdown.render(source)),
   );
 
+  const attachmentNames = { attachments: new Map(attached.attachments.map((a) => [a.id, a.title ?? a.url ?? "an attachment"])) };
   return {
     now: now.toISOString(),
     issue: view,
-    pills: workPills(row, now),
+    pills: workPills(row, now, resumed),
     bodyHtml: bodyHtml!,
     why: reasons.get(row.id)!,
     graph,
@@ -107,7 +111,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
       runtime: a.runtime,
       who: a.email ?? (a.actorId ? a.actorId : "system"),
       keyPrefix: a.keyPrefix,
-      detail: detailText(activityDetail(cipher, a)),
+      ...activityWords({ kind: a.kind, runtime: a.runtime, detail: activityDetail(cipher, a) }, attachmentNames),
     })),
     activityTruncated: activityRows.length === ACTIVITY_LIMIT,
     members: people,
@@ -115,20 +119,9 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
 }
 export type IssueDetail = Awaited<ReturnType<typeof issueDetail>>;
 
-/** People who can be assigned (a lane or a reviewer): the org's active members. */
-function activeMembers(ctx: Ctx) {
-  return ctx.db
-    .select({ userId: user.id, email: user.email, name: user.name })
-    .from(members)
-    .innerJoin(user, eq(user.id, members.userId))
-    .where(and(eq(members.orgId, ctx.principal.orgId), eq(members.status, "active")))
-    .orderBy(asc(user.email));
-}
-
 /** What the new-issue form offers: the org's projects and the people work can be assigned to. */
 export async function newIssueOptions(ctx: Ctx) {
   const [{ projects }, people] = await Promise.all([listProjects(ctx, {}), activeMembers(ctx)]);
   return { projects, members: people };
 }
 
-const detailText = (detail: Record<string, unknown>) => (Object.keys(detail).length > 0 ? JSON.stringify(detail) : null);

@@ -1,15 +1,17 @@
 import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from "drizzle-orm";
+import type { Db } from "../../db/client.ts";
 import { z } from "zod";
 import { dispatchOrder } from "../../db/schema/dispatch.ts";
-import { agentKeys, issues, leases } from "../../db/schema/index.ts";
+import { agentKeys, issues, leases, user } from "../../db/schema/index.ts";
 import { openStatuses } from "../../constants/statuses.ts";
 import type { Ctx } from "../context.ts";
 import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";
 import { orgTimeZone } from "../issues/store.ts";
 import type { IssueRow } from "../issues/store.ts";
-import { isLeaseLive, resumedClaim, slaView, statusNoteOf } from "../issues/views.ts";
+import { isLeaseLive, slaView, statusNoteOf } from "../issues/views.ts";
 import { applyDueSla } from "../queue/index.ts";
+import { activeMembers } from "./people.ts";
 import { rankReasons } from "./why.ts";
 
 /**
@@ -34,6 +36,10 @@ export const queuePageInput = z.object({
   date: z.enum(queueDateFields).default("created"),
   from: calendarDate.optional(),
   to: calendarDate.optional(),
+  /** Words of the title, or an identifier (RTSC-12) or its number. */
+  q: z.string().trim().max(200).optional(),
+  /** The lane: an assignee's email, or "none" for unassigned issues. */
+  lane: z.string().trim().min(1).max(320).optional(),
   page: z.coerce.number().int().min(1).max(100_000).default(1),
 });
 export type QueuePageInput = z.infer<typeof queuePageInput>;
@@ -50,21 +56,65 @@ export function queueInputFromSearch(params: URLSearchParams): unknown {
     date: one("date"),
     from: one("from"),
     to: one("to"),
+    q: one("q"),
+    lane: one("lane"),
     page: one("page"),
   };
 }
 
 /**
  * The pills beside an issue's status: claimed (a live lease), an unheld doing issue in words
- * (what its next claim does), and resumed when the live claim took over from a previous holder.
+ * (what its next claim does), and resumed when the live claim carries on work a previous
+ * holder left unfinished (`resumed` from resumedIssueIds).
  */
-export function workPills(row: IssueRow, now: Date) {
+export function workPills(row: IssueRow, now: Date, resumed: ReadonlySet<string>) {
   const held = isLeaseLive(row, now);
   return {
     claimed: held,
     unheld: statusNoteOf(row, held),
-    resumed: resumedClaim(row, now),
+    resumed: held && resumed.has(row.id),
   };
+}
+
+/**
+ * Of these issues, those whose live claim resumed unfinished work: the lease before it was
+ * given back or expired. A claim after a finish (a reviewer's, after the handoff to review)
+ * starts afresh, and so does a first claim.
+ */
+export async function resumedIssueIds(db: Db, orgId: string, rows: IssueRow[], now: Date): Promise<Set<string>> {
+  const later = rows.filter((r) => isLeaseLive(r, now) && r.fence > 1);
+  if (later.length === 0) return new Set();
+  const found = await db
+    .select({ issueId: leases.issueId })
+    .from(leases)
+    .where(
+      and(
+        eq(leases.orgId, orgId),
+        inArray(leases.endReason, ["released", "expired"]),
+        sql`(${leases.issueId}, ${leases.fence}) in (${sql.join(
+          later.map((r) => sql`(${r.id}, ${r.fence - 1})`),
+          sql`, `,
+        )})`,
+      ),
+    );
+  return new Set(found.map((f) => f.issueId));
+}
+
+/**
+ * Titles are encrypted, so a title search decrypts the titles of the issues the other filters
+ * leave and keeps the ids that match (an identifier or its number matches too).
+ */
+async function searchIds(ctx: Ctx, filters: SQL[], q: string): Promise<string[]> {
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
+  const rows = await ctx.db.select({ id: issues.id, identifier: issues.identifier, number: issues.number, titleEnc: issues.titleEnc }).from(issues).where(and(...filters));
+  return rows
+    .filter((r) => {
+      if (words.length === 1 && (r.identifier.toLowerCase() === words[0] || String(r.number) === words[0])) return true;
+      const title = (cipher.decrypt(r.titleEnc) ?? "").toLowerCase();
+      return words.every((w) => title.includes(w) || r.identifier.toLowerCase() === w);
+    })
+    .map((r) => r.id);
 }
 
 const previousDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
@@ -88,17 +138,25 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
     if (input.from) filters.push(gte(column, new Date(endOfDayIn(previousDay(input.from), timeZone).getTime() + 1)));
     if (input.to) filters.push(lte(column, endOfDayIn(input.to, timeZone)));
   }
+  if (input.lane === "none") filters.push(isNull(issues.assigneeId));
+  else if (input.lane) filters.push(sql`${issues.assigneeId} in (select id from "user" where lower(email) = ${input.lane.toLowerCase()})`);
+  if (input.q) {
+    const ids = await searchIds(ctx, filters, input.q);
+    filters.push(ids.length > 0 ? inArray(issues.id, ids) : sql`false`);
+  }
   const tabFilter =
     input.tab === "backlog" ? isNull(issues.firstClaimedAt) : input.tab === "active" ? isNotNull(issues.firstClaimedAt) : undefined;
 
-  const [rows, tallies, runtimes] = await Promise.all([
+  const [rows, tallies, runtimes, people] = await Promise.all([
     db
       .select({
         issue: issues,
         holderRuntime: leases.runtime,
+        lane: user.email,
       })
       .from(issues)
       .leftJoin(leases, and(eq(leases.id, issues.leaseId), gt(leases.expiresAt, now)))
+      .leftJoin(user, eq(user.id, issues.assigneeId))
       .where(and(...filters, tabFilter))
       .orderBy(...dispatchOrder(issues))
       .limit(QUEUE_PAGE_SIZE)
@@ -115,10 +173,14 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
       .from(agentKeys)
       .where(eq(agentKeys.orgId, orgId))
       .orderBy(agentKeys.runtime),
+    activeMembers(ctx),
   ]);
 
   const cipher = await ctx.keyring.forOrg(db, orgId);
-  const reasons = await rankReasons(db, rows.map((r) => r.issue));
+  const [reasons, resumed] = await Promise.all([
+    rankReasons(db, rows.map((r) => r.issue)),
+    resumedIssueIds(db, orgId, rows.map((r) => r.issue), now),
+  ]);
   const counts = { backlog: Number(tallies[0]?.backlog ?? 0), active: Number(tallies[0]?.active ?? 0) };
   const total = input.tab === "backlog" ? counts.backlog : input.tab === "active" ? counts.active : counts.backlog + counts.active;
   return {
@@ -129,7 +191,8 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
     total,
     counts: { ...counts, all: counts.backlog + counts.active },
     runtimes: runtimes.map((r) => r.runtime),
-    issues: rows.map(({ issue, holderRuntime }, index) => {
+    lanes: people.map((p) => p.email),
+    issues: rows.map(({ issue, holderRuntime, lane }, index) => {
       const held = isLeaseLive(issue, now);
       return {
         position: (input.page - 1) * QUEUE_PAGE_SIZE + index + 1,
@@ -139,7 +202,8 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
         status: issue.status,
         priority: issue.priority,
         openBlockers: issue.openBlockerCount,
-        pills: workPills(issue, now),
+        pills: workPills(issue, now, resumed),
+        lane,
         holderRuntime: held ? holderRuntime : null,
         leaseExpiresAt: held ? issue.leaseExpiresAt!.toISOString() : null,
         dueAt: issue.dueAt?.toISOString() ?? null,

@@ -40,6 +40,16 @@ describe("invites", () => {
     expect(invites[0]).toMatchObject({ inviteId: invite.inviteId, state: "accepted", expiresAt: null });
   });
 
+  it("carries the role the person joins as: an owner invites an admin, an admin only members", async () => {
+    const invite = await createInvite(as.alice, { role: "admin" });
+    expect(invite.role).toBe("admin");
+    expect(await redeemInvite(env.services, { userId: await newcomer(), code: invite.code })).toMatchObject({ role: "admin" });
+    expect((await listInvites(as.alice)).invites[0]).toMatchObject({ inviteId: invite.inviteId, role: "admin" });
+    await setMemberRole(as.alice, { memberId: memberIds.bob, role: "admin" });
+    expect((await refusal(createInvite(as.bob, { role: "admin" }))).code).toBe("FORBIDDEN");
+    expect((await createInvite(as.bob, { role: "member" })).role).toBe("member");
+  });
+
   it("accepts an invite link as well as the bare code", async () => {
     const invite = await createInvite(as.alice);
     const joined = await redeemInvite(env.services, { userId: await newcomer(), code: `https://retasc.example/join/${invite.code}` });

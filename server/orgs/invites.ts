@@ -18,6 +18,8 @@ const DAY_MS = 86_400_000;
 
 export const createInviteInput = z.object({
   expiresDays: z.number().int().min(1, "an invite lasts 1 to 30 days").max(30, "an invite lasts 1 to 30 days").default(DEFAULT_INVITE_DAYS),
+  /** What the person joins as; only an owner invites an admin (as only an owner makes one). */
+  role: z.enum(["member", "admin"], { error: "an invite makes a member or an admin" }).default("member"),
 });
 export const inviteIdInput = z.object({ inviteId: z.string().trim().min(1, "inviteId is required").max(100) });
 export const inviteCodeSchema = z
@@ -43,10 +45,10 @@ function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expires
 
 /** Mints an invite (owner or admin). Returns the code once. */
 export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
-  const { expiresDays } = createInviteInput.parse(raw);
+  const { expiresDays, role } = createInviteInput.parse(raw);
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
-    requireRole(actor, ["owner", "admin"], "inviting people");
+    requireRole(actor, role === "admin" ? ["owner"] : ["owner", "admin"], role === "admin" ? "inviting an admin" : "inviting people");
     const code = randomToken(INVITE_PREFIX, 24);
     const inviteId = newId();
     const expiresAt = new Date(ctx.clock.now().getTime() + expiresDays * DAY_MS);
@@ -54,14 +56,14 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
       id: inviteId,
       orgId: ctx.principal.orgId,
       codeHash: sha256(code),
-      role: "member",
+      role,
       createdBy: ctx.principal.userId,
       createdAt: ctx.clock.now(),
       expiresAt,
     });
-    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, expiresAt: expiresAt.toISOString() });
+    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, expiresAt: expiresAt.toISOString() });
     await chargeOrgAction(tx, ctx, "create_invite");
-    return { inviteId, code, expiresAt: expiresAt.toISOString() };
+    return { inviteId, code, role, expiresAt: expiresAt.toISOString() };
   });
 }
 
@@ -204,5 +206,5 @@ export async function describeInvite(services: Pick<Services, "db" | "clock">, r
     .where(eq(invites.codeHash, sha256(parsed.data)));
   const row = rows[0];
   if (!row) return null;
-  return { orgName: row.orgName, state: stateOf(row.invite, services.clock.now()), code: parsed.data };
+  return { orgName: row.orgName, role: row.invite.role, state: stateOf(row.invite, services.clock.now()), code: parsed.data };
 }

@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { Link } from "react-router";
-import { levelName } from "./format.ts";
+import { countdown, levelName } from "./format.ts";
 
 /** Small pieces the Dash pages share. */
 
@@ -23,13 +23,29 @@ export function Pill({ tone, children, title }: { tone: keyof typeof pillTones; 
   );
 }
 
+/**
+ * What the status alone does not say, once: that nobody holds a doing issue (and what its next
+ * claim does), and that a live claim resumed unfinished work. Who holds a claim is shown by
+ * the page beside it (the holder and lease), so "claimed" is not repeated here.
+ */
 export function WorkPills({ pills }: { pills: { claimed: boolean; unheld: string | null; resumed: boolean } }) {
+  if (!pills.unheld && !pills.resumed) return null;
   return (
     <span className="inline-flex flex-wrap gap-1">
-      {pills.claimed ? <Pill tone="claimed" title="A lease is live now">claimed</Pill> : null}
-      {pills.unheld ? <Pill tone="doing" title="Nobody holds it: available work">{pills.unheld}</Pill> : null}
-      {pills.resumed ? <Pill tone="resumed" title="This claim took over from a previous holder">resumed</Pill> : null}
+      {/* The sentence starts with the status, which the badge beside it already shows. */}
+      {pills.unheld ? <Pill tone="doing">{pills.unheld.replace(/^\w+, /, "")}</Pill> : null}
+      {pills.resumed ? <Pill tone="resumed" title="This claim carries on work a previous holder left unfinished">resumed</Pill> : null}
     </span>
+  );
+}
+
+/** A live claim in a list: the holder's runtime and the lease time left, ticking. */
+export function HolderPill({ runtime, leftMs }: { runtime: string; leftMs: number }) {
+  return (
+    <Pill tone="claimed" title="Claimed: the holder's runtime and the lease time left">
+      <span className="font-mono">{runtime}</span>
+      <span className="ml-1 inline-block w-[6ch] tabular-nums">{countdown(leftMs)}</span>
+    </Pill>
   );
 }
 

@@ -1,6 +1,7 @@
 import type { FleetClaim, FleetMove } from "../../../server/dash/fleet.ts";
 import { IssueLink, Pill, StatusBadge } from "./bits.tsx";
 import { ago, countdown } from "./format.ts";
+import { EmptyState } from "../ui.tsx";
 import "./dash.css";
 
 /** The fleet view's two live lists: claims with ticking leases, and recent moves of work. */
@@ -33,7 +34,11 @@ function LeaseLeft({ claim, now }: { claim: FleetClaim; now: number }) {
 
 export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number }) {
   if (claims.length === 0) {
-    return <p className="rounded-lg border border-dashed border-stone-300 bg-white p-4 text-stone-600">No agent holds any issue right now.</p>;
+    return (
+      <EmptyState title="No agent holds any issue right now.">
+        An agent's claim shows here the moment it calls <code>next_issue</code>, with its lease ticking down.
+      </EmptyState>
+    );
   }
   return (
     <table className="stack-md w-full border-collapse text-left text-sm">
@@ -61,7 +66,7 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
                   <IssueLink identifier={c.identifier} />
                   <StatusBadge status={c.status} />
                 </span>
-                <span className="max-w-[22rem] truncate text-stone-700" title={c.title}>
+                <span className="max-w-[22rem] truncate text-stone-700 max-md:max-w-full" title={c.title}>
                   {c.title}
                 </span>
               </span>
@@ -86,7 +91,7 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
             </td>
             <td className={cell} data-label="Checkpoint">
               {c.checkpoint ? (
-                <span className="flex max-w-[20rem] flex-col gap-0.5">
+                <span className="flex min-w-0 max-w-[20rem] flex-col gap-0.5 max-md:max-w-full">
                   <span className="truncate" title={c.checkpoint.next ?? c.checkpoint.done ?? c.checkpoint.note ?? ""}>
                     {c.checkpoint.next ? `next: ${c.checkpoint.next}` : c.checkpoint.done ? `done: ${c.checkpoint.done}` : (c.checkpoint.note ?? "")}
                   </span>
@@ -112,10 +117,11 @@ const moveWords: Record<FleetMove["kind"], { label: string; tone: "claimed" | "d
   force_released: { label: "taken back", tone: "danger" },
   released: { label: "released", tone: "neutral" },
   finished: { label: "finished", tone: "neutral" },
+  review: { label: "to review", tone: "resumed" },
 };
 
 export function MovesList({ moves, now }: { moves: FleetMove[]; now: number }) {
-  if (moves.length === 0) return <p className="text-stone-600">Nothing has been claimed yet.</p>;
+  if (moves.length === 0) return <EmptyState title="Nothing has been claimed yet.">Claims, handoffs between runtimes and reclaims of lapsed leases are listed here.</EmptyState>;
   return (
     <ol className="divide-y divide-stone-200 rounded-lg border border-stone-200 bg-white" aria-label="Recent claims, handoffs and reclaims">
       {moves.map((m) => {

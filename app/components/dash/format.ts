@@ -4,15 +4,7 @@
 export const LEVEL_NAMES = ["none", "low", "medium", "high", "urgent", "breached"] as const;
 export const levelName = (level: number) => LEVEL_NAMES[level] ?? String(level);
 
-/** Priority numbers as agents send them: 0 none, 1 urgent, 2 high, 3 medium, 4 low. */
-export const PRIORITIES = [
-  { value: 1, label: "urgent" },
-  { value: 2, label: "high" },
-  { value: 3, label: "medium" },
-  { value: 4, label: "low" },
-  { value: 0, label: "none" },
-] as const;
-export const priorityName = (priority: number) => PRIORITIES.find((p) => p.value === priority)?.label ?? String(priority);
+export { PRIORITIES, priorityName } from "../../../constants/priorities.ts";
 
 const pad = (n: number) => String(n).padStart(2, "0");
 

@@ -107,9 +107,11 @@ export function DependencyGraph({ graph }: { graph: Neighbourhood }) {
           })}
           {graph.nodes.map((n) => {
             const p = position(n.identifier);
+            const caption = nodeCaption(n.status, n.title);
             return (
-              <Link key={n.identifier} to={`/dash/issues/${n.identifier}`} aria-label={`${n.identifier} ${n.status}: ${n.title}`} className="graph-node">
-                <title>{`${n.identifier} (${n.status}): ${n.title}`}</title>
+              // Named by its <title> (the whole title, also the tooltip), not by an aria-label that the cut caption would contradict.
+              <Link key={n.identifier} to={`/dash/issues/${n.identifier}`} className="graph-node">
+                <title>{`${n.identifier} ${n.status}: ${n.title}`}</title>
                 <rect
                   x={p.x}
                   y={p.y}
@@ -124,7 +126,7 @@ export function DependencyGraph({ graph }: { graph: Neighbourhood }) {
                   {n.identifier}
                 </text>
                 <text x={p.x + 10} y={p.y + 35} fontSize="11" fill={n.center ? "#d6d3d1" : "#57534e"}>
-                  {nodeCaption(n.status, n.title)}
+                  {caption}
                 </text>
               </Link>
             );

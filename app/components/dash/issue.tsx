@@ -1,6 +1,6 @@
 import { Form, useNavigation } from "react-router";
 import type { IssueDetail } from "../../../server/dash/issue.ts";
-import { IssueLink, Pill, StatusBadge, focusRing } from "./bits.tsx";
+import { IssueLink, StatusBadge, focusRing } from "./bits.tsx";
 import "./dash.css";
 import { PRIORITIES, ago, countdown, priorityName, stamp } from "./format.ts";
 
@@ -33,7 +33,7 @@ export function MarkdownBody({ html }: { html: string }) {
 function Markdown({ html, testId, className = "" }: { html: string; testId: string; className?: string }) {
   return (
     <div
-      className={`${className} max-w-none text-stone-800 [&_a]:text-sky-800 [&_a]:underline [&_blockquote]:border-l-4 [&_blockquote]:border-stone-300 [&_blockquote]:pl-3 [&_code]:rounded [&_code]:bg-stone-100 [&_code]:px-1 [&_code]:font-mono [&_code]:text-[0.9em] [&_h1]:text-xl [&_h1]:font-semibold [&_h2]:text-lg [&_h2]:font-semibold [&_h3]:font-semibold [&_li]:my-0.5 [&_ol]:list-decimal [&_ol]:pl-6 [&_pre]:overflow-x-auto [&_pre]:rounded [&_pre]:bg-stone-900 [&_pre]:p-3 [&_pre]:text-stone-100 [&_pre_code]:bg-transparent [&_table]:border-collapse [&_td]:border [&_td]:border-stone-300 [&_td]:px-2 [&_th]:border [&_th]:border-stone-300 [&_th]:px-2 [&_ul]:list-disc [&_ul]:pl-6 [&>*+*]:mt-3`}
+      className={`${className} max-w-none text-stone-800 [&_a]:text-sky-800 [&_a]:underline [&_blockquote]:border-l-4 [&_blockquote]:border-stone-300 [&_blockquote]:pl-3 [&_code]:rounded [&_code]:bg-stone-100 [&_code]:px-1 [&_code]:font-mono [&_code]:text-[0.9em] [&_h1]:text-xl [&_h1]:font-semibold [&_h2]:text-lg [&_h2]:font-semibold [&_h3]:font-semibold [&_li]:my-0.5 [&_ol]:list-decimal [&_ol]:pl-6 [&_pre]:whitespace-pre-wrap [&_pre]:[overflow-wrap:anywhere] [&_pre]:rounded [&_pre]:bg-stone-900 [&_pre]:p-3 [&_pre]:text-stone-100 [&_pre_code]:bg-transparent [&_table]:border-collapse [&_td]:border [&_td]:border-stone-300 [&_td]:px-2 [&_th]:border [&_th]:border-stone-300 [&_th]:px-2 [&_ul]:list-disc [&_ul]:pl-6 [&>*+*]:mt-3`}
       data-testid={testId}
       // Raw HTML in the source is escaped and links are checked by the renderer; see server/markdown/render.ts.
       dangerouslySetInnerHTML={{ __html: html }}
@@ -53,12 +53,12 @@ export function CheckpointTimeline({ checkpoints, now }: { checkpoints: Detail["
             {c.who ? ` · ${c.who}` : ""}
             {c.keyPrefix ? <span className="font-mono"> · {c.keyPrefix}…</span> : null}
           </p>
-          <dl className="mt-1 grid grid-cols-[5rem_1fr] gap-x-2 gap-y-0.5 text-sm">
+          <dl className="mt-1 grid grid-cols-[5rem_minmax(0,1fr)] gap-x-2 gap-y-0.5 text-sm">
             {(["done", "next", "gotchas", "note"] as const).map((k) =>
               c[k] ? (
                 <div key={k} className="contents">
                   <dt className="text-stone-500">{k}</dt>
-                  <dd className="whitespace-pre-wrap">{c[k]}</dd>
+                  <dd className="min-w-0 whitespace-pre-wrap [overflow-wrap:anywhere]">{c[k]}</dd>
                 </div>
               ) : null,
             )}
@@ -133,47 +133,51 @@ export function CommentThread({ comments, now }: { comments: Detail["comments"];
 const logCell = "px-2 py-1.5";
 
 export function ActivityLog({ entries, truncated }: { entries: Detail["activity"]; truncated: boolean }) {
+  if (entries.length === 0) return <p className="text-sm text-muted">Nothing has happened to this issue yet.</p>;
   return (
     <div>
       <table className="stack-md w-full border-collapse text-left text-sm">
         <caption className="sr-only">Activity log, newest first</caption>
-        <thead className="border-b border-stone-300 text-stone-600">
+        <thead className="border-b border-line-strong text-muted">
           <tr>
             <th scope="col" className="px-2 py-1.5 font-medium whitespace-nowrap">When</th>
             <th scope="col" className="px-2 py-1.5 font-medium">What</th>
-            <th scope="col" className="px-2 py-1.5 font-medium">Principal</th>
-            <th scope="col" className="px-2 py-1.5 font-medium">Runtime</th>
-            <th scope="col" className="px-2 py-1.5 font-medium">Key</th>
             <th scope="col" className="px-2 py-1.5 font-medium">Detail</th>
+            <th scope="col" className="px-2 py-1.5 font-medium">Who</th>
           </tr>
         </thead>
-        <tbody>
+        <tbody className="max-md:space-y-2">
           {entries.map((e) => (
-            <tr key={e.id} className="border-b border-stone-100 align-top max-md:py-2" data-testid="activity-entry" data-kind={e.kind} data-runtime={e.runtime ?? ""}>
-              <td className={`${logCell} whitespace-nowrap text-stone-600 tabular-nums`} data-label="When">{stamp(e.at)}</td>
-              <td className={`${logCell} font-medium`} data-label="What">{e.kind.replace(/_/g, " ")}</td>
-              <td className={`${logCell} break-all`} data-label="Principal">{e.who}</td>
-              <td className={`${logCell} font-mono`} data-label="Runtime">{e.runtime ?? "—"}</td>
-              <td className={`${logCell} font-mono text-stone-600`} data-label="Key">{e.keyPrefix ? `${e.keyPrefix}…` : "—"}</td>
-              <td className={`${logCell} max-w-[28rem] font-mono text-xs break-all text-stone-700`} data-label="Detail">{e.detail ?? ""}</td>
+            <tr key={e.id} className="border-b border-line align-top max-md:py-2" data-testid="activity-entry" data-kind={e.kind} data-runtime={e.runtime ?? ""}>
+              <td className={`${logCell} whitespace-nowrap text-muted tabular-nums`} data-label="When">{stamp(e.at)}</td>
+              <td className={`${logCell} font-medium whitespace-nowrap`} data-label="What">{e.label}</td>
+              <td className={`${logCell} min-w-0 text-stone-800 [overflow-wrap:anywhere]`} data-label="Detail">{e.text}</td>
+              <td className={logCell} data-label="Who">
+                <span className="flex min-w-0 flex-col">
+                  <span className="[overflow-wrap:anywhere]">{e.who}</span>
+                  <span className="font-mono text-xs text-muted">
+                    {e.runtime ?? "—"}
+                    {e.keyPrefix ? ` · ${e.keyPrefix}…` : ""}
+                  </span>
+                </span>
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
-      {truncated ? <p className="mt-2 text-xs text-stone-500">Showing the most recent {entries.length} entries.</p> : null}
+      {truncated ? <p className="mt-2 text-xs text-muted">Showing the most recent {entries.length} entries.</p> : null}
     </div>
   );
 }
 
 /** The lease line: who holds it, on which runtime and key, and for how long yet. */
 export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now: number }) {
-  if (!lease) return <span className="text-stone-600">not held</span>;
+  if (!lease) return null;
   const left = Date.parse(lease.expiresAt) - now;
   return (
-    <span className="inline-flex flex-wrap items-center gap-2">
-      <Pill tone="claimed">claimed</Pill>
-      <span>
-        by <span className="font-mono">{lease.runtime}</span> for {lease.holder?.email ?? lease.holderUserId} (fence {lease.fence})
+    <span className="inline-flex min-w-0 flex-wrap items-center gap-x-2">
+      <span className="[overflow-wrap:anywhere]">
+        claimed by <span className="font-mono">{lease.runtime}</span> for {lease.holder?.email ?? lease.holderUserId} (fence {lease.fence})
       </span>
       <span className="inline-block w-[9ch] font-mono tabular-nums" data-testid="lease-left">
         {left > 0 ? countdown(left) : "expired"}
@@ -262,7 +266,8 @@ export function PriorityForm({ detail }: { detail: Detail }) {
   );
 }
 
-export function RelateForm() {
+/** `prefix`: the issue's own, for the example in the field. */
+export function RelateForm({ prefix }: { prefix: string }) {
   return (
     <Form method="post" className="flex flex-wrap items-end gap-2" aria-label="Add a relation">
       <div className="flex flex-col gap-1">
@@ -276,7 +281,7 @@ export function RelateForm() {
       </div>
       <div className="flex flex-col gap-1">
         <label htmlFor="relation-other" className="text-sm font-medium">Issue</label>
-        <input id="relation-other" name="other" required placeholder="RTSC-12" className={`${input} w-32 font-mono`} />
+        <input id="relation-other" name="other" required placeholder={`${prefix}-…`} className={`${input} w-32 font-mono`} />
       </div>
       <button type="submit" name="intent" value="relate" className={secondary}>Add relation</button>
     </Form>
@@ -297,7 +302,7 @@ export function RelationList({ detail }: { detail: Detail }) {
         <div key={g.type} className="contents">
           <dt className="text-stone-600">{g.label}</dt>
           <dd className="flex flex-wrap gap-2">
-            {g.items.length === 0 ? <span className="text-stone-400">none</span> : null}
+            {g.items.length === 0 ? <span className="text-stone-500">none</span> : null}
             {g.items.map((item) => (
               <Form key={item.identifier} method="post" className="inline-flex items-center gap-1 rounded border border-stone-200 bg-white px-1.5 py-0.5">
                 <IssueLink identifier={item.identifier} />

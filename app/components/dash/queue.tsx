@@ -1,9 +1,10 @@
 import { Form, Link } from "react-router";
 import type { QueuePage } from "../../../server/dash/queue.ts";
-import { IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
+import { HolderPill, IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
 import { issueStatuses } from "../../../constants/statuses.ts";
 import { PRIORITIES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
 import { WhyText } from "./why.tsx";
+import { EmptyState } from "../ui.tsx";
 import "./dash.css";
 
 /** The queue page's filter form (GET: the filters live in the URL) and its table. */
@@ -21,6 +22,8 @@ export function queueHref(input: Input, change: Partial<Input>): string {
   if (next.from || next.to) params.set("date", next.date);
   if (next.from) params.set("from", next.from);
   if (next.to) params.set("to", next.to);
+  if (next.q) params.set("q", next.q);
+  if (next.lane) params.set("lane", next.lane);
   if (next.page > 1) params.set("page", String(next.page));
   const query = params.toString();
   return query ? `/dash/queue?${query}` : "/dash/queue";
@@ -59,6 +62,20 @@ export function QueueFilters({ page }: { page: QueuePage }) {
   return (
     <Form method="get" className="flex flex-wrap items-end gap-x-6 gap-y-3 rounded-lg border border-stone-200 bg-white p-4" aria-label="Queue filters">
       {input.tab !== "all" ? <input type="hidden" name="tab" value={input.tab} /> : null}
+      <div className="flex w-full flex-col gap-1 sm:w-72">
+        <label htmlFor="queue-search" className="text-sm font-medium">
+          Search <kbd className="ml-1 rounded border border-line-strong px-1 font-mono text-xs text-muted">/</kbd>
+        </label>
+        <input
+          id="queue-search"
+          type="search"
+          name="q"
+          defaultValue={input.q ?? ""}
+          placeholder="title words or an identifier"
+          data-search
+          className={control}
+        />
+      </div>
       <fieldset className="flex flex-col gap-1">
         <legend className="text-sm font-medium">Status</legend>
         <div className="flex flex-wrap gap-x-3 gap-y-1">
@@ -95,6 +112,20 @@ export function QueueFilters({ page }: { page: QueuePage }) {
           ))}
         </select>
       </div>
+      <div className="flex flex-col gap-1">
+        <label htmlFor="queue-lane" className="text-sm font-medium">
+          Lane
+        </label>
+        <select id="queue-lane" name="lane" defaultValue={input.lane ?? ""} className={control}>
+          <option value="">anyone</option>
+          <option value="none">unassigned</option>
+          {page.lanes.map((email) => (
+            <option key={email} value={email}>
+              {email}
+            </option>
+          ))}
+        </select>
+      </div>
       <fieldset className="flex flex-wrap items-end gap-2">
         <legend className="sr-only">Date range</legend>
         <div className="flex flex-col gap-1">
@@ -124,7 +155,7 @@ export function QueueFilters({ page }: { page: QueuePage }) {
         <button type="submit" className={`rounded bg-stone-900 px-3 py-1.5 text-sm font-medium text-white hover:bg-stone-700 ${focusRing}`}>
           Apply filters
         </button>
-        <Link to={queueHref(input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created" })} className={linkClass}>
+        <Link to={queueHref(input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined })} className={linkClass}>
           Clear
         </Link>
       </div>
@@ -136,7 +167,19 @@ const cell = "px-2 py-2 align-top";
 
 export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
   if (page.issues.length === 0) {
-    return <p className="rounded-lg border border-dashed border-stone-300 bg-white p-4 text-stone-600">No issue matches these filters.</p>;
+    return page.counts.all === 0 && !page.input.q && page.input.status.length === 0 ? (
+      <EmptyState title="The queue is empty.">
+        <Link to="/dash/issues/new" className={linkClass}>Create an issue</Link> (press <kbd>c</kbd>), or let an agent file one with{" "}
+        <code>save_issue</code>.
+      </EmptyState>
+    ) : (
+      <EmptyState title="No issue matches these filters.">
+        <Link to={queueHref(page.input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined })} className={linkClass}>
+          See every issue
+        </Link>{" "}
+        in the queue.
+      </EmptyState>
+    );
   }
   return (
     <table className="stack-lg w-full border-collapse text-left text-sm">
@@ -146,7 +189,8 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
           <th scope="col" className="w-12 px-2 py-2 text-right font-medium">#</th>
           <th scope="col" className="px-2 py-2 font-medium">Issue</th>
           <th scope="col" className="px-2 py-2 font-medium">State</th>
-          <th scope="col" className="px-2 py-2 font-medium">Own</th>
+          <th scope="col" className="px-2 py-2 font-medium">Lane</th>
+          <th scope="col" className="px-2 py-2 font-medium">Priority</th>
           <th scope="col" className="px-2 py-2 font-medium">Effective</th>
           <th scope="col" className="px-2 py-2 font-medium">Why</th>
           <th scope="col" className="px-2 py-2 font-medium">Deadline</th>
@@ -170,20 +214,16 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
             <td className={cell} data-label="State">
               <span className="flex flex-wrap items-center gap-1">
                 <StatusBadge status={r.status} />
+                {r.holderRuntime && r.leaseExpiresAt ? <HolderPill runtime={r.holderRuntime} leftMs={Date.parse(r.leaseExpiresAt) - now} /> : null}
                 <WorkPills pills={r.pills} />
                 {r.openBlockers > 0 ? <span className="text-xs text-orange-800">waits on {r.openBlockers}</span> : null}
-                {r.holderRuntime && r.leaseExpiresAt ? (
-                  <span className="text-xs text-stone-600">
-                    <span className="font-mono">{r.holderRuntime}</span>{" "}
-                    <span className="inline-block w-[7ch] tabular-nums">{countdown(Date.parse(r.leaseExpiresAt) - now)}</span>
-                  </span>
-                ) : null}
               </span>
             </td>
-            <td className={cell} data-label="Own">
-              <span title={`priority ${priorityName(r.priority)}`}>
-                <LevelName level={r.why.ownLevel} />
-              </span>
+            <td className={`${cell} lg:max-w-[12rem] [overflow-wrap:anywhere]`} data-label="Lane">
+              {r.lane ?? <span className="text-muted">unassigned</span>}
+            </td>
+            <td className={cell} data-label="Priority">
+              <LevelName level={r.why.priorityLevel} />
             </td>
             <td className={cell} data-label="Effective">
               <LevelName level={r.why.effectiveLevel} />
@@ -200,7 +240,7 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
                   <span className="text-xs text-stone-500">{stamp(r.dueAt)}</span>
                 </span>
               ) : (
-                <span className="text-stone-400">none</span>
+                <span className="text-stone-500">none</span>
               )}
             </td>
           </tr>

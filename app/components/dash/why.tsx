@@ -9,14 +9,19 @@ export function WhyText({ why }: { why: RankReason }) {
     parts.push(
       <span key="inherited">
         inherits {levelName(why.effectiveLevel)} from <IssueLink identifier={why.inheritedFrom.identifier} />
-        {why.inheritedFrom.raisedByDeadline ? ` (its deadline: ${why.inheritedFrom.raisedByDeadline})` : ""}
+        {why.inheritedFrom.raisedByDeadline && why.inheritedFrom.raisedByDeadline !== levelName(why.effectiveLevel)
+          ? ` (its deadline is ${why.inheritedFrom.raisedByDeadline})`
+          : why.inheritedFrom.raisedByDeadline
+            ? " (by its deadline)"
+            : ""}
       </span>,
     );
   }
   if (why.raisedByDeadline) {
     parts.push(
       <span key="deadline">
-        raised to {levelName(why.ownLevel)} by its deadline ({why.raisedByDeadline})
+        raised to {levelName(why.ownLevel)} by its deadline
+        {why.raisedByDeadline !== levelName(why.ownLevel) ? ` (${why.raisedByDeadline})` : ""}
       </span>,
     );
   }

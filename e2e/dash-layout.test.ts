@@ -1,0 +1,140 @@
+import { createRequire } from "node:module";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { testDriver } from "../server/testing/db.ts";
+import { callOk } from "../server/mcp/testing.ts";
+import { screenshot, startDashWorld, watchConsole, type DashWorld } from "./dash-fixture.ts";
+
+/**
+ * Every page of the Dash and the public pages, at a laptop's width (1280 px) and a phone's
+ * (390 px), over an org with long content (a long checkpoint note, Markdown comments,
+ * attachments, a deadline, a chain of blockers): none scrolls sideways, none logs a console
+ * error, and axe-core finds no serious or critical violation. The Dash's pages are read from
+ * its navigation, so a page added there is checked too. Screenshots land in e2e/artifacts/.
+ */
+const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+const widths = [1280, 390] as const;
+
+let world: DashWorld;
+let signedIn: BrowserContext;
+let signedOut: BrowserContext;
+const issueIds: string[] = [];
+let inviteLink = "";
+
+interface Finding {
+  page: string;
+  width: number;
+  problem: string;
+}
+
+/** Loads a page at a width and says what is wrong with it (overflow, console errors, axe violations). */
+async function inspect(page: Page, path: string, width: number, name: string, act?: (page: Page) => Promise<void>): Promise<Finding[]> {
+  const { errors } = watchConsole(page);
+  await page.setViewportSize({ width, height: 900 });
+  await page.goto(`${world.main.url}${path}`);
+  await page.waitForLoadState("networkidle").catch(() => {});
+  if (act) await act(page);
+  const found: Finding[] = [];
+  const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+  if (wide.scroll > wide.inner) {
+    const culprits = await page.evaluate(() =>
+      [...document.querySelectorAll("body *")]
+        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 4)
+        .map((el) => `${el.tagName.toLowerCase()}.${String(el.className).slice(0, 60)}`),
+    );
+    found.push({ page: name, width, problem: `${wide.scroll} px wide in a ${wide.inner} px window (${culprits.join("; ")})` });
+  }
+  await page.addScriptTag({ path: axePath });
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run();
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.impact} ${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  for (const v of violations) found.push({ page: name, width, problem: `axe ${v}` });
+  for (const e of errors) found.push({ page: name, width, problem: e });
+  await screenshot(page, `layout-${name}-${width}`);
+  return found;
+}
+
+describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs TEST_DATABASE_URL)", () => {
+  beforeAll(async () => {
+    world = await startDashWorld();
+    // axe is injected as a script tag, which the pages' Content-Security-Policy would refuse.
+    signedIn = await world.browser.newContext({ bypassCSP: true });
+    await signedIn.addCookies(await world.owner.page.context().cookies());
+    signedOut = await world.browser.newContext({ bypassCSP: true });
+
+    const claude = await world.agent("claude-code");
+    const codex = await world.agent("codex");
+    const gate = await callOk(codex, "save_issue", {
+      title: "Publish the quarterly security report to every customer workspace before the audit window closes",
+      work: true,
+      noDependency: "writing only",
+      priority: 1,
+      dueAt: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+    });
+    const work = await callOk(claude, "save_issue", {
+      title: "Rotate the signing keys",
+      work: true,
+      blockedBy: [gate.identifier],
+      body: "## Plan\n\n1. mint the new key\n2. **dual-sign** for a day\n\n```sh\nretasc-admin rotate --org northwind --kind signing --really-long-flag-that-keeps-going-and-going\n```",
+    });
+    const held = await callOk(claude, "save_issue", { title: "Ship the login page", work: true, noDependency: "self-contained" });
+    issueIds.push(held.identifier, work.identifier, gate.identifier);
+    const claim = await callOk(claude, "claim_issue", { identifier: held.identifier });
+    await callOk(claude, "checkpoint", {
+      identifier: held.identifier,
+      claimToken: claim.claimToken,
+      done: "form and validation",
+      next: `wire the session cookie through app/routes/auth.server.ts and then ${"x".repeat(120)} before anything else is changed in the login flow`,
+    });
+    await callOk(claude, "save_comment", { issue: held.identifier, body: "Looks **good**; see `auth.server.ts`.\n\n- one\n- two" });
+    await callOk(claude, "save_attachment", { issue: held.identifier, url: "https://example.com/pull/42", title: "Pull request 42" });
+    await callOk(claude, "save_attachment_file", {
+      issue: held.identifier,
+      filename: "trace.txt",
+      contentBase64: Buffer.from("a trace of the login flow\n".repeat(20)).toString("base64"),
+    });
+
+    const owner = await signedIn.newPage();
+    await owner.goto(`${world.main.url}/dash/settings/members`);
+    await owner.getByRole("button", { name: "New invite" }).click();
+    await owner.getByTestId("new-invite").waitFor();
+    inviteLink = new URL((await owner.locator("#box-or-open").textContent())!.trim()).pathname;
+    await owner.close();
+  });
+  afterAll(async () => {
+    await signedIn?.close();
+    await signedOut?.close();
+    await world?.close();
+  });
+
+  test("no page scrolls sideways, logs a console error or has a serious accessibility violation", async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${world.main.url}/dash`);
+    const navPaths = await page.getByRole("navigation", { name: "Dash" }).getByRole("link").evaluateAll((links) => links.map((l) => new URL((l as HTMLAnchorElement).href).pathname));
+    expect(navPaths).toEqual(expect.arrayContaining(["/dash", "/dash/queue", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/projects"]));
+    const dashPages = [...new Set([...navPaths, ...issueIds.map((id) => `/dash/issues/${id}`), "/dash/issues/new", "/dash/orgs/new", inviteLink])];
+    const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
+
+    const findings: Finding[] = [];
+    const outPage = await signedOut.newPage();
+    for (const width of widths) {
+      for (const path of ["/", "/auth/sign-in", "/auth/sign-up"]) findings.push(...(await inspect(outPage, path, width, slug(path))));
+      for (const path of dashPages) findings.push(...(await inspect(page, path, width, slug(path.startsWith("/join/") ? "/join" : path))));
+      // The pages as they are right after minting a key and a setup code (long secrets shown once).
+      findings.push(
+        ...(await inspect(page, "/dash/settings/keys", width, "keys-minted", async (p) => {
+          await p.getByRole("button", { name: "Mint key" }).click();
+          await p.getByTestId("new-key").waitFor();
+          await p.getByRole("button", { name: "Get a setup code" }).click();
+          await p.getByTestId("setup-code").waitFor();
+        })),
+      );
+    }
+    expect(findings).toEqual([]);
+  });
+});

@@ -1,0 +1,105 @@
+import { priorityName } from "../../constants/priorities.ts";
+
+/**
+ * An activity entry in words, as the Dash's log shows it: a short label for what happened
+ * ("claimed", "to review") and a sentence of its facts ("claimed by codex, lease to 14:28
+ * UTC, fence 1"), never the raw JSON. Pure, so it is tested on its own.
+ */
+export interface ActivityWords {
+  label: string;
+  text: string;
+}
+
+export interface ActivityFacts {
+  kind: string;
+  runtime: string | null;
+  detail: Record<string, unknown>;
+}
+
+/** Names the log can give things it only holds ids of (attachments, by id). */
+export interface ActivityNames {
+  attachments: Map<string, string>;
+}
+
+const clock = (iso: unknown) => (typeof iso === "string" && iso.length >= 16 ? `${iso.slice(11, 16)} UTC` : null);
+const str = (v: unknown) => (typeof v === "string" && v.trim() ? v.trim() : null);
+const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+const bytes = (n: unknown) => {
+  const size = Number(n);
+  if (!Number.isFinite(size)) return null;
+  return size < 1024 ? `${size} B` : size < 1024 * 1024 ? `${(size / 1024).toFixed(1)} KiB` : `${(size / 1024 / 1024).toFixed(1)} MiB`;
+};
+const join = (...parts: (string | null | false | undefined)[]) => parts.filter(Boolean).join(", ");
+const fenceOf = (d: Record<string, unknown>) => (d.fence !== undefined && d.fence !== null ? `fence ${String(d.fence)}` : null);
+const relationWords: Record<string, string> = { blocks: "blocks", related: "is related to", duplicate: "duplicates" };
+
+export function activityWords(entry: ActivityFacts, names: ActivityNames): ActivityWords {
+  const d = entry.detail;
+  const by = entry.runtime ? `by ${entry.runtime}` : null;
+  switch (entry.kind) {
+    case "created": {
+      const blockers = list(d.blockedBy);
+      const kind = d.work === false ? "a container" : "work";
+      const priority = d.priority !== undefined ? `priority ${priorityName(Number(d.priority))}` : null;
+      return { label: "created", text: join(`created as ${kind} ${by ?? ""}`.trim(), priority, blockers.length ? `blocked by ${blockers.join(", ")}` : "depends on nothing") };
+    }
+    case "claimed":
+      return {
+        label: d.review === true ? "claimed for review" : "claimed",
+        text: join(`claimed ${by ?? ""}`.trim(), clock(d.expiresAt) && `lease to ${clock(d.expiresAt)}`, fenceOf(d)),
+      };
+    case "heartbeat":
+      return d.rebound
+        ? { label: "claim recovered", text: join(`the holder (${str(d.runtime) ?? entry.runtime ?? "?"}) took its claim back with a new token`, fenceOf(d)) }
+        : { label: "heartbeat", text: join(`lease renewed ${by ?? ""}`.trim(), fenceOf(d)) };
+    case "checkpoint": {
+      const parts = (["done", "next", "gotchas", "note"] as const).flatMap((k) => (str(d[k]) ? [`${k}: ${str(d[k])}`] : []));
+      return { label: "checkpoint", text: [join(`saved ${by ?? ""}`.trim(), fenceOf(d)), ...parts].join(" · ") };
+    }
+    case "released":
+      return { label: "released", text: join(`given back ${by ?? ""}`.trim(), fenceOf(d)) + (str(d.note) ? `: ${str(d.note)}` : "") };
+    case "force_released":
+      return {
+        label: "taken back",
+        text: join(`claim of ${str(d.holderRuntime) ?? "the holder"} taken back ${by ?? ""}`.trim(), fenceOf(d)) + (str(d.reason) ? `: ${str(d.reason)}` : ""),
+      };
+    case "reclaimed":
+      return { label: "reclaimed", text: join(`lease of ${str(d.runtime) ?? "the holder"} expired${clock(d.expiredAt) ? ` at ${clock(d.expiredAt)}` : ""}`, fenceOf(d), "the issue is available again") };
+    case "finished":
+      return d.to === "review"
+        ? { label: "to review", text: join(`handed to review ${by ?? ""}`.trim(), fenceOf(d), "the lease ended") }
+        : { label: "finished", text: join(`${String(d.to ?? "done")} ${by ?? ""}`.trim(), fenceOf(d), "the lease ended") };
+    case "status_changed":
+      return { label: "status changed", text: `${String(d.from ?? "?")} → ${String(d.to ?? "?")}` + (str(d.reason) ? `: ${str(d.reason)}` : "") };
+    case "updated": {
+      const fields = list(d.fields).filter((f) => f !== "priority");
+      const priority = d.priority !== undefined ? `priority set to ${priorityName(Number(d.priority))}` : null;
+      return { label: "updated", text: join(fields.length ? `changed ${fields.join(", ")}` : null, priority) || "updated" };
+    }
+    case "commented":
+      return { label: "commented", text: join(`comment added ${by ?? ""}`.trim()) };
+    case "comment_retracted":
+      return { label: "comment retracted", text: `comment retracted` + (str(d.note) ? `: ${str(d.note)}` : "") };
+    case "attachment_added": {
+      const name = names.attachments.get(String(d.attachmentId)) ?? "an attachment";
+      const about = d.size !== undefined ? join(bytes(d.size), str(d.contentType)) : null;
+      return { label: "attached", text: `added ${name}${about ? ` (${about})` : ""}` };
+    }
+    case "attachment_obsoleted":
+      return { label: "attachment obsolete", text: `marked ${names.attachments.get(String(d.attachmentId)) ?? "an attachment"} obsolete` };
+    case "relation_added":
+    case "relation_removed": {
+      const relation = `${String(d.source ?? "?")} ${relationWords[String(d.type)] ?? String(d.type ?? "")} ${String(d.target ?? "?")}`;
+      return { label: entry.kind === "relation_added" ? "relation added" : "relation removed", text: relation };
+    }
+    case "sla_changed":
+      return { label: "deadline", text: `deadline state ${String(d.from ?? "?")} → ${String(d.to ?? "?")}` };
+    default: {
+      const text = Object.entries(d)
+        .filter(([, v]) => v !== null && v !== undefined && typeof v !== "object")
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(", ");
+      return { label: entry.kind.replace(/_/g, " "), text };
+    }
+  }
+}
