@@ -1,0 +1,63 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { expect, test } from "vitest";
+import { waitFor } from "../../workers/testing/wait.ts";
+import { callOk, connectClient, useTwoInstances } from "../mcp/testing.ts";
+import { runEntry } from "../testing/app-process.ts";
+import { testDriver } from "../testing/db.ts";
+import { githubDelivery } from "../testing/fake-github.ts";
+
+/**
+ * Intake over real HTTP on two app instances sharing one PostgreSQL database: the operator's
+ * `npm run admin -- connect --json`, then GitHub's deliveries to both instances at once.
+ */
+const postgresOnly = testDriver !== "postgres";
+// Each instance runs the jobs itself (no Redis here): the two in-process runners share the outbox.
+const race = useTwoInstances(["TWO"], { RETASC_WORKERS: "inline" });
+const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/webhooks-examples/api.github.com/index.json"), "utf8")) as {
+  name: string;
+  examples: Record<string, any>[];
+}[];
+
+test.skipIf(postgresOnly)("admin connect prints {connectorId, webhookUrl, secret}; one delivery sent five times at once to two instances is one issue; forged 401; revoked 410", async () => {
+  const org = race.seeded.orgs.TWO!;
+  const ran = runEntry(
+    "server/admin/main.ts",
+    ["connect", "--provider", "github", "--org", org.orgId, "--project", org.projectId, "--repo", "Codertocat/Hello-World", "--token-stdin", "--json"],
+    race.seeded.env,
+    "ghp_from_stdin\n",
+  );
+  expect(ran.status, ran.stderr).toBe(0);
+  const printed = JSON.parse(ran.stdout.trim().split("\n").pop()!) as { connectorId: string; webhookUrl: string; secret: string };
+  expect(Object.keys(printed).sort()).toEqual(["connectorId", "secret", "webhookUrl"]);
+  expect(printed.webhookUrl).toMatch(new RegExp(`/webhooks/github/${printed.connectorId}$`));
+  expect(ran.stdout + ran.stderr).not.toContain("ghp_from_stdin");
+
+  const urls = [race.seeded.app.url, race.second.url].map((base) => `${base}/webhooks/github/${printed.connectorId}`);
+  const opened = structuredClone(examples.find((e) => e.name === "issues")!.examples.find((x) => x.action === "opened")!);
+  opened.issue.title = `Five times ${crypto.randomUUID()}`;
+  const forged = await fetch(await githubDelivery(urls[0]!, "rwh_forged", "issues", opened));
+  expect(forged.status).toBe(401);
+
+  const deliveryId = crypto.randomUUID();
+  const started = Date.now();
+  const replies = await Promise.all(Array.from({ length: 5 }, async (_, i) => fetch(await githubDelivery(urls[i % 2]!, printed.secret, "issues", opened, deliveryId))));
+  expect(replies.map((r) => r.status)).toEqual([202, 202, 202, 202, 202]);
+  const outcomes = await Promise.all(replies.map(async (r) => ((await r.json()) as { outcome: string }).outcome));
+  expect(outcomes.filter((o) => o === "recorded")).toHaveLength(1);
+
+  const alice = await connectClient(race.endpoints[1]!, org.people.alice.key);
+  race.clients.push(alice);
+  const titled = async () => (await callOk<{ issues: { identifier: string; title: string }[] }>(alice, "list_issues", { limit: 200 })).issues.filter((i) => i.title === opened.issue.title);
+  await waitFor(async () => (await titled()).length > 0, 2_000, "the issue from the delivery");
+  expect(Date.now() - started).toBeLessThan(2_000);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(await titled()).toHaveLength(1);
+
+  const listed = await callOk<{ connectors: { id: string; connection: string; tokenOnFile: boolean }[] }>(alice, "list_connectors");
+  expect(listed.connectors.find((c) => c.id === printed.connectorId)).toMatchObject({ connection: "connected", tokenOnFile: true });
+  await callOk(alice, "revoke_connector", { connectorId: printed.connectorId });
+  const revoked = await fetch(await githubDelivery(urls[1]!, printed.secret, "issues", opened));
+  expect(revoked.status).toBe(410);
+});
