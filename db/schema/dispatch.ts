@@ -22,7 +22,8 @@ export type DispatchColumns<C extends Column = Column> = Record<
   | "effectiveLevel"
   | "effectiveDueAt"
   | "createdAt"
-  | "number",
+  | "number"
+  | "triage",
   C
 >;
 
@@ -81,10 +82,13 @@ export function compareDispatch(a: Ranked, b: Ranked): number {
   return 0;
 }
 
-/** The stored half of dispatchability (what the partial dispatch index holds): open work that nothing open blocks. */
+/**
+ * The stored half of dispatchability (what the partial dispatch index holds): open work that
+ * nothing open blocks and that is not an outsider's issue awaiting triage.
+ */
 export function dispatchCandidate(c: DispatchColumns): SQL {
   const statuses = sql.raw(`(${DISPATCH_STATUSES.map((s) => `'${s}'`).join(",")})`);
-  return sql`${c.work} and ${c.status} in ${statuses} and ${c.openBlockerCount} = 0`;
+  return sql`${c.work} and ${c.status} in ${statuses} and ${c.openBlockerCount} = 0 and ${c.triage} is distinct from 'pending'`;
 }
 
 /** Dispatchable at `now`: a candidate whose lease, if any, is no longer live. */

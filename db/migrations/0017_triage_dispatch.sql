@@ -1,0 +1,2 @@
+DROP INDEX "issues_dispatch_idx";--> statement-breakpoint
+CREATE INDEX "issues_dispatch_idx" ON "issues" USING btree ("project_id","effective_level" desc,("status" = 'review') desc,"effective_due_at" asc nulls last,"created_at","number") WHERE "issues"."work" and "issues"."status" in ('todo','doing','review') and "issues"."open_blocker_count" = 0 and "issues"."triage" is distinct from 'pending';
