@@ -29,6 +29,8 @@ export interface FakeDiscord {
   refuseNext(reply: { status: 429; retryAfter: number } | { status: number; code: number; message: string }): void;
   /** A `/connect <code>` application command by `userId`, signed (or signed by another key: a forgery). */
   interaction(body: Record<string, unknown>, options?: { timestamp?: number; forge?: boolean }): { body: string; headers: Record<string, string> };
+  /** The signature headers for any raw body. */
+  signatureHeaders(raw: string, options?: { timestamp?: number; forge?: boolean }): Record<string, string>;
   connectCommand(userId: string, code: string): Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -86,7 +88,7 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const fake: FakeDiscord = {
     url,
     apiUrl: `${url}/api`,
     botToken,
@@ -95,11 +97,14 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
     problems,
     messagesTo: (userId) => messages.filter((m) => m.channelId === dmChannelOf(userId)),
     refuseNext: (r) => void refusals.push(r),
-    interaction(body, options = {}) {
-      const raw = JSON.stringify(body);
+    signatureHeaders(raw, options = {}) {
       const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
       const signature = crypto.sign(null, Buffer.from(timestamp + raw), (options.forge ? forger : keys).privateKey).toString("hex");
-      return { body: raw, headers: { "content-type": "application/json", "x-signature-ed25519": signature, "x-signature-timestamp": timestamp } };
+      return { "content-type": "application/json", "x-signature-ed25519": signature, "x-signature-timestamp": timestamp };
+    },
+    interaction(body, options = {}) {
+      const raw = JSON.stringify(body);
+      return { body: raw, headers: fake.signatureHeaders(raw, options) };
     },
     connectCommand(userId, code) {
       return {
@@ -119,4 +124,5 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
         server.close(() => resolve());
       }),
   };
+  return fake;
 }

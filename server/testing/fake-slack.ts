@@ -32,6 +32,8 @@ export interface FakeSlack {
   refuseNext(reply: { status: 429; retryAfter: number } | { error: string }): void;
   /** The body and headers of a `/retasc <text>` command by `userId`; `timestamp` defaults to now. */
   slashCommand(userId: string, text: string, options?: { timestamp?: number; secret?: string; teamId?: string }): { body: string; headers: Record<string, string> };
+  /** The signature headers for any raw body. */
+  signatureHeaders(raw: string, options?: { timestamp?: number; secret?: string }): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -80,7 +82,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const fake: FakeSlack = {
     url,
     apiUrl: `${url}/api/`,
     clientId,
@@ -99,9 +101,12 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     refuseNext: (r) => void refusals.push(r),
     slashCommand(userId, text, options = {}) {
       const body = new URLSearchParams({ token: "deprecated", team_id: options.teamId ?? teamId, team_domain: "fake", channel_id: "C1", user_id: userId, user_name: "person", command: "/retasc", text, response_url: `${url}/respond`, trigger_id: "1.2.3" }).toString();
+      return { body, headers: fake.signatureHeaders(body, options) };
+    },
+    signatureHeaders(raw, options = {}) {
       const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
-      const signature = `v0=${crypto.createHmac("sha256", options.secret ?? signingSecret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-      return { body, headers: { "content-type": "application/x-www-form-urlencoded", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature } };
+      const signature = `v0=${crypto.createHmac("sha256", options.secret ?? signingSecret).update(`v0:${timestamp}:${raw}`).digest("hex")}`;
+      return { "content-type": "application/x-www-form-urlencoded", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature };
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -109,4 +114,5 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         server.close(() => resolve());
       }),
   };
+  return fake;
 }
