@@ -57,6 +57,9 @@ export async function action({ request, context }: Route.ActionArgs) {
   return result.ok ? { error: null, done: result.value.done ?? null, connect: result.value.connect ?? null } : { error: result.error, done: null, connect: null };
 }
 
+/** What a person types to the bot: Slack's `/retasc` command takes a verb, Discord's `/connect` only the code. */
+const connectCommand = (channel: Channel, code: string) => (channel === "slack" ? `/retasc connect ${code}` : `/connect ${code}`);
+
 const hidden = (name: string, value: string) => <input type="hidden" name={name} value={value} />;
 
 export default function Notifications({ loaderData, actionData }: Route.ComponentProps) {
@@ -137,12 +140,11 @@ export default function Notifications({ loaderData, actionData }: Route.Componen
                   </p>
                 ) : (
                   <p>
-                    In {channelNames[c.channel]}, send <code className="font-mono">{c.channel === "slack" ? "/retasc" : "/connect"} connect {connect.code}</code>{" "}
-                    within 15 minutes.
+                    In {channelNames[c.channel]}, send <code className="font-mono">{connectCommand(c.channel, connect.code)}</code> within 15 minutes.
                   </p>
                 )}
                 <div>
-                  <CopyButton value={connect.link ?? `${c.channel === "slack" ? "/retasc connect" : "/connect"} ${connect.code}`} label="Copy" />
+                  <CopyButton value={connect.link ?? connectCommand(c.channel, connect.code)} label="Copy" />
                 </div>
               </div>
             ) : null}
