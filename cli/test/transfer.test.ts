@@ -1,0 +1,93 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
+import { connectClient } from "../../server/mcp/testing.ts";
+import { cliPost, signUp } from "../../server/testing/world.ts";
+
+/**
+ * `retasc export` as npm installed it, against the built app: the JSON export streamed to a file
+ * and the CSV to standard output, for the org's owner; a member is refused with the server's code,
+ * and nothing is written.
+ */
+const bin = path.resolve(import.meta.dirname, "../../node_modules/.bin/retasc");
+let app: AppProcess;
+let database: TestDatabase | null = null;
+let orgId: string;
+const dirs: Record<"owner" | "member", string> = { owner: "", member: "" };
+
+function retasc(who: "owner" | "member", args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: dirs[who], NO_COLOR: "1" };
+    for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL"]) delete env[name];
+    const child = spawn(bin, args, { env, cwd: os.tmpdir() });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The session `retasc login` would have stored after the device flow. */
+function storeSession(who: "owner" | "member", person: { token: string; userId: string; email: string }) {
+  dirs[who] = fs.mkdtempSync(path.join(os.tmpdir(), `retasc-export-${who}-`));
+  const session = { token: person.token, user: { id: person.userId, email: person.email, name: who }, signedInAt: new Date().toISOString() };
+  fs.writeFileSync(path.join(dirs[who], "config.json"), JSON.stringify({ sessions: { [app.url]: session }, defaultUrl: app.url }), { mode: 0o600 });
+}
+
+beforeAll(async () => {
+  database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
+  app = await startApp({ ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }), RETASC_EMAIL_PASSWORD: "on" });
+  const owner = await signUp(app.url, "Olga");
+  orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Olga's org" })).orgId;
+  const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Web", prefix: "WEB" });
+  const { key } = await cliPost(app.url, owner.token, "keys", { orgId, action: "mint", projectId: project.projectId ?? project.id, runtime: "codex" });
+  const agent = await connectClient(`${app.url}/mcp`, key);
+  await agent.callTool({ name: "save_issue", arguments: { title: "Ship the export", work: true, noDependency: "first", body: "=1+1 stays text in CSV" } });
+  await agent.close();
+  const member = await signUp(app.url, "Mick");
+  const invite = await cliPost(app.url, owner.token, "members", { orgId, action: "invite" });
+  await cliPost(app.url, member.token, "join", { code: invite.code });
+  storeSession("owner", owner);
+  storeSession("member", member);
+});
+afterAll(async () => {
+  await app?.stop();
+  await database?.close();
+  for (const dir of Object.values(dirs)) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("retasc export", () => {
+  it("streams the JSON export to --out and the CSV to standard output", async () => {
+    const out = path.join(dirs.owner, "backup.json");
+    const json = await retasc("owner", ["export", "--org-id", orgId, "--out", out]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stdout).toContain("Exported to");
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    const doc = JSON.parse(fs.readFileSync(out, "utf8"));
+    expect(doc).toMatchObject({ format: "retasc-export", version: 1, org: { id: orgId, name: "Olga's org" } });
+    expect(doc.issues).toEqual([expect.objectContaining({ identifier: "WEB-1", title: "Ship the export", body: "=1+1 stays text in CSV" })]);
+    expect(doc.people.map((p: { member: { role: string } }) => p.member.role).sort()).toEqual(["member", "owner"]);
+
+    const csv = await retasc("owner", ["export", "--org-id", orgId, "--format", "csv"]);
+    expect(csv.code, csv.stderr).toBe(0);
+    expect(csv.stdout.split("\n")[0]).toMatch(/^identifier,project,title,/);
+    expect(csv.stdout).toContain("WEB-1,WEB,Ship the export,todo");
+    expect(csv.stdout).toContain("'=1+1 stays text in CSV");
+  });
+
+  it("refuses a member with the server's code and writes nothing", async () => {
+    const out = path.join(dirs.member, "nope.json");
+    const refused = await retasc("member", ["export", "--org-id", orgId, "--out", out]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("FORBIDDEN");
+    expect(fs.existsSync(out)).toBe(false);
+    const bad = await retasc("owner", ["export", "--org-id", orgId, "--format", "xml"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("--format is json or csv");
+  });
+});
