@@ -2,7 +2,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { oauthProvider } from "@better-auth/oauth-provider";
 import type { BetterAuthPlugin } from "better-auth";
 import { createAuthMiddleware } from "better-auth/api";
+import crypto from "node:crypto";
+import { oauthResource } from "../../db/schema/index.ts";
 import type { Config } from "../config/index.ts";
+import type { Services } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
 import { publicOrigin } from "../http/origin.ts";
 
@@ -101,11 +104,26 @@ function grantReference(): Promise<string> | string {
   return current.keyId;
 }
 
+/**
+ * The provider's `oauthResource` rows for /mcp (mcpResources), inserted at boot if missing. Not
+ * the provider's own `resources` seeding: it tells a concurrent insert (two instances booting)
+ * by the words of the driver's error, which Drizzle wraps, so the second instance failed.
+ */
+export function mcpResourceRows(services: Pick<Services, "db" | "config">) {
+  return {
+    id: "retasc-mcp-resources",
+    init: async () => {
+      const now = new Date();
+      const rows = mcpResources(services.config).map((identifier) => ({ id: crypto.randomUUID(), identifier, name: "Retasc MCP", createdAt: now, updatedAt: now }));
+      await services.db.insert(oauthResource).values(rows).onConflictDoNothing({ target: oauthResource.identifier });
+    },
+  } satisfies BetterAuthPlugin;
+}
+
 export function mcpOAuthProvider(config: Pick<Config, "PUBLIC_URL" | "PORT">) {
   const { publicUrl } = publicOrigin(config);
   // Absolute with PUBLIC_URL: better-auth would resolve a path against the origin alone.
   const consentPage = publicUrl ? `${publicUrl}${OAUTH_CONSENT_PATH}` : OAUTH_CONSENT_PATH;
-  const resources = mcpResources(config);
   return oauthProvider({
     loginPage: consentPage,
     consentPage,
@@ -114,7 +132,6 @@ export function mcpOAuthProvider(config: Pick<Config, "PUBLIC_URL" | "PORT">) {
     grantTypes: ["authorization_code", "refresh_token"],
     allowDynamicClientRegistration: true,
     allowUnauthenticatedClientRegistration: true,
-    resources: resources.map((identifier) => ({ identifier, name: "Retasc MCP" })),
     // Every registered client may ask for /mcp; what it gets is what a person approves.
     enforcePerClientResources: false,
     accessTokenExpiresIn: ACCESS_TOKEN_SECONDS,

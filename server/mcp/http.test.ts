@@ -53,7 +53,7 @@ describe("HTTP edge of /mcp", () => {
     const response = await post(JSON.stringify(initialize), { authorization: "" });
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toMatch(
-      /^Bearer realm="retasc", resource_metadata="http:\/\/(localhost|127\.0\.0\.1):\d+\/\.well-known\/oauth-protected-resource"$/,
+      /^Bearer realm="retasc", resource_metadata="https?:\/\/[^"/]+\/\.well-known\/oauth-protected-resource"$/,
     );
     const body = await response.json();
     expect(body.error.message).toMatch(/Authorization: Bearer/);
