@@ -115,10 +115,31 @@ describe("security headers", () => {
   test("HSTS when the public URL is https", () => {
     const set = new Map<string, string>();
     const res = { setHeader: (name: string, value: string) => set.set(name, value) };
-    const config = { PUBLIC_URL: "https://retasc.example.com", GITHUB_OAUTH_URL: "https://github.com", GOOGLE_OAUTH_URL: "https://accounts.google.com" };
+    const config = {
+      PUBLIC_URL: "https://retasc.example.com",
+      GITHUB_OAUTH_URL: "https://github.com",
+      GOOGLE_OAUTH_URL: "https://accounts.google.com",
+      RETASC_BILLING: "off" as const,
+      STRIPE_CHECKOUT_URL: "https://checkout.stripe.com",
+    };
     securityHeaders(config)(res as never, "n0nce");
     expect(set.get("strict-transport-security")).toMatch(/max-age=\d{7,}/);
     expect(set.get("content-security-policy")).toMatch(/script-src 'self' 'nonce-n0nce'/);
+    expect(set.get("content-security-policy")).toMatch(/form-action 'self' https:\/\/github\.com https:\/\/accounts\.google\.com;/);
+  });
+
+  test("with billing on, forms may post through to Stripe Checkout (Buy credit without JavaScript)", () => {
+    const set = new Map<string, string>();
+    const res = { setHeader: (name: string, value: string) => set.set(name, value) };
+    const config = {
+      PUBLIC_URL: undefined,
+      GITHUB_OAUTH_URL: "https://github.com",
+      GOOGLE_OAUTH_URL: "https://accounts.google.com",
+      RETASC_BILLING: "on" as const,
+      STRIPE_CHECKOUT_URL: "https://checkout.stripe.com/",
+    };
+    securityHeaders(config)(res as never, "n0nce");
+    expect(set.get("content-security-policy")).toMatch(/form-action 'self' https:\/\/github\.com https:\/\/accounts\.google\.com https:\/\/checkout\.stripe\.com;/);
   });
 
   test("every inline script of a page bears the response's nonce, a new one per response", async () => {

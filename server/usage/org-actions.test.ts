@@ -92,7 +92,7 @@ describe("the Dash's and the CLI's own org actions", () => {
     expect(await refusal(saveLabel(owner, { name: "late" }))).toBe("BILLING_INACTIVE");
     expect((await charges()).length).toBe(paid);
     const { members } = await listMembers(owner);
-    expect(members.find((m) => m.memberId === bobMemberId)!.role).toBe("member");
+    expect(members.find((m) => m.memberId === bobMemberId)).toMatchObject({ kind: "human", role: "member" });
 
     expect((await revokeKey(owner, { keyId: minted.keyId })).changed).toBe(true);
     expect((await revokeInvite(owner, { inviteId: invite.inviteId })).changed).toBe(true);
