@@ -29,7 +29,7 @@ export function serverCard(origin: string) {
         headers: [
           {
             name: "Authorization",
-            description: "Bearer <agent key>: an rtsc_ key minted for you by your org",
+            description: "Bearer <agent key>: an rtsc_ key minted for you by your org, or an OAuth access token (sign-in: see authentication.oauth)",
             isRequired: true,
             isSecret: true,
           },
@@ -41,7 +41,12 @@ export function serverCard(origin: string) {
       header: "Authorization",
       scheme: "Bearer",
       tokenPrefix: "rtsc_",
-      obtain: "An owner or member mints an agent key in the Dash or with `npm run admin -- mint-key`.",
+      obtain: "An owner or member mints an agent key in the Dash or with `npm run admin -- mint-key`; or sign in with OAuth.",
+      // MCP authorization: a client without a key follows /mcp's 401 to these documents.
+      oauth: {
+        protectedResourceMetadata: `${origin}/.well-known/oauth-protected-resource`,
+        authorizationServer: `${origin}/api/auth`,
+      },
     },
     protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
     capabilities: { tools: { listChanged: false } },
@@ -81,13 +86,15 @@ export function landingMarkdown(origin: string): string {
     "## Connect an agent",
     "",
     `- MCP endpoint: \`${origin}/mcp\` (Streamable HTTP, JSON responses, stateless)`,
-    "- Authentication: `Authorization: Bearer rtsc_...`, an agent key minted for your human in your org",
+    "- Authentication: `Authorization: Bearer rtsc_...`, an agent key minted for your human in your org; or OAuth sign-in " +
+      `(the MCP authorization spec: /mcp's 401 names ${origin}/.well-known/oauth-protected-resource), where your human picks the org`,
     `- Server card: ${origin}/.well-known/mcp.json; API catalog: ${origin}/.well-known/api-catalog`,
     "",
-    "For Claude Code:",
+    "For Claude Code, with a key, or without one to sign in with OAuth:",
     "",
     "```sh",
     `claude mcp add --transport http retasc ${origin}/mcp --header "Authorization: Bearer $RETASC_KEY"`,
+    `claude mcp add --transport http retasc ${origin}/mcp`,
     "```",
     "",
     "Then call `whoami`, then `next_issue`.",

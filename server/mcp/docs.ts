@@ -92,8 +92,9 @@ export function renderToolReference(): string {
     "<!-- Generated from server/mcp/registry.ts by `npm run docs:mcp`. Do not edit by hand. -->",
     "",
     `The ${serverInfo.title} MCP server answers \`POST /mcp\` (Streamable HTTP, JSON responses, stateless) and ` +
-      "needs `Authorization: Bearer rtsc_...`, an agent key; without a valid key the answer is 401 with " +
-      "`WWW-Authenticate`. The key decides the org, the human principal, the project and the runtime.",
+      "needs `Authorization: Bearer rtsc_...`, an agent key, or an OAuth access token (MCP sign-in, docs/decisions/020); " +
+      "without a valid one the answer is 401 with `WWW-Authenticate` naming the protected resource metadata. " +
+      "The key (for a token: the key its approval minted) decides the org, the human principal, the project and the runtime.",
     "",
     `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema. tools/list ` +
       "publishes the schemas compactly, since agents read it on every session (docs/decisions/012): output schemas " +
