@@ -5,6 +5,14 @@ export default [
   route("healthz", "routes/healthz.ts"),
   route(".well-known/mcp.json", "routes/well-known.mcp-json.ts"),
   route(".well-known/api-catalog", "routes/well-known.api-catalog.ts"),
+  // MCP sign-in (OAuth): RFC 9728 resource metadata, RFC 8414 server metadata, the consent page
+  route(".well-known/oauth-protected-resource", "routes/well-known.oauth-protected-resource.ts"),
+  route(".well-known/oauth-protected-resource/mcp", "routes/well-known.oauth-protected-resource.ts", { id: "oauth-protected-resource-mcp" }),
+  route(".well-known/oauth-authorization-server", "routes/well-known.oauth-authorization-server.ts"),
+  route(".well-known/oauth-authorization-server/api/auth", "routes/well-known.oauth-authorization-server.ts", {
+    id: "oauth-authorization-server-issuer",
+  }),
+  route("oauth/consent", "routes/oauth.consent.tsx"),
   route("index.md", "routes/index-md.ts"),
   // People, orgs, keys (sign-in, device approval, the Dash shell and its settings, CLI endpoints)
   route("api/auth/*", "routes/api.auth.$.ts"),
