@@ -18,6 +18,7 @@ const widths = [1280, 390] as const;
 let world: DashWorld;
 let signedIn: BrowserContext;
 let signedOut: BrowserContext;
+let signedInDark: BrowserContext;
 const issueIds: string[] = [];
 let inviteLink = "";
 
@@ -66,6 +67,8 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     signedIn = await world.browser.newContext({ bypassCSP: true });
     await signedIn.addCookies(await world.owner.page.context().cookies());
     signedOut = await world.browser.newContext({ bypassCSP: true });
+    signedInDark = await world.browser.newContext({ bypassCSP: true, colorScheme: "dark" });
+    await signedInDark.addCookies(await world.owner.page.context().cookies());
 
     const claude = await world.agent("claude-code");
     const codex = await world.agent("codex");
@@ -109,6 +112,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
   afterAll(async () => {
     await signedIn?.close();
     await signedOut?.close();
+    await signedInDark?.close();
     await world?.close();
   });
 
@@ -135,6 +139,45 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
         })),
       );
     }
+    // Dark mode (the system setting): the same pages keep their contrast.
+    const dark = await signedInDark.newPage();
+    for (const path of ["/dash", "/dash/queue", `/dash/issues/${issueIds[0]}`, "/dash/settings/members"]) {
+      findings.push(...(await inspect(dark, path, 1280, `dark-${slug(path)}`)));
+    }
     expect(findings).toEqual([]);
+  });
+
+  test("the keys: / searches, j and k move through the rows, ? lists the keys, c creates", async () => {
+    const page = await signedIn.newPage();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const { errors } = watchConsole(page);
+    await page.goto(`${world.main.url}/dash`);
+    await page.waitForLoadState("networkidle").catch(() => {});
+    // From a page with no search field, / goes to the queue's.
+    await page.keyboard.press("/");
+    await page.waitForURL(/\/dash\/queue$/);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("queue-search");
+    await page.keyboard.type("login");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/q=login/);
+    await expect.poll(() => page.locator('[data-testid^="queue-row-"]').count()).toBe(1);
+    await page.goto(`${world.main.url}/dash/queue`);
+    await page.waitForLoadState("networkidle").catch(() => {});
+    const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+    await page.keyboard.press("j");
+    expect(await focused()).toBe(issueIds[2]);
+    await page.keyboard.press("j");
+    expect(await focused()).toBe(issueIds[1]);
+    await page.keyboard.press("k");
+    expect(await focused()).toBe(issueIds[2]);
+    await page.keyboard.press("?");
+    const dialog = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain("create an issue");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    await page.keyboard.press("c");
+    await page.waitForURL(/\/dash\/issues\/new$/);
+    expect(errors).toEqual([]);
   });
 });

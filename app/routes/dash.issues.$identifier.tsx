@@ -143,8 +143,6 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
           <dl className="grid grid-cols-[7rem_1fr] gap-x-3 gap-y-2 rounded-lg border border-stone-200 bg-white p-4 text-sm">
             <dt className="text-stone-600">Priority</dt>
             <dd>{priorityName(issue.priority)}</dd>
-            <dt className="text-stone-600">Own level</dt>
-            <dd><LevelName level={issue.ownLevel} /></dd>
             <dt className="text-stone-600">Effective</dt>
             <dd><LevelName level={issue.effectiveLevel} /></dd>
             <dt className="text-stone-600">Why</dt>

@@ -3,6 +3,7 @@ import type { Route } from "./+types/dash";
 import { requireUser } from "../auth.server.ts";
 import { listOrgsOf } from "../../server/orgs/account.ts";
 import { currentOrgCookie } from "../auth.server.ts";
+import { Shortcuts } from "../components/dash/shortcuts.tsx";
 
 export function meta() {
   return [{ title: "Dash · Retasc" }];
@@ -74,6 +75,7 @@ export default function DashLayout({ loaderData }: Route.ComponentProps) {
             New org
           </Link>
           <div className="ml-auto flex min-w-0 items-center gap-3 text-sm">
+            <Shortcuts />
             <span className="min-w-0 truncate text-muted" title={user.email}>
               {user.email}
             </span>

@@ -79,9 +79,10 @@ export function SlaText({ state, children }: { state: string; children: ReactNod
   return <span className={slaTones[state] ?? "text-stone-500"}>{children}</span>;
 }
 
-export function IssueLink({ identifier, className = "" }: { identifier: string; className?: string }) {
+/** `row`: the main link of a list's row, the stop of the `j`/`k` keys (shortcuts.tsx). */
+export function IssueLink({ identifier, className = "", row = false }: { identifier: string; className?: string; row?: boolean }) {
   return (
-    <Link to={`/dash/issues/${identifier}`} className={`${linkClass} font-mono tabular-nums ${className}`} prefetch="intent">
+    <Link to={`/dash/issues/${identifier}`} className={`${linkClass} font-mono tabular-nums ${className}`} prefetch="intent" data-row-link={row ? "" : undefined}>
       {identifier}
     </Link>
   );

@@ -63,7 +63,7 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
             <td className={cell} data-label="Issue">
               <span className="flex min-w-0 flex-col gap-0.5">
                 <span className="flex items-center gap-2">
-                  <IssueLink identifier={c.identifier} />
+                  <IssueLink identifier={c.identifier} row />
                   <StatusBadge status={c.status} />
                 </span>
                 <span className="max-w-[22rem] truncate text-stone-700 max-md:max-w-full" title={c.title}>
@@ -132,7 +132,7 @@ export function MovesList({ moves, now }: { moves: FleetMove[]; now: number }) {
             <span className="inline-block w-24">
               <Pill tone={words.tone}>{words.label}</Pill>
             </span>
-            <IssueLink identifier={m.identifier} />
+            <IssueLink identifier={m.identifier} row />
             <span className="text-stone-700">
               {m.kind === "handoff" ? (
                 <>

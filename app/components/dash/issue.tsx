@@ -143,7 +143,7 @@ export function ActivityLog({ entries, truncated }: { entries: Detail["activity"
             <th scope="col" className="px-2 py-1.5 font-medium whitespace-nowrap">When</th>
             <th scope="col" className="px-2 py-1.5 font-medium">What</th>
             <th scope="col" className="px-2 py-1.5 font-medium">Detail</th>
-            <th scope="col" className="px-2 py-1.5 font-medium">Who</th>
+            <th scope="col" className="px-2 py-1.5 font-medium md:w-56">Who</th>
           </tr>
         </thead>
         <tbody className="max-md:space-y-2">

@@ -1,4 +1,4 @@
-import { Form, Link } from "react-router";
+import { Form, Link, useLocation } from "react-router";
 import type { QueuePage } from "../../../server/dash/queue.ts";
 import { HolderPill, IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focusRing, linkClass } from "./bits.tsx";
 import { issueStatuses } from "../../../constants/statuses.ts";
@@ -59,6 +59,8 @@ export function QueueTabs({ page }: { page: QueuePage }) {
 
 export function QueueFilters({ page }: { page: QueuePage }) {
   const { input } = page;
+  // `/` pressed on another page comes here to search.
+  const focusSearch = (useLocation().state as { focusSearch?: boolean } | null)?.focusSearch === true;
   return (
     <Form method="get" className="flex flex-wrap items-end gap-x-6 gap-y-3 rounded-lg border border-stone-200 bg-white p-4" aria-label="Queue filters">
       {input.tab !== "all" ? <input type="hidden" name="tab" value={input.tab} /> : null}
@@ -73,6 +75,7 @@ export function QueueFilters({ page }: { page: QueuePage }) {
           defaultValue={input.q ?? ""}
           placeholder="title words or an identifier"
           data-search
+          autoFocus={focusSearch}
           className={control}
         />
       </div>
@@ -205,7 +208,7 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
             <td className={cell} data-label="Issue">
               <span className="flex min-w-0 flex-col gap-0.5">
                 <span className="flex items-center gap-2">
-                  <IssueLink identifier={r.identifier} />
+                  <IssueLink identifier={r.identifier} row />
                   {!r.work ? <span className="text-xs text-stone-500">container</span> : null}
                 </span>
                 <span className="max-w-[24rem] text-stone-800">{r.title}</span>
