@@ -1,0 +1,1 @@
+CREATE INDEX "leases_org_finished_idx" ON "leases" USING btree ("org_id","ended_at") WHERE "leases"."end_reason" = 'finished';
