@@ -30,12 +30,14 @@ export interface E2eApp {
   close(): Promise<void>;
 }
 
-export async function startE2eApp(): Promise<E2eApp> {
+/** `extraEnv`: more configuration for the app (outside services' fakes). */
+export async function startE2eApp(extraEnv: Record<string, string> = {}): Promise<E2eApp> {
   const database: TestDatabase | null = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const dataDir = tempDataDir();
   const env: Record<string, string> = database
     ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), RETASC_EMAIL_PASSWORD: "on" }
     : { RETASC_DATA_DIR: dataDir };
+  Object.assign(env, extraEnv);
   let app: AppProcess = await startApp(env);
   const expire = sql`update invites set expires_at = now() - interval '1 minute' where accepted_at is null and revoked_at is null`;
   return {

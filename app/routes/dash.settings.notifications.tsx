@@ -5,6 +5,7 @@ import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { confirmEmail, disconnect, notificationSettings, sendTest, setMute, startConnect, startEmail } from "../../server/notify/bindings.ts";
 import { slackInstallUrl } from "../../server/notify/slack.ts";
+import { publicBaseUrl } from "../../server/http/origin.ts";
 import { Button, Card, CopyButton, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import "../components/dash/dash.css";
 
@@ -27,7 +28,7 @@ export async function action({ request, context }: Route.ActionArgs) {
   const intent = String(form.get("intent") ?? "");
   const channel = String(form.get("channel") ?? "") as Channel;
   if (intent === "install-slack") {
-    const url = await attempt(context.log, () => slackInstallUrl(ctx));
+    const url = await attempt(context.log, () => slackInstallUrl(ctx, publicBaseUrl(request, context.services.config)));
     return url.ok ? redirect(url.value) : { error: url.error, done: null, connect: null };
   }
   const result = await attempt(context.log, async (): Promise<{ done?: string; connect?: { channel: Channel; code: string; link: string | null; expiresAt: string } }> => {

@@ -7,7 +7,6 @@ import { DomainError, invalidInput } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
 import { bindChannel, configuredChannels, consumeCode } from "./bindings.ts";
-import { dashBaseUrl } from "./message.ts";
 import { slackClient } from "./senders/slack.ts";
 import { refused, type WebhookReply } from "./webhook-auth.ts";
 
@@ -16,7 +15,8 @@ const SLACK_MAX_SKEW_S = 5 * 60;
 const STATE_TTL_MS = 10 * 60_000;
 export const slackCallbackPath = "/dash/settings/notifications/slack";
 
-const redirectUri = (config: Services["config"]) => `${dashBaseUrl(config)}${slackCallbackPath}`;
+/** The callback on the origin the admin is using (the route passes the request's public base URL), so the session cookie comes along. */
+const redirectUri = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}${slackCallbackPath}`;
 const stateSecret = (services: Services) => services.keyring.deriveSecret("slack-oauth-state");
 const signState = (services: Services, payload: string) => crypto.createHmac("sha256", stateSecret(services)).update(payload).digest("base64url");
 
@@ -24,7 +24,7 @@ const signState = (services: Services, payload: string) => crypto.createHmac("sh
  * Where an owner or admin is sent to add the Slack app (OAuth v2, chat:write and commands).
  * `state` names the org and person and expires, HMAC-signed so the callback can trust it.
  */
-export async function slackInstallUrl(ctx: Ctx): Promise<string> {
+export async function slackInstallUrl(ctx: Ctx, baseUrl: string): Promise<string> {
   if (!configuredChannels(ctx.config).slack) throw new DomainError("UNAVAILABLE", "Slack is not set up on this server", "Set SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_SIGNING_SECRET.");
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "adding the Slack app");
@@ -32,13 +32,13 @@ export async function slackInstallUrl(ctx: Ctx): Promise<string> {
   const url = new URL(ctx.config.SLACK_OAUTH_URL);
   url.searchParams.set("client_id", ctx.config.SLACK_CLIENT_ID!);
   url.searchParams.set("scope", "chat:write,commands");
-  url.searchParams.set("redirect_uri", redirectUri(ctx.config));
+  url.searchParams.set("redirect_uri", redirectUri(baseUrl));
   url.searchParams.set("state", `${payload}.${signState(ctx, payload)}`);
   return url.toString();
 }
 
 /** The OAuth callback: checks the state, trades the code for the bot token and keeps it encrypted. */
-export async function completeSlackInstall(ctx: Ctx, input: { code: string | null; state: string | null; error?: string | null }) {
+export async function completeSlackInstall(ctx: Ctx, input: { code: string | null; state: string | null; error?: string | null; baseUrl: string }) {
   if (input.error) throw invalidInput(`Slack said: ${input.error.slice(0, 100)}`, "Try adding the app again.");
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "adding the Slack app");
@@ -51,7 +51,7 @@ export async function completeSlackInstall(ctx: Ctx, input: { code: string | nul
     orgId === actor.orgId && userId === actor.userId && Number(expires) > ctx.clock.now().getTime();
   if (!valid || !input.code) throw invalidInput("this Slack sign-in link is not valid any more", "Start again from the Notifications page.");
   const reply = await slackClient(ctx.config)
-    .oauth.v2.access({ client_id: ctx.config.SLACK_CLIENT_ID!, client_secret: ctx.config.SLACK_CLIENT_SECRET!, code: input.code, redirect_uri: redirectUri(ctx.config) })
+    .oauth.v2.access({ client_id: ctx.config.SLACK_CLIENT_ID!, client_secret: ctx.config.SLACK_CLIENT_SECRET!, code: input.code, redirect_uri: redirectUri(input.baseUrl) })
     .catch(() => {
       throw new DomainError("UNAVAILABLE", "Slack did not accept the installation", "Try adding the app again.");
     });

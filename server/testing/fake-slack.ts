@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
  * chat.postMessage takes the bot token as a Bearer and records each message. Refusals can be
  * scripted (`refuseNext`: a 429 with Retry-After, or `{ ok: false, error }`). `slashCommand`
  * builds a slash-command delivery signed with the signing secret, as Slack signs it (v0 HMAC).
+ * GET /oauth/v2/authorize is the consent page: it approves at once and redirects with a code.
  */
 export interface SlackMessage {
   channel: string;
@@ -47,6 +48,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const messages: SlackMessage[] = [];
   const problems: string[] = [];
   const refusals: ({ status: 429; retryAfter: number } | { error: string })[] = [];
+  let url = "";
   const server = http.createServer((req, res) => {
     let raw = "";
     req.on("data", (d: Buffer) => (raw += d.toString()));
@@ -56,6 +58,18 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         res.end(JSON.stringify(body));
       };
       const form = Object.fromEntries(new URLSearchParams(raw));
+      // The consent page: the admin approves at once, and is sent back with a code.
+      if (req.method === "GET" && req.url?.startsWith("/oauth/v2/authorize?")) {
+        const query = new URL(req.url, url).searchParams;
+        const redirect = query.get("redirect_uri") ?? "";
+        if (query.get("client_id") !== clientId || query.get("scope") !== "chat:write,commands" || !redirect) {
+          problems.push(`a consent request with client_id ${query.get("client_id")}, scope ${query.get("scope")}`);
+          return reply({ ok: false, error: "invalid_request" }, 400);
+        }
+        const code = fake.issueCode(redirect);
+        res.writeHead(302, { location: `${redirect}?code=${code}&state=${encodeURIComponent(query.get("state") ?? "")}` });
+        return res.end();
+      }
       const bearer = req.headers.authorization?.replace(/^Bearer /, "") ?? form.token ?? "";
       if (req.method === "POST" && req.url === "/api/oauth.v2.access") {
         const basic = req.headers.authorization?.startsWith("Basic ") ? Buffer.from(req.headers.authorization.slice(6), "base64").toString() : `${form.client_id}:${form.client_secret}`;
@@ -81,7 +95,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const fake: FakeSlack = {
     url,
     apiUrl: `${url}/api/`,

@@ -172,15 +172,16 @@ describe("binding", () => {
   });
 
   it("Slack: an admin installs the app (OAuth v2, the bot token kept encrypted), then /retasc connect <code> binds; stale or forged commands are refused", async () => {
+    const base = "https://retasc.example.com";
     expect((await refusal(startConnect(as.alice, { channel: "slack" }))).code).toBe("UNAVAILABLE");
-    expect((await refusal(slackInstallUrl(as.bob))).code).toBe("FORBIDDEN");
-    const install = new URL(await slackInstallUrl(as.alice));
+    expect((await refusal(slackInstallUrl(as.bob, base))).code).toBe("FORBIDDEN");
+    const install = new URL(await slackInstallUrl(as.alice, base));
     expect(install.searchParams.get("scope")).toBe("chat:write,commands");
     const redirect = install.searchParams.get("redirect_uri")!;
     expect(redirect).toBe("https://retasc.example.com/dash/settings/notifications/slack");
     const state = install.searchParams.get("state")!;
-    expect((await refusal(completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state: `${state}x` }))).code).toBe("INVALID_INPUT");
-    expect(await completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state })).toEqual({ teamId: slack.teamId });
+    expect((await refusal(completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state: `${state}x`, baseUrl: base }))).code).toBe("INVALID_INPUT");
+    expect(await completeSlackInstall(as.alice, { code: slack.issueCode(redirect), state, baseUrl: base })).toEqual({ teamId: slack.teamId });
     const [stored] = await query<{ bot_token_enc: string }>(services.db, sql`select bot_token_enc from notify_slack_installs where org_id = ${org.orgId}`);
     expect(stored!.bot_token_enc).not.toContain(slack.botToken);
 
