@@ -110,7 +110,7 @@ async function* issuesCsv(db: Db, cipher: OrgCipher, orgId: string): AsyncGenera
   yield csv([], ["identifier", "project", "title", "status", "priority", "work", "assignee", "author", "parent", "labels", "blocked_by", "due_at", "created_at", "updated_at", "cancel_reason", "body"]);
   for (const project of await readProjects(db, orgId)) {
     for await (const page of issueRowPages(db, project.id)) {
-      const [full, blockers] = await Promise.all([fullIssues(db, cipher, page, project.prefix), blockersOf(db, page.map((i) => i.id))]);
+      const [full, blockers] = await Promise.all([fullIssues(db, cipher, page, project.prefix, { attachments: false }), blockersOf(db, page.map((i) => i.id))]);
       yield csv(
         full.map((i) => [
           i.identifier,
@@ -141,7 +141,7 @@ async function* commentsCsv(db: Db, cipher: OrgCipher, orgId: string): AsyncGene
   yield csv([], ["issue", "comment_id", "parent_id", "author", "runtime", "created_at", "retracted_at", "retract_note", "body"]);
   for (const project of await readProjects(db, orgId)) {
     for await (const page of issueRowPages(db, project.id)) {
-      const full = await fullIssues(db, cipher, page, project.prefix);
+      const full = await fullIssues(db, cipher, page, project.prefix, { attachments: false });
       const rows = full.flatMap((i) =>
         i.comments.map((c) => [
           i.identifier,

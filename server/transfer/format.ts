@@ -111,6 +111,8 @@ export interface ExportIssue {
   work: boolean;
   status: "todo" | "doing" | "blocked" | "review" | "done" | "canceled";
   priority: number;
+  /** An outsider's issue (intake) waiting for a member to accept it, or accepted; null for the team's own. */
+  triage: "pending" | "accepted" | null;
   assigneeId: string | null;
   authorId: string | null;
   submitterId: string | null;

@@ -219,6 +219,7 @@ class ImportRun {
       work: i.work,
       status: i.status,
       priority: i.priority,
+      triage: i.triage ?? null,
       assigneeId: this.known(i.assigneeId),
       authorId: this.known(i.authorId),
       submitterId: this.known(i.submitterId),

@@ -136,8 +136,12 @@ async function identifiersOf(db: Db, ids: string[]): Promise<Map<string, string>
   return new Map(rows.map((r) => [r.id, r.identifier]));
 }
 
-/** One page of issues with everything hung on them: labels, edges out, comments, attachments, checkpoints. */
-export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], projectPrefix: string): Promise<ExportIssue[]> {
+/**
+ * One page of issues with everything hung on them: labels, edges out, comments, attachments,
+ * checkpoints. `attachments: false` (the CSV tables, which show none) skips reading and
+ * decrypting the attachments and their files.
+ */
+export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], projectPrefix: string, options = { attachments: true }): Promise<ExportIssue[]> {
   const ids = page.map((i) => i.id);
   const [labelRows, relationRows, commentRows, attachmentRows, checkpointRows] = await Promise.all([
     db
@@ -148,12 +152,14 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
       .orderBy(asc(labels.name)),
     db.select().from(relations).where(inArray(relations.sourceId, ids)).orderBy(asc(relations.createdAt), asc(relations.id)),
     db.select().from(comments).where(inArray(comments.issueId, ids)).orderBy(asc(comments.createdAt), asc(comments.id)),
-    db
-      .select({ attachment: attachments, file: attachmentFiles })
-      .from(attachments)
-      .leftJoin(attachmentFiles, eq(attachmentFiles.attachmentId, attachments.id))
-      .where(inArray(attachments.issueId, ids))
-      .orderBy(asc(attachments.createdAt), asc(attachments.id)),
+    options.attachments
+      ? db
+          .select({ attachment: attachments, file: attachmentFiles })
+          .from(attachments)
+          .leftJoin(attachmentFiles, eq(attachmentFiles.attachmentId, attachments.id))
+          .where(inArray(attachments.issueId, ids))
+          .orderBy(asc(attachments.createdAt), asc(attachments.id))
+      : [],
     db.select().from(checkpoints).where(inArray(checkpoints.issueId, ids)).orderBy(asc(checkpoints.createdAt), asc(checkpoints.id)),
   ]);
   const named = await identifiersOf(db, [
@@ -174,6 +180,7 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
     work: i.work,
     status: i.status,
     priority: i.priority,
+    triage: i.triage,
     assigneeId: i.assigneeId,
     authorId: i.authorId,
     submitterId: i.submitterId,

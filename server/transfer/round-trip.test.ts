@@ -24,7 +24,7 @@ describe("export → import → export", () => {
     const first = await exportText(asSystem(org.orgId));
     const file = await writeExport(asSystem(org.orgId), dir);
     const imported = await importExport(env.services, { file, "org-name": "Restored" });
-    expect(imported).toMatchObject({ people: 3, projects: 1, labels: 2, agents: 3, issues: 5, comments: 3 });
+    expect(imported).toMatchObject({ people: 3, projects: 2, labels: 2, agents: 3, issues: 6, comments: 3 });
     expect(imported.orgId).not.toBe(org.orgId);
     const second = await exportText(asSystem(imported.orgId));
     expect(comparable(second)).toEqual(comparable(first));
@@ -42,7 +42,10 @@ describe("export → import → export", () => {
     const second3 = await getIssue(alice, { identifier: "ENG-3" });
     expect(second3).toMatchObject({ parent: "ENG-1", labels: ["bug", "ui"], status: "todo" });
     const listed = await listIssues(alice, {});
-    expect(listed.issues.map((i) => i.identifier).sort()).toEqual(["ENG-1", "ENG-3", "ENG-4"]);
+    expect(listed.issues.map((i) => i.identifier).sort()).toEqual(["ENG-1", "ENG-3", "ENG-4", "OPS-1"]);
+    expect(await getIssue(alice, { identifier: "OPS-1" })).toMatchObject({ blockedBy: [{ identifier: "ENG-3", status: "todo" }], openBlockers: ["ENG-3"] });
+    const carol = JSON.parse(second).people.find((p: { name: string }) => p.name === "Carol");
+    expect(carol.member).toMatchObject({ role: "member", status: "suspended" });
     // ENG-3's blocker (ENG-2) is done, so it is ready; ENG-4 (urgent) goes first.
     const next = await nextIssue(alice, { allLanes: true });
     expect(next).toMatchObject({ identifier: "ENG-4", claimToken: expect.any(String) });

@@ -10,6 +10,9 @@ import { checkpoint, claimIssue, releaseIssue } from "../queue/index.ts";
 import type { SeededOrg } from "../testing/fixtures.ts";
 import { exportOrg, type exportInput } from "./export.ts";
 import type { z } from "zod";
+import { createProject } from "../orgs/index.ts";
+import { suspendMember } from "../orgs/members.ts";
+import { peopleOf } from "../orgs/testing.ts";
 
 /** The export as one string (tests read small orgs whole). */
 export async function exportText(ctx: Ctx, input: z.input<typeof exportInput> = {}): Promise<string> {
@@ -80,4 +83,9 @@ export async function furnishOrg(org: SeededOrg): Promise<void> {
   await checkpoint(alice.ctx, { identifier: first.identifier, claimToken: again.claimToken!, gotchas: "flaky clock" });
   await saveIssue(alice.ctx, { identifier: first.identifier, status: "done", claimToken: again.claimToken! });
   await saveIssue(bob.ctx, { identifier: fourth.identifier, status: "canceled", cancelReason: "a duplicate" });
+  // A second project whose issue is blocked across projects; a suspended member.
+  await createProject(a.db, { orgId: org.orgId, name: "Ops", prefix: "OPS" });
+  await saveIssue(a, { project: "OPS", title: "Deploy", work: true, blockedBy: [second.identifier] });
+  const { memberIds } = await peopleOf(a, org);
+  await suspendMember(a, { memberId: memberIds.carol });
 }
