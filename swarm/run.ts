@@ -11,6 +11,7 @@ import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
 import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { MetricsWatch, type MetricsReport } from "./metrics.ts";
 import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
 import type { AgentProcessConfig } from "./agent.ts";
@@ -60,6 +61,8 @@ export interface SwarmResult {
   seed: number;
   /** The app instances' output when something failed. */
   appOutput: string;
+  /** /metrics of the apps and workers, scraped during the run (swarm/metrics.ts). */
+  metrics: MetricsReport;
 }
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -160,8 +163,10 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const privateRedis = redis;
     if (privateRedis) cleanups.push(() => privateRedis.close());
 
+    const metricsToken = crypto.randomBytes(24).toString("base64url");
     const env: Record<string, string> = {
       ...databaseEnv,
+      METRICS_TOKEN: metricsToken,
       RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
       LEASE_TTL_SECONDS: String(ttlSeconds),
       RECLAIM_SWEEP_MS: "1000",
@@ -191,7 +196,15 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const ports = await Promise.all(Array.from({ length: options.instances }, () => freePort()));
     apps = await Promise.all(ports.map((port) => startApp(env, { port, timeoutMs: 120_000 })));
     const endpoints = ports.map((port) => `http://127.0.0.1:${port}/mcp`);
-    const workers = redis ? [spawnEntry("workers/main.ts", env), spawnEntry("workers/main.ts", env)] : [];
+    // Job and sweep series live in the worker processes: each serves them on its own METRICS_PORT.
+    const workerMetricsPorts = redis ? await Promise.all([freePort(), freePort()]) : [];
+    const workers = workerMetricsPorts.map((port) => spawnEntry("workers/main.ts", { ...env, METRICS_PORT: String(port) }));
+    const watch = new MetricsWatch(metricsToken);
+    const metricsTargets = () => [
+      ...ports.map((port, i) => ({ name: `app-${i}`, url: `http://127.0.0.1:${port}/metrics`, bearer: true })),
+      ...workerMetricsPorts.map((port, i) => ({ name: `worker-${i}`, url: `http://127.0.0.1:${port}/metrics`, bearer: false })),
+    ];
+    await watch.checkRefusal(`http://127.0.0.1:${ports[0]}/metrics`);
     spawned.push(...workers.map((w) => w.child));
     cleanups.push(async () => {
       await Promise.all(workers.map((w) => stopGently(w.child)));
@@ -280,8 +293,13 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const running: Promise<void>[] = [];
     let done = 0;
     let lastReport = 0;
+    let lastScrape = 0;
     while (done < options.issues && Date.now() < deadline) {
       await sleep(250);
+      if (Date.now() - lastScrape > 3_000) {
+        lastScrape = Date.now();
+        running.push(watch.sample(metricsTargets()));
+      }
       try {
         const rows = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId} and status = 'done'`);
         done = Number(rows[0]?.n ?? 0);
@@ -304,6 +322,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     // A silent agent writes with its stale token up to two lease lifetimes after its claim, maybe
     // after the last issue was finished: those writes must be refused too, so wait for them.
     await sleep(2 * ttlSeconds * 1000 + 500);
+    await watch.sample(metricsTargets());
     await Promise.all(agentProcs.map((p) => killHard(p.child)));
     const appOutput = apps.map((a) => a?.output().slice(-6_000) ?? "").join("\n---\n");
     await Promise.all(apps.map((a) => a?.stop()));
@@ -313,7 +332,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
     if (done < options.issues) check.violations.unshift(`[time] only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
     for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
-    return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput };
+    return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report() };
   } finally {
     process.off("SIGINT", abort);
     process.off("SIGTERM", abort);
@@ -337,6 +356,9 @@ export function formatSwarm(result: SwarmResult): string {
     `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
     `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
     ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
+    `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}`,
+    `  moved             ${result.metrics.moved.join(", ")}`,
+    `  never moved       ${result.metrics.still.join(", ") || "none"}`,
     `seed                ${result.seed}`,
   ];
   return lines.join("\n");

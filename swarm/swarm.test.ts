@@ -26,5 +26,25 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
     expect(f.staleWritesRefused).toBeGreaterThan(0);
     expect(f.resumedAfterExpiry).toBeGreaterThan(0);
     expect(f.dispatchesChecked).toBe(f.claims);
+    // /metrics, scraped every few seconds from the apps (with the token; without it, 401) and the
+    // workers (METRICS_PORT): every series the run exercises moved. Webhook deliveries are the
+    // intake's and billing's (their own tests count them); the swarm sends none.
+    expect(result.metrics.withoutToken).toBe(401);
+    expect(result.metrics.moved).toEqual(
+      expect.arrayContaining([
+        "retasc_http_request_duration_seconds_count",
+        "retasc_mcp_tool_duration_seconds_count",
+        "retasc_mcp_tool_refusals_total",
+        "retasc_claims_total",
+        "retasc_stale_writes_refused_total",
+        "retasc_dispatch_duration_seconds_count",
+        "retasc_lease_expiries_recorded_total",
+        "retasc_sweep_duration_seconds_count",
+        "retasc_jobs_total",
+        "retasc_issues",
+        "retasc_outbox_pending",
+        "retasc_db_pool_busy",
+      ]),
+    );
   }, 420_000);
 });
