@@ -14,7 +14,7 @@ import { listAttachments } from "../issues/attachments.ts";
 import { listComments } from "../issues/comments.ts";
 import { getIssue } from "../issues/read.ts";
 import { createLogger } from "../log.ts";
-import { claimIssue } from "../queue/index.ts";
+import { claimIssue, nextBatch, nextIssue } from "../queue/index.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
 import type { FakeForge } from "../testing/fake-git-forge.ts";
@@ -247,5 +247,37 @@ describe("GitLab at a self-hosted base URL", () => {
     } finally {
       fakeGitlab.failWith = null;
     }
+  });
+});
+
+describe("triage", () => {
+  it("an outsider's issue is shown pending, skipped by next_issue and next_batch (counted as awaitingTriage), refused by claim_issue until a member accepts it", async () => {
+    const connector = await createConnector(org.agents.alice.ctx, { provider: "github", repo: "Codertocat/Triage", project: "INT" });
+    const opened = github("issues", "opened");
+    Object.assign(opened.issue, { id: 9_100_001, number: 5, author_association: "CONTRIBUTOR" });
+    await post("github", connector.connectorId, await githubDelivery(hookUrl("github", connector.connectorId), connector.secret, "issues", opened));
+    const { identifier } = await waitFor(() => issueOfSource(connector.connectorId, "9100001"), 2_000, "the outsider's issue");
+    expect(await getIssue(org.agents.bob.ctx, { identifier })).toMatchObject({ triage: "pending", status: "todo" });
+    const next = (await nextIssue(org.agents.bob.ctx, {})) as { claimed: boolean; awaitingTriage?: number; identifier?: string };
+    expect(next.identifier).not.toBe(identifier);
+    if (!next.claimed) expect(next.awaitingTriage).toBeGreaterThanOrEqual(1);
+    const peek = (await nextBatch(org.agents.bob.ctx, {})) as { issues?: { identifier: string }[]; awaitingTriage?: number };
+    expect((peek.issues ?? []).map((i) => i.identifier)).not.toContain(identifier);
+    await expect(claimIssue(org.agents.bob.ctx, { identifier })).rejects.toMatchObject({ code: "AWAITING_TRIAGE" });
+
+    expect(await saveIssue(org.agents.carol.ctx, { identifier, triage: "accepted" })).toMatchObject({ triage: "accepted" });
+    const claimed = (await claimIssue(org.agents.bob.ctx, { identifier })) as { identifier: string; claimToken: string };
+    expect(claimed.identifier).toBe(identifier);
+    await saveIssue(org.agents.bob.ctx, { identifier, status: "canceled", cancelReason: "triage test", claimToken: claimed.claimToken });
+  });
+
+  it("a connector set to let all issues through files outsiders' issues dispatchable", async () => {
+    const connector = await createConnector(org.agents.alice.ctx, { provider: "github", repo: "Codertocat/Open", project: "INT", triageAll: true });
+    const opened = github("issues", "opened");
+    Object.assign(opened.issue, { id: 9_200_001, number: 6, author_association: "NONE" });
+    await post("github", connector.connectorId, await githubDelivery(hookUrl("github", connector.connectorId), connector.secret, "issues", opened));
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "9200001"), 2_000, "the issue");
+    expect(found.triage).toBeNull();
+    expect((await getIssue(org.agents.bob.ctx, { identifier: found.identifier })).triage).toBeUndefined();
   });
 });

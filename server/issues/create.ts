@@ -33,6 +33,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
   }
   if (input.claimToken) throw invalidInput("a new issue has no claim", "Omit claimToken when creating.");
   if (input.cancelReason) throw invalidInput("a new issue cannot be canceled", "Omit cancelReason when creating.");
+  if (input.triage) throw invalidInput("only issues from intake await triage", "Omit triage when creating.");
 
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;

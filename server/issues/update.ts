@@ -178,6 +178,10 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
   if (from === "review" && to === "todo") patch.submitterId = null;
   if (input.labels) changed.push("labels");
+  if (input.triage && row.triage === "pending") {
+    patch.triage = input.triage;
+    changed.push("triage");
+  }
   return { patch, changed, finishLease, from, to };
 }
 

@@ -80,6 +80,7 @@ export async function summarize(db: Db, cipher: OrgCipher, rows: IssueRow[], now
     title: cipher.decrypt(row.titleEnc),
     work: row.work,
     status: row.status,
+    ...(row.triage ? { triage: row.triage } : {}),
     priority: row.priority,
     effectiveLevel: row.effectiveLevel,
     assignee: row.assigneeId ? (who.get(row.assigneeId) ?? null) : null,
@@ -149,6 +150,8 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
     body: cipher.decrypt(row.bodyEnc),
     work: row.work,
     status: row.status,
+    // Only intake's issues carry it: "pending" is an outsider's, not dispatched until accepted.
+    ...(row.triage ? { triage: row.triage } : {}),
     priority: row.priority,
     assignee: row.assigneeId ? (who.get(row.assigneeId) ?? null) : null,
     author: row.authorId ? (who.get(row.authorId) ?? null) : null,

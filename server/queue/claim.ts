@@ -162,6 +162,9 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
       if (heldByCaller(holder, ctx.principal)) return rebind(scope, row, holder, Math.max(0, budget.live - 1));
       throw alreadyClaimed(identifier, holder, "claim");
     }
+    if (row.triage === "pending") {
+      throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A member accepts it first (save_issue triage:\"accepted\"); call next_issue for other work.", { identifier });
+    }
     if (row.openBlockerCount > 0) {
       const blockers = await openBlockersOf(tx, row.id);
       throw new DomainError(

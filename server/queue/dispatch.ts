@@ -42,19 +42,33 @@ export async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promis
   return Number(rows[0]?.n ?? 0);
 }
 
+/** Open issues from outside the team that a member has not accepted yet (never dispatched). */
+async function countAwaitingTriage(ctx: Ctx): Promise<number> {
+  const rows = await query<{ n: number }>(
+    ctx.db,
+    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and i.triage = 'pending' and i.status not in ('done', 'canceled')`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
 export async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
-  const ready = await countReady(ctx.db, ctx, now, laneOf(ctx, allLanes));
-  const otherLanes = allLanes ? 0 : await countReady(ctx.db, ctx, now, othersLanes(i, me(ctx)));
+  const [ready, otherLanes, awaitingTriage] = await Promise.all([
+    countReady(ctx.db, ctx, now, laneOf(ctx, allLanes)),
+    allLanes ? 0 : countReady(ctx.db, ctx, now, othersLanes(i, me(ctx))),
+    countAwaitingTriage(ctx),
+  ]);
+  const triage = awaitingTriage > 0 ? ` ${awaitingTriage} issue(s) from outside the team await triage: a member accepts them (save_issue triage:"accepted").` : "";
   return {
     claimed: false as const,
     ready,
     otherLanes,
+    awaitingTriage,
     message:
-      otherLanes > 0
+      (otherLanes > 0
         ? `Nothing claimable in your lane; ${otherLanes} ready issue(s) sit in other people's lanes. Call again with allLanes:true to take one.`
         : ready > 0
           ? "Ready work exists but was claimed concurrently; call next_issue again."
-          : "Nothing is claimable right now: everything is held, blocked, or done.",
+          : "Nothing is claimable right now: everything is held, blocked, or done.") + triage,
   };
 }
 
