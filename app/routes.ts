@@ -49,6 +49,7 @@ export default [
   route("api/cli/setup", "routes/api.cli.setup.ts"),
   route("api/cli/sign-in-methods", "routes/api.cli.sign-in-methods.ts"),
   route("api/cli/billing", "routes/api.cli.billing.ts"),
+  route("api/cli/connectors", "routes/api.cli.connectors.ts"),
   route("api/cli/export", "routes/api.cli.export.ts"),
   // Billing: Stripe's signed webhook
   route("webhooks/stripe", "routes/webhooks.stripe.ts"),

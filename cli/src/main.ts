@@ -9,6 +9,7 @@ import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy,
 import { claim, done, next } from "./commands/work.ts";
 import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 import { exportOrg } from "./commands/transfer.ts";
+import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
 
 interface Option {
   type: "string" | "boolean";
@@ -375,6 +376,33 @@ export const commands: Record<string, Command> = {
     positionals: "<usd|off>",
     options: { "org-id": orgId, url, json },
     run: billingCap,
+  }),
+  "connector add": command({
+    summary: "connect a repository's issues to a project: prints the webhook URL and its secret (shown once) and the provider's steps (owner or admin)",
+    usage: "retasc connector add <github|gitlab> <owner/name> --project <PREFIX> [--base-url <url>] [--token-stdin] [--org-id <id>] [--json]",
+    positionals: "<github|gitlab> <repository>",
+    options: {
+      project: { type: "string", value: "<PREFIX>", description: "the project its issues go to" },
+      "base-url": { type: "string", value: "<url>", description: "a self-hosted GitLab" },
+      "token-stdin": { type: "boolean", description: "read a write-back token (closes the source when an issue is done) from standard input" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    run: connectorAdd,
+  }),
+  "connector list": command({
+    summary: "list the org's connectors: Pending or Connected, last delivery, last error",
+    usage: "retasc connector list [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json },
+    run: connectorList,
+  }),
+  "connector revoke": command({
+    summary: "disconnect a connector: its webhooks are refused from now on (owner or admin)",
+    usage: "retasc connector revoke <id> [--org-id <id>] [--json]",
+    positionals: "<id>",
+    options: { "org-id": orgId, url, json },
+    run: connectorRevoke,
   }),
   export: command({
     summary: "the whole org, decrypted, as JSON (everything; imports back) or CSV (issues or comments), owners and admins",

@@ -7,7 +7,8 @@ import { notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
-import { webhookUrlOf } from "./urls.ts";
+import type { Config } from "../config/index.ts";
+import { gitlabHostOf, webhookUrlOf } from "./urls.ts";
 
 const githubRepo = /^[A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100}$/;
 const gitlabPath = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){1,20}$/;
@@ -68,6 +69,25 @@ export async function createConnector(ctx: Ctx, raw: z.input<typeof createConnec
     });
     await recordOrgActivity(ctx, tx, "connector.created", { connectorId: id, provider: input.provider });
     await chargeNow(tx, ctx, { tool: "create_connector", tier: "plumbing", issueId: null }, now);
-    return { connectorId: id, webhookUrl: webhookUrlOf(ctx.config, input.provider, id), secret, project: project.prefix, tokenOnFile: input.token !== undefined };
+    const webhookUrl = webhookUrlOf(ctx.config, input.provider, id);
+    return { connectorId: id, webhookUrl, secret, project: project.prefix, tokenOnFile: input.token !== undefined, steps: providerSteps(ctx.config, input, webhookUrl) };
   });
+}
+
+/** What to do on the provider's side, in order: the Dash and the CLI show these beside the secret. */
+function providerSteps(config: Pick<Config, "GITLAB_URL">, input: { provider: "github" | "gitlab"; repo: string; baseUrl?: string }, webhookUrl: string): string[] {
+  if (input.provider === "github") {
+    return [
+      `Open https://github.com/${input.repo}/settings/hooks/new`,
+      `Payload URL: ${webhookUrl}; Content type: application/json; Secret: the secret shown here`,
+      'Which events: "Let me select individual events", then Issues and Issue comments',
+      "Add webhook: GitHub sends a ping, and the connector turns Connected",
+    ];
+  }
+  return [
+    `Open ${gitlabHostOf(config, input.baseUrl ?? null)}/${input.repo}/-/hooks`,
+    `URL: ${webhookUrl}; Secret token: the secret shown here`,
+    "Trigger: Issues events and Comments",
+    "Add webhook, then Test > Issues events: the connector turns Connected",
+  ];
 }
