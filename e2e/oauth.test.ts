@@ -124,7 +124,10 @@ test("discovery, registration, sign-in and consent in Chromium, token, tools, re
   });
   expect(refused.status).toBe(401);
 
-  // The grant is on the Keys page beside agent keys.
+  // The grant is on the Keys page beside agent keys, marked OAuth, revocable, with nothing to rotate.
   await ada.page.goto(`${app.url}/dash/settings/keys`);
-  await expect.poll(() => ada.page.getByText("Claude-Code-retasc").count()).toBeGreaterThan(0);
+  const row = ada.page.getByRole("row").filter({ hasText: "Claude-Code-retasc" });
+  await expect.poll(() => row.getByTitle("Approved for Claude Code (retasc) (OAuth sign-in)").count()).toBe(1);
+  expect(await row.getByRole("button", { name: /^Revoke/ }).count()).toBe(1);
+  expect(await row.getByRole("button", { name: /^Rotate/ }).count()).toBe(0);
 });

@@ -110,7 +110,9 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
         <tbody>
           {keys.map((k) => (
             <tr key={k.keyId} className="border-b border-line max-md:py-2" data-key={k.prefix}>
-              <td className={`${cell} font-mono`} data-label="Key">{k.prefix}…</td>
+              <td className={`${cell} font-mono`} data-label="Key">
+                {k.oauthClient ? <span title={`Approved for ${k.oauthClient} (OAuth sign-in)`}>OAuth</span> : `${k.prefix}…`}
+              </td>
               <td className={`${cell} font-mono`} data-label="Runtime">{k.runtime}</td>
               <td className={cell} data-label="Person">{k.userEmail}</td>
               <td className={cell} data-label="Project">{k.projectPrefix ?? "any"}</td>
@@ -120,9 +122,12 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
                 {k.status === "active" ? (
                   <Form method="post" className="inline-flex gap-2">
                     <input type="hidden" name="keyId" value={k.keyId} />
-                    <Button name="intent" value="rotate" tone="secondary" aria-label={`Rotate ${k.prefix}`}>
-                      Rotate
-                    </Button>
+                    {/* An OAuth grant has no secret to replace: its client signs in again. */}
+                    {k.oauthClient ? null : (
+                      <Button name="intent" value="rotate" tone="secondary" aria-label={`Rotate ${k.prefix}`}>
+                        Rotate
+                      </Button>
+                    )}
                     <Button name="intent" value="revoke" tone="danger" aria-label={`Revoke ${k.prefix}`}>
                       Revoke
                     </Button>

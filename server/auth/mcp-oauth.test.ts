@@ -207,7 +207,7 @@ describe("MCP OAuth sign-in", () => {
 
     // The grant is an agent key of Alice's, listed beside her others.
     const keys = await fetch(`${app.url}/api/cli/keys?orgId=${alice.orgId}`, { headers: { authorization: `Bearer ${alice.token}` } }).then((r) => r.json());
-    expect(keys.keys).toEqual([expect.objectContaining({ keyId: me.key.id, runtime: "Retasc-Test-Agent", projectId: alice.projectId, status: "active" })]);
+    expect(keys.keys).toEqual([expect.objectContaining({ keyId: me.key.id, runtime: "Retasc-Test-Agent", projectId: alice.projectId, oauthClient: "Retasc Test Agent", status: "active" })]);
   });
 
   test("refresh: a new access token works; revocation (RFC 7009) stops the revoked one at once", async () => {

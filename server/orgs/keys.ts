@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
-import { agentKeys, projects, user } from "../../db/schema/index.ts";
+import { agentKeys, oauthGrants, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
@@ -31,6 +31,8 @@ export interface KeyView {
   userEmail: string;
   projectId: string | null;
   projectPrefix: string | null;
+  /** The OAuth client this key was approved for on the consent page (MCP sign-in); null for a secret key. */
+  oauthClient: string | null;
   status: "active" | "revoked";
   createdAt: string;
   lastUsedAt: string | null;
@@ -79,6 +81,7 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
       userEmail: user.email,
       projectId: agentKeys.projectId,
       projectPrefix: projects.prefix,
+      oauthClient: oauthGrants.clientName,
       createdAt: agentKeys.createdAt,
       lastUsedAt: agentKeys.lastUsedAt,
       revokedAt: agentKeys.revokedAt,
@@ -86,6 +89,7 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
     .from(agentKeys)
     .innerJoin(user, eq(user.id, agentKeys.userId))
     .leftJoin(projects, eq(projects.id, agentKeys.projectId))
+    .leftJoin(oauthGrants, eq(oauthGrants.keyId, agentKeys.id))
     .where(
       and(
         eq(agentKeys.orgId, ctx.principal.orgId),
