@@ -5,7 +5,7 @@ import type { Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { bindChannel, consumeCode } from "./bindings.ts";
 import { openDiscordDm } from "./senders/discord.ts";
-import { refused, type WebhookReply } from "./webhook-auth.ts";
+import { firstSighting, refused, type WebhookReply } from "./webhook-auth.ts";
 
 /** A signed interaction older (or further ahead) than this is refused as a replay. */
 const DISCORD_MAX_SKEW_S = 5 * 60;
@@ -37,7 +37,7 @@ const interactionSchema = z.object({
 });
 
 /**
- * POST /webhooks/discord, the interactions endpoint: verified or refused (401). PING is
+ * POST /webhooks/discord, the interactions endpoint: verified and not seen before, or refused (401). PING is
  * answered with PONG; `/connect <code>` binds the person's DM channel with the bot (opened
  * through the REST API) and answers ephemerally.
  */
@@ -48,6 +48,7 @@ export async function receiveDiscordInteraction(services: Services, log: Logger,
   if (!discordSignatureValid(key, body, headers.get("x-signature-timestamp"), headers.get("x-signature-ed25519"), nowS)) {
     return refused(401, "invalid request signature");
   }
+  if (!(await firstSighting(services.db, "discord", headers.get("x-signature-ed25519")!))) return refused(401, "this interaction was already received (a replay)");
   let parsed;
   try {
     parsed = interactionSchema.safeParse(JSON.parse(body));

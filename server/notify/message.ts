@@ -4,6 +4,11 @@ import { checkpoints, issues } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import type { NotifyKind } from "./kinds.ts";
 
+/** A message stays well inside every platform's limit (Telegram 4,096, Discord 2,000 characters). */
+const MAX_TITLE = 200;
+const MAX_DETAIL = 400;
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 /** Levels by number (server/issues/levels.ts): what an assignee is told about urgency. */
 const levelNames = ["none", "low", "medium", "high", "urgent", "breached"] as const;
 
@@ -41,7 +46,7 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
   const [row] = await db.select().from(issues).where(eq(issues.id, issueId));
   if (!row || row.orgId !== orgId) return null;
   const cipher = await services.keyring.forOrg(db, orgId);
-  const title = cipher.decrypt(row.titleEnc);
+  const title = clip(cipher.decrypt(row.titleEnc), MAX_TITLE);
   const details: Message["details"] = [];
   let headline: string;
   switch (kind) {
@@ -51,7 +56,7 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
     case "canceled": {
       headline = "was canceled.";
       const reason = cipher.decrypt(row.cancelReasonEnc);
-      if (reason) details.push({ label: "Reason", text: reason });
+      if (reason) details.push({ label: "Reason", text: clip(reason, MAX_DETAIL) });
       break;
     }
     case "review": {
@@ -65,7 +70,7 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
       if (last) {
         for (const [label, enc] of [["Done", last.doneEnc], ["Next", last.nextEnc], ["Gotchas", last.gotchasEnc]] as const) {
           const text = cipher.decrypt(enc);
-          if (text) details.push({ label, text });
+          if (text) details.push({ label, text: clip(text, MAX_DETAIL) });
         }
       }
       break;

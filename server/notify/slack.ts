@@ -8,7 +8,7 @@ import type { Logger } from "../log.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
 import { bindChannel, configuredChannels, consumeCode } from "./bindings.ts";
 import { slackClient } from "./senders/slack.ts";
-import { refused, type WebhookReply } from "./webhook-auth.ts";
+import { firstSighting, refused, type WebhookReply } from "./webhook-auth.ts";
 
 /** Slack's own window for a request's timestamp: older (or further ahead) is a replay. */
 const SLACK_MAX_SKEW_S = 5 * 60;
@@ -78,8 +78,8 @@ export function slackSignatureValid(secret: string, body: string, timestamp: str
 }
 
 /**
- * POST /webhooks/slack: the `/retasc` slash command. Signed (v0) within five minutes or
- * refused (401). `/retasc connect <code>` binds the person's Slack user in the workspace
+ * POST /webhooks/slack: the `/retasc` slash command. Signed (v0) within five minutes, and not
+ * seen before, or refused (401). `/retasc connect <code>` binds the person's Slack user in the workspace
  * installed for the code's org; the answer is ephemeral (only they see it).
  */
 export async function receiveSlackCommand(services: Services, log: Logger, body: string, headers: Headers): Promise<WebhookReply> {
@@ -89,6 +89,7 @@ export async function receiveSlackCommand(services: Services, log: Logger, body:
   if (!slackSignatureValid(secret, body, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature"), nowS)) {
     return refused(401, "the request signature is missing, wrong or stale");
   }
+  if (!(await firstSighting(services.db, "slack", headers.get("x-slack-signature")!))) return refused(401, "this request was already received (a replay)");
   const form = new URLSearchParams(body);
   const say = (text: string): WebhookReply => ({ status: 200, body: { response_type: "ephemeral", text } });
   const [verb, code, ...rest] = (form.get("text") ?? "").trim().split(/\s+/);

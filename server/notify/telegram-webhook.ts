@@ -3,7 +3,7 @@ import type { Services } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { bindChannel, consumeCode } from "./bindings.ts";
 import { telegramApi } from "./senders/telegram.ts";
-import { refused, sameSecret, type WebhookReply } from "./webhook-auth.ts";
+import { firstSighting, refused, sameSecret, type WebhookReply } from "./webhook-auth.ts";
 
 /** The part of a Telegram update we act on: a private message, maybe `/start <code>`. */
 const updateSchema = z.object({
@@ -34,6 +34,8 @@ export async function receiveTelegramUpdate(services: Services, log: Logger, bod
   }
   const parsed = updateSchema.safeParse(json);
   if (!parsed.success) return refused(400, "not a Telegram update");
+  // Telegram redelivers an update until it gets a 2xx: a second delivery is acknowledged, not acted on.
+  if (!(await firstSighting(services.db, "telegram", String(parsed.data.update_id)))) return { status: 200, body: { ok: true, duplicate: true } };
   const message = parsed.data.message;
   const start = message?.text?.match(/^\/start(?:@\w+)?\s+(\S+)\s*$/);
   if (!message || !start || message.chat.type !== "private") return { status: 200, body: { ok: true } };

@@ -1,4 +1,6 @@
 import crypto from "node:crypto";
+import type { Db } from "../../db/client.ts";
+import { jobReceipts } from "../../db/schema/index.ts";
 
 /** Constant-time equality of two secrets (a length difference is also answered in constant time). */
 export function sameSecret(given: string | null, expected: string): boolean {
@@ -31,4 +33,15 @@ export async function answerWebhook(request: Request, receive: (body: string) =>
   }
   const reply = await receive(await request.text());
   return Response.json(reply.body, { status: reply.status, headers });
+}
+
+/**
+ * Records a signed request the first time it is seen (a receipt keyed by the digest of what
+ * identifies it, pruned with the other receipts after the signature window is long past);
+ * false when it was seen before: a replay.
+ */
+export async function firstSighting(db: Db, channel: string, identity: string): Promise<boolean> {
+  const key = `webhook:${channel}:${crypto.createHash("sha256").update(identity).digest("hex")}`;
+  const inserted = await db.insert(jobReceipts).values({ key, job: `webhook.${channel}` }).onConflictDoNothing().returning({ key: jobReceipts.key });
+  return inserted.length > 0;
 }

@@ -143,8 +143,10 @@ describe("binding", () => {
     expect((await receiveTelegramUpdate(services, log, body, null)).status).toBe(401);
     expect((await receiveTelegramUpdate(services, log, "{not json", secret)).status).toBe(400);
     expect(await receiveTelegramUpdate(services, log, body, secret)).toEqual({ status: 200, body: { ok: true, connected: true } });
-    // Replayed: the code was used.
-    expect(await receiveTelegramUpdate(services, log, body, secret)).toEqual({ status: 200, body: { ok: true, connected: false } });
+    // Redelivered: acknowledged, not acted on; the same code in a new update is spent.
+    expect(await receiveTelegramUpdate(services, log, body, secret)).toEqual({ status: 200, body: { ok: true, duplicate: true } });
+    const again = JSON.stringify(telegram.update(chats.alice, `/start ${code}`, "alice"));
+    expect(await receiveTelegramUpdate(services, log, again, secret)).toEqual({ status: 200, body: { ok: true, connected: false } });
     expect(textsTo(chats.alice).at(-1)).toMatch(/expired or was already used/);
     for (const who of ["bob", "carol"] as const) expect((await connectTelegram(who)).reply.body).toMatchObject({ connected: true });
     const settings = await notificationSettings(as.alice);
@@ -171,7 +173,7 @@ describe("binding", () => {
     }
   });
 
-  it("Slack: an admin installs the app (OAuth v2, the bot token kept encrypted), then /retasc connect <code> binds; stale or forged commands are refused", async () => {
+  it("Slack: an admin installs the app (OAuth v2, the bot token kept encrypted), then /retasc connect <code> binds; stale, forged, tampered or replayed commands are refused", async () => {
     const base = "https://retasc.example.com";
     expect((await refusal(startConnect(as.alice, { channel: "slack" }))).code).toBe("UNAVAILABLE");
     expect((await refusal(slackInstallUrl(as.bob, base))).code).toBe("FORBIDDEN");
@@ -196,13 +198,15 @@ describe("binding", () => {
       const tampered = { ...good, body: good.body.replace(slackUsers[who], "UEVIL") };
       expect((await receiveSlackCommand(services, log, tampered.body, new Headers(tampered.headers))).status).toBe(401);
       expect(await receiveSlackCommand(services, log, good.body, new Headers(good.headers))).toEqual({ status: 200, body: { response_type: "ephemeral", text: expect.stringContaining("Connected") } });
-      // The same signed request again: the code is spent.
-      expect((await receiveSlackCommand(services, log, good.body, new Headers(good.headers))).body).toMatchObject({ text: expect.stringContaining("expired or was already used") });
+      // The same signed request again is a replay; a new one with the spent code binds nothing.
+      expect((await receiveSlackCommand(services, log, good.body, new Headers(good.headers))).status).toBe(401);
+      const later = slack.slashCommand(slackUsers[who], ` connect  ${code}`, { timestamp: now });
+      expect((await receiveSlackCommand(services, log, later.body, new Headers(later.headers))).body).toMatchObject({ text: expect.stringContaining("expired or was already used") });
     }
     expect((await notificationSettings(as.bob)).channels.find((c) => c.channel === "slack")).toMatchObject({ status: "active", label: `Slack user ${slackUsers.bob}` });
   });
 
-  it("Discord: /connect <code> signed with the application's Ed25519 key binds the DM channel; a forged or stale signature is refused", async () => {
+  it("Discord: /connect <code> signed with the application's Ed25519 key binds the DM channel; a forged, stale or replayed interaction is refused", async () => {
     const now = Math.floor(clock.now().getTime() / 1000);
     const ping = discord.interaction({ type: 1 }, { timestamp: now });
     expect(await receiveDiscordInteraction(services, log, ping.body, new Headers(ping.headers))).toEqual({ status: 200, body: { type: 1 } });
@@ -219,6 +223,7 @@ describe("binding", () => {
         status: 200,
         body: { type: 4, data: { content: expect.stringContaining("Connected"), flags: 64 } },
       });
+      expect((await receiveDiscordInteraction(services, log, good.body, new Headers(good.headers))).status).toBe(401);
     }
     expect((await notificationSettings(as.carol)).channels.find((c) => c.channel === "discord")).toMatchObject({ status: "active" });
   });
