@@ -9,15 +9,17 @@ import {
   checkpoints,
   comments,
   issueLabels,
+  issueStatuses,
   issues,
   labels,
   members,
   projects,
+  relationTypes,
   relations,
 } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
-import { invalidInput } from "../errors.ts";
+import { DomainError, invalidInput } from "../errors.ts";
 import { downloadPath } from "../issues/attachments-files.ts";
 import { rankingColumns } from "../issues/levels.ts";
 import { rerank } from "../issues/ranking.ts";
@@ -30,6 +32,26 @@ import { openExport, type ExportEntry } from "./read-export.ts";
 export const importInput = z.object({
   file: z.string({ error: "--file is required" }).trim().min(1, "--file is required"),
   "org-name": z.string({ error: "--org-name is required" }).trim().min(1, "--org-name is required").max(100),
+});
+
+/** The fields of an issue the database would otherwise refuse only at the batch's insert, far from the record. */
+const issueCore = z.looseObject({
+  id: z.string().min(1),
+  identifier: z.string().min(1),
+  project: z.string().min(1),
+  number: z.number().int().positive(),
+  title: z.string(),
+  work: z.boolean(),
+  status: z.enum(issueStatuses),
+  priority: z.number().int().min(0).max(4),
+  fence: z.number().int().min(0),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  labels: z.array(z.string()),
+  relations: z.array(z.looseObject({ type: z.enum(relationTypes), target: z.string() })),
+  comments: z.array(z.looseObject({ id: z.string(), body: z.string(), createdAt: z.iso.datetime() })),
+  attachments: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
+  checkpoints: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
 });
 
 const FLUSH_ISSUES = 200;
@@ -49,10 +71,29 @@ export async function importExport(services: Services, raw: z.input<typeof impor
   const now = services.clock.now();
   return services.db.transaction(async (tx) => {
     const run = new ImportRun(services, tx, { name: input["org-name"], timeZone: header.org.timeZone }, orderedIds(now), now);
-    for await (const entry of entries) await run.take(entry);
-    const orgId = await run.finish();
+    let position = 0;
+    for await (const entry of entries) {
+      position++;
+      try {
+        await run.take(entry);
+      } catch (error) {
+        throw malformed(error, `record ${position} (${entry.section})`);
+      }
+    }
+    const orgId = await run.finish().catch((error: unknown) => {
+      throw malformed(error, "the export's last records");
+    });
     return { orgId, ...run.counts };
   });
+}
+
+/**
+ * A record the import cannot take (a field missing or of the wrong type, a value the schema
+ * refuses) is a bad file, said as such with where it is, never a stack trace.
+ */
+function malformed(error: unknown, where: string): DomainError {
+  if (error instanceof DomainError) return new DomainError(error.code, `${where}: ${error.message}`, error.hint, error.details);
+  return invalidInput(`${where} is malformed`, "Pass the file as the export wrote it; an edited export must keep every field of docs/export-format.md.");
 }
 
 type Row<T extends { $inferInsert: unknown }> = T["$inferInsert"];
@@ -198,6 +239,11 @@ class ImportRun {
   }
 
   private issue(orgId: string, cipher: OrgCipher, i: ExportIssue): void {
+    const checked = issueCore.safeParse(i);
+    if (!checked.success) {
+      const issue = checked.error.issues[0]!;
+      throw invalidInput(`issue ${String(i.identifier)}: ${issue.path.join(".")} ${issue.message}`, "Pass the file as the export wrote it.");
+    }
     const projectId = this.projectByPrefix.get(i.project);
     if (!projectId) throw invalidInput(`issue ${i.identifier} is in project ${i.project}, which the export does not list`, "Export the org again; the file is incomplete.");
     const id = this.idFor(i.id);

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
+import { orgs } from "../../db/schema/index.ts";
 import { systemPrincipal, withPrincipal } from "../context.ts";
 import { getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { listComments } from "../issues/comments.ts";
@@ -93,5 +94,25 @@ describe("export → import → export", () => {
     const future = `${dir}/b.json`;
     fs.writeFileSync(future, JSON.stringify({ format: "retasc-export", version: 99, org: { timeZone: "UTC" } }));
     await expect(importExport(env.services, { file: future, "org-name": "x" })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("version 99") });
+  });
+});
+
+describe("a malformed export", () => {
+  it("is refused INVALID_INPUT naming the record, and leaves nothing behind", async () => {
+    const org = await seedOrg(env.services, { prefix: "BAD" });
+    await furnishOrg(org);
+    const dir = tempDir("retasc-transfer-");
+    const lines = (await exportText(asSystem(org.orgId))).split("\n");
+    const at = lines.findIndex((l) => l.startsWith('{"id"') && l.includes('"identifier":"BAD-3"'));
+    const record = JSON.parse(lines[at]!.replace(/,$/, ""));
+    lines[at] = JSON.stringify({ ...record, status: "finished", title: null }) + ",";
+    const file = `${dir}/bad.json`;
+    fs.writeFileSync(file, lines.join("\n"));
+    const before = await env.services.db.select().from(orgs);
+    await expect(importExport(env.services, { file, "org-name": "Broken" })).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringMatching(/^record \d+ \(issues\): issue BAD-3: (title|status) /),
+    });
+    expect(await env.services.db.select().from(orgs)).toHaveLength(before.length);
   });
 });
