@@ -70,3 +70,24 @@ test("conformance scenario dns-rebinding-protection passes against /mcp", async 
     { id: "localhost-host-valid-accepted", status: "SUCCESS" },
   ]);
 });
+
+/**
+ * The authorization scenarios of the installed package (0.1.16) are all client scenarios (a mock
+ * server testing an MCP client's OAuth); none tests a server, so none runs here. MCP sign-in is
+ * tested end to end with the SDK's client instead (server/auth/mcp-oauth.test.ts,
+ * e2e/oauth.test.ts). When an upgrade brings server authorization scenarios, this fails: run them.
+ */
+test("the installed conformance package has no server authorization scenario yet", async () => {
+  const listing = await new Promise<string>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--import", "./server/http/conformance/node20.mjs", "node_modules/@modelcontextprotocol/conformance/dist/index.js", "list"],
+      { cwd: root, encoding: "utf8", timeout: 60_000 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    );
+  });
+  const [server = "", client = ""] = listing.split(/^Client scenarios/m);
+  expect(client).toMatch(/auth\/metadata-default/);
+  expect(server).toMatch(/dns-rebinding-protection/);
+  expect(server).not.toMatch(/auth|oauth|authoriz/i);
+});
