@@ -7,6 +7,7 @@ import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, SecretBox } from "../components/ui.tsx";
 import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
 import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
+import { PacePicture } from "../components/dash/pace.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 
 export function meta({ loaderData }: Route.MetaArgs) {
@@ -66,6 +67,13 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
           <Stat label="In review" value={fleet.counts.review} tone="text-violet-800" to="/dash/queue?status=review" />
           <Stat label="Breaching" value={fleet.counts.breaching} tone={fleet.counts.breaching > 0 ? "text-red-800" : "text-stone-900"} />
         </div>
+      </section>
+
+      <section aria-labelledby="pace-heading" className="flex flex-col gap-3">
+        <h2 id="pace-heading" className="text-lg font-semibold">
+          Pace
+        </h2>
+        <PacePicture pace={fleet.pace} ready={fleet.counts.ready} />
       </section>
 
       <section aria-labelledby="claims-heading" className="flex flex-col gap-3">

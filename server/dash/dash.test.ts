@@ -50,6 +50,33 @@ describe("fleet snapshot", () => {
     expect(fleet.moves[0]).toMatchObject({ kind: "claimed", identifier: "FLT-1", runtime: "codex" });
   });
 
+  it("measures the pace: finishes per hour over the day, the median first claim to done, and when the ready queue drains", async () => {
+    const org = await seedOrg(env.services, { prefix: "PCE" });
+    const bob = org.agents.bob.ctx;
+    for (const title of ["a", "b", "c", "d"]) await create(org.agents.alice.ctx, title);
+    const finish = async (identifier: string, minutes: number) => {
+      const claim = await claimIssue(bob, { identifier });
+      clock.advance(minutes * MINUTE);
+      await saveIssue(bob, { identifier, claimToken: claim.claimToken, status: "done" });
+    };
+    await finish("PCE-1", 8);
+    await finish("PCE-2", 2);
+    clock.advance(120 * MINUTE);
+    await finish("PCE-3", 5);
+    const { pace, counts } = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(pace.perHour).toHaveLength(24);
+    expect(pace.perHour[23]).toBe(1);
+    expect(pace.perHour[21]).toBe(2);
+    expect(pace.perHour.reduce((a, b) => a + b, 0)).toBe(3);
+    expect(pace).toMatchObject({ lastDay: 3, lastWeek: 3, medianClaimToDoneMs: 5 * MINUTE });
+    expect(counts.ready).toBe(1);
+    expect(pace.drainHours).toBeCloseTo(8);
+    // A day later the hours are empty, the week still counts them, and there is no pace to forecast from.
+    clock.advance(25 * 60 * MINUTE);
+    const later = (await fleetSnapshot(await dashAs(org, "alice"))).pace;
+    expect(later).toMatchObject({ lastDay: 0, lastWeek: 3, medianClaimToDoneMs: null, drainHours: null });
+  });
+
   it("records a handoff to another runtime and a reclaim of an expired lease", async () => {
     const org = await seedOrg(env.services, { prefix: "HND" });
     await create(org.agents.alice.ctx, "Migrate the schema");

@@ -4,6 +4,7 @@ import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
+import { drainHours, fleetPace } from "./pace.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease
@@ -22,8 +23,9 @@ export async function fleetSnapshot(ctx: Ctx) {
   const cipher = await ctx.keyring.forOrg(db, orgId);
   await applyDueSla(ctx, now);
 
-  const [status, blockedRows, claimRows, moveRows] = await Promise.all([
+  const [status, pace, blockedRows, claimRows, moveRows] = await Promise.all([
     queueStatus(ctx),
+    fleetPace(ctx, now),
     query<{ n: number }>(
       db,
       sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and i.status not in ('done', 'canceled')
@@ -156,6 +158,7 @@ export async function fleetSnapshot(ctx: Ctx) {
     },
     claims,
     moves,
+    pace: { ...pace, drainHours: drainHours(pace, status.ready) },
   };
 }
 export type FleetSnapshot = Awaited<ReturnType<typeof fleetSnapshot>>;

@@ -1,0 +1,51 @@
+import type { FleetSnapshot } from "../../../server/dash/fleet.ts";
+
+/**
+ * The fleet's pace as a picture: finished issues per hour over the last day (one bar an hour,
+ * now at the right), with the numbers in words beside it for those who read rather than look.
+ */
+const W = 480;
+const H = 96;
+const GAP = 2;
+
+const duration = (ms: number) => {
+  const m = Math.round(ms / 60_000);
+  return m < 60 ? `${m} min` : m < 48 * 60 ? `${(m / 60).toFixed(1)} h` : `${(m / 1440).toFixed(1)} days`;
+};
+
+export function drainWords(hours: number | null, ready: number): string {
+  if (ready === 0) return "Nothing is ready: the queue is drained.";
+  if (hours === null) return `${ready} ready; nothing finished in the last day, so there is no pace to forecast from.`;
+  return `At the last day's pace the ${ready} ready issue${ready === 1 ? "" : "s"} drain in about ${duration(hours * 3_600_000)}.`;
+}
+
+export function PacePicture({ pace, ready }: { pace: FleetSnapshot["pace"]; ready: number }) {
+  const peak = Math.max(1, ...pace.perHour);
+  const bar = W / pace.perHour.length;
+  return (
+    <figure className="flex flex-col gap-3 rounded-lg border border-line bg-surface p-4 sm:flex-row sm:items-end sm:gap-6">
+      <svg viewBox={`0 0 ${W} ${H + 14}`} className="h-auto w-full max-w-[30rem]" aria-hidden data-testid="pace-bars">
+        {pace.perHour.map((n, i) => {
+          const h = (n / peak) * H;
+          return (
+            <rect key={i} x={i * bar + GAP / 2} y={H - h} width={bar - GAP} height={Math.max(h, n > 0 ? 2 : 0)} rx={2} className="fill-emerald-500">
+              <title>{`${n} finished ${23 - i === 0 ? "in the last hour" : `${23 - i} h ago`}`}</title>
+            </rect>
+          );
+        })}
+        <line x1={0} x2={W} y1={H + 0.5} y2={H + 0.5} className="stroke-stone-300" />
+        <text x={0} y={H + 12} fontSize="10" className="fill-stone-500">24 h ago</text>
+        <text x={W} y={H + 12} fontSize="10" textAnchor="end" className="fill-stone-500">now</text>
+      </svg>
+      <figcaption className="flex flex-col gap-1 text-sm" data-testid="pace-words">
+        <span>
+          <strong className="tabular-nums">{pace.lastDay}</strong> finished in the last 24 h (<span className="tabular-nums">{pace.lastWeek}</span> this week)
+        </span>
+        <span className="text-muted">
+          {pace.medianClaimToDoneMs !== null ? `Median first claim to done: ${duration(pace.medianClaimToDoneMs)}.` : "No finish in the last day to time."}
+        </span>
+        <span className="text-muted">{drainWords(pace.drainHours, ready)}</span>
+      </figcaption>
+    </figure>
+  );
+}
