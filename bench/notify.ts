@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/notify.ts [--events N] [--rate N]`: notifications under load. N issue changes
+ * `npm run bench:notify -- [--events N] [--rate N]`: notifications under load. N issue changes
  * (a cancel, which tells the author) at a fixed rate, each fanned out to the author's three
  * channels (Telegram, Slack, Discord: local fakes over HTTP); the figure is the time from the
  * change's commit to the fake platform receiving each message, p50 / p99. Beside it, in the
