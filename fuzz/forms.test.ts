@@ -34,6 +34,7 @@ const FIELDS = [
   "orgId", "identifier", "status", "priority", "assignee", "dueAt", "labels", "blockedBy", "dependency", "noDependency",
   "work", "parent", "runtime", "expiresDays", "decision", "user_code", "userCode", "code", "next", "cancelReason", "note",
   "target", "type", "claimToken", "comment", "project", "startBlocked", "was.title", "was.status", "action", "role", "callbackURL", "monthlyUsd",
+  "oauth_query", "where",
 ];
 const INTENTS = [
   "edit", "comment", "release", "cancel", "relate", "unrelate", "reprioritize", "invite", "revoke-invite", "suspend", "reactivate",
@@ -56,14 +57,14 @@ function shots(w: World): fc.Arbitrary<Shot> {
   // Document requests and React Router's data requests (`.data`) reach the same loaders and actions.
   const dataOrNot = fc.constantFrom("", ".data");
   const path = fc.oneof(
-    fc.constantFrom("/dash", "/dash/queue", "/dash/issues/new", "/dash/orgs/new", "/dash/switch-org", "/dash/settings/projects", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/billing", "/auth/sign-in", "/auth/sign-up", "/device").chain((p) => dataOrNot.map((d) => p + d)),
+    fc.constantFrom("/dash", "/dash/queue", "/dash/issues/new", "/dash/orgs/new", "/dash/switch-org", "/dash/settings/projects", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/billing", "/auth/sign-in", "/auth/sign-up", "/device", "/oauth/consent").chain((p) => dataOrNot.map((d) => p + d)),
     // The live stream, and its `.data` twin (answered 404 by main.ts: React Router would wait for the stream's end).
     fc.constantFrom("/dash/events", "/dash/events.data"),
     fc.tuple(identifier.map((s) => encodeURIComponent(s.slice(0, 300))), dataOrNot).map(([id, d]) => `/dash/issues/${id}${d}`),
     fc.tuple(pathSegment, dataOrNot).map(([code, d]) => `/join/${code}${d}`),
     fc.constantFrom("whoami", "orgs", "projects", "keys", "members", "join", "setup", "sign-in-methods", "billing").map((p) => `/api/cli/${p}`),
     fc.constantFrom("/webhooks/stripe"),
-    fc.constantFrom("sign-in/email", "sign-up/email", "get-session", "device/code", "device/token", "device/approve", "sign-out", "nope").map((p) => `/api/auth/${p}`),
+    fc.constantFrom("sign-in/email", "sign-up/email", "get-session", "device/code", "device/token", "device/approve", "sign-out", "nope", "oauth2/register", "oauth2/authorize", "oauth2/token", "oauth2/revoke", "oauth2/consent").map((p) => `/api/auth/${p}`),
   );
   const query = fc.array(fc.tuple(fc.constantFrom("status", "runtime", "priority", "from", "to", "page", "orgId", "q", "user_code", "error", "next", "includeRevoked"), text), { maxLength: 4 });
   return fc
