@@ -5,7 +5,6 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
-import { connectClient } from "../../server/mcp/testing.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
 
 /**
@@ -46,9 +45,13 @@ beforeAll(async () => {
   orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Olga's org" })).orgId;
   const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Web", prefix: "WEB" });
   const { key } = await cliPost(app.url, owner.token, "keys", { orgId, action: "mint", projectId: project.projectId ?? project.id, runtime: "codex" });
-  const agent = await connectClient(`${app.url}/mcp`, key);
-  await agent.callTool({ name: "save_issue", arguments: { title: "Ship the export", work: true, noDependency: "first", body: "=1+1 stays text in CSV" } });
-  await agent.close();
+  // One stateless tools/call over /mcp, as an agent files an issue.
+  const filed = await fetch(`${app.url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "save_issue", arguments: { title: "Ship the export", work: true, noDependency: "first", body: "=1+1 stays text in CSV" } } }),
+  });
+  expect((await filed.json()).result.structuredContent).toMatchObject({ identifier: "WEB-1" });
   const member = await signUp(app.url, "Mick");
   const invite = await cliPost(app.url, owner.token, "members", { orgId, action: "invite" });
   await cliPost(app.url, member.token, "join", { code: invite.code });
