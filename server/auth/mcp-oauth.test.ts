@@ -76,13 +76,20 @@ async function signUp(tag: string, prefix: string): Promise<Person> {
   expect(response.status, await response.clone().text()).toBe(200);
   const cookie = response.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
   const token = response.headers.get("set-auth-token")!;
-  const cli = (route: string, body: unknown) =>
-    fetch(`${app.url}/api/cli/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }).then(
-      (r) => r.json() as Promise<Record<string, string>>,
-    );
-  const { orgId } = await cli("orgs", { name: `${tag} org` });
-  const { projectId } = await cli("projects", { orgId, name: tag, prefix });
+  const { orgId } = await cliPost(token, "orgs", { name: `${tag} org` });
+  const { projectId } = await cliPost(token, "projects", { orgId, name: tag, prefix });
   return { cookie, token, orgId: orgId!, projectId: projectId! };
+}
+
+/** A POST to the CLI's endpoints with a person's session token. */
+async function cliPost(token: string, route: string, body: unknown): Promise<Record<string, string>> {
+  const response = await fetch(`${app.url}/api/cli/${route}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, route).toBe(200);
+  return (await response.json()) as Record<string, string>;
 }
 
 /** The browser's part: the authorization URL, the consent page, the person's choice; returns the code. */
@@ -275,6 +282,21 @@ describe("MCP OAuth sign-in", () => {
     const { access_token } = (await exchanged.json()) as { access_token: string };
     expect(access_token.startsWith(ACCESS_TOKEN_PREFIX)).toBe(true);
     expect(await mcpStatus(access_token)).toBe(401);
+  });
+
+  test("a token acts with the approving member's role, and stops at once when they are suspended", async () => {
+    const invite = await cliPost(alice.token, "members", { orgId: alice.orgId, action: "invite" });
+    await cliPost(bob.token, "join", { code: invite.code });
+    const bobs = await signIn(bob, `${alice.orgId}|`);
+    const client = await connect(bobs);
+    expect(await call(client, "whoami")).toMatchObject({ kind: "agent", org: { id: alice.orgId }, human: { role: "member" } });
+    await client.close();
+    const token = bobs.saved!.access_token;
+    expect(await mcpStatus(token)).toBe(200);
+    const listing = await fetch(`${app.url}/api/cli/members?orgId=${alice.orgId}`, { headers: { authorization: `Bearer ${alice.token}` } }).then((r) => r.json());
+    const member = (listing.members as { kind: string; role?: string; memberId: string }[]).find((m) => m.kind === "human" && m.role === "member")!;
+    await cliPost(alice.token, "members", { orgId: alice.orgId, action: "suspend", memberId: member.memberId });
+    expect(await mcpStatus(token)).toBe(401);
   });
 
   test("tokens are stored as SHA-256 digests, never as issued", async () => {
