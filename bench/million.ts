@@ -7,9 +7,12 @@
  * a ratio near 1. Not run in CI (seeding a million issues takes minutes); the figures go in
  * bench/README.md.
  *
- * What is not here yet (issue 20): claim + finish per second with 64 agents over four app
- * instances at both sizes, the SLA sweep's duration, the Dash queue page and the app's memory
- * after an hour of load.
+ * At each size it also measures claim + fenced finish per second with 64 agents over four pools
+ * (standing for four app instances; through the service layer, as bench/throughput.ts) on a
+ * fresh batch of issues in an org of their own, one tick of the SLA sweep over the whole
+ * database, and the Dash queue page's data (`queuePage`, the loader's server call; the page's
+ * render over HTTP is bench/dash-queue.ts). What is not here (issue 20): the app's memory after
+ * an hour of load, and the full stack over /mcp beside the bare SDK's floor.
  *
  * The measured org is seeded through the app's own code (real ciphertext, exact ranking,
  * bench/lib/seed.ts). The other orgs are filled by generate_series in SQL: their ranking columns
@@ -25,6 +28,13 @@ useBenchPostgres();
 const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
 const { analyze } = await import("./lib/seed.ts");
 const { seedLargeGraph, measureNextIssue } = await import("./graph.ts");
+const { retascAgent } = await import("./throughput.ts");
+const { seedGraph } = await import("./lib/seed.ts");
+const { seedOrg } = await import("../server/testing/fixtures.ts");
+const { withPrincipal } = await import("../server/context.ts");
+const { slaSweep } = await import("../server/queue/sla.ts");
+const { queuePage } = await import("../server/dash/queue.ts");
+const { timed } = await import("./lib/stats.ts");
 
 const ISSUES_PER_ORG = 1_000;
 const PROJECTS_PER_ORG = 2;
@@ -32,6 +42,12 @@ const PROJECTS_PER_ORG = 2;
 const CHAIN = 21;
 const ITERATIONS = 300;
 const WARMUP = 30;
+/** The fleet: agents over pools ("app instances"), and the issues each size's run drains. */
+const FLEET_AGENTS = 64;
+const FLEET_POOLS = 4;
+const FLEET_ISSUES = 2_000;
+const SWEEP_TICKS = 5;
+const QUEUE_PAGES = 20;
 
 const args = process.argv.slice(2);
 const orgsArg = args.indexOf("--orgs");
@@ -41,7 +57,7 @@ if (!Number.isInteger(bigOrgs) || bigOrgs < 100) {
   process.exit(2);
 }
 
-const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 8, prefix: "MIL" });
+const bench = await openBenchDatabase({ pools: FLEET_POOLS, connectionsPerPool: FLEET_AGENTS / FLEET_POOLS, prefix: "MIL" });
 const db = bench.pools[0]!.db;
 
 /**
@@ -96,11 +112,51 @@ interface Phase {
   orgs: number;
   fillSeconds: number;
   nextIssue: Distribution;
+  fleetPerSecond: number;
+  sweep: Distribution;
+  queuePage: Distribution;
 }
 
 log(`million: seeding the measured org (${ISSUES_PER_ORG} issues) through the app's code`);
 const [agent] = await makeAgents(bench, 1);
 const { expectedFirst } = await seedLargeGraph(bench, agent!, ISSUES_PER_ORG);
+
+/**
+ * Claim + fenced finish per second: FLEET_ISSUES fresh issues drained by the fleet, in an org of
+ * its own (a new one at each size), so the drain leaves the measured org's graph alone.
+ */
+async function fleetRate(): Promise<number> {
+  const fleetOrg = await seedOrg(bench.pools[0]!, { prefix: "FLT", name: "Fleet" });
+  const fleet = await Promise.all(
+    Array.from({ length: FLEET_AGENTS }, async (_, i) => {
+      const { principal } = await fleetOrg.agentFor((["alice", "bob", "carol"] as const)[i % 3]!, `fleet-${i}`);
+      return withPrincipal(bench.pools[i % FLEET_POOLS]!, principal);
+    }),
+  );
+  const now = Date.now();
+  const issues = Array.from({ length: FLEET_ISSUES }, (_, i) => ({
+    title: `Fleet issue ${i + 1}`,
+    priority: i % 5,
+    dueAt: null,
+    assigneeId: null,
+    createdAt: new Date(now - (FLEET_ISSUES - i) * 1000),
+  }));
+  await seedGraph(bench.pools[0]!, { ...fleetOrg, authorId: fleetOrg.agents.alice.userId }, { issues, edges: [] }, new Date());
+  const t0 = performance.now();
+  const finished = (await Promise.all(fleet.map((ctx) => retascAgent(ctx)))).reduce((a, b) => a + b, 0);
+  const ms = performance.now() - t0;
+  if (finished !== FLEET_ISSUES) throw new Error(`the fleet finished ${finished} of ${FLEET_ISSUES} issues`);
+  return (finished / ms) * 1000;
+}
+
+async function repeatTimed(times: number, warmup: number, fn: () => Promise<unknown>): Promise<Distribution> {
+  const samples: number[] = [];
+  for (let i = 0; i < warmup + times; i++) {
+    const { ms } = await timed(fn);
+    if (i >= warmup) samples.push(ms);
+  }
+  return distribution(samples);
+}
 
 async function phase(orgsBefore: number, orgsAfter: number): Promise<Phase> {
   const started = Date.now();
@@ -110,7 +166,12 @@ async function phase(orgsBefore: number, orgsAfter: number): Promise<Phase> {
   const issues = await issueCount();
   log(`million: ${issues} issues in ${orgsAfter} orgs (filled in ${round(fillSeconds, 1)} s); timing nextIssue`);
   const samples = await measureNextIssue(agent!, ITERATIONS, WARMUP, phaseFirst);
-  return { issues, orgs: orgsAfter, fillSeconds, nextIssue: distribution(samples) };
+  log(`million: the fleet (${FLEET_AGENTS} agents over ${FLEET_POOLS} pools) drains ${FLEET_ISSUES} issues`);
+  const fleetPerSecond = await fleetRate();
+  log("million: SLA sweep ticks and the Dash queue page");
+  const sweep = await repeatTimed(SWEEP_TICKS, 1, () => slaSweep(bench.pools[0]!));
+  const queue = await repeatTimed(QUEUE_PAGES, 3, () => queuePage(agent!, {}));
+  return { issues, orgs: orgsAfter, fillSeconds, nextIssue: distribution(samples), fleetPerSecond, sweep, queuePage: queue };
 }
 
 // The measured org is org 1 of each size; the filler orgs are numbered from 1.
@@ -128,6 +189,9 @@ process.stdout.write(
     "|---|---|---|---|---|",
     `| \`nextIssue\` p50 | ${round(small.nextIssue.p50, 2)} ms | ${round(large.nextIssue.p50, 2)} ms | ${ratio(large.nextIssue.p50, small.nextIssue.p50)}x | < 5 ms at the large size: ${large.nextIssue.p50 < 5 ? "PASS" : "FAIL"} |`,
     `| \`nextIssue\` p99 | ${round(small.nextIssue.p99, 2)} ms | ${round(large.nextIssue.p99, 2)} ms | ${ratio(large.nextIssue.p99, small.nextIssue.p99)}x | < 25 ms at the large size: ${large.nextIssue.p99 < 25 ? "PASS" : "FAIL"} |`,
+    `| claim + fenced finish, ${FLEET_AGENTS} agents over ${FLEET_POOLS} pools | ${round(small.fleetPerSecond, 0)} /s | ${round(large.fleetPerSecond, 0)} /s | ${ratio(large.fleetPerSecond, small.fleetPerSecond)}x | within 10% (>= 0.9x): ${large.fleetPerSecond >= 0.9 * small.fleetPerSecond ? "PASS" : "FAIL"} |`,
+    `| SLA sweep tick p50 (whole database) | ${round(small.sweep.p50, 2)} ms | ${round(large.sweep.p50, 2)} ms | ${ratio(large.sweep.p50, small.sweep.p50)}x | proportional to changed issues, not all: near 1x |`,
+    `| Dash queue page data p50 (\`queuePage\`) | ${round(small.queuePage.p50, 2)} ms | ${round(large.queuePage.p50, 2)} ms | ${ratio(large.queuePage.p50, small.queuePage.p50)}x | < 200 ms: ${large.queuePage.p50 < 200 ? "PASS" : "FAIL"} |`,
     `| fill time (SQL) | ${round(small.fillSeconds, 1)} s | ${round(large.fillSeconds, 1)} s | | |`,
     "",
   ].join("\n"),

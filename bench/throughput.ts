@@ -27,7 +27,7 @@ const WARMUP_PER_AGENT = 2;
 const QUEUE = "bench-claims";
 
 /** One agent: claim the next issue and finish it with its token until nothing is left (or `limit`). */
-async function retascAgent(ctx: Ctx, limit = Infinity): Promise<number> {
+export async function retascAgent(ctx: Ctx, limit = Infinity): Promise<number> {
   let finished = 0;
   while (finished < limit) {
     const reply = await nextIssue(ctx, {});
