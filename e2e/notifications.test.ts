@@ -39,6 +39,8 @@ beforeAll(async () => {
       DISCORD_PUBLIC_KEY: discord.publicKey,
       DISCORD_API_URL: discord.apiUrl,
       OUTBOX_POLL_MS: "200",
+      // On PostgreSQL (the server mode) jobs run where asked: here, in the web process.
+      RETASC_WORKERS: "inline",
     }),
     launchBrowser(),
   ]);
