@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -8,31 +7,21 @@ import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
 import { startFakeStripe, type FakeStripe } from "../../server/testing/fake-stripe.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
+import { retasc as runCli } from "./testing.ts";
 
 /**
  * `retasc billing`, `billing buy` and `billing cap` as npm installed them, against the built app
  * with billing on and the fake Stripe API: the Checkout URL the CLI prints is paid on the fake
  * Checkout page, whose signed webhook credits the org, and the CLI then shows the new balance.
  */
-const bin = path.resolve(import.meta.dirname, "../../node_modules/.bin/retasc");
 let fake: FakeStripe;
 let app: AppProcess;
 let database: TestDatabase | null = null;
 let retascDir: string;
 let orgId: string;
 
-function retasc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: retascDir, NO_COLOR: "1" };
-    for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL"]) delete env[name];
-    const child = spawn(bin, args, { env, cwd: os.tmpdir() });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `retasc …` as the owner, against the server their ~/.retasc names. */
+const retasc = (args: string[]) => runCli({ retascDir }, args, { env: { NO_COLOR: "1" } });
 
 beforeAll(async () => {
   fake = await startFakeStripe();

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,30 +5,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
+import { retasc as runCli } from "./testing.ts";
 
 /**
  * `retasc export` as npm installed it, against the built app: the JSON export streamed to a file
  * and the CSV to standard output, for the org's owner; a member is refused with the server's code,
  * and nothing is written.
  */
-const bin = path.resolve(import.meta.dirname, "../../node_modules/.bin/retasc");
 let app: AppProcess;
 let database: TestDatabase | null = null;
 let orgId: string;
 const dirs: Record<"owner" | "member", string> = { owner: "", member: "" };
 
-function retasc(who: "owner" | "member", args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: dirs[who], NO_COLOR: "1" };
-    for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL"]) delete env[name];
-    const child = spawn(bin, args, { env, cwd: os.tmpdir() });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `retasc …` as the owner or the member, against the server their ~/.retasc names. */
+const retasc = (who: "owner" | "member", args: string[]) => runCli({ retascDir: dirs[who] }, args, { env: { NO_COLOR: "1" } });
 
 /** The session `retasc login` would have stored after the device flow. */
 function storeSession(who: "owner" | "member", person: { token: string; userId: string; email: string }) {
