@@ -35,6 +35,7 @@ export default [
     route("settings/members", "routes/dash.settings.members.tsx"),
     route("settings/keys", "routes/dash.settings.keys.tsx"),
     route("settings/billing", "routes/dash.settings.billing.tsx"),
+    route("settings/connectors", "routes/dash.settings.connectors.tsx"),
     route("settings/notifications", "routes/dash.settings.notifications.tsx"),
     route("settings/notifications/slack", "routes/dash.settings.notifications.slack.ts"),
     route("settings/transfer", "routes/dash.settings.transfer.tsx"),

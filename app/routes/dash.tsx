@@ -30,6 +30,7 @@ const links = [
   { to: "/dash/settings/members", label: "Members" },
   { to: "/dash/settings/keys", label: "Keys" },
   { to: "/dash/settings/billing", label: "Billing" },
+  { to: "/dash/settings/connectors", label: "Connectors" },
   { to: "/dash/settings/notifications", label: "Notifications" },
   { to: "/dash/settings/transfer", label: "Import & export" },
 ];
