@@ -380,6 +380,19 @@ describe("delivery", () => {
     }
   });
 
+  it("Slack's and Discord's permanent refusals mark those bindings broken with the platform's reason", async () => {
+    slack.refuseNext({ error: "account_inactive" });
+    discord.refuseNext({ status: 403, code: 50007, message: "Cannot send messages to this user" });
+    const keys = await Promise.all((["slack", "discord"] as const).map((channel) => sendTest(as.bob, { channel })));
+    for (const { key } of keys) {
+      await waitFor(async () => (await services.db.select().from(notifyDeliveries).where(eq(notifyDeliveries.key, key)))[0]?.state === "failed", 10_000, `${key} failed`);
+    }
+    const channels = (await notificationSettings(as.bob)).channels;
+    expect(channels.find((c) => c.channel === "slack")).toMatchObject({ status: "broken", brokenReason: "account_inactive" });
+    expect(channels.find((c) => c.channel === "discord")).toMatchObject({ status: "broken", brokenReason: "Cannot send messages to this user" });
+    expect(channels.find((c) => c.channel === "telegram")?.status).toBe("active");
+  });
+
   it.runIf(testDriver === "postgres")("a worker SIGKILLed while the platform holds its request delivers once", async () => {
     await stopRunner();
     const hold = telegram.hold();
