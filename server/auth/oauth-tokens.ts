@@ -3,6 +3,7 @@ import type { Db } from "../../db/client.ts";
 import { agentKeys, members, oauthAccessToken, oauthGrants } from "../../db/schema/index.ts";
 import type { Principal } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
+import { agentPrincipalColumns, keyActs, keyMembership } from "../orgs/index.ts";
 import { ACCESS_TOKEN_PREFIX } from "./oauth.ts";
 
 /** Whether a Bearer value is shaped like one of our OAuth access tokens (else: an agent key). */
@@ -29,26 +30,18 @@ const lookups = new WeakMap<Db, ReturnType<typeof tokenLookup>>();
 
 function tokenLookup(db: Db) {
   return db
-    .select({
-      keyId: agentKeys.id,
-      orgId: agentKeys.orgId,
-      userId: agentKeys.userId,
-      projectId: agentKeys.projectId,
-      runtime: agentKeys.runtime,
-      claimCap: agentKeys.claimCap,
-    })
+    .select(agentPrincipalColumns)
     .from(oauthAccessToken)
     .innerJoin(oauthGrants, and(eq(oauthGrants.keyId, oauthAccessToken.referenceId), eq(oauthGrants.clientId, oauthAccessToken.clientId)))
     .innerJoin(agentKeys, and(eq(agentKeys.id, oauthGrants.keyId), eq(agentKeys.userId, oauthAccessToken.userId)))
-    .innerJoin(members, and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId)))
+    .innerJoin(members, keyMembership)
     .where(
       and(
         eq(oauthAccessToken.token, sql.placeholder("tokenHash")),
         isNull(oauthAccessToken.revoked),
         gt(oauthAccessToken.expiresAt, sql`${sql.placeholder("now")}::timestamptz`),
         sql`${sql.placeholder("resource")}::text = any(${oauthAccessToken.resources})`,
-        isNull(agentKeys.revokedAt),
-        eq(members.status, "active"),
+        keyActs,
       ),
     )
     .prepare("authenticate_oauth_token");

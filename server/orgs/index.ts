@@ -239,21 +239,26 @@ export async function authenticateAgentKey(db: Db, secret: string): Promise<Prin
 
 const keyLookups = new WeakMap<Db, ReturnType<typeof keyLookup>>();
 
+/** What an agent principal is read from: its key's row (every credential that acts as a key selects these). */
+export const agentPrincipalColumns = {
+  keyId: agentKeys.id,
+  orgId: agentKeys.orgId,
+  userId: agentKeys.userId,
+  projectId: agentKeys.projectId,
+  runtime: agentKeys.runtime,
+  claimCap: agentKeys.claimCap,
+};
+/** The membership a key acts through: joined on the key's org and person. */
+export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId));
+/** A key acts only while it is live and its person an active member. */
+export const keyActs = and(isNull(agentKeys.revokedAt), eq(members.status, "active"));
+
 function keyLookup(db: Db) {
   return db
-    .select({
-      keyId: agentKeys.id,
-      orgId: agentKeys.orgId,
-      userId: agentKeys.userId,
-      projectId: agentKeys.projectId,
-      runtime: agentKeys.runtime,
-      claimCap: agentKeys.claimCap,
-    })
+    .select(agentPrincipalColumns)
     .from(agentKeys)
-    .innerJoin(members, and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId)))
-    .where(
-      and(eq(agentKeys.keyHash, sql.placeholder("keyHash")), isNull(agentKeys.revokedAt), eq(members.status, "active")),
-    )
+    .innerJoin(members, keyMembership)
+    .where(and(eq(agentKeys.keyHash, sql.placeholder("keyHash")), keyActs))
     .prepare("authenticate_agent_key");
 }
 
