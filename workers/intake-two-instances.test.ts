@@ -2,11 +2,11 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { expect, test } from "vitest";
-import { waitFor } from "../../workers/testing/wait.ts";
-import { callOk, connectClient, useTwoInstances } from "../mcp/testing.ts";
-import { runEntry } from "../testing/app-process.ts";
-import { testDriver } from "../testing/db.ts";
-import { githubDelivery } from "../testing/fake-github.ts";
+import { waitFor } from "./testing/wait.ts";
+import { callOk, connectClient, useTwoInstances } from "../server/mcp/testing.ts";
+import { runEntry } from "../server/testing/app-process.ts";
+import { testDriver } from "../server/testing/db.ts";
+import { githubDelivery } from "../server/testing/fake-github.ts";
 
 /**
  * Intake over real HTTP on two app instances sharing one PostgreSQL database: the operator's
