@@ -1,0 +1,143 @@
+/**
+ * `npx tsx bench/mcp-floor.ts [--agents 32] [--issues 2000]`: the full stack's claim + fenced
+ * finish over /mcp (`next_issue`, then `save_issue {status: "done", claimToken}`) by N agents,
+ * each an SDK client with a session key of its own, on two app instances (the built app on
+ * PostgreSQL), beside the floor of the MCP stack on this machine in the same run: the SDK's
+ * stateless Streamable HTTP server answering a tool that does nothing (bench/lib/mcp-floor-server.ts),
+ * two processes, driven by the same number of clients making the same number of calls, once
+ * before Retasc's run and once after (the mean, so drifting machine load favours neither). A
+ * cycle is two calls, so the floor's cycle rate is half its call rate. Target: at least 0.5x.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import { setMaxListeners } from "node:events";
+import os from "node:os";
+import path from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
+import { log, round } from "./lib/stats.ts";
+
+const TARGET = 0.5;
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number) => {
+  const at = args.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(args[at + 1]) : fallback;
+  if (!Number.isInteger(value) || value < 1) {
+    process.stderr.write(`--${name} takes a whole number of at least 1\n`);
+    process.exit(2);
+  }
+  return value;
+};
+const AGENTS = option("agents", 32);
+const ISSUES = option("issues", 2_000);
+
+setMaxListeners(50_000);
+useBenchPostgres();
+const repoRoot = path.resolve(import.meta.dirname, "..");
+process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
+const { callOk, connectClient, startSeededApp } = await import("../server/mcp/testing.ts");
+const { freePort, startApp } = await import("../server/testing/app-process.ts");
+
+/** Runs `calls` on the clients, each client calling one after another; the rate per second over all. */
+async function drive(clients: Client[], call: (client: Client) => Promise<boolean>): Promise<{ calls: number; seconds: number }> {
+  let calls = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    clients.map(async (client) => {
+      for (;;) {
+        const more = await call(client);
+        calls++;
+        if (!more) return;
+      }
+    }),
+  );
+  return { calls, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function startFloor(): Promise<{ child: ChildProcess; endpoint: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "bench/lib/mcp-floor-server.ts")], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => d.toString().includes("listening") && resolve());
+    child.once("exit", (code) => reject(new Error(`the floor server exited (${code})`)));
+  });
+  return { child, endpoint: `http://127.0.0.1:${port}/mcp` };
+}
+
+const loadAverage = round(os.loadavg()[0]!, 2);
+log(`mcp-floor: building and starting two app instances (load average ${loadAverage})`);
+const seeded = await startSeededApp(["FLR"], { LOG_LEVEL: "warn", SESSION_KEY_CAP: String(AGENTS) });
+const second = await startApp({ ...seeded.env, LOG_LEVEL: "warn", SESSION_KEY_CAP: String(AGENTS) });
+const floors = await Promise.all([startFloor(), startFloor()]);
+const clients: Client[] = [];
+try {
+  const org = seeded.orgs.FLR!;
+  const endpoints = [seeded.endpoint, `${second.url}/mcp`];
+  const parents = await Promise.all((["alice", "bob", "carol"] as const).map((who) => connectClient(endpoints[0]!, org.people[who].key)));
+  clients.push(...parents);
+  log(`mcp-floor: ${ISSUES} issues, ${AGENTS} agents`);
+  for (let start = 0; start < ISSUES; start += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, ISSUES - start) }, (_, i) =>
+        callOk(parents[i % 3]!, "save_issue", { title: `Floor issue ${start + i}`, work: true, noDependency: "independent", priority: (i % 4) + 1 }),
+      ),
+    );
+  }
+  const agents = await Promise.all(
+    Array.from({ length: AGENTS }, async (_, i) => {
+      const { key } = await callOk(parents[i % 3]!, "mint_session_key", { label: `floor-${i}` });
+      return connectClient(endpoints[i % 2]!, key, { name: `agent-${i}` });
+    }),
+  );
+  clients.push(...agents);
+
+  const floorClients = await Promise.all(Array.from({ length: AGENTS }, (_, i) => connectClient(floors[i % 2]!.endpoint, "none", { name: `floor-${i}` })));
+  clients.push(...floorClients);
+  const floorRun = async () => {
+    let left = 2 * ISSUES;
+    const run = await drive(floorClients, async (client) => {
+      if (left-- <= 0) return false;
+      await client.callTool({ name: "noop", arguments: {} });
+      return true;
+    });
+    return run.calls / run.seconds;
+  };
+  log("mcp-floor: the bare SDK server, as many calls as Retasc's run makes");
+  const floorBefore = await floorRun();
+
+  log("mcp-floor: Retasc, claim + fenced finish until the queue is empty");
+  let cycles = 0;
+  const retasc = await drive(agents, async (agent) => {
+    const claim = await callOk(agent, "next_issue");
+    if (!claim.claimToken) return false;
+    await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
+    cycles++;
+    return true;
+  });
+  if (cycles !== ISSUES) throw new Error(`the agents finished ${cycles} of ${ISSUES} issues`);
+
+  log("mcp-floor: the bare SDK server again");
+  const floorAfter = await floorRun();
+
+  const retascCycles = cycles / retasc.seconds;
+  const floorCalls = (floorBefore + floorAfter) / 2;
+  const floorCycles = floorCalls / 2;
+  process.stdout.write(
+    [
+      "",
+      `| figure (${AGENTS} agents, two instances, load average ${loadAverage}) | value | ratio | target |`,
+      "|---|---|---|---|",
+      `| Retasc claim + fenced finish over /mcp | ${round(retascCycles, 0)} cycles/s (${round((2 * cycles) / retasc.seconds, 0)} calls/s) | ${round(retascCycles / floorCycles, 2)}x the floor | >= ${TARGET}x: ${retascCycles / floorCycles >= TARGET ? "PASS" : "FAIL"} |`,
+      `| the SDK's stateless server, a tool that does nothing (before / after) | ${round(floorCalls, 0)} calls/s (${round(floorBefore, 0)} / ${round(floorAfter, 0)}; ${round(floorCycles, 0)} two-call cycles/s) | 1x | |`,
+      "",
+    ].join("\n"),
+  );
+} finally {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  for (const { child } of floors) child.kill("SIGKILL");
+  await second.stop();
+  await seeded.close();
+}
