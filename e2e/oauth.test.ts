@@ -2,10 +2,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Browser } from "playwright-core";
-import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { MemoryOAuthClient } from "../server/testing/oauth-client.ts";
 import { launchBrowser, signUp, startE2eApp, tool, type E2eApp, type Person } from "./harness.ts";
 
 /**
@@ -43,50 +43,17 @@ afterAll(async () => {
   await app?.close();
 });
 
-class BrowserClient implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  opened: URL | null = null;
-  get redirectUrl() {
-    return redirectUrl;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "Claude Code (retasc)", redirect_uris: [redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.opened = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 test("discovery, registration, sign-in and consent in Chromium, token, tools, refresh, revocation, the Keys page", async () => {
   const serverUrl = `${app.url}/mcp`;
-  const provider = new BrowserClient();
+  const provider = new MemoryOAuthClient(redirectUrl, "Claude Code (retasc)");
   expect(await auth(provider, { serverUrl })).toBe("REDIRECT");
 
   // A browser of Ada's that is signed out: the consent page sends her to sign in first.
   const context = await browser.newContext();
   const page = await context.newPage();
   const code = new Promise<string>((resolve) => (codes = { resolve }));
-  await page.goto(provider.opened!.toString());
+  await page.goto(provider.authorizationUrl!.toString());
   await page.waitForURL(/\/auth\/sign-in\?next=%2Foauth%2Fconsent/);
   await page.getByLabel("Email").fill(ada.email);
   await page.getByLabel("Password").fill("correct horse battery staple");

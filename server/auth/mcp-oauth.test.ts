@@ -2,16 +2,16 @@ import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { openPglite, type Database } from "../../db/client.ts";
 import { oauthAccessToken, oauthRefreshToken } from "../../db/schema/index.ts";
 import { sha256 } from "../crypto/index.ts";
 import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
+import { MemoryOAuthClient } from "../testing/oauth-client.ts";
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from "./oauth.ts";
 
 /**
@@ -22,37 +22,6 @@ import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from "./oauth.ts";
  * revocation. e2e/oauth.test.ts does the consent step in Chromium.
  */
 
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  authorizationUrl: URL | null = null;
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "Retasc Test Agent", redirect_uris: [this.redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 let app: AppProcess;
 let database: TestDatabase | undefined;
@@ -131,14 +100,14 @@ async function codeFrom(answer: Response): Promise<string> {
 }
 
 async function signIn(person: Person, where: string) {
-  const provider = new MemoryProvider(redirectUrl);
+  const provider = new MemoryOAuthClient(redirectUrl);
   expect(await auth(provider, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
   const code = await codeFrom(await consent(person, provider.authorizationUrl!, where));
   expect(await auth(provider, { serverUrl: `${app.url}/mcp`, authorizationCode: code })).toBe("AUTHORIZED");
   return provider;
 }
 
-async function connect(provider: OAuthClientProvider) {
+async function connect(provider: MemoryOAuthClient) {
   const client = new Client({ name: "oauth-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { authProvider: provider }));
   return client;
@@ -170,7 +139,7 @@ afterAll(async () => {
 describe("MCP OAuth sign-in", () => {
   let alice: Person;
   let bob: Person;
-  let provider: MemoryProvider;
+  let provider: MemoryOAuthClient;
   beforeAll(async () => {
     alice = await signUp("alice", "ALI");
     bob = await signUp("bob", "BOB");
@@ -248,7 +217,7 @@ describe("MCP OAuth sign-in", () => {
   });
 
   test("an org the person is not a member of is refused at consent; deny returns access_denied; a token is bound to its own org", async () => {
-    const stranger = new MemoryProvider(redirectUrl);
+    const stranger = new MemoryOAuthClient(redirectUrl);
     expect(await auth(stranger, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
     const crossOrg = await consent(alice, stranger.authorizationUrl!, `${bob.orgId}|`);
     expect(crossOrg.status).toBe(200);
@@ -267,7 +236,7 @@ describe("MCP OAuth sign-in", () => {
 
   test("a token without the /mcp audience, or a made-up one, is refused", async () => {
     expect(await mcpStatus(`${ACCESS_TOKEN_PREFIX}${"x".repeat(32)}`)).toBe(401);
-    const plain = new MemoryProvider(redirectUrl);
+    const plain = new MemoryOAuthClient(redirectUrl);
     expect(await auth(plain, { serverUrl: `${app.url}/mcp` })).toBe("REDIRECT");
     // The same client asking without `resource` (RFC 8707): its token has no audience.
     const unbound = new URL(plain.authorizationUrl!);
