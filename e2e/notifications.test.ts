@@ -5,6 +5,7 @@ import { startFakeSlack, type FakeSlack } from "../server/testing/fake-slack.ts"
 import { startFakeSmtp, type FakeSmtp } from "../server/testing/fake-smtp.ts";
 import { startFakeTelegram, type FakeTelegram } from "../server/testing/fake-telegram.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
+import { notifyEnv } from "../server/testing/notify-env.ts";
 
 /**
  * A person connects every channel from the Dash's Notifications page in Chromium, the bots'
@@ -24,20 +25,8 @@ beforeAll(async () => {
   [telegram, slack, discord, smtp] = await Promise.all([startFakeTelegram(), startFakeSlack(), startFakeDiscord(), startFakeSmtp()]);
   [app, browser] = await Promise.all([
     startE2eApp({
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_BOT_USERNAME: "retasc_e2e_bot",
-      TELEGRAM_WEBHOOK_SECRET: secret,
-      TELEGRAM_API_URL: telegram.url,
-      SMTP_URL: smtp.url,
-      SMTP_FROM: "Retasc <retasc@example.com>",
-      SLACK_CLIENT_ID: slack.clientId,
-      SLACK_CLIENT_SECRET: slack.clientSecret,
-      SLACK_SIGNING_SECRET: slack.signingSecret,
-      SLACK_API_URL: slack.apiUrl,
+      ...notifyEnv({ telegram, slack, discord, smtp }, { telegramSecret: secret, botUsername: "retasc_e2e_bot" }),
       SLACK_OAUTH_URL: `${slack.url}/oauth/v2/authorize`,
-      DISCORD_BOT_TOKEN: discord.botToken,
-      DISCORD_PUBLIC_KEY: discord.publicKey,
-      DISCORD_API_URL: discord.apiUrl,
       OUTBOX_POLL_MS: "200",
       // On PostgreSQL (the server mode) jobs run where asked: here, in the web process.
       RETASC_WORKERS: "inline",

@@ -6,6 +6,7 @@ import { startFakeSlack, type FakeSlack } from "../server/testing/fake-slack.ts"
 import { startFakeSmtp, type FakeSmtp } from "../server/testing/fake-smtp.ts";
 import { startFakeTelegram, type FakeTelegram } from "../server/testing/fake-telegram.ts";
 import { startWorld, type World } from "../server/testing/world.ts";
+import { notifyEnv } from "../server/testing/notify-env.ts";
 
 /**
  * The notification doors over real HTTP against the built app: the three chat webhooks with
@@ -25,19 +26,7 @@ let smtp: FakeSmtp;
 beforeAll(async () => {
   [telegram, slack, discord, smtp] = await Promise.all([startFakeTelegram(), startFakeSlack(), startFakeDiscord(), startFakeSmtp()]);
   world = await startWorld({
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_BOT_USERNAME: "fuzz_bot",
-    TELEGRAM_WEBHOOK_SECRET: secret,
-    TELEGRAM_API_URL: telegram.url,
-    SLACK_CLIENT_ID: slack.clientId,
-    SLACK_CLIENT_SECRET: slack.clientSecret,
-    SLACK_SIGNING_SECRET: slack.signingSecret,
-    SLACK_API_URL: slack.apiUrl,
-    DISCORD_BOT_TOKEN: discord.botToken,
-    DISCORD_PUBLIC_KEY: discord.publicKey,
-    DISCORD_API_URL: discord.apiUrl,
-    SMTP_URL: smtp.url,
-    SMTP_FROM: "retasc@example.com",
+    ...notifyEnv({ telegram, slack, discord, smtp }, { telegramSecret: secret, botUsername: "fuzz_bot", from: "retasc@example.com" }),
   });
 });
 afterAll(async () => {

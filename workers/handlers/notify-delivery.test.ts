@@ -24,6 +24,7 @@ import { startInlineRunner } from "../inline.ts";
 import type { JobRunner } from "../runner.ts";
 import { spawnWorker } from "../testing/spawn.ts";
 import { sleep, waitFor } from "../testing/wait.ts";
+import { notifyEnv } from "../../server/testing/notify-env.ts";
 
 /**
  * Notifications end to end through the outbox: people bind Telegram (the signed webhook) and
@@ -50,19 +51,7 @@ const emails = {} as Record<Person, string>;
 let bobEmail: string;
 
 const env = () => ({
-  TELEGRAM_BOT_TOKEN: telegram.token,
-  TELEGRAM_BOT_USERNAME: "retasc_test_bot",
-  TELEGRAM_WEBHOOK_SECRET: secret,
-  TELEGRAM_API_URL: telegram.url,
-  SLACK_CLIENT_ID: slack.clientId,
-  SLACK_CLIENT_SECRET: slack.clientSecret,
-  SLACK_SIGNING_SECRET: slack.signingSecret,
-  SLACK_API_URL: slack.apiUrl,
-  DISCORD_BOT_TOKEN: discord.botToken,
-  DISCORD_PUBLIC_KEY: discord.publicKey,
-  DISCORD_API_URL: discord.apiUrl,
-  SMTP_URL: smtp.url,
-  SMTP_FROM: "Retasc <retasc@example.com>",
+  ...notifyEnv({ telegram, slack, discord, smtp }, { telegramSecret: secret, botUsername: "retasc_test_bot" }),
   PUBLIC_URL: "https://retasc.example.com",
   JOB_BACKOFF_MS: "100",
   OUTBOX_POLL_MS: "200",
