@@ -73,7 +73,7 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
         <h2 id="pace-heading" className="text-lg font-semibold">
           Pace
         </h2>
-        <PacePicture pace={fleet.pace} ready={fleet.counts.ready} />
+        <PacePicture pace={fleet.pace} forecast={fleet.forecast} />
       </section>
 
       <section aria-labelledby="claims-heading" className="flex flex-col gap-3">

@@ -63,18 +63,21 @@ describe("fleet snapshot", () => {
     await finish("PCE-2", 2);
     clock.advance(120 * MINUTE);
     await finish("PCE-3", 5);
-    const { pace, counts } = await fleetSnapshot(await dashAs(org, "alice"));
+    const { pace, counts, forecast } = await fleetSnapshot(await dashAs(org, "alice"));
     expect(pace.perHour).toHaveLength(24);
     expect(pace.perHour[23]).toBe(1);
     expect(pace.perHour[21]).toBe(2);
     expect(pace.perHour.reduce((a, b) => a + b, 0)).toBe(3);
     expect(pace).toMatchObject({ lastDay: 3, lastWeek: 3, medianClaimToDoneMs: 5 * MINUTE });
     expect(counts.ready).toBe(1);
-    expect(pace.drainHours).toBeCloseTo(8);
+    // 3 finishes since the first of their claims 135 min ago: 1.33 an hour, so the one ready issue in 45 min.
+    expect(forecast).toMatchObject({ window: "24h", finished: 3, perHour: 1.33, ready: 1, open: 1, criticalChain: [], reason: null });
+    expect(forecast.readyHours).toBeCloseTo(0.75);
     // A day later the hours are empty, the week still counts them, and there is no pace to forecast from.
     clock.advance(25 * 60 * MINUTE);
-    const later = (await fleetSnapshot(await dashAs(org, "alice"))).pace;
-    expect(later).toMatchObject({ lastDay: 0, lastWeek: 3, medianClaimToDoneMs: null, drainHours: null });
+    const later = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(later.pace).toMatchObject({ lastDay: 0, lastWeek: 3, medianClaimToDoneMs: null });
+    expect(later.forecast).toMatchObject({ perHour: null, readyHours: null, openEta: null, reason: "no finish in the last 24h to measure a pace from" });
   });
 
   it("records a handoff to another runtime and a reclaim of an expired lease", async () => {

@@ -4,7 +4,7 @@ import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
-import { drainHours, fleetPace } from "./pace.ts";
+import { fleetPace } from "./pace.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease
@@ -158,7 +158,8 @@ export async function fleetSnapshot(ctx: Ctx) {
     },
     claims,
     moves,
-    pace: { ...pace, drainHours: drainHours(pace, status.ready) },
+    pace,
+    forecast: status.forecast,
   };
 }
 export type FleetSnapshot = Awaited<ReturnType<typeof fleetSnapshot>>;

@@ -5,9 +5,8 @@ import type { Ctx } from "../context.ts";
 /**
  * The fleet's measured pace for the Fleet page: issues finished per hour over the last day
  * (24 hourly counts, oldest first), the week's total, the median time from an issue's first
- * claim to its finish; drainHours says the forecast that follows: at the last day's pace, how
- * long until the ready queue is done. A finish is a lease ended by `done` or a handoff to review
- * (leases_org_finished_idx).
+ * claim to its finish (the drain forecast beside it is server/queue/forecast.ts). A finish is a
+ * lease ended by `done` or a handoff to review (leases_org_finished_idx).
  */
 const HOUR_MS = 3_600_000;
 
@@ -48,12 +47,6 @@ export async function fleetPace(ctx: Ctx, now: Date) {
     lastWeek: rows.length > 0 ? Number(rows[0]!.week) : await weekOnly(ctx, weekAgo),
     medianClaimToDoneMs: rows.length > 0 && rows[0]!.median_ms !== null ? Math.round(Number(rows[0]!.median_ms)) : null,
   };
-}
-
-/** Hours until `ready` issues are done at the last day's pace; null when nothing finished in it. */
-export function drainHours(pace: { lastDay: number }, ready: number): number | null {
-  if (ready === 0) return 0;
-  return pace.lastDay > 0 ? ready / (pace.lastDay / 24) : null;
 }
 
 /** The week's finishes when the last day had none (the main query groups the day's hours only). */

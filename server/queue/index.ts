@@ -11,4 +11,5 @@ export { checkClaim, checkpoint, heartbeat, releaseIssue } from "./lease.ts";
 export { nextIssue } from "./next.ts";
 export { reclaimSweep } from "./reclaim.ts";
 export { slaSweep } from "./sla.ts";
+export { queueForecast, type QueueForecast } from "./forecast.ts";
 export { queueStatus } from "./status.ts";

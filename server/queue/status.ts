@@ -2,14 +2,15 @@ import { and, eq, gt, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { issues, leases, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import { countReady, scopeOf } from "./dispatch.ts";
+import { scopeOf } from "./dispatch.ts";
+import { queueForecast } from "./forecast.ts";
 
-/** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims. */
+/** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims, the drain forecast. */
 export async function queueStatus(ctx: Ctx) {
   const now = ctx.clock.now();
   const db = ctx.db;
   const scope = scopeOf(ctx);
-  const [byStatus, sla, blocked, live] = await Promise.all([
+  const [byStatus, sla, blocked, live, forecast] = await Promise.all([
     query<{ status: string; n: number }>(db, sql`select i.status, count(*)::int as n from issues i where ${scope} group by i.status`),
     query<{ sla_state: string; n: number }>(
       db,
@@ -45,6 +46,7 @@ export async function queueStatus(ctx: Ctx) {
         ),
       )
       .orderBy(leases.expiresAt),
+    queueForecast(ctx, now),
   ]);
   const blockedOn = new Map<string, { identifier: string; status: string }[]>();
   for (const b of blocked) {
@@ -54,7 +56,7 @@ export async function queueStatus(ctx: Ctx) {
   }
   return {
     counts: Object.fromEntries(byStatus.map((r) => [r.status, Number(r.n)])),
-    ready: await countReady(db, ctx, now, sql`true`),
+    ready: forecast.ready,
     deadlinePressure: Object.fromEntries(sla.map((r) => [r.sla_state, Number(r.n)])),
     blockedOn: [...blockedOn].map(([identifier, blockers]) => ({ identifier, blockers })),
     liveClaims: live.map((l) => ({
@@ -68,5 +70,6 @@ export async function queueStatus(ctx: Ctx) {
       heartbeatAt: l.heartbeatAt.toISOString(),
       expiresAt: l.expiresAt.toISOString(),
     })),
+    forecast,
   };
 }

@@ -2,7 +2,9 @@ import type { FleetSnapshot } from "../../../server/dash/fleet.ts";
 
 /**
  * The fleet's pace as a picture: finished issues per hour over the last day (one bar an hour,
- * now at the right), with the numbers in words beside it for those who read rather than look.
+ * now at the right), with the numbers in words beside it for those who read rather than look, and
+ * the drain forecast: when the ready queue and the open backlog would be done, and the critical
+ * chain that bounds it.
  */
 const W = 480;
 const H = 96;
@@ -13,13 +15,19 @@ const duration = (ms: number) => {
   return m < 60 ? `${m} min` : m < 48 * 60 ? `${(m / 60).toFixed(1)} h` : `${(m / 1440).toFixed(1)} days`;
 };
 
-export function drainWords(hours: number | null, ready: number): string {
-  if (ready === 0) return "Nothing is ready: the queue is drained.";
-  if (hours === null) return `${ready} ready; nothing finished in the last day, so there is no pace to forecast from.`;
-  return `At the last day's pace the ${ready} ready issue${ready === 1 ? "" : "s"} drain in about ${duration(hours * 3_600_000)}.`;
+type Forecast = FleetSnapshot["forecast"];
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+export function drainWords(f: Forecast): string {
+  if (f.open === 0) return "Nothing is open: the queue is drained.";
+  if (f.perHour === null || f.readyHours === null || f.openHours === null) {
+    return `${plural(f.open, "open issue")}, ${f.ready} ready; ${f.reason}.`;
+  }
+  const pace = `At ${f.perHour} finished an hour (over the active part of the last ${f.window})`;
+  return `${pace} the ${plural(f.ready, "ready issue")} drain in about ${duration(f.readyHours * 3_600_000)}, all ${plural(f.open, "open issue")} in about ${duration(f.openHours * 3_600_000)}.`;
 }
 
-export function PacePicture({ pace, ready }: { pace: FleetSnapshot["pace"]; ready: number }) {
+export function PacePicture({ pace, forecast }: { pace: FleetSnapshot["pace"]; forecast: Forecast }) {
   const peak = Math.max(1, ...pace.perHour);
   const bar = W / pace.perHour.length;
   return (
@@ -44,7 +52,13 @@ export function PacePicture({ pace, ready }: { pace: FleetSnapshot["pace"]; read
         <span className="text-muted">
           {pace.medianClaimToDoneMs !== null ? `Median first claim to done: ${duration(pace.medianClaimToDoneMs)}.` : "No finish in the last day to time."}
         </span>
-        <span className="text-muted">{drainWords(pace.drainHours, ready)}</span>
+        <span className="text-muted" data-testid="drain-forecast">{drainWords(forecast)}</span>
+        {forecast.criticalChain.length > 1 && (
+          <span className="text-muted" data-testid="critical-chain">
+            Critical chain ({forecast.criticalChain.length}, one after another):{" "}
+            <span className="font-mono text-xs break-words">{forecast.criticalChain.join(" → ")}</span>
+          </span>
+        )}
       </figcaption>
     </figure>
   );

@@ -30,6 +30,22 @@ const rateCardOutput = z.object({
   free: z.string(),
 });
 
+const forecastOutput = z.object({
+  window: z.string().describe("the span the pace is measured over, e.g. 24h"),
+  finished: z.number().int(),
+  perHour: z.number().nullable().describe("finishes per hour; null: no pace yet (see reason)"),
+  medianClaimToDoneMs: z.number().int().nullable(),
+  ready: z.number().int(),
+  open: z.number().int(),
+  readyHours: z.number().nullable(),
+  readyEta: z.string().nullable(),
+  openHours: z.number().nullable(),
+  openEta: z.string().nullable().describe("when every open work issue would be done"),
+  criticalChain: z.array(z.string()).describe("the longest chain of open blockers, first blocker first; it bounds openEta"),
+  containers: z.array(z.object({ identifier: z.string(), open: z.number().int(), hours: z.number().nullable(), eta: z.string().nullable() })),
+  reason: z.string().nullable(),
+});
+
 const countsOf = (keys: readonly string[]) =>
   z.record(z.string(), z.number().int()).describe(`non-zero counts keyed by ${keys.join(", ")}`);
 
@@ -41,7 +57,7 @@ export const queueTools = [
     description:
       "Call for the fleet at a glance, for your key's project (or the org, for an org-wide key): issue counts by " +
       "status, how many are ready, open issues by SLA state, what blocks what, and every live claim with holder, " +
-      "runtime, last heartbeat and expiry.",
+      "runtime, last heartbeat and expiry; and forecast, the drain forecast at the measured pace.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -66,6 +82,7 @@ export const queueTools = [
           expiresAt: z.string(),
         }),
       ),
+      forecast: forecastOutput,
     }),
     annotations: readOnly,
     handler: (ctx) => queueStatus(ctx),
