@@ -21,6 +21,20 @@ const optionalPostgresUrl = z
   .pipe(z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional())
   .optional();
 
+/** A comma-separated list of web origins (`scheme://host[:port]`, nothing after), each written as a browser sends it. */
+const originList = z
+  .string()
+  .trim()
+  .transform((v) => v.split(",").map((o) => o.trim()).filter((o) => o !== ""))
+  .pipe(
+    z.array(
+      z.string().refine((o) => URL.canParse(o) && new URL(o).origin === o && /^https?:$/.test(new URL(o).protocol), {
+        message: "must be origins like https://inspector.example.com (scheme, host and port only, no trailing slash), comma-separated",
+      }),
+    ),
+  )
+  .default([]);
+
 const base64Key = z
   .string()
   .trim()
@@ -47,6 +61,12 @@ export const configSchema = z.object({
   RETASC_MASTER_KEY: base64Key.optional(),
   RETASC_WORKERS: z.enum(["inline", "off"]).optional(),
   PUBLIC_URL: optionalUrl,
+  /**
+   * Browser-based MCP clients (the MCP Inspector in a web page) at these origins may call /mcp, the
+   * OAuth discovery documents and the token, registration and revocation endpoints cross-origin
+   * (server/http/cors.ts). Empty: none.
+   */
+  MCP_ALLOWED_ORIGINS: originList,
   BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   /** Email + password sign-in; unset = on in the embedded mode, off in the server mode. */
   RETASC_EMAIL_PASSWORD: z

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
+import { answerPreflight, corsFor, OAUTH_CLIENT_ENDPOINTS } from "./cors.ts";
 import { answerMetrics } from "./metrics.ts";
 import { observeRequest, type RequestRecord } from "../metrics/requests.ts";
 import type { Admission, RequestGuard } from "./limits.ts";
@@ -31,11 +32,14 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *    reaches nothing. /healthz and /metrics are exempt, for probes and scrapers that address the
  *    instance by its own IP. /metrics is answered here (server/http/metrics.ts).
  * 2. The target must have a route path (server/http/path.ts): 400 otherwise.
- * 3. Security headers (server/http/headers.ts).
+ * 3. Security headers (server/http/headers.ts); CORS headers for an MCP_ALLOWED_ORIGINS origin on
+ *    /mcp, the OAuth discovery documents and the OAuth client endpoints, whose preflights are
+ *    answered here (server/http/cors.ts).
  * 4. A state-changing request must come from a trusted origin: 403 when its Origin is another
  *    (or "null"), or, without Origin, when Sec-Fetch-Site says cross-site. Clients that are not
  *    browsers send neither and go on. /mcp checks its Origin itself (a JSON-RPC answer);
- *    /webhooks/* are verified by signature.
+ *    /webhooks/* are verified by signature; an allowed origin may POST to the OAuth token,
+ *    registration and revocation endpoints, which read no cookie.
  * 5. Static files, then the request guard (server/http/limits.ts), then /mcp or React Router.
  */
 export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
@@ -44,6 +48,7 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
   // Host names are case-insensitive; clients send them in lowercase, so that is tried first.
   const servesHost = (host: string | undefined) => host !== undefined && (hosts.has(host) || hosts.has(host.toLowerCase()));
   const setHeaders = securityHeaders(config);
+  const cors = corsFor(config);
 
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
     // The path only: a query string can carry a code.
@@ -75,6 +80,11 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
       return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");
     }
     const method = req.method ?? "GET";
+    const corsOrigin = cors(req, res, path);
+    if (corsOrigin !== null && method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+      setHeaders(res, null);
+      return answerPreflight(res, corsOrigin);
+    }
     if (mcp) {
       setHeaders(res, null);
       void guard.admit(req, res, path).then((admission) => admission && routes.mcp(req, res, admission)).catch((err) => fail(req, res, err));
@@ -82,7 +92,8 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
     }
     const nonce = newNonce();
     setHeaders(res, nonce);
-    if (!SAFE_METHODS.has(method) && !path.startsWith("/webhooks/") && crossSite(req, trusted)) {
+    const clientEndpoint = corsOrigin !== null && OAUTH_CLIENT_ENDPOINTS.has(path);
+    if (!SAFE_METHODS.has(method) && !path.startsWith("/webhooks/") && !clientEndpoint && crossSite(req, trusted)) {
       return refuse(res, false, 403, "FORBIDDEN", "This request came from another site.", "Submit the form from this app's own pages.");
     }
     if (routes.serveStatic(req, res)) {

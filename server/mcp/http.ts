@@ -23,7 +23,8 @@ interface McpRequest extends McpPost {
 
 /**
  * `/mcp`: Streamable HTTP, stateless. Anything but POST gets 405; then it checks the Origin
- * against the app's trusted origins (403; the edge has checked Host) and the Bearer credential, an
+ * against the app's trusted origins and MCP_ALLOWED_ORIGINS (403; the edge has checked Host and
+ * answered an allowed origin's preflight, server/http/cors.ts) and the Bearer credential, an
  * agent key or an OAuth access token (401 + WWW-Authenticate naming the protected resource
  * metadata, RFC 9728, where an MCP client finds how to sign in; or 429 while the address is over
  * its failed-authentication limit) and hands the POST to the protocol
@@ -40,7 +41,7 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
       });
     }
     const origin = request.header("origin");
-    if (origin !== null && !publicOrigin(deps.services.config).trustedOrigins.includes(origin)) {
+    if (origin !== null && !publicOrigin(deps.services.config).trustedOrigins.includes(origin) && !deps.services.config.MCP_ALLOWED_ORIGINS.includes(origin)) {
       return rpcError(403, -32000, `Forbidden: origin ${origin.slice(0, 200)} may not call this server.`, requestId);
     }
     const principal = await authenticate(request, deps.services);
