@@ -406,13 +406,14 @@ export const commands: Record<string, Command> = {
   }),
   export: command({
     summary: "the whole org, decrypted, as JSON (everything; imports back) or CSV (issues or comments), owners and admins",
-    usage: "retasc export [--format json|csv] [--table issues|comments] [--out <file>] [--org-id <id>]",
+    usage: "retasc export [--format json|csv] [--table issues|comments] [--out <file>] [--org-id <id>] [--json]",
     options: {
       format: { type: "string", value: "<json|csv>", description: "json (default): everything, the format of docs/export-format.md; csv: one table" },
       table: { type: "string", value: "<issues|comments>", description: "the table a CSV export holds (default issues)" },
       out: { type: "string", value: "<file>", description: "write to this file (mode 0600) instead of standard output" },
       "org-id": orgId,
       url,
+      json: { type: "boolean", description: "with --out, print {out, bytes, format} as JSON instead of the sentence (without --out, the export itself is the output)" },
     },
     details: "Streamed as it is read: an org of any size exports in flat memory.",
     run: exportOrg,

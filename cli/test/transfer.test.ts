@@ -64,6 +64,10 @@ describe("retasc export", () => {
     expect(doc).toMatchObject({ format: "retasc-export", version: 1, org: { id: orgId, name: "Olga's org" } });
     expect(doc.issues).toEqual([expect.objectContaining({ identifier: "WEB-1", title: "Ship the export", body: "=1+1 stays text in CSV" })]);
     expect(doc.people.map((p: { member: { role: string } }) => p.member.role).sort()).toEqual(["member", "owner"]);
+    // --json says where and how much, for scripts.
+    const again = await retasc("owner", ["export", "--org-id", orgId, "--out", out, "--json"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ out, bytes: fs.statSync(out).size, format: "json" });
 
     const csv = await retasc("owner", ["export", "--org-id", orgId, "--format", "csv"]);
     expect(csv.code, csv.stderr).toBe(0);

@@ -3,7 +3,7 @@ import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { refusal } from "../api.ts";
 import { CliError } from "../errors.ts";
-import { note, ok } from "../output.ts";
+import { note, ok, printJson } from "../output.ts";
 import { requireSession } from "../session.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
 
@@ -11,7 +11,7 @@ import { orgIdOf, type OrgFlags } from "./manage.ts";
  * `retasc export`: the org's export streamed from /api/cli/export (app/routes/api.cli.export.ts)
  * to a file or standard output as it arrives, so an export of any size passes in flat memory.
  */
-export async function exportOrg(flags: Omit<OrgFlags, "json"> & { format?: string; table?: string; out?: string }) {
+export async function exportOrg(flags: OrgFlags & { format?: string; table?: string; out?: string }) {
   const format = flags.format ?? "json";
   if (format !== "json" && format !== "csv") throw new CliError("INVALID_INPUT", `--format is json or csv, not ${format}`, "retasc export --format json --out backup.json");
   const session = requireSession(flags);
@@ -44,7 +44,9 @@ export async function exportOrg(flags: Omit<OrgFlags, "json"> & { format?: strin
     throw new CliError("UNAVAILABLE", `the export broke off (${(error as Error).message})`, flags.out ? `${flags.out} is incomplete; run the export again.` : "Run the export again.");
   }
   if (flags.out) {
-    ok(`Exported to ${flags.out} (${fs.statSync(flags.out).size} bytes).`);
+    const bytes = fs.statSync(flags.out).size;
+    if (flags.json) printJson({ out: flags.out, bytes, format });
+    else ok(`Exported to ${flags.out} (${bytes} bytes).`);
     if (format === "json") note("  It holds the org decrypted: keep it as safe as the server.");
   }
 }
