@@ -14,6 +14,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ DATABASE_URL: "postgres://localhost/x" }).mode).toBe("server");
   });
 
+  it("reads MCP_ALLOWED_ORIGINS as a list of origins, refusing a URL with a path", () => {
+    expect(loadConfig({}).MCP_ALLOWED_ORIGINS).toEqual([]);
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: " http://localhost:6274, https://inspector.example.com ," }).MCP_ALLOWED_ORIGINS).toEqual([
+      "http://localhost:6274",
+      "https://inspector.example.com",
+    ]);
+    for (const bad of ["https://inspector.example.com/", "https://x.example/app", "*", "ftp://x.example"]) {
+      expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: bad }), bad).toThrow(/MCP_ALLOWED_ORIGINS/);
+    }
+  });
+
   it("names every bad variable in one message", () => {
     let error: unknown;
     try {
