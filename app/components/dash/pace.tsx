@@ -59,6 +59,16 @@ export function PacePicture({ pace, forecast }: { pace: FleetSnapshot["pace"]; f
             <span className="font-mono text-xs break-words">{forecast.criticalChain.join(" → ")}</span>
           </span>
         )}
+        {forecast.containers.length > 0 && (
+          <ul className="text-muted" data-testid="container-forecast">
+            {forecast.containers.map((c) => (
+              <li key={c.identifier}>
+                <span className="font-mono text-xs">{c.identifier}</span>: {plural(c.open, "open issue")}
+                {c.hours !== null ? `, done in about ${duration(c.hours * 3_600_000)}` : ""}
+              </li>
+            ))}
+          </ul>
+        )}
       </figcaption>
     </figure>
   );
