@@ -34,7 +34,7 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
       sql`select count(*)::int as finished, min(l.claimed_at)::text as first_claim,
                  (extract(epoch from percentile_cont(0.5) within group (order by l.ended_at - l.claimed_at)) * 1000)::float8 as median_ms
           from leases l join issues i on i.id = l.issue_id
-          where ${scope} and l.end_reason = 'finished' and l.ended_at > ${windowStart.toISOString()}::timestamptz`,
+          where l.org_id = ${ctx.principal.orgId} and ${scope} and l.end_reason = 'finished' and l.ended_at > ${windowStart.toISOString()}::timestamptz`,
     ),
     query<{ n: number }>(ctx.db, sql`select count(*)::int as n from issues i where ${scope} and i.work and i.status not in ('done', 'canceled')`),
     // For each open issue, the longest chain of open blockers that ends at it (identifiers, first blocker first).
