@@ -13,21 +13,12 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import postgres from "postgres";
+import { wholeNumberOption } from "./lib/args.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round } from "./lib/stats.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = args.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(args[at + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(`--${name} takes a whole number of at least 1\n`);
-    process.exit(2);
-  }
-  return value;
-};
-const DELIVERIES = option("deliveries", 1_000);
-const CONCURRENCY = option("concurrency", 16);
+const DELIVERIES = wholeNumberOption("deliveries", 1_000);
+const CONCURRENCY = wholeNumberOption("concurrency", 16);
 
 useBenchPostgres();
 const repoRoot = path.resolve(import.meta.dirname, "..");

@@ -14,22 +14,13 @@ import { setMaxListeners } from "node:events";
 import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { wholeNumberOption } from "./lib/args.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
 
 const TARGET = 0.5;
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = args.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(args[at + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(`--${name} takes a whole number of at least 1\n`);
-    process.exit(2);
-  }
-  return value;
-};
-const AGENTS = option("agents", 32);
-const ISSUES = option("issues", 2_000);
+const AGENTS = wholeNumberOption("agents", 32);
+const ISSUES = wholeNumberOption("issues", 2_000);
 
 setMaxListeners(50_000);
 useBenchPostgres();
