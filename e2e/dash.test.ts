@@ -199,7 +199,10 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
     await openLive(`/dash/issues/${issue.identifier}`);
     await page.getByLabel("Why take the claim back").fill("agent waits for a human answer");
     await page.getByRole("button", { name: "Release claim" }).click();
-    await page.getByText("Claim released: the issue is available again.").waitFor();
+    // The page says the outcome either way; a refusal fails here with its own words.
+    const outcome = page.getByText("Claim released: the issue is available again.").or(page.getByRole("alert"));
+    await outcome.first().waitFor();
+    expect(await outcome.first().textContent()).toBe("Claim released: the issue is available again.");
     const refused = await agent.callTool({ name: "heartbeat", arguments: { identifier: issue.identifier, claimToken: claim.claimToken } });
     expect(refused.isError).toBe(true);
     expect((refused.structuredContent as { error: { code: string } }).error.code).toBe("STALE_CLAIM");
