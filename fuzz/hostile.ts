@@ -141,3 +141,14 @@ export async function inPool<T>(items: T[], width: number, run: (item: T) => Pro
     }),
   );
 }
+
+/** A hostile value as a JSON body: what a webhook sender could post. */
+export function hostileJson(world: World): fc.Arbitrary<string> {
+  return hostileValue(world).map((v) => {
+    try {
+      return JSON.stringify(v) ?? "null";
+    } catch {
+      return "null";
+    }
+  });
+}

@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { hostileString, hostileValue, problemsWith } from "./hostile.ts";
+import { hostileString, problemsWith, hostileJson } from "./hostile.ts";
 import { cliPost, startWorld, type World } from "../server/testing/world.ts";
 
 /**
@@ -35,13 +35,7 @@ interface Shot {
 
 function shots(w: World): fc.Arbitrary<Shot> {
   const text = hostileString(w);
-  const json = hostileValue(w).map((v) => {
-    try {
-      return JSON.stringify(v) ?? "null";
-    } catch {
-      return "null";
-    }
-  });
+  const json = hostileJson(w);
   const issueLike = fc
     .record({ action: fc.constantFrom("opened", "edited", "closed", "deleted", "created"), issue: fc.record({ id: fc.integer(), number: fc.integer(), title: text, body: text, html_url: text, state: fc.constantFrom("open", "closed"), user: fc.record({ login: text }), labels: fc.array(fc.record({ name: text }), { maxLength: 3 }) }) })
     .map((p) => JSON.stringify(p));

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { hostileString, hostileValue, problemsWith } from "./hostile.ts";
+import { hostileString, hostileValue, problemsWith, hostileJson } from "./hostile.ts";
 import { startFakeDiscord, type FakeDiscord } from "../server/testing/fake-discord.ts";
 import { startFakeSlack, type FakeSlack } from "../server/testing/fake-slack.ts";
 import { startFakeSmtp, type FakeSmtp } from "../server/testing/fake-smtp.ts";
@@ -44,13 +44,7 @@ interface Shot {
 
 function shots(w: World): fc.Arbitrary<Shot> {
   const text = hostileString(w);
-  const json = hostileValue(w).map((v) => {
-    try {
-      return JSON.stringify(v) ?? "null";
-    } catch {
-      return "null";
-    }
-  });
+  const json = hostileJson(w);
   const telegramBody = fc.oneof(
     json,
     text,
