@@ -31,6 +31,10 @@ export const connectors = pgTable(
     intakeLabel: text("intake_label").notNull().default("support"),
     /** Lets every author's issues through without triage (off: outsiders' issues wait for a member). */
     triageAll: boolean("triage_all").notNull().default(false),
+    /** The pull/merge request stream (off by default): outsiders' requests become review items on the reviewer's lane. */
+    pullRequests: boolean("pull_requests").notNull().default(false),
+    /** The member whose lane review items go to; the stream needs one (server/intake/create.ts). */
+    reviewerId: text("reviewer_id").references(() => user.id, { onDelete: "set null" }),
     /** The first verified delivery (GitHub's ping, GitLab's Test): null while the connector is Pending. */
     connectedAt: timestamp("connected_at", { withTimezone: true }),
     lastDeliveryAt: timestamp("last_delivery_at", { withTimezone: true }),
@@ -86,6 +90,8 @@ export const intakeLinks = pgTable(
       .references(() => issues.id, { onDelete: "cascade" }),
     /** False once the source is closed or deleted there: nothing is written back to it. */
     sourceOpen: boolean("source_open").notNull().default(true),
+    /** An issue, or a pull/merge request (its review item is never written back). */
+    kind: text("kind", { enum: ["issue", "pull_request"] }).notNull().default("issue"),
   },
   (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] }), uniqueIndex("intake_links_issue_uq").on(t.issueId)],
 );
