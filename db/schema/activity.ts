@@ -29,6 +29,8 @@ export const activity = pgTable(
   (t) => [
     index("activity_issue_idx").on(t.issueId, t.id),
     index("activity_org_idx").on(t.orgId, t.id),
+    // The Fleet page's reclaims over a day or a week (decision 027), without scanning the org's log.
+    index("activity_org_reclaimed_idx").on(t.orgId, t.createdAt).where(sql`${t.kind} = 'reclaimed'`),
   ],
 );
 

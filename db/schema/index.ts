@@ -9,3 +9,4 @@ export * from "./billing.ts";
 export * from "./billing-purchases.ts";
 export * from "./notify.ts";
 export * from "./oauth.ts";
+export * from "./fleet.ts";
