@@ -10,3 +10,4 @@ export * from "./billing-purchases.ts";
 export * from "./notify.ts";
 export * from "./oauth.ts";
 export * from "./fleet.ts";
+export * from "./linear.ts";

@@ -128,6 +128,8 @@ export const configSchema = z.object({
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   GITHUB_API_URL: z.url().default("https://api.github.com"),
+  /** Linear's GraphQL endpoint, where a Linear import reads a team (tests point it at a local fake). */
+  LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
   /** GitLab (intake write-back) for connectors without a self-hosted base URL of their own. */
   GITLAB_URL: z.url().default("https://gitlab.com"),
   /** GitHub sign-in: /login/oauth/authorize and /login/oauth/access_token live here. */
