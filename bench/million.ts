@@ -26,7 +26,7 @@ import { log, round, distribution, type Distribution } from "./lib/stats.ts";
 
 useBenchPostgres();
 const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
-const { analyze } = await import("./lib/seed.ts");
+const { fillOrgs, ISSUES_PER_ORG } = await import("./lib/fill.ts");
 const { seedLargeGraph, measureNextIssue } = await import("./graph.ts");
 const { retascAgent } = await import("./throughput.ts");
 const { seedGraph } = await import("./lib/seed.ts");
@@ -36,10 +36,6 @@ const { slaSweep } = await import("../server/queue/sla.ts");
 const { queuePage } = await import("../server/dash/queue.ts");
 const { timed } = await import("./lib/stats.ts");
 
-const ISSUES_PER_ORG = 1_000;
-const PROJECTS_PER_ORG = 2;
-/** Per project: chains of 21 (a root and 20 blocked beneath it) until 20% are blocked. */
-const CHAIN = 21;
 const ITERATIONS = 300;
 const WARMUP = 30;
 /** The fleet: agents over pools ("app instances"), and the issues each size's run drains. */
@@ -59,51 +55,6 @@ if (!Number.isInteger(bigOrgs) || bigOrgs < 100) {
 
 const bench = await openBenchDatabase({ pools: FLEET_POOLS, connectionsPerPool: FLEET_AGENTS / FLEET_POOLS, prefix: "MIL" });
 const db = bench.pools[0]!.db;
-
-/**
- * Orgs `from`..`to` - 1 (filler), each with PROJECTS_PER_ORG projects of ISSUES_PER_ORG /
- * PROJECTS_PER_ORG issues: one statement per table, so the fill is PostgreSQL's own speed.
- */
-async function fill(from: number, to: number): Promise<void> {
-  const perProject = ISSUES_PER_ORG / PROJECTS_PER_ORG;
-  const blockedPerProject = Math.round(perProject * 0.2);
-  // Members of the first chains: number n is blocked (by n - 1) unless it starts a chain.
-  const chainMembers = Math.ceil(blockedPerProject / (CHAIN - 1)) * CHAIN;
-  await db.execute(sql`
-    insert into orgs (id, name)
-    select 'fill-org-' || o, 'Filler ' || o from generate_series(${from}::int, ${to - 1}::int) o`);
-  await db.execute(sql`
-    insert into projects (id, org_id, name, prefix, next_number)
-    select 'fill-prj-' || o || '-' || p, 'fill-org-' || o, 'Project ' || p, 'F' || p, ${perProject + 1}::int
-    from generate_series(${from}::int, ${to - 1}::int) o, generate_series(1, ${PROJECTS_PER_ORG}::int) p`);
-  await db.execute(sql`
-    insert into issues (id, org_id, project_id, number, identifier, title_enc, no_dependency_enc, work, status, priority,
-                        due_at, due_set_at, own_level, effective_level, effective_due_at, open_blocker_count,
-                        sla_state, sla_next_at, created_at, updated_at)
-    select 'fill-iss-' || o || '-' || p || '-' || n, 'fill-org-' || o, 'fill-prj-' || o || '-' || p, n, 'F' || p || '-' || n,
-           'placeholder', case when blocked then null else 'placeholder' end, true, 'todo', prio,
-           due, case when due is null then null else now() end,
-           level, level, due, case when blocked then 1 else 0 end,
-           case when due is null then 'none' else 'ok' end, null,
-           now() - (n || ' minutes')::interval, now()
-    from generate_series(${from}::int, ${to - 1}::int) o,
-         generate_series(1, ${PROJECTS_PER_ORG}::int) p,
-         generate_series(1, ${perProject}::int) n,
-         lateral (select
-           n <= ${chainMembers}::int and (n - 1) % ${CHAIN}::int <> 0 as blocked,
-           ((n * 7 + o) % 5)::smallint as prio,
-           case when n % 10 = 3 then now() + ((30 + n % 60) || ' days')::interval end as due) v,
-         lateral (select (case when prio = 0 then 0 else 5 - prio end)::smallint as level) l`);
-  await db.execute(sql`
-    insert into relations (id, org_id, source_id, target_id, type)
-    select 'fill-rel-' || o || '-' || p || '-' || n, 'fill-org-' || o,
-           'fill-iss-' || o || '-' || p || '-' || (n - 1), 'fill-iss-' || o || '-' || p || '-' || n, 'blocks'
-    from generate_series(${from}::int, ${to - 1}::int) o,
-         generate_series(1, ${PROJECTS_PER_ORG}::int) p,
-         generate_series(2, ${chainMembers}::int) n
-    where (n - 1) % ${CHAIN}::int <> 0`);
-  await analyze(db);
-}
 
 const issueCount = async () => Number(((await db.execute(sql`select count(*)::int as n from issues`)) as unknown as { n: number }[])[0]!.n);
 
@@ -160,8 +111,7 @@ async function repeatTimed(times: number, warmup: number, fn: () => Promise<unkn
 
 async function phase(orgsBefore: number, orgsAfter: number): Promise<Phase> {
   const started = Date.now();
-  // In slices of 100 orgs, so one statement never holds a million rows in memory.
-  for (let from = orgsBefore; from < orgsAfter; from += 100) await fill(from, Math.min(orgsAfter, from + 100));
+  await fillOrgs(db, orgsBefore, orgsAfter);
   const fillSeconds = (Date.now() - started) / 1000;
   const issues = await issueCount();
   log(`million: ${issues} issues in ${orgsAfter} orgs (filled in ${round(fillSeconds, 1)} s); timing nextIssue`);

@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import type { World } from "../server/testing/world.ts";
@@ -123,13 +122,6 @@ export function problemsWith(world: World, reply: Verdict, sent: string): string
     if (reply.body.includes(id) && !echoable.has(id)) problems.push(`the other tenant's id ${id}, never sent by this tenant, in the body`);
   }
   return problems;
-}
-
-/** Resident memory of a process, from /proc (Linux), in bytes. */
-export function residentBytes(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
-  return kb * 1024;
 }
 
 /** Runs `tasks` with at most `width` in flight. */

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { callOk } from "../server/mcp/testing.ts";
 import { tools } from "../server/mcp/registry.ts";
-import { deepNesting, hostileString, hostileValue, inPool, noteSent, problemsWith, residentBytes } from "./hostile.ts";
+import { deepNesting, hostileString, hostileValue, inPool, noteSent, problemsWith } from "./hostile.ts";
+import { residentBytes } from "../server/testing/app-process.ts";
 import { startWorld, type World } from "../server/testing/world.ts";
 
 /**

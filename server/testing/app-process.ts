@@ -61,6 +61,13 @@ export interface AppProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Resident memory of a process, from /proc (Linux), in bytes. */
+export function residentBytes(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return kb * 1024;
+}
+
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "retasc-data-"));
 }
