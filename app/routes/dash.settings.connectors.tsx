@@ -5,6 +5,7 @@ import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { listConnectors, revokeConnector } from "../../server/intake/connectors.ts";
 import { createConnector } from "../../server/intake/create.ts";
+import { listMembers } from "../../server/orgs/members.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";
@@ -16,8 +17,9 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
-  const [{ connectors }, { projects }] = await Promise.all([listConnectors(ctx, {}), listProjects(ctx, {})]);
-  return { connectors, projects, manages: membership.role !== "member" };
+  const [{ connectors }, { projects }, people] = await Promise.all([listConnectors(ctx, {}), listProjects(ctx, {}), listMembers(ctx, {})]);
+  const members = people.members.flatMap((m) => (m.kind === "human" && m.status === "active" ? [{ name: m.name, email: m.email }] : []));
+  return { connectors, projects, members, manages: membership.role !== "member" };
 }
 
 /** Connect (owners and admins; the service checks the role) and revoke. The secret is in this one answer only. */
@@ -36,6 +38,7 @@ export async function action({ request, context }: Route.ActionArgs) {
           ...(kind === "gitlab-self-hosted" && text("baseUrl") ? { baseUrl: text("baseUrl") } : {}),
           ...(text("token") ? { token: text("token") } : {}),
           triageAll: form.get("triageAll") === "on",
+          ...(form.get("pullRequests") === "on" ? { pullRequests: true, reviewer: text("reviewer") } : {}),
         });
         return { created: { webhookUrl: created.webhookUrl, secret: created.secret, steps: created.steps } };
       }
@@ -52,7 +55,7 @@ export async function action({ request, context }: Route.ActionArgs) {
 const providerLabel = { github: "GitHub", gitlab: "GitLab" } as const;
 
 export default function Connectors({ loaderData, actionData }: Route.ComponentProps) {
-  const { connectors, projects, manages } = loaderData;
+  const { connectors, projects, members, manages } = loaderData;
   const created = actionData && "created" in actionData ? actionData.created : null;
   return (
     <div className="flex flex-col gap-8">
@@ -92,6 +95,7 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
               <p className="text-muted">
                 {c.tokenOnFile ? "Closes source issues (token on file)." : "No write-back token."} {c.triageAll ? "Every issue goes straight to the queue." : "Outsiders' issues await triage."}
               </p>
+              {c.pullRequests ? <p className="text-muted">Outsiders' {c.provider === "github" ? "pull" : "merge"} requests go to {c.reviewer} for review.</p> : null}
               {manages && c.status !== "revoked" ? (
                 <Form method="post" className="mt-2">
                   <input type="hidden" name="connectorId" value={c.id} />
@@ -123,6 +127,10 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
             <label className="flex items-center gap-2 text-sm">
               <input type="checkbox" name="triageAll" /> Let every author's issues through without triage
             </label>
+            <label className="flex items-center gap-2 text-sm">
+              <input type="checkbox" name="pullRequests" /> Outsiders' pull/merge requests become review items
+            </label>
+            <Select label="Reviewer" name="reviewer" options={[{ value: "", label: "(pick the member who reviews them)" }, ...members.map((m) => ({ value: m.email, label: m.name && m.name !== m.email ? `${m.name} <${m.email}>` : m.email }))]} />
             <div>
               <Button name="intent" value="connect">
                 Connect

@@ -379,12 +379,14 @@ export const commands: Record<string, Command> = {
   }),
   "connector add": command({
     summary: "connect a repository's issues to a project: prints the webhook URL and its secret (shown once) and the provider's steps (owner or admin)",
-    usage: "retasc connector add <github|gitlab> <owner/name> --project <PREFIX> [--base-url <url>] [--token-stdin] [--org-id <id>] [--json]",
+    usage: "retasc connector add <github|gitlab> <owner/name> --project <PREFIX> [--base-url <url>] [--token-stdin] [--pull-requests --reviewer <email>] [--org-id <id>] [--json]",
     positionals: "<github|gitlab> <repository>",
     options: {
       project: { type: "string", value: "<PREFIX>", description: "the project its issues go to" },
       "base-url": { type: "string", value: "<url>", description: "a self-hosted GitLab" },
       "token-stdin": { type: "boolean", description: "read a write-back token (closes the source when an issue is done) from standard input" },
+      "pull-requests": { type: "boolean", description: "outsiders' pull/merge requests become review items on the reviewer's lane" },
+      reviewer: { type: "string", value: "<email>", description: "the member who reviews them (needed with --pull-requests)" },
       "org-id": orgId,
       url,
       json,

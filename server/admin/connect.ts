@@ -11,6 +11,8 @@ export const connectInput = z.object({
   project: z.string({ error: "--project is required (the project's id)" }).trim().min(1, "--project is required (the project's id)"),
   repo: z.string({ error: "--repo is required" }).trim().min(1, "--repo is required"),
   "base-url": z.string().trim().min(1).optional(),
+  "pull-requests": z.boolean().optional(),
+  reviewer: z.string().trim().min(1).optional(),
   /** Read from standard input by main.ts when --token-stdin is given: never a flag. */
   token: z.string().optional(),
 });
@@ -31,6 +33,7 @@ export async function connect(services: Services, raw: z.input<typeof connectInp
     project: project.prefix,
     ...(input["base-url"] ? { baseUrl: input["base-url"] } : {}),
     ...(input.token ? { token: input.token } : {}),
+    ...(input["pull-requests"] ? { pullRequests: true, reviewer: input.reviewer } : {}),
   });
   return { connectorId: created.connectorId, webhookUrl: created.webhookUrl, secret: created.secret };
 }

@@ -27,9 +27,10 @@ const usage = `usage: npm run admin -- <command> [options]
   grant-credit --org <orgId> --micro-credits <n> --note <text> [--json]
       give an org credit (1,000,000 micro-credits = $1), recorded as given credit with the note
   connect --provider github|gitlab --org <orgId> --project <projectId> --repo <owner/name>
-          [--base-url <url>] [--token-stdin] [--json]
+          [--base-url <url>] [--token-stdin] [--pull-requests --reviewer <email>] [--json]
       connect a repository's issues to a project; prints the webhook URL and its secret (shown
-      once); with --token-stdin the write-back token is one line on standard input
+      once); with --token-stdin the write-back token is one line on standard input; with
+      --pull-requests outsiders' pull/merge requests go to the reviewer's lane for review
   export --org <orgId> --format json|csv [--table issues|comments]
       the whole org, decrypted, to standard output (JSON: everything, docs/export-format.md;
       CSV: the issues, or the comments)
@@ -75,6 +76,8 @@ async function main() {
       repo: { type: "string" },
       "base-url": { type: "string" },
       "token-stdin": { type: "boolean", default: false },
+      "pull-requests": { type: "boolean", default: false },
+      reviewer: { type: "string" },
       format: { type: "string" },
       table: { type: "string" },
       file: { type: "string" },

@@ -18,20 +18,22 @@ export interface ConnectorFacts {
   projectPrefix: string;
   intakeLabel: string;
   triageAll: boolean;
+  /** The pull/merge request stream's reviewer, when the stream is on. */
+  reviewerId: string | null;
 }
 
-const providerName: Record<ConnectorProvider, string> = { github: "GitHub", gitlab: "GitLab" };
+export const providerName: Record<ConnectorProvider, string> = { github: "GitHub", gitlab: "GitLab" };
 
 /** Source labels as Retasc labels: trimmed, at most 64 characters, the connector's own first. */
-function labelsOf(connector: ConnectorFacts, issue: SourceIssue): string[] {
+export function labelsOf(connector: ConnectorFacts, issue: SourceIssue): string[] {
   const names = [connector.intakeLabel, ...issue.labels].map((l) => l.trim().slice(0, 64)).filter((l) => l.length > 0);
   return [...new Set(names)].slice(0, 50);
 }
 
-const titleOf = (issue: SourceIssue) => issue.title.trim().slice(0, 500) || `(untitled #${issue.number})`;
-const bodyOf = (issue: SourceIssue) => issue.body.slice(0, BODY_MAX_CHARS);
+export const titleOf = (issue: SourceIssue) => issue.title.trim().slice(0, 500) || `(untitled #${issue.number})`;
+export const bodyOf = (issue: SourceIssue) => issue.body.slice(0, BODY_MAX_CHARS);
 /** An ISO instant (GitHub's milestone) or a YYYY-MM-DD date (GitLab), as save_issue reads them; anything else is no date. */
-const dueOf = (issue: SourceIssue) => (issue.dueAt && /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2}))?$/.test(issue.dueAt) ? issue.dueAt : null);
+export const dueOf = (issue: SourceIssue) => (issue.dueAt && /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2}))?$/.test(issue.dueAt) ? issue.dueAt : null);
 
 /**
  * Applies one intake event to the connector's project, inside the caller's transaction `tx`,
@@ -39,16 +41,9 @@ const dueOf = (issue: SourceIssue) => (issue.dueAt && /^\d{4}-\d{2}-\d{2}(T[\d:.
  * intake_comments) taken under a per-source-issue lock, so a repeated or concurrent event
  * finds what the first one made. `outsider` is the author's standing as the provider told it.
  */
-export async function applyIntakeEvent(services: Services, tx: Db, connector: ConnectorFacts, event: IntakeEvent, outsider: boolean): Promise<string> {
-  const ctx: Ctx = { ...withPrincipal({ ...services, db: tx }, systemPrincipal(connector.orgId)) };
+export async function applyIntakeEvent(services: Services, tx: Db, connector: ConnectorFacts, event: Exclude<IntakeEvent, { kind: "pull_request" }>, outsider: boolean): Promise<string> {
+  const { ctx, link } = await lockedLink(services, tx, connector, event.issue);
   const source = event.issue;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`intake:${connector.id}:${source.id}`}))`);
-  const [link] = await tx
-    .select({ issueId: intakeLinks.issueId, identifier: issues.identifier, status: issues.status, sourceOpen: intakeLinks.sourceOpen })
-    .from(intakeLinks)
-    .innerJoin(issues, eq(issues.id, intakeLinks.issueId))
-    .where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
-
   if (!link) {
     // Events about an issue filed before the connector existed create it too, while it is open there.
     if (!source.open || (event.kind === "issue" && event.action === "deleted")) return "skipped";
@@ -67,8 +62,7 @@ export async function applyIntakeEvent(services: Services, tx: Db, connector: Co
     await retractComment(ctx, { comment: mapped.commentId, note: `deleted on ${providerName[connector.provider]}` });
     return "retracted";
   }
-  const setSourceOpen = (open: boolean) =>
-    tx.update(intakeLinks).set({ sourceOpen: open }).where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
+  const setSourceOpen = (open: boolean) => setLinkOpen(tx, connector, source, open);
   const where = providerName[connector.provider];
   switch (event.action) {
     case "closed":
@@ -103,29 +97,58 @@ export async function applyIntakeEvent(services: Services, tx: Db, connector: Co
   }
 }
 
-async function syncFields(ctx: Ctx, connector: ConnectorFacts, identifier: string, source: SourceIssue) {
+/**
+ * The system's context inside `tx`, with the source's lock taken and its link (if any) read:
+ * every event about one source issue or request is applied one at a time.
+ */
+export async function lockedLink(services: Services, tx: Db, connector: ConnectorFacts, source: SourceIssue) {
+  const ctx: Ctx = { ...withPrincipal({ ...services, db: tx }, systemPrincipal(connector.orgId)) };
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`intake:${connector.id}:${source.id}`}))`);
+  const [link] = await tx
+    .select({ issueId: intakeLinks.issueId, identifier: issues.identifier, status: issues.status, sourceOpen: intakeLinks.sourceOpen })
+    .from(intakeLinks)
+    .innerJoin(issues, eq(issues.id, intakeLinks.issueId))
+    .where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
+  return { ctx, link };
+}
+
+export const setLinkOpen = (tx: Db, connector: ConnectorFacts, source: SourceIssue, open: boolean) =>
+  tx.update(intakeLinks).set({ sourceOpen: open }).where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
+
+export async function syncFields(ctx: Ctx, connector: ConnectorFacts, identifier: string, source: SourceIssue) {
   await saveIssue(ctx, { identifier, title: titleOf(source), body: bodyOf(source), labels: labelsOf(connector, source), dueAt: dueOf(source) });
 }
 
-async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, source: SourceIssue, outsider: boolean): Promise<string> {
+/**
+ * Files the source as a Retasc issue and links it. A pull/merge request (`review`) is assigned
+ * to the reviewer and put in review, so it sits on the reviewer's lane; a reopened request whose
+ * item ended is filed again and its link moved to the new item.
+ */
+export async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, source: SourceIssue, outsider: boolean, review?: { reviewerId: string }): Promise<string> {
   const where = providerName[connector.provider];
+  const what = review ? `${connector.provider === "github" ? "pull" : "merge"} request ${connector.repo}${connector.provider === "github" ? "#" : "!"}${source.number}` : `${connector.repo}#${source.number}`;
   const { identifier } = await saveIssue(ctx, {
     project: connector.projectPrefix,
     title: titleOf(source),
     body: bodyOf(source),
     work: true,
-    noDependency: `filed on ${where} as ${connector.repo}#${source.number}`,
+    noDependency: `filed on ${where} as ${what}`,
     labels: labelsOf(connector, source),
     ...(dueOf(source) ? { dueAt: dueOf(source) } : {}),
+    ...(review ? { assignee: review.reviewerId } : {}),
   });
+  if (review) await saveIssue(ctx, { identifier, status: "review" });
   const [created] = await tx
     .update(issues)
     .set({ triage: outsider && !connector.triageAll ? "pending" : null })
     .where(and(eq(issues.orgId, connector.orgId), eq(issues.identifier, identifier)))
     .returning({ id: issues.id });
-  await tx.insert(intakeLinks).values({ connectorId: connector.id, sourceId: source.id, sourceNumber: source.number, orgId: connector.orgId, issueId: created!.id });
+  await tx
+    .insert(intakeLinks)
+    .values({ connectorId: connector.id, sourceId: source.id, sourceNumber: source.number, orgId: connector.orgId, issueId: created!.id, kind: review ? "pull_request" : "issue" })
+    .onConflictDoUpdate({ target: [intakeLinks.connectorId, intakeLinks.sourceId], set: { issueId: created!.id, sourceOpen: true } });
   if (/^https?:\/\//.test(source.url)) {
-    await saveAttachment(ctx, { issue: identifier, url: source.url.slice(0, 2000), title: `${where} ${connector.repo}#${source.number} by @${source.author}`.slice(0, 500) });
+    await saveAttachment(ctx, { issue: identifier, url: source.url.slice(0, 2000), title: `${where} ${what} by @${source.author}`.slice(0, 500) });
   }
   return identifier;
 }

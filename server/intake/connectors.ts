@@ -1,6 +1,6 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
-import { connectors, projects } from "../../db/schema/index.ts";
+import { connectors, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
@@ -24,6 +24,8 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
       intakeLabel: connectors.intakeLabel,
       tokenEnc: connectors.tokenEnc,
       triageAll: connectors.triageAll,
+      pullRequests: connectors.pullRequests,
+      reviewer: user.email,
       connectedAt: connectors.connectedAt,
       lastDeliveryAt: connectors.lastDeliveryAt,
       lastError: connectors.lastError,
@@ -34,6 +36,7 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
     })
     .from(connectors)
     .innerJoin(projects, eq(projects.id, connectors.projectId))
+    .leftJoin(user, eq(user.id, connectors.reviewerId))
     .where(eq(connectors.orgId, ctx.principal.orgId))
     .orderBy(asc(connectors.createdAt));
   return {
@@ -46,6 +49,9 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
       intakeLabel: row.intakeLabel,
       tokenOnFile: row.tokenEnc !== null,
       triageAll: row.triageAll,
+      /** The pull/merge request stream, with the reviewer's email (off when the reviewer left). */
+      pullRequests: row.pullRequests && row.reviewer !== null,
+      reviewer: row.pullRequests ? row.reviewer : null,
       status: row.revokedAt ? ("revoked" as const) : ("active" as const),
       /** Pending until the first verified delivery (GitHub's ping, GitLab's Test). */
       connection: row.connectedAt ? ("connected" as const) : ("pending" as const),

@@ -26,6 +26,8 @@ export interface SourceIssue {
 
 export type IntakeEvent =
   | { kind: "issue"; action: "opened" | "changed" | "closed" | "reopened" | "deleted"; issue: SourceIssue }
+  /** A pull (GitHub) or merge (GitLab) request; `issue.id` is prefixed `pr:` so it never meets an issue's id. */
+  | { kind: "pull_request"; action: "opened" | "changed" | "closed" | "reopened"; merged: boolean; issue: SourceIssue }
   | { kind: "comment"; action: "created" | "deleted"; issue: SourceIssue; comment: { id: string; body: string; author: string } };
 
 /** The events each provider's webhook uses; anything else is acknowledged with 202 and not stored. */
@@ -33,6 +35,9 @@ export const usedEvents: Record<ConnectorProvider, ReadonlySet<string>> = {
   github: new Set(["issues", "issue_comment"]),
   gitlab: new Set(["Issue Hook", "Note Hook"]),
 };
+
+/** The pull/merge request stream's events, used only by a connector that turned the stream on. */
+export const pullRequestEvents: Record<ConnectorProvider, string> = { github: "pull_request", gitlab: "Merge Request Hook" };
 
 /** Marks the comments the write-back posts, so their own webhook comes back as nothing. */
 export const WRITE_BACK_MARKER = "<!-- retasc:write-back";
@@ -88,7 +93,29 @@ const githubIssueActions: Record<string, Extract<IntakeEvent, { kind: "issue" }>
   deleted: "deleted",
 };
 
+const githubPullPayload = z.object({
+  action: z.string(),
+  pull_request: githubIssue.omit({ pull_request: true }).extend({ merged: z.boolean().nullish() }),
+});
+
+/** Edits that change what the review item shows; opened, closed and reopened move it. */
+const githubPullActions: Record<string, Extract<IntakeEvent, { kind: "pull_request" }>["action"]> = {
+  opened: "opened",
+  edited: "changed",
+  labeled: "changed",
+  unlabeled: "changed",
+  closed: "closed",
+  reopened: "reopened",
+};
+
 function githubEvent(event: string, body: unknown): IntakeEvent | null {
+  if (event === "pull_request") {
+    const parsed = githubPullPayload.safeParse(body);
+    const action = parsed.success ? githubPullActions[parsed.data.action] : undefined;
+    if (!parsed.success || !action) return null;
+    const pr = parsed.data.pull_request;
+    return { kind: "pull_request", action, merged: pr.merged === true, issue: { ...fromGithubIssue(pr), id: `pr:${pr.id}` } };
+  }
   const parsed = githubPayload.safeParse(body);
   if (!parsed.success || parsed.data.issue.pull_request !== undefined) return null;
   const { action, issue, comment } = parsed.data;
@@ -147,7 +174,26 @@ const gitlabIssueActions: Record<string, Extract<IntakeEvent, { kind: "issue" }>
   reopen: "reopened",
 };
 
+const gitlabMergePayload = z.object({ object_kind: z.literal("merge_request"), user: gitlabUser, object_attributes: gitlabIssue, labels: gitlabLabels });
+
+/** GitLab's merge request actions; approvals and the like change nothing the review item shows. */
+const gitlabMergeActions: Record<string, Extract<IntakeEvent, { kind: "pull_request" }>["action"]> = {
+  open: "opened",
+  update: "changed",
+  close: "closed",
+  merge: "closed",
+  reopen: "reopened",
+};
+
 function gitlabEvent(event: string, body: unknown): IntakeEvent | null {
+  if (event === "Merge Request Hook") {
+    const parsed = gitlabMergePayload.safeParse(body);
+    if (!parsed.success) return null;
+    const { object_attributes: mr, user, labels } = parsed.data;
+    const action = gitlabMergeActions[mr.action ?? ""];
+    if (!action) return null;
+    return { kind: "pull_request", action, merged: mr.state === "merged", issue: { ...fromGitlabIssue(mr, user.username, labels), id: `pr:${mr.id}` } };
+  }
   if (event === "Issue Hook") {
     const parsed = gitlabIssuePayload.safeParse(body);
     if (!parsed.success) return null;

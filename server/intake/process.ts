@@ -1,9 +1,10 @@
 import { and, eq, isNull } from "drizzle-orm";
-import { connectors, intakeDeliveries, projects } from "../../db/schema/index.ts";
+import { connectors, intakeDeliveries, members, projects } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { applyIntakeEvent, type ConnectorFacts } from "./apply.ts";
 import { intakeEventOf, type IntakeEvent } from "./events.ts";
 import { gitlabAuthorIsOutsider } from "./providers.ts";
+import { applyPullRequestEvent } from "./pull-requests.ts";
 
 /**
  * Processes one recorded delivery (the intake.delivery job): reads its encrypted payload, turns
@@ -27,6 +28,9 @@ export async function processDelivery(services: Services, deliveryRowId: string)
         tokenEnc: connectors.tokenEnc,
         intakeLabel: connectors.intakeLabel,
         triageAll: connectors.triageAll,
+        pullRequests: connectors.pullRequests,
+        reviewerId: connectors.reviewerId,
+        reviewerStatus: members.status,
         revokedAt: connectors.revokedAt,
         projectPrefix: projects.prefix,
       },
@@ -34,6 +38,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
     .from(intakeDeliveries)
     .innerJoin(connectors, eq(connectors.id, intakeDeliveries.connectorId))
     .innerJoin(projects, eq(projects.id, connectors.projectId))
+    .leftJoin(members, and(eq(members.orgId, connectors.orgId), eq(members.userId, connectors.reviewerId)))
     .where(eq(intakeDeliveries.id, deliveryRowId));
   if (!row || row.processedAt) return { outcome: "already" };
   const { connector } = row;
@@ -44,8 +49,14 @@ export async function processDelivery(services: Services, deliveryRowId: string)
   } catch {
     event = null;
   }
+  // A request is taken only while the stream is on with a reviewer who is still an active
+  // member; without one the connector's card says so (the delivery is not retried).
+  const noReviewer = event?.kind === "pull_request" && connector.pullRequests && connector.reviewerStatus !== "active";
+  if (event?.kind === "pull_request" && (!connector.pullRequests || noReviewer)) event = null;
+  const reviewerId = connector.reviewerId;
+  // Triage-all skips the check for issues; a request's author decides whether it is taken at all.
   const outsider =
-    event === null || connector.triageAll
+    event === null || (connector.triageAll && event.kind !== "pull_request")
       ? false
       : (event.issue.outsider ?? (await gitlabAuthorIsOutsider(services.config, { ...connector, token: cipher.decrypt(connector.tokenEnc) }, event.issue.authorId)));
   const facts: ConnectorFacts = connector;
@@ -56,7 +67,11 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       .where(and(eq(intakeDeliveries.id, row.id), isNull(intakeDeliveries.processedAt)))
       .returning({ id: intakeDeliveries.id });
     if (!claimed) return { outcome: "already" };
+    if (noReviewer) {
+      await tx.update(connectors).set({ lastError: "the pull request reviewer is not an active member", lastErrorAt: services.clock.now() }).where(eq(connectors.id, connector.id));
+    }
     if (!event) return { outcome: "ignored" };
+    if (event.kind === "pull_request") return { outcome: await applyPullRequestEvent(services, tx, { ...facts, reviewerId: reviewerId! }, event, outsider) };
     return { outcome: await applyIntakeEvent(services, tx, facts, event, outsider) };
   });
 }

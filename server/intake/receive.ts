@@ -8,7 +8,7 @@ import type { Logger } from "../log.ts";
 import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
 import { enqueue } from "../outbox/index.ts";
-import { usedEvents } from "./events.ts";
+import { pullRequestEvents, usedEvents } from "./events.ts";
 
 /** The largest delivery read: issue and comment events are tens of kilobytes (GitHub caps any at 25 MB). */
 export const INTAKE_WEBHOOK_MAX_BYTES = 1024 * 1024;
@@ -42,7 +42,8 @@ const refusal = (status: number, code: string, message: string, hint: string): I
  * POST /webhooks/github/:connectorId and /webhooks/gitlab/:connectorId. Unknown connector 404,
  * revoked 410, a missing or wrong signature 401 (nothing stored); then the delivery is recorded
  * once per delivery id, encrypted, with its processing job in the same transaction (the outbox),
- * and answered 202. An event intake does not use is 202 and not stored. Any verified delivery
+ * and answered 202. An event intake does not use (pull/merge requests unless the connector's
+ * stream is on) is 202 and not stored. Any verified delivery
  * (GitHub's ping, GitLab's Test) turns a Pending connector Connected.
  */
 export async function receiveIntakeWebhook(
@@ -72,7 +73,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   const unknown = refusal(404, "NOT_FOUND", "no such connector", "Copy the webhook URL from the Dash's Connectors page or `retasc connector list`.");
   if (!/^[0-9a-f-]{36}$/.test(connectorId)) return unknown;
   const [connector] = await services.db
-    .select({ id: connectors.id, orgId: connectors.orgId, provider: connectors.provider, secretEnc: connectors.webhookSecretEnc, revokedAt: connectors.revokedAt })
+    .select({ id: connectors.id, orgId: connectors.orgId, provider: connectors.provider, secretEnc: connectors.webhookSecretEnc, revokedAt: connectors.revokedAt, pullRequests: connectors.pullRequests })
     .from(connectors)
     .where(and(eq(connectors.id, connectorId), eq(connectors.provider, provider)));
   if (!connector) return unknown;
@@ -85,7 +86,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   }
   const event = headers.event ?? "";
   const now = services.clock.now();
-  const used = usedEvents[provider].has(event);
+  const used = usedEvents[provider].has(event) || (connector.pullRequests && event === pullRequestEvents[provider]);
   if (used && !headers.deliveryId) return refusal(400, "INVALID_INPUT", "the delivery id header is missing", "Deliveries carry X-GitHub-Delivery or X-Gitlab-Event-UUID.");
   if (used) {
     try {

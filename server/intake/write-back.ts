@@ -20,6 +20,7 @@ export async function writeBack(services: Services, payload: { orgId: string; is
       sourceNumber: intakeLinks.sourceNumber,
       sourceId: intakeLinks.sourceId,
       sourceOpen: intakeLinks.sourceOpen,
+      kind: intakeLinks.kind,
       connectorId: connectors.id,
       provider: connectors.provider,
       repo: connectors.repo,
@@ -31,7 +32,8 @@ export async function writeBack(services: Services, payload: { orgId: string; is
     .innerJoin(issues, eq(issues.id, intakeLinks.issueId))
     .innerJoin(connectors, eq(connectors.id, intakeLinks.connectorId))
     .where(and(eq(intakeLinks.issueId, payload.issueId), eq(intakeLinks.orgId, payload.orgId)));
-  if (!row || !row.sourceOpen || row.revokedAt || !row.tokenEnc) return { outcome: "skipped" as const };
+  // A review item ending says nothing the request's own page does not: requests are never written back.
+  if (!row || row.kind !== "issue" || !row.sourceOpen || row.revokedAt || !row.tokenEnc) return { outcome: "skipped" as const };
   if (row.status !== "done" && row.status !== "canceled") return { outcome: "skipped" as const };
   const cipher = await services.keyring.forOrg(services.db, payload.orgId);
   const reason = row.status === "canceled" ? cipher.decrypt(row.cancelReasonEnc) : null;

@@ -22,8 +22,8 @@ export function notices(scope: WriteScope, row: IssueRow, change: { statusChange
 
 /**
  * The status rules. Returns "finished" when the transition ends the caller's lease.
- * done and review finish held work and need the live token; canceling held work needs it too;
- * other status writes never touch the lease.
+ * done and review finish held work and need the live token (but the system's intake on unheld
+ * work); canceling held work needs it too; other status writes never touch the lease.
  */
 export async function checkTransition(scope: WriteScope, row: IssueRow, input: SaveInput, to: string): Promise<"finished" | null> {
   const { ctx, now } = scope;
@@ -36,6 +36,9 @@ export async function checkTransition(scope: WriteScope, row: IssueRow, input: S
       if (to === "review") throw new DomainError("CONTAINER", `${row.identifier} is a container`, "Containers are closed with done, not reviewed.");
       return null;
     }
+    // Intake settles unheld work its source settled (a merged pull request is done, an outsider's
+    // one goes to its reviewer): no claim, no lease to end. Held work still needs its holder.
+    if (ctx.principal.kind === "system" && !held) return null;
     await requireLiveToken(scope, row, input.claimToken);
     if (to === "done" && row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) {
       throw selfReview(row.identifier);

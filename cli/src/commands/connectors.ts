@@ -17,6 +17,7 @@ interface AddedConnector {
   secret: string;
   project: string;
   tokenOnFile: boolean;
+  pullRequests: boolean;
   steps: string[];
 }
 
@@ -35,10 +36,16 @@ interface ConnectorList {
   }[];
 }
 
-export async function connectorAdd(flags: OrgFlags & { project?: string; "base-url"?: string; "token-stdin"?: boolean }, positionals: string[]) {
+export async function connectorAdd(
+  flags: OrgFlags & { project?: string; "base-url"?: string; "token-stdin"?: boolean; "pull-requests"?: boolean; reviewer?: string },
+  positionals: string[],
+) {
   const [provider, repo] = positionals;
   if ((provider !== "github" && provider !== "gitlab") || !repo || !flags.project) {
     throw new CliError("INVALID_INPUT", "connector add needs a provider, a repository and --project", "retasc connector add github owner/name --project RTSC");
+  }
+  if (flags["pull-requests"] && !flags.reviewer) {
+    throw new CliError("INVALID_INPUT", "--pull-requests needs --reviewer", "retasc connector add github owner/name --project RTSC --pull-requests --reviewer ada@example.com");
   }
   let token: string | undefined;
   if (flags["token-stdin"]) {
@@ -48,10 +55,12 @@ export async function connectorAdd(flags: OrgFlags & { project?: string; "base-u
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   const added = await asSession<AddedConnector>(session, "/connectors", {
-    body: { orgId, action: "add", provider, repo, project: flags.project, ...(flags["base-url"] ? { baseUrl: flags["base-url"] } : {}), ...(token ? { token } : {}) },
+    body: { orgId, action: "add", provider, repo, project: flags.project, ...(flags["base-url"] ? { baseUrl: flags["base-url"] } : {}), ...(token ? { token } : {}),
+      ...(flags["pull-requests"] ? { pullRequests: true, reviewer: flags.reviewer } : {}) },
   });
   if (flags.json) return printJson(added);
   ok(`Connected ${repo} to ${added.project} (${added.connectorId}); it is Pending until the first delivery.`);
+  if (added.pullRequests) say(`Outsiders' pull requests go to ${flags.reviewer} for review.`);
   say(`Webhook URL: ${added.webhookUrl}`);
   note("The secret is shown once; store it in the webhook now:");
   out(added.secret);

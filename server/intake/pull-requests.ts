@@ -1,0 +1,67 @@
+import type { Db } from "../../db/client.ts";
+import type { Services } from "../context.ts";
+import { DomainError } from "../errors.ts";
+import { saveIssue } from "../issues/index.ts";
+import { saveComment } from "../issues/comments.ts";
+import { isTerminal } from "../issues/store.ts";
+import { fileIssue, lockedLink, providerName, setLinkOpen, syncFields, type ConnectorFacts } from "./apply.ts";
+import type { IntakeEvent } from "./events.ts";
+
+/**
+ * Applies one pull/merge request event (docs/decisions/026-intake-pull-requests.md), inside the
+ * caller's transaction, as the system. A request from outside the team becomes a review item on
+ * the reviewer's lane; the team's own are ignored. Merged → done, closed unmerged → canceled,
+ * edits kept in step; reopened after its item ended, it is filed again. Effect once by the
+ * request's id, under the same per-source lock as issues.
+ */
+export async function applyPullRequestEvent(
+  services: Services,
+  tx: Db,
+  connector: ConnectorFacts & { reviewerId: string },
+  event: Extract<IntakeEvent, { kind: "pull_request" }>,
+  outsider: boolean,
+): Promise<string> {
+  const { ctx, link } = await lockedLink(services, tx, connector, event.issue);
+  const source = event.issue;
+  const review = { reviewerId: connector.reviewerId };
+  const where = `${providerName[connector.provider]} (${connector.repo}${connector.provider === "github" ? "#" : "!"}${source.number})`;
+  if (!link) {
+    if (!outsider) return "ignored";
+    if (!source.open) return "skipped";
+    await fileIssue(ctx, tx, connector, source, outsider, review);
+    return "created";
+  }
+  const identifier = link.identifier;
+  switch (event.action) {
+    case "closed": {
+      // Marked first, as for issues: nothing is written back to a request.
+      await setLinkOpen(tx, connector, source, false);
+      if (isTerminal(link.status)) return "unchanged";
+      try {
+        if (event.merged) await saveIssue(ctx, { identifier, status: "done" });
+        else await saveIssue(ctx, { identifier, status: "canceled", cancelReason: `closed unmerged on ${where}` });
+        return event.merged ? "done" : "canceled";
+      } catch (error) {
+        // Held by the reviewer's agent: its holder finishes or releases it; the thread says what happened.
+        if (!(error instanceof DomainError) || (error.code !== "ALREADY_CLAIMED" && error.code !== "STALE_CLAIM")) throw error;
+        await saveComment(ctx, { issue: identifier, body: `The request was ${event.merged ? "merged" : "closed unmerged"} on ${where}.` });
+        return "noted";
+      }
+    }
+    case "reopened": {
+      if (!isTerminal(link.status)) {
+        await setLinkOpen(tx, connector, source, true);
+        await syncFields(ctx, connector, identifier, source);
+        return "updated";
+      }
+      // Terminal issues stay closed: the reopened request is reviewed again as a new item.
+      const again = await fileIssue(ctx, tx, connector, source, outsider, review);
+      await saveComment(ctx, { issue: identifier, body: `Reopened on ${where}; its review continues in ${again}.` });
+      return "created";
+    }
+    default:
+      if (isTerminal(link.status)) return "unchanged";
+      await syncFields(ctx, connector, identifier, source);
+      return "updated";
+  }
+}
