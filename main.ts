@@ -85,12 +85,12 @@ async function main() {
   if (config.mode === "embedded") {
     process.stderr.write(
       `\nRetasc is running at ${url} (embedded mode, data in ${path.resolve(config.RETASC_DATA_DIR)})\n` +
-        `Next: create your account at ${url}/auth/sign-up, install the CLI once from this clone\n` +
+        `Next: open ${url} and create your account (${url}/auth/sign-up); the Dash then asks for an org\n` +
+        `and a first project, and its Fleet page shows how to connect an agent. With the CLI, installed once from this clone\n` +
         `  (cd cli && npm pack && npm install -g ./retasc-cli-*.tgz)\n` +
-        `then in your agent's folder run\n` +
+        `run in your agent's folder\n` +
         `  retasc login --url ${url} && retasc bind\n` +
-        `or, with the server stopped: npm run admin -- bootstrap --org Acme --project Web --prefix WEB --email you@example.com --json\n` +
-        `and point an MCP client at ${url}/mcp with "Authorization: Bearer <key>".\n\n`,
+        `or point an MCP client at ${url}/mcp with "Authorization: Bearer <key>" (a key from the Dash's Keys page).\n\n`,
     );
   }
 
