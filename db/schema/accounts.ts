@@ -4,8 +4,8 @@ import { user } from "./auth.ts";
 import { agentKeys, memberRoles, orgIdColumn, projects } from "./orgs.ts";
 
 /**
- * Invites (`rtscinv_...`): single-use codes that add a person to an org. Only the
- * SHA-256 of the code is stored. The state is derived: accepted, revoked, expired
+ * Invites (`rtscinv_...`): single-use codes that add a person to an org, open or bound to an
+ * email (decision 028). Only the SHA-256 of the code is stored. The state is derived: accepted, revoked, expired
  * (past `expires_at` while unspent) or pending.
  */
 export const invites = pgTable(
@@ -15,6 +15,10 @@ export const invites = pgTable(
     orgId: orgIdColumn(),
     codeHash: text("code_hash").notNull(),
     role: text("role", { enum: memberRoles }).notNull().default("member"),
+    /** Who may redeem it (lowercase), or null for an open invite any signed-in holder redeems. */
+    email: text("email"),
+    /** When this server mailed the link to `email` (SMTP); the mailed link stands in for a verified address. */
+    emailedAt: timestamp("emailed_at", { withTimezone: true }),
     createdBy: text("created_by").references(() => user.id, { onDelete: "set null" }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
