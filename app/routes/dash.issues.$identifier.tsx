@@ -28,6 +28,7 @@ import {
   Section,
 } from "../components/dash/issue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
+import { TriageBox } from "../components/dash/triage.tsx";
 import { WhyText } from "../components/dash/why.tsx";
 import { readForm } from "../forms.server.ts";
 
@@ -76,6 +77,9 @@ export async function action({ request, context, params }: Route.ActionArgs) {
       case "cancel":
         await saveIssue(ctx, { identifier, status: "canceled", cancelReason: field(form, "reason") });
         return "Canceled.";
+      case "accept":
+        await saveIssue(ctx, { identifier, triage: "accepted" });
+        return "Accepted: agents can be handed it now.";
       case "release":
         await forceRelease(ctx, { identifier, reason: field(form, "reason") ?? "" });
         return "Claim released: the issue is available again.";
@@ -117,6 +121,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
 
       {actionData?.error ? <ErrorNote error={actionData.error} /> : null}
       {actionData?.done ? <Notice>{actionData.done}</Notice> : null}
+      {issue.triage === "pending" && !terminal ? <TriageBox /> : null}
 
       <div className="grid gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
         <div className="flex min-w-0 flex-col gap-8">

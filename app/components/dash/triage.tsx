@@ -1,0 +1,25 @@
+import { Form } from "react-router";
+import { Button, Field } from "../ui.tsx";
+
+/**
+ * An issue from outside the team, awaiting triage: a member reads it, then accepts it (the
+ * page's `accept` intent, save_issue {triage: "accepted"}) or cancels it with a reason. Plain
+ * forms, so they work before (or without) JavaScript.
+ */
+export function TriageBox() {
+  return (
+    <section aria-labelledby="triage-heading" className="flex flex-col gap-3 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm text-stone-900" data-testid="triage">
+      <h2 id="triage-heading" className="font-semibold">Awaiting triage</h2>
+      <p>Filed by someone outside the team. Its text becomes an agent's instructions, so no agent is handed it until a member accepts it.</p>
+      <div className="flex flex-wrap items-end gap-4">
+        <Form method="post">
+          <Button name="intent" value="accept">Accept</Button>
+        </Form>
+        <Form method="post" className="flex flex-wrap items-end gap-2" aria-label="Cancel from triage">
+          <Field label="Reason" name="reason" required placeholder="spam, duplicate, out of scope…" />
+          <Button name="intent" value="cancel" tone="danger">Cancel</Button>
+        </Form>
+      </div>
+    </section>
+  );
+}
