@@ -5,6 +5,7 @@ import { DomainError, type ErrorCode } from "../server/errors.ts";
 import type { Logger } from "../server/log.ts";
 import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
 import { intakeDelivery } from "./handlers/intake-delivery.ts";
+import { linearApply } from "./handlers/linear-apply.ts";
 import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 import { notifySend } from "./handlers/notify-send.ts";
 import { writeBackClose } from "./handlers/writeback-close.ts";
@@ -47,6 +48,7 @@ export const retascJobs = jobCatalog(jobSchemas, {
   "notify.send": notifySend,
   "intake.delivery": intakeDelivery,
   "intake.write_back": writeBackClose,
+  "linear.apply": linearApply,
 });
 
 /** Validates the payload against the shared schema and runs the handler. */

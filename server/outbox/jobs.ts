@@ -39,6 +39,8 @@ export const jobSchemas = {
   "intake.delivery": z.object({ orgId: id, deliveryId: id }).strict(),
   /** A synced issue became done or canceled: close its source (enqueued by the issues_intake_write_back trigger). */
   "intake.write_back": z.object({ orgId: id, issueId: id }).strict(),
+  /** A Linear import whose pages are all staged (encrypted, linear_import_pages): apply them. Never the key. */
+  "linear.apply": z.object({ orgId: id, runId: id }).strict(),
 };
 
 export type JobSchemas = Record<string, z.ZodType>;

@@ -60,6 +60,7 @@ export const toolTiers = {
   revoke_key: ["plumbing"],
   rotate_key: ["plumbing"],
   create_setup_code: ["plumbing"],
+  import_linear: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;
 export type MeteredTool = keyof typeof toolTiers;

@@ -1,0 +1,53 @@
+import { asc, eq, sql } from "drizzle-orm";
+import { linearImportPages, linearImportRuns } from "../../../db/schema/index.ts";
+import type { Services } from "../../context.ts";
+import { orgTimeZone } from "../../issues/store.ts";
+import { applyPage, type ApplyCounts } from "./apply.ts";
+import type { LinearIssue } from "./fetch.ts";
+import { GhostBook } from "./ghosts.ts";
+import { linkAll } from "./link.ts";
+import { lockRun, publishProgress } from "./run-row.ts";
+
+/**
+ * The outbox job's work: the staged pages applied in order, each in one transaction with the
+ * run's `pages_applied`, so a worker killed anywhere resumes at the first page not committed
+ * and the result is the same as a run never interrupted; then the linking pass, and the
+ * staging is dropped. A second delivery of the job finds the work done and does nothing.
+ */
+export async function applyLinearRun(services: Services, runId: string) {
+  const { db } = services;
+  for (;;) {
+    const step = await db.transaction(async (tx) => {
+      const run = await lockRun(tx, runId);
+      if (!run || (run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
+      const cipher = await services.keyring.forOrg(tx, run.orgId);
+      const now = services.clock.now();
+      const counts: ApplyCounts & { ghosts?: number } = run.counts ? JSON.parse(run.counts) : { created: 0, updated: 0, unchanged: 0, comments: 0 };
+      const [page] = await tx
+        .select()
+        .from(linearImportPages)
+        .where(sql`${linearImportPages.runId} = ${runId} and ${linearImportPages.seq} = ${run.pagesApplied + 1}`);
+      const ghosts = new GhostBook(tx, run.orgId, cipher);
+      if (page) {
+        const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as LinearIssue[];
+        const scope = { tx, cipher, orgId: run.orgId, projectId: run.projectId, teamKey: run.teamKey, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
+        const got = await applyPage(scope, issues);
+        for (const k of ["created", "updated", "unchanged", "comments"] as const) counts[k] += got[k];
+        const done = run.done + issues.length;
+        await tx.update(linearImportRuns).set({ pagesApplied: run.pagesApplied + 1, done, counts: JSON.stringify(counts), updatedAt: now }).where(eq(linearImportRuns.id, runId));
+        await publishProgress(services, tx, { ...run, phase: "applying", done });
+        return "page" as const;
+      }
+      const pages = await tx.select({ payloadEnc: linearImportPages.payloadEnc }).from(linearImportPages).where(eq(linearImportPages.runId, runId)).orderBy(asc(linearImportPages.seq));
+      const all = pages.flatMap((p) => JSON.parse(cipher.decrypt(p.payloadEnc)) as LinearIssue[]);
+      await linkAll(tx, run.orgId, run.projectId, all);
+      await tx.update(linearImportRuns).set({ phase: "done", finishedAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
+      await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+      await publishProgress(services, tx, { ...run, phase: "done", done: run.done });
+      return "finished" as const;
+    });
+    if (step === "finished") break;
+  }
+  const [run] = await db.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
+  return { runId, phase: run?.phase ?? null };
+}

@@ -1,0 +1,67 @@
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { query, type Db } from "../../../db/client.ts";
+import { linearLinks, relations } from "../../../db/schema/index.ts";
+import { rerank } from "../../issues/ranking.ts";
+import { newId } from "../../orgs/index.ts";
+import { digest, linksOf, relationTypeOf, setLink } from "./apply.ts";
+import type { LinearIssue } from "./fetch.ts";
+
+/**
+ * Once every page is in: parents (an issue with children is a container, work:false), relations
+ * (added when new, removed when Linear no longer has them), blocker counts, ranking, and the
+ * project's next number after the highest imported one. Each write only where the stored value
+ * differs, so a re-import with nothing changed writes nothing.
+ */
+export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pick<LinearIssue, "id" | "number" | "parentId" | "relations">[]) {
+  const links = await linksOf(tx, orgId, [...new Set(all.flatMap((i) => [i.id, ...i.relations.map((r) => r.id), ...i.relations.map((r) => r.relatedIssueId)]))]);
+  const idOf = (linearId: string | null) => (linearId ? (links.get(linearId)?.retascId ?? null) : null);
+  const imported = all.map((i) => idOf(i.id)!).filter(Boolean);
+  const parents = new Set(all.map((i) => i.parentId).filter((p): p is string => p !== null));
+  const rows = all.map((i) => ({ id: idOf(i.id)!, parentId: idOf(i.parentId), work: !parents.has(i.id) }));
+  const values = <T>(list: T[], row: (r: T) => SQL) => sql.join(list.map(row), sql`, `);
+  for (let at = 0; at < rows.length; at += 1000) {
+    const chunk = rows.slice(at, at + 1000);
+    await tx.execute(sql`update issues set parent_id = v.parent_id, work = v.work
+      from (values ${values(chunk, (r) => sql`(${r.id}, ${r.parentId}::text, ${r.work}::boolean)`)}) as v(id, parent_id, work)
+      where issues.id = v.id and issues.org_id = ${orgId} and (issues.parent_id is distinct from v.parent_id or issues.work <> v.work)`);
+  }
+  const wanted = new Set<string>();
+  let edgesChanged = false;
+  for (const i of all) {
+    for (const r of i.relations) {
+      wanted.add(r.id);
+      const sourceId = idOf(i.id);
+      const targetId = idOf(r.relatedIssueId);
+      // A relation to an issue of another team (not imported) has nothing to point at here.
+      if (!sourceId || !targetId || links.has(r.id)) continue;
+      const id = newId();
+      const type = relationTypeOf(r.type);
+      const inserted = await tx.insert(relations).values({ id, orgId, sourceId, targetId, type, createdAt: new Date(r.createdAt) }).onConflictDoNothing().returning({ id: relations.id });
+      const [row] = inserted.length > 0 ? inserted : await tx.select({ id: relations.id }).from(relations).where(and(eq(relations.sourceId, sourceId), eq(relations.targetId, targetId), eq(relations.type, type)));
+      await setLink(tx, orgId, r.id, "relation", row!.id, digest([type]));
+      edgesChanged = true;
+    }
+  }
+  // Relations an earlier import brought that Linear no longer has: removed, with their links.
+  for (let at = 0; at < imported.length; at += 1000) {
+    const gone = await query<{ linear_id: string; retasc_id: string }>(
+      tx,
+      sql`select l.linear_id, l.retasc_id from linear_links l join relations r on r.id = l.retasc_id
+          where l.org_id = ${orgId} and l.kind = 'relation' and r.source_id in (${sql.join(imported.slice(at, at + 1000).map((id) => sql`${id}`), sql`, `)})`,
+    );
+    const stale = gone.filter((g) => !wanted.has(g.linear_id));
+    if (stale.length === 0) continue;
+    edgesChanged = true;
+    await tx.delete(relations).where(inArray(relations.id, stale.map((s) => s.retasc_id)));
+    await tx.delete(linearLinks).where(and(eq(linearLinks.orgId, orgId), inArray(linearLinks.linearId, stale.map((s) => s.linear_id))));
+  }
+  await tx.execute(sql`update issues set open_blocker_count = coalesce(b.n, 0)
+    from issues i left join (select r.target_id, count(*)::int as n from relations r join issues s on s.id = r.source_id
+          where r.org_id = ${orgId} and r.type = 'blocks' and s.status not in ('done', 'canceled') group by r.target_id) b on b.target_id = i.id
+    where issues.id = i.id and i.project_id = ${projectId} and issues.open_blocker_count <> coalesce(b.n, 0)`);
+  const blocked = await query<{ id: string }>(tx, sql`select distinct r.target_id as id from relations r join issues t on t.id = r.target_id where t.project_id = ${projectId} and r.type = 'blocks'`);
+  for (let at = 0; at < blocked.length; at += 2000) await rerank(tx, blocked.slice(at, at + 2000).map((b) => b.id));
+  const highest = Math.max(0, ...all.map((i) => i.number));
+  await tx.execute(sql`update projects set next_number = ${highest + 1} where id = ${projectId} and next_number < ${highest + 1}`);
+  return { edgesChanged };
+}
