@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { attachmentOutput, checkpointOutput, claimedIssueOutput, claimOutput, issueOutput } from "./outputs.ts";
 import { priceNote } from "../usage/rate-card.ts";
-import type { ToolDefinition } from "./tool.ts";
+import { publishedHints, type ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
 import { identityTools } from "./tools/identity.ts";
@@ -192,7 +192,7 @@ export function listedTools(priced = false): Tool[] {
       description: describedAs(tool, priced),
       inputSchema: inputJsonSchema(tool),
       outputSchema: outputJsonSchema(tool),
-      annotations: tool.annotations,
+      annotations: publishedHints(tool.annotations),
     }));
     listed.set(priced, answer);
   }
