@@ -4,6 +4,7 @@ import type { Config } from "../server/config/index.ts";
 import type { Services } from "../server/context.ts";
 import type { Logger } from "../server/log.ts";
 import { metrics } from "../server/metrics/index.ts";
+import { sampleQueueDepth } from "../server/dash/charts-record.ts";
 import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
@@ -72,5 +73,7 @@ export function retascSweeps(config: Config): SweepDefinition[] {
     },
     { name: "sweep.sla", everyMs: config.SLA_SWEEP_MS, run: slaSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
+    // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.
+    { name: "sweep.fleet-sample", everyMs: 600_000, run: sampleQueueDepth },
   ];
 }

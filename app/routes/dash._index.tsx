@@ -8,6 +8,8 @@ import { Card, SecretBox } from "../components/ui.tsx";
 import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
 import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
 import { PacePicture } from "../components/dash/pace.tsx";
+import { FleetChartsGrid, RangeToggle } from "../components/dash/charts.tsx";
+import { chartRange } from "../../server/dash/charts-ranges.ts";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 
 export function meta({ loaderData }: Route.MetaArgs) {
@@ -17,7 +19,8 @@ export function meta({ loaderData }: Route.MetaArgs) {
 /** The fleet view: who holds what right now, leases ticking, and work moving between agents. */
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, org } = await requireMember(request, context);
-  const [fleet, { projects }] = await Promise.all([fleetSnapshot(ctx), listProjects(ctx, {})]);
+  const range = chartRange(new URL(request.url).searchParams.get("range"));
+  const [fleet, { projects }] = await Promise.all([fleetSnapshot(ctx, range), listProjects(ctx, {})]);
   return { org, fleet, projectCount: projects.length, origin: publicBaseUrl(request, context.services.config) };
 }
 
@@ -70,10 +73,14 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
       </section>
 
       <section aria-labelledby="pace-heading" className="flex flex-col gap-3">
-        <h2 id="pace-heading" className="text-lg font-semibold">
-          Pace
-        </h2>
-        <PacePicture pace={fleet.pace} forecast={fleet.forecast} />
+        <div className="flex flex-wrap items-baseline justify-between gap-3">
+          <h2 id="pace-heading" className="text-lg font-semibold">
+            Pace
+          </h2>
+          <RangeToggle range={fleet.charts.range} />
+        </div>
+        <PacePicture charts={fleet.charts} forecast={fleet.forecast} />
+        <FleetChartsGrid charts={fleet.charts} />
       </section>
 
       <section aria-labelledby="claims-heading" className="flex flex-col gap-3">

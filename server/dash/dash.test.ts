@@ -63,20 +63,18 @@ describe("fleet snapshot", () => {
     await finish("PCE-2", 2);
     clock.advance(120 * MINUTE);
     await finish("PCE-3", 5);
-    const { pace, counts, forecast } = await fleetSnapshot(await dashAs(org, "alice"));
-    expect(pace.perHour).toHaveLength(24);
-    expect(pace.perHour[23]).toBe(1);
-    expect(pace.perHour[21]).toBe(2);
-    expect(pace.perHour.reduce((a, b) => a + b, 0)).toBe(3);
-    expect(pace).toMatchObject({ lastDay: 3, lastWeek: 3, medianClaimToDoneMs: 5 * MINUTE });
+    const { charts, counts, forecast } = await fleetSnapshot(await dashAs(org, "alice"));
+    expect(charts.buckets).toHaveLength(24);
+    expect(charts.totals).toMatchObject({ finished: 3, medianClaimToDoneMs: 5 * MINUTE });
     expect(counts.ready).toBe(1);
     // 3 finishes since the first of their claims 135 min ago: 1.33 an hour, so the one ready issue in 45 min.
     expect(forecast).toMatchObject({ window: "24h", finished: 3, perHour: 1.33, ready: 1, open: 1, criticalChain: [], reason: null });
     expect(forecast.readyHours).toBeCloseTo(0.75);
-    // A day later the hours are empty, the week still counts them, and there is no pace to forecast from.
+    // A day later the day is empty, the week still counts them, and there is no pace to forecast from.
     clock.advance(25 * 60 * MINUTE);
     const later = await fleetSnapshot(await dashAs(org, "alice"));
-    expect(later.pace).toMatchObject({ lastDay: 0, lastWeek: 3, medianClaimToDoneMs: null });
+    expect(later.charts.totals).toMatchObject({ finished: 0, medianClaimToDoneMs: null });
+    expect((await fleetSnapshot(await dashAs(org, "alice"), "week")).charts.totals).toMatchObject({ finished: 3 });
     expect(later.forecast).toMatchObject({ perHour: null, readyHours: null, openEta: null, reason: "no finish in the last 24h to measure a pace from" });
   });
 
@@ -333,8 +331,11 @@ describe("issue drill-down", () => {
     await create(a, "urgent goal", { priority: 1, blockedBy: [center.identifier], noDependency: undefined }); // GRA-5
     await create(a, "low goal", { priority: 4, blockedBy: [center.identifier], noDependency: undefined }); // GRA-6
     const detail = await issueDetail(await dashAs(org, "alice"), { identifier: center.identifier });
-    const layer = Object.fromEntries(detail.graph.nodes.map((n) => [n.identifier, n.layer]));
-    expect(layer).toEqual({ "GRA-1": -2, "GRA-2": -1, "GRA-3": -1, "GRA-4": 0, "GRA-5": 1, "GRA-6": 1 });
+    expect(detail.graph.nodes.map((n) => n.identifier).sort()).toEqual(["GRA-1", "GRA-2", "GRA-3", "GRA-4", "GRA-5", "GRA-6"]);
+    // Laid out top to bottom: each blocker above what it gates.
+    const y = (id: string) => detail.graph.layout.nodes[id]!.y;
+    for (const e of detail.graph.edges) expect(y(e.from), `${e.from} above ${e.to}`).toBeLessThan(y(e.to));
+    expect(y("GRA-1")).toBeLessThan(y("GRA-3"));
     expect(detail.graph.nodes.filter((n) => n.critical).map((n) => n.identifier).sort()).toEqual(["GRA-1", "GRA-3", "GRA-4", "GRA-5"]);
     expect(detail.graph.edges.filter((e) => e.critical).map((e) => `${e.from}>${e.to}`).sort()).toEqual([
       "GRA-1>GRA-3",

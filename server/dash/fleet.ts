@@ -4,28 +4,29 @@ import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
-import { fleetPace } from "./pace.ts";
+import { fleetCharts } from "./charts.ts";
+import type { ChartRange } from "./charts-ranges.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease
  * time left, last heartbeat and latest checkpoint; the recent moves of work between
  * agents (claims, handoffs to another runtime, reclaims, releases, finishes) from the
- * activity log; and the counts a person watches. Leases that have run out but that the
+ * activity log; the counts a person watches; and the charts of the last day or week (charts.ts). Leases that have run out but that the
  * reclaim sweep has not recorded yet are listed as expired, not hidden.
  */
 const MOVES = ["claimed", "reclaimed", "released", "force_released", "finished"] as const;
 const RECENT_MOVES = 25;
 
-export async function fleetSnapshot(ctx: Ctx) {
+export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
   const { db } = ctx;
   const orgId = ctx.principal.orgId;
   const now = ctx.clock.now();
   const cipher = await ctx.keyring.forOrg(db, orgId);
   await applyDueSla(ctx, now);
 
-  const [status, pace, blockedRows, claimRows, moveRows] = await Promise.all([
+  const [status, charts, blockedRows, claimRows, moveRows] = await Promise.all([
     queueStatus(ctx),
-    fleetPace(ctx, now),
+    fleetCharts(ctx, now, range),
     query<{ n: number }>(
       db,
       sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and i.status not in ('done', 'canceled')
@@ -158,7 +159,7 @@ export async function fleetSnapshot(ctx: Ctx) {
     },
     claims,
     moves,
-    pace,
+    charts,
     forecast: status.forecast,
   };
 }

@@ -4,21 +4,25 @@ import { issues } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { isTerminal } from "../issues/store.ts";
 import { idList } from "../issues/ranking.ts";
+import { layoutGraph, type LaidOut } from "./graph-layout.ts";
 
 /**
- * An issue's neighbourhood in the dependency graph, laid out in layers: its blockers
- * above (layer -1 blocks it directly, -2 blocks those, ...), what it gates below. The
- * critical chain is marked: above, the longest run of open blockers that must finish
- * before it can start; below, the path to the issue whose urgency it carries.
+ * An issue's neighbourhood in the dependency graph: its blockers (up to three steps), what it
+ * gates (likewise), and for a container every issue under it, with the `blocks` edges among them,
+ * laid out by graph-layout.ts. The critical chain is marked: above, the longest run of open
+ * blockers that must finish before it can start; below, the path to the issue whose urgency it
+ * carries; in a container, the longest chain of open blockers among its issues, which bounds when
+ * the container can be done (the drain forecast's chain, server/queue/forecast.ts).
  */
 export const NEIGHBOURHOOD_DEPTH = 3;
 const MAX_PER_SIDE = 30;
+/** A container's issues drawn at most (the page stays responsive at this size: decision 027). */
+export const MAX_MEMBERS = 300;
 
 export interface GraphNode {
   identifier: string;
   title: string;
   status: string;
-  layer: number;
   effectiveLevel: number;
   critical: boolean;
   center: boolean;
@@ -33,6 +37,9 @@ export interface Neighbourhood {
   edges: GraphEdge[];
   /** Nodes beyond the caps that are not drawn. */
   hidden: number;
+  /** Whether the center is a container, its issues drawn. */
+  container: boolean;
+  layout: LaidOut;
 }
 
 async function reach(db: Db, issueId: string, direction: "up" | "down") {
@@ -49,12 +56,33 @@ async function reach(db: Db, issueId: string, direction: "up" | "down") {
   );
 }
 
-export async function neighbourhood(db: Db, cipher: OrgCipher, orgId: string, center: { id: string }): Promise<Neighbourhood> {
-  const [up, down] = await Promise.all([reach(db, center.id, "up"), reach(db, center.id, "down")]);
+/** Every issue under a container, through nested containers, nearest first. */
+async function members(db: Db, orgId: string, containerId: string) {
+  return query<{ id: string }>(
+    db,
+    sql`with recursive tree(id, depth) as (
+          select id, 1 from issues where parent_id = ${containerId} and org_id = ${orgId}
+          union all
+          select k.id, t.depth + 1 from tree t join issues k on k.parent_id = t.id where t.depth < 10
+        )
+        select id from tree order by depth, id limit ${MAX_MEMBERS + 1}`,
+  );
+}
+
+export async function neighbourhood(db: Db, cipher: OrgCipher, orgId: string, center: { id: string; work: boolean }): Promise<Neighbourhood> {
+  const [up, down, inside] = await Promise.all([
+    reach(db, center.id, "up"),
+    reach(db, center.id, "down"),
+    center.work ? Promise.resolve([]) : members(db, orgId, center.id),
+  ]);
+  // Distance from the center: blockers negative, gated work positive, a container's issues none.
   const layerOf = new Map<string, number>([[center.id, 0]]);
   for (const u of up.slice(0, MAX_PER_SIDE)) layerOf.set(u.id, -Number(u.depth));
   for (const d of down.slice(0, MAX_PER_SIDE)) layerOf.set(d.id, Number(d.depth));
-  const hidden = Math.max(0, up.length - MAX_PER_SIDE) + Math.max(0, down.length - MAX_PER_SIDE);
+  const memberIds = new Set(inside.slice(0, MAX_MEMBERS).map((m) => m.id));
+  for (const id of memberIds) if (!layerOf.has(id)) layerOf.set(id, 0);
+  const hidden =
+    Math.max(0, up.length - MAX_PER_SIDE) + Math.max(0, down.length - MAX_PER_SIDE) + (inside.length > MAX_MEMBERS ? 1 : 0);
   const ids = [...layerOf.keys()];
 
   const [rows, edgeRows] = await Promise.all([
@@ -125,24 +153,70 @@ export async function neighbourhood(db: Db, cipher: OrgCipher, orgId: string, ce
     criticalNodes.add(carrier);
     cursor = carrier;
   }
+  if (memberIds.size > 0) markLongestOpenChain(memberIds, blockersOf, (id) => isTerminal(byId.get(id)?.status ?? "done"), criticalNodes, criticalEdges);
+
+  const nodes = rows
+    .map((r) => ({
+      identifier: r.identifier,
+      title: cipher.decrypt(r.titleEnc) ?? "",
+      status: r.status,
+      effectiveLevel: r.effectiveLevel,
+      critical: criticalNodes.has(r.id),
+      center: r.id === center.id,
+      layer: layerOf.get(r.id)!,
+    }))
+    .sort((a, b) => a.layer - b.layer || a.identifier.localeCompare(b.identifier, "en", { numeric: true }))
+    .map(({ layer: _layer, ...node }) => node);
+  const drawnEdges = edges.map((e) => ({
+    from: byId.get(e.source_id)!.identifier,
+    to: byId.get(e.target_id)!.identifier,
+    critical: criticalEdges.has(`${e.source_id}>${e.target_id}`),
+  }));
 
   return {
-    nodes: rows
-      .map((r) => ({
-        identifier: r.identifier,
-        title: cipher.decrypt(r.titleEnc) ?? "",
-        status: r.status,
-        layer: layerOf.get(r.id)!,
-        effectiveLevel: r.effectiveLevel,
-        critical: criticalNodes.has(r.id),
-        center: r.id === center.id,
-      }))
-      .sort((a, b) => a.layer - b.layer || a.identifier.localeCompare(b.identifier, "en", { numeric: true })),
-    edges: edges.map((e) => ({
-      from: byId.get(e.source_id)!.identifier,
-      to: byId.get(e.target_id)!.identifier,
-      critical: criticalEdges.has(`${e.source_id}>${e.target_id}`),
-    })),
+    nodes,
+    edges: drawnEdges,
     hidden,
+    container: !center.work,
+    layout: layoutGraph(
+      nodes.map((n) => n.identifier),
+      drawnEdges,
+    ),
   };
+}
+
+/** The longest chain of open issues among `within`, each blocking the next (ties: the first found), marked critical. */
+function markLongestOpenChain(
+  within: Set<string>,
+  blockersOf: Map<string, string[]>,
+  closed: (id: string) => boolean,
+  nodes: Set<string>,
+  edges: Set<string>,
+) {
+  const best = new Map<string, { length: number; from: string | null }>();
+  const longest = (id: string): number => {
+    const known = best.get(id);
+    if (known) return known.length;
+    best.set(id, { length: 1, from: null }); // a cycle cannot be stored, but guard the walk anyway
+    let entry = { length: 1, from: null as string | null };
+    for (const b of blockersOf.get(id) ?? []) {
+      if (!within.has(b) || closed(b)) continue;
+      const length = longest(b) + 1;
+      if (length > entry.length) entry = { length, from: b };
+    }
+    best.set(id, entry);
+    return entry.length;
+  };
+  let end: string | null = null;
+  for (const id of within) {
+    if (closed(id)) continue;
+    if (end === null || longest(id) > longest(end)) end = id;
+  }
+  if (end === null || longest(end) < 2) return;
+  for (let cursor: string | null = end; cursor !== null; ) {
+    nodes.add(cursor);
+    const from: string | null = best.get(cursor)!.from;
+    if (from !== null) edges.add(`${from}>${cursor}`);
+    cursor = from;
+  }
 }

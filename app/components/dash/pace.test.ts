@@ -4,7 +4,12 @@ import { describe, expect, it } from "vitest";
 import type { FleetSnapshot } from "../../../server/dash/fleet.ts";
 import { drainWords, PacePicture } from "./pace.tsx";
 
-const pace: FleetSnapshot["pace"] = { perHour: Array.from({ length: 24 }, () => 0), lastDay: 6, lastWeek: 6, medianClaimToDoneMs: 600_000 };
+const charts: FleetSnapshot["charts"] = {
+  range: "day",
+  bucketHours: 1,
+  buckets: [],
+  totals: { finished: 6, medianClaimToDoneMs: 600_000, reclaimed: 0, staleRefused: 0 },
+};
 const forecast: FleetSnapshot["forecast"] = {
   window: "24h",
   finished: 6,
@@ -23,7 +28,9 @@ const forecast: FleetSnapshot["forecast"] = {
 
 describe("the Fleet page's drain forecast", () => {
   it("says when the ready queue and the backlog drain, the critical chain and each container", () => {
-    const html = renderToStaticMarkup(createElement(PacePicture, { pace, forecast }));
+    const html = renderToStaticMarkup(createElement(PacePicture, { charts, forecast }));
+    expect(html).toContain("finished in the last 24 h");
+    expect(html).toContain("Median first claim to done: 10 min.");
     expect(html).toContain("the 4 ready issues drain in about 13 min, all 9 open issues in about 1.0 h.");
     expect(html).toContain("FCS-4 → FCS-5 → FCS-6");
     expect(html).toMatch(/FCS-1<\/span>: 3 open issues, done in about 1.0 h/);
