@@ -1,0 +1,102 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../workers/testing/wait.ts";
+import { Keyring } from "../crypto/index.ts";
+import { callOk, connectClient } from "../mcp/testing.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
+import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
+import { githubDelivery } from "../testing/fake-github.ts";
+
+/**
+ * Triage in the Dash over real HTTP against the built app with its in-process workers: an
+ * outsider's GitHub issue arrives awaiting triage; its page shows Accept and Cancel as plain
+ * forms; a member's Accept (the same save_issue {triage: "accepted"} agents call) makes it
+ * claimable, and Cancel needs a reason.
+ */
+const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/webhooks-examples/api.github.com/index.json"), "utf8")) as {
+  name: string;
+  examples: Record<string, any>[];
+}[];
+
+describe.skipIf(testDriver !== "postgres")("triage in the Dash (needs TEST_DATABASE_URL)", () => {
+  let database: TestDatabase;
+  let app: AppProcess;
+  let cookie: string;
+  let agent: Client;
+  let hook: string;
+  let secret: string;
+  const masterKey = crypto.randomBytes(32);
+
+  beforeAll(async () => {
+    database = await createTestDatabase({ max: 2 });
+    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on", RETASC_WORKERS: "inline" }, { timeoutMs: 240_000 });
+    const email = `triage-${crypto.randomBytes(3).toString("hex")}@example.com`;
+    ({ cookie } = await signUpOverHttp(app.url, email));
+    const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: "Triage", prefix: "TRI", runtimes: ["codex"] });
+    agent = await connectClient(`${app.url}/mcp`, org.keys.codex);
+    const connected = await fetch(`${app.url}/dash/settings/connectors`, {
+      method: "POST",
+      headers: { cookie, origin: app.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ intent: "connect", provider: "github", repo: "acme/web", project: "TRI" }),
+    });
+    const html = await connected.text();
+    secret = /rwh_[A-Za-z0-9_-]{40,}/.exec(html)![0];
+    hook = `${app.url}/webhooks/github/${/\/webhooks\/github\/([0-9a-f-]{36})/.exec(html)![1]}`;
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await app?.stop();
+    await database?.close();
+  });
+
+  /** An outsider's issues.opened, delivered signed; answers the Retasc identifier once filed. */
+  const outsiderIssue = async (id: number, title: string) => {
+    const opened = structuredClone(examples.find((e) => e.name === "issues")!.examples.find((x) => x.action === "opened")!);
+    Object.assign(opened.issue, { id, number: id % 1000, title, author_association: "NONE" });
+    expect((await fetch(await githubDelivery(hook, secret, "issues", opened))).status).toBe(202);
+    return waitFor(
+      async () => (await callOk<{ issues: { identifier: string; title: string }[] }>(agent, "list_issues", {})).issues.find((i) => i.title === title)?.identifier,
+      10_000,
+      "the outsider's issue",
+    );
+  };
+  const page = (identifier: string) => `${app.url}/dash/issues/${identifier}`;
+  const act = (identifier: string, fields: Record<string, string>) =>
+    fetch(page(identifier), { method: "POST", headers: { cookie, origin: app.url, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields) });
+  const claim = async (identifier: string) => (await agent.callTool({ name: "claim_issue", arguments: { identifier } })) as { isError?: boolean; structuredContent?: any };
+
+  it("Accept on the issue page makes an outsider's issue claimable", async () => {
+    const identifier = await outsiderIssue(7_100_001, "Please add dark mode");
+    const before = await (await fetch(page(identifier), { headers: { cookie } })).text();
+    const box = /<section[^>]*data-testid="triage"[\s\S]*?<\/section>/.exec(before)?.[0];
+    expect(box).toContain("Awaiting triage");
+    expect(box).toContain('value="accept"');
+    const refused = await claim(identifier);
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.structuredContent)).toContain("AWAITING_TRIAGE");
+
+    const accepted = await act(identifier, { intent: "accept" });
+    expect(accepted.status).toBe(200);
+    const after = await accepted.text();
+    expect(after).toContain("Accepted: agents can be handed it now.");
+    expect((await (await fetch(page(identifier), { headers: { cookie } })).text())).not.toContain("Awaiting triage");
+    expect(await callOk(agent, "get_issue", { identifier })).toMatchObject({ triage: "accepted" });
+    const claimed = await claim(identifier);
+    expect(claimed.isError).toBeFalsy();
+    expect(claimed.structuredContent).toMatchObject({ identifier });
+  });
+
+  it("Cancel needs a reason, then cancels it with that reason", async () => {
+    const identifier = await outsiderIssue(7_100_002, "Buy cheap watches");
+    const bare = await act(identifier, { intent: "cancel" });
+    expect(bare.status).toBe(400);
+    expect(await bare.text()).toContain("cancelReason");
+    expect((await act(identifier, { intent: "cancel", reason: "spam" })).status).toBe(200);
+    expect(await callOk(agent, "get_issue", { identifier })).toMatchObject({ status: "canceled", cancelReason: "spam", triage: "pending" });
+    expect(await (await fetch(page(identifier), { headers: { cookie } })).text()).not.toContain("Awaiting triage");
+  });
+});
