@@ -9,7 +9,7 @@ import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
 import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
 import { PacePicture } from "../components/dash/pace.tsx";
 import { FleetChartsGrid, RangeToggle } from "../components/dash/charts.tsx";
-import { chartRange } from "../../server/dash/charts-ranges.ts";
+import { chartRange } from "../../constants/chart-ranges.ts";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 
 export function meta({ loaderData }: Route.MetaArgs) {

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
-import { CHART_RANGES, DEPTH_STATUSES, type ChartRange } from "./charts-ranges.ts";
+import { CHART_RANGES, DEPTH_STATUSES, type ChartRange } from "../../constants/chart-ranges.ts";
 
 /**
  * The Fleet page's charts over the last day or week (charts-ranges.ts), buckets aligned to clock

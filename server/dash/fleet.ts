@@ -5,7 +5,7 @@ import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
 import { fleetCharts } from "./charts.ts";
-import type { ChartRange } from "./charts-ranges.ts";
+import type { ChartRange } from "../../constants/chart-ranges.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease

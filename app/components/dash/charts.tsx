@@ -1,7 +1,7 @@
 import type { ReactNode } from "react";
 import { Link } from "react-router";
 import type { ChartBucket, FleetCharts } from "../../../server/dash/charts.ts";
-import { CHART_RANGES, DEPTH_STATUSES, type ChartRange } from "../../../server/dash/charts-ranges.ts";
+import { CHART_RANGES, DEPTH_STATUSES, type ChartRange } from "../../../constants/chart-ranges.ts";
 import { focusRing } from "./bits.tsx";
 import { duration } from "./format.ts";
 

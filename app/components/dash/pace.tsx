@@ -1,4 +1,4 @@
-import { CHART_RANGES } from "../../../server/dash/charts-ranges.ts";
+import { CHART_RANGES } from "../../../constants/chart-ranges.ts";
 import { duration } from "./format.ts";
 import type { FleetSnapshot } from "../../../server/dash/fleet.ts";
 
