@@ -95,7 +95,7 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
               <p className="text-muted">
                 {c.tokenOnFile ? "Closes source issues (token on file)." : "No write-back token."} {c.triageAll ? "Every issue goes straight to the queue." : "Outsiders' issues await triage."}
               </p>
-              {c.pullRequests ? <p className="text-muted">Outsiders' {c.provider === "github" ? "pull" : "merge"} requests go to {c.reviewer} for review.</p> : null}
+              {c.pullRequests ? <p className="text-muted">{`Outsiders' ${c.provider === "github" ? "pull" : "merge"} requests go to ${c.reviewer} for review.`}</p> : null}
               {manages && c.status !== "revoked" ? (
                 <Form method="post" className="mt-2">
                   <input type="hidden" name="connectorId" value={c.id} />

@@ -6,7 +6,8 @@ import { useDashApp } from "../testing/dash.ts";
 /**
  * The Dash's Connectors page over real HTTP against the built app: the owner's Connect form
  * answers the webhook URL, the secret (once) and GitHub's steps; the card says Pending until
- * GitHub's signed ping, then Connected with the last delivery.
+ * GitHub's signed ping, then Connected with the last delivery. The pull request stream is set
+ * from the same form, with a reviewer.
  */
 describe.skipIf(testDriver !== "postgres")("the Dash's Connectors page (needs TEST_DATABASE_URL)", () => {
   const app = useDashApp();
@@ -41,5 +42,22 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Connectors page (needs TE
     const after = await read();
     expect(after).toContain("Connected");
     expect(after).not.toContain("Last delivery: none yet");
+  });
+
+  it("turns the pull request stream on with a member as reviewer, and refuses it without one", async () => {
+    const owner = await app.person("prs", "PRSD");
+    await owner.agent.close();
+    const page = `${app.url}/dash/settings/connectors`;
+    const post = (fields: Record<string, string>) =>
+      fetch(page, { method: "POST", headers: { cookie: owner.cookie, origin: app.url, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields) });
+    const form = await (await fetch(page, { headers: { cookie: owner.cookie } })).text();
+    // The reviewer list offers the org's active members by email.
+    const reviewer = /<option value="(prs-[0-9a-f]+@example\.com)"/.exec(form)?.[1];
+    expect(reviewer).toBeDefined();
+    const refused = await post({ intent: "connect", provider: "github", repo: "acme/pulls", project: "PRSD", pullRequests: "on", reviewer: "" });
+    expect(await refused.text()).toContain("needs a reviewer");
+    const connected = await post({ intent: "connect", provider: "github", repo: "acme/pulls", project: "PRSD", pullRequests: "on", reviewer: reviewer! });
+    expect(await connected.text()).toContain("and Pull requests");
+    expect(await (await fetch(page, { headers: { cookie: owner.cookie } })).text()).toContain(`Outsiders&#x27; pull requests go to ${reviewer} for review.`);
   });
 });
