@@ -3,7 +3,8 @@ import type { Route } from "./+types/dash.settings.members";
 import { requireMember } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
-import { createInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
+import { createInvite, emailInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
+import { emailConfigured } from "../../server/notify/senders/email.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";
@@ -19,7 +20,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const manages = membership.role !== "member";
   const { members } = await listMembers(ctx);
   const invites = manages ? (await listInvites(ctx)).invites : [];
-  return { members, invites, me: membership, manages };
+  return { members, invites, me: membership, manages, mails: emailConfigured(context.services.config) };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -33,8 +34,11 @@ export async function action({ request, context }: Route.ActionArgs) {
         const invite = await createInvite(ctx, {
           expiresDays: Number(form.get("expiresDays") ?? 7),
           role: String(form.get("role") ?? "member") as "member" | "admin",
+          email: String(form.get("email") ?? ""),
         });
-        return { invite: { ...invite, link: `${publicBaseUrl(request, context.services.config)}/join/${invite.code}` } };
+        const link = `${publicBaseUrl(request, context.services.config)}/join/${invite.code}`;
+        const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }) : null;
+        return { invite: { ...invite, link, mail } };
       }
       case "revoke-invite":
         await revokeInvite(ctx, { inviteId: String(form.get("inviteId") ?? "") });
@@ -80,7 +84,9 @@ function Action({ intent, memberId, label, tone = "secondary" }: { intent: strin
 }
 
 export default function Members({ loaderData, actionData }: Route.ComponentProps) {
-  const { members, invites, me, manages } = loaderData;
+  const { members, invites, me, manages, mails } = loaderData;
+  const pending = invites.filter((i) => i.state === "pending");
+  const past = invites.filter((i) => i.state !== "pending");
   const people = members.filter((m) => m.kind === "human");
   const agents = members.filter((m) => m.kind === "agent");
   const result = actionData && "invite" in actionData ? actionData : null;
@@ -173,14 +179,26 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
           {result?.invite ? (
             <div className="mb-4 flex flex-col gap-3" data-testid="new-invite">
               <Notice>
-                Invite created for a new {result.invite.role}. It is shown once, works once, and expires {stamp(result.invite.expiresAt)}.
+                Invite created for {result.invite.email ?? "whoever holds it"}, joining as {result.invite.role === "admin" ? "an admin" : "a member"}. It is shown
+                once, works once, and expires {stamp(result.invite.expiresAt)}.{" "}
+                {result.invite.mail?.emailed
+                  ? `The link was emailed to ${result.invite.email}.`
+                  : result.invite.mail
+                    ? `It was not emailed (${result.invite.mail.reason}): send them the link yourself.`
+                    : "Send them the link yourself."}
               </Notice>
               <SecretBox label="Invite code" value={result.invite.code} />
               <SecretBox label="They run" value={`retasc join ${result.invite.link}`} />
               <SecretBox label="Or open" value={result.invite.link} />
             </div>
           ) : null}
+          <p className="mb-3 text-sm text-muted">
+            {mails
+              ? "An invite with an email is mailed to that address, and only the person signed in with it can join. Without an email, whoever holds the link joins."
+              : "This server sends no email (SMTP_URL and SMTP_FROM are unset): copy the link and send it yourself. An invite with an email is redeemed only by a person signed in with that address, verified (GitHub or Google); without an email, whoever holds the link joins."}
+          </p>
           <Form method="post" className="mb-6 flex flex-wrap items-end gap-3">
+            <Field label="Email" name="email" type="email" autoComplete="off" placeholder="nora@example.com" />
             <Field label="Expires after (days)" name="expiresDays" type="number" defaultValue="7" />
             {me.role === "owner" ? (
               <Select
@@ -197,43 +215,63 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
               New invite
             </Button>
           </Form>
-          {invites.length > 0 ? (
-            <table className="stack-md w-full border-collapse text-left text-sm">
-              <thead>
-                <tr className="border-b border-stone-300">
-                  <th scope="col" className={head}>Created</th>
-                  <th scope="col" className={head}>Joins as</th>
-                  <th scope="col" className={head}>State</th>
-                  <th scope="col" className={head}>Expires</th>
-                  <th scope="col" className={head}>Accepted by</th>
-                  <th scope="col"><span className="sr-only">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {invites.map((i) => (
-                  <tr key={i.inviteId} className={row}>
-                    <td className={`${cell} tabular-nums`} data-label="Created">{stamp(i.createdAt)}</td>
-                    <td className={cell} data-label="Joins as">{i.role}</td>
-                    <td className={cell} data-label="State">{i.state}</td>
-                    <td className={`${cell} tabular-nums`} data-label="Expires">{i.expiresAt ? stamp(i.expiresAt) : "—"}</td>
-                    <td className={cell} data-label="Accepted by">{i.acceptedBy ?? "—"}</td>
-                    <td className={actions}>
-                      {i.state === "pending" ? (
-                        <Form method="post">
-                          <input type="hidden" name="inviteId" value={i.inviteId} />
-                          <Button name="intent" value="revoke-invite" tone="danger">
-                            Revoke
-                          </Button>
-                        </Form>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+          {pending.length === 0 ? (
+            <EmptyState title="No pending invites.">Invite someone above: the link is shown once, with a copy button.</EmptyState>
+          ) : (
+            <InviteTable title="Pending invites" invites={pending} />
+          )}
+          {past.length > 0 ? (
+            <details className="mt-4">
+              <summary className="cursor-pointer text-sm font-medium">Used, revoked and expired invites ({past.length})</summary>
+              <InviteTable title="Past invites" invites={past} />
+            </details>
           ) : null}
         </Card>
       ) : null}
     </div>
+  );
+}
+
+type InviteRow = Route.ComponentProps["loaderData"]["invites"][number];
+
+function InviteTable({ title, invites }: { title: string; invites: InviteRow[] }) {
+  return (
+    <table className="stack-md w-full border-collapse text-left text-sm">
+      <caption className="sr-only">{title}</caption>
+      <thead>
+        <tr className="border-b border-stone-300">
+          <th scope="col" className={head}>For</th>
+          <th scope="col" className={head}>Joins as</th>
+          <th scope="col" className={head}>State</th>
+          <th scope="col" className={head}>Expires</th>
+          <th scope="col" className={head}>Accepted by</th>
+          <th scope="col"><span className="sr-only">Actions</span></th>
+        </tr>
+      </thead>
+      <tbody>
+        {invites.map((i) => (
+          <tr key={i.inviteId} className={row} data-invite={i.email ?? "open"}>
+            <td className={`${cell} [overflow-wrap:anywhere]`} data-label="For">
+              {i.email ?? "anyone with the link"}
+              {i.emailedAt ? <span className="block text-xs text-muted">emailed {stamp(i.emailedAt)}</span> : null}
+            </td>
+            <td className={cell} data-label="Joins as">{i.role}</td>
+            <td className={cell} data-label="State">{i.state}</td>
+            <td className={`${cell} tabular-nums`} data-label="Expires">{i.expiresAt ? stamp(i.expiresAt) : "—"}</td>
+            <td className={`${cell} [overflow-wrap:anywhere]`} data-label="Accepted by">{i.acceptedBy ?? "—"}</td>
+            <td className={actions}>
+              {i.state === "pending" ? (
+                <Form method="post">
+                  <input type="hidden" name="inviteId" value={i.inviteId} />
+                  <Button name="intent" value="revoke-invite" tone="danger" aria-label={`Revoke the invite for ${i.email ?? "anyone with the link"}`}>
+                    Revoke
+                  </Button>
+                </Form>
+              ) : null}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

@@ -35,6 +35,20 @@ export default function Join({ loaderData, actionData }: Route.ComponentProps) {
         <p role="alert">
           This invite is {invite.state === "accepted" ? "already used" : invite.state}. Ask an owner or admin of {invite.orgName} for a new one.
         </p>
+      ) : invite.email && invite.email !== user.email.toLowerCase() ? (
+        <div role="alert" className="flex flex-col gap-3">
+          <p>
+            This invite is for <strong className="[overflow-wrap:anywhere]">{invite.email}</strong>, and you are signed in as{" "}
+            <strong className="[overflow-wrap:anywhere]">{user.email}</strong>.
+          </p>
+          <p>
+            Sign out and sign in (or create your account) as {invite.email}, then open the link again; or ask whoever invited you for an invite
+            to your address.
+          </p>
+          <Form method="post" action={`/auth/sign-out?next=${encodeURIComponent(`/join/${invite.code}`)}`}>
+            <Button tone="secondary">Sign out</Button>
+          </Form>
+        </div>
       ) : (
         <Form method="post" className="flex flex-col gap-4">
           <p>

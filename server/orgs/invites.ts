@@ -1,16 +1,20 @@
 import { and, desc, eq, gt, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { invites, members, orgs, user } from "../../db/schema/index.ts";
+import { emailConfigured, sendEmail } from "../notify/senders/email.ts";
+import { SendFailure } from "../notify/senders/failure.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
-import { newId } from "./index.ts";
+import { emailSchema, newId } from "./index.ts";
 
 /**
- * Invites: single-use `rtscinv_...` codes that add a person to an org as a member. Only
- * the code's SHA-256 is stored; the code is shown once, to whoever minted it.
+ * Invites: single-use `rtscinv_...` codes that add a person to an org as a member or admin.
+ * Only the code's SHA-256 is stored; the code is shown once, to whoever minted it. An invite
+ * either names an email, and then only the person signed in with that address redeems it,
+ * or is open: whoever holds the code (decision 028).
  */
 export const INVITE_PREFIX = "rtscinv_";
 export const DEFAULT_INVITE_DAYS = 7;
@@ -20,6 +24,8 @@ export const createInviteInput = z.object({
   expiresDays: z.number().int().min(1, "an invite lasts 1 to 30 days").max(30, "an invite lasts 1 to 30 days").default(DEFAULT_INVITE_DAYS),
   /** What the person joins as; only an owner invites an admin (as only an owner makes one). */
   role: z.enum(["member", "admin"], { error: "an invite makes a member or an admin" }).default("member"),
+  /** Who may redeem it; empty or absent for an open invite. */
+  email: z.preprocess((v) => (typeof v === "string" ? v.trim().toLowerCase() || undefined : v), emailSchema.optional()),
 });
 export const inviteIdInput = z.object({ inviteId: z.string().trim().min(1, "inviteId is required").max(100) });
 export const inviteCodeSchema = z
@@ -45,7 +51,7 @@ function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expires
 
 /** Mints an invite (owner or admin). Returns the code once. */
 export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
-  const { expiresDays, role } = createInviteInput.parse(raw);
+  const { expiresDays, role, email } = createInviteInput.parse(raw);
   return ctx.db.transaction(async (tx) => {
     const actor = await actorOf(ctx, tx);
     requireRole(actor, role === "admin" ? ["owner"] : ["owner", "admin"], role === "admin" ? "inviting an admin" : "inviting people");
@@ -57,13 +63,14 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
       orgId: ctx.principal.orgId,
       codeHash: sha256(code),
       role,
+      email: email ?? null,
       createdBy: ctx.principal.userId,
       createdAt: ctx.clock.now(),
       expiresAt,
     });
-    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, expiresAt: expiresAt.toISOString() });
+    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, bound: email !== undefined, expiresAt: expiresAt.toISOString() });
     await chargeOrgAction(tx, ctx, "create_invite");
-    return { inviteId, code, role, expiresAt: expiresAt.toISOString() };
+    return { inviteId, code, role, email: email ?? null, expiresAt: expiresAt.toISOString() };
   });
 }
 
@@ -76,6 +83,8 @@ export async function listInvites(ctx: Ctx) {
     .select({
       inviteId: invites.id,
       role: invites.role,
+      email: invites.email,
+      emailedAt: invites.emailedAt,
       createdAt: invites.createdAt,
       expiresAt: invites.expiresAt,
       acceptedAt: invites.acceptedAt,
@@ -92,6 +101,8 @@ export async function listInvites(ctx: Ctx) {
       return {
         inviteId: r.inviteId,
         role: r.role,
+        email: r.email,
+        emailedAt: r.emailedAt?.toISOString() ?? null,
         state,
         createdAt: r.createdAt.toISOString(),
         expiresAt: state === "pending" || state === "expired" ? r.expiresAt.toISOString() : null,
@@ -146,6 +157,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
     const row = found[0];
     if (!row) throw notFound("invite code", "Check the code, or ask an owner or admin for a new invite.");
     const { invite, orgName } = row;
+    if (invite.email) await requireInvitee(tx, invite, input.userId);
     const existing = await tx
       .select({ id: members.id, status: members.status, role: members.role })
       .from(members)
@@ -179,6 +191,68 @@ export async function redeemInvite(services: Services, input: { userId: string; 
   });
 }
 
+/**
+ * An email-bound invite is redeemed only by the person signed in with that address, proven:
+ * verified (by GitHub or Google, or made by the operator), or reached by this server's mail of
+ * the link, which is the proof a verification mail would be. An email + password account is
+ * recorded unverified, so it redeems a bound invite only when the invite was mailed.
+ */
+async function requireInvitee(tx: Pick<Ctx["db"], "select">, invite: { email: string | null; emailedAt: Date | null }, userId: string) {
+  const [person] = await tx.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, userId));
+  const hint = "Sign in with the address the invite was sent to, or ask an owner or admin for an invite to yours.";
+  if (!person || person.email.toLowerCase() !== invite.email) {
+    throw new DomainError("FORBIDDEN", `this invite is for ${invite.email}, and you are signed in as ${person?.email ?? "someone else"}`, hint, { reason: "email_mismatch" });
+  }
+  if (!person.verified && !invite.emailedAt) {
+    throw new DomainError(
+      "FORBIDDEN",
+      `nothing proves ${invite.email} is yours: the account's email is not verified and this server did not mail the invite`,
+      "Sign in with GitHub or Google under that address, or ask for an open invite (one without an email).",
+      { reason: "email_unverified" },
+    );
+  }
+}
+
+/**
+ * Mails an email-bound invite's link to its address, once, when SMTP_URL and SMTP_FROM are set
+ * (owner or admin; the door that minted the invite calls it with the link it built). Without
+ * SMTP, or when the mail server refuses, it says so and the inviter sends the link themselves.
+ */
+export async function emailInvite(ctx: Ctx, input: { inviteId: string; link: string }): Promise<{ emailed: boolean; reason: string | null }> {
+  const actor = await actorOf(ctx);
+  requireRole(actor, ["owner", "admin"], "inviting people");
+  const [row] = await ctx.db
+    .select({ invite: invites, orgName: orgs.name, inviter: user.name })
+    .from(invites)
+    .innerJoin(orgs, eq(orgs.id, invites.orgId))
+    .leftJoin(user, eq(user.id, invites.createdBy))
+    .where(and(eq(invites.orgId, ctx.principal.orgId), eq(invites.id, input.inviteId)));
+  if (!row) throw notFound(`invite ${input.inviteId}`, "List invites with `retasc members list`.");
+  const { invite } = row;
+  if (!invite.email) throw new DomainError("INVALID_INPUT", "this invite names no email", "Mint an invite with an email to have it mailed.");
+  // Only the invite's own link is mailed: never a link to somewhere else under its name.
+  if (sha256(inviteCodeSchema.parse(input.link)) !== invite.codeHash) throw new DomainError("INVALID_INPUT", "that link is not this invite's", "Mail the link the invite was minted with.");
+  if (stateOf(invite, ctx.clock.now()) !== "pending") throw new DomainError("CONFLICT", "only a pending invite is mailed", "Mint a new invite.");
+  if (invite.emailedAt) return { emailed: true, reason: null };
+  if (!emailConfigured(ctx.config)) return { emailed: false, reason: "email is not configured on this server (SMTP_URL, SMTP_FROM)" };
+  const as = invite.role === "admin" ? "an admin" : "a member";
+  try {
+    await sendEmail(ctx.config, invite.email, {
+      subject: `${row.inviter ?? "Someone"} invited you to ${row.orgName} on Retasc`,
+      text:
+        `${row.inviter ?? "Someone"} invited you to join ${row.orgName} on Retasc as ${as}.\n\n` +
+        `Open this link, sign in or create an account as ${invite.email}, and join:\n${input.link}\n\n` +
+        `It works once and expires ${invite.expiresAt.toISOString().slice(0, 16).replace("T", " ")} UTC. Not expecting it? Ignore this mail.\n`,
+      messageId: `<invite.${invite.id}@retasc>`,
+    });
+  } catch (error) {
+    if (error instanceof SendFailure) return { emailed: false, reason: error.reason };
+    throw error;
+  }
+  await ctx.db.update(invites).set({ emailedAt: ctx.clock.now() }).where(eq(invites.id, invite.id));
+  return { emailed: true, reason: null };
+}
+
 function refusal(state: InviteState, invite: { expiresAt: Date; acceptedAt: Date | null; revokedAt: Date | null }) {
   const hint = "Ask an owner or admin of the org for a new invite.";
   switch (state) {
@@ -206,5 +280,5 @@ export async function describeInvite(services: Pick<Services, "db" | "clock">, r
     .where(eq(invites.codeHash, sha256(parsed.data)));
   const row = rows[0];
   if (!row) return null;
-  return { orgName: row.orgName, role: row.invite.role, state: stateOf(row.invite, services.clock.now()), code: parsed.data };
+  return { orgName: row.orgName, role: row.invite.role, email: row.invite.email, state: stateOf(row.invite, services.clock.now()), code: parsed.data };
 }
