@@ -45,6 +45,18 @@ export async function applyLinearRun(services: Services, runId: string) {
       await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
       await publishProgress(services, tx, { ...run, phase: "done", done: run.done });
       return "finished" as const;
+    }).catch(async (error: unknown) => {
+      // A Linear number already taken here by an issue not from Linear: no retry changes that, so
+      // the run fails with a code (freeing the org for another import) instead of retrying for ever.
+      const e = error as { code?: string; cause?: { code?: string } };
+      if ((e.code ?? e.cause?.code) !== "23505") throw error;
+      await db.transaction(async (tx) => {
+        const now = services.clock.now();
+        const [run] = await tx.update(linearImportRuns).set({ phase: "failed", error: "NUMBER_TAKEN", finishedAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId)).returning();
+        await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+        if (run) await publishProgress(services, tx, { ...run, phase: "failed" });
+      });
+      return "finished" as const;
     });
     if (step === "finished") break;
   }
