@@ -40,6 +40,7 @@ export default [
     route("settings/notifications/slack", "routes/dash.settings.notifications.slack.ts"),
     route("settings/transfer", "routes/dash.settings.transfer.tsx"),
     route("settings/transfer/export", "routes/dash.settings.transfer.export.ts"),
+    route("settings/import", "routes/dash.settings.import.tsx"),
   ]),
   route("api/cli/whoami", "routes/api.cli.whoami.ts"),
   route("api/cli/orgs", "routes/api.cli.orgs.ts"),

@@ -45,6 +45,14 @@ export default function Transfer({ loaderData }: Route.ComponentProps) {
           <Notice>Owners and admins export the org.</Notice>
         )}
       </Card>
+      <Card title="Import">
+        <p className="text-sm">
+          <a className="font-medium underline" href="/dash/settings/import">
+            Import from Linear
+          </a>{" "}
+          <span className="text-muted">a team's issues with their history, identifiers and people; a re-import updates in place</span>
+        </p>
+      </Card>
     </div>
   );
 }

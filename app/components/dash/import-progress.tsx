@@ -1,0 +1,65 @@
+import { useLiveRevalidation } from "./live.ts";
+import { stamp } from "./format.ts";
+import { Card, ErrorNote } from "../ui.tsx";
+
+interface ImportStatus {
+  runId: string;
+  teamKey: string;
+  phase: "fetching" | "applying" | "linking" | "done" | "failed";
+  done: number;
+  total: number;
+  counts: Record<string, number> | null;
+  error: string | null;
+  finishedAt: string | null;
+}
+
+const phaseLabel = { fetching: "Fetching from Linear", applying: "Applying to Retasc", linking: "Linking relations", done: "Done", failed: "Failed" } as const;
+
+/** Why a run failed, in words: the run keeps only a code. */
+const failure: Record<string, { message: string; hint: string }> = {
+  UNAUTHORIZED: { message: "Linear refused the API key.", hint: "Paste a personal API key from Linear's Settings → Security & access, and start again." },
+  RATE_LIMITED: { message: "Linear's rate limit held through every retry.", hint: "Start the import again later; it reconciles in place." },
+  FETCH_INTERRUPTED: { message: "The import stopped when the server restarted, and the key went with it.", hint: "Paste the key and start again; it reconciles in place." },
+};
+
+/** A run's progress: a real <progress> with "N of M", live over the event stream while it runs, and current on every reload without JS. */
+export function ImportProgress({ status }: { status: ImportStatus }) {
+  const running = status.phase !== "done" && status.phase !== "failed";
+  return (
+    <Card title={`Importing ${status.teamKey}`}>
+      {running ? <Live /> : null}
+      <div className="flex flex-col gap-2" data-testid="import-progress">
+        <p className="text-sm font-medium">{phaseLabel[status.phase]}</p>
+        <progress className="w-full" max={Math.max(status.total, 1)} value={status.phase === "done" ? Math.max(status.total, 1) : status.done} aria-label={`${phaseLabel[status.phase]}: ${status.done} of ${status.total}`} />
+        <p className="text-sm" data-testid="import-count">
+          {status.done} of {status.total}
+        </p>
+        {running ? (
+          <p className="text-sm text-muted">
+            This page follows along; without JavaScript,{" "}
+            <a className="underline" href={`?run=${encodeURIComponent(status.runId)}`}>
+              reload it
+            </a>
+            .
+          </p>
+        ) : null}
+        {status.phase === "done" ? (
+          <p className="text-sm">
+            Finished {stamp(status.finishedAt)}
+            {status.counts ? `: ${status.counts.created ?? 0} created, ${status.counts.updated ?? 0} updated, ${status.counts.unchanged ?? 0} unchanged` : ""}.{" "}
+            <a className="font-medium underline" href="/dash/queue">
+              See the {status.teamKey} issues
+            </a>
+          </p>
+        ) : null}
+        {status.phase === "failed" ? <ErrorNote error={failure[status.error ?? ""] ?? { message: `The import failed (${status.error ?? "unknown"}).`, hint: "Start it again; it reconciles in place." }} /> : null}
+      </div>
+    </Card>
+  );
+}
+
+/** Mounted only while the run goes on, so a finished page holds no stream open. */
+function Live() {
+  useLiveRevalidation({ minIntervalMs: 500 });
+  return null;
+}
