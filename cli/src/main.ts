@@ -9,6 +9,7 @@ import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy,
 import { claim, done, next } from "./commands/work.ts";
 import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 import { exportOrg } from "./commands/transfer.ts";
+import { importLinear } from "./commands/import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
 
 interface Option {
@@ -419,6 +420,24 @@ export const commands: Record<string, Command> = {
     },
     details: "Streamed as it is read: an org of any size exports in flat memory.",
     run: exportOrg,
+  }),
+  import: command({
+    summary: "bring a Linear team into a project: issues keep their identifiers and history (owners and admins)",
+    usage: "retasc import linear --team <KEY> (--new-project <name> | --project <PREFIX>) [--org-id <id>] [--json]",
+    positionals: "linear",
+    options: {
+      team: { type: "string", value: "<KEY>", description: "the Linear team's key (ENG) or id; without it, the teams the key sees are listed" },
+      "new-project": { type: "string", value: "<name>", description: "import into a new project, its prefix the team's key" },
+      project: { type: "string", value: "<PREFIX>", description: "import again into the project an earlier import of this team made, its prefix the team's key (reconciles in place)" },
+      "poll-ms": { type: "string", value: "<ms>", description: "how often progress is read (default 1000)" },
+      "org-id": orgId,
+      url,
+      json: { type: "boolean", description: "print the finished run's status as JSON (no progress lines)" },
+    },
+    details:
+      "The Linear personal API key comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
+      "the server uses it for this run only and stores it nowhere. Progress is drawn on stderr until the import is done.",
+    run: importLinear,
   }),
 };
 
