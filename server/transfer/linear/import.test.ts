@@ -55,7 +55,7 @@ const finished = (ctx: Ctx, runId: string) =>
   waitFor(async () => {
     const s = await linearImportStatus(ctx, { runId });
     return s.phase === "done" || s.phase === "failed" ? s : null;
-  }, 180_000, `import ${runId} to finish`, 200);
+  }, 900_000, `import ${runId} to finish`, 200);
 
 const endOfDay = (d: string) => endOfDayIn(d, "UTC").toISOString();
 
@@ -103,7 +103,7 @@ describe("the Linear import", () => {
     const depth = (id: string | null): number => (id ? 1 + depth(w.issues.find((i) => i.id === id)!.parentId) : 0);
     expect(Math.max(...w.issues.map((i) => depth(i.parentId)))).toBeGreaterThanOrEqual(3);
     expect(new Set(all.map((i) => i.status))).toEqual(new Set(["todo", "doing", "done", "canceled"]));
-  });
+  }, 900_000);
 
   it("keeps identifiers: the project takes the team key, and a new issue continues after the highest number", async () => {
     const highest = Math.max(...linear.workspace.issues.map((i) => i.number));
@@ -162,7 +162,7 @@ describe("the Linear import", () => {
     expect(status.lastImportAt).not.toBeNull();
     expect(status.lastImportAt).toBe((await linearImportStatus(alice, { runId: firstRunId })).finishedAt);
     expect(await fingerprint()).toEqual(before);
-  });
+  }, 900_000);
 
   it("a re-import with changes updates in place, attributed to the claimer, and duplicates nothing", async () => {
     const w = linear.workspace;
@@ -188,7 +188,20 @@ describe("the Linear import", () => {
     // Only the changed issue moved: every other updated_at is as it was.
     const moved = Object.entries(after.updated).filter(([id, at]) => before.updated[id] !== at).map(([id]) => id);
     expect(moved).toHaveLength(1);
-  });
+  }, 900_000);
+
+  it("a Linear number already taken here by a Retasc issue fails the run with a code and frees the org", async () => {
+    const w = linear.workspace;
+    const highest = Math.max(...w.issues.map((i) => i.number));
+    w.issues.push({ ...structuredClone(w.issues[0]!), id: "0badc0de-0000-4000-8000-000000000001", number: highest + 1, parentId: null, comments: [], attachments: [] });
+    const { runId } = await startLinearImport(alice, { apiKey: linear.apiKey, teamId: w.team.id, projectId });
+    expect(await finished(alice, runId)).toMatchObject({ phase: "failed", error: "NUMBER_TAKEN" });
+    const [staged] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from linear_import_pages where run_id = ${runId}`);
+    expect(staged!.n).toBe(0);
+    w.issues.pop();
+    const again = await startLinearImport(alice, { apiKey: linear.apiKey, teamId: w.team.id, projectId });
+    expect(await finished(alice, again.runId)).toMatchObject({ phase: "done", counts: { created: 0, updated: 0 } });
+  }, 900_000);
 });
 
 /** Row counts, the last activity id and every issue's updated_at: what a no-op re-import must leave alone. */
