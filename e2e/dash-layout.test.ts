@@ -86,7 +86,19 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
       body: "## Plan\n\n1. mint the new key\n2. **dual-sign** for a day\n\n```sh\nretasc-admin rotate --org northwind --kind signing --really-long-flag-that-keeps-going-and-going\n```",
     });
     const held = await callOk(claude, "save_issue", { title: "Ship the login page", work: true, noDependency: "self-contained" });
-    issueIds.push(held.identifier, work.identifier, gate.identifier);
+    // A container whose graph is wider than a phone: a chain of four and eight standalone issues.
+    const release = await callOk(claude, "save_issue", { title: "The spring release", work: false, noDependency: "container" });
+    let previous: string | null = null;
+    for (let i = 0; i < 12; i++) {
+      const part: { identifier: string } = await callOk(claude, "save_issue", {
+        title: `Release part ${i + 1}`,
+        work: true,
+        parent: release.identifier,
+        ...(previous && i < 4 ? { blockedBy: [previous] } : { noDependency: "standalone" }),
+      });
+      previous = part.identifier;
+    }
+    issueIds.push(held.identifier, work.identifier, gate.identifier, release.identifier);
     const claim = await callOk(claude, "claim_issue", { identifier: held.identifier });
     await callOk(claude, "checkpoint", {
       identifier: held.identifier,
@@ -119,9 +131,11 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
   test("no page scrolls sideways, logs a console error or has a serious accessibility violation", async () => {
     const page = await signedIn.newPage();
     await page.goto(`${world.main.url}/dash`);
+    // The Fleet page's four charts, each an image with a name.
+    expect(await page.getByRole("img", { name: /^(Issues finished|Median time from first claim|Reclaims of lapsed leases|Open issues by status)/ }).count()).toBe(4);
     const navPaths = await page.getByRole("navigation", { name: "Dash" }).getByRole("link").evaluateAll((links) => links.map((l) => new URL((l as HTMLAnchorElement).href).pathname));
     expect(navPaths).toEqual(expect.arrayContaining(["/dash", "/dash/queue", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/projects"]));
-    const dashPages = [...new Set([...navPaths, ...issueIds.map((id) => `/dash/issues/${id}`), "/dash/issues/new", "/dash/orgs/new", inviteLink])];
+    const dashPages = [...new Set([...navPaths, ...issueIds.map((id) => `/dash/issues/${id}`), "/dash/issues/new", "/dash/orgs/new", inviteLink, "/dash?range=week"])];
     const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
 
     const findings: Finding[] = [];
