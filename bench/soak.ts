@@ -43,6 +43,8 @@ interface Size {
   orgs: number;
   issues: number;
   cycles: number;
+  failed: number;
+  firstFailure?: string;
   samples: { atMs: number; rss: number }[];
 }
 
@@ -69,9 +71,13 @@ async function prepare(orgs: number) {
 async function soak(label: string, orgs: number, prepared: Awaited<ReturnType<typeof prepare>>, startedAt: number): Promise<Size> {
   const { seeded, people, agents } = prepared;
   const pid = seeded.app.child.pid!;
-  const size: Size = { label, orgs, issues: prepared.issues, cycles: 0, samples: [{ atMs: 0, rss: residentBytes(pid) }] };
+  const size: Size = { label, orgs, issues: prepared.issues, cycles: 0, failed: 0, samples: [{ atMs: 0, rss: residentBytes(pid) }] };
   const endAt = startedAt + MINUTES * 60_000;
-  const sampler = setInterval(() => size.samples.push({ atMs: Date.now() - startedAt, rss: residentBytes(pid) }), SAMPLE_MS);
+  const sampler = setInterval(() => {
+    size.samples.push({ atMs: Date.now() - startedAt, rss: residentBytes(pid) });
+    // Every five minutes a line on stderr, so a run cut short still says where it was.
+    if (size.samples.length % 10 === 1) log(`soak ${label}: ${round((Date.now() - startedAt) / 60_000, 1)} min, RSS ${Math.round(size.samples.at(-1)!.rss / MiB)} MiB, ${size.cycles} cycles, ${size.failed} failed`);
+  }, SAMPLE_MS);
   // Each agent keeps its share of the rate: one cycle every AGENTS / RATE seconds.
   const periodMs = (AGENTS / RATE) * 1000;
   try {
@@ -82,14 +88,20 @@ async function soak(label: string, orgs: number, prepared: Awaited<ReturnType<ty
         for (let cycle = 0; Date.now() < endAt; cycle++) {
           await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
           next += periodMs;
-          await callOk(person, "save_issue", { title: `Soak issue ${i}-${cycle}`, work: true, noDependency: "independent", priority: (cycle % 4) + 1 });
-          const claim = await callOk(agent, "next_issue");
-          if (claim.claimToken) await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
-          if (cycle % 10 === 0) {
-            await callOk(person, "queue_status");
-            await callOk(person, "list_issues", { limit: 50 });
+          try {
+            await callOk(person, "save_issue", { title: `Soak issue ${i}-${cycle}`, work: true, noDependency: "independent", priority: (cycle % 4) + 1 });
+            const claim = await callOk(agent, "next_issue");
+            if (claim.claimToken) await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
+            if (cycle % 10 === 0) {
+              await callOk(person, "queue_status");
+              await callOk(person, "list_issues", { limit: 50 });
+            }
+            size.cycles++;
+          } catch (error) {
+            // A call that fails or times out (the SDK's 60 s) on a loaded machine is counted, not fatal: the hour goes on.
+            size.failed++;
+            size.firstFailure ??= `${new Date().toISOString()} ${(error as Error).message}`;
           }
-          size.cycles++;
         }
       }),
     );
@@ -125,7 +137,9 @@ try {
       row("app RSS peak", s.peak, b.peak),
       `| growth from warm to end | ${round(s.growth, 2)}x | ${round(b.growth, 2)}x | |`,
       `| cycles completed (${RATE}/s asked) | ${small.cycles} (${round(small.cycles / (MINUTES * 60), 1)}/s) | ${big.cycles} (${round(big.cycles / (MINUTES * 60), 1)}/s) | ${round(big.cycles / small.cycles, 2)}x |`,
+      `| cycles failed (a call refused or past the SDK's 60 s) | ${small.failed} | ${big.failed} | |`,
       "",
+      ...[small, big].filter((x) => x.firstFailure).map((x) => `first failure at ${x.label}: ${x.firstFailure}`),
       `RSS samples (MiB, every ${SAMPLE_MS / 1000} s): 100k ${small.samples.map((x) => Math.round(x.rss / MiB)).join(" ")}`,
       `1M ${big.samples.map((x) => Math.round(x.rss / MiB)).join(" ")}`,
       "",
