@@ -110,7 +110,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Linear import (needs TEST
     const again = await post(owner.cookie, { intent: "teams", apiKey: linear.apiKey });
     const lastImport = /last imported (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC)/.exec(again.body)?.[1];
     expect(lastImport).toBeDefined();
-    const projectId = /<option value="([0-9a-f-]{36})">ENG · Engineering \(an earlier import of ENG\)<\/option>/.exec(again.body.replaceAll("<!-- -->", ""))?.[1];
+    const projectId = /<option value="([0-9a-f-]{36})"[^>]*>ENG · Engineering \(an earlier import of ENG\)<\/option>/.exec(again.body.replaceAll("<!-- -->", ""))?.[1];
     expect(projectId).toBeDefined();
     const asked = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: projectId! });
     expect(asked.status).toBe(200);

@@ -24,6 +24,8 @@ export function LinearKeyForm(props: {
   const keys = new Set(teams?.map((t) => t.key.toUpperCase()));
   const earlier = projects.filter((p) => keys.has(p.prefix));
   const confirming = teams?.find((t) => t.id === confirm?.teamId);
+  // The team checked at first, and into the project an earlier import of it made, if any.
+  const picked = confirming ?? teams?.[0];
   return (
     <Form method="post" className="flex flex-col gap-4" autoComplete="off">
       <Field
@@ -48,7 +50,7 @@ export function LinearKeyForm(props: {
               <legend className="mb-1 text-sm font-medium text-stone-800">Team</legend>
               {teams.map((t) => (
                 <label key={t.id} className="flex flex-wrap items-baseline gap-2 text-sm">
-                  <input type="radio" name="teamId" value={t.id} defaultChecked={t.id === (confirm?.teamId ?? teams[0]!.id)} />
+                  <input type="radio" name="teamId" value={t.id} defaultChecked={t.id === picked?.id} />
                   <span className="font-medium">
                     {t.key} · {t.name}
                   </span>
@@ -61,7 +63,7 @@ export function LinearKeyForm(props: {
             <Select
               label="Into"
               name="target"
-              defaultValue={earlier.find((p) => p.prefix === confirming?.key.toUpperCase())?.id ?? "new"}
+              defaultValue={earlier.find((p) => p.prefix === picked?.key.toUpperCase())?.id ?? "new"}
               options={[{ value: "new", label: "A new project" }, ...earlier.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name} (an earlier import of ${p.prefix})` }))]}
             />
             <Field label="New project's name" name="projectName" hint="Only for a new project; its prefix is the team's key. Empty: the team's name." />
