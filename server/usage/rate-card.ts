@@ -61,6 +61,7 @@ export const toolTiers = {
   rotate_key: ["plumbing"],
   create_setup_code: ["plumbing"],
   import_linear: ["plumbing"],
+  claim_ghost: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;
 export type MeteredTool = keyof typeof toolTiers;

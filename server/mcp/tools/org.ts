@@ -9,7 +9,8 @@ import {
   retireMember,
   suspendMember,
 } from "../../orgs/members.ts";
-import { defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
+import { claimGhosts, claimGhostsInput } from "../../transfer/linear/index.ts";
+import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const personOutput = z.object({
   kind: z.literal("human"),
@@ -93,6 +94,21 @@ export const memberTools = [
     annotations: idempotentDestructiveWrite,
     handler: (ctx, input) => retireMember(ctx, input),
   }),
+  defineTool({
+    name: "claim_ghost",
+    title: "Claim your imported history",
+    group: "org",
+    description:
+      "Call when your work was imported from Linear under a placeholder: makes its history yours. Without " +
+      "ghostId, claims each placeholder with your verified email.",
+    input: claimGhostsInput,
+    output: z.object({
+      claimed: z.array(z.string()).describe("the placeholders' ids now yours"),
+      claimedBy: z.string().describe("your user id, which their history now names"),
+    }),
+    annotations: additiveWrite,
+    handler: (ctx, input) => claimGhosts(ctx, input),
+  }),
 ];
 
 export const connectorTools = [
@@ -101,9 +117,9 @@ export const connectorTools = [
     title: "List intake connectors",
     group: "org",
     description:
-      "Call to see which repositories are meant to feed issues into a project: the org's intake connectors (provider, " +
-      "repository, project, intake label, whether a write-back token is on file, whether active), never their " +
-      "secrets. Intake is not built yet, so the list is empty.",
+      "Call to see which GitHub or GitLab repositories feed issues into a project: the org's intake connectors " +
+      "(provider, repository, project, intake label, whether a write-back token is on file, whether active), never " +
+      "their secrets.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(
@@ -129,8 +145,8 @@ export const connectorTools = [
     title: "Revoke an intake connector",
     group: "org",
     description:
-      "Call (owner or admin) to stop an intake connector: marks it revoked (intake is not built yet; see " +
-      "list_connectors). Idempotent: a revoked one says when it was revoked.",
+      "Call (owner or admin) to stop an intake connector: its webhooks are refused from then on. Idempotent: a " +
+      "revoked one says when it was revoked.",
     input: revokeConnectorInput,
     output: z.object({
       connectorId: z.string(),

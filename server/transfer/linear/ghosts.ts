@@ -9,6 +9,7 @@ import { DomainError, forbidden, notFound } from "../../errors.ts";
 import { inTransaction } from "../../issues/store.ts";
 import { actorOf } from "../../orgs/access.ts";
 import { newId } from "../../orgs/index.ts";
+import { meter } from "../../usage/meter.ts";
 import type { LinearPerson } from "./fetch.ts";
 
 /** Where a placeholder user's address points: a reserved domain (RFC 2606) nobody receives mail at or signs in from. */
@@ -70,7 +71,7 @@ export async function claimGhost(ctx: Ctx, raw: z.input<typeof claimGhostInput>)
   return inTransaction(ctx, async (scope) => {
     const { tx, cipher } = scope;
     const [ghost] = await tx.select().from(importGhosts).where(and(eq(importGhosts.id, ghostId), eq(importGhosts.orgId, orgId))).for("update");
-    if (!ghost) throw notFound(`placeholder ${ghostId}`, "listLinearGhosts names this org's placeholders.");
+    if (!ghost) throw notFound(`placeholder ${ghostId}`, "listGhosts names this org's placeholders; claim_ghost without a ghostId claims the ones carrying your email.");
     if (ghost.claimedBy) throw new DomainError("CONFLICT", "this placeholder is already claimed", "A placeholder is claimed once.", { reason: "already_claimed" });
     const [me] = await tx.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, actor.userId));
     const sourceEmail = cipher.decrypt(ghost.emailEnc);
@@ -85,6 +86,7 @@ export async function claimGhost(ctx: Ctx, raw: z.input<typeof claimGhostInput>)
     }
     await tx.update(importGhosts).set({ claimedBy: to, claimedAt: scope.now }).where(eq(importGhosts.id, ghostId));
     await recordActivity(scope, { kind: "ghost_claimed", detail: { ghostId } });
+    meter(scope, "claim_ghost");
     return { ghostId, claimedBy: to };
   });
 }
@@ -109,4 +111,24 @@ export async function listGhosts(ctx: Ctx) {
     claimedAt: r.claimedAt?.toISOString() ?? null,
     claimable: !r.claimedBy && mine !== null && r.emailHash === mine,
   }));
+}
+
+export const claimGhostsInput = z.object({
+  ghostId: z.string().trim().min(1).max(200).optional().describe("one placeholder, as the Dash lists them"),
+});
+
+/**
+ * claim_ghost's one call: the placeholder named, or, without a ghostId, every unclaimed one
+ * whose source email is the caller's verified email (the same check claimGhost makes, so nothing
+ * is guessed). None to claim is NOT_FOUND with what to do.
+ */
+export async function claimGhosts(ctx: Ctx, raw: z.input<typeof claimGhostsInput>) {
+  const { ghostId } = claimGhostsInput.parse(raw);
+  const ids = ghostId ? [ghostId] : (await listGhosts(ctx)).filter((g) => g.claimable).map((g) => g.ghostId);
+  if (ids.length === 0) {
+    throw notFound("an unclaimed placeholder with your verified email", "Imported people are matched on the email the source gave; if yours differs, ask an owner, or verify this email first.");
+  }
+  const claimed = [];
+  for (const id of ids) claimed.push(await claimGhost(ctx, { ghostId: id }));
+  return { claimed: claimed.map((c) => c.ghostId), claimedBy: claimed[0]!.claimedBy };
 }

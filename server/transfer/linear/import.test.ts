@@ -10,7 +10,8 @@ import { endOfDayIn } from "../../issues/levels.ts";
 import { saveIssue } from "../../issues/index.ts";
 import { createLogger } from "../../log.ts";
 import { humanPrincipal } from "../../orgs/access.ts";
-import { ensureMember, ensureUser } from "../../orgs/index.ts";
+import { ensureMember, ensureUser, mintAgentKey } from "../../orgs/index.ts";
+import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../../mcp/testing.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
 import { startFakeLinear, type FakeLinear } from "../../testing/fake-linear.ts";
@@ -152,6 +153,28 @@ describe("the Linear import", () => {
                  (select count(*)::int from activity where org_id = ${org.orgId} and actor_id = ${claimerId} and kind = 'created') as history`,
     );
     expect(counts).toEqual({ issues: authored, comments: commented, history: authored });
+  });
+
+  it("claim_ghost over /mcp, from the person's own agent: without a ghostId it claims the placeholders carrying their verified email, once", async () => {
+    const person = linear.workspace.users[3]!;
+    const ghost = (await listGhosts(alice)).find((g) => g.email === person.email)!;
+    const claimerId = await ensureUser(services.db, person.email.toLowerCase(), "The Real Person 4");
+    await ensureMember(services.db, org.orgId, claimerId);
+    const { key } = await mintAgentKey(services.db, { orgId: org.orgId, userId: claimerId, runtime: "claude-code", projectId: null, claimCap: null });
+    const agent = await connectClient(`${inProcessOrigin}/mcp`, key, { fetch: inProcessFetch(services) });
+    const bobs = await connectClient(`${inProcessOrigin}/mcp`, org.agents.bob.key, { fetch: inProcessFetch(services) });
+    try {
+      expect(await callError(bobs, "claim_ghost", {})).toMatchObject({ code: "NOT_FOUND" });
+      expect(await callError(bobs, "claim_ghost", { ghostId: ghost.ghostId })).toMatchObject({ code: "FORBIDDEN" });
+      expect(await callOk(agent, "claim_ghost", {})).toEqual({ claimed: [ghost.ghostId], claimedBy: claimerId });
+      expect(await callError(agent, "claim_ghost", {})).toMatchObject({ code: "NOT_FOUND" });
+      expect(await callError(agent, "claim_ghost", { ghostId: ghost.ghostId })).toMatchObject({ code: "CONFLICT" });
+      const [{ n }] = (await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId} and author_id = ${claimerId}`)) as [{ n: number }];
+      expect(n).toBe(linear.workspace.issues.filter((i) => i.creatorId === person.id).length);
+    } finally {
+      await agent.close();
+      await bobs.close();
+    }
   });
 
   it("a re-import with nothing changed changes nothing: no activity, no updated_at, no new rows", async () => {
