@@ -118,7 +118,9 @@ export async function startApp(
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  // An embedded app's first start (PGlite, migrations) took 33 s alone at load 7 and over 60 s
+  // beside other test files on two cores: the wait is for the outcome, so it is generous.
+  const deadline = Date.now() + (options.timeoutMs ?? 180_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`app exited with ${child.exitCode}:\n${output}`);
     try {
