@@ -6,14 +6,13 @@
  * Pages measured: the first page, a deep page (offset 5,000) and a filtered page.
  * The graph has chains (so "why" walks the graph), deadlines, and live claims with checkpoints.
  */
-import crypto from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { startDashBenchApp } from "./lib/dash-app.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, seededRandom, type Distribution } from "./lib/stats.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const QUEUE_TARGET_MS = 200;
 
 export interface DashQueueResult {
@@ -28,31 +27,17 @@ export interface DashQueueResult {
 }
 
 export async function dashQueueBench(options: { issues: number; iterations: number }): Promise<DashQueueResult> {
+  // Before anything imports server/testing/db.ts, which reads the database settings once.
   useBenchPostgres();
-  process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
-  const { createTestDatabase, servicesFor, testConfig } = await import("../server/testing/db.ts");
-  const { Keyring } = await import("../server/crypto/index.ts");
   const { withPrincipal } = await import("../server/context.ts");
   const { authenticateAgentKey } = await import("../server/orgs/index.ts");
-  const { seedOwnedOrg, signUpOverHttp } = await import("../server/testing/dash.ts");
+  const { seedOwnedOrg } = await import("../server/testing/dash.ts");
   const { claimIssue, checkpoint } = await import("../server/queue/index.ts");
-  const { startApp } = await import("../server/testing/app-process.ts");
   const { seedGraph } = await import("./lib/seed.ts");
 
-  const database = await createTestDatabase({ max: 4 });
-  const masterKey = crypto.randomBytes(32);
-  log("building and starting the app");
-  const app = await startApp({
-    DATABASE_URL: database.url!,
-    RETASC_MASTER_KEY: masterKey.toString("base64"),
-    RETASC_EMAIL_PASSWORD: "on",
-    LOG_LEVEL: "warn",
-    // React's production build, as a deployment runs it (unset, react-dom loads its development build).
-    NODE_ENV: "production",
-  });
+  const bench = await startDashBenchApp();
+  const { app, cookie, services } = bench;
   try {
-    const { cookie } = await signUpOverHttp(app.url, "bench@example.com", "Bench");
-    const services = servicesFor(database.database, { keyring: new Keyring(masterKey), config: testConfig() });
     const { db } = services;
     const org = await seedOwnedOrg(db, services.keyring, {
       ownerEmail: "bench@example.com",
@@ -123,8 +108,7 @@ export async function dashQueueBench(options: { issues: number; iterations: numb
       loadAverage: os.loadavg()[0]!,
     };
   } finally {
-    await app.stop();
-    await database.close();
+    await bench.close();
   }
 }
 

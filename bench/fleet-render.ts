@@ -6,42 +6,28 @@
  * Pages measured: the day view and the week view (?range=week). Also prints the plan of the
  * reclaims count, the one chart query that reads the activity log.
  */
-import crypto from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import { wholeNumberOption } from "./lib/args.ts";
+import { startDashBenchApp } from "./lib/dash-app.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const FLEET_TARGET_MS = 200;
 const ISSUES = 2_000;
 
 export async function fleetRenderBench(options: { rows: number; iterations: number }) {
+  // Before anything imports server/testing/db.ts, which reads the database settings once.
   useBenchPostgres();
-  process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
-  const { createTestDatabase, servicesFor, testConfig } = await import("../server/testing/db.ts");
-  const { Keyring } = await import("../server/crypto/index.ts");
   const { query } = await import("../db/client.ts");
-  const { seedOwnedOrg, signUpOverHttp } = await import("../server/testing/dash.ts");
-  const { startApp } = await import("../server/testing/app-process.ts");
+  const { seedOwnedOrg } = await import("../server/testing/dash.ts");
   const { seedGraph } = await import("./lib/seed.ts");
 
-  const database = await createTestDatabase({ max: 4 });
-  const masterKey = crypto.randomBytes(32);
-  log("building and starting the app");
-  const app = await startApp({
-    DATABASE_URL: database.url!,
-    RETASC_MASTER_KEY: masterKey.toString("base64"),
-    RETASC_EMAIL_PASSWORD: "on",
-    LOG_LEVEL: "warn",
-    NODE_ENV: "production",
-  });
+  const bench = await startDashBenchApp();
+  const { app, cookie, services } = bench;
   try {
-    const { cookie } = await signUpOverHttp(app.url, "bench@example.com", "Bench");
-    const services = servicesFor(database.database, { keyring: new Keyring(masterKey), config: testConfig() });
     const { db } = services;
     const org = await seedOwnedOrg(db, services.keyring, { ownerEmail: "bench@example.com", orgName: "Bench", prefix: "FLB", runtimes: ["claude-code"], claimCap: 100 });
     const now = new Date();
@@ -119,8 +105,7 @@ export async function fleetRenderBench(options: { rows: number; iterations: numb
       loadAverage: os.loadavg()[0]!,
     };
   } finally {
-    await app.stop();
-    await database.close();
+    await bench.close();
   }
 }
 export type FleetRenderResult = Awaited<ReturnType<typeof fleetRenderBench>>;
