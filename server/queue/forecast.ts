@@ -28,7 +28,7 @@ interface PaceRow {
 export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   const windowStart = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
   const scope = scopeOf(ctx);
-  const [[paceRow], [openRow], chains, members, ready] = await Promise.all([
+  const [[paceRow], openWork, blocks, members, ready] = await Promise.all([
     query<PaceRow>(
       ctx.db,
       sql`select count(*)::int as finished, min(l.claimed_at)::text as first_claim,
@@ -36,25 +36,15 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
           from leases l join issues i on i.id = l.issue_id
           where l.org_id = ${ctx.principal.orgId} and ${scope} and l.end_reason = 'finished' and l.ended_at > ${windowStart.toISOString()}::timestamptz`,
     ),
-    query<{ n: number }>(ctx.db, sql`select count(*)::int as n from issues i where ${scope} and i.work and i.status not in ('done', 'canceled')`),
-    // For each open issue, the longest chain of open blockers that ends at it (identifiers, first blocker first).
-    query<{ id: string; path: string[]; depth: number }>(
+    query<{ id: string; identifier: string }>(
       ctx.db,
-      sql`with recursive open_issue as (
-            select i.id, i.identifier from issues i where ${scope} and i.work and i.status not in ('done', 'canceled')
-          ), edge as (
-            select r.source_id, r.target_id from relations r
-            join open_issue s on s.id = r.source_id join open_issue t on t.id = r.target_id
-            where r.type = 'blocks'
-          ), chain(id, path, depth) as (
-            select o.id, array[o.identifier], 1 from open_issue o
-            where not exists (select 1 from edge e where e.target_id = o.id)
-            union all
-            select t.id, c.path || t.identifier, c.depth + 1
-            from chain c join edge e on e.source_id = c.id join open_issue t on t.id = e.target_id
-            where c.depth < ${CHAIN_CAP} and not t.identifier = any(c.path)
-          )
-          select distinct on (id) id, path, depth from chain order by id, depth desc`,
+      sql`select i.id, i.identifier from issues i where ${scope} and i.work and i.status not in ('done', 'canceled') order by i.id`,
+    ),
+    // What blocks an open work issue; the blockers that are not open themselves are dropped below.
+    query<{ source_id: string; target_id: string }>(
+      ctx.db,
+      sql`select r.source_id, r.target_id from relations r join issues i on i.id = r.target_id
+          where r.type = 'blocks' and ${scope} and i.work and i.status not in ('done', 'canceled')`,
     ),
     // Each open container's open work issues, through nested containers.
     query<{ container: string; id: string }>(
@@ -77,9 +67,7 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   const perHour = finished > 0 && spanHours > 0 ? finished / spanHours : null;
   const medianClaimToDoneMs = paceRow?.median_ms != null ? Math.round(Number(paceRow.median_ms)) : null;
 
-  const depthOf = new Map(chains.map((c) => [c.id, Number(c.depth)]));
-  const critical = chains.reduce<(typeof chains)[number] | null>((best, c) => (!best || Number(c.depth) > Number(best.depth) ? c : best), null);
-  const criticalChain = critical && Number(critical.depth) > 1 ? critical.path : [];
+  const { depthOf, criticalChain } = longestBlockerChains(openWork, blocks);
 
   /** Hours until `open` issues whose longest blocker chain is `chain` long are done; null without a pace. */
   const hours = (open: number, chain: number) => {
@@ -96,7 +84,7 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
     entry.chain = Math.max(entry.chain, depthOf.get(m.id) ?? 1);
     byContainer.set(m.container, entry);
   }
-  const open = Number(openRow?.n ?? 0);
+  const open = openWork.length;
   const readyHours = hours(ready, 1);
   const openHours = hours(open, criticalChain.length);
   return {
@@ -119,3 +107,63 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   };
 }
 export type QueueForecast = Awaited<ReturnType<typeof queueForecast>>;
+
+/**
+ * For each open issue the length of the longest chain of open blockers that ends at it (itself
+ * counted), and the longest chain of all, first blocker first. In memory, in one pass over the
+ * edges: a recursive query enumerating every chain took about a second for 2,000 issues on the
+ * Fleet page (bench/fleet-render.ts). A cycle (which add_relation refuses) is cut where it closes.
+ */
+export function longestBlockerChains(open: { id: string; identifier: string }[], blocks: { source_id: string; target_id: string }[]) {
+  const identifierOf = new Map(open.map((o) => [o.id, o.identifier]));
+  const blockersOf = new Map<string, string[]>();
+  for (const { source_id, target_id } of blocks) {
+    if (!identifierOf.has(source_id) || source_id === target_id) continue;
+    const blockers = blockersOf.get(target_id);
+    if (blockers) blockers.push(source_id);
+    else blockersOf.set(target_id, [source_id]);
+  }
+  const depthOf = new Map<string, number>();
+  const via = new Map<string, string>();
+  const onPath = new Set<string>();
+  // Depth-first with an explicit stack, so a hostile chain thousands long cannot overflow the call stack.
+  const depth = (start: string): number => {
+    if (!depthOf.has(start)) {
+      const stack = [{ id: start, next: 0, best: 0 }];
+      onPath.add(start);
+      while (stack.length > 0) {
+        const top = stack.at(-1)!;
+        const blockers = blockersOf.get(top.id) ?? [];
+        if (top.next < blockers.length) {
+          const blocker = blockers[top.next++]!;
+          const known = depthOf.get(blocker);
+          if (known !== undefined && known > top.best) {
+            top.best = known;
+            via.set(top.id, blocker);
+          } else if (known === undefined && !onPath.has(blocker)) {
+            onPath.add(blocker);
+            stack.push({ id: blocker, next: 0, best: 0 });
+          }
+          continue;
+        }
+        stack.pop();
+        onPath.delete(top.id);
+        const mine = Math.min(top.best + 1, CHAIN_CAP);
+        depthOf.set(top.id, mine);
+        const below = stack.at(-1);
+        if (below && mine > below.best) {
+          below.best = mine;
+          via.set(below.id, top.id);
+        }
+      }
+    }
+    return depthOf.get(start)!;
+  };
+  let deepest: string | null = null;
+  for (const { id } of open) if (deepest === null || depth(id) > depth(deepest)) deepest = id;
+  const criticalChain: string[] = [];
+  for (let at = deepest; at !== null && depthOf.get(deepest!)! > 1 && criticalChain.length < CHAIN_CAP; at = via.get(at) ?? null) {
+    criticalChain.unshift(identifierOf.get(at)!);
+  }
+  return { depthOf, criticalChain };
+}
