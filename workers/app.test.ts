@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { testDriver } from "../server/testing/db.ts";
 import { startApp as startAppProcess, type AppProcess } from "../server/testing/app-process.ts";
 import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
-import { waitFor } from "./testing/wait.ts";
+import { waitFor } from "../server/testing/wait.ts";
 
 /** The web process with its job runner: what /healthz says about jobs, and a clean stop. */
 const running: AppProcess[] = [];

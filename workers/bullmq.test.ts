@@ -15,7 +15,7 @@ import { enqueueProbe, probeJobs, probeReport } from "./testing/probe.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
 import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { spawnWorker } from "./testing/spawn.ts";
-import { sleep, waitFor } from "./testing/wait.ts";
+import { sleep, waitFor } from "../server/testing/wait.ts";
 
 const log = createLogger("silent");
 const catalog = mergeCatalogs(retascJobs, probeJobs);

@@ -6,7 +6,7 @@ import { migrateDatabase, openPglite } from "../db/client.ts";
 import { testDriver } from "../server/testing/db.ts";
 import { enqueueProbe, probeReport } from "./testing/probe.ts";
 import { spawnWorker } from "./testing/spawn.ts";
-import { waitFor } from "./testing/wait.ts";
+import { waitFor } from "../server/testing/wait.ts";
 
 /**
  * The embedded mode has one process per data directory, so the crash test works on a data

@@ -10,7 +10,7 @@ import { startInlineRunner } from "./inline.ts";
 import type { JobRunner } from "./runner.ts";
 import type { SweepDefinition } from "./sweeps.ts";
 import { enqueueProbe, probeJobs, probeReport } from "./testing/probe.ts";
-import { sleep, waitFor } from "./testing/wait.ts";
+import { sleep, waitFor } from "../server/testing/wait.ts";
 
 const log = createLogger("silent");
 const catalog = mergeCatalogs(retascJobs, probeJobs);

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { expect, test } from "vitest";
-import { waitFor } from "./testing/wait.ts";
+import { waitFor } from "../server/testing/wait.ts";
 import { callOk, connectClient, useTwoInstances } from "../server/mcp/testing.ts";
 import { runEntry } from "../server/testing/app-process.ts";
 import { testDriver } from "../server/testing/db.ts";

@@ -7,7 +7,7 @@ import { connectors, intakeDeliveries, issues } from "../db/schema/index.ts";
 import { retascJobs } from "./catalog.ts";
 import { startInlineRunner } from "./inline.ts";
 import type { JobRunner } from "./runner.ts";
-import { waitFor } from "./testing/wait.ts";
+import { waitFor } from "../server/testing/wait.ts";
 import type { Services } from "../server/context.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { listAttachments } from "../server/issues/attachments.ts";

@@ -15,7 +15,7 @@ import { QUEUE_NAME } from "./bullmq.ts";
 import { startWorkers } from "./index.ts";
 import { redisTestsCanRun, testRedis, uniquePrefix } from "./testing/redis-url.ts";
 import { spawnWorker, type WorkerProcess } from "./testing/spawn.ts";
-import { sleep, waitFor } from "./testing/wait.ts";
+import { sleep, waitFor } from "../server/testing/wait.ts";
 
 /**
  * The sweeps against the real dispatch engine, with nobody calling: an expired lease shows as

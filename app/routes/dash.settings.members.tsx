@@ -4,7 +4,7 @@ import { requireMember } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
 import { createInvite, emailInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
-import { emailConfigured } from "../../server/notify/senders/email.ts";
+import { emailConfigured } from "../../server/outbound/email.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";

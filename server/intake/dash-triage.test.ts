@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../workers/testing/wait.ts";
+import { waitFor } from "../testing/wait.ts";
 import { Keyring } from "../crypto/index.ts";
 import { callOk, connectClient } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";

@@ -217,7 +217,7 @@ describe("tenant isolation", () => {
       revoke_connector: { connectorId: victim.connectorId },
       get_project: { prefix: victim.prefix },
       // No org here has imported anyone: claiming by email finds nothing of the intruder's own, and an id
-      // is looked up in the caller's org only (a placeholder of another org: server/transfer/linear/import.test.ts).
+      // is looked up in the caller's org only (a placeholder of another org: workers/linear-import.test.ts).
       claim_ghost: {},
     };
     // Tools that address nothing by id: their answers must simply not mention the other org.

@@ -9,7 +9,7 @@ import { enqueue } from "../outbox/index.ts";
 import { actorOf } from "../orgs/access.ts";
 import { addressLabel, type Address, type Addresses } from "./channels.ts";
 import { kindDescriptions, mutableKinds } from "./kinds.ts";
-import { emailConfigured, sendEmail } from "./senders/email.ts";
+import { emailConfigured, sendEmail } from "../outbound/email.ts";
 
 /** A connect code lives 15 minutes and works once. */
 export const CODE_TTL_MS = 15 * 60_000;

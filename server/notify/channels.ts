@@ -3,8 +3,8 @@ import type { Services } from "../context.ts";
 import type { Message } from "./message.ts";
 import { discordText, emailParts, slackText, telegramHtml } from "./render.ts";
 import { sendDiscord } from "./senders/discord.ts";
-import { sendEmail } from "./senders/email.ts";
-import { SendFailure } from "./senders/failure.ts";
+import { sendEmail } from "../outbound/email.ts";
+import { SendFailure } from "../outbound/failure.ts";
 import { sendSlack, slackBotToken } from "./senders/slack.ts";
 import { sendTelegram } from "./senders/telegram.ts";
 

@@ -5,7 +5,7 @@ import type { Logger } from "../log.ts";
 import type { JobPayload } from "../outbox/jobs.ts";
 import { sendOn, type Address } from "./channels.ts";
 import { composeMessage } from "./message.ts";
-import { SendFailure } from "./senders/failure.ts";
+import { SendFailure } from "../outbound/failure.ts";
 
 type Send = JobPayload<"notify.send">;
 export type DeliveryOutcome = "sent" | "muted" | "skipped" | "failed" | "unconfirmed" | "already";

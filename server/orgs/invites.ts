@@ -1,8 +1,8 @@
 import { and, desc, eq, gt, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { invites, members, orgs, user } from "../../db/schema/index.ts";
-import { emailConfigured, sendEmail } from "../notify/senders/email.ts";
-import { SendFailure } from "../notify/senders/failure.ts";
+import { emailConfigured, sendEmail } from "../outbound/email.ts";
+import { SendFailure } from "../outbound/failure.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";

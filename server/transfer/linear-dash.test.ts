@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { user } from "../../db/schema/index.ts";
-import { waitFor } from "../../workers/testing/wait.ts";
+import { waitFor } from "../testing/wait.ts";
 import { Keyring } from "../crypto/index.ts";
 import { ensureMember } from "../orgs/index.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";

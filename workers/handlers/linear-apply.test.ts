@@ -11,7 +11,7 @@ import { seedOrg } from "../../server/testing/fixtures.ts";
 import { linearImportStatus, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { snapshotProject } from "../../server/transfer/linear/testing.ts";
 import { spawnWorker, type WorkerProcess } from "../testing/spawn.ts";
-import { waitFor } from "../testing/wait.ts";
+import { waitFor } from "../../server/testing/wait.ts";
 
 /**
  * A worker process SIGKILLed while it applies a Linear import: a second worker resumes the

@@ -23,7 +23,7 @@ import { retascJobs } from "../catalog.ts";
 import { startInlineRunner } from "../inline.ts";
 import type { JobRunner } from "../runner.ts";
 import { spawnWorker } from "../testing/spawn.ts";
-import { sleep, waitFor } from "../testing/wait.ts";
+import { sleep, waitFor } from "../../server/testing/wait.ts";
 import { notifyEnv } from "../../server/testing/notify-env.ts";
 
 /**

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { DiscordAPIError, RateLimitError, REST } from "@discordjs/rest";
 import { Routes, type RESTPostAPIChannelMessageJSONBody, type RESTPostAPIChannelMessageResult } from "discord-api-types/v10";
 import type { Config } from "../../config/index.ts";
-import { SendFailure, shortReason } from "./failure.ts";
+import { SendFailure, shortReason } from "../../outbound/failure.ts";
 
 const clients = new WeakMap<Config, REST>();
 

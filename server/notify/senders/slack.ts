@@ -3,7 +3,7 @@ import { ErrorCode, WebClient } from "@slack/web-api";
 import { notifySlackInstalls } from "../../../db/schema/index.ts";
 import type { Config } from "../../config/index.ts";
 import type { Services } from "../../context.ts";
-import { retryAfterMs, SendFailure, shortReason } from "./failure.ts";
+import { retryAfterMs, SendFailure, shortReason } from "../../outbound/failure.ts";
 
 /** A Web API client on SLACK_API_URL that never retries or waits by itself: the delivery decides. */
 export function slackClient(config: Config, token?: string): WebClient {

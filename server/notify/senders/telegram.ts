@@ -1,6 +1,6 @@
 import { Api, GrammyError } from "grammy";
 import type { Config } from "../../config/index.ts";
-import { retryAfterMs, SendFailure, shortReason } from "./failure.ts";
+import { retryAfterMs, SendFailure, shortReason } from "../../outbound/failure.ts";
 
 const apis = new WeakMap<Config, Api>();
 

@@ -1,5 +1,5 @@
 import nodemailer, { type Transporter } from "nodemailer";
-import type { Config } from "../../config/index.ts";
+import type { Config } from "../config/index.ts";
 import { SendFailure, shortReason } from "./failure.ts";
 
 const transports = new WeakMap<Config, Transporter>();

@@ -1,23 +1,23 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { query } from "../../../db/client.ts";
-import { retascJobs } from "../../../workers/catalog.ts";
-import { startInlineRunner } from "../../../workers/inline.ts";
-import type { JobRunner } from "../../../workers/runner.ts";
-import { waitFor } from "../../../workers/testing/wait.ts";
-import { withPrincipal, type Ctx, type RetascEvent, type Services } from "../../context.ts";
-import { endOfDayIn } from "../../issues/levels.ts";
-import { saveIssue } from "../../issues/index.ts";
-import { createLogger } from "../../log.ts";
-import { humanPrincipal } from "../../orgs/access.ts";
-import { ensureMember, ensureUser, mintAgentKey } from "../../orgs/index.ts";
-import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../../mcp/testing.ts";
-import { useTestServices } from "../../testing/database.ts";
-import { servicesFor, testConfig } from "../../testing/db.ts";
-import { startFakeLinear, type FakeLinear } from "../../testing/fake-linear.ts";
-import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "./index.ts";
-import { expectedFrom, snapshotProject } from "./testing.ts";
+import { query } from "../db/client.ts";
+import { retascJobs } from "./catalog.ts";
+import { startInlineRunner } from "./inline.ts";
+import type { JobRunner } from "./runner.ts";
+import { waitFor } from "../server/testing/wait.ts";
+import { withPrincipal, type Ctx, type RetascEvent, type Services } from "../server/context.ts";
+import { endOfDayIn } from "../server/issues/levels.ts";
+import { saveIssue } from "../server/issues/index.ts";
+import { createLogger } from "../server/log.ts";
+import { humanPrincipal } from "../server/orgs/access.ts";
+import { ensureMember, ensureUser, mintAgentKey } from "../server/orgs/index.ts";
+import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../server/mcp/testing.ts";
+import { useTestServices } from "../server/testing/database.ts";
+import { servicesFor, testConfig } from "../server/testing/db.ts";
+import { startFakeLinear, type FakeLinear } from "../server/testing/fake-linear.ts";
+import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
+import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../server/transfer/linear/index.ts";
+import { expectedFrom, snapshotProject } from "../server/transfer/linear/testing.ts";
 
 /**
  * The Linear import end to end in one process: the SDK against the local fake Linear API
