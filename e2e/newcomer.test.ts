@@ -96,8 +96,9 @@ test("from npm start to an agent's claim on the Fleet page, without the README",
   await page.getByLabel("Issue prefix").fill("WEB");
   await page.getByRole("button", { name: "Create org" }).click();
   await page.waitForURL(/\/dash$/);
-  expect(await page.locator("#org-switcher option").allTextContents()).toEqual(["Acme (owner)"]);
+  // Read the page once it has rendered (the URL changes before the Fleet page is in).
   await page.getByRole("heading", { name: "Fleet", level: 1 }).waitFor();
+  expect(await page.locator("#org-switcher option").allTextContents()).toEqual(["Acme (owner)"]);
   const next = page.getByRole("region", { name: "Next: connect an agent" });
   await next.waitFor();
   expect(await next.innerText()).not.toContain("create a project");
