@@ -36,7 +36,7 @@ export async function dashQueueBench(options: { issues: number; iterations: numb
   const { seedGraph } = await import("./lib/seed.ts");
 
   const bench = await startDashBenchApp();
-  const { app, cookie, services } = bench;
+  const { services, get } = bench;
   try {
     const { db } = services;
     const org = await seedOwnedOrg(db, services.keyring, {
@@ -70,14 +70,6 @@ export async function dashQueueBench(options: { issues: number; iterations: numb
       if (i % 2 === 0) await checkpoint(agent, { identifier: claim.identifier, claimToken: claim.claimToken, next: "keep going" });
     }
 
-    const get = async (pathname: string) => {
-      const start = performance.now();
-      const response = await fetch(`${app.url}${pathname}`, { headers: { cookie } });
-      const body = await response.text();
-      const ms = performance.now() - start;
-      if (response.status !== 200) throw new Error(`${pathname}: ${response.status}\n${body.slice(0, 500)}`);
-      return { ms, bytes: body.length, body };
-    };
     const first = await get("/dash/queue");
     if (!first.body.includes("BEN-")) throw new Error("the queue page shows no issue");
     const paths = {

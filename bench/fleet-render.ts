@@ -26,7 +26,7 @@ export async function fleetRenderBench(options: { rows: number; iterations: numb
   const { seedGraph } = await import("./lib/seed.ts");
 
   const bench = await startDashBenchApp();
-  const { app, cookie, services } = bench;
+  const { services, get } = bench;
   try {
     const { db } = services;
     const org = await seedOwnedOrg(db, services.keyring, { ownerEmail: "bench@example.com", orgName: "Bench", prefix: "FLB", runtimes: ["claude-code"], claimCap: 100 });
@@ -75,14 +75,6 @@ export async function fleetRenderBench(options: { rows: number; iterations: numb
       sql`explain analyze select count(*) from activity where org_id = ${org.orgId} and kind = 'reclaimed' and created_at >= ${now.toISOString()}::timestamptz - ${week}`,
     );
 
-    const get = async (pathname: string) => {
-      const start = performance.now();
-      const response = await fetch(`${app.url}${pathname}`, { headers: { cookie } });
-      const body = await response.text();
-      const ms = performance.now() - start;
-      if (response.status !== 200) throw new Error(`${pathname}: ${response.status}\n${body.slice(0, 500)}`);
-      return { ms, bytes: body.length, body };
-    };
     const first = await get("/dash");
     if (!first.body.includes('data-testid="chart-finished"')) throw new Error("the Fleet page shows no chart");
     const paths = { day: "/dash", week: "/dash?range=week" };

@@ -10,7 +10,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../
  * The built app on a fresh PostgreSQL database of the benchmark's own, as a deployment runs it
  * (React's production build), a person signed up over HTTP with their session cookie, and
  * in-process services on the same database and master key for seeding what the page shows
- * (bench/dash-queue.ts, bench/fleet-render.ts).
+ * (bench/dash-queue.ts, bench/fleet-render.ts); `get` times one page as that person.
  */
 export async function startDashBenchApp() {
   useBenchPostgres();
@@ -33,10 +33,20 @@ export async function startDashBenchApp() {
   try {
     const { cookie } = await signUpOverHttp(app.url, "bench@example.com", "Bench");
     const services = servicesFor(database.database, { keyring: new Keyring(masterKey), config: testConfig() });
+    /** One page as the signed-in person, timed from the request to the last byte; anything but 200 throws. */
+    const get = async (pathname: string) => {
+      const start = performance.now();
+      const response = await fetch(`${app.url}${pathname}`, { headers: { cookie } });
+      const body = await response.text();
+      const ms = performance.now() - start;
+      if (response.status !== 200) throw new Error(`${pathname}: ${response.status}\n${body.slice(0, 500)}`);
+      return { ms, bytes: body.length, body };
+    };
     return {
       app,
       cookie,
       services,
+      get,
       async close() {
         await app.stop();
         await database.close();
