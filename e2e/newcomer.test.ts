@@ -127,6 +127,10 @@ test("from npm start to an agent's claim on the Fleet page, without the README",
   expect(commands).toEqual([`retasc login --url ${app.url}`, "retasc bind"]);
   await next.getByRole("button", { name: "Copy Commands" }).click();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(commands.join("\n"));
+  // The MCP URL the card gives is the server's /mcp, which asks a stranger to sign in (OAuth).
+  const mcpUrl = (await next.locator("pre").nth(1).innerText()).trim();
+  expect(mcpUrl).toBe(`${app.url}/mcp`);
+  expect((await fetch(mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" })).status).toBe(401);
 
   const nora: Person = { name: "Nora", email, page: await context.newPage(), retascDir: machine.HOME };
   const login = await loginThroughDevice(nora, { url: app.url } as E2eApp, { bin, env: machine });

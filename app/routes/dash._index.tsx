@@ -52,10 +52,14 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
           </p>
           <SecretBox label="Commands" value={`retasc login --url ${origin}\nretasc bind`} />
           <p className="mt-3 text-sm text-stone-700">
-            Then start the agent there and ask it to call <code>next_issue</code>; its claim shows on this page. No CLI, or no browser on that
-            machine? Mint a key or get a setup code on the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page. Work to hand out:{" "}
+            Then start the agent there and ask it to call <code>next_issue</code>; its claim shows on this page. Work to hand out:{" "}
             <Link className={linkClass} to="/dash/issues/new">create an issue</Link>.
           </p>
+          <p className="mt-3 mb-2 text-sm text-stone-700">
+            An MCP client that signs in with OAuth (or takes a key from the <Link className={linkClass} to="/dash/settings/keys">Keys</Link> page)
+            connects to this URL; an agent on a machine with no browser takes a setup code from the same page.
+          </p>
+          <SecretBox label="MCP server URL" value={`${origin}/mcp`} />
         </Card>
       ) : null}
 
