@@ -1,8 +1,9 @@
 /**
- * `npx tsx bench/mcp-floor.ts [--agents 32] [--issues 2000]`: the full stack's claim + fenced
- * finish over /mcp (`next_issue`, then `save_issue {status: "done", claimToken}`) by N agents,
- * each an SDK client with a session key of its own, on two app instances (the built app on
- * PostgreSQL), beside the floor of the MCP stack on this machine in the same run: the SDK's
+ * `npx tsx bench/mcp-floor.ts [--agents 32] [--issues 2000] [--instances 2] [--orgs 0]`: the full
+ * stack's claim + fenced finish over /mcp (`next_issue`, then `save_issue {status: "done", claimToken}`)
+ * by N agents, each an SDK client with a session key of its own, on `--instances` app instances
+ * (the built app on PostgreSQL), with `--orgs` filler orgs of 1,000 issues each around the
+ * measured one (bench/lib/fill.ts: `--orgs 100` is 100,000 issues, `--orgs 1000` a million), beside the floor of the MCP stack on this machine in the same run: the SDK's
  * stateless Streamable HTTP server answering a tool that does nothing (bench/lib/mcp-floor-server.ts),
  * two processes, driven by the same number of clients making the same number of calls, once
  * before Retasc's run and once after (the mean, so drifting machine load favours neither). A
@@ -21,6 +22,8 @@ import { log, round } from "./lib/stats.ts";
 const TARGET = 0.5;
 const AGENTS = wholeNumberOption("agents", 32);
 const ISSUES = wholeNumberOption("issues", 2_000);
+const INSTANCES = wholeNumberOption("instances", 2);
+const FILL_ORGS = wholeNumberOption("orgs", 0);
 
 setMaxListeners(50_000);
 useBenchPostgres();
@@ -28,6 +31,8 @@ const repoRoot = path.resolve(import.meta.dirname, "..");
 process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
 const { callOk, connectClient, startSeededApp } = await import("../server/mcp/testing.ts");
 const { freePort, startApp } = await import("../server/testing/app-process.ts");
+const { openPostgres } = await import("../db/client.ts");
+const { fillOrgs } = await import("./lib/fill.ts");
 
 /** Runs `calls` on the clients, each client calling one after another; the rate per second over all. */
 async function drive(clients: Client[], call: (client: Client) => Promise<boolean>): Promise<{ calls: number; seconds: number }> {
@@ -59,14 +64,20 @@ async function startFloor(): Promise<{ child: ChildProcess; endpoint: string }> 
 }
 
 const loadAverage = round(os.loadavg()[0]!, 2);
-log(`mcp-floor: building and starting two app instances (load average ${loadAverage})`);
+log(`mcp-floor: building and starting ${INSTANCES} app instances (load average ${loadAverage})`);
 const seeded = await startSeededApp(["FLR"], { LOG_LEVEL: "warn", SESSION_KEY_CAP: String(AGENTS) });
-const second = await startApp({ ...seeded.env, LOG_LEVEL: "warn", SESSION_KEY_CAP: String(AGENTS) });
+if (FILL_ORGS > 0) {
+  log(`mcp-floor: filling ${FILL_ORGS} orgs of ${(1_000).toLocaleString("en")} issues around the measured one`);
+  const database = await openPostgres(seeded.env.DATABASE_URL!, { max: 2 });
+  await fillOrgs(database.db, 1, 1 + FILL_ORGS);
+  await database.close();
+}
+const others = await Promise.all(Array.from({ length: INSTANCES - 1 }, () => startApp({ ...seeded.env, LOG_LEVEL: "warn", SESSION_KEY_CAP: String(AGENTS) })));
 const floors = await Promise.all([startFloor(), startFloor()]);
 const clients: Client[] = [];
 try {
   const org = seeded.orgs.FLR!;
-  const endpoints = [seeded.endpoint, `${second.url}/mcp`];
+  const endpoints = [seeded.endpoint, ...others.map((other) => `${other.url}/mcp`)];
   const parents = await Promise.all((["alice", "bob", "carol"] as const).map((who) => connectClient(endpoints[0]!, org.people[who].key)));
   clients.push(...parents);
   log(`mcp-floor: ${ISSUES} issues, ${AGENTS} agents`);
@@ -80,7 +91,7 @@ try {
   const agents = await Promise.all(
     Array.from({ length: AGENTS }, async (_, i) => {
       const { key } = await callOk(parents[i % 3]!, "mint_session_key", { label: `floor-${i}` });
-      return connectClient(endpoints[i % 2]!, key, { name: `agent-${i}` });
+      return connectClient(endpoints[i % endpoints.length]!, key, { name: `agent-${i}` });
     }),
   );
   clients.push(...agents);
@@ -119,7 +130,7 @@ try {
   process.stdout.write(
     [
       "",
-      `| figure (${AGENTS} agents, two instances, load average ${loadAverage}) | value | ratio | target |`,
+      `| figure (${AGENTS} agents, ${INSTANCES} instances, ${(FILL_ORGS * 1_000 + ISSUES).toLocaleString("en")} issues in the database, load average ${loadAverage}) | value | ratio | target |`,
       "|---|---|---|---|",
       `| Retasc claim + fenced finish over /mcp | ${round(retascCycles, 0)} cycles/s (${round((2 * cycles) / retasc.seconds, 0)} calls/s) | ${round(retascCycles / floorCycles, 2)}x the floor | >= ${TARGET}x: ${retascCycles / floorCycles >= TARGET ? "PASS" : "FAIL"} |`,
       `| the SDK's stateless server, a tool that does nothing (before / after) | ${round(floorCalls, 0)} calls/s (${round(floorBefore, 0)} / ${round(floorAfter, 0)}; ${round(floorCycles, 0)} two-call cycles/s) | 1x | |`,
@@ -129,6 +140,6 @@ try {
 } finally {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
   for (const { child } of floors) child.kill("SIGKILL");
-  await second.stop();
+  await Promise.all(others.map((other) => other.stop()));
   await seeded.close();
 }
