@@ -1,6 +1,10 @@
+import { Form, redirect } from "react-router";
 import type { Route } from "./+types/dash.settings.transfer";
-import { requireMember } from "../auth.server.ts";
-import { Card, Notice } from "../components/ui.tsx";
+import { currentOrgCookie, requireMember, requireUser } from "../auth.server.ts";
+import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
+import { toErrorBody } from "../errors.server.ts";
+import { readForm } from "../forms.server.ts";
+import { importUpload, UPLOAD_MAX_BYTES } from "../../server/transfer/import.ts";
 import "../components/dash/dash.css";
 
 export function meta() {
@@ -9,7 +13,24 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { membership, org } = await requireMember(request, context);
-  return { canExport: membership.role !== "member", orgName: org.name };
+  return { canExport: membership.role !== "member", orgName: org.name, uploadMaxMiB: UPLOAD_MAX_BYTES / (1024 * 1024) };
+}
+
+/**
+ * Brings an uploaded JSON export back as a new org the person owns (the admin import's core),
+ * then lands them in it. A bad file is said on the page, never a 500.
+ */
+export async function action({ request, context }: Route.ActionArgs) {
+  const user = await requireUser(request, context);
+  const form = await readForm(request);
+  const orgName = String(form.get("orgName") ?? "");
+  try {
+    const file = form.get("file");
+    const { orgId } = await importUpload(context.services, user.id, { orgName, file: typeof file === "string" ? null : file });
+    return redirect("/dash", { headers: { "set-cookie": await currentOrgCookie.serialize(orgId) } });
+  } catch (error) {
+    return { error: toErrorBody(error, context.log).body, orgName };
+  }
 }
 
 const downloads = [
@@ -18,8 +39,8 @@ const downloads = [
   { href: "/dash/settings/transfer/export?format=csv&table=comments", label: "Comments (CSV)", note: "one row per comment" },
 ];
 
-export default function Transfer({ loaderData }: Route.ComponentProps) {
-  const { canExport, orgName } = loaderData;
+export default function Transfer({ loaderData, actionData }: Route.ComponentProps) {
+  const { canExport, orgName, uploadMaxMiB } = loaderData;
   return (
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">Import &amp; export</h1>
@@ -52,6 +73,21 @@ export default function Transfer({ loaderData }: Route.ComponentProps) {
           </a>{" "}
           <span className="text-muted">a team's issues with their history, identifiers and people; a re-import updates in place</span>
         </p>
+      </Card>
+      <Card title="Import a Retasc export into a new org">
+        <div className="flex flex-col gap-3">
+          <p className="text-sm text-muted">
+            A JSON export (Everything, above) comes back whole as a new org you own, beside this one: its projects, issues,
+            history and members as exported. Files up to {uploadMaxMiB} MiB; a larger export is imported on
+            the server with <code>npm run admin -- import</code>.
+          </p>
+          <ErrorNote error={actionData?.error} />
+          <Form method="post" encType="multipart/form-data" className="flex flex-col gap-4">
+            <Field label="New org name" name="orgName" required placeholder="Acme (restored)" defaultValue={actionData?.orgName} />
+            <Field label="Export file" name="file" type="file" required />
+            <Button>Import into a new org</Button>
+          </Form>
+        </div>
       </Card>
     </div>
   );

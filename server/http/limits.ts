@@ -5,6 +5,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
 import { bearerKeyOf } from "../orgs/index.ts";
+import { UPLOAD_FORM_SLACK_BYTES, UPLOAD_MAX_BYTES, UPLOAD_PATH } from "../transfer/import.ts";
 import { refuse } from "./refuse.ts";
 
 /**
@@ -95,7 +96,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       if (BODY_METHODS.has(method)) {
         // /mcp admits a 10 MiB file in base64 for every tool (docs/decisions/013): the body is read
         // before its tool is known, and only after the key is authenticated (server/mcp/http.ts).
-        const max = mcp ? config.MCP_MAX_BODY_BYTES : config.REQUEST_MAX_BODY_BYTES;
+        // The Dash's export upload (a form post, or its .data fetch) is checked against its own limit by the page, which says it.
+        const max = mcp ? config.MCP_MAX_BODY_BYTES : path === UPLOAD_PATH || path === `${UPLOAD_PATH}.data` ? UPLOAD_MAX_BYTES + UPLOAD_FORM_SLACK_BYTES : config.REQUEST_MAX_BODY_BYTES;
         const declared = req.headers["content-length"];
         if (declared !== undefined && !(Number(declared) <= max)) {
           refuse(res, mcp, 413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${max} bytes.`, "Send a smaller body.", { connection: "close" });

@@ -1,4 +1,7 @@
-import { sql, type SQL } from "drizzle-orm";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import {
@@ -12,6 +15,7 @@ import {
   issueStatuses,
   issues,
   labels,
+  linearLinks,
   members,
   projects,
   relationTypes,
@@ -52,7 +56,18 @@ const issueCore = z.looseObject({
   comments: z.array(z.looseObject({ id: z.string(), body: z.string(), createdAt: z.iso.datetime() })),
   attachments: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
   checkpoints: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
+  // Absent from exports written before it was added.
+  linear: z.object({ id: z.string().min(1), estimate: z.number().nullable() }).nullable().optional(),
 });
+
+/**
+ * The largest export the Dash takes as an upload (it is held in memory while the form is read);
+ * a larger org comes back through `npm run admin -- import`, which streams the file.
+ */
+export const UPLOAD_MAX_BYTES = 32 * 1024 * 1024;
+/** The path the upload is posted to, and what the form around the file may add to its body. */
+export const UPLOAD_PATH = "/dash/settings/transfer";
+export const UPLOAD_FORM_SLACK_BYTES = 64 * 1024;
 
 const FLUSH_ISSUES = 200;
 const FLUSH_ROWS = 1000;
@@ -65,12 +80,13 @@ const RERANK_CHUNK = 2000;
  * imported beside the one it came from). Imported agent keys keep their record but no secret:
  * nobody holds one, so they authenticate nothing until revoked and replaced.
  */
-export async function importExport(services: Services, raw: z.input<typeof importInput>) {
+export async function importExport(services: Services, raw: z.input<typeof importInput>, options: { ownerUserId?: string } = {}) {
   const input = importInput.parse(raw);
   const { header, entries } = await openExport(input.file);
   const now = services.clock.now();
   return services.db.transaction(async (tx) => {
-    const run = new ImportRun(services, tx, { name: input["org-name"], timeZone: header.org.timeZone }, orderedIds(now), now);
+    const newOrg = { name: input["org-name"], timeZone: header.org.timeZone, ownerUserId: options.ownerUserId };
+    const run = new ImportRun(services, tx, newOrg, orderedIds(now), now);
     let position = 0;
     for await (const entry of entries) {
       position++;
@@ -85,6 +101,31 @@ export async function importExport(services: Services, raw: z.input<typeof impor
     });
     return { orgId, ...run.counts };
   });
+}
+
+/**
+ * The Dash's import of an uploaded export into a new org the uploader owns: the same import as
+ * the admin command's, from a private temporary file removed afterwards.
+ */
+export async function importUpload(services: Services, userId: string, upload: { orgName: string; file: Blob | null }) {
+  const orgName = upload.orgName.trim();
+  if (!orgName || orgName.length > 100) throw invalidInput("the new org needs a name of 1 to 100 characters", "Name the org the export becomes.");
+  const { file } = upload;
+  if (!file || file.size === 0) throw invalidInput("no file was chosen", "Choose the .json file the Export card downloads.");
+  if (file.size > UPLOAD_MAX_BYTES) {
+    throw invalidInput(
+      `the file is ${file.size} bytes; an upload is at most ${UPLOAD_MAX_BYTES} bytes (32 MiB)`,
+      "A larger export comes back through `npm run admin -- import --file <export.json> --org-name <name>` on the server.",
+    );
+  }
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), "retasc-import-"));
+  try {
+    const saved = path.join(dir, "export.json");
+    await fs.promises.writeFile(saved, Buffer.from(await file.arrayBuffer()), { mode: 0o600 });
+    return await importExport(services, { file: saved, "org-name": orgName }, { ownerUserId: userId });
+  } finally {
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -111,6 +152,7 @@ class ImportRun {
   private readonly edges: { sourceId: string; target: string; type: "blocks" | "related" | "duplicate"; createdAt: Date }[] = [];
   private readonly buffer = {
     issues: [] as Row<typeof issues>[],
+    linearLinks: [] as Row<typeof linearLinks>[],
     issueLabels: [] as Row<typeof issueLabels>[],
     comments: [] as Row<typeof comments>[],
     attachments: [] as Row<typeof attachments>[],
@@ -123,7 +165,8 @@ class ImportRun {
   constructor(
     private readonly services: Services,
     private readonly tx: Db,
-    private readonly newOrg: { name: string; timeZone: string },
+    /** ownerUserId: who imports from the Dash, owner whatever the export says of them. */
+    private readonly newOrg: { name: string; timeZone: string; ownerUserId?: string },
     private readonly newId: () => string,
     private readonly now: Date,
   ) {}
@@ -225,7 +268,8 @@ class ImportRun {
     if (this.orgId) return this.orgId;
     const owner = this.people.find((p) => p.person.member?.role === "owner");
     if (!owner) throw invalidInput("the export names no owner", "An org export always has one; export the org again.");
-    this.orgId = await createOrg(this.services, this.tx, { ...this.newOrg, ownerUserId: owner.userId });
+    const { ownerUserId, ...newOrg } = this.newOrg;
+    this.orgId = await createOrg(this.services, this.tx, { ...newOrg, ownerUserId: ownerUserId ?? owner.userId });
     this.cipher = await this.services.keyring.forOrg(this.tx, this.orgId);
     for (const { person, userId } of this.people) {
       if (!person.member) continue;
@@ -234,6 +278,12 @@ class ImportRun {
         .insert(members)
         .values({ id: this.newId(), orgId: this.orgId, userId, role, status, createdAt: new Date(since) })
         .onConflictDoUpdate({ target: [members.orgId, members.userId], set: { role, status, createdAt: new Date(since) } });
+    }
+    if (ownerUserId) {
+      await this.tx
+        .update(members)
+        .set({ role: "owner", status: "active" })
+        .where(and(eq(members.orgId, this.orgId), eq(members.userId, ownerUserId)));
     }
     return this.orgId;
   }
@@ -282,6 +332,8 @@ class ImportRun {
     });
     this.counts.issues++;
     if (i.parent) this.parents.push({ id, parent: i.parent });
+    // The link keeps the estimate; an empty hash makes a later Linear re-import compare it afresh.
+    if (i.linear) this.buffer.linearLinks.push({ orgId, linearId: i.linear.id, kind: "issue", retascId: id, hash: "", estimate: i.linear.estimate });
     for (const r of i.relations) this.edges.push({ sourceId: id, target: r.target, type: r.type, createdAt: new Date(r.createdAt) });
     for (const name of i.labels) {
       const labelId = this.labelByName.get(name);
@@ -347,7 +399,7 @@ class ImportRun {
 
   private buffered(): number {
     const b = this.buffer;
-    return b.issueLabels.length + b.comments.length + b.attachments.length + 50 * b.attachmentFiles.length + b.checkpoints.length;
+    return b.linearLinks.length + b.issueLabels.length + b.comments.length + b.attachments.length + 50 * b.attachmentFiles.length + b.checkpoints.length;
   }
 
   /** Writes the buffered rows, parents before children, in batches the parameter limit allows. */
@@ -358,6 +410,7 @@ class ImportRun {
       rows.length = 0;
     };
     await write(buffer.issues, (b) => tx.insert(issues).values(b), 100);
+    await write(buffer.linearLinks, (b) => tx.insert(linearLinks).values(b), 500);
     await write(buffer.issueLabels, (b) => tx.insert(issueLabels).values(b), 1000);
     await write(buffer.comments, (b) => tx.insert(comments).values(b));
     await write(buffer.attachments, (b) => tx.insert(attachments).values(b));
