@@ -3,7 +3,7 @@ import type { Route } from "./+types/dash.settings.connectors";
 import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
-import { listConnectors, revokeConnector } from "../../server/intake/connectors.ts";
+import { listConnectors, revokeConnector, setConnectorReviewer } from "../../server/intake/connectors.ts";
 import { createConnector } from "../../server/intake/create.ts";
 import { listMembers } from "../../server/orgs/members.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
@@ -22,7 +22,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   return { connectors, projects, members, manages: membership.role !== "member" };
 }
 
-/** Connect (owners and admins; the service checks the role) and revoke. The secret is in this one answer only. */
+/** Connect (owners and admins; the service checks the role), pick a reviewer, and revoke. The secret is in this one answer only. */
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
   const form = await readForm(request);
@@ -42,6 +42,9 @@ export async function action({ request, context }: Route.ActionArgs) {
         });
         return { created: { webhookUrl: created.webhookUrl, secret: created.secret, steps: created.steps } };
       }
+      case "reviewer":
+        await setConnectorReviewer(ctx, { connectorId: text("connectorId") ?? "", reviewer: text("reviewer") ?? "" });
+        return { done: "Reviewer set: the next review items go to their lane." };
       case "revoke":
         await revokeConnector(ctx, { connectorId: text("connectorId") ?? "" });
         return { done: "Connector revoked: its webhooks are refused from now on." };
@@ -96,6 +99,25 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
                 {c.tokenOnFile ? "Closes source issues (token on file)." : "No write-back token."} {c.triageAll ? "Every issue goes straight to the queue." : "Outsiders' issues await triage."}
               </p>
               {c.pullRequests ? <p className="text-muted">{`Outsiders' ${c.provider === "github" ? "pull" : "merge"} requests go to ${c.reviewer} for review.`}</p> : null}
+              {manages && c.status !== "revoked" && c.reviewer !== null && members.length > 0 ? (
+                <Form method="post" className="mt-2 flex flex-wrap items-end gap-2" aria-label={`Reviewer for ${c.repo}`}>
+                  <input type="hidden" name="connectorId" value={c.id} />
+                  <label className="flex flex-col gap-1">
+                    <span className="font-medium">Reviewer</span>
+                    <select name="reviewer" defaultValue={c.reviewer} className="rounded border border-stone-300 bg-white px-2 py-1.5">
+                      {members.some((m) => m.email === c.reviewer) ? null : <option value={c.reviewer}>{`${c.reviewer} (no longer a member)`}</option>}
+                      {members.map((m) => (
+                        <option key={m.email} value={m.email}>
+                          {m.name && m.name !== m.email ? `${m.name} <${m.email}>` : m.email}
+                        </option>
+                      ))}
+                    </select>
+                  </label>
+                  <Button name="intent" value="reviewer">
+                    Set reviewer
+                  </Button>
+                </Form>
+              ) : null}
               {manages && c.status !== "revoked" ? (
                 <Form method="post" className="mt-2">
                   <input type="hidden" name="connectorId" value={c.id} />

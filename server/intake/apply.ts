@@ -8,7 +8,7 @@ import { saveAttachment } from "../issues/attachments.ts";
 import { retractComment, saveComment } from "../issues/comments.ts";
 import { BODY_MAX_CHARS } from "../issues/schemas.ts";
 import { isTerminal } from "../issues/store.ts";
-import { WRITE_BACK_MARKER, type IntakeEvent, type SourceIssue } from "./events.ts";
+import { WRITE_BACK_MARKER, type IntakeEvent, type SourceComment, type SourceIssue } from "./events.ts";
 
 export interface ConnectorFacts {
   id: string;
@@ -41,7 +41,7 @@ export const dueOf = (issue: SourceIssue) => (issue.dueAt && /^\d{4}-\d{2}-\d{2}
  * intake_comments) taken under a per-source-issue lock, so a repeated or concurrent event
  * finds what the first one made. `outsider` is the author's standing as the provider told it.
  */
-export async function applyIntakeEvent(services: Services, tx: Db, connector: ConnectorFacts, event: Exclude<IntakeEvent, { kind: "pull_request" }>, outsider: boolean): Promise<string> {
+export async function applyIntakeEvent(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "issue" | "comment" }>, outsider: boolean): Promise<string> {
   const { ctx, link } = await lockedLink(services, tx, connector, event.issue);
   const source = event.issue;
   if (!link) {
@@ -52,16 +52,7 @@ export async function applyIntakeEvent(services: Services, tx: Db, connector: Co
     return "created";
   }
   const identifier = link.identifier;
-  if (event.kind === "comment") {
-    if (event.action === "created") return (await addComment(ctx, tx, connector, identifier, event.comment)) ? "commented" : "skipped";
-    const [mapped] = await tx
-      .select({ commentId: intakeComments.commentId })
-      .from(intakeComments)
-      .where(and(eq(intakeComments.connectorId, connector.id), eq(intakeComments.sourceId, event.comment.id)));
-    if (!mapped) return "skipped";
-    await retractComment(ctx, { comment: mapped.commentId, note: `deleted on ${providerName[connector.provider]}` });
-    return "retracted";
-  }
+  if (event.kind === "comment") return applyComment(ctx, tx, connector, identifier, event);
   const setSourceOpen = (open: boolean) => setLinkOpen(tx, connector, source, open);
   const where = providerName[connector.provider];
   switch (event.action) {
@@ -101,7 +92,7 @@ export async function applyIntakeEvent(services: Services, tx: Db, connector: Co
  * The system's context inside `tx`, with the source's lock taken and its link (if any) read:
  * every event about one source issue or request is applied one at a time.
  */
-export async function lockedLink(services: Services, tx: Db, connector: ConnectorFacts, source: SourceIssue) {
+export async function lockedLink(services: Services, tx: Db, connector: ConnectorFacts, source: { id: string }) {
   const ctx: Ctx = { ...withPrincipal({ ...services, db: tx }, systemPrincipal(connector.orgId)) };
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`intake:${connector.id}:${source.id}`}))`);
   const [link] = await tx
@@ -112,7 +103,7 @@ export async function lockedLink(services: Services, tx: Db, connector: Connecto
   return { ctx, link };
 }
 
-export const setLinkOpen = (tx: Db, connector: ConnectorFacts, source: SourceIssue, open: boolean) =>
+export const setLinkOpen = (tx: Db, connector: ConnectorFacts, source: { id: string }, open: boolean) =>
   tx.update(intakeLinks).set({ sourceOpen: open }).where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
 
 export async function syncFields(ctx: Ctx, connector: ConnectorFacts, identifier: string, source: SourceIssue) {
@@ -121,10 +112,11 @@ export async function syncFields(ctx: Ctx, connector: ConnectorFacts, identifier
 
 /**
  * Files the source as a Retasc issue and links it. A pull/merge request (`review`) is assigned
- * to the reviewer and put in review, so it sits on the reviewer's lane; a reopened request whose
- * item ended is filed again and its link moved to the new item.
+ * to the reviewer and put in review, so it sits on the reviewer's lane; without a reviewer (the
+ * preset one left the org) it stays unassigned in todo. A reopened request whose item ended is
+ * filed again and its link moved to the new item.
  */
-export async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, source: SourceIssue, outsider: boolean, review?: { reviewerId: string }): Promise<string> {
+export async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, source: SourceIssue, outsider: boolean, review?: { reviewerId: string | null }): Promise<string> {
   const where = providerName[connector.provider];
   const what = review ? `${connector.provider === "github" ? "pull" : "merge"} request ${connector.repo}${connector.provider === "github" ? "#" : "!"}${source.number}` : `${connector.repo}#${source.number}`;
   const { identifier } = await saveIssue(ctx, {
@@ -135,9 +127,9 @@ export async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, sou
     noDependency: `filed on ${where} as ${what}`,
     labels: labelsOf(connector, source),
     ...(dueOf(source) ? { dueAt: dueOf(source) } : {}),
-    ...(review ? { assignee: review.reviewerId } : {}),
+    ...(review?.reviewerId ? { assignee: review.reviewerId } : {}),
   });
-  if (review) await saveIssue(ctx, { identifier, status: "review" });
+  if (review?.reviewerId) await saveIssue(ctx, { identifier, status: "review" });
   const [created] = await tx
     .update(issues)
     .set({ triage: outsider && !connector.triageAll ? "pending" : null })
@@ -154,10 +146,23 @@ export async function fileIssue(ctx: Ctx, tx: Db, connector: ConnectorFacts, sou
 }
 
 /**
- * A source comment as a Retasc comment attributed to its author's handle, once per source
- * comment id (the caller holds the source issue's lock); our own write-back comments are skipped.
+ * A source comment created or deleted, on the linked issue or review item `identifier` (the
+ * caller holds the source's lock): created, a comment attributed to its author's handle, once
+ * per source comment id; deleted, the comment it made is retracted.
  */
-async function addComment(ctx: Ctx, tx: Db, connector: ConnectorFacts, identifier: string, comment: { id: string; body: string; author: string }): Promise<boolean> {
+export async function applyComment(ctx: Ctx, tx: Db, connector: ConnectorFacts, identifier: string, event: { action: "created" | "deleted"; comment: SourceComment }): Promise<string> {
+  if (event.action === "created") return (await addComment(ctx, tx, connector, identifier, event.comment)) ? "commented" : "skipped";
+  const [mapped] = await tx
+    .select({ commentId: intakeComments.commentId })
+    .from(intakeComments)
+    .where(and(eq(intakeComments.connectorId, connector.id), eq(intakeComments.sourceId, event.comment.id)));
+  if (!mapped) return "skipped";
+  await retractComment(ctx, { comment: mapped.commentId, note: `deleted on ${providerName[connector.provider]}` });
+  return "retracted";
+}
+
+/** Our own write-back comments (their marker) and empty ones are skipped. */
+async function addComment(ctx: Ctx, tx: Db, connector: ConnectorFacts, identifier: string, comment: SourceComment): Promise<boolean> {
   if (comment.body.includes(WRITE_BACK_MARKER) || !comment.body.trim()) return false;
   const [seen] = await tx
     .select({ commentId: intakeComments.commentId })

@@ -2,7 +2,8 @@ import { and, asc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { connectors, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import { notFound } from "../errors.ts";
+import { invalidInput, notFound } from "../errors.ts";
+import { resolveAssignee } from "../issues/store.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
 import { webhookUrlOf } from "./urls.ts";
@@ -10,6 +11,10 @@ import { webhookUrlOf } from "./urls.ts";
 export const listConnectorsInput = z.object({});
 export const revokeConnectorInput = z.object({
   connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
+});
+export const setConnectorReviewerInput = z.object({
+  connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
+  reviewer: z.string().trim().min(1).max(320).describe("the active member (email or user id) whose lane the next review items go to"),
 });
 
 /** The org's intake connectors, metadata and status only: secrets and tokens never leave the server. */
@@ -90,5 +95,31 @@ export async function revokeConnector(ctx: Ctx, raw: z.input<typeof revokeConnec
     await recordOrgActivity(ctx, tx, "connector.revoked", { connectorId });
     await chargeNow(tx, ctx, { tool: "revoke_connector", tier: "plumbing", issueId: null }, now);
     return { connectorId, status: "revoked" as const, revokedAt: now.toISOString(), changed: true };
+  });
+}
+
+/**
+ * Gives a connector's pull/merge request stream another reviewer (owner or admin), e.g. when the
+ * preset one left the org (decision 032): the next review items go to their lane, the stream is
+ * on, and the card's last error is cleared. Items already filed keep their assignee.
+ */
+export async function setConnectorReviewer(ctx: Ctx, raw: z.input<typeof setConnectorReviewerInput>) {
+  const input = setConnectorReviewerInput.parse(raw);
+  const { orgId } = ctx.principal;
+  return ctx.db.transaction(async (tx) => {
+    const [row] = await tx
+      .select({ id: connectors.id, revokedAt: connectors.revokedAt })
+      .from(connectors)
+      .where(and(eq(connectors.id, input.connectorId), eq(connectors.orgId, orgId)))
+      .for("update");
+    if (!row) throw notFound(`connector ${input.connectorId}`, "list_connectors shows your org's connectors.");
+    requireRole(await actorOf(ctx, tx), ["owner", "admin"], "changing a connector's reviewer");
+    if (row.revokedAt) throw invalidInput("the connector is revoked", "Connect the repository again.");
+    const reviewerId = await resolveAssignee(tx, ctx, input.reviewer);
+    const now = ctx.clock.now();
+    await tx.update(connectors).set({ reviewerId, pullRequests: true, lastError: null, lastErrorAt: null }).where(eq(connectors.id, row.id));
+    await recordOrgActivity(ctx, tx, "connector.reviewer_set", { connectorId: row.id });
+    await chargeNow(tx, ctx, { tool: "set_connector_reviewer", tier: "plumbing", issueId: null }, now);
+    return { connectorId: row.id, pullRequests: true, reviewerId };
   });
 }

@@ -28,7 +28,18 @@ export type IntakeEvent =
   | { kind: "issue"; action: "opened" | "changed" | "closed" | "reopened" | "deleted"; issue: SourceIssue }
   /** A pull (GitHub) or merge (GitLab) request; `issue.id` is prefixed `pr:` so it never meets an issue's id. */
   | { kind: "pull_request"; action: "opened" | "changed" | "closed" | "reopened"; merged: boolean; issue: SourceIssue }
-  | { kind: "comment"; action: "created" | "deleted"; issue: SourceIssue; comment: { id: string; body: string; author: string } };
+  | { kind: "comment"; action: "created" | "deleted"; issue: SourceIssue; comment: SourceComment }
+  /**
+   * A comment on a pull/merge request. `id` is the request's source id (`pr:<id>`); GitHub's
+   * issue_comment on a pull request names only its number (its issue id is not the request's).
+   */
+  | { kind: "request_comment"; action: "created" | "deleted"; request: { id: string | null; number: number }; comment: SourceComment };
+
+export interface SourceComment {
+  id: string;
+  body: string;
+  author: string;
+}
 
 /** The events each provider's webhook uses; anything else is acknowledged with 202 and not stored. */
 export const usedEvents: Record<ConnectorProvider, ReadonlySet<string>> = {
@@ -37,7 +48,10 @@ export const usedEvents: Record<ConnectorProvider, ReadonlySet<string>> = {
 };
 
 /** The pull/merge request stream's events, used only by a connector that turned the stream on. */
-export const pullRequestEvents: Record<ConnectorProvider, string> = { github: "pull_request", gitlab: "Merge Request Hook" };
+export const pullRequestEvents: Record<ConnectorProvider, ReadonlySet<string>> = {
+  github: new Set(["pull_request", "pull_request_review_comment"]),
+  gitlab: new Set(["Merge Request Hook"]),
+};
 
 /** Marks the comments the write-back posts, so their own webhook comes back as nothing. */
 export const WRITE_BACK_MARKER = "<!-- retasc:write-back";
@@ -57,11 +71,19 @@ const githubIssue = z.object({
   milestone: z.object({ due_on: z.string().nullish() }).nullish(),
   pull_request: z.unknown().optional(),
 });
+const githubComment = z.object({ id: z.number().int(), body: text, user: login });
 const githubPayload = z.object({
   action: z.string(),
   issue: githubIssue,
-  comment: z.object({ id: z.number().int(), body: text, user: login }).optional(),
+  comment: githubComment.optional(),
 });
+const githubReviewCommentPayload = z.object({
+  action: z.string(),
+  pull_request: z.object({ id: z.number().int(), number: z.number().int().positive() }),
+  comment: githubComment,
+});
+const commentOf = (c: z.output<typeof githubComment>): SourceComment => ({ id: String(c.id), body: c.body, author: c.user.login });
+const commentActions = new Set(["created", "deleted"]);
 
 const team = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
 
@@ -116,15 +138,27 @@ function githubEvent(event: string, body: unknown): IntakeEvent | null {
     const pr = parsed.data.pull_request;
     return { kind: "pull_request", action, merged: pr.merged === true, issue: { ...fromGithubIssue(pr), id: `pr:${pr.id}` } };
   }
+  if (event === "pull_request_review_comment") {
+    const parsed = githubReviewCommentPayload.safeParse(body);
+    if (!parsed.success || !commentActions.has(parsed.data.action)) return null;
+    const { action, pull_request: pr, comment } = parsed.data;
+    // Review comments are numbered apart from issue comments: prefixed, the two never meet.
+    return { kind: "request_comment", action: action as "created" | "deleted", request: { id: `pr:${pr.id}`, number: pr.number }, comment: { ...commentOf(comment), id: `rc:${comment.id}` } };
+  }
   const parsed = githubPayload.safeParse(body);
-  if (!parsed.success || parsed.data.issue.pull_request !== undefined) return null;
+  if (!parsed.success) return null;
   const { action, issue, comment } = parsed.data;
+  if (issue.pull_request !== undefined) {
+    // A comment on a pull request's conversation: GitHub sends it as an issue_comment.
+    if (event !== "issue_comment" || !comment || !commentActions.has(action)) return null;
+    return { kind: "request_comment", action: action as "created" | "deleted", request: { id: null, number: issue.number }, comment: commentOf(comment) };
+  }
   if (event === "issues") {
     const mapped = githubIssueActions[action];
     return mapped ? { kind: "issue", action: mapped, issue: fromGithubIssue(issue) } : null;
   }
   if (event === "issue_comment" && comment && (action === "created" || action === "deleted")) {
-    return { kind: "comment", action, issue: fromGithubIssue(issue), comment: { id: String(comment.id), body: comment.body, author: comment.user.login } };
+    return { kind: "comment", action, issue: fromGithubIssue(issue), comment: commentOf(comment) };
   }
   return null;
 }
@@ -149,6 +183,7 @@ const gitlabNotePayload = z.object({
   user: gitlabUser,
   object_attributes: z.object({ id: z.number().int(), note: text, noteable_type: z.string(), action: z.string().optional() }),
   issue: gitlabIssue.extend({ labels: gitlabLabels }).optional(),
+  merge_request: z.object({ id: z.number().int(), iid: z.number().int().positive() }).optional(),
 });
 
 function fromGitlabIssue(i: z.output<typeof gitlabIssue>, author: string, labels: z.output<typeof gitlabLabels>): SourceIssue {
@@ -204,9 +239,13 @@ function gitlabEvent(event: string, body: unknown): IntakeEvent | null {
   }
   if (event === "Note Hook") {
     const parsed = gitlabNotePayload.safeParse(body);
-    if (!parsed.success || !parsed.data.issue || parsed.data.object_attributes.noteable_type !== "Issue") return null;
-    const { object_attributes: note, user, issue } = parsed.data;
+    if (!parsed.success) return null;
+    const { object_attributes: note, user, issue, merge_request: mr } = parsed.data;
     if (note.action !== undefined && note.action !== "create") return null;
+    if (note.noteable_type === "MergeRequest" && mr) {
+      return { kind: "request_comment", action: "created", request: { id: `pr:${mr.id}`, number: mr.iid }, comment: { id: String(note.id), body: note.note, author: user.username } };
+    }
+    if (!issue || note.noteable_type !== "Issue") return null;
     return {
       kind: "comment",
       action: "created",

@@ -1,10 +1,10 @@
 import { and, eq, isNull } from "drizzle-orm";
-import { connectors, intakeDeliveries, members, projects } from "../../db/schema/index.ts";
+import { connectors, intakeDeliveries, members, projects, user } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { applyIntakeEvent, type ConnectorFacts } from "./apply.ts";
 import { intakeEventOf, type IntakeEvent } from "./events.ts";
 import { gitlabAuthorIsOutsider } from "./providers.ts";
-import { applyPullRequestEvent } from "./pull-requests.ts";
+import { applyPullRequestEvent, applyRequestComment } from "./pull-requests.ts";
 
 /**
  * Processes one recorded delivery (the intake.delivery job): reads its encrypted payload, turns
@@ -31,6 +31,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
         pullRequests: connectors.pullRequests,
         reviewerId: connectors.reviewerId,
         reviewerStatus: members.status,
+        reviewerEmail: user.email,
         revokedAt: connectors.revokedAt,
         projectPrefix: projects.prefix,
       },
@@ -39,6 +40,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
     .innerJoin(connectors, eq(connectors.id, intakeDeliveries.connectorId))
     .innerJoin(projects, eq(projects.id, connectors.projectId))
     .leftJoin(members, and(eq(members.orgId, connectors.orgId), eq(members.userId, connectors.reviewerId)))
+    .leftJoin(user, eq(user.id, connectors.reviewerId))
     .where(eq(intakeDeliveries.id, deliveryRowId));
   if (!row || row.processedAt) return { outcome: "already" };
   const { connector } = row;
@@ -49,14 +51,15 @@ export async function processDelivery(services: Services, deliveryRowId: string)
   } catch {
     event = null;
   }
-  // A request is taken only while the stream is on with a reviewer who is still an active
-  // member; without one the connector's card says so (the delivery is not retried).
-  const noReviewer = event?.kind === "pull_request" && connector.pullRequests && connector.reviewerStatus !== "active";
-  if (event?.kind === "pull_request" && (!connector.pullRequests || noReviewer)) event = null;
-  const reviewerId = connector.reviewerId;
+  // Requests (and their comments) are taken only while the stream is on. Its reviewer no longer
+  // an active member, a request still arrives, unassigned, and the card says what to do
+  // (decision 032): losing an outsider's request would be worse than an item without a lane.
+  const request = event?.kind === "pull_request" || event?.kind === "request_comment";
+  if (request && !connector.pullRequests) event = null;
+  const reviewerLeft = request && event !== null && connector.reviewerStatus !== "active";
   // Triage-all skips the check for issues; a request's author decides whether it is taken at all.
   const outsider =
-    event === null || (connector.triageAll && event.kind !== "pull_request")
+    event === null || event.kind === "request_comment" || (connector.triageAll && event.kind !== "pull_request")
       ? false
       : (event.issue.outsider ?? (await gitlabAuthorIsOutsider(services.config, { ...connector, token: cipher.decrypt(connector.tokenEnc) }, event.issue.authorId)));
   const facts: ConnectorFacts = connector;
@@ -67,11 +70,16 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       .where(and(eq(intakeDeliveries.id, row.id), isNull(intakeDeliveries.processedAt)))
       .returning({ id: intakeDeliveries.id });
     if (!claimed) return { outcome: "already" };
-    if (noReviewer) {
-      await tx.update(connectors).set({ lastError: "the pull request reviewer is not an active member", lastErrorAt: services.clock.now() }).where(eq(connectors.id, connector.id));
-    }
     if (!event) return { outcome: "ignored" };
-    if (event.kind === "pull_request") return { outcome: await applyPullRequestEvent(services, tx, { ...facts, reviewerId: reviewerId! }, event, outsider) };
+    if (event.kind === "request_comment") return { outcome: await applyRequestComment(services, tx, facts, event) };
+    if (event.kind === "pull_request") {
+      const outcome = await applyPullRequestEvent(services, tx, { ...facts, reviewerId: reviewerLeft ? null : connector.reviewerId }, event, outsider);
+      if (reviewerLeft) {
+        const lastError = `${connector.reviewerEmail ?? "the pull request reviewer"} is no longer an active member: new review items arrive unassigned in todo; pick another reviewer on this card`;
+        await tx.update(connectors).set({ lastError, lastErrorAt: services.clock.now() }).where(eq(connectors.id, connector.id));
+      }
+      return { outcome };
+    }
     return { outcome: await applyIntakeEvent(services, tx, facts, event, outsider) };
   });
 }

@@ -1,26 +1,27 @@
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
+import { intakeLinks } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { saveIssue } from "../issues/index.ts";
 import { saveComment } from "../issues/comments.ts";
 import { isTerminal } from "../issues/store.ts";
-import { fileIssue, lockedLink, providerName, setLinkOpen, syncFields, type ConnectorFacts } from "./apply.ts";
+import { applyComment, fileIssue, lockedLink, providerName, setLinkOpen, syncFields, type ConnectorFacts } from "./apply.ts";
 import type { IntakeEvent } from "./events.ts";
 
+/** Said on an item filed while the connector's reviewer is no longer an active member. */
+const NO_REVIEWER =
+  "Filed unassigned: the connector's reviewer is no longer an active member of this org. Assign a reviewer and move it to review, or pick a new reviewer on the Connectors page for the next requests.";
+
 /**
- * Applies one pull/merge request event (docs/decisions/026-intake-pull-requests.md), inside the
- * caller's transaction, as the system. A request from outside the team becomes a review item on
- * the reviewer's lane; the team's own are ignored. Merged → done, closed unmerged → canceled,
+ * Applies one pull/merge request event (docs/decisions/026-intake-pull-requests.md, 032), inside
+ * the caller's transaction, as the system. A request from outside the team becomes a review item
+ * on the reviewer's lane (unassigned in todo when `reviewerId` is null: the reviewer left); the
+ * team's own are ignored. Merged → done, closed unmerged → canceled,
  * edits kept in step; reopened after its item ended, it is filed again. Effect once by the
  * request's id, under the same per-source lock as issues.
  */
-export async function applyPullRequestEvent(
-  services: Services,
-  tx: Db,
-  connector: ConnectorFacts & { reviewerId: string },
-  event: Extract<IntakeEvent, { kind: "pull_request" }>,
-  outsider: boolean,
-): Promise<string> {
+export async function applyPullRequestEvent(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "pull_request" }>, outsider: boolean): Promise<string> {
   const { ctx, link } = await lockedLink(services, tx, connector, event.issue);
   const source = event.issue;
   const review = { reviewerId: connector.reviewerId };
@@ -28,7 +29,8 @@ export async function applyPullRequestEvent(
   if (!link) {
     if (!outsider) return "ignored";
     if (!source.open) return "skipped";
-    await fileIssue(ctx, tx, connector, source, outsider, review);
+    const identifier = await fileIssue(ctx, tx, connector, source, outsider, review);
+    if (!review.reviewerId) await saveComment(ctx, { issue: identifier, body: NO_REVIEWER });
     return "created";
   }
   const identifier = link.identifier;
@@ -56,6 +58,7 @@ export async function applyPullRequestEvent(
       }
       // Terminal issues stay closed: the reopened request is reviewed again as a new item.
       const again = await fileIssue(ctx, tx, connector, source, outsider, review);
+      if (!review.reviewerId) await saveComment(ctx, { issue: again, body: NO_REVIEWER });
       await saveComment(ctx, { issue: identifier, body: `Reopened on ${where}; its review continues in ${again}.` });
       return "created";
     }
@@ -64,4 +67,25 @@ export async function applyPullRequestEvent(
       await syncFields(ctx, connector, identifier, source);
       return "updated";
   }
+}
+
+/**
+ * A comment on a followed request, on its review item, attributed to the source handle, once
+ * per source comment id (decision 032). A request with no item (the team's own, or one from
+ * before the stream was on) is not filed for a comment. GitHub's issue_comment names the
+ * request by number only: its link is found by number, then locked by its source id.
+ */
+export async function applyRequestComment(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "request_comment" }>): Promise<string> {
+  let sourceId = event.request.id;
+  if (sourceId === null) {
+    const [found] = await tx
+      .select({ sourceId: intakeLinks.sourceId })
+      .from(intakeLinks)
+      .where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.kind, "pull_request"), eq(intakeLinks.sourceNumber, event.request.number)));
+    if (!found) return "skipped";
+    sourceId = found.sourceId;
+  }
+  const { ctx, link } = await lockedLink(services, tx, connector, { id: sourceId });
+  if (!link) return "skipped";
+  return applyComment(ctx, tx, connector, link.identifier, event);
 }

@@ -86,7 +86,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   }
   const event = headers.event ?? "";
   const now = services.clock.now();
-  const used = usedEvents[provider].has(event) || (connector.pullRequests && event === pullRequestEvents[provider]);
+  const used = usedEvents[provider].has(event) || (connector.pullRequests && pullRequestEvents[provider].has(event));
   if (used && !headers.deliveryId) return refusal(400, "INVALID_INPUT", "the delivery id header is missing", "Deliveries carry X-GitHub-Delivery or X-Gitlab-Event-UUID.");
   if (used) {
     try {

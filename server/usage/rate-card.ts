@@ -53,6 +53,7 @@ export const toolTiers = {
   retire_member: ["plumbing"],
   revoke_connector: ["plumbing"],
   create_connector: ["plumbing"],
+  set_connector_reviewer: ["plumbing"],
   set_member_role: ["plumbing"],
   create_invite: ["plumbing"],
   revoke_invite: ["plumbing"],
