@@ -165,18 +165,21 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const page = await signedIn.newPage();
     await page.setViewportSize({ width: 1280, height: 900 });
     const { errors } = watchConsole(page);
+    // A key pressed before hydration is lost: wait until the keys are listened for.
+    const keysOn = () => page.locator("html[data-shortcuts=on]").waitFor({ state: "attached" });
     await page.goto(`${world.main.url}/dash`);
-    await page.waitForLoadState("networkidle").catch(() => {});
+    await keysOn();
     // From a page with no search field, / goes to the queue's.
     await page.keyboard.press("/");
     await page.waitForURL(/\/dash\/queue$/);
-    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("queue-search");
+    // The queue focuses its field once it has rendered: on a loaded machine, well past poll's 1 s default.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id), { timeout: 15_000 }).toBe("queue-search");
     await page.keyboard.type("login");
     await page.keyboard.press("Enter");
     await page.waitForURL(/q=login/);
-    await expect.poll(() => page.locator('[data-testid^="queue-row-"]').count()).toBe(1);
+    await expect.poll(() => page.locator('[data-testid^="queue-row-"]').count(), { timeout: 15_000 }).toBe(1);
     await page.goto(`${world.main.url}/dash/queue`);
-    await page.waitForLoadState("networkidle").catch(() => {});
+    await keysOn();
     const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
     await page.keyboard.press("j");
     expect(await focused()).toBe(issueIds[2]);

@@ -7,7 +7,7 @@ import { duration } from "./format.ts";
 
 /**
  * The Fleet page's charts, server-rendered inline SVG (decision 027): each a <figure> whose SVG
- * is an image named by its <title>, with a sentence under it saying what it shows, so a reader
+ * is an image named by its visible heading, with a sentence under it saying what it shows, so a reader
  * needs neither the picture nor a pointer. They scale to their box (viewBox, width 100%), and
  * take their colours from the palette the dark mode mirrors (app/app.css).
  */
@@ -110,8 +110,11 @@ function Legend({ keys }: { keys: readonly (keyof typeof series)[] }) {
 function Chart({ id, title, summary, children, legend }: { id: string; title: string; summary: string; children: ReactNode; legend?: ReactNode }) {
   return (
     <figure className="flex min-w-0 flex-col gap-2 rounded-lg border border-line bg-surface p-4" data-testid={`chart-${id}`}>
+      {/* The title is shown, not only read out: four charts side by side need naming at a glance. */}
+      <h3 id={`chart-${id}-title`} className="text-sm font-medium">
+        {title}
+      </h3>
       <svg viewBox={`0 0 ${W} ${H + AXIS}`} className="h-auto w-full" role="img" aria-labelledby={`chart-${id}-title`}>
-        <title id={`chart-${id}-title`}>{title}</title>
         {children}
       </svg>
       {legend}

@@ -57,7 +57,12 @@ export function Shortcuts() {
       }
     };
     document.addEventListener("keydown", onKey);
-    return () => document.removeEventListener("keydown", onKey);
+    // Says the keys work now (after hydration); the e2e waits on it before pressing any.
+    document.documentElement.dataset.shortcuts = "on";
+    return () => {
+      document.removeEventListener("keydown", onKey);
+      delete document.documentElement.dataset.shortcuts;
+    };
   }, [navigate]);
   return (
     <>
