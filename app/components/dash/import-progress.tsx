@@ -19,6 +19,7 @@ const phaseLabel = { fetching: "Fetching from Linear", applying: "Applying to Re
 const failure: Record<string, { message: string; hint: string }> = {
   UNAUTHORIZED: { message: "Linear refused the API key.", hint: "Paste a personal API key from Linear's Settings → Security & access, and start again." },
   RATE_LIMITED: { message: "Linear's rate limit held through every retry.", hint: "Start the import again later; it reconciles in place." },
+  APPLY_FAILED: { message: "Applying the fetched issues failed, and retrying did not help.", hint: "Start the import again; it reconciles in place. If it fails again, the server log says why." },
   FETCH_INTERRUPTED: { message: "The import stopped when the server restarted, and the key went with it.", hint: "Paste the key and start again; it reconciles in place." },
 };
 

@@ -1,4 +1,4 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { linearImportPages, linearImportRuns } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 import { orgTimeZone } from "../../issues/store.ts";
@@ -7,6 +7,25 @@ import type { LinearIssue } from "./fetch.ts";
 import { GhostBook } from "./ghosts.ts";
 import { linkAll } from "./link.ts";
 import { lockRun, publishProgress } from "./run-row.ts";
+
+/**
+ * Ends a run that cannot finish as `failed` with a code: its staging dropped and the progress
+ * published, so the page says why and the org's one import slot is free again. A run already
+ * ended is left as it is.
+ */
+export async function failLinearRun(services: Services, runId: string, code: string): Promise<void> {
+  await services.db.transaction(async (tx) => {
+    const now = services.clock.now();
+    const [run] = await tx
+      .update(linearImportRuns)
+      .set({ phase: "failed", error: code, finishedAt: now, updatedAt: now })
+      .where(and(eq(linearImportRuns.id, runId), inArray(linearImportRuns.phase, ["applying", "linking"])))
+      .returning();
+    if (!run) return;
+    await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+    await publishProgress(services, tx, { ...run, phase: "failed" });
+  });
+}
 
 /**
  * The outbox job's work: the staged pages applied in order, each in one transaction with the
@@ -50,12 +69,7 @@ export async function applyLinearRun(services: Services, runId: string) {
       // the run fails with a code (freeing the org for another import) instead of retrying for ever.
       const e = error as { code?: string; cause?: { code?: string } };
       if ((e.code ?? e.cause?.code) !== "23505") throw error;
-      await db.transaction(async (tx) => {
-        const now = services.clock.now();
-        const [run] = await tx.update(linearImportRuns).set({ phase: "failed", error: "NUMBER_TAKEN", finishedAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId)).returning();
-        await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
-        if (run) await publishProgress(services, tx, { ...run, phase: "failed" });
-      });
+      await failLinearRun(services, runId, "NUMBER_TAKEN");
       return "finished" as const;
     });
     if (step === "finished") break;

@@ -1,10 +1,33 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../db/client.ts";
-import { linearImportRuns, type LinearImportPhase } from "../../../db/schema/index.ts";
+import { linearImportPages, linearImportRuns, type LinearImportPhase } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 
 /** A fetcher silent this long died with its process, and the key with it: its run cannot go on. */
 export const FETCH_STALE_MS = 15 * 60_000;
+
+/**
+ * Marks the org's run failed when the outbox has given up on its `linear.apply` job in a way
+ * the job itself could not report (a worker that died on every attempt, a job failed in the
+ * queue): without this the run would stay `applying` and hold the org's import slot for ever.
+ */
+export async function expireFailedApply(services: Pick<Services, "events">, tx: Db, orgId: string, now: Date): Promise<void> {
+  const failed = await tx
+    .update(linearImportRuns)
+    .set({ phase: "failed", error: "APPLY_FAILED", finishedAt: now, updatedAt: now })
+    .where(
+      and(
+        eq(linearImportRuns.orgId, orgId),
+        inArray(linearImportRuns.phase, ["applying", "linking"]),
+        sql`exists (select 1 from outbox o where o.job = 'linear.apply' and o.payload->>'runId' = ${linearImportRuns.id} and o.failed_at is not null)`,
+      ),
+    )
+    .returning();
+  for (const run of failed) {
+    await tx.delete(linearImportPages).where(eq(linearImportPages.runId, run.id));
+    await publishProgress(services, tx, { ...run, phase: "failed" });
+  }
+}
 
 export type RunRow = typeof linearImportRuns.$inferSelect;
 

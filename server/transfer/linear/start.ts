@@ -9,7 +9,7 @@ import { createProject, newId } from "../../orgs/index.ts";
 import { chargeOrgAction } from "../../usage/meter.ts";
 import { linearApi, linearRefusal, type Backoff } from "./client.ts";
 import { fetchIssuePage, fetchTeams } from "./fetch.ts";
-import { expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
+import { expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
 
 const apiKey = z.string({ error: "apiKey is required" }).trim().min(1, "apiKey is required").max(500);
 
@@ -61,6 +61,7 @@ export async function startLinearImport(ctx: Ctx, raw: z.input<typeof startInput
   const runId = newId();
   await ctx.db.transaction(async (tx) => {
     await expireStaleFetch(tx, orgId, now);
+    await expireFailedApply(ctx, tx, orgId, now);
     let projectId = input.projectId;
     if (projectId) {
       const [project] = await tx.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
