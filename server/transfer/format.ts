@@ -126,6 +126,8 @@ export interface ExportIssue {
   branch: string | null;
   createdAt: Instant;
   updatedAt: Instant;
+  /** The Linear issue it was imported from, with Linear's estimate (points), which Retasc's issues have no field for; null when not from Linear. */
+  linear: { id: string; estimate: number | null } | null;
   labels: string[];
   relations: ExportRelation[];
   comments: ExportComment[];

@@ -10,6 +10,7 @@ import {
   issueLabels,
   issues,
   labels,
+  linearLinks,
   orgs,
   projects,
   relations,
@@ -143,7 +144,7 @@ async function identifiersOf(db: Db, ids: string[]): Promise<Map<string, string>
  */
 export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], projectPrefix: string, options = { attachments: true }): Promise<ExportIssue[]> {
   const ids = page.map((i) => i.id);
-  const [labelRows, relationRows, commentRows, attachmentRows, checkpointRows] = await Promise.all([
+  const [labelRows, relationRows, commentRows, attachmentRows, checkpointRows, linearRows] = await Promise.all([
     db
       .select({ issueId: issueLabels.issueId, name: labels.name })
       .from(issueLabels)
@@ -161,7 +162,12 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
           .orderBy(asc(attachments.createdAt), asc(attachments.id))
       : [],
     db.select().from(checkpoints).where(inArray(checkpoints.issueId, ids)).orderBy(asc(checkpoints.createdAt), asc(checkpoints.id)),
+    db
+      .select({ issueId: linearLinks.retascId, linearId: linearLinks.linearId, estimate: linearLinks.estimate })
+      .from(linearLinks)
+      .where(and(inArray(linearLinks.retascId, ids), eq(linearLinks.kind, "issue"))),
   ]);
+  const linearOf = new Map(linearRows.map((r) => [r.issueId, { id: r.linearId, estimate: r.estimate }]));
   const named = await identifiersOf(db, [
     ...new Set([...page.flatMap((i) => (i.parentId ? [i.parentId] : [])), ...relationRows.map((r) => r.targetId)]),
   ]);
@@ -194,6 +200,7 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
     branch: i.branch,
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
+    linear: linearOf.get(i.id) ?? null,
     labels: (labelsOf.get(i.id) ?? []).map((l) => l.name),
     relations: (relationsOf.get(i.id) ?? []).flatMap((r) => {
       const target = named.get(r.targetId);

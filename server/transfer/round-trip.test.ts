@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { orgs } from "../../db/schema/index.ts";
+import { and, eq } from "drizzle-orm";
+import { issues, orgs } from "../../db/schema/index.ts";
 import { systemPrincipal, withPrincipal } from "../context.ts";
 import { getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { listComments } from "../issues/comments.ts";
@@ -10,6 +11,7 @@ import { useTestServices } from "../testing/database.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 import { importExport } from "./import.ts";
+import { setLink } from "./linear/apply.ts";
 import { comparable, exportText, furnishOrg, writeExport } from "./testing.ts";
 
 const env = useTestServices();
@@ -21,8 +23,12 @@ describe("export → import → export", () => {
   it("gives the same document apart from the ids and times it names, and the imported org works", async () => {
     const org = await seedOrg(env.services, { prefix: "ENG" });
     await furnishOrg(org);
+    // ENG-2 as a Linear import leaves it: its link row holds Linear's estimate.
+    const [eng2] = await env.services.db.select({ id: issues.id }).from(issues).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, "ENG-2")));
+    await setLink(env.services.db, org.orgId, "5b0c1e2a-0000-4000-8000-00000000e002", "issue", eng2!.id, "h", 3.5);
     const dir = tempDir("retasc-transfer-");
     const first = await exportText(asSystem(org.orgId));
+    expect(JSON.parse(first.split("\n").find((l) => l.includes('"identifier":"ENG-2"'))!.replace(/,$/, "")).linear).toEqual({ id: "5b0c1e2a-0000-4000-8000-00000000e002", estimate: 3.5 });
     const file = await writeExport(asSystem(org.orgId), dir);
     const imported = await importExport(env.services, { file, "org-name": "Restored" });
     expect(imported).toMatchObject({ people: 3, projects: 2, labels: 2, agents: 3, issues: 6, comments: 3 });
@@ -30,6 +36,8 @@ describe("export → import → export", () => {
     const second = await exportText(asSystem(imported.orgId));
     expect(comparable(second)).toEqual(comparable(first));
     expect(JSON.parse(second).org.name).toBe("Restored");
+    const csv = await exportText(asSystem(imported.orgId), { format: "csv", table: "issues" });
+    expect(csv.split("\n").find((l) => l.startsWith("ENG-2,"))).toMatch(/,3\.5$/);
 
     // Identifiers, threads and history are there, and the queue ranks the imported graph.
     const alice = (await humanCtx(env.services, { orgId: imported.orgId, userId: org.agents.alice.userId, runtime: "dash" })).ctx;
@@ -68,7 +76,7 @@ describe("export → import → export", () => {
     await furnishOrg(org);
     const issuesCsv = await exportText(asSystem(org.orgId), { format: "csv" });
     const lines = issuesCsv.trimEnd().split("\n");
-    expect(lines[0]).toBe("identifier,project,title,status,priority,work,assignee,author,parent,labels,blocked_by,due_at,created_at,updated_at,cancel_reason,body");
+    expect(lines[0]).toBe("identifier,project,title,status,priority,work,assignee,author,parent,labels,blocked_by,due_at,created_at,updated_at,cancel_reason,body,estimate");
     expect(lines.filter((l) => /^CSV-\d+,/.test(l))).toHaveLength(5);
     const row = (identifier: string) => lines.find((l) => l.startsWith(`${identifier},`))!.split(",");
     expect(row("CSV-1").slice(0, 6)).toEqual(["CSV-1", "CSV", "Epic", "todo", "0", "false"]);
