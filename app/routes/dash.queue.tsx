@@ -4,7 +4,7 @@ import { requireMember } from "../auth.server.ts";
 import { toErrorBody } from "../errors.server.ts";
 import { queueInputFromSearch, queuePage, queuePageInput } from "../../server/dash/queue.ts";
 import { LiveIndicator, linkClass } from "../components/dash/bits.tsx";
-import { Pager, QueueFilters, QueueTable, QueueTabs } from "../components/dash/queue.tsx";
+import { Pager, QueueFilters, QueueTable, QueueTabs, TriageNote } from "../components/dash/queue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 import { Link } from "react-router";
 
@@ -42,6 +42,7 @@ export default function Queue({ loaderData }: Route.ComponentProps) {
       </div>
       <QueueTabs page={loaderData} />
       <QueueFilters key={JSON.stringify(loaderData.input)} page={loaderData} />
+      <TriageNote page={loaderData} />
       <QueueTable page={loaderData} now={now} />
       <Pager page={loaderData} />
     </div>

@@ -16,7 +16,8 @@ import { rankReasons } from "./why.ts";
 
 /**
  * The Dash's queue: every issue of the org in dispatch order, paged and filtered, with
- * its own and effective level side by side and why. Filters come from the page URL.
+ * its own and effective level side by side and why, and which await triage (outsiders'
+ * issues no agent is handed yet). Filters come from the page URL.
  */
 export const queueTabs = ["all", "backlog", "active"] as const;
 export const queueDateFields = ["created", "updated", "due"] as const;
@@ -40,6 +41,8 @@ export const queuePageInput = z.object({
   q: z.string().trim().max(200).optional(),
   /** The lane: an assignee's email, or "none" for unassigned issues. */
   lane: z.string().trim().min(1).max(320).optional(),
+  /** "pending": only outsiders' issues awaiting a member's triage. */
+  triage: z.enum(["pending"]).optional(),
   page: z.coerce.number().int().min(1).max(100_000).default(1),
 });
 export type QueuePageInput = z.infer<typeof queuePageInput>;
@@ -58,6 +61,7 @@ export function queueInputFromSearch(params: URLSearchParams): unknown {
     to: one("to"),
     q: one("q"),
     lane: one("lane"),
+    triage: one("triage"),
     page: one("page"),
   };
 }
@@ -140,6 +144,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
   }
   if (input.lane === "none") filters.push(isNull(issues.assigneeId));
   else if (input.lane) filters.push(sql`${issues.assigneeId} in (select id from "user" where lower(email) = ${input.lane.toLowerCase()})`);
+  if (input.triage) filters.push(eq(issues.triage, input.triage));
   if (input.q) {
     const ids = await searchIds(ctx, filters, input.q);
     filters.push(ids.length > 0 ? inArray(issues.id, ids) : sql`false`);
@@ -165,6 +170,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
       .select({
         backlog: sql<number>`count(*) filter (where ${issues.firstClaimedAt} is null)::int`,
         active: sql<number>`count(*) filter (where ${issues.firstClaimedAt} is not null)::int`,
+        awaitingTriage: sql<number>`count(*) filter (where ${issues.triage} = 'pending')::int`,
       })
       .from(issues)
       .where(and(...filters)),
@@ -190,6 +196,8 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
     pageCount: Math.max(1, Math.ceil(total / QUEUE_PAGE_SIZE)),
     total,
     counts: { ...counts, all: counts.backlog + counts.active },
+    /** Of the issues matching the filters, those no agent is handed until a member accepts them. */
+    awaitingTriage: Number(tallies[0]?.awaitingTriage ?? 0),
     runtimes: runtimes.map((r) => r.runtime),
     lanes: people.map((p) => p.email),
     issues: rows.map(({ issue, holderRuntime, lane }, index) => {
@@ -202,6 +210,8 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
         status: issue.status,
         priority: issue.priority,
         openBlockers: issue.openBlockerCount,
+        /** An outsider's issue no agent is handed until a member accepts it (or cancels it) on its page. */
+        awaitingTriage: issue.triage === "pending",
         pills: workPills(issue, now, resumed),
         lane,
         holderRuntime: held ? holderRuntime : null,

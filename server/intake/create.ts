@@ -88,7 +88,7 @@ function providerSteps(config: Pick<Config, "GITLAB_URL">, input: { provider: "g
     return [
       `Open https://github.com/${input.repo}/settings/hooks/new`,
       `Payload URL: ${webhookUrl}; Content type: application/json; Secret: the secret shown here`,
-      `Which events: "Let me select individual events", then Issues and Issue comments${input.pullRequests ? ", and Pull requests" : ""}`,
+      `Which events: "Let me select individual events", then Issues and Issue comments${input.pullRequests ? ", Pull requests, and Pull request review comments" : ""}`,
       "Add webhook: GitHub sends a ping, and the connector turns Connected",
     ];
   }

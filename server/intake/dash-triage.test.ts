@@ -15,7 +15,8 @@ import { githubDelivery } from "../testing/fake-github.ts";
  * Triage in the Dash over real HTTP against the built app with its in-process workers: an
  * outsider's GitHub issue arrives awaiting triage; its page shows Accept and Cancel as plain
  * forms; a member's Accept (the same save_issue {triage: "accepted"} agents call) makes it
- * claimable, and Cancel needs a reason.
+ * claimable, and Cancel needs a reason. The queue page marks it awaiting triage, with a link to
+ * that box, until it is accepted.
  */
 const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/webhooks-examples/api.github.com/index.json"), "utf8")) as {
   name: string;
@@ -88,6 +89,32 @@ describe.skipIf(testDriver !== "postgres")("triage in the Dash (needs TEST_DATAB
     const claimed = await claim(identifier);
     expect(claimed.isError).toBeFalsy();
     expect(claimed.structuredContent).toMatchObject({ identifier });
+  });
+
+  it("the queue marks an outsider's issue awaiting triage, leads to its Accept and Cancel, lists those awaiting, and drops the mark once accepted", async () => {
+    const identifier = await outsiderIssue(7_100_003, "Support the old API");
+    const queue = async (query = "") => (await fetch(`${app.url}/dash/queue${query}`, { headers: { cookie } })).text();
+    const rowOf = (html: string) => new RegExp(`<tr[^>]*data-testid="queue-row-${identifier}"[\\s\\S]*?</tr>`).exec(html)?.[0];
+    const before = await queue();
+    const row = rowOf(before);
+    expect(row).toContain('data-testid="awaiting-triage"');
+    expect(row).toContain(`href="/dash/issues/${identifier}#triage"`);
+    expect(row).toContain("awaiting triage");
+    // The count above the table, and its link to those awaiting only.
+    const note = /<p[^>]*data-testid="triage-note"[\s\S]*?<\/p>/.exec(before)?.[0];
+    expect(note).toMatch(/\d+ issues? awaits? triage/);
+    expect(note).toContain('href="/dash/queue?triage=pending"');
+    const only = await queue("?triage=pending");
+    expect(rowOf(only)).toBeDefined();
+    expect(only.match(/data-testid="queue-row-/g)!.length).toBe(only.match(/data-testid="awaiting-triage"/g)!.length);
+    // The link leads to the triage box on the issue page.
+    expect(await (await fetch(page(identifier), { headers: { cookie } })).text()).toMatch(/<section id="triage"[^>]*data-testid="triage"/);
+
+    expect((await act(identifier, { intent: "accept" })).status).toBe(200);
+    const after = await queue();
+    expect(rowOf(after)).toBeDefined();
+    expect(rowOf(after)).not.toContain("awaiting-triage");
+    expect(rowOf(await queue("?triage=pending"))).toBeUndefined();
   });
 
   it("Cancel needs a reason, then cancels it with that reason", async () => {

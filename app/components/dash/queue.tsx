@@ -4,6 +4,7 @@ import { HolderPill, IssueLink, LevelName, SlaText, StatusBadge, WorkPills, focu
 import { issueStatuses } from "../../../constants/statuses.ts";
 import { PRIORITIES, countdown, priorityName, stamp, timeLeft } from "./format.ts";
 import { WhyText } from "./why.tsx";
+import { AwaitingTriageBadge } from "./triage.tsx";
 import { EmptyState } from "../ui.tsx";
 import "./dash.css";
 
@@ -24,6 +25,7 @@ export function queueHref(input: Input, change: Partial<Input>): string {
   if (next.to) params.set("to", next.to);
   if (next.q) params.set("q", next.q);
   if (next.lane) params.set("lane", next.lane);
+  if (next.triage) params.set("triage", next.triage);
   if (next.page > 1) params.set("page", String(next.page));
   const query = params.toString();
   return query ? `/dash/queue?${query}` : "/dash/queue";
@@ -64,6 +66,7 @@ export function QueueFilters({ page }: { page: QueuePage }) {
   return (
     <Form method="get" className="flex flex-wrap items-end gap-x-6 gap-y-3 rounded-lg border border-stone-200 bg-white p-4" aria-label="Queue filters">
       {input.tab !== "all" ? <input type="hidden" name="tab" value={input.tab} /> : null}
+      {input.triage ? <input type="hidden" name="triage" value={input.triage} /> : null}
       <div className="flex w-full flex-col gap-1 sm:w-72">
         <label htmlFor="queue-search" className="text-sm font-medium">
           Search <kbd className="ml-1 rounded border border-line-strong px-1 font-mono text-xs text-muted">/</kbd>
@@ -158,7 +161,7 @@ export function QueueFilters({ page }: { page: QueuePage }) {
         <button type="submit" className={`rounded bg-stone-900 px-3 py-1.5 text-sm font-medium text-white hover:bg-stone-700 ${focusRing}`}>
           Apply filters
         </button>
-        <Link to={queueHref(input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined })} className={linkClass}>
+        <Link to={queueHref(input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined, triage: undefined })} className={linkClass}>
           Clear
         </Link>
       </div>
@@ -170,14 +173,14 @@ const cell = "px-2 py-2 align-top";
 
 export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
   if (page.issues.length === 0) {
-    return page.counts.all === 0 && !page.input.q && page.input.status.length === 0 ? (
+    return page.counts.all === 0 && !page.input.q && !page.input.triage && page.input.status.length === 0 ? (
       <EmptyState title="The queue is empty.">
         <Link to="/dash/issues/new" className={linkClass}>Create an issue</Link> (press <kbd>c</kbd>), or let an agent file one with{" "}
         <code>save_issue</code>.
       </EmptyState>
     ) : (
       <EmptyState title="No issue matches these filters.">
-        <Link to={queueHref(page.input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined })} className={linkClass}>
+        <Link to={queueHref(page.input, { status: [], priority: [], runtime: undefined, from: undefined, to: undefined, date: "created", q: undefined, lane: undefined, triage: undefined })} className={linkClass}>
           See every issue
         </Link>{" "}
         in the queue.
@@ -217,6 +220,7 @@ export function QueueTable({ page, now }: { page: QueuePage; now: number }) {
             <td className={cell} data-label="State">
               <span className="flex flex-wrap items-center gap-1">
                 <StatusBadge status={r.status} />
+                {r.awaitingTriage ? <AwaitingTriageBadge identifier={r.identifier} /> : null}
                 {r.holderRuntime && r.leaseExpiresAt ? <HolderPill runtime={r.holderRuntime} leftMs={Date.parse(r.leaseExpiresAt) - now} /> : null}
                 <WorkPills pills={r.pills} />
                 {r.openBlockers > 0 ? <span className="text-xs text-orange-800">waits on {r.openBlockers}</span> : null}
@@ -277,5 +281,30 @@ export function Pager({ page }: { page: QueuePage }) {
         <span />
       )}
     </nav>
+  );
+}
+
+/** How many of the matching issues await triage, with the way to list them (or back to all). */
+export function TriageNote({ page }: { page: QueuePage }) {
+  if (page.input.triage) {
+    return (
+      <p className="text-sm text-stone-700" data-testid="triage-note">
+        Showing the issues awaiting triage: open one to accept or cancel it.{" "}
+        <Link to={queueHref(page.input, { triage: undefined })} className={linkClass}>
+          Show every issue
+        </Link>
+      </p>
+    );
+  }
+  if (page.awaitingTriage === 0) return null;
+  const n = page.awaitingTriage;
+  const them = n === 1 ? "it" : "them";
+  return (
+    <p className="rounded-lg border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-stone-900" data-testid="triage-note">
+      {`${n === 1 ? "1 issue awaits" : `${n} issues await`} triage: filed by someone outside the team, no agent is handed ${them} until a member accepts ${them}. `}
+      <Link to={queueHref(page.input, { triage: "pending" })} className={linkClass}>
+        {`Review ${them}`}
+      </Link>
+    </p>
   );
 }
