@@ -44,7 +44,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Connectors page (needs TE
     expect(after).not.toContain("Last delivery: none yet");
   });
 
-  it("turns the pull request stream on with a member as reviewer, and refuses it without one", async () => {
+  it("turns the pull request stream on with a member as reviewer, refuses it without one, and picks another on the card", async () => {
     const owner = await app.person("prs", "PRSD");
     await owner.agent.close();
     const page = `${app.url}/dash/settings/connectors`;
@@ -57,7 +57,15 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Connectors page (needs TE
     const refused = await post({ intent: "connect", provider: "github", repo: "acme/pulls", project: "PRSD", pullRequests: "on", reviewer: "" });
     expect(await refused.text()).toContain("needs a reviewer");
     const connected = await post({ intent: "connect", provider: "github", repo: "acme/pulls", project: "PRSD", pullRequests: "on", reviewer: reviewer! });
-    expect(await connected.text()).toContain("and Pull requests");
-    expect(await (await fetch(page, { headers: { cookie: owner.cookie } })).text()).toContain(`Outsiders&#x27; pull requests go to ${reviewer} for review.`);
+    const shown = await connected.text();
+    expect(shown).toContain("Pull requests, and Pull request review comments");
+    const connectorId = /\/webhooks\/github\/([0-9a-f-]{36})/.exec(shown)![1]!;
+    const card = await (await fetch(page, { headers: { cookie: owner.cookie } })).text();
+    expect(card).toContain(`Outsiders&#x27; pull requests go to ${reviewer} for review.`);
+    // The card picks another reviewer (decision 032): a member's email, set and confirmed.
+    expect(card).toContain(`aria-label="Reviewer for acme/pulls"`);
+    const set = await post({ intent: "reviewer", connectorId, reviewer: reviewer! });
+    expect(await set.text()).toContain("Reviewer set: the next review items go to their lane.");
+    expect(await (await post({ intent: "reviewer", connectorId, reviewer: "nobody@example.com" })).text()).toContain("nobody@example.com");
   });
 });
