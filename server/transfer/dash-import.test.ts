@@ -38,7 +38,7 @@ describe("the Dash's import of an export into a new org", () => {
     await database?.close();
   });
 
-  const upload = async (orgName: string, content: string | Uint8Array, cookie = person.cookie) => {
+  const upload = async (orgName: string, content: string | Uint8Array<ArrayBuffer>, cookie = person.cookie) => {
     const form = new FormData();
     form.set("orgName", orgName);
     form.set("file", new Blob([content], { type: "application/json" }), "export.json");
