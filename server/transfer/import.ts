@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import {
   activity,
+  importGhosts,
   agentKeys,
   attachmentFiles,
   attachments,
@@ -20,6 +21,7 @@ import {
   projects,
   relationTypes,
   relations,
+  user,
 } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
@@ -32,6 +34,7 @@ import { createOrg, ensureUser } from "../orgs/index.ts";
 import type { ExportIssue, ExportPerson } from "./format.ts";
 import { orderedIds } from "./ordered-ids.ts";
 import { openExport, type ExportEntry } from "./read-export.ts";
+import { emailHash, placeholderUser } from "./linear/ghosts.ts";
 
 export const importInput = z.object({
   file: z.string({ error: "--file is required" }).trim().min(1, "--file is required"),
@@ -80,12 +83,12 @@ const RERANK_CHUNK = 2000;
  * imported beside the one it came from). Imported agent keys keep their record but no secret:
  * nobody holds one, so they authenticate nothing until revoked and replaced.
  */
-export async function importExport(services: Services, raw: z.input<typeof importInput>, options: { ownerUserId?: string } = {}) {
+export async function importExport(services: Services, raw: z.input<typeof importInput>, options: { ownerUserId?: string; ownerEmail?: string } = {}) {
   const input = importInput.parse(raw);
   const { header, entries } = await openExport(input.file);
   const now = services.clock.now();
   return services.db.transaction(async (tx) => {
-    const newOrg = { name: input["org-name"], timeZone: header.org.timeZone, ownerUserId: options.ownerUserId };
+    const newOrg = { name: input["org-name"], timeZone: header.org.timeZone, ownerUserId: options.ownerUserId, ownerEmail: options.ownerEmail };
     const run = new ImportRun(services, tx, newOrg, orderedIds(now), now);
     let position = 0;
     for await (const entry of entries) {
@@ -122,7 +125,8 @@ export async function importUpload(services: Services, userId: string, upload: {
   try {
     const saved = path.join(dir, "export.json");
     await fs.promises.writeFile(saved, Buffer.from(await file.arrayBuffer()), { mode: 0o600 });
-    return await importExport(services, { file: saved, "org-name": orgName }, { ownerUserId: userId });
+    const [uploader] = await services.db.select({ email: user.email }).from(user).where(eq(user.id, userId));
+    return await importExport(services, { file: saved, "org-name": orgName }, { ownerUserId: userId, ownerEmail: uploader?.email });
   } finally {
     await fs.promises.rm(dir, { recursive: true, force: true });
   }
@@ -142,7 +146,7 @@ type Row<T extends { $inferInsert: unknown }> = T["$inferInsert"];
 class ImportRun {
   private orgId: string | null = null;
   private cipher: OrgCipher | null = null;
-  private readonly people: { person: ExportPerson; userId: string }[] = [];
+  private readonly people: { person: ExportPerson; userId: string; placeholder: boolean }[] = [];
   /** Old id → new id, for every kind of id the export names (people, keys, issues, comments). */
   private readonly ids = new Map<string, string>();
   private readonly issueByIdentifier = new Map<string, string>();
@@ -165,8 +169,11 @@ class ImportRun {
   constructor(
     private readonly services: Services,
     private readonly tx: Db,
-    /** ownerUserId: who imports from the Dash, owner whatever the export says of them. */
-    private readonly newOrg: { name: string; timeZone: string; ownerUserId?: string },
+    /**
+     * ownerUserId and ownerEmail: who imports from the Dash, owner whatever the export says of
+     * them. Anyone else the export names comes in as a placeholder (decision 031).
+     */
+    private readonly newOrg: { name: string; timeZone: string; ownerUserId?: string; ownerEmail?: string },
     private readonly newId: () => string,
     private readonly now: Date,
   ) {}
@@ -257,9 +264,14 @@ class ImportRun {
 
   private async person(p: ExportPerson): Promise<void> {
     if (this.orgId) throw invalidInput("people come first in an export", "Export the org again; the file is out of order.");
-    const userId = await ensureUser(this.tx, p.email, p.name);
+    const { ownerUserId, ownerEmail } = this.newOrg;
+    // From the Dash, an uploader's file may name anyone: nobody else's account is made, matched
+    // or joined to the org. They become placeholders their owner claims ("That's me"), as a
+    // Linear import's people do; the operator's command (trusted) matches on email.
+    const placeholder = ownerUserId !== undefined && p.email.toLowerCase() !== ownerEmail?.toLowerCase();
+    const userId = ownerUserId !== undefined && !placeholder ? ownerUserId : placeholder ? await placeholderUser(this.tx, p.name) : await ensureUser(this.tx, p.email, p.name);
     this.ids.set(p.id, userId);
-    this.people.push({ person: p, userId });
+    this.people.push({ person: p, userId, placeholder });
     this.counts.people++;
   }
 
@@ -268,10 +280,14 @@ class ImportRun {
     if (this.orgId) return this.orgId;
     const owner = this.people.find((p) => p.person.member?.role === "owner");
     if (!owner) throw invalidInput("the export names no owner", "An org export always has one; export the org again.");
-    const { ownerUserId, ...newOrg } = this.newOrg;
+    const { ownerUserId, ownerEmail: _uploader, ...newOrg } = this.newOrg;
     this.orgId = await createOrg(this.services, this.tx, { ...newOrg, ownerUserId: ownerUserId ?? owner.userId });
     this.cipher = await this.services.keyring.forOrg(this.tx, this.orgId);
-    for (const { person, userId } of this.people) {
+    for (const { person, userId, placeholder } of this.people) {
+      if (placeholder) {
+        await this.tx.insert(importGhosts).values({ id: this.newId(), orgId: this.orgId, source: "export", sourceUserId: person.id, userId, emailEnc: this.cipher.encrypt(person.email), emailHash: emailHash(person.email) });
+        continue;
+      }
       if (!person.member) continue;
       const { role, status, since } = person.member;
       await this.tx

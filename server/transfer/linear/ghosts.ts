@@ -16,6 +16,13 @@ import type { LinearPerson } from "./fetch.ts";
 const PLACEHOLDER_DOMAIN = "placeholder.invalid";
 export const emailHash = (email: string) => sha256(email.trim().toLowerCase());
 
+/** A placeholder's user row: history points at it until its person claims it; nobody signs in as it. */
+export async function placeholderUser(tx: Db, name: string, fallback = "Imported person"): Promise<string> {
+  const userId = newId();
+  await tx.insert(user).values({ id: userId, name: name.slice(0, 100) || fallback, email: `ghost-${userId}@${PLACEHOLDER_DOMAIN}`, emailVerified: false });
+  return userId;
+}
+
 /**
  * The user history is attributed to for a person Linear names: the one who claimed their
  * placeholder, else the placeholder itself, made on first sight. One per (org, Linear user),
@@ -41,8 +48,7 @@ export class GhostBook {
     let [row] = await find();
     if (!row) {
       const id = newId();
-      const userId = newId();
-      await this.tx.insert(user).values({ id: userId, name: person.name.slice(0, 100) || "Linear user", email: `ghost-${userId}@${PLACEHOLDER_DOMAIN}`, emailVerified: false });
+      const userId = await placeholderUser(this.tx, person.name, "Linear user");
       const inserted = await this.tx
         .insert(importGhosts)
         .values({ id, orgId: this.orgId, source: "linear", sourceUserId: person.id, userId, emailEnc: this.cipher.encrypt(person.email), emailHash: person.email ? emailHash(person.email) : null })
