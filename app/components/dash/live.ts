@@ -17,7 +17,6 @@ export function useLiveRevalidation(options: { minIntervalMs?: number } = {}): "
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | null = null;
     let lastRun = 0;
-    let wasOffline = false;
     const schedule = () => {
       if (timer) return;
       const wait = Math.max(0, lastRun + minInterval - Date.now());
@@ -37,11 +36,11 @@ export function useLiveRevalidation(options: { minIntervalMs?: number } = {}): "
     const source = new EventSource("/dash/events");
     source.addEventListener("open", () => {
       setState("live");
-      if (wasOffline) schedule();
-      wasOffline = false;
+      // Every open, the first too: a change made between the page's render and this connection
+      // sent its event to nobody (a small Linear import can finish in that gap).
+      schedule();
     });
     source.addEventListener("error", () => {
-      wasOffline = true;
       setState(source.readyState === EventSource.CLOSED ? "offline" : "connecting");
     });
     source.addEventListener("change", schedule);
