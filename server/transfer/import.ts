@@ -269,7 +269,7 @@ class ImportRun {
     // or joined to the org. They become placeholders their owner claims ("That's me"), as a
     // Linear import's people do; the operator's command (trusted) matches on email.
     const placeholder = ownerUserId !== undefined && p.email.toLowerCase() !== ownerEmail?.toLowerCase();
-    const userId = ownerUserId !== undefined && !placeholder ? ownerUserId : placeholder ? await placeholderUser(this.tx, p.name) : await ensureUser(this.tx, p.email, p.name);
+    const userId = ownerUserId === undefined ? await ensureUser(this.tx, p.email, p.name) : placeholder ? await placeholderUser(this.tx, p.name) : ownerUserId;
     this.ids.set(p.id, userId);
     this.people.push({ person: p, userId, placeholder });
     this.counts.people++;
