@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/mcp-floor.ts [--agents 32] [--issues 2000] [--instances 2] [--orgs 0]`: the full
+ * `npx tsx bench/mcp-floor.ts [--agents 32] [--issues 2000] [--instances 2] [--orgs 0] [--warmup 2000]`: the full
  * stack's claim + fenced finish over /mcp (`next_issue`, then `save_issue {status: "done", claimToken}`)
  * by N agents, each an SDK client with a session key of its own, on `--instances` app instances
  * (the built app on PostgreSQL), with `--orgs` filler orgs of 1,000 issues each around the
@@ -8,6 +8,9 @@
  * two processes, driven by the same number of clients making the same number of calls, once
  * before Retasc's run and once after (the mean, so drifting machine load favours neither). A
  * cycle is two calls, so the floor's cycle rate is half its call rate. Target: at least 0.5x.
+ * Both are measured warm: `--warmup` cycles (and as many floor calls) run first, unmeasured, so
+ * every instance's JIT and every database connection's plans are settled, as in a server that
+ * has been up a while. Each process group's CPU per cycle (or per floor call) is printed too.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
@@ -16,6 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { wholeNumberOption } from "./lib/args.ts";
+import { cpuMsPer, cpuSecondsByGroup } from "./lib/cpu.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
 
@@ -23,7 +27,8 @@ const TARGET = 0.5;
 const AGENTS = wholeNumberOption("agents", 32);
 const ISSUES = wholeNumberOption("issues", 2_000);
 const INSTANCES = wholeNumberOption("instances", 2);
-const FILL_ORGS = wholeNumberOption("orgs", 0);
+const FILL_ORGS = wholeNumberOption("orgs", 0, { least: 0 });
+const WARMUP = wholeNumberOption("warmup", 2_000, { least: 0 });
 
 setMaxListeners(50_000);
 useBenchPostgres();
@@ -49,6 +54,9 @@ async function drive(clients: Client[], call: (client: Client) => Promise<boolea
   );
   return { calls, seconds: (performance.now() - t0) / 1000 };
 }
+
+/** CPU ms per unit of `groups`, in that order. */
+const cpuFigures = (ms: Record<string, number>, groups: string[]) => groups.map((group) => `${round(ms[group] ?? 0, 2)} ms`).join(" / ");
 
 async function startFloor(): Promise<{ child: ChildProcess; endpoint: string }> {
   const port = await freePort();
@@ -80,10 +88,11 @@ try {
   const endpoints = [seeded.endpoint, ...others.map((other) => `${other.url}/mcp`)];
   const parents = await Promise.all((["alice", "bob", "carol"] as const).map((who) => connectClient(endpoints[0]!, org.people[who].key)));
   clients.push(...parents);
-  log(`mcp-floor: ${ISSUES} issues, ${AGENTS} agents`);
-  for (let start = 0; start < ISSUES; start += 50) {
+  log(`mcp-floor: ${WARMUP} warm-up and ${ISSUES} measured issues, ${AGENTS} agents`);
+  const total = WARMUP + ISSUES;
+  for (let start = 0; start < total; start += 50) {
     await Promise.all(
-      Array.from({ length: Math.min(50, ISSUES - start) }, (_, i) =>
+      Array.from({ length: Math.min(50, total - start) }, (_, i) =>
         callOk(parents[i % 3]!, "save_issue", { title: `Floor issue ${start + i}`, work: true, noDependency: "independent", priority: (i % 4) + 1 }),
       ),
     );
@@ -98,8 +107,14 @@ try {
 
   const floorClients = await Promise.all(Array.from({ length: AGENTS }, (_, i) => connectClient(floors[i % 2]!.endpoint, "none", { name: `floor-${i}` })));
   clients.push(...floorClients);
-  const floorRun = async () => {
-    let left = 2 * ISSUES;
+  const appPids = new Set([seeded.app, ...others].map((app) => app.child.pid));
+  const floorPids = new Set(floors.map((floor) => floor.child.pid));
+  const cpu = () =>
+    cpuSecondsByGroup((pid, cmdline) =>
+      appPids.has(pid) ? "app" : floorPids.has(pid) ? "floor" : pid === process.pid ? "clients" : cmdline.startsWith("postgres") ? "postgres" : null,
+    );
+  const floorRun = async (calls: number) => {
+    let left = calls;
     const run = await drive(floorClients, async (client) => {
       if (left-- <= 0) return false;
       await client.callTool({ name: "noop", arguments: {} });
@@ -107,22 +122,40 @@ try {
     });
     return run.calls / run.seconds;
   };
+  /** Claim + fenced finish by every agent, `limit` cycles or until the queue is empty; the cycles done. */
+  const claimAndFinish = async (limit: number) => {
+    let started = 0;
+    let cycles = 0;
+    const run = await drive(agents, async (agent) => {
+      if (started++ >= limit) return false;
+      const claim = await callOk(agent, "next_issue");
+      if (!claim.claimToken) return false;
+      await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
+      cycles++;
+      return true;
+    });
+    return { cycles, seconds: run.seconds };
+  };
+  if (WARMUP > 0) {
+    log(`mcp-floor: warming up, unmeasured (${WARMUP} cycles, ${2 * WARMUP} floor calls)`);
+    await floorRun(2 * WARMUP);
+    const warm = await claimAndFinish(WARMUP);
+    if (warm.cycles !== WARMUP) throw new Error(`the warm-up finished ${warm.cycles} of ${WARMUP} issues`);
+  }
   log("mcp-floor: the bare SDK server, as many calls as Retasc's run makes");
-  const floorBefore = await floorRun();
+  const floorCpu0 = cpu();
+  const floorBefore = await floorRun(2 * ISSUES);
+  const floorCpu = cpuMsPer(floorCpu0, cpu(), 2 * ISSUES);
 
   log("mcp-floor: Retasc, claim + fenced finish until the queue is empty");
-  let cycles = 0;
-  const retasc = await drive(agents, async (agent) => {
-    const claim = await callOk(agent, "next_issue");
-    if (!claim.claimToken) return false;
-    await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
-    cycles++;
-    return true;
-  });
+  const retascCpu0 = cpu();
+  const retasc = await claimAndFinish(Number.POSITIVE_INFINITY);
+  const retascCpu = cpuMsPer(retascCpu0, cpu(), ISSUES);
+  const cycles = retasc.cycles;
   if (cycles !== ISSUES) throw new Error(`the agents finished ${cycles} of ${ISSUES} issues`);
 
   log("mcp-floor: the bare SDK server again");
-  const floorAfter = await floorRun();
+  const floorAfter = await floorRun(2 * ISSUES);
 
   const retascCycles = cycles / retasc.seconds;
   const floorCalls = (floorBefore + floorAfter) / 2;
@@ -130,10 +163,12 @@ try {
   process.stdout.write(
     [
       "",
-      `| figure (${AGENTS} agents, ${INSTANCES} instances, ${(FILL_ORGS * 1_000 + ISSUES).toLocaleString("en")} issues in the database, load average ${loadAverage}) | value | ratio | target |`,
+      `| figure (${AGENTS} agents, ${INSTANCES} instances, ${ISSUES.toLocaleString("en")} measured of ${(FILL_ORGS * 1_000 + WARMUP + ISSUES).toLocaleString("en")} issues in the database, load average ${loadAverage}) | value | ratio | target |`,
       "|---|---|---|---|",
       `| Retasc claim + fenced finish over /mcp | ${round(retascCycles, 0)} cycles/s (${round((2 * cycles) / retasc.seconds, 0)} calls/s) | ${round(retascCycles / floorCycles, 2)}x the floor | >= ${TARGET}x: ${retascCycles / floorCycles >= TARGET ? "PASS" : "FAIL"} |`,
       `| the SDK's stateless server, a tool that does nothing (before / after) | ${round(floorCalls, 0)} calls/s (${round(floorBefore, 0)} / ${round(floorAfter, 0)}; ${round(floorCycles, 0)} two-call cycles/s) | 1x | |`,
+      `| CPU per Retasc cycle: app instances / PostgreSQL / the clients | ${cpuFigures(retascCpu, ["app", "postgres", "clients"])} | | |`,
+      `| CPU per floor call: floor servers / the clients | ${cpuFigures(floorCpu, ["floor", "clients"])} | | |`,
       "",
     ].join("\n"),
   );

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { sql } from "drizzle-orm";
-import { query, type Db } from "../../db/client.ts";
+import { query } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
@@ -12,7 +12,7 @@ import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
-import { claimDiscussion } from "./claim-discussion.ts";
+import { claimDiscussion, readClaimDiscussion, type ClaimDiscussionJson } from "./claim-discussion.ts";
 import { renew } from "./lease.ts";
 import { claimIssueInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
@@ -53,6 +53,7 @@ export const claimCapError = (cap: number) =>
 export interface TakenLease {
   issue: Record<string, unknown>;
   reads: ViewReadsJson;
+  discussion: ClaimDiscussionJson;
   /** When the lease started. */
   now: string;
   notices: Notice[];
@@ -72,8 +73,8 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
   };
 }
 
-export function claimReply(db: Db, cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
-  return replyFor(db, cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), new Date(taken.now), claimToken, otherClaims);
+export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
+  return replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims);
 }
 
 /**
@@ -82,11 +83,16 @@ export function claimReply(db: Db, cipher: OrgCipher, taken: TakenLease, claimTo
  * claim, held by the caller). The issue's latest comments and attachments come along
  * (claim-discussion.ts).
  */
-async function replyFor(db: Db, cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date, claimToken: string, otherClaims: number) {
-  const [view, discussion] = await Promise.all([
-    renderIssueView(cipher, row, reads, now),
-    claimDiscussion(db, cipher, row.id, row.identifier),
-  ]);
+function replyFor(
+  cipher: OrgCipher,
+  row: IssueRow,
+  reads: ViewReads,
+  discussion: ClaimDiscussionJson,
+  now: Date,
+  claimToken: string,
+  otherClaims: number,
+) {
+  const view = renderIssueView(cipher, row, reads, now);
   const { identifier, fence, branch, checkpoint, lease: _lease, held: _held, statusNote: _note, ...issue } = view;
   return {
     identifier,
@@ -97,10 +103,10 @@ async function replyFor(db: Db, cipher: OrgCipher, row: IssueRow, reads: ViewRea
     checkpoint,
     otherClaims,
     issue,
-    ...discussion,
+    ...claimDiscussion(cipher, discussion, identifier),
   };
 }
-export type ClaimReply = Awaited<ReturnType<typeof claimReply>> & { rebound?: true };
+export type ClaimReply = ReturnType<typeof claimReply> & { rebound?: true };
 
 /**
  * Lost-token recovery: the holder (its key, or the same person on the same runtime) claiming
@@ -114,7 +120,8 @@ async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherCla
   const expiresAt = await renew(scope, row, leaseTokenHash);
   await recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } });
   const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
-  return { ...(await replyFor(tx, scope.cipher, rebound, await issueViewReads(tx, row.id, now), now, claimToken, otherClaims)), rebound: true };
+  const [reads, discussion] = await inOrder(() => issueViewReads(tx, row.id, now), () => readClaimDiscussion(tx, row.id));
+  return { ...replyFor(scope.cipher, rebound, reads, discussion, now, claimToken, otherClaims), rebound: true };
 }
 
 /** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
@@ -130,7 +137,7 @@ export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: nu
       ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint) as taken`,
   );
   await notifyAll(scope.tx, taken!.taken.notices);
-  return claimReply(scope.tx, scope.cipher, taken!.taken, claimToken, otherClaims);
+  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
 }
 
 /** Claims one named issue, ignoring lanes; refuses only for a stated reason. */

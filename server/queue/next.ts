@@ -5,7 +5,7 @@ import type { Ctx } from "../context.ts";
 import { randomToken } from "../crypto/index.ts";
 import { sendNotices } from "../events/index.ts";
 import { batching, inCallOrder } from "../issues/batching.ts";
-import { issueRowFrom, retryingConflicts } from "../issues/store.ts";
+import { retryingConflicts } from "../issues/store.ts";
 import { claimCapError, claimReply, leaseFields, type TakenLease } from "./claim.ts";
 import { emptyReply } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
@@ -91,12 +91,9 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
         sendNotices(ctx.db, result.notices);
+        const reply = claimReply(cipher, result, claimToken, result.otherClaims);
         // Read only when the key holds others, so the usual claim costs nothing more.
-        const [reply, holding] = await Promise.all([
-          claimReply(ctx.db, cipher, result, claimToken, result.otherClaims),
-          result.otherClaims > 0 ? heldByKey(ctx, issueRowFrom(result.issue).identifier) : null,
-        ]);
-        return holding ? { ...reply, holding } : reply;
+        return result.otherClaims > 0 ? { ...reply, holding: await heldByKey(ctx, reply.identifier) } : reply;
     }
   }
 }
