@@ -1,4 +1,5 @@
 import { is, sql, SQL, type Column } from "drizzle-orm";
+import { openStatuses } from "../../constants/statuses.ts";
 
 /**
  * The dispatch rule, written once: which issues may be handed out, in whose lanes, and in
@@ -26,6 +27,15 @@ export type DispatchColumns<C extends Column = Column> = Record<
   | "triage",
   C
 >;
+
+/**
+ * Still in play (not done or canceled), as `status in (the open statuses)` rather than `not in`
+ * the terminal ones: an index on (org_id, status) then seeks to an org's open issues instead of
+ * reading every finished one, so these reads stay proportional to open work as finished work piles up.
+ */
+export function isOpen(status: Column | SQL): SQL {
+  return sql`${status} in ${sql.raw(`(${openStatuses.map((s) => `'${s}'`).join(", ")})`)}`;
+}
 
 /** The statuses work is dispatched in. */
 export const DISPATCH_STATUSES = ["todo", "doing", "review"] as const;

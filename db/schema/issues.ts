@@ -11,7 +11,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { dispatchCandidate, dispatchIndexOrder } from "./dispatch.ts";
+import { dispatchCandidate, dispatchIndexOrder, isOpen } from "./dispatch.ts";
 import { issueStatuses } from "../../constants/statuses.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
@@ -89,6 +89,10 @@ export const issues = pgTable(
       .where(sql`${t.leaseId} is not null`),
     index("issues_parent_idx").on(t.parentId),
     index("issues_org_status_idx").on(t.orgId, t.status),
+    // An org's (or project's) open issues, whatever has finished: the forecast, queue_status and
+    // the Fleet page read these, and a new org the statistics do not know yet is planned as one row,
+    // which on (org_id, status) meant reading every finished issue too.
+    index("issues_org_open_idx").on(t.orgId, t.projectId).where(isOpen(t.status)),
   ],
 );
 

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import type { Services } from "../context.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
  * Writers of fleet_hours (decision 027): the queue depth sample, run by the `sweep.fleet-sample`
@@ -24,7 +25,7 @@ export async function sampleQueueDepth(services: Services): Promise<Record<strin
                    'blocked', count(*) filter (where i.status = 'blocked' or (i.status = 'todo' and i.open_blocker_count > 0)),
                    'doing', count(*) filter (where i.status = 'doing'),
                    'review', count(*) filter (where i.status = 'review'))
-          from orgs o left join issues i on i.org_id = o.id and i.status not in ('done', 'canceled')
+          from orgs o left join issues i on i.org_id = o.id and ${isOpen(sql`i.status`)}
           group by o.id
           on conflict (org_id, hour) do update set depth = excluded.depth
           returning 1

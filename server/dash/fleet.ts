@@ -6,6 +6,7 @@ import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
 import { fleetCharts } from "./charts.ts";
 import type { ChartRange } from "../../constants/chart-ranges.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease
@@ -29,7 +30,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
     fleetCharts(ctx, now, range),
     query<{ n: number }>(
       db,
-      sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and i.status not in ('done', 'canceled')
+      sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and ${isOpen(sql`i.status`)}
           and (i.status = 'blocked' or i.open_blocker_count > 0)`,
     ),
     db

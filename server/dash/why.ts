@@ -3,6 +3,7 @@ import { query, type Db } from "../../db/client.ts";
 import type { SlaState } from "../../db/schema/index.ts";
 import { levelOfPriority } from "../issues/levels.ts";
 import { idList } from "../issues/ranking.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
  * Why an issue sits where it does in the queue: its own priority, raised by its own
@@ -77,7 +78,7 @@ export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string
           select d.origin, t.id, d.level, d.due, t.identifier, t.number, t.own_level, t.priority, t.sla_state, t.due_at from down d
             cross join lateral (
               select t.* from relations r join issues t on t.id = r.target_id
-              where r.source_id = d.id and r.type = 'blocks' and t.status not in ('done', 'canceled')
+              where r.source_id = d.id and r.type = 'blocks' and ${isOpen(sql`t.status`)}
                 and (t.effective_level = d.level or t.effective_due_at = d.due)
               offset 0
             ) t

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
  * Keeps the stored ranking columns current. Effective level = max(own level, effective
@@ -22,8 +23,6 @@ export async function lockOrgGraph(tx: Db, orgId: string, mode: "exclusive" | "s
 export const rankLockKey = (orgId: SQL): SQL => sql`hashtext('rank:' || ${orgId})`;
 
 export const idList = (ids: readonly string[]): SQL => sql.join(ids.map((id) => sql`${id}`), sql`, `);
-
-const TERMINAL = sql`('done', 'canceled')`;
 
 interface NodeRow {
   id: string;
@@ -55,7 +54,7 @@ export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> 
           union
           select r.source_id from relations r
             join up on r.target_id = up.id
-            join issues s on s.id = r.source_id and s.status not in ${TERMINAL}
+            join issues s on s.id = r.source_id and ${isOpen(sql`s.status`)}
           where r.type = 'blocks'
         )
         select i.id, null::text as target_id, i.own_level, i.due_at, i.status, i.effective_level, i.effective_due_at
@@ -63,7 +62,7 @@ export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> 
         union all
         select r.source_id, r.target_id, null::smallint, null::timestamptz, null::text, t.effective_level, t.effective_due_at
         from relations r join issues t on t.id = r.target_id
-        where r.type = 'blocks' and r.source_id in (select id from up) and t.status not in ${TERMINAL}`,
+        where r.type = 'blocks' and r.source_id in (select id from up) and ${isOpen(sql`t.status`)}`,
   );
   const nodes: NodeRow[] = [];
   const edges: EdgeRow[] = [];

@@ -6,6 +6,7 @@ import type { Ctx } from "../context.ts";
 import { getIssueInput, listIssuesInput } from "./schemas.ts";
 import { findIssue, projectFor, resolveAssignee } from "./store.ts";
 import { issueView, summarize } from "./views.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
@@ -19,7 +20,7 @@ export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> 
   const orgId = ctx.principal.orgId;
   const where: SQL[] = [eq(issues.orgId, orgId)];
   const statuses = input.status ?? null;
-  where.push(statuses ? inArray(issues.status, statuses) : sql`${issues.status} not in ('done', 'canceled')`);
+  where.push(statuses ? inArray(issues.status, statuses) : isOpen(issues.status));
   if (input.priority !== undefined) where.push(eq(issues.priority, input.priority));
   if (input.slaState) where.push(eq(issues.slaState, input.slaState));
   if (input.project) where.push(eq(issues.projectId, (await projectFor(ctx.db, ctx, input.project)).id));

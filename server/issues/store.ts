@@ -6,6 +6,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { endOfDayIn } from "./levels.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
@@ -219,7 +220,7 @@ export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identif
       and(
         eq(relations.targetId, issueId),
         eq(relations.type, "blocks"),
-        sql`${issues.status} not in ('done', 'canceled')`,
+        isOpen(issues.status),
       ),
     )
     .orderBy(issues.identifier);

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../db/client.ts";
-import { dispatchable, dispatchOrder, inLanes, othersLanes } from "../../db/schema/dispatch.ts";
+import { dispatchable, dispatchOrder, inLanes, isOpen, othersLanes } from "../../db/schema/dispatch.ts";
 import { issues } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { inTransaction, type WriteScope } from "../issues/store.ts";
@@ -46,7 +46,7 @@ export async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promis
 async function countAwaitingTriage(ctx: Ctx): Promise<number> {
   const rows = await query<{ n: number }>(
     ctx.db,
-    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and i.triage = 'pending' and i.status not in ('done', 'canceled')`,
+    sql`select count(*)::int as n from issues i where ${scopeOf(ctx)} and i.triage = 'pending' and ${isOpen(i.status)}`,
   );
   return Number(rows[0]?.n ?? 0);
 }

@@ -4,6 +4,7 @@ import { issues, leases, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { scopeOf } from "./dispatch.ts";
 import { queueForecast } from "./forecast.ts";
+import { isOpen } from "../../db/schema/dispatch.ts";
 
 /** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims, the drain forecast. */
 export async function queueStatus(ctx: Ctx) {
@@ -14,13 +15,13 @@ export async function queueStatus(ctx: Ctx) {
     query<{ status: string; n: number }>(db, sql`select i.status, count(*)::int as n from issues i where ${scope} group by i.status`),
     query<{ sla_state: string; n: number }>(
       db,
-      sql`select i.sla_state, count(*)::int as n from issues i where ${scope} and i.status not in ('done', 'canceled') and i.sla_state <> 'none' group by i.sla_state`,
+      sql`select i.sla_state, count(*)::int as n from issues i where ${scope} and ${isOpen(sql`i.status`)} and i.sla_state <> 'none' group by i.sla_state`,
     ),
     query<{ identifier: string; blocker: string; blocker_status: string }>(
       db,
       sql`select i.identifier, b.identifier as blocker, b.status as blocker_status
           from issues i join relations r on r.target_id = i.id and r.type = 'blocks' join issues b on b.id = r.source_id
-          where ${scope} and i.open_blocker_count > 0 and i.status not in ('done', 'canceled') and b.status not in ('done', 'canceled')
+          where ${scope} and i.open_blocker_count > 0 and ${isOpen(sql`i.status`)} and ${isOpen(sql`b.status`)}
           order by i.number limit 200`,
     ),
     db

@@ -5,6 +5,7 @@ import { rerank } from "../../issues/ranking.ts";
 import { newId } from "../../orgs/index.ts";
 import { digest, linksOf, relationTypeOf, setLink } from "./apply.ts";
 import type { LinearIssue } from "./fetch.ts";
+import { isOpen } from "../../../db/schema/dispatch.ts";
 
 /**
  * Once every page is in: parents (an issue with children is a container, work:false), relations
@@ -57,7 +58,7 @@ export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pic
   }
   await tx.execute(sql`update issues set open_blocker_count = coalesce(b.n, 0)
     from issues i left join (select r.target_id, count(*)::int as n from relations r join issues s on s.id = r.source_id
-          where r.org_id = ${orgId} and r.type = 'blocks' and s.status not in ('done', 'canceled') group by r.target_id) b on b.target_id = i.id
+          where r.org_id = ${orgId} and r.type = 'blocks' and ${isOpen(sql`s.status`)} group by r.target_id) b on b.target_id = i.id
     where issues.id = i.id and i.project_id = ${projectId} and issues.open_blocker_count <> coalesce(b.n, 0)`);
   const blocked = await query<{ id: string }>(tx, sql`select distinct r.target_id as id from relations r join issues t on t.id = r.target_id where t.project_id = ${projectId} and r.type = 'blocks'`);
   for (let at = 0; at < blocked.length; at += 2000) await rerank(tx, blocked.slice(at, at + 2000).map((b) => b.id));

@@ -1,0 +1,1 @@
+CREATE INDEX "issues_org_open_idx" ON "issues" USING btree ("org_id","project_id") WHERE "issues"."status" in ('todo', 'doing', 'blocked', 'review');
