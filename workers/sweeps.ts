@@ -67,7 +67,7 @@ export function retascSweeps(config: Config): SweepDefinition[] {
       everyMs: config.RECLAIM_SWEEP_MS,
       run: async (services) => {
         const result = await reclaimSweep(services);
-        metrics.leaseExpiriesRecorded(result.reclaimed);
+        metrics.leaseExpiriesSwept(result.reclaimed);
         return result;
       },
     },

@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { query, type Database, type Db } from "../../db/client.ts";
 import type { Config } from "../config/index.ts";
+import { RECORDED_EXPIRY } from "../queue/claim.ts";
 
 /**
  * The Prometheus metrics of this process (`/metrics`, docs/operations.md lists each series and
@@ -63,7 +64,8 @@ function createInstruments() {
     }),
     leaseExpiries: new Counter({
       name: "retasc_lease_expiries_recorded_total",
-      help: "Expired leases the reclaim sweep recorded (ended and logged as reclaimed); a claim taking an expired issue first records it itself",
+      help: "Expired leases ended and logged as reclaimed, by who got there first: by=sweep (the reclaim sweep) or by=claim (a claim taking the expired issue over)",
+      labelNames: ["by"] as const,
       registers: [registry],
     }),
     sweeps: new Histogram({
@@ -87,6 +89,8 @@ function createInstruments() {
     }),
     gaugesFrom: null as null | { db: Db; database: Database },
   };
+  // Both exposed from the start, at 0, so rate() and increase() see the first expiry.
+  for (const by of ["sweep", "claim"]) instruments.leaseExpiries.inc({ by }, 0);
   return instruments;
 }
 
@@ -111,14 +115,17 @@ export const metrics = {
   /** The claims in a successful reply of a claiming tool (next_issue, claim_issue, next_batch with claim). */
   claimsIn(tool: string, output: unknown) {
     if (!CLAIMING_TOOLS.has(tool) || typeof output !== "object" || output === null) return;
-    const reply = output as { claimToken?: unknown; fence?: unknown; claims?: unknown };
-    const claims = Array.isArray(reply.claims) ? (reply.claims as { fence?: unknown }[]) : typeof reply.claimToken === "string" ? [reply] : [];
+    type Claim = { fence?: unknown; [RECORDED_EXPIRY]?: unknown };
+    const reply = output as Claim & { claimToken?: unknown; claims?: unknown };
+    const claims = Array.isArray(reply.claims) ? (reply.claims as Claim[]) : typeof reply.claimToken === "string" ? [reply] : [];
     for (const claim of claims) {
       if (typeof claim.fence === "number") instruments.claims.inc({ tool, kind: claim.fence > 1 ? "reclaim" : "first" });
+      if (claim[RECORDED_EXPIRY] === true) instruments.leaseExpiries.inc({ by: "claim" });
     }
   },
-  leaseExpiriesRecorded(count: number) {
-    if (count > 0) instruments.leaseExpiries.inc(count);
+  /** The expiries one reclaim sweep tick recorded. */
+  leaseExpiriesSwept(count: number) {
+    if (count > 0) instruments.leaseExpiries.inc({ by: "sweep" }, count);
   },
   sweep(sweep: string, ms: number, ok: boolean) {
     instruments.sweeps.observe({ sweep, result: ok ? "ok" : "failed" }, instruments.seconds(ms));

@@ -12,6 +12,7 @@ import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
+import { OUTBOX_CHANNEL } from "../outbox/index.ts";
 import { claimDiscussion, readClaimDiscussion, type ClaimDiscussionJson } from "./claim-discussion.ts";
 import { renew } from "./lease.ts";
 import { claimIssueInput } from "./schemas.ts";
@@ -49,7 +50,7 @@ export const claimCapError = (cap: number) =>
     { cap },
   );
 
-/** What retasc_take_lease returns (db/migrations/0006_dispatch_functions.sql). */
+/** What retasc_take_lease returns (db/migrations/0024_claim_discussion_in_take_lease.sql). */
 export interface TakenLease {
   issue: Record<string, unknown>;
   reads: ViewReadsJson;
@@ -73,8 +74,18 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
   };
 }
 
+/**
+ * Marks a claim reply whose claim ended an expired lease and recorded it (retasc_record_expiry
+ * said so with its outbox notice) before the reclaim sweep got there. The door counts it in
+ * /metrics (server/metrics/index.ts claimsIn); keyed by a symbol, it never reaches the wire, so
+ * the tools' output schemas stay as they are. Symbol.for: the app's bundle and main.ts each hold
+ * a copy of this module.
+ */
+export const RECORDED_EXPIRY = Symbol.for("retasc.claim.recordedExpiry");
+
 export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
-  return replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims);
+  const reply = replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims);
+  return { ...reply, [RECORDED_EXPIRY]: taken.notices.some((notice) => notice.channel === OUTBOX_CHANNEL) };
 }
 
 /**
@@ -106,7 +117,7 @@ function replyFor(
     ...claimDiscussion(cipher, discussion, identifier),
   };
 }
-export type ClaimReply = ReturnType<typeof claimReply> & { rebound?: true };
+export type ClaimReply = ReturnType<typeof replyFor> & { rebound?: true; [RECORDED_EXPIRY]?: boolean };
 
 /**
  * Lost-token recovery: the holder (its key, or the same person on the same runtime) claiming

@@ -18,6 +18,7 @@ import {
   releaseIssue,
   slaSweep,
 } from "./index.ts";
+import { RECORDED_EXPIRY } from "./claim.ts";
 
 const clock = new TestClock();
 const MINUTE = 60_000;
@@ -227,6 +228,41 @@ describe("claims and fencing", () => {
     expect(kinds.filter((k) => k.kind === "reclaimed")).toHaveLength(1);
     await expect(heartbeat(a, { identifier: x.identifier, claimToken: claim.claimToken })).rejects.toMatchObject({ code: "STALE_CLAIM" });
     expect(await claimedIdentifier(org.agents.bob.ctx)).toBe(x.identifier);
+  });
+
+  it("marks a claim that ended and recorded an expired lease itself, on every claiming door (/metrics counts it as by=claim)", async () => {
+    const org = await fresh();
+    const a = org.agents.alice.ctx;
+    const b = org.agents.bob.ctx;
+    const x = await create(a, "x");
+    const first = await claimIssue(a, { identifier: x.identifier });
+    expect(first[RECORDED_EXPIRY]).toBe(false);
+    expect(JSON.parse(JSON.stringify(first))).not.toHaveProperty("recordedExpiry");
+    clock.advance(601_000);
+    // No sweep ran: the claim records the expiry.
+    expect((await claimIssue(b, { identifier: x.identifier }))[RECORDED_EXPIRY]).toBe(true);
+    clock.advance(601_000);
+    // The sweep got there first: the claim has nothing left to record.
+    expect((await reclaimSweep(env.services)).reclaimed).toBeGreaterThanOrEqual(1);
+    const afterSweep = await nextIssue(a, {});
+    expect(afterSweep).toMatchObject({ identifier: x.identifier, fence: 3 });
+    expect("claimToken" in afterSweep && afterSweep[RECORDED_EXPIRY]).toBe(false);
+    clock.advance(601_000);
+    const byNext = await nextIssue(b, {});
+    expect(byNext).toMatchObject({ identifier: x.identifier, fence: 4 });
+    expect("claimToken" in byNext && byNext[RECORDED_EXPIRY]).toBe(true);
+    clock.advance(601_000);
+    const batch = await nextBatch(a, { claim: true, n: 2 });
+    expect(batch.claims?.map((claim) => [claim.fence, claim[RECORDED_EXPIRY]])).toEqual([[5, true]]);
+    // Each expiry recorded once, by whoever got there first.
+    const [row] = await env.tdb.database.db.select({ id: issues.id }).from(issues).where(eq(issues.orgId, org.orgId));
+    const reclaimed = await env.tdb.database.db.select({ kind: activity.kind, facts: activity.facts }).from(activity).where(eq(activity.issueId, row!.id));
+    const by = reclaimed
+      .filter((r) => r.kind === "reclaimed")
+      .map((r) => r.facts as { fence: number; by: string })
+      .sort((p, q) => p.fence - q.fence)
+      .map((f) => f.by);
+    expect(by).toEqual(["claim", "sweep", "claim", "claim"]);
   });
 
   it("release keeps the status and the checkpoint; a status write never frees a lease", async () => {
