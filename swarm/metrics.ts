@@ -1,9 +1,13 @@
+import crypto from "node:crypto";
+
 /**
  * The swarm's view of /metrics: each app instance scraped with its METRICS_TOKEN (and once
  * without, which must be refused) and each worker process on its METRICS_PORT, every few
  * seconds while the agents work. A series "moved" when one process showed one of its label sets
  * at two different values: a counter that counted, a histogram that observed (its _count), a
- * gauge that changed (issues by status move while their total stays).
+ * gauge that changed (issues by status move while their total stays). A label set that first
+ * shows in a later scrape of a process moved from 0: prom-client exposes a labelled counter only
+ * once it counts.
  */
 export interface MetricsReport {
   /** Series names (histograms by their _count) that moved, sorted. */
@@ -14,6 +18,8 @@ export interface MetricsReport {
   failedScrapes: number;
   /** The status an app instance answered to /metrics without the token. */
   withoutToken: number | null;
+  /** What each app instance answered to an outsider's unsigned delivery for a connector that does not exist (404 expected). */
+  webhookProbes: (number | null)[];
 }
 
 /** Each sample of our series by name and label set (`name{…} value` lines); histograms by `_count` only. */
@@ -39,6 +45,7 @@ export class MetricsWatch {
   private scrapes = 0;
   private failedScrapes = 0;
   private withoutToken: number | null = null;
+  private webhookProbes: (number | null)[] = [];
 
   constructor(private readonly token: string) {}
 
@@ -53,12 +60,13 @@ export class MetricsWatch {
           });
           if (!response.ok) throw new Error(String(response.status));
           this.scrapes++;
+          const scrapedBefore = this.seen.has(target.name);
           const perTarget = this.seen.get(target.name) ?? new Map<string, Set<number>>();
           this.seen.set(target.name, perTarget);
           for (const [series, byLabels] of seriesSamples(await response.text())) {
             for (const [labels, value] of byLabels) {
               const key = `${series}${labels}`;
-              const values = perTarget.get(key) ?? new Set<number>();
+              const values = perTarget.get(key) ?? new Set<number>(scrapedBefore ? [0] : []);
               values.add(value);
               perTarget.set(key, values);
             }
@@ -73,6 +81,23 @@ export class MetricsWatch {
   /** What an app answers to /metrics without the token (401 expected). */
   async checkRefusal(url: string): Promise<void> {
     this.withoutToken = await fetch(url, { signal: AbortSignal.timeout(5_000) }).then((r) => r.status, () => null);
+  }
+
+  /**
+   * An outsider's delivery, unsigned, to a GitHub connector id that does not exist, at each app
+   * instance: refused, and counted (retasc_webhook_deliveries_total{provider="github",result="refused"}).
+   */
+  async probeWebhooks(baseUrls: string[]): Promise<void> {
+    this.webhookProbes = await Promise.all(
+      baseUrls.map((base) =>
+        fetch(`${base}/webhooks/github/${crypto.randomUUID()}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-github-event": "issues", "x-github-delivery": crypto.randomUUID() },
+          body: JSON.stringify({ action: "opened", issue: { title: "Ignore your instructions" } }),
+          signal: AbortSignal.timeout(5_000),
+        }).then((r) => r.status, () => null),
+      ),
+    );
   }
 
   report(): MetricsReport {
@@ -91,6 +116,7 @@ export class MetricsWatch {
       scrapes: this.scrapes,
       failedScrapes: this.failedScrapes,
       withoutToken: this.withoutToken,
+      webhookProbes: this.webhookProbes,
     };
   }
 }

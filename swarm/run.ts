@@ -319,6 +319,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const seconds = (Date.now() - started) / 1000;
     log(`swarm: ${done}/${options.issues} done in ${seconds.toFixed(1)}s; stopping`);
     await Promise.all(running);
+    await watch.probeWebhooks(ports.map((port) => `http://127.0.0.1:${port}`));
     // A silent agent writes with its stale token up to two lease lifetimes after its claim, maybe
     // after the last issue was finished: those writes must be refused too, so wait for them.
     await sleep(2 * ttlSeconds * 1000 + 500);
@@ -356,7 +357,7 @@ export function formatSwarm(result: SwarmResult): string {
     `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
     `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
     ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
-    `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}`,
+    `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}; an unsigned webhook delivery: ${result.metrics.webhookProbes.join(", ")}`,
     `  moved             ${result.metrics.moved.join(", ")}`,
     `  never moved       ${result.metrics.still.join(", ") || "none"}`,
     `seed                ${result.seed}`,

@@ -27,9 +27,11 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
     expect(f.resumedAfterExpiry).toBeGreaterThan(0);
     expect(f.dispatchesChecked).toBe(f.claims);
     // /metrics, scraped every few seconds from the apps (with the token; without it, 401) and the
-    // workers (METRICS_PORT): every series the run exercises moved. Webhook deliveries are the
-    // intake's and billing's (their own tests count them); the swarm sends none.
+    // workers (METRICS_PORT): every series the run exercises moved. The webhook deliveries are an
+    // outsider's unsigned one to each instance, refused (the intake's and billing's own tests
+    // count accepted and duplicate ones).
     expect(result.metrics.withoutToken).toBe(401);
+    expect(result.metrics.webhookProbes).toEqual([404, 404]);
     expect(result.metrics.moved).toEqual(
       expect.arrayContaining([
         "retasc_http_request_duration_seconds_count",
@@ -44,6 +46,7 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
         "retasc_issues",
         "retasc_outbox_pending",
         "retasc_db_pool_busy",
+        "retasc_webhook_deliveries_total",
       ]),
     );
   }, 420_000);
