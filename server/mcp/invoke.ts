@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { withPrincipal, type Principal, type Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { describeZodError } from "../errors.ts";
+import { describeZodError, unstorableText, unstorableTextIn } from "../errors.ts";
 import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
@@ -49,6 +49,13 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
           `(accepted: ${accepted.length ? accepted.join(", ") : "none"})`,
       ),
     );
+  }
+  // Every tool at once, before any query: no argument may carry text no column can store.
+  const unstorable = unstorableTextIn(args);
+  if (unstorable !== null) {
+    observed(tool.name, started, "INVALID_INPUT");
+    scope.log.debug({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    return errorResult(invalidArguments(tool.name, unstorableText(unstorable).message));
   }
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) {
