@@ -17,7 +17,7 @@ import {
 } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { publicOrigin } from "../http/origin.ts";
-import { AUTH_BASE_PATH, mcpOAuthProvider, mcpResourceRows, nativeClientRegistration } from "./oauth.ts";
+import { AUTH_BASE_PATH, clientRegistrationBounds, mcpOAuthProvider, mcpResourceRows, nativeClientRegistration } from "./oauth.ts";
 import { unstorableTextGuard } from "./input-guard.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
@@ -109,6 +109,7 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
       genericOAuth({ config: socialProviders(config, methods.social) }),
       mcpResourceRows(services),
       mcpOAuthProvider(config),
+      clientRegistrationBounds,
       nativeClientRegistration,
     ],
     telemetry: { enabled: false },

@@ -134,6 +134,12 @@ export const configSchema = z.object({
   RATE_LIMIT_IP_PER_MIN: positiveInt(300_000),
   /** Password sign-in and sign-up attempts per client address. */
   RATE_LIMIT_SIGNIN_PER_MIN: positiveInt(20),
+  /** OAuth dynamic client registrations per client address per hour (MCP clients register once per install). */
+  RATE_LIMIT_OAUTH_REGISTER_PER_HOUR: positiveInt(30),
+  /** Mails a person's action sends (email confirmation codes, emailed invites) per recipient address per hour. */
+  RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: positiveInt(5),
+  /** The same mails per client address per hour, whoever they go to. */
+  RATE_LIMIT_MAIL_PER_IP_PER_HOUR: positiveInt(30),
   /** Failed /mcp authentications per client address before it is refused outright. */
   RATE_LIMIT_AUTH_FAILURES_PER_MIN: positiveInt(60),
   /** Proxies in front of the app whose X-Forwarded-For is trusted for the client address (0: none). */
