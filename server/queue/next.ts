@@ -91,7 +91,7 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
         sendNotices(ctx.db, result.notices);
-        const reply = claimReply(cipher, result, claimToken, result.otherClaims);
+        const reply = claimReply(cipher, result, claimToken, result.otherClaims, principal);
         // Read only when the key holds others, so the usual claim costs nothing more.
         return result.otherClaims > 0 ? { ...reply, holding: await heldByKey(ctx, reply.identifier) } : reply;
     }
