@@ -93,7 +93,8 @@ it("keeps an idle agent's lease alive while it lives, and lets it lapse once the
     expect(Date.parse(issue.lease.expiresAt)).toBeGreaterThan(Date.now());
   }
   const checked = await tool("check_claim", { identifier: filed.identifier });
-  expect(checked).toMatchObject({ held: true, youHold: true, fence: started.claim.fence });
+  // The observer is another session of the same key: it sees the agent's claim, never holds it.
+  expect(checked).toMatchObject({ held: true, youHold: false, yourKey: true, status: "other_session", fence: started.claim.fence });
 
   agent.kill("SIGKILL");
   // The proxy sees its stdin close and exits: nothing heartbeats a dead agent's claim.

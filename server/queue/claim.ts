@@ -7,7 +7,7 @@ import type { Ctx } from "../context.ts";
 import { constantTimeEqual, randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, type Notice } from "../events/index.ts";
-import { claimMismatch, currentHolder, holderSession, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
+import { claimMismatch, currentHolder, holderSession, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
@@ -205,6 +205,8 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
       if (sameKey(holder, ctx.principal)) throw await claimMismatch(scope, row, holder);
       throw alreadyClaimed(identifier, holder, "claim");
     }
+    // A token names a lease to take over; that lease is gone: refused as any write with it is (STALE_CLAIM), never a fresh claim.
+    if (claimToken) await requireLiveToken(scope, row, claimToken);
     if (row.triage === "pending") {
       throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A member accepts it first (save_issue triage:\"accepted\"); call next_issue for other work.", { identifier });
     }

@@ -71,7 +71,14 @@ const modelAgent = (name: AgentName): ModelAgent => ({ name, person: PERSON_OF[n
 async function setup(): Promise<{ model: DispatchModel; real: Real }> {
   const org = await seedOrg(services, { prefix: "MB" });
   const second = await org.agentFor("alice", "opencode");
-  const ctx: Record<AgentName, Ctx> = { a1: org.agents.alice.ctx, a2: second.ctx, b1: org.agents.bob.ctx, c1: org.agents.carol.ctx };
+  // Each model agent is one agent process: its own key in its own MCP session (decision 036).
+  const inSession = (agentCtx: Ctx, sessionId: string): Ctx => ({ ...agentCtx, principal: { ...agentCtx.principal, sessionId } });
+  const ctx: Record<AgentName, Ctx> = {
+    a1: inSession(org.agents.alice.ctx, "a1"),
+    a2: inSession(second.ctx, "a2"),
+    b1: inSession(org.agents.bob.ctx, "b1"),
+    c1: inSession(org.agents.carol.ctx, "c1"),
+  };
   const agentOfKey = new Map(AGENTS.map((name) => [ctx[name].principal.keyId!, name]));
   const real: Real = {
     orgId: org.orgId,
