@@ -31,6 +31,8 @@ const writes: Record<string, (ctx: Ctx, token: Token) => Promise<unknown>> = {
   "general-path finish": (ctx, token) => saveIssue(ctx, { ...token, status: "done", labels: ["late"] }),
 };
 
+const outcome = (error: unknown) => (error instanceof DomainError ? error.code : `not a refusal: ${String(error)}`);
+
 /** Everything a write under the lease could touch, as stored. */
 async function stored(orgId: string, identifier: string) {
   const db = env.services.db;
@@ -62,15 +64,13 @@ describe("a stale token is refused by the clock alone (no sweep, no re-claim)", 
         const ctx = org.agents.alice.ctx;
         const { identifier } = await saveIssue(ctx, { title: `${name} ${moment}`, work: true, noDependency: "alone" });
         const claim = await claimIssue(ctx, { identifier });
-        await checkpoint(ctx, { identifier, claimToken: claim.claimToken, done: "before expiry" });
+        const live = await checkpoint(ctx, { identifier, claimToken: claim.claimToken, done: "before expiry" }).then(() => "ACCEPTED", outcome);
+        expect(live, "a live token accepted (before expiry)").toBe("ACCEPTED");
         // The checkpoint renewed the lease: the expiry in force is the stored one.
         const before = await stored(org.orgId, identifier);
         clock.set(new Date(new Date(before.issue!.lease_expires_at as string | Date).getTime() + past));
 
-        const refused = await write(ctx, { identifier, claimToken: claim.claimToken }).then(
-          () => "ACCEPTED",
-          (error: unknown) => (error instanceof DomainError ? error.code : `not a refusal: ${String(error)}`),
-        );
+        const refused = await write(ctx, { identifier, claimToken: claim.claimToken }).then(() => "ACCEPTED", outcome);
         expect(refused, `a stale token refused (${name}, ${moment})`).toBe("STALE_CLAIM");
         expect(await stored(org.orgId, identifier), `a stale token changes nothing (${name}, ${moment})`).toEqual(before);
       });
