@@ -115,7 +115,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
           <StatusBadge status={issue.status} />
           <WorkPills pills={detail.pills} />
           {!issue.work ? <span className="text-stone-600">container</span> : null}
-          <LeaseLine lease={issue.lease} now={now} />
+          <LeaseLine lease={issue.lease} session={detail.leaseSession} now={now} />
         </div>
       </header>
 

@@ -16,6 +16,7 @@ import { neighbourhood } from "./graph.ts";
 import { activeMembers } from "./people.ts";
 import { resumedIssueIds, workPills } from "./queue.ts";
 import { rankReasons } from "./why.ts";
+import { leaseSessionOf } from "./lease-session.ts";
 
 /**
  * Everything the drill-down shows about one issue of the viewer's org: the issue as agents
@@ -69,6 +70,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
     resumedIssueIds(db, orgId, [row], now),
   ]);
 
+  const leaseSession = await leaseSessionOf(db, row, now);
   const authorIds = [...new Set(thread.comments.map((c) => c.authorId).filter((id): id is string => Boolean(id)))];
   const authors =
     authorIds.length === 0
@@ -86,6 +88,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
   return {
     now: now.toISOString(),
     issue: view,
+    leaseSession,
     pills: workPills(row, now, resumed),
     bodyHtml: bodyHtml!,
     why: reasons.get(row.id)!,

@@ -2,7 +2,7 @@ import { Form, useNavigation } from "react-router";
 import type { IssueDetail } from "../../../server/dash/issue.ts";
 import { IssueLink, StatusBadge, focusRing } from "./bits.tsx";
 import "./dash.css";
-import { PRIORITIES, ago, countdown, priorityName, stamp } from "./format.ts";
+import { PRIORITIES, ago, countdown, priorityName, renewedByText, stamp } from "./format.ts";
 
 /** Sections of the issue drill-down. */
 
@@ -170,8 +170,8 @@ export function ActivityLog({ entries, truncated }: { entries: Detail["activity"
   );
 }
 
-/** The lease line: who holds it, on which runtime and key, and for how long yet. */
-export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now: number }) {
+/** The lease line: who holds it, on which runtime, key and session, how it is renewed, and for how long yet. */
+export function LeaseLine({ lease, session, now }: { lease: Detail["issue"]["lease"]; session: Detail["leaseSession"]; now: number }) {
   if (!lease) return null;
   const left = Date.parse(lease.expiresAt) - now;
   return (
@@ -179,6 +179,11 @@ export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now
       <span className="[overflow-wrap:anywhere]">
         claimed by <span className="font-mono">{lease.runtime}</span> for {lease.holder?.email ?? lease.holderUserId} (fence {lease.fence})
       </span>
+      {session ? (
+        <span className="text-xs text-stone-500" data-testid="lease-session">
+          {session.session ? <span className="font-mono">session {session.session}</span> : "no session"} · renewed {renewedByText(session.renewedBy)}
+        </span>
+      ) : null}
       <span className="inline-block w-[9ch] font-mono tabular-nums" data-testid="lease-left">
         {left > 0 ? countdown(left) : "expired"}
       </span>
