@@ -5,7 +5,8 @@ import { formatSwarm, runSwarm } from "./run.ts";
 
 /**
  * The swarm, small enough for CI: 12 agents in separate processes over /mcp on two app
- * instances, 150 issues in a random dependency graph, agent processes SIGKILLed mid-lease, an
+ * instances (4 with a key each, 4 sharing one key, 4 subagents working the claims of their
+ * orchestrators' next_batch from their own sessions), 150 issues in a random dependency graph, agent processes SIGKILLed mid-lease, an
  * app instance killed and restarted, PostgreSQL restarted, Redis stopped and started; then every
  * invariant of docs/reliability.md checked against the database. `npm run swarm` is the full size.
  */
@@ -26,6 +27,12 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
     expect(f.staleWritesRefused).toBeGreaterThan(0);
     expect(f.resumedAfterExpiry).toBeGreaterThan(0);
     expect(f.dispatchesChecked).toBe(f.claims);
+    // Agents on one key are told apart by their sessions (decision 036): a third share a key, a
+    // third work next_batch claims handed over by their orchestrators; siblings were refused.
+    expect(result.agents).toEqual({ solo: 4, shared: 4, subagent: 4, orchestrator: 2 });
+    expect(f.batchClaims).toBeGreaterThan(0);
+    expect(f.siblingMismatches).toBeGreaterThan(0);
+    expect(f).toMatchObject({ supersededAccepted: 0, siblingProbesAccepted: 0, staleWritesAccepted: 0 });
     // /metrics, scraped every few seconds from the apps (with the token; without it, 401) and the
     // workers (METRICS_PORT): every series the run exercises moved. The webhook deliveries are an
     // outsider's unsigned one to each instance, refused (the intake's and billing's own tests
