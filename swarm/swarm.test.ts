@@ -12,10 +12,11 @@ import { formatSwarm, runSwarm } from "./run.ts";
  */
 describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (PostgreSQL)", () => {
   test("12 agents, 150 issues, 2 instances, kills and restarts: zero invariant violations", async () => {
-    // Twice the default share of silent agents, so a small run still sees stale writes refused.
+    // Twice the default share of silent agents, so a small run still sees stale writes refused;
+    // three times the default share of sibling probes, so some land while the sibling's lease is live.
     // When the suites run through a pooler (TEST_DATABASE_DIRECT_URL, .ci/run), so does the swarm.
     const pooler = testDirectUrl !== undefined;
-    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, pooler, log: () => {} });
+    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, probeRate: 0.3, pooler, log: () => {} });
     process.stderr.write(`\n${formatSwarm(result)}\n`);
     if (result.check.violations.length > 0) process.stderr.write(`app output:\n${result.appOutput}\n`);
     expect(result.check.violations).toEqual([]);
