@@ -41,7 +41,8 @@ export function meta({ loaderData }: Route.MetaArgs) {
 export async function loader({ request, context, params }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   try {
-    const detail = await issueDetail(ctx, { identifier: params.identifier });
+    const query = new URL(request.url).searchParams;
+    const detail = await issueDetail(ctx, { identifier: params.identifier }, { comments: query.get("comments") ?? undefined, activity: query.get("activity") ?? undefined });
     return { detail, canRelease: membership.role === "owner" || membership.role === "admin" };
   } catch (error) {
     const { status, body } = toErrorBody(error, context.log);
@@ -140,7 +141,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
             <AttachmentList attachments={detail.attachments} />
           </Section>
           <Section title="Comments" id="comments-heading">
-            <CommentThread comments={detail.comments} now={now} />
+            <CommentThread comments={detail.comments} pages={detail.commentPages} now={now} />
           </Section>
         </div>
 
@@ -224,7 +225,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
       </div>
 
       <Section title="Activity" id="activity-heading">
-        <ActivityLog entries={detail.activity} truncated={detail.activityTruncated} />
+        <ActivityLog entries={detail.activity} pages={detail.activityPages} />
       </Section>
     </article>
   );
