@@ -50,6 +50,15 @@ export async function markOutboxCompleted(db: Db, id: number): Promise<void> {
   );
 }
 
+/**
+ * Whether an outbox row was called off: marked failed (an org's deletion marks its jobs so) or
+ * removed (a deleted org's rows). BullMQ holds copies of rows, so its worker asks before each run.
+ */
+export async function outboxRowCanceled(db: Db, id: number): Promise<boolean> {
+  const rows = await query(db, sql`select 1 from outbox where id = ${id} and failed_at is null`);
+  return rows.length === 0;
+}
+
 export async function markOutboxFailed(db: Db, id: number, error: string): Promise<void> {
   await db.execute(
     sql`update outbox set failed_at = now(), locked_until = null, last_error = ${error}
