@@ -3,9 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliEnv, workspaceBin } from "../../cli/test/testing.ts";
-import { callOk } from "../mcp/testing.ts";
-import { cliPost, signUp, startWorld, type World } from "../testing/world.ts";
+import { cliEnv, workspaceBin } from "./testing.ts";
+import { cliPost, signUp, startWorld, type World } from "../../server/testing/world.ts";
 
 /**
  * Deleting an org through its doors over real HTTP: the Dash's Settings action, the CLI endpoint
@@ -83,8 +82,10 @@ describe("deleting an org over its doors", () => {
     expect(dash.headers.get("location")).toBe("/dash/orgs/new");
     expect(await cli(b.token, "POST", "orgs/delete", { orgId: b.orgId, confirmName: orgName })).toMatchObject({ status: 404 });
 
-    const issue = await callOk(a.client, "save_issue", { title: "Alma goes on", work: true, noDependency: "after" });
-    expect((await callOk(a.client, "get_issue", { identifier: issue.identifier })).title).toBe("Alma goes on");
+    const saved = await a.client.callTool({ name: "save_issue", arguments: { title: "Alma goes on", work: true, noDependency: "after" } });
+    const { identifier } = saved.structuredContent as { identifier: string };
+    const read = await a.client.callTool({ name: "get_issue", arguments: { identifier } });
+    expect(read.structuredContent).toMatchObject({ title: "Alma goes on" });
   });
 
   it("retasc org delete asks for the name at a terminal: without one it refuses, and no flag answers it", async () => {
