@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { dispatchOrder } from "../../db/schema/dispatch.ts";
 import { issues } from "../../db/schema/index.ts";
@@ -7,7 +7,7 @@ import { getIssueInput, listIssuesInput } from "./schemas.ts";
 import { findIssue, projectFor, resolveAssignee } from "./store.ts";
 import { issueView, summarize } from "./views.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
-import { decodeCursor, encodeCursor, fitting } from "../paging.ts";
+import { cursorAt, fitting, positionOf } from "../paging.ts";
 
 export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
@@ -35,7 +35,7 @@ export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> 
       where l.org_id = ${orgId} and l.name = ${input.label})`);
   }
   // Dispatch order has five keys and changes as work moves: the cursor is a position in it.
-  const offset = decodeCursor(input.cursor, listCursor)?.o ?? 0;
+  const offset = positionOf(input.cursor);
   const rows = await ctx.db
     .select()
     .from(issues)
@@ -46,7 +46,5 @@ export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> 
   const cipher = await ctx.keyring.forOrg(ctx.db, orgId);
   const summaries = await summarize(ctx.db, cipher, rows.slice(0, input.limit), ctx.clock.now());
   const page = summaries.slice(0, fitting(summaries.map((s) => JSON.stringify(s).length)));
-  return { issues: page, ...(rows.length > page.length ? { nextCursor: encodeCursor({ o: offset + page.length }) } : {}) };
+  return { issues: page, ...(rows.length > page.length ? { nextCursor: cursorAt(offset + page.length) } : {}) };
 }
-
-const listCursor = z.object({ o: z.number().int().min(0) });

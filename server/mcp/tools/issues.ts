@@ -41,9 +41,8 @@ export const issueTools = [
     title: "List issues",
     group: "issues",
     description:
-      "Call to survey or search the backlog: issues in dispatch order (most urgent first), the open ones unless " +
-      "status says otherwise, filtered by the other arguments; paged (pass nextCursor as cursor). get_issue " +
-      "has the detail.",
+      "Call to survey or search the backlog: issues in dispatch order (most urgent first), open ones unless " +
+      "status says otherwise; paged (pass nextCursor as cursor). get_issue has the detail.",
     input: listIssuesInput,
     output: z.object({ issues: z.array(issueSummaryOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
