@@ -47,7 +47,8 @@ export async function transactionWithNotices<T>(db: Db, run: (tx: Db) => Promise
     afterCommit.set(tx, notices);
     return run(tx);
   });
-  if (!outer) sendNotices(db, notices);
+  // Inside a transaction opened otherwise, they wait for that one's commit (or refuse, as a publish there would).
+  if (!outer) isTransaction(db) ? noticeAfterCommit(db, notices) : sendNotices(db, notices);
   return result;
 }
 
