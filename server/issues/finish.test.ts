@@ -112,6 +112,7 @@ describe("finishing held work", () => {
     const blocker = await saveIssue(alice.ctx, { title: "Schema", work: true, noDependency: "first", priority: 4 });
     const gated = await saveIssue(alice.ctx, { title: "Feature", work: true, blockedBy: [blocker.identifier], priority: 1 });
     const events: { orgId: string; kind: string; identifier?: string; status?: string }[] = [];
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the creates' own notices, sent after their commits
     // Only this org's: the test before may still be announcing its own.
     const unlisten = await env.tdb.database.listen(EVENTS_CHANNEL, (payload) => {
       const event = JSON.parse(payload) as (typeof events)[number];

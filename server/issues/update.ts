@@ -3,7 +3,7 @@ import { issues } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
-import { currentHolder, endLease, finishedByCaller, requireLiveToken } from "./fencing.ts";
+import { currentHolder, endLease, finishedByCaller, lastLeaseOf, requireLiveToken } from "./fencing.ts";
 import { setLabels } from "./labels.ts";
 import { branchName, rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
@@ -58,8 +58,12 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     if (input.blockedBy || input.noDependency) {
       throw invalidInput("dependencies of an existing issue change through add_relation / remove_relation", "Call add_relation with type blocked_by.");
     }
-    if (isFinishRetry(scope, row, input) && (await finishedByCaller(scope, row, input.claimToken))) {
-      return { ...(await issueView(scope.tx, scope.cipher, row, scope.now)), alreadyFinished: true as const };
+    if (isFinishRetry(scope, row, input)) {
+      if (await finishedByCaller(scope, row, input.claimToken)) {
+        return { ...(await issueView(scope.tx, scope.cipher, row, scope.now)), alreadyFinished: true as const };
+      }
+      // An agent repeating a finish that was not its lease's is told who finished it, never a bare ok it would take for its own.
+      if (!input.claimToken && scope.ctx.principal.kind === "agent") throw await finishedByAnother(scope, row);
     }
     if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);
     const change = await changeOf(scope, row, input);
@@ -70,15 +74,25 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
   });
 }
 
+async function finishedByAnother(scope: WriteScope, row: IssueRow): Promise<DomainError> {
+  const last = await lastLeaseOf(scope.tx, row);
+  const finisher = last?.endReason === "finished" ? `${last.who} (${last.runtime}) finished it under fence ${last.fence}` : "nobody's claim of yours finished it";
+  return new DomainError("STALE_CLAIM", `${row.identifier} is already ${row.status}: ${finisher}`, "Nothing is left for you on it. Call next_issue for other work.", {
+    identifier: row.identifier,
+    status: row.status,
+    ...(last?.endReason === "finished" ? { finishedBy: { who: last.who, runtime: last.runtime, fence: last.fence } } : {}),
+  });
+}
+
 const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason"]);
 
 /**
- * The finish (done, review, cancel) that put the issue where it is, sent again with its
- * token, now dead: a retry after success, answered with the finished state if the caller's
- * lease was the one that finished it.
+ * The finish (done, review, cancel) that put the issue where it is, sent again (with its token,
+ * now dead, or from the finishing session without it): a retry after success, answered with the
+ * finished state only if the caller's lease was the one that finished it.
  */
 function isFinishRetry(scope: WriteScope, row: IssueRow, input: SaveInput): boolean {
-  return input.claimToken !== undefined && input.status === row.status && (isTerminal(row.status) || row.status === "review") &&
+  return input.status === row.status && (isTerminal(row.status) || row.status === "review") &&
     !isLeaseLive(row, scope.now) && Object.entries(input).every(([field, value]) => value === undefined || RETRY_FIELDS.has(field));
 }
 

@@ -227,6 +227,12 @@ describe("4. answers true to each lease (leases of 3 s)", () => {
     expect((await callError(slow, "save_issue", { identifier: issue.identifier, status: "done", claimToken: "rtclm_none" })).details?.alreadyFinished).toBeUndefined();
     // The finisher's retry, by its token and from its session, is told it is done.
     expect(await callOk(fast, "save_issue", finish)).toMatchObject({ alreadyFinished: true, status: "done" });
+    expect(await callOk(fast, "save_issue", { identifier: issue.identifier, status: "done" })).toMatchObject({ alreadyFinished: true });
+    // Another session's tokenless done is not a bare ok it could take for its own finish.
+    const sibling = await callError(slow, "save_issue", { identifier: issue.identifier, status: "done" });
+    expect(sibling.code).toBe("STALE_CLAIM");
+    expect(sibling.message).toMatch(/is already done: .* finished it under fence 2/);
+    expect(sibling.details?.alreadyFinished).toBeUndefined();
   });
 });
 
