@@ -210,12 +210,14 @@ export interface Released {
   message: string;
 }
 
-/** MCP check_claim */
+/** MCP check_claim: `status` is where the claim stands for the calling session, `issueStatus` the issue's. */
 export interface CheckedClaim {
   identifier: string;
   status: string;
+  issueStatus?: string;
   held: boolean;
   youHold: boolean;
+  yourKey?: boolean;
   holder: { runtime?: string; email?: string } | null;
   expiresAt: string | null;
 }

@@ -128,12 +128,17 @@ export async function checkClaim(flags: LeaseFlags, positionals: string[]) {
   const identifier = targetOf(flags, positionals, binding);
   const state = await withMcp(binding, (call) => call<CheckedClaim>("check_claim", { identifier }));
   const tokenHere = Boolean(claimsOf(binding)[identifier]);
-  if (flags.json) return printJson({ ...state, tokenHere });
-  if (state.youHold) {
-    ok(`You hold ${identifier} (${state.status}) until ${state.expiresAt ? until(state.expiresAt) : "?"}.`);
-    if (!tokenHere) say(`  Its token is not on this machine: \`retasc claim ${identifier}\` gets your lease back with a new one.`);
-  } else if (state.held) say(`${identifier} (${state.status}) is held by ${state.holder?.runtime ?? "someone"}${state.holder?.email ? ` for ${state.holder.email}` : ""} until ${state.expiresAt ? until(state.expiresAt) : "?"}.`);
-  else say(`${identifier} (${state.status}) is not held by anyone.`);
+  // Each command is an MCP session of its own, so the server never says this one holds it; this
+  // folder holds it when its key does and the claim's token is in this machine's keystore.
+  const youHold = state.youHold || Boolean(state.held && state.yourKey && tokenHere);
+  const issueStatus = state.issueStatus ?? state.status;
+  if (flags.json) return printJson({ ...state, status: issueStatus, claim: state.status, youHold, tokenHere });
+  if (youHold) ok(`You hold ${identifier} (${issueStatus}) until ${state.expiresAt ? until(state.expiresAt) : "?"}.`);
+  else if (state.held && state.yourKey) {
+    say(`${identifier} (${issueStatus}) is held by another session of this folder's key (${state.holder?.runtime ?? "an agent"}) until ${state.expiresAt ? until(state.expiresAt) : "?"}.`);
+    say("  Its token is not on this machine: leave it to that agent, or wait for its lease to end.");
+  } else if (state.held) say(`${identifier} (${issueStatus}) is held by ${state.holder?.runtime ?? "someone"}${state.holder?.email ? ` for ${state.holder.email}` : ""} until ${state.expiresAt ? until(state.expiresAt) : "?"}.`);
+  else say(`${identifier} (${issueStatus}) is not held by anyone.`);
 }
 
 const priorities = ["none", "urgent", "high", "medium", "low"];
@@ -188,7 +193,7 @@ export async function tidy(flags: JsonFlags & { "dry-run"?: boolean }) {
       worktrees.map(async (w) => {
         const identifier = w.issue!;
         const state = await call<CheckedClaim>("check_claim", { identifier }).catch((error: CliError) => ({ status: `unknown (${error.code})` }) as CheckedClaim);
-        return { ...w, identifier, status: state.status };
+        return { ...w, identifier, status: state.issueStatus ?? state.status };
       }),
     ),
   );

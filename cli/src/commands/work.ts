@@ -8,7 +8,7 @@ import { commitsAhead, currentBranch, ensureWorktree, issueOfBranch, removeWorkt
 import { withMcp } from "../mcp.ts";
 import { note, ok, out, printJson, say } from "../output.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
-import type { Claim, NoClaim, SavedIssue } from "../wire.ts";
+import type { CheckedClaim, Claim, NoClaim, SavedIssue } from "../wire.ts";
 
 interface WorkFlags extends UrlFlag {
   "all-lanes"?: boolean;
@@ -145,9 +145,9 @@ export async function done(flags: DoneFlags) {
   if (!record) {
     // `retasc done` run again after it succeeded: the claim is gone from the keystore, and the
     // issue being done already is the answer, not a refusal.
-    const state = await withMcp(binding, (call) => call<{ status: string }>("check_claim", { identifier }));
-    if (state.status === "done") {
-      if (flags.json) printJson({ identifier, status: state.status, alreadyFinished: true });
+    const state = await withMcp(binding, (call) => call<CheckedClaim>("check_claim", { identifier }));
+    if ((state.issueStatus ?? state.status) === "done") {
+      if (flags.json) printJson({ identifier, status: "done", alreadyFinished: true });
       else ok(`${identifier} is already done.`);
       return;
     }
