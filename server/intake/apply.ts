@@ -145,12 +145,13 @@ export const setLinkOpen = (tx: Db, connector: ConnectorFacts, source: { id: str
   tx.update(intakeLinks).set({ sourceOpen: open }).where(and(eq(intakeLinks.connectorId, connector.id), eq(intakeLinks.sourceId, source.id)));
 
 /**
- * An edit or a reopen older than the last event applied to the source (a late retry, or a
- * replay that carries an old text): applying it would bring old text back, so it changes
- * nothing. Closes and deletes are applied whatever their age (they end the item once).
+ * An edit older than the last event applied to the source (a late retry, or a replay that
+ * carries an old text): applying it would bring old text back, so it changes nothing. Opens,
+ * closes and reopens are applied whatever their age (they move the item, not its text; a copy
+ * of one already received is a duplicate at the door).
  */
 export function isStale(link: Pick<LockedLink, "sourceUpdatedAt">, source: SourceIssue, action: string): boolean {
-  if (action !== "changed" && action !== "reopened" && action !== "opened") return false;
+  if (action !== "changed") return false;
   if (!source.updatedAt || !link.sourceUpdatedAt) return false;
   return Date.parse(source.updatedAt) < link.sourceUpdatedAt.getTime();
 }
