@@ -94,11 +94,6 @@ describe("finding 1: no agent lets an outsider's issue in; a person who read it 
     const { identifier, triage } = await linkOf(37_000_001);
     expect(triage).toBe("pending");
 
-    // The agent reads the item: where it came from, not what the outsider wrote.
-    const read = await ok(agent, "get_issue", { identifier });
-    expect(read).toMatchObject({ triage: "pending", title: "Awaiting triage: GitHub acme/web#3701" });
-    await ok(agent, "list_issues", {});
-
     // The triage argument, from an agent key and from a session key minted by it.
     for (const client of [agent, session]) {
       const error = await refused(client, "save_issue", { identifier, triage: "accepted" });
@@ -107,6 +102,10 @@ describe("finding 1: no agent lets an outsider's issue in; a person who read it 
       expect(error.tellHuman).toContain("retasc triage");
       tellsNoAgentToAccept(error);
     }
+    // The agent reads the item: where it came from, not what the outsider wrote.
+    const read = await ok(agent, "get_issue", { identifier });
+    expect(read).toMatchObject({ triage: "pending", title: "Awaiting triage: GitHub acme/web#3701" });
+    await ok(agent, "list_issues", {});
     // A status change, and review promotion (to review with a reviewer, or straight to done).
     for (const args of [{ status: "doing" }, { status: "review", assignee: world.org.agents.carol.userId }, { status: "done" }, { status: "blocked" }]) {
       const error = await refused(agent, "save_issue", { identifier, ...args });
