@@ -85,7 +85,7 @@ describe("GitHub pull requests", () => {
     const item = await getIssue(world.org.agents.alice.ctx, { identifier });
     // Its text is held for a person (decision 038): the item names only where it came from.
     expect(item).toMatchObject({ status: "review", triage: "pending", work: true });
-    expect(item.title).toBe("Awaiting triage: GitHub pull request Codertocat/Hello-World#41");
+    expect(item.title).toBe("Held for triage: GitHub pull request Codertocat/Hello-World#41");
     expect((await heldForIssue(person(), { identifier })).issue).toMatchObject({ title: opened.pull_request.title, body: opened.pull_request.body });
     expect(item.assignee).toMatchObject({ userId: world.org.agents.carol.userId });
     const links = await listAttachments(world.org.agents.alice.ctx, { issue: identifier });

@@ -104,7 +104,7 @@ describe("finding 1: no agent lets an outsider's issue in; a person who read it 
     }
     // The agent reads the item: where it came from, not what the outsider wrote.
     const read = await ok(agent, "get_issue", { identifier });
-    expect(read).toMatchObject({ triage: "pending", title: "Awaiting triage: GitHub acme/web#3701" });
+    expect(read).toMatchObject({ triage: "pending", title: "Held for triage: GitHub acme/web#3701" });
     await ok(agent, "list_issues", {});
     // A status change, and review promotion (to review with a reviewer, or straight to done).
     for (const args of [{ status: "doing" }, { status: "review", assignee: world.org.agents.carol.userId }, { status: "done" }, { status: "blocked" }]) {

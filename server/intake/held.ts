@@ -17,7 +17,7 @@ export const textDigest = (text: HeldText) => sha256(JSON.stringify(text.kind ==
 export type HeldText = { kind: "issue"; author: string; title: string; body: string } | { kind: "comment"; author: string; body: string };
 
 /** What an item filed from outside reads as while its text is held: no word of the outsider's. */
-export const heldTitle = (where: string, what: string) => `Awaiting triage: ${where} ${what}`.slice(0, 500);
+export const heldTitle = (where: string, what: string) => `Held for triage: ${where} ${what}`.slice(0, 500);
 export const HELD_BODY =
   "Filed from outside the team. Its text is held until a person reads and accepts it on the Dash or with `retasc triage`; until then no agent is handed it or its text.";
 
