@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
+import { query } from "../db/client.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activity, intakeDeliveries } from "../db/schema/index.ts";
 import { createConnector } from "../server/intake/create.ts";
@@ -330,5 +331,23 @@ describe("finding 7: a replayed delivery does nothing", () => {
     expect((await callOk(agent, "get_issue", { identifier })).status).not.toBe("canceled");
     const stored = await world.services.db.select({ id: intakeDeliveries.deliveryId }).from(intakeDeliveries).where(eq(intakeDeliveries.connectorId, github1.connectorId));
     expect(stored.map((d) => d.id)).not.toContain("copied-close-1");
+  });
+});
+
+describe("at rest", () => {
+  it("held text, the signed digests and the delivery keys are stored encrypted or keyed: no table holds the outsiders' text or a plain digest of it", async () => {
+    const { issues, comments } = await listTriage(person(), { limit: 50 });
+    expect(issues.length + comments.length).toBeGreaterThan(0);
+    const digests = [...issues, ...comments].map((i) => i.digest);
+    const accepted = await world.services.db.select().from(activity).where(and(eq(activity.orgId, world.org.orgId), eq(activity.kind, "triage_accepted")));
+    expect(accepted.length).toBeGreaterThan(0);
+    const dump = JSON.stringify(
+      await Promise.all(
+        ["intake_held", "intake_links", "intake_deliveries", "intake_comments", "activity"].map((table) => query(world.services.db, sql`select * from ${sql.identifier(table)}`)),
+      ),
+    );
+    expect(dump).not.toContain("evil.example");
+    for (const digest of digests) expect(dump).not.toContain(digest);
+    expect(dump).not.toMatch(/IGNORE ALL PREVIOUS/);
   });
 });
