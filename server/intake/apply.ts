@@ -61,7 +61,7 @@ export async function applyIntakeEvent(services: Services, tx: Db, connector: Co
     // Events about an issue filed before the connector existed create it too, while it is open
     // there. A comment files it awaiting triage, whoever wrote the issue: a comment is no
     // person's decision to hand the issue to agents.
-    if (!source.open || (event.kind === "issue" && event.action === "deleted")) return "skipped";
+    if (!source.open || event.action === "deleted") return "skipped";
     const filed = await fileIssue(ctx, tx, connector, source, { held: event.kind === "comment" || standing.outsider });
     if (event.kind === "comment" && event.action === "created") await takeComment(ctx, tx, cipher, connector, filed, event.comment, standing.commenterOutside);
     return "created";
