@@ -2,7 +2,7 @@ import type { AppLoadContext } from "react-router";
 import { z } from "zod";
 import { sessionUser, type SessionUser } from "../server/auth/index.ts";
 import type { Ctx } from "../server/context.ts";
-import { DomainError } from "../server/errors.ts";
+import { DomainError, unstorableText, unstorableTextIn } from "../server/errors.ts";
 import { humanCtx } from "../server/orgs/access.ts";
 import { authOf } from "./auth.server.ts";
 import { toErrorBody } from "./errors.server.ts";
@@ -62,16 +62,22 @@ export function cliOrgAction(request: Request, context: AppLoadContext, actions:
   });
 }
 
+/** The JSON object a CLI endpoint was sent; text no column can store is refused here for every endpoint, before any query. */
 export async function readBody(request: Request): Promise<Record<string, unknown>> {
   const text = await request.text();
   if (!text) return {};
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    if (value && typeof value === "object" && !Array.isArray(value)) return value as Record<string, unknown>;
+    value = JSON.parse(text);
   } catch {
-    // fall through
+    // refused below
   }
-  throw new DomainError("INVALID_INPUT", "the request body is not a JSON object", "Send application/json.");
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    throw new DomainError("INVALID_INPUT", "the request body is not a JSON object", "Send application/json.");
+  }
+  const where = unstorableTextIn(value);
+  if (where !== null) throw unstorableText(where);
+  return value as Record<string, unknown>;
 }
 
 function methodNotAllowed(): never {

@@ -11,6 +11,8 @@
  * Both are measured warm: `--warmup` cycles (and as many floor calls) run first, unmeasured, so
  * every instance's JIT and every database connection's plans are settled, as in a server that
  * has been up a while. Each process group's CPU per cycle (or per floor call) is printed too.
+ * The same cycle by as many agents sending no MCP session id is measured in the same run: what
+ * sessions (a signed id checked per request, renewal by a session's calls) cost.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
@@ -89,7 +91,9 @@ try {
   const parents = await Promise.all((["alice", "bob", "carol"] as const).map((who) => connectClient(endpoints[0]!, org.people[who].key)));
   clients.push(...parents);
   log(`mcp-floor: ${WARMUP} warm-up and ${ISSUES} measured issues, ${AGENTS} agents`);
-  const total = WARMUP + ISSUES;
+  // Twice the measured issues: one half drained by agents in MCP sessions (their calls renew their
+  // leases), the other by the same number of agents sending no session id (decision 036).
+  const total = WARMUP + 2 * ISSUES;
   for (let start = 0; start < total; start += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, total - start) }, (_, i) =>
@@ -104,6 +108,19 @@ try {
     }),
   );
   clients.push(...agents);
+  // The same agents' keys, each client dropping its Mcp-Session-Id: anonymous, renewing nothing by its calls.
+  const withoutSession: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.delete("mcp-session-id");
+    return fetch(input, { ...init, headers });
+  };
+  const anonymous = await Promise.all(
+    Array.from({ length: AGENTS }, async (_, i) => {
+      const { key } = await callOk(parents[i % 3]!, "mint_session_key", { label: `floor-anon-${i}` });
+      return connectClient(endpoints[i % endpoints.length]!, key, { name: `anon-${i}`, fetch: withoutSession });
+    }),
+  );
+  clients.push(...anonymous);
 
   const floorClients = await Promise.all(Array.from({ length: AGENTS }, (_, i) => connectClient(floors[i % 2]!.endpoint, "none", { name: `floor-${i}` })));
   clients.push(...floorClients);
@@ -123,10 +140,10 @@ try {
     return run.calls / run.seconds;
   };
   /** Claim + fenced finish by every agent, `limit` cycles or until the queue is empty; the cycles done. */
-  const claimAndFinish = async (limit: number) => {
+  const claimAndFinish = async (limit: number, by = agents) => {
     let started = 0;
     let cycles = 0;
-    const run = await drive(agents, async (agent) => {
+    const run = await drive(by, async (agent) => {
       if (started++ >= limit) return false;
       const claim = await callOk(agent, "next_issue");
       if (!claim.claimToken) return false;
@@ -147,7 +164,10 @@ try {
   const floorBefore = await floorRun(2 * ISSUES);
   const floorCpu = cpuMsPer(floorCpu0, cpu(), 2 * ISSUES);
 
-  log("mcp-floor: Retasc, claim + fenced finish until the queue is empty");
+  log("mcp-floor: Retasc, claim + fenced finish by agents sending no session id");
+  const anonymousRun = await claimAndFinish(ISSUES, anonymous);
+  if (anonymousRun.cycles !== ISSUES) throw new Error(`the anonymous agents finished ${anonymousRun.cycles} of ${ISSUES} issues`);
+  log("mcp-floor: Retasc, claim + fenced finish by agents in sessions, until the queue is empty");
   const retascCpu0 = cpu();
   const retasc = await claimAndFinish(Number.POSITIVE_INFINITY);
   const retascCpu = cpuMsPer(retascCpu0, cpu(), ISSUES);
@@ -163,9 +183,10 @@ try {
   process.stdout.write(
     [
       "",
-      `| figure (${AGENTS} agents, ${INSTANCES} instances, ${ISSUES.toLocaleString("en")} measured of ${(FILL_ORGS * 1_000 + WARMUP + ISSUES).toLocaleString("en")} issues in the database, load average ${loadAverage}) | value | ratio | target |`,
+      `| figure (${AGENTS} agents, ${INSTANCES} instances, ${ISSUES.toLocaleString("en")} measured of ${(FILL_ORGS * 1_000 + WARMUP + 2 * ISSUES).toLocaleString("en")} issues in the database, load average ${loadAverage}) | value | ratio | target |`,
       "|---|---|---|---|",
       `| Retasc claim + fenced finish over /mcp | ${round(retascCycles, 0)} cycles/s (${round((2 * cycles) / retasc.seconds, 0)} calls/s) | ${round(retascCycles / floorCycles, 2)}x the floor | >= ${TARGET}x: ${retascCycles / floorCycles >= TARGET ? "PASS" : "FAIL"} |`,
+      `| the same cycle by agents sending no session id (no renewal by calls) | ${round(ISSUES / anonymousRun.seconds, 0)} cycles/s | sessions on: ${round(retascCycles / (ISSUES / anonymousRun.seconds), 2)}x | about 1x |`,
       `| the SDK's stateless server, a tool that does nothing (before / after) | ${round(floorCalls, 0)} calls/s (${round(floorBefore, 0)} / ${round(floorAfter, 0)}; ${round(floorCycles, 0)} two-call cycles/s) | 1x | |`,
       `| CPU per Retasc cycle: app instances / PostgreSQL / the clients | ${cpuFigures(retascCpu, ["app", "postgres", "clients"])} | | |`,
       `| CPU per floor call: floor servers / the clients | ${cpuFigures(floorCpu, ["floor", "clients"])} | | |`,

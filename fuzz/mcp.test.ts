@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { callOk } from "../server/mcp/testing.ts";
 import { tools } from "../server/mcp/registry.ts";
 import { deepNesting, hostileString, hostileValue, inPool, noteSent, problemsWith } from "./hostile.ts";
+import { fuzzSeeds, isolateFailure } from "./seeds.ts";
 import { residentBytes } from "../server/testing/app-process.ts";
 import { startWorld, type World } from "../server/testing/world.ts";
 
@@ -100,35 +101,40 @@ async function fire(shot: Shot): Promise<string[]> {
 
 test(`/mcp survives ${REQUESTS} hostile requests: no 5xx, no stack trace, nothing of the other tenant, health and memory intact`, async () => {
   const arbitrary = shots(world);
-  const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
-  process.stderr.write(`mcp fuzz: seed ${seed} (FUZZ_SEED reruns it)\n`);
-  const half = (offset: number) =>
+  const seeds = fuzzSeeds("mcp");
+  const half = (seed: number, offset: number) =>
     fc.assert(
       fc.asyncProperty(fc.array(arbitrary, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-        const problems = (await Promise.all(batch.map(fire))).flat();
-        expect(problems).toEqual([]);
+        const problems = await Promise.all(batch.map(fire));
+        const failing = batch.map((shot, i) => ({ shot, problems: problems[i]! })).filter((f) => f.problems.length > 0);
+        if (failing.length > 0) expect.fail(await isolateFailure(seed + offset, failing, fire));
       }),
-      // The failing batch names its bad request; shrinking batches of HTTP calls would take too long.
+      // The failure names its seed and request; shrinking batches of HTTP calls would take too long.
       { numRuns: Math.ceil(REQUESTS / BATCH / 2), seed: seed + offset, endOnFailure: true },
     );
   const rss = () => residentBytes(world.app.child.pid!);
-  // Warm up (JIT, pools, caches), then two halves: memory may grow into the first, not the second.
+  // Warm up (JIT, pools, caches), then each seed in two halves: memory may grow into the fresh seed's first half, not its second.
   await inPool(fc.sample(arbitrary, { numRuns: 500, seed: 7 }), 25, async (shot) => void (await fire(shot)));
   const startedAt = Date.now();
   const before = sent;
-  const baseline = rss();
-  await half(0);
-  const middle = rss();
-  await half(1);
-  const end = rss();
+  let baseline = 0;
+  let middle = 0;
+  let end = 0;
+  for (const seed of seeds) {
+    baseline = rss();
+    await half(seed, 0);
+    middle = rss();
+    await half(seed, 1);
+    end = rss();
+  }
 
   const seconds = (Date.now() - startedAt) / 1000;
   const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
   process.stderr.write(
-    `mcp fuzz (seed ${seed}): ${sent - before} requests in ${seconds.toFixed(1)} s (${Math.round((sent - before) / seconds)}/s); ` +
+    `mcp fuzz (seeds ${seeds.join(", ")}): ${sent - before} requests in ${seconds.toFixed(1)} s (${Math.round((sent - before) / seconds)}/s); ` +
       `app RSS ${mb(baseline)} MB → ${mb(middle)} MB → ${mb(end)} MB\n`,
   );
-  expect(sent - before).toBeGreaterThanOrEqual(REQUESTS);
+  expect(sent - before).toBeGreaterThanOrEqual(REQUESTS * seeds.length);
   expect((await fetch(`${world.url}/healthz`)).status).toBe(200);
   expect(end - middle).toBeLessThan(64 * 2 ** 20);
 

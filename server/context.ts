@@ -41,6 +41,12 @@ export interface Principal {
   runtime: string | null;
   projectId: string | null;
   claimCap: number | null;
+  /**
+   * The MCP session the call came in (the unsigned part of a verified Mcp-Session-Id), or
+   * undefined: a client that sent none, the Dash, the CLI, jobs. Leases are held by a session,
+   * never by the key alone (decision 036).
+   */
+  sessionId?: string;
 }
 
 export interface Ctx extends Services {

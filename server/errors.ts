@@ -8,6 +8,7 @@ export const errorCodes = [
   "NOT_FOUND",
   "ALREADY_CLAIMED",
   "STALE_CLAIM",
+  "CLAIM_MISMATCH",
   "BLOCKED",
   "CONTAINER",
   "STATUS_NOT_CLAIMABLE",
@@ -63,6 +64,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   ALREADY_CLAIMED: 409,
   STALE_CLAIM: 409,
+  CLAIM_MISMATCH: 409,
   BLOCKED: 409,
   CONTAINER: 409,
   STATUS_NOT_CLAIMABLE: 409,
@@ -104,3 +106,36 @@ export function inputErrorOf(error: unknown): DomainError | null {
     "Remove control characters, check ids and numbers, and try again.",
   );
 }
+
+/** A NUL (PostgreSQL's text cannot hold one) or a UTF-16 surrogate without its pair (not a character; drivers replace it silently). */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * The first text in `value` (a string, or any key or string inside arrays and objects, however
+ * deep) that no column can store as sent, named by its path (`title`, `labels.2`), or null. Each
+ * door calls it once on everything it parsed from the request, before any query runs.
+ */
+export function unstorableTextIn(value: unknown, path = ""): string | null {
+  const stack: [unknown, string][] = [[value, path]];
+  while (stack.length > 0) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === "string") {
+      if (UNSTORABLE.test(v)) return at || "the value";
+    } else if (v !== null && typeof v === "object") {
+      for (const [key, inner] of Object.entries(v)) {
+        const here = at ? `${at}.${key}` : key;
+        if (UNSTORABLE.test(key)) return here;
+        stack.push([inner, here]);
+      }
+    }
+  }
+  return null;
+}
+
+/** INVALID_INPUT for text no column can store, naming where it was (see unstorableTextIn). */
+export const unstorableText = (where: string) =>
+  new DomainError(
+    "INVALID_INPUT",
+    `${where}: contains a NUL character (U+0000) or an unpaired UTF-16 surrogate, which no text can hold`,
+    "Remove the NUL and unpaired surrogate characters, and send it again.",
+  );

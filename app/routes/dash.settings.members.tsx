@@ -10,6 +10,7 @@ import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select }
 import { stamp } from "../components/dash/format.ts";
 import "../components/dash/dash.css";
 import { readForm } from "../forms.server.ts";
+import { requestScope } from "../../server/http/scope.ts";
 
 export function meta() {
   return [{ title: "Members · Retasc" }];
@@ -37,7 +38,7 @@ export async function action({ request, context }: Route.ActionArgs) {
           email: String(form.get("email") ?? ""),
         });
         const link = `${publicBaseUrl(request, context.services.config)}/join/${invite.code}`;
-        const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }) : null;
+        const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }, { clientAddress: requestScope()?.address ?? null }) : null;
         return { invite: { ...invite, link, mail } };
       }
       case "revoke-invite":

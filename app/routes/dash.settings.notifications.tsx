@@ -8,6 +8,7 @@ import { slackInstallUrl } from "../../server/notify/slack.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { Button, Card, CopyButton, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import "../components/dash/dash.css";
+import { requestScope } from "../../server/http/scope.ts";
 
 export function meta() {
   return [{ title: "Notifications · Retasc" }];
@@ -36,7 +37,7 @@ export async function action({ request, context }: Route.ActionArgs) {
       case "connect":
         return { connect: { ...(await startConnect(ctx, { channel: channel as "telegram" })), channel } };
       case "email-start":
-        await startEmail(ctx, { email: String(form.get("email") ?? "") });
+        await startEmail(ctx, { email: String(form.get("email") ?? "") }, { clientAddress: requestScope()?.address ?? null });
         return { done: "We sent a 6-digit code to that address. Enter it below." };
       case "email-confirm":
         await confirmEmail(ctx, { code: String(form.get("code") ?? "") });

@@ -1,5 +1,5 @@
 import type { ResolvedBinding } from "./binding.ts";
-import { keyFingerprint, updateBindings } from "./store.ts";
+import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "./store.ts";
 
 /**
  * `retasc mcp proxy`: the local stdio MCP server an agent's `.mcp.json` runs. Every message is
@@ -28,6 +28,24 @@ interface ClaimSeen {
 
 /** Codes of a heartbeat that will never succeed again: the claim is gone, stop renewing it. */
 const GONE = new Set(["STALE_CLAIM", "NOT_FOUND", "FORBIDDEN", "UNAUTHORIZED"]);
+
+const errorOf = (reply: Message) =>
+  reply.error?.message ?? (reply.result?.isError ? (reply.result.structuredContent?.error as { code?: string } | undefined)?.code : undefined);
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, as another user's process.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/** Claims a proxy filed that has since exited: a restarted agent's to resume (the server refuses a lapsed one). */
+export function orphanedClaims(claims: Record<string, ClaimRecord>): [string, ClaimRecord][] {
+  return Object.entries(claims).filter(([, claim]) => claim.proxyPid !== undefined && claim.proxyPid !== process.pid && !alive(claim.proxyPid));
+}
 
 export function heartbeatInterval(): number {
   const value = Number(process.env.RETASC_HEARTBEAT_MS ?? DEFAULT_HEARTBEAT_MS);
@@ -62,9 +80,35 @@ export async function runProxy(binding: ResolvedBinding, log: (line: string) => 
     await updateBindings((bindings) => {
       const mine = (bindings.claims[keyFingerprint(binding.key)] ??= {});
       for (const claim of seen) {
-        mine[claim.identifier] = { claimToken: claim.claimToken, branch: claim.branch ?? "", worktree: mine[claim.identifier]?.worktree ?? null, expiresAt: claim.expiresAt ?? "", claimedAt: new Date().toISOString() };
+        mine[claim.identifier] = {
+          claimToken: claim.claimToken,
+          branch: claim.branch ?? "",
+          worktree: mine[claim.identifier]?.worktree ?? null,
+          expiresAt: claim.expiresAt ?? "",
+          claimedAt: new Date().toISOString(),
+          proxyPid: process.pid,
+        };
       }
     }).catch((error: Error) => log(`retasc mcp proxy: could not file the claim in the keystore: ${error.message}`));
+  };
+
+  /** Our own take-overs (claim_issue by token) awaiting a reply, by request id. */
+  const takeovers = new Map<string, [identifier: string, claimToken: string]>();
+  let resumed = false;
+  /** Moves the live claims of this key's dead proxies to this session, by their tokens. */
+  const resume = () => {
+    if (resumed) return;
+    resumed = true;
+    for (const [identifier, claim] of orphanedClaims(readBindings().claims[keyFingerprint(binding.key)] ?? {})) {
+      const id = `retasc-proxy:${++sequence}`;
+      takeovers.set(id, [identifier, claim.claimToken]);
+      upstream
+        .send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "claim_issue", arguments: { identifier, claimToken: claim.claimToken } } })
+        .catch((error: Error) => {
+          takeovers.delete(id);
+          log(`retasc mcp proxy: could not resume ${identifier}: ${error.message}`);
+        });
+    }
   };
 
   const observe = (call: { name: string; args: Record<string, unknown> }, reply: Message) => {
@@ -81,10 +125,25 @@ export async function runProxy(binding: ResolvedBinding, log: (line: string) => 
 
   upstream.onmessage = (message) => {
     const reply = message as Message;
+    if (reply.id !== undefined && takeovers.has(String(reply.id)) && reply.method === undefined) {
+      const [identifier, token] = takeovers.get(String(reply.id))!;
+      takeovers.delete(String(reply.id));
+      const seen = reply.result && !reply.result.isError ? claimsIn(reply.result.structuredContent) : [];
+      if (seen.length) void remember(seen).then(() => log(`retasc mcp proxy: resumed ${identifier} from a proxy that exited`));
+      else {
+        log(`retasc mcp proxy: ${identifier} could not be resumed: ${errorOf(reply) ?? "no claim in the reply"}`);
+        // Gone (finished, released, lapsed or taken): no later proxy should try it again.
+        void updateBindings((bindings) => {
+          const mine = bindings.claims[keyFingerprint(binding.key)];
+          if (mine?.[identifier]?.claimToken === token) delete mine[identifier];
+        }).catch(() => {});
+      }
+      return;
+    }
     if (reply.id !== undefined && beats.has(String(reply.id)) && reply.method === undefined) {
       const identifier = beats.get(String(reply.id))!;
       beats.delete(String(reply.id));
-      const failure = reply.error?.message ?? (reply.result?.isError ? (reply.result.structuredContent?.error as { code?: string } | undefined)?.code : undefined);
+      const failure = errorOf(reply);
       if (failure) {
         log(`retasc mcp proxy: heartbeat of ${identifier} failed: ${failure}`);
         if (GONE.has(failure)) leases.delete(identifier);
@@ -95,7 +154,11 @@ export async function runProxy(binding: ResolvedBinding, log: (line: string) => 
       const call = calls.get(reply.id);
       calls.delete(reply.id);
       if (call) observe(call, reply);
-      if (reply.result?.protocolVersion) upstream.setProtocolVersion(reply.result.protocolVersion);
+      if (reply.result?.protocolVersion) {
+        upstream.setProtocolVersion(reply.result.protocolVersion);
+        // The session exists now (its id came with this reply): take over what a dead proxy left.
+        resume();
+      }
     }
     void local.send(message);
   };

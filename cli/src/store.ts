@@ -48,6 +48,8 @@ export interface ClaimRecord {
   worktree: string | null;
   expiresAt: string;
   claimedAt: string;
+  /** The `retasc mcp proxy` that made or last moved the claim: once it is dead, the folder's next proxy takes the claim over by its token. */
+  proxyPid?: number;
 }
 
 export interface Bindings {

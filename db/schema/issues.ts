@@ -142,9 +142,20 @@ export const leases = pgTable(
     endReason: text("end_reason", { enum: leaseEndReasons }),
     /** Set by the reclaim sweep once the expiry is recorded in the activity log. */
     reclaimRecordedAt: timestamp("reclaim_recorded_at", { withTimezone: true }),
+    /**
+     * The MCP session holding the lease (the unsigned part of its Mcp-Session-Id), or null for a
+     * client that sent none. Two agents on one key are two sessions, so two holders (decision 036).
+     */
+    sessionId: text("session_id"),
+    /** SHA-256 of the lease's current claim token (a rebind replaces it): tells a finish retry and a superseded token apart. */
+    tokenHash: text("token_hash"),
+    /** What renewed the lease last: `heartbeat` (heartbeat, checkpoint, a rebind) or `calls` (its session's own calls). */
+    renewedBy: text("renewed_by", { enum: ["heartbeat", "calls"] }),
   },
   (t) => [
     uniqueIndex("leases_issue_fence_uq").on(t.issueId, t.fence),
+    // A session's calls renew its live leases: found by the session, live ones only.
+    index("leases_session_live_idx").on(t.sessionId).where(sql`${t.endedAt} is null and ${t.sessionId} is not null`),
     index("leases_key_live_idx").on(t.keyId).where(sql`${t.endedAt} is null`),
     index("leases_unrecorded_idx")
       .on(t.expiresAt)

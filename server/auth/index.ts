@@ -17,7 +17,8 @@ import {
 } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { publicOrigin } from "../http/origin.ts";
-import { AUTH_BASE_PATH, mcpOAuthProvider, mcpResourceRows, nativeClientRegistration } from "./oauth.ts";
+import { AUTH_BASE_PATH, clientRegistrationBounds, mcpOAuthProvider, mcpResourceRows, nativeClientRegistration } from "./oauth.ts";
+import { unstorableTextGuard } from "./input-guard.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
 
@@ -96,6 +97,7 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
     // one puts every client in one shared bucket: 3 sign-ins per 10 s for the whole deployment.
     rateLimit: { enabled: false },
     plugins: [
+      unstorableTextGuard,
       deviceAuthorization({
         // Absolute with PUBLIC_URL: better-auth would resolve a path against the origin alone.
         verificationUri: publicUrl ? `${publicUrl}${DEVICE_PATH}` : DEVICE_PATH,
@@ -107,6 +109,7 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
       genericOAuth({ config: socialProviders(config, methods.social) }),
       mcpResourceRows(services),
       mcpOAuthProvider(config),
+      clientRegistrationBounds,
       nativeClientRegistration,
     ],
     telemetry: { enabled: false },

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { oauthProvider } from "@better-auth/oauth-provider";
 import type { BetterAuthPlugin } from "better-auth";
-import { createAuthMiddleware } from "better-auth/api";
+import { APIError, createAuthMiddleware } from "better-auth/api";
 import crypto from "node:crypto";
 import { oauthResource } from "../../db/schema/index.ts";
 import type { Config } from "../config/index.ts";
@@ -171,6 +171,48 @@ export const nativeClientRegistration = {
     ],
   },
 } satisfies BetterAuthPlugin;
+
+/** What one registration may hold: a client is a name and a few callbacks, never a store for anything else. */
+export const REGISTRATION_LIMITS = { nameChars: 200, redirectUris: 10, fieldChars: 2_000, listEntries: 10, bodyChars: 16_384 };
+
+/**
+ * Open registration stores what the client sends, so its size is bounded before the provider
+ * reads it (RFC 7591's invalid_client_metadata / invalid_redirect_uri, 400): the name, the number
+ * and length of redirect URIs, every other field and list, and the whole. How many an address may
+ * register is limited at the edge (server/http/limits.ts).
+ */
+export const clientRegistrationBounds = {
+  id: "retasc-client-registration-bounds",
+  hooks: {
+    before: [
+      {
+        matcher: (ctx) => ctx.path === "/oauth2/register",
+        handler: createAuthMiddleware(async (ctx) => {
+          const problem = registrationProblem(ctx.body);
+          if (problem) throw new APIError("BAD_REQUEST", { error: problem.error, error_description: problem.description });
+        }),
+      },
+    ],
+  },
+} satisfies BetterAuthPlugin;
+
+function registrationProblem(body: unknown): { error: "invalid_client_metadata" | "invalid_redirect_uri"; description: string } | null {
+  const L = REGISTRATION_LIMITS;
+  const metadata = (description: string) => ({ error: "invalid_client_metadata" as const, description });
+  if (!body || typeof body !== "object" || Array.isArray(body)) return metadata("the registration must be a JSON object");
+  const { client_name: name, redirect_uris: uris, ...rest } = body as Record<string, unknown>;
+  if (typeof name === "string" && name.length > L.nameChars) return metadata(`client_name is at most ${L.nameChars} characters`);
+  if (Array.isArray(uris)) {
+    if (uris.length > L.redirectUris) return { error: "invalid_redirect_uri", description: `at most ${L.redirectUris} redirect_uris` };
+    if (uris.some((u) => typeof u !== "string" || u.length > L.fieldChars)) return { error: "invalid_redirect_uri", description: `each redirect URI is at most ${L.fieldChars} characters` };
+  }
+  for (const [field, value] of Object.entries(rest)) {
+    if (typeof value === "string" && value.length > L.fieldChars) return metadata(`${field} is at most ${L.fieldChars} characters`);
+    if (Array.isArray(value) && value.length > L.listEntries) return metadata(`${field} has at most ${L.listEntries} entries`);
+  }
+  if (JSON.stringify(body).length > L.bodyChars) return metadata(`a registration is at most ${L.bodyChars} characters of JSON`);
+  return null;
+}
 
 function isNativeRedirectUri(uri: unknown): boolean {
   if (typeof uri !== "string") return false;

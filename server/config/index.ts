@@ -35,6 +35,32 @@ const originList = z
   )
   .default([]);
 
+/**
+ * A comma-separated list of `host:port` (`[::1]:8080` for IPv6): the hosts that URLs people and
+ * orgs enter may reach although they are not public https addresses (server/outbound/address.ts).
+ * Each host is written as a URL's hostname would be (lower case, IPv6 compressed), so the
+ * comparison with a URL's is exact.
+ */
+const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s/@]+):(\d{1,5})$/;
+const hostPortList = z
+  .string()
+  .trim()
+  .transform((v) => v.split(",").map((h) => h.trim()).filter((h) => h !== ""))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .refine((h) => hostPort.test(h) && URL.canParse(`https://${hostPort.exec(h)![1]}`) && Number(hostPort.exec(h)![2]) <= 65535, {
+          message: "must be host:port pairs like gitlab.internal:443 or 127.0.0.1:8080, comma-separated",
+        })
+        .transform((h) => {
+          const [, host, port] = hostPort.exec(h)!;
+          return `${new URL(`https://${host}`).hostname}:${Number(port)}`;
+        }),
+    ),
+  )
+  .default([]);
+
 const base64Key = z
   .string()
   .trim()
@@ -108,6 +134,12 @@ export const configSchema = z.object({
   RATE_LIMIT_IP_PER_MIN: positiveInt(300_000),
   /** Password sign-in and sign-up attempts per client address. */
   RATE_LIMIT_SIGNIN_PER_MIN: positiveInt(20),
+  /** OAuth dynamic client registrations per client address per hour (MCP clients register once per install). */
+  RATE_LIMIT_OAUTH_REGISTER_PER_HOUR: positiveInt(30),
+  /** Mails a person's action sends (email confirmation codes, emailed invites) per recipient address per hour. */
+  RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: positiveInt(5),
+  /** The same mails per client address per hour, whoever they go to. */
+  RATE_LIMIT_MAIL_PER_IP_PER_HOUR: positiveInt(30),
   /** Failed /mcp authentications per client address before it is refused outright. */
   RATE_LIMIT_AUTH_FAILURES_PER_MIN: positiveInt(60),
   /** Proxies in front of the app whose X-Forwarded-For is trusted for the client address (0: none). */
@@ -130,6 +162,13 @@ export const configSchema = z.object({
   GITHUB_API_URL: z.url().default("https://api.github.com"),
   /** Linear's GraphQL endpoint, where a Linear import reads a team (tests point it at a local fake). */
   LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
+  /**
+   * Hosts (`host:port`, comma-separated) that URLs people and orgs enter may reach although they
+   * are not public https addresses: a self-hosted GitLab on the office network, the tests' local
+   * fakes (server/outbound/address.ts). RETASC_IMPORT_ALLOW_HOSTS is read too, as the same list.
+   */
+  RETASC_OUTBOUND_ALLOW_HOSTS: hostPortList,
+  RETASC_IMPORT_ALLOW_HOSTS: hostPortList,
   /** GitLab (intake write-back) for connectors without a self-hosted base URL of their own. */
   GITLAB_URL: z.url().default("https://gitlab.com"),
   /** GitHub sign-in: /login/oauth/authorize and /login/oauth/access_token live here. */
@@ -177,6 +216,8 @@ export type Config = z.infer<typeof configSchema> & {
   mode: "embedded" | "server";
   leaseTtlMs: number;
   emailPassword: boolean;
+  /** RETASC_OUTBOUND_ALLOW_HOSTS and RETASC_IMPORT_ALLOW_HOSTS together, each `hostname:port`. */
+  outboundAllowHosts: ReadonlySet<string>;
 };
 
 export class ConfigError extends Error {
@@ -203,5 +244,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mode: c.DATABASE_URL ? "server" : "embedded",
     leaseTtlMs: c.LEASE_TTL_SECONDS * 1000,
     emailPassword: c.RETASC_EMAIL_PASSWORD ?? !c.DATABASE_URL,
+    outboundAllowHosts: new Set([...c.RETASC_OUTBOUND_ALLOW_HOSTS, ...c.RETASC_IMPORT_ALLOW_HOSTS]),
   };
 }

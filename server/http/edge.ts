@@ -31,7 +31,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * 1. Host must name this app (server/http/origin.ts): 421 otherwise, so a DNS-rebound name
  *    reaches nothing. /healthz and /metrics are exempt, for probes and scrapers that address the
  *    instance by its own IP. /metrics is answered here (server/http/metrics.ts).
- * 2. The target must have a route path (server/http/path.ts): 400 otherwise.
+ * 2. The target must have a route path (server/http/path.ts) and no NUL (`%00`): 400 otherwise.
  * 3. Security headers (server/http/headers.ts); CORS headers for an MCP_ALLOWED_ORIGINS origin on
  *    /mcp, the OAuth discovery documents and the OAuth client endpoints, whose preflights are
  *    answered here (server/http/cors.ts).
@@ -78,6 +78,10 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
     }
     if (path === null) {
       return refuse(res, false, 400, "INVALID_INPUT", "The request target is not a valid path.", "Send an origin-form path with valid percent-encoding.");
+    }
+    // Every route's path and query at once, before any of them runs: a NUL is text no column can hold.
+    if (req.url?.includes("%00") || req.url?.includes("\0")) {
+      return refuse(res, mcp, 400, "INVALID_INPUT", "The request target carries a NUL character (%00), which no text can hold.", "Remove it from the path and the query.");
     }
     const method = req.method ?? "GET";
     const corsOrigin = cors(req, res, path);

@@ -11,7 +11,8 @@ import { refuse } from "./refuse.ts";
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
  * per-minute rate limits (429 with Retry-After) per client IP, per agent key on /mcp, per IP on
- * sign-in and sign-up, and per IP on failed /mcp authentication. Counters live in Redis when
+ * sign-in and sign-up, and per IP on failed /mcp authentication; per hour per IP on OAuth client
+ * registration. Counters live in Redis when
  * REDIS_URL is set (shared by every instance), else in this process; while Redis is away each
  * instance counts in memory, so a Redis outage never blocks a request. The defaults sit far above
  * what a fleet does (docs/decisions/005-rate-limits.md); tests and operators set them lower.
@@ -42,6 +43,8 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * Password attempts and account creation: better-auth's endpoints and the pages' own form actions
  * (and their `.data` requests), matched on the route path, which is lowercase without a trailing slash.
  */
+/** Open dynamic client registration (RFC 7591): each one stores a client, so an address may make only a few an hour. */
+const OAUTH_REGISTER_PATH = "/api/auth/oauth2/register";
 const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)(?:\/|$)|auth\/sign-(?:in|up)(?:\.data)?$)/;
 
 export function createRequestGuard(config: Config, log: Logger): RequestGuard {
@@ -55,14 +58,14 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   });
   redis?.on("ready", () => (redisDown = false));
 
-  const limiter = (name: string, points: number): RateLimiterAbstract => {
-    const memory = new RateLimiterMemory({ keyPrefix: name, points, duration: 60 });
+  const limiter = (name: string, points: number, duration = 60): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory({ keyPrefix: name, points, duration });
     if (!redis) return memory;
     return new RateLimiterRedis({
       storeClient: redis,
       keyPrefix: `${config.BULLMQ_PREFIX}:rl:${name}`,
       points,
-      duration: 60,
+      duration,
       rejectIfRedisNotReady: true,
       insuranceLimiter: memory,
     });
@@ -71,6 +74,7 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const perKey = limiter("key", config.RATE_LIMIT_KEY_PER_MIN);
   const signIn = limiter("signin", config.RATE_LIMIT_SIGNIN_PER_MIN);
   const authFailures = limiter("authfail", config.RATE_LIMIT_AUTH_FAILURES_PER_MIN);
+  const registrations = limiter("oauthreg", config.RATE_LIMIT_OAUTH_REGISTER_PER_HOUR, 3600);
 
   /** null when admitted, else how long until the limit lets this key through again. */
   const consume = async (rl: RateLimiterAbstract, key: string): Promise<number | null> => {
@@ -120,6 +124,9 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       ];
       if (method === "POST" && SIGN_IN_PATH.test(path)) {
         byAddress.push(consume(signIn, ip).then((wait) => ({ wait, what: "sign-in attempts from your address" })));
+      }
+      if (method === "POST" && path === OAUTH_REGISTER_PATH) {
+        byAddress.push(consume(registrations, ip).then((wait) => ({ wait, what: "OAuth client registrations from your address" })));
       }
       const authFailureWait = mcp ? exhausted(authFailures, ip) : null;
       const refused = (await Promise.all(byAddress)).find((c) => c.wait !== null);

@@ -9,6 +9,7 @@ import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
 import type { Config } from "../config/index.ts";
 import { resolveAssignee } from "../issues/store.ts";
+import { requireOutboundUrl } from "../outbound/address.ts";
 import { gitlabHostOf, webhookUrlOf } from "./urls.ts";
 
 const githubRepo = /^[A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100}$/;
@@ -42,10 +43,16 @@ export const createConnectorInput = z
  * Connects a repository to a project. Owner or admin. The webhook secret is generated here and
  * returned this once (kept encrypted: GitHub's HMAC needs the secret itself); the connector is
  * Pending until its first verified delivery. The pull request stream's reviewer must be an
- * active member.
+ * active member. A self-hosted GitLab's base URL must be https to a public address (or allowed
+ * by the operator): the server calls it with the token (server/outbound/address.ts).
  */
 export async function createConnector(ctx: Ctx, raw: z.input<typeof createConnectorInput>) {
   const input = createConnectorInput.parse(raw);
+  // Who may connect is decided before the name is resolved: a member learns nothing of the network.
+  if (input.baseUrl) {
+    requireRole(await actorOf(ctx), ["owner", "admin"], "connecting a repository");
+    await requireOutboundUrl(ctx.config, input.baseUrl, "baseUrl");
+  }
   const { orgId, userId } = ctx.principal;
   const cipher = await ctx.keyring.forOrg(ctx.db, orgId);
   return ctx.db.transaction(async (tx) => {

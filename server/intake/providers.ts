@@ -1,7 +1,9 @@
 import { Gitlab } from "@gitbeaker/rest";
 import { Octokit } from "@octokit/rest";
+import type { Agent as HttpAgent } from "node:http";
 import type { ConnectorProvider } from "../../db/schema/index.ts";
 import type { Config } from "../config/index.ts";
+import { outboundAgent, outboundRefusalOf } from "../outbound/address.ts";
 import { gitlabHostOf } from "./urls.ts";
 
 /** The provider side of a connector: where its repository lives and the token it writes with. */
@@ -35,8 +37,19 @@ async function refusalsAsTokenRefused<T>(call: () => Promise<T>): Promise<T> {
   } catch (error) {
     const status = statusOf(error);
     if (status === 401 || status === 403) throw new TokenRefused(status);
-    throw error;
+    throw outboundRefusalOf(error) ?? error;
   }
+}
+
+/**
+ * A GitLab client for the connector: a base URL a person entered is called only through the
+ * outbound guard (server/outbound/address.ts); GITLAB_URL is the operator's. Close it when done.
+ */
+function gitlabFor(config: Config, source: SourceRepo & { token: string }) {
+  const host = gitlabHostOf(config, source.baseUrl);
+  const agent = source.baseUrl ? outboundAgent(config, host) : undefined;
+  // Gitbeaker types `agent` as Node's http.Agent but hands it to fetch as its undici `dispatcher`.
+  return { api: new Gitlab({ host, token: source.token, ...(agent ? { agent: agent as unknown as HttpAgent } : {}) }), close: () => void agent?.close() };
 }
 
 /**
@@ -58,14 +71,18 @@ export async function closeAtSource(config: Config, source: SourceRepo & { token
       if (closed) await octokit.rest.issues.update({ ...at, state: "closed", state_reason: reason });
       return { commented, closed };
     }
-    const api = new Gitlab({ host: gitlabHostOf(config, source.baseUrl), token: source.token });
-    const notes = await api.IssueNotes.all(source.repo, number);
-    const commented = !notes.some((n) => String(n.body ?? "").includes(marker));
-    if (commented) await api.IssueNotes.create(source.repo, number, comment);
-    const issue = await api.Issues.show(number, { projectId: source.repo });
-    const closed = issue.state !== "closed";
-    if (closed) await api.Issues.edit(source.repo, number, { stateEvent: "close" });
-    return { commented, closed };
+    const { api, close } = gitlabFor(config, source);
+    try {
+      const notes = await api.IssueNotes.all(source.repo, number);
+      const commented = !notes.some((n) => String(n.body ?? "").includes(marker));
+      if (commented) await api.IssueNotes.create(source.repo, number, comment);
+      const issue = await api.Issues.show(number, { projectId: source.repo });
+      const closed = issue.state !== "closed";
+      if (closed) await api.Issues.edit(source.repo, number, { stateEvent: "close" });
+      return { commented, closed };
+    } finally {
+      close();
+    }
   });
 }
 
@@ -79,11 +96,13 @@ const GITLAB_DEVELOPER = 30;
  */
 export async function gitlabAuthorIsOutsider(config: Config, source: SourceRepo, authorId: number | null): Promise<boolean> {
   if (source.provider !== "gitlab" || !source.token || authorId === null) return true;
+  const { api, close } = gitlabFor(config, { ...source, token: source.token });
   try {
-    const api = new Gitlab({ host: gitlabHostOf(config, source.baseUrl), token: source.token });
     const member = await api.ProjectMembers.show(source.repo, authorId, { includeInherited: true });
     return !(Number(member.access_level) >= GITLAB_DEVELOPER);
   } catch {
     return true;
+  } finally {
+    close();
   }
 }

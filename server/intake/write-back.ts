@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { connectors, intakeLinks, issues } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { WRITE_BACK_MARKER } from "./events.ts";
+import { OutboundRefused } from "../outbound/address.ts";
 import { closeAtSource, TokenRefused } from "./providers.ts";
 
 /**
@@ -9,7 +10,8 @@ import { closeAtSource, TokenRefused } from "./providers.ts";
  * with a comment naming the Retasc identifier (and the cancel reason). Only with a token on
  * file, only while the link's source is open, only while the issue is still terminal. Repeats
  * are safe (providers.ts closeAtSource); afterwards the link is marked closed. A refused token
- * is recorded on the connector and not retried (TokenRefused is permanent for the runner).
+ * is recorded on the connector and not retried (TokenRefused is permanent for the runner); so is a
+ * base URL the outbound guard refuses, with a label that cannot tell whether anything listens there.
  */
 export async function writeBack(services: Services, payload: { orgId: string; issueId: string }) {
   const [row] = await services.db
@@ -57,7 +59,12 @@ export async function writeBack(services: Services, payload: { orgId: string; is
     });
     return { outcome: "closed" as const, ...result };
   } catch (error) {
-    const label = error instanceof TokenRefused ? `write-back token refused (${error.status})` : "write-back failed";
+    const label =
+      error instanceof TokenRefused
+        ? `write-back token refused (${error.status})`
+        : error instanceof OutboundRefused
+          ? `write-back refused: ${error.message}`
+          : "write-back failed";
     await services.db.update(connectors).set({ lastError: label, lastErrorAt: now }).where(eq(connectors.id, row.connectorId));
     throw error;
   }

@@ -4,10 +4,17 @@ import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import type { Principal } from "../context.ts";
-import type { IssueRow, WriteScope } from "./store.ts";
+import { latestCheckpoint, type IssueRow, type WriteScope } from "./store.ts";
 import { isLeaseLive } from "./views.ts";
 
-/** Who holds an issue right now, for refusals that must name the holder. */
+/**
+ * Fencing (decision 036): the claim token is the capability. A lease is held by the MCP session
+ * that took it (or moved it to itself with the token); the key only says whose work it is. Another
+ * session of the same key is another holder, told CLAIM_MISMATCH; the holding session is
+ * recognized without its token only where its docs say so (heartbeat, checkpoint, release, claim).
+ */
+
+/** Who holds an issue right now, for refusals and check_claim. */
 export async function currentHolder(tx: Db, row: IssueRow, now: Date) {
   if (!isLeaseLive(row, now)) return null;
   const rows = await tx
@@ -15,7 +22,11 @@ export async function currentHolder(tx: Db, row: IssueRow, now: Date) {
       userId: leases.userId,
       runtime: leases.runtime,
       keyId: leases.keyId,
+      sessionId: leases.sessionId,
       fence: leases.fence,
+      claimedAt: leases.claimedAt,
+      renewedAt: leases.heartbeatAt,
+      renewedBy: leases.renewedBy,
       expiresAt: leases.expiresAt,
       email: user.email,
       name: user.name,
@@ -23,30 +34,47 @@ export async function currentHolder(tx: Db, row: IssueRow, now: Date) {
     .from(leases)
     .leftJoin(user, eq(user.id, leases.userId))
     .where(eq(leases.id, row.leaseId!));
-  const holder = rows[0];
-  if (!holder) return null;
-  return { ...holder, expiresAt: holder.expiresAt.toISOString() };
+  const found = rows[0];
+  if (!found) return null;
+  const { sessionId, ...holder } = found;
+  // The issue row's expiry is the live one (a session's calls renew both; a rebind too).
+  return {
+    ...holder,
+    claimedAt: holder.claimedAt.toISOString(),
+    renewedAt: holder.renewedAt.toISOString(),
+    expiresAt: (row.leaseExpiresAt ?? holder.expiresAt).toISOString(),
+    [HOLDER_SESSION]: sessionId,
+  };
 }
+
+/** The holding session, under a symbol key: compared here, never sent (JSON drops symbol keys). */
+const HOLDER_SESSION = Symbol("holderSession");
 export type Holder = NonNullable<Awaited<ReturnType<typeof currentHolder>>>;
 
 export const describeHolder = (h: Holder) => `${h.name ?? h.email ?? h.userId} (${h.runtime}) until ${h.expiresAt}`;
 
-/**
- * Is the caller the holder: the key that claimed, or the same person on the same runtime (an
- * agent restarted with another key)? Such a caller may get its lease back with claim_issue.
- */
-type Who = Pick<Holder, "keyId" | "userId" | "runtime">;
-export function heldByCaller<T extends Who>(holder: T | null, principal: Principal): holder is T {
-  if (!holder) return false;
-  if (holder.keyId !== null && holder.keyId === principal.keyId) return true;
-  return principal.userId !== null && holder.userId === principal.userId && holder.runtime === principal.runtime;
+type SessionHolder = { keyId: string | null; sessionId?: string | null; [HOLDER_SESSION]?: string | null };
+
+/** The caller's own session holds it: the same key in the same MCP session (a client with no session never matches). */
+export function sameSession(holder: SessionHolder | null, principal: Principal): boolean {
+  if (!holder || !principal.sessionId) return false;
+  const session = HOLDER_SESSION in holder ? holder[HOLDER_SESSION] : holder.sessionId;
+  return session === principal.sessionId && holder.keyId === principal.keyId;
 }
 
-/** How a holder who lost its token gets it back. */
-export const recoverHint = (identifier: string) =>
-  `Lost the claimToken? claim_issue {identifier:"${identifier}"} gives you this same lease back (rebound:true, same fence) with a new claimToken; the old one stops working.`;
+/** The session holding the lease, for a rebind's activity. */
+export const holderSession = (holder: Holder): string | null => holder[HOLDER_SESSION];
 
-/** The holder sent no token or a wrong one (another issue's, an old one): it still holds the issue and is told so. */
+/** Another holder on the caller's own key: a sibling agent, a subagent, or the caller before a restart. */
+export function sameKey(holder: SessionHolder | null, principal: Principal): boolean {
+  return !!holder && holder.keyId !== null && holder.keyId === principal.keyId;
+}
+
+/** How a holding session that lost its token gets it back. */
+export const recoverHint = (identifier: string) =>
+  `Lost the claimToken? From this same session, claim_issue {identifier:"${identifier}"} gives you this lease back (rebound:true, same fence) with a new claimToken; the old one stops working.`;
+
+/** The holding session sent no token or a wrong one: it still holds the issue and is told so. */
 function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): DomainError {
   return new DomainError(
     "STALE_CLAIM",
@@ -59,18 +87,58 @@ function youHoldRefusal(row: IssueRow, holder: Holder, sent: boolean): DomainErr
 }
 
 /**
- * The issue's last lease, when a finish (done, review, cancel) ended it and the caller held it:
- * a finish retried after it succeeded, or a late write after a handoff to review. Read only on
- * refusal paths.
+ * Another session of the caller's key holds the issue, and the caller showed no live token: the
+ * truth, with what that holder said last, and the one way to take it over (its token).
  */
-export async function finishedByCaller(scope: WriteScope, row: IssueRow) {
-  const [last] = await scope.tx
-    .select({ fence: leases.fence, keyId: leases.keyId, userId: leases.userId, runtime: leases.runtime, endReason: leases.endReason })
+export async function claimMismatch(scope: WriteScope, row: IssueRow, holder: Holder): Promise<DomainError> {
+  const checkpoint = await latestCheckpoint(scope.tx, row.id);
+  const said = checkpoint ? scope.cipher.decrypt(checkpoint.nextEnc) ?? scope.cipher.decrypt(checkpoint.doneEnc) : null;
+  const gist = said ? said.slice(0, 160) : null;
+  return new DomainError(
+    "CLAIM_MISMATCH",
+    `${row.identifier} is held by another session of your key (${holder.runtime}, fence ${holder.fence}) since ${holder.claimedAt}, until ${holder.expiresAt}` +
+      (gist ? `; its last checkpoint: "${gist}"` : ""),
+    `Another agent on your key is working on it: leave it and call next_issue. If you are that agent restarted and still have its claimToken, claim_issue {identifier:"${row.identifier}", claimToken} moves the lease to you.`,
+    { identifier: row.identifier, holder, otherSession: true, lastCheckpoint: gist, currentFence: row.fence },
+  );
+}
+
+/** The issue's last lease, ended or not, with who held it: read only on refusal paths. */
+export async function lastLeaseOf(tx: Db, row: IssueRow) {
+  const [last] = await tx
+    .select({
+      fence: leases.fence,
+      keyId: leases.keyId,
+      sessionId: leases.sessionId,
+      tokenHash: leases.tokenHash,
+      runtime: leases.runtime,
+      endReason: leases.endReason,
+      endedAt: leases.endedAt,
+      who: sql<string>`coalesce(${user.name}, ${user.email}, ${leases.userId})`,
+    })
     .from(leases)
+    .leftJoin(user, eq(user.id, leases.userId))
     .where(eq(leases.issueId, row.id))
     .orderBy(desc(leases.fence))
     .limit(1);
-  return last && last.endReason === "finished" && heldByCaller(last, scope.ctx.principal) ? last : null;
+  return last ?? null;
+}
+type LastLease = NonNullable<Awaited<ReturnType<typeof lastLeaseOf>>>;
+
+/** Is this the lease that finished the issue, shown by its token or by its session? */
+function finishedBy(last: LastLease, principal: Principal, token: string | undefined): boolean {
+  if (last.endReason !== "finished") return false;
+  if (token && last.tokenHash && constantTimeEqual(sha256(token), last.tokenHash)) return true;
+  return sameSession(last, principal);
+}
+
+/**
+ * The issue's last lease when a finish (done, review, cancel) ended it and the caller's lease was
+ * that one: a finish retried after it succeeded. Nobody else is told they finished it.
+ */
+export async function finishedByCaller(scope: WriteScope, row: IssueRow, token: string | undefined) {
+  const last = await lastLeaseOf(scope.tx, row);
+  return last && finishedBy(last, scope.ctx.principal, token) ? last : null;
 }
 
 function alreadyFinishedRefusal(row: IssueRow, fence: number): DomainError {
@@ -84,23 +152,24 @@ function alreadyFinishedRefusal(row: IssueRow, fence: number): DomainError {
   );
 }
 
+/** Whose session may write without its token: heartbeat, checkpoint and release say `session`; finishing needs the token. */
+export type Proof = "token" | "token-or-session";
+
 /**
- * Fencing: a write that presents a claim token must present the live one. A released,
- * expired or superseded token is refused with STALE_CLAIM naming the current holder.
+ * A fenced write must present the live lease's token, or, where `proof` allows, come from the
+ * session holding it. Anything else is refused: STALE_CLAIM for a lease that is not live or not
+ * the caller's key's, CLAIM_MISMATCH for another session of the caller's key.
  */
-export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: string | undefined): Promise<void> {
+export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: string | undefined, proof: Proof = "token"): Promise<void> {
   const live = isLeaseLive(row, scope.now);
   if (token && live && row.leaseTokenHash && constantTimeEqual(sha256(token), row.leaseTokenHash)) return;
+  const principal = scope.ctx.principal;
   const holder = await currentHolder(scope.tx, row, scope.now);
-  // A wrong token is taken for the holder's own only from the same key: another key of the same
-  // person and runtime sending one is more likely a superseded agent, which must stop.
-  if (heldByCaller(holder, scope.ctx.principal) && (!token || holder.keyId === scope.ctx.principal.keyId)) {
+  if (holder && sameSession(holder, principal)) {
+    if (!token && proof === "token-or-session") return;
     throw youHoldRefusal(row, holder, token !== undefined);
   }
-  if (token && !holder) {
-    const finished = await finishedByCaller(scope, row);
-    if (finished) throw alreadyFinishedRefusal(row, finished.fence);
-  }
+  if (holder && sameKey(holder, principal)) throw await claimMismatch(scope, row, holder);
   if (!token) {
     throw new DomainError(
       "STALE_CLAIM",
@@ -110,6 +179,18 @@ export async function requireLiveToken(scope: WriteScope, row: IssueRow, token: 
         : "Claim it first (claim_issue), then pass the claimToken you get.",
       { identifier: row.identifier, holder },
     );
+  }
+  if (!holder) {
+    const last = await lastLeaseOf(scope.tx, row);
+    if (last && finishedBy(last, principal, token)) throw alreadyFinishedRefusal(row, last.fence);
+    if (last && last.endReason === "finished") {
+      throw new DomainError(
+        "STALE_CLAIM",
+        `your claim on ${row.identifier} is no longer live: ${last.who} (${last.runtime}) finished it under a later claim (fence ${last.fence}); it is ${row.status}`,
+        "Stop working on it: nothing is left for you there. Call next_issue for other work.",
+        { identifier: row.identifier, finishedBy: { who: last.who, runtime: last.runtime, fence: last.fence }, status: row.status, currentFence: row.fence },
+      );
+    }
   }
   throw new DomainError(
     "STALE_CLAIM",

@@ -58,7 +58,7 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     if (input.blockedBy || input.noDependency) {
       throw invalidInput("dependencies of an existing issue change through add_relation / remove_relation", "Call add_relation with type blocked_by.");
     }
-    if (isFinishRetry(scope, row, input) && (await finishedByCaller(scope, row))) {
+    if (isFinishRetry(scope, row, input) && (await finishedByCaller(scope, row, input.claimToken))) {
       return { ...(await issueView(scope.tx, scope.cipher, row, scope.now)), alreadyFinished: true as const };
     }
     if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);

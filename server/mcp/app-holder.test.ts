@@ -95,25 +95,39 @@ test("someone else is still refused: ALREADY_CLAIMED for a claim, STALE_CLAIM na
   await callOk(alice, "release_issue", { identifier: issue.identifier, claimToken: claim.claimToken });
 });
 
-test("a scripted agent that loses its token mid-issue (restarts) finishes the issue without waiting for the lease to lapse", async () => {
+test("a scripted agent that restarts mid-issue continues by its saved token, or in its kept session, without waiting for the lease to lapse", async () => {
   const before = await session("carol");
   const issue = await callOk(before, "save_issue", task("Long job"));
   const claim = await callOk(before, "claim_issue", { identifier: issue.identifier });
   await callOk(before, "checkpoint", { identifier: issue.identifier, claimToken: claim.claimToken, done: "step 1", next: "step 2" });
-  await before.close(); // the process dies; its token is gone with it
+  const keptSession = (before as unknown as { transport: { sessionId?: string } }).transport.sessionId!;
+  await before.close(); // the process dies
 
-  // After the restart the agent knows only which issue it was on (its branch, its notes).
+  // A new session of the same key is another holder until it shows the token.
   const after = await session("carol");
-  const check = await callOk(after, "check_claim", { identifier: issue.identifier });
-  expect(check).toMatchObject({ held: true, youHold: true });
-  expect(check.recover).toContain("claim_issue");
-  const back = await callOk(after, "claim_issue", { identifier: issue.identifier });
-  expect(back).toMatchObject({ rebound: true, fence: claim.fence });
+  expect(await callOk(after, "check_claim", { identifier: issue.identifier })).toMatchObject({ held: true, youHold: false, yourKey: true, status: "other_session" });
+  expect((await callError(after, "claim_issue", { identifier: issue.identifier })).code).toBe("CLAIM_MISMATCH");
+  const back = await callOk(after, "claim_issue", { identifier: issue.identifier, claimToken: claim.claimToken });
+  expect(back).toMatchObject({ rebound: true, fence: claim.fence, renewal: "calls" });
   expect(back.checkpoint).toMatchObject({ done: "step 1", next: "step 2" });
   expect(new Date(back.expiresAt).getTime()).toBeGreaterThanOrEqual(new Date(claim.expiresAt).getTime());
+  expect(await callOk(after, "check_claim", { identifier: issue.identifier })).toMatchObject({ status: "held", youHold: true });
+
+  // A process that kept its session id (the watchdog proxy) is recognized without any token.
+  const first = await session("carol");
+  const other = await callOk(first, "save_issue", task("Another long job"));
+  await callOk(first, "claim_issue", { identifier: other.identifier });
+  const id = (first as unknown as { transport: { sessionId?: string } }).transport.sessionId!;
+  const resumed = await connectClient(seeded.endpoint, seeded.orgs.HOLD!.people.carol.key, { name: "carol", sessionId: id });
+  clients.push(resumed);
+  const again = await callOk(resumed, "claim_issue", { identifier: other.identifier });
+  expect(again).toMatchObject({ rebound: true });
+  expect((await callOk(resumed, "save_issue", { identifier: other.identifier, status: "done", claimToken: again.claimToken })).status).toBe("done");
+  expect(keptSession).not.toBe(id);
+
   const done = await callOk(after, "save_issue", { identifier: issue.identifier, status: "done", claimToken: back.claimToken });
   expect(done.status).toBe("done");
-  expect(await callOk(after, "check_claim", { identifier: issue.identifier })).toMatchObject({ held: false, status: "done" });
+  expect(await callOk(after, "check_claim", { identifier: issue.identifier })).toMatchObject({ held: false, issueStatus: "done", status: "unclaimed" });
   expect(Date.now()).toBeLessThan(new Date(claim.expiresAt).getTime());
 });
 
@@ -148,9 +162,11 @@ test("a finish retried after it succeeded returns the finished state; following 
   expect(first.alreadyFinished).toBeUndefined();
   const again = await callOk(alice, "save_issue", finish);
   expect(again).toMatchObject({ identifier: issue.identifier, status: "done", alreadyFinished: true, updatedAt: first.updatedAt });
-  // Someone else's retry with a token is not taken for a success.
+  // A retry with another token is not taken for a success.
   const bob = await session("bob");
-  expect((await callError(bob, "save_issue", finish)).code).toBe("STALE_CLAIM");
+  const wrong = await callError(bob, "save_issue", { ...finish, claimToken: "rtclm_not-the-finishers" });
+  expect(wrong.code).toBe("STALE_CLAIM");
+  expect(wrong.details?.alreadyFinished).toBeUndefined();
 });
 
 test("after a handoff to review, the author's late heartbeat says the issue went to review, not to claim it again", async () => {

@@ -10,6 +10,7 @@ import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens
 import { publicOrigin } from "../http/origin.ts";
 import { AUTH_FAILURES, type Admission } from "../http/limits.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
+import { issueSessionId, sessionSecret, verifySessionId } from "./session-id.ts";
 
 export interface McpHttpDeps {
   services: Services;
@@ -68,7 +69,19 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
       );
     }
     recordKeyUse(principal.keyId!, deps);
-    const reply = await exchange(request, { services: deps.services, principal, log: deps.log, requestId });
+    const session = sessionOf(request, principal, deps.services);
+    if (session === undefined) {
+      // The MCP transport's answer to a session it does not know: the client starts a new one with initialize.
+      return rpcError(404, -32001, "Session not found: this Mcp-Session-Id was not issued to this key. Send initialize without it to start a new session.", requestId);
+    }
+    const secret = sessionSecretOf(deps.services);
+    const reply = await exchange(request, {
+      services: deps.services,
+      principal: session ? { ...principal, sessionId: session } : principal,
+      log: deps.log,
+      requestId,
+      startSession: () => issueSessionId(secret, principal.keyId!).header,
+    });
     reply.headers["x-request-id"] = requestId;
     return reply;
   } catch (err) {
@@ -178,6 +191,23 @@ async function authenticate(request: McpRequest, services: Services): Promise<Pr
   if (!isOAuthAccessToken(token)) return authenticateAgentKey(services.db, token);
   const resource = mcpResource(baseUrlOf(services.config, request.header("host")));
   return authenticateOAuthToken(services.db, token, resource, services.clock.now());
+}
+
+const secrets = new WeakMap<Services["keyring"], string>();
+function sessionSecretOf(services: Services): string {
+  let secret = secrets.get(services.keyring);
+  if (secret === undefined) secrets.set(services.keyring, (secret = sessionSecret(services.keyring)));
+  return secret;
+}
+
+/**
+ * The session a request names: its id, null when it names none (an anonymous client, its own
+ * session for this one request), undefined when the header was not issued to this key.
+ */
+function sessionOf(request: McpRequest, principal: Principal, services: Services): string | null | undefined {
+  const header = request.header("mcp-session-id");
+  if (header === null) return null;
+  return verifySessionId(sessionSecretOf(services), principal.keyId!, header) ?? undefined;
 }
 
 function requestIdOf(given: string | null): string {

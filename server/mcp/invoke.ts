@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { withPrincipal, type Principal, type Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { describeZodError } from "../errors.ts";
+import { describeZodError, unstorableText, unstorableTextIn } from "../errors.ts";
 import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
@@ -9,6 +9,7 @@ import type { ToolDefinition } from "./tool.ts";
 import { recordStaleRefusal } from "../dash/charts-record.ts";
 import { lowBalanceWarning } from "../usage/low-balance.ts";
 import { toolTiers } from "../usage/rate-card.ts";
+import { renewSessionLeases } from "../queue/session-renewal.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
 export interface CallScope {
@@ -16,6 +17,8 @@ export interface CallScope {
   principal: Principal;
   log: Logger;
   requestId: string;
+  /** Starts an MCP session for `initialize`: the Mcp-Session-Id to send back (server/mcp/session-id.ts). */
+  startSession?: () => string;
 }
 
 /**
@@ -50,6 +53,13 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
       ),
     );
   }
+  // Every tool at once, before any query: no argument may carry text no column can store.
+  const unstorable = unstorableTextIn(args);
+  if (unstorable !== null) {
+    observed(tool.name, started, "INVALID_INPUT");
+    scope.log.debug({ ...logFields, outcome: "refused", code: "INVALID_INPUT" }, "mcp tool call");
+    return errorResult(invalidArguments(tool.name, unstorableText(unstorable).message));
+  }
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) {
     observed(tool.name, started, "INVALID_INPUT");
@@ -59,7 +69,10 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
   try {
     // The parsed value, never the raw arguments: those may carry what the schema dropped.
     const ctx = withPrincipal(scope.services, principal);
+    // Any call of a session but check_claim (which only looks) renews the leases it holds, beside the call.
+    const renewal = tool.name === "check_claim" ? null : renewSessionLeases(ctx).catch((err: unknown) => scope.log.warn({ ...logFields, err }, "session leases not renewed"));
     const output = (await tool.handler(ctx, parsed.data)) as Record<string, unknown>;
+    await renewal;
     const durationMs = observed(tool.name, started, null);
     metrics.claimsIn(tool.name, output);
     scope.log.debug({ ...logFields, outcome: "ok", durationMs }, "mcp tool call");

@@ -70,7 +70,8 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
   } catch {
     return refused(scope, 400, ErrorCode.ParseError, "Parse error: Invalid JSON-RPC message");
   }
-  if (messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m))) {
+  const initializing = messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m));
+  if (initializing) {
     if (messages.length > 1) {
       return refused(scope, 400, ErrorCode.InvalidRequest, "Invalid Request: Only one initialization request is allowed");
     }
@@ -91,9 +92,10 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
     return refused(scope, 400, ErrorCode.InvalidRequest, "Invalid Request: a batch repeats a request id; give every request its own id");
   }
   const responses = await Promise.all(requests.map((request) => answer(request, scope)));
+  const session: Record<string, string> = initializing && scope.startSession ? { "mcp-session-id": scope.startSession() } : {};
   return {
     status: 200,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...session },
     body: JSON.stringify(responses.length === 1 ? responses[0] : responses),
   };
 }

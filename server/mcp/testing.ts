@@ -23,12 +23,14 @@ export function inProcessFetch(services: Services): typeof fetch {
 export async function connectClient(
   endpoint: string,
   key: string,
-  options: { fetch?: typeof fetch; name?: string } = {},
+  options: { fetch?: typeof fetch; name?: string; sessionId?: string } = {},
 ): Promise<Client> {
   const client = new Client({ name: options.name ?? "retasc-test", version: "1.0.0" });
   const transport = new StreamableHTTPClientTransport(new URL(endpoint), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    // Resuming a session (a restarted proxy that kept its Mcp-Session-Id): the SDK skips initialize.
+    ...(options.sessionId ? { sessionId: options.sessionId } : {}),
   });
   await client.connect(transport);
   return client;

@@ -10,6 +10,7 @@ import { actorOf } from "../orgs/access.ts";
 import { addressLabel, type Address, type Addresses } from "./channels.ts";
 import { kindDescriptions, mutableKinds } from "./kinds.ts";
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
+import { admitMail } from "../outbound/mail-limit.ts";
 
 /** A connect code lives 15 minutes and works once. */
 export const CODE_TTL_MS = 15 * 60_000;
@@ -97,12 +98,14 @@ export const emailInput = z.object({ email: z.email().max(254) }).strict();
 
 /**
  * Starts connecting an email address: the binding waits (pending) for the 6-digit code
- * mailed to it, so nobody can send Retasc mail to an address they do not read.
+ * mailed to it, so nobody can send Retasc mail to an address they do not read. How many codes
+ * one address, or one client, gets an hour is limited (server/outbound/mail-limit.ts).
  */
-export async function startEmail(ctx: Ctx, raw: z.input<typeof emailInput>) {
+export async function startEmail(ctx: Ctx, raw: z.input<typeof emailInput>, door: { clientAddress: string | null } = { clientAddress: null }) {
   const { email } = emailInput.parse(raw);
   requireConfigured(ctx, "email");
   const me = await person(ctx);
+  await admitMail(ctx.config, email, door.clientAddress);
   const code = String(crypto.randomInt(0, 1_000_000)).padStart(6, "0");
   const expiresAt = new Date(ctx.clock.now().getTime() + CODE_TTL_MS);
   await ctx.db.transaction(async (tx) => {

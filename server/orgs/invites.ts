@@ -2,6 +2,7 @@ import { and, desc, eq, gt, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { invites, members, orgs, user } from "../../db/schema/index.ts";
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
+import { admitMail } from "../outbound/mail-limit.ts";
 import { SendFailure } from "../outbound/failure.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
@@ -216,9 +217,11 @@ async function requireInvitee(tx: Pick<Ctx["db"], "select">, invite: { email: st
 /**
  * Mails an email-bound invite's link to its address, once, when SMTP_URL and SMTP_FROM are set
  * (owner or admin; the door that minted the invite calls it with the link it built). Without
- * SMTP, or when the mail server refuses, it says so and the inviter sends the link themselves.
+ * SMTP, when the mail server refuses, or when the address (or the inviter's client) has had its
+ * share of mail this hour (server/outbound/mail-limit.ts), it says so and the inviter sends the
+ * link themselves.
  */
-export async function emailInvite(ctx: Ctx, input: { inviteId: string; link: string }): Promise<{ emailed: boolean; reason: string | null }> {
+export async function emailInvite(ctx: Ctx, input: { inviteId: string; link: string }, door: { clientAddress: string | null } = { clientAddress: null }): Promise<{ emailed: boolean; reason: string | null }> {
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "inviting people");
   const [row] = await ctx.db
@@ -236,6 +239,13 @@ export async function emailInvite(ctx: Ctx, input: { inviteId: string; link: str
   if (invite.emailedAt) return { emailed: true, reason: null };
   if (!emailConfigured(ctx.config)) return { emailed: false, reason: "email is not configured on this server (SMTP_URL, SMTP_FROM)" };
   const as = invite.role === "admin" ? "an admin" : "a member";
+  try {
+    await admitMail(ctx.config, invite.email, door.clientAddress);
+  } catch (error) {
+    // The invite stands; the inviter sends its link themselves.
+    if (error instanceof DomainError) return { emailed: false, reason: `${error.message}: ${error.hint}` };
+    throw error;
+  }
   try {
     await sendEmail(ctx.config, invite.email, {
       subject: `${row.inviter ?? "Someone"} invited you to ${row.orgName} on Retasc`,

@@ -4,10 +4,10 @@ import { query } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
-import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
+import { constantTimeEqual, randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { notifyAll, type Notice } from "../events/index.ts";
-import { currentHolder, heldByCaller, type Holder } from "../issues/fencing.ts";
+import { claimMismatch, currentHolder, holderSession, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
@@ -67,6 +67,7 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
     userId: p.userId,
     keyId: p.keyId,
     runtime: p.runtime,
+    sessionId: p.sessionId ?? null,
     now: now.toISOString(),
     leaseId: newId(),
     tokenHash: sha256(claimToken),
@@ -83,8 +84,14 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
  */
 export const RECORDED_EXPIRY = Symbol.for("retasc.claim.recordedExpiry");
 
-export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number) {
-  const reply = replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims);
+/**
+ * What keeps a lease alive: `calls` when the claim came in an MCP session (its own calls renew it;
+ * heartbeat only before a silence longer than the lease), `heartbeat` for a client with no session.
+ */
+export const renewalOf = (principal: Ctx["principal"]) => (principal.sessionId ? ("calls" as const) : ("heartbeat" as const));
+
+export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number, principal: Ctx["principal"]) {
+  const reply = replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims, renewalOf(principal));
   return { ...reply, [RECORDED_EXPIRY]: taken.notices.some((notice) => notice.channel === OUTBOX_CHANNEL) };
 }
 
@@ -102,6 +109,7 @@ function replyFor(
   now: Date,
   claimToken: string,
   otherClaims: number,
+  renewal: ReturnType<typeof renewalOf>,
 ) {
   const view = renderIssueView(cipher, row, reads, now);
   const { identifier, fence, branch, checkpoint, lease: _lease, held: _held, statusNote: _note, ...issue } = view;
@@ -110,6 +118,7 @@ function replyFor(
     claimToken,
     fence,
     expiresAt: row.leaseExpiresAt!.toISOString(),
+    renewal,
     branch,
     checkpoint,
     otherClaims,
@@ -120,19 +129,33 @@ function replyFor(
 export type ClaimReply = ReturnType<typeof replyFor> & { rebound?: true; [RECORDED_EXPIRY]?: boolean };
 
 /**
- * Lost-token recovery: the holder (its key, or the same person on the same runtime) claiming
- * its own live lease gets that lease back with a new token (same fence, lease renewed); the
- * old token stops working. On claim_issue's refusal path only, so dispatch pays nothing for it.
+ * Recovery (decision 036): the live lease moves to the calling session with a new token (same
+ * fence, lease renewed, the old token void, the checkpoint untouched). Reached with the live
+ * token from any session (a restarted agent, a subagent handed its orchestrator's token) or
+ * without it from the holding session (a token lost to context compaction). On claim_issue's
+ * refusal path only, so dispatch pays nothing for it.
  */
 async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherClaims: number): Promise<ClaimReply> {
   const { tx, now } = scope;
   const claimToken = randomToken("rtclm_", 24);
   const leaseTokenHash = sha256(claimToken);
-  const expiresAt = await renew(scope, row, leaseTokenHash);
-  await recordActivity(scope, { issueId: row.id, kind: "heartbeat", facts: { fence: row.fence }, detail: { rebound: true, runtime: holder.runtime } });
+  const expiresAt = await renew(scope, row, { tokenHash: leaseTokenHash });
+  const moved = holderSession(holder) !== (scope.ctx.principal.sessionId ?? null);
+  await recordActivity(scope, {
+    issueId: row.id,
+    kind: "heartbeat",
+    facts: { fence: row.fence },
+    detail: { rebound: true, runtime: holder.runtime, ...(moved ? { movedSession: true } : {}) },
+  });
   const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
   const [reads, discussion] = await inOrder(() => issueViewReads(tx, row.id, now), () => readClaimDiscussion(tx, row.id));
-  return { ...replyFor(scope.cipher, rebound, reads, discussion, now, claimToken, otherClaims), rebound: true };
+  return { ...replyFor(scope.cipher, rebound, reads, discussion, now, claimToken, otherClaims, renewalOf(scope.ctx.principal)), rebound: true };
+}
+
+/** Whether the live lease may move to the caller: its token, or the holding session itself. */
+function mayRebind(row: IssueRow, holder: Holder, principal: Ctx["principal"], claimToken: string | undefined): boolean {
+  if (claimToken) return row.leaseTokenHash !== null && constantTimeEqual(sha256(claimToken), row.leaseTokenHash);
+  return sameSession(holder, principal);
 }
 
 /** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
@@ -145,15 +168,16 @@ export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: nu
   const [taken] = await query<{ taken: TakenLease }>(
     scope.tx,
     sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${lease.userId}::text, ${lease.keyId}::text,
-      ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint) as taken`,
+      ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint,
+      ${lease.sessionId}::text) as taken`,
   );
   await notifyAll(scope.tx, taken!.taken.notices);
-  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims);
+  return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims, scope.ctx.principal);
 }
 
 /** Claims one named issue, ignoring lanes; refuses only for a stated reason. */
 export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>) {
-  const { identifier } = claimIssueInput.parse(raw);
+  const { identifier, claimToken } = claimIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now } = scope;
     const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true }));
@@ -176,10 +200,13 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
       );
     }
     if (isLeaseLive(row, now)) {
-      const holder = await currentHolder(tx, row, now);
-      if (heldByCaller(holder, ctx.principal)) return rebind(scope, row, holder, Math.max(0, budget.live - 1));
+      const holder = (await currentHolder(tx, row, now))!;
+      if (mayRebind(row, holder, ctx.principal, claimToken)) return rebind(scope, row, holder, Math.max(0, budget.live - (sameKey(holder, ctx.principal) ? 1 : 0)));
+      if (sameKey(holder, ctx.principal)) throw await claimMismatch(scope, row, holder);
       throw alreadyClaimed(identifier, holder, "claim");
     }
+    // A token names a lease to take over; that lease is gone: refused as any write with it is (STALE_CLAIM), never a fresh claim.
+    if (claimToken) await requireLiveToken(scope, row, claimToken);
     if (row.triage === "pending") {
       throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A person decides on outside work, not an agent; call next_issue for other work.", { identifier });
     }

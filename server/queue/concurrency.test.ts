@@ -42,6 +42,12 @@ beforeAll(async () => {
 });
 afterAll(() => tdb.close());
 
+/** A refusal's code (and the holder it names); anything but a DomainError keeps its message, so an assertion shows it. */
+function refusal(error: unknown): { code: string; holder: string | null } {
+  if (!(error instanceof DomainError)) return { code: `not a refusal: ${String((error as Error)?.message ?? error)}`, holder: null };
+  return { code: error.code, holder: (error.details as { holder?: { keyId: string } | null } | undefined)?.holder?.keyId ?? null };
+}
+
 /** A small seeded generator, so a failing DAG can be reproduced from the printed seed. */
 function random(seed: number) {
   let s = seed >>> 0;
@@ -388,21 +394,60 @@ describe("concurrent drain", () => {
           await claimIssue(ctx, { identifier });
           return { identifier, winner: ctx.principal.keyId, code: null, holder: null };
         } catch (error) {
-          if (!(error instanceof DomainError)) throw error;
-          const holder = (error.details as { holder?: { keyId: string } } | undefined)?.holder?.keyId ?? null;
-          return { identifier, winner: null, code: error.code, holder };
+          return { identifier, winner: null, ...refusal(error) };
         }
       }),
     );
     for (const identifier of open) {
       const mine = results.filter((r) => r.identifier === identifier);
       const winners = mine.filter((r) => r.winner);
-      expect(winners, identifier).toHaveLength(1);
+      expect(winners, `claim exclusivity (claim_issue): one winner for ${identifier}`).toHaveLength(1);
+      // Why each loser lost: the winner's row lock, seen as ALREADY_CLAIMED naming it. Without the
+      // lock, losers get past the check and die on the leases' unique index instead: caught here.
       for (const loser of mine.filter((r) => !r.winner)) {
-        expect(loser.code).toBe("ALREADY_CLAIMED");
-        expect(loser.holder).toBe(winners[0]!.winner);
+        expect(loser, `claim exclusivity (claim_issue): a loser of ${identifier} is refused naming the winner`).toEqual({
+          identifier,
+          winner: null,
+          code: "ALREADY_CLAIMED",
+          holder: winners[0]!.winner,
+        });
       }
     }
+  });
+
+  it("one key making 16 claims at once over two pools gets exactly its cap; the others are refused CLAIM_CAP", async () => {
+    const CAP = 7;
+    const [a, b] = pools(systemClock, { LEASE_TTL_SECONDS: "600", CLAIM_CAP_DEFAULT: String(CAP) });
+    const org = await seedOrg(a, { prefix: "CAP" });
+    // Half name one of carol's issues (claim_issue), half ask for the next in bob's lane, the
+    // unassigned ones (next_issue's SQL): both count the key's claims under its lock, and never meet.
+    const named: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const assignee = i % 2 ? { assignee: org.agents.carol.userId } : {};
+      const { identifier } = await saveIssue(org.agents.alice.ctx, { title: `capped ${i}`, work: true, noDependency: "alone", ...assignee });
+      if (i % 2) named.push(identifier);
+    }
+    const key = (await org.agentFor("bob", "capped")).principal;
+    const started = Date.now();
+    const results = await Promise.all(
+      Array.from({ length: 16 }, async (_, i) => {
+        const ctx = withPrincipal(i % 2 ? a : b, key);
+        try {
+          const claim = i % 4 < 2 ? await claimIssue(ctx, { identifier: named[(i >> 2) * 2 + (i % 4)]! }) : await nextIssue(ctx, {});
+          return "claimToken" in claim ? { code: "WON" } : { code: "EMPTY" };
+        } catch (error) {
+          return refusal(error);
+        }
+      }),
+    );
+    const won = results.filter((r) => r.code === "WON").length;
+    expect(won, "the per-key claim cap under concurrency: exactly the cap won").toBe(CAP);
+    expect(results.filter((r) => r.code !== "WON"), "the per-key claim cap under concurrency: every other claim refused CLAIM_CAP").toEqual(
+      Array.from({ length: 16 - CAP }, () => ({ code: "CLAIM_CAP", holder: null })),
+    );
+    const [live] = await query<{ n: number }>(a.db, sql`select count(*)::int as n from leases where key_id = ${key.keyId} and ended_at is null`);
+    expect(Number(live!.n), "the per-key claim cap under concurrency: live leases of the key").toBe(CAP);
+    console.info(`claim cap race (${testDriver}): 16 claims of one key, ${won} won, ${Date.now() - started} ms`);
   });
 });
 

@@ -52,9 +52,10 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     const pick = sql`${dispatchable(i, sql.raw("p_now"))} and ${inLanes(i, sql.raw("p_user_id"), sql.raw("p_all_lanes"))}
       order by ${sql.join(dispatchOrder(i), sql`, `)} limit 1 for update skip locked`;
     const body = await functionText("retasc_next_issue");
-    // One pick for a project key, one for an org-wide key.
-    expect(occurrences(body, `where i.project_id = p_project_id and ${normal(text(pick))}`)).toBe(1);
-    expect(occurrences(body, `where i.org_id = p_org_id and ${normal(text(pick))}`)).toBe(1);
+    // One pick for a project key, one for an org-wide key, each locking the row it picks (FOR UPDATE SKIP LOCKED).
+    const exclusive = "claim exclusivity (next_issue): the pick is the dispatch rule's and locks its row";
+    expect(occurrences(body, `where i.project_id = p_project_id and ${normal(text(pick))}`), exclusive).toBe(1);
+    expect(occurrences(body, `where i.org_id = p_org_id and ${normal(text(pick))}`), exclusive).toBe(1);
   });
 
   it("retasc_finish and retasc_finishes take the graph lock lockOrgGraph takes", async () => {

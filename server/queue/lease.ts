@@ -4,7 +4,7 @@ import { checkpoints, issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { invalidInput } from "../errors.ts";
 import type { Ctx } from "../context.ts";
-import { currentHolder, endLease, heldByCaller, recoverHint, requireLiveToken } from "../issues/fencing.ts";
+import { currentHolder, endLease, lastLeaseOf, recoverHint, requireLiveToken, sameKey, sameSession } from "../issues/fencing.ts";
 import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { checkpointView, unheldText } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
@@ -13,18 +13,38 @@ import { meter } from "../usage/meter.ts";
 
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
-/** Does this key hold the issue right now? */
+/**
+ * Where a claim stands from the caller's side (decision 036): `held` by this session, held by
+ * `other_session` (another session of this key, or anyone else), `unknown_session` (this key holds
+ * it but the caller sent no session id, so nothing tells whether it is the caller's), `expired`
+ * (its last lease lapsed) or `unclaimed`. A look only: it renews nothing.
+ */
+export const claimStatuses = ["held", "unclaimed", "expired", "other_session", "unknown_session"] as const;
+
 export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>) {
   const { identifier } = checkClaimInput.parse(raw);
   const now = ctx.clock.now();
   const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
   const holder = await currentHolder(ctx.db, row, now);
-  const youHold = heldByCaller(holder, ctx.principal);
+  const youHold = sameSession(holder, ctx.principal);
+  const status: (typeof claimStatuses)[number] = holder
+    ? youHold
+      ? "held"
+      : sameKey(holder, ctx.principal) && !ctx.principal.sessionId
+        ? "unknown_session"
+        : "other_session"
+    : row.leaseId !== null || (await lastLeaseOf(ctx.db, row))?.endReason === "expired"
+      ? "expired"
+      : "unclaimed";
   return {
     identifier,
-    status: row.status,
+    status,
+    issueStatus: row.status,
     held: holder !== null,
     youHold,
+    yourKey: sameKey(holder, ctx.principal),
+    renewedByYourCalls: youHold,
+    lastRenewedAt: holder?.renewedAt ?? null,
     holder,
     expiresAt: holder?.expiresAt ?? null,
     fence: row.fence,
@@ -32,20 +52,32 @@ export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>)
   };
 }
 
-/** Renews the live lease for another TTL from now; with `tokenHash`, under a new claim token too (a rebind). */
-export async function renew(scope: WriteScope, row: IssueRow, tokenHash?: string) {
+/**
+ * Renews the live lease for another TTL from now (heartbeat, checkpoint, a rebind). A rebind also
+ * gives the lease a new token and moves it to the calling session and key.
+ */
+export async function renew(scope: WriteScope, row: IssueRow, rebind?: { tokenHash: string }) {
   const expiresAt = new Date(scope.now.getTime() + scope.ctx.config.leaseTtlMs);
-  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt, ...(tokenHash ? { leaseTokenHash: tokenHash } : {}) }).where(eq(issues.id, row.id));
-  await scope.tx.update(leases).set({ expiresAt, heartbeatAt: scope.now }).where(eq(leases.id, row.leaseId!));
+  const p = scope.ctx.principal;
+  await scope.tx.update(issues).set({ leaseExpiresAt: expiresAt, ...(rebind ? { leaseTokenHash: rebind.tokenHash } : {}) }).where(eq(issues.id, row.id));
+  await scope.tx
+    .update(leases)
+    .set({
+      expiresAt,
+      heartbeatAt: scope.now,
+      renewedBy: "heartbeat",
+      ...(rebind ? { tokenHash: rebind.tokenHash, sessionId: p.sessionId ?? null, keyId: p.keyId, runtime: p.runtime ?? "unknown", ...(p.userId ? { userId: p.userId } : {}) } : {}),
+    })
+    .where(eq(leases.id, row.leaseId!));
   return expiresAt;
 }
 
-/** Renews the lease. Only heartbeat and checkpoint do. */
+/** Renews the lease explicitly (the watchdog proxy, long silences); the holding session may omit the token. */
 export async function heartbeat(ctx: Ctx, raw: z.input<typeof heartbeatInput>) {
   const input = heartbeatInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
-    await requireLiveToken(scope, row, input.claimToken);
+    await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     const expiresAt = await renew(scope, row);
     meter(scope, "heartbeat", "heartbeat", row.id);
     await recordActivity(scope, {
@@ -97,7 +129,7 @@ export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>)
   }
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
-    await requireLiveToken(scope, row, input.claimToken);
+    await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     await writeCheckpoint(scope, row, input);
     const expiresAt = await renew(scope, row);
     meter(scope, "checkpoint", "work", row.id);
@@ -122,7 +154,7 @@ export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInp
   const input = releaseIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
-    await requireLiveToken(scope, row, input.claimToken);
+    await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     if (input.note) await writeCheckpoint(scope, row, { note: input.note });
     await endLease(scope, row, "released");
     meter(scope, "release_issue", "plumbing", row.id);

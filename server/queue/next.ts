@@ -40,14 +40,18 @@ const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) =>
   return inCallOrder(row!.results);
 });
 
-/** The issues this key holds live leases on (but `except`), for an agent that lost track of them. */
-async function heldByKey(ctx: Ctx, except: string | null): Promise<string[]> {
-  const keyId = ctx.principal.keyId;
-  if (!keyId) return [];
+/**
+ * The issues this session holds live leases on (but `except`), for an agent that lost track of
+ * them. Never a sibling session's (decision 036); a client with no session is told of none.
+ */
+async function heldBySession(ctx: Ctx, except: string | null): Promise<string[]> {
+  const { keyId, sessionId } = ctx.principal;
+  if (!keyId || !sessionId) return [];
   const rows = await query<{ identifier: string }>(
     ctx.db,
     sql`select i.identifier from leases l join issues i on i.id = l.issue_id and i.lease_id = l.id
-        where l.key_id = ${keyId} and l.ended_at is null and i.lease_expires_at > ${ctx.clock.now().toISOString()}::timestamptz
+        where l.session_id = ${sessionId} and l.key_id = ${keyId} and l.ended_at is null
+          and i.lease_expires_at > ${ctx.clock.now().toISOString()}::timestamptz
         order by l.claimed_at`,
   );
   return rows.map((row) => row.identifier).filter((identifier) => identifier !== except);
@@ -81,7 +85,7 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         await slaSweepOrg(ctx, principal.orgId);
         continue;
       case "empty": {
-        const [empty, holding] = await Promise.all([emptyReply(ctx, ctx.clock.now(), input.allLanes), heldByKey(ctx, null)]);
+        const [empty, holding] = await Promise.all([emptyReply(ctx, ctx.clock.now(), input.allLanes), heldBySession(ctx, null)]);
         if (holding.length === 0) return empty;
         return { ...empty, holding, message: `${empty.message} You already hold ${holding.join(", ")}: resume ${holding.length > 1 ? "those" : "it"}.` };
       }
@@ -91,9 +95,9 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
         sendNotices(ctx.db, result.notices);
-        const reply = claimReply(cipher, result, claimToken, result.otherClaims);
+        const reply = claimReply(cipher, result, claimToken, result.otherClaims, principal);
         // Read only when the key holds others, so the usual claim costs nothing more.
-        return result.otherClaims > 0 ? { ...reply, holding: await heldByKey(ctx, reply.identifier) } : reply;
+        return result.otherClaims > 0 ? { ...reply, holding: await heldBySession(ctx, reply.identifier) } : reply;
     }
   }
 }

@@ -30,6 +30,8 @@ async function fresh(prefix = "RTSC"): Promise<SeededOrg> {
 }
 
 type Ctx = SeededOrg["agents"]["alice"]["ctx"];
+/** The same agent in an MCP session (the door sets it from a verified Mcp-Session-Id). */
+const inSession = (ctx: Ctx, sessionId: string): Ctx => ({ ...ctx, principal: { ...ctx.principal, sessionId } });
 const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
   saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
 
@@ -142,18 +144,16 @@ describe("dispatch order", () => {
 });
 
 describe("claims and fencing", () => {
-  it("gives the lease back to its holder's person and runtime on another key (a restart), never to another runtime", async () => {
+  it("a restart on another key continues by the token alone: without it the lease stays put, with it the lease moves (same fence, old token void)", async () => {
     const org = await fresh();
     const x = await create(org.agents.alice.ctx, "restart me");
     const first = await claimIssue(org.agents.alice.ctx, { identifier: x.identifier });
     const restarted = (await org.agentFor("alice", "claude-code")).ctx;
-    const otherRuntime = (await org.agentFor("alice", "codex")).ctx;
-    await expect(claimIssue(otherRuntime, { identifier: x.identifier })).rejects.toMatchObject({ code: "ALREADY_CLAIMED" });
-    expect(await checkClaim(otherRuntime, { identifier: x.identifier })).toMatchObject({ youHold: false });
-    // A token from another key of the same person and runtime is not taken for the holder's own.
+    await expect(claimIssue(restarted, { identifier: x.identifier })).rejects.toMatchObject({ code: "ALREADY_CLAIMED" });
+    expect(await checkClaim(restarted, { identifier: x.identifier })).toMatchObject({ youHold: false, status: "other_session" });
     const wrong = await heartbeat(restarted, { identifier: x.identifier, claimToken: "rtclm_wrong" }).catch((error: DomainError) => error);
     expect(wrong).toMatchObject({ code: "STALE_CLAIM", message: expect.stringMatching(/is held by/) });
-    const back = await claimIssue(restarted, { identifier: x.identifier });
+    const back = await claimIssue(restarted, { identifier: x.identifier, claimToken: first.claimToken });
     expect(back).toMatchObject({ rebound: true, fence: first.fence, otherClaims: 0 });
     await expect(heartbeat(org.agents.alice.ctx, { identifier: x.identifier, claimToken: first.claimToken })).rejects.toMatchObject({
       code: "STALE_CLAIM",
@@ -163,7 +163,7 @@ describe("claims and fencing", () => {
 
   it("returns token, fence, expiry, branch and count of other claims; refuses a second holder", async () => {
     const org = await fresh();
-    const a = org.agents.alice.ctx;
+    const a = inSession(org.agents.alice.ctx, "session-a");
     const b = org.agents.bob.ctx;
     const x = await create(a, "Fix the Login redirect!");
     await create(a, "another");
@@ -176,8 +176,10 @@ describe("claims and fencing", () => {
     const second = await nextIssue(a, {});
     expect("claimToken" in second && second.otherClaims).toBe(1);
     await expect(claimIssue(b, { identifier: x.identifier })).rejects.toMatchObject({ code: "ALREADY_CLAIMED" });
-    expect(await checkClaim(a, { identifier: x.identifier })).toMatchObject({ youHold: true, held: true });
-    expect(await checkClaim(b, { identifier: x.identifier })).toMatchObject({ youHold: false, held: true });
+    expect(await checkClaim(a, { identifier: x.identifier })).toMatchObject({ youHold: true, held: true, status: "held", renewedByYourCalls: true });
+    expect(await checkClaim(b, { identifier: x.identifier })).toMatchObject({ youHold: false, held: true, status: "other_session" });
+    // The same key without a session cannot be told apart from another agent on it.
+    expect(await checkClaim(org.agents.alice.ctx, { identifier: x.identifier })).toMatchObject({ youHold: false, status: "unknown_session" });
   });
 
   it("refuses every write with a superseded token, naming the current holder", async () => {

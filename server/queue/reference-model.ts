@@ -479,7 +479,7 @@ export class DispatchModel {
     if (!issue.work) return refuse("CONTAINER");
     if (!["todo", "doing", "review"].includes(issue.status)) return refuse("STATUS_NOT_CLAIMABLE");
     const lease = this.live(issue);
-    // Every model agent has its own person and runtime pair, so only the same key rebinds.
+    // Every model agent is one key in one MCP session: only the holding agent rebinds without the token.
     if (lease?.agent.key === agent.key) return ok(this.rebind(agent, issue, lease, this.liveClaimsOf(agent.key) - 1));
     if (lease) return refuse("ALREADY_CLAIMED", { holder: lease.agent.name });
     const blockers = this.openBlockers(issue);

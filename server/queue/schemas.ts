@@ -10,13 +10,13 @@ export const nextBatchInput = z.object({
   claim: z.boolean().default(false).describe("false: a free peek; true: claim them all atomically"),
   allLanes: z.boolean().optional(),
 });
-export const claimIssueInput = z.object({ identifier: identifierSchema });
+export const claimIssueInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema.optional() });
 export const checkClaimInput = z.object({ identifier: identifierSchema });
-export const heartbeatInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema });
+export const heartbeatInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema.optional() });
 const noteText = z.string().trim().max(20_000);
 export const checkpointInput = z.object({
   identifier: identifierSchema,
-  claimToken: claimTokenSchema,
+  claimToken: claimTokenSchema.optional(),
   done: noteText.optional().describe("what is finished so far (left out: the latest checkpoint's stays; \"\": cleared)"),
   next: noteText.optional().describe("what the next agent should do"),
   gotchas: noteText.optional().describe("traps and surprises"),
@@ -30,6 +30,6 @@ export const checkpointInput = z.object({
 });
 export const releaseIssueInput = z.object({
   identifier: identifierSchema,
-  claimToken: claimTokenSchema,
+  claimToken: claimTokenSchema.optional(),
   note: noteText.optional().describe("left as a checkpoint note for the next claimant"),
 });

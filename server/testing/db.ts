@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import postgres from "postgres";
+import { sql } from "drizzle-orm";
 import { loadConfig, type Config } from "../config/index.ts";
 import { systemClock, type Clock, type Services } from "../context.ts";
 import { Keyring } from "../crypto/index.ts";
@@ -30,12 +31,23 @@ function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
+/**
+ * A hand-written mutant of a SQL function (scripts/mutants.mjs): SQL run after the migrations,
+ * so the suites meet a database with one guarantee broken. Never set outside a mutation run.
+ */
+const mutantSql = process.env.RETASC_TEST_MUTANT_SQL ? fs.readFileSync(process.env.RETASC_TEST_MUTANT_SQL, "utf8") : undefined;
+
 function migrationsHash(): string {
   const hash = crypto.createHash("sha256");
   for (const file of fs.readdirSync(migrationsFolder).sort()) {
     if (file.endsWith(".sql")) hash.update(fs.readFileSync(path.join(migrationsFolder, file)));
   }
+  if (mutantSql) hash.update(mutantSql);
   return hash.digest("hex").slice(0, 12);
+}
+
+async function applyMutant(database: Database) {
+  if (mutantSql) await database.db.execute(sql.raw(mutantSql));
 }
 
 async function ensureTemplate(adminUrl: string): Promise<string> {
@@ -49,6 +61,7 @@ async function ensureTemplate(adminUrl: string): Promise<string> {
       const database = await openPostgres(withDatabase(adminUrl, template), { max: 1 });
       try {
         await migrateDatabase(database, withDatabase(adminUrl, template));
+        await applyMutant(database);
       } finally {
         await database.close();
       }
@@ -75,6 +88,7 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
   if (testDriver === "pglite") {
     const database = await openPglite();
     await migrateDatabase(database);
+    await applyMutant(database);
     return {
       database,
       url: undefined,

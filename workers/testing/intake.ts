@@ -51,7 +51,9 @@ export function useIntakeWorld(prefix: string) {
   beforeAll(async () => {
     world.fakeGithub = await startFakeGithub({ token: "ghp_test_writeback" });
     world.fakeGitlab = await startFakeGitlab({ token: "glpat-test-writeback", members: { 51: 30 } });
-    world.services = servicesFor(env.tdb.database, { config: testConfig({ GITHUB_API_URL: world.fakeGithub.url, JOB_BACKOFF_MS: "50", OUTBOX_POLL_MS: "200" }) });
+    // The fake GitLab is a self-hosted base URL on loopback: the outbound guard lets it through only when listed.
+    const config = testConfig({ GITHUB_API_URL: world.fakeGithub.url, RETASC_OUTBOUND_ALLOW_HOSTS: new URL(world.fakeGitlab.url).host, JOB_BACKOFF_MS: "50", OUTBOX_POLL_MS: "200" });
+    world.services = servicesFor(env.tdb.database, { config });
     world.org = await seedOrg(world.services, { prefix });
     world.runner = await startInlineRunner({ services: world.services, database: env.tdb.database, log, catalog: retascJobs, sweeps: [], exclusive: false });
   });

@@ -10,6 +10,7 @@ import {
   nextIssueInput,
   releaseIssueInput,
 } from "../../queue/schemas.ts";
+import { claimStatuses } from "../../queue/lease.ts";
 import { checkpointOutput, claimOutput, holderOutput, issueSummaryOutput, nothingClaimableOutput } from "../outputs.ts";
 import { additiveWrite, defineTool, idempotentWrite, readOnly } from "../tool.ts";
 
@@ -21,7 +22,7 @@ export const workTools = [
     description:
       "Call when you are ready for work: claims the most urgent unblocked issue in your lanes (assigned to your " +
       "human, or unassigned; review work you did not submit too) and returns its claimToken, fence, lease expiry, " +
-      "branch, latest checkpoint, the issue and its latest comments and attachments. Renew the lease with heartbeat or checkpoint. Nothing claimable: " +
+      "branch, latest checkpoint, the issue and its latest comments and attachments. In an MCP session your own calls renew the lease (renewal). Nothing claimable: " +
       "claimed:false, with otherLanes counting ready issues in other people's lanes; allLanes:true takes those. " +
       "Example: next_issue {}",
     input: nextIssueInput,
@@ -52,10 +53,9 @@ export const workTools = [
     title: "Claim a named issue",
     group: "work loop",
     description:
-      "Call only when told to take one exact issue (otherwise next_issue): claims it by identifier, ignoring lanes. A " +
-      "refusal says why: CONTAINER, ALREADY_CLAIMED (holder, expiry), STATUS_NOT_CLAIMABLE, BLOCKED (open blockers), " +
-      "SELF_REVIEW, CLAIM_CAP. Lost your claimToken? Claim the issue you hold again: you get the same lease back " +
-      "(rebound) with a new token. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
+      "Call only when told to take one exact issue (otherwise next_issue): claims it by identifier, ignoring lanes. " +
+      "Refusals say why (ALREADY_CLAIMED, BLOCKED, CLAIM_MISMATCH: another session of your key holds it, ...). With its live " +
+      "claimToken (after a restart), or from the session holding it, you get that lease back (rebound) with a new token. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
@@ -66,18 +66,22 @@ export const workTools = [
     title: "Check a claim",
     group: "work loop",
     description:
-      "Call after a pause to know whether to keep working or stop: whether you (this key) hold the issue (youHold), " +
-      "its status, the holder and the lease expiry. Example: check_claim {\"identifier\":\"RTSC-42\"}",
+      "Call after a pause to know whether to keep working: status held (by this session), other_session, unknown_session " +
+      "(your key holds it; you sent no session id), expired or unclaimed. Renews nothing. Example: check_claim {\"identifier\":\"RTSC-42\"}",
     input: checkClaimInput,
     output: z.object({
       identifier: z.string(),
-      status: z.enum(issueStatuses),
+      status: z.enum(claimStatuses),
+      issueStatus: z.enum(issueStatuses),
       held: z.boolean(),
       youHold: z.boolean(),
+      yourKey: z.boolean(),
+      renewedByYourCalls: z.boolean(),
+      lastRenewedAt: z.string().nullable(),
       holder: holderOutput.nullable(),
       expiresAt: z.string().nullable(),
       fence: z.number().int(),
-      recover: z.string().optional().describe("when you hold it: how to get a lost claimToken back"),
+      recover: z.string().optional(),
     }),
     annotations: readOnly,
     handler: (ctx, input) => checkClaim(ctx, input),
@@ -87,9 +91,9 @@ export const workTools = [
     title: "Renew a lease",
     group: "work loop",
     description:
-      "Call before any long silent stretch (builds, test runs, CI) and at least once a lease period: renews your " +
-      "lease. Only heartbeat and checkpoint renew it; comments and status edits do not. STALE_CLAIM: the claim is " +
-      "gone, stop work on that issue, unless it says youHold (then follow its hint). Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
+      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without an MCP " +
+      "session. STALE_CLAIM: the claim is gone, stop work on it, unless it says youHold (follow its hint). " +
+      "Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,

@@ -1,0 +1,131 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
+
+/**
+ * A bound folder's agent survives a restart (decision 036): its `retasc mcp proxy` keeps the MCP
+ * session /mcp handed it, so the claims made through it are that session's; when the agent dies
+ * and a new one starts in the folder, the new proxy moves the dead one's live claims to its own
+ * session by their tokens, and the new agent resumes at once instead of waiting for the lease to
+ * lapse. A second agent started while the first still runs is a sibling: it takes nothing.
+ */
+let server: Server;
+let ada: Person;
+let repo: string;
+let observer: Client;
+const agents: ChildProcess[] = [];
+const PATH = `${path.dirname(workspaceBin)}${path.delimiter}${process.env.PATH}`;
+const sdkClient = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/index.js");
+const sdkStdio = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/stdio.js");
+
+/**
+ * An agent in the folder: starts the server its .mcp.json names; with CLAIM set it claims the next
+ * issue, else it asks check_claim about WATCH until it holds it (or 8 s pass) and then, with FINISH,
+ * gets its token back from its own session (a tokenless claim_issue) and finishes. Prints one JSON line.
+ */
+const agentScript = `
+import fs from "node:fs";
+const { Client } = await import(${JSON.stringify(sdkClient)});
+const { StdioClientTransport } = await import(${JSON.stringify(sdkStdio)});
+const entry = JSON.parse(fs.readFileSync(".mcp.json", "utf8")).mcpServers.retasc;
+const transport = new StdioClientTransport({ command: entry.command, args: entry.args, cwd: process.cwd(), env: process.env, stderr: "inherit" });
+const client = new Client({ name: "restarting-agent", version: "1.0.0" });
+await client.connect(transport);
+const call = async (name, args) => (await client.callTool({ name, arguments: args })).structuredContent;
+const out = { proxyPid: transport.pid };
+if (process.env.CLAIM) out.claim = await call("next_issue", {});
+else {
+  const until = Date.now() + 8000;
+  do {
+    out.check = await call("check_claim", { identifier: process.env.WATCH });
+    if (out.check.status === "held") break;
+    await new Promise((r) => setTimeout(r, 200));
+  } while (Date.now() < until);
+  if (process.env.FINISH && out.check.status === "held") {
+    out.heartbeat = await call("heartbeat", { identifier: process.env.WATCH });
+    const back = await call("claim_issue", { identifier: process.env.WATCH });
+    out.finished = await call("save_issue", { identifier: process.env.WATCH, status: "done", claimToken: back.claimToken });
+  }
+}
+process.stdout.write(JSON.stringify(out) + "\\n");
+setInterval(() => {}, 1 << 30);
+`;
+
+beforeAll(async () => {
+  server = await startServer({ LEASE_TTL_SECONDS: "60" });
+  ada = await signUp(server, "Ada");
+  expect((await login(server, ada)).code).toBe(0);
+  repo = gitRepo();
+  const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
+  expect(bind.code, bind.stderr).toBe(0);
+  const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
+  observer = new Client({ name: "observer", version: "1.0.0" });
+  await observer.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+});
+afterAll(async () => {
+  for (const agent of agents) agent.kill("SIGKILL");
+  await observer?.close();
+  await server?.close();
+  removeTemps();
+});
+
+const tool = async (name: string, args: Record<string, unknown> = {}): Promise<any> => (await observer.callTool({ name, arguments: args })).structuredContent;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startAgent(env: Record<string, string>): Promise<{ agent: ChildProcess; out: any }> {
+  const script = path.join(tempDir("retasc-agent-"), "agent.mjs");
+  fs.writeFileSync(script, agentScript);
+  const agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, ...env }), stdio: ["ignore", "pipe", "inherit"] });
+  agents.push(agent);
+  const out = await new Promise((resolve, reject) => {
+    let text = "";
+    agent.stdout!.on("data", (d) => {
+      text += d;
+      if (text.includes("\n")) resolve(JSON.parse(text));
+    });
+    agent.on("exit", (code) => reject(new Error(`the agent exited with ${code}`)));
+  });
+  return { agent, out };
+}
+
+async function kill(agent: ChildProcess, proxyPid: number) {
+  agent.kill("SIGKILL");
+  const deadline = Date.now() + 10_000;
+  while (alive(proxyPid) && Date.now() < deadline) await sleep(100);
+  expect(alive(proxyPid)).toBe(false);
+}
+
+it("a sibling started while the agent runs takes nothing; after the agent dies, the next one resumes its claim at once, same fence, and finishes it", { timeout: 120_000 }, async () => {
+  const filed = await tool("save_issue", { title: "Survive a restart", work: true, noDependency: "restart test", priority: 1 });
+  const first = await startAgent({ CLAIM: "1" });
+  expect(first.out.claim).toMatchObject({ identifier: filed.identifier, renewal: "calls" });
+
+  const sibling = await startAgent({ WATCH: filed.identifier });
+  expect(sibling.out.check).toMatchObject({ status: "other_session", youHold: false, yourKey: true });
+  expect(await tool("get_issue", { identifier: filed.identifier })).toMatchObject({ held: true, fence: first.out.claim.fence });
+  await kill(sibling.agent, sibling.out.proxyPid);
+
+  await kill(first.agent, first.out.proxyPid);
+  const restartedAt = Date.now();
+  const next = await startAgent({ WATCH: filed.identifier, FINISH: "1" });
+  expect(next.out.check).toMatchObject({ status: "held", youHold: true, renewedByYourCalls: true, fence: first.out.claim.fence });
+  expect(next.out.heartbeat).toMatchObject({ fence: first.out.claim.fence });
+  expect(next.out.finished).toMatchObject({ identifier: filed.identifier, status: "done" });
+  // Long before the 60 s lease could have lapsed.
+  expect(Date.now() - restartedAt).toBeLessThan(30_000);
+  const lease = await tool("get_issue", { identifier: filed.identifier });
+  expect(lease).toMatchObject({ status: "done", fence: first.out.claim.fence });
+});
