@@ -1,13 +1,19 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, eq, sql } from "drizzle-orm";
+import fs from "node:fs";
+import path from "node:path";
 import { query } from "../db/client.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activity, intakeDeliveries } from "../db/schema/index.ts";
+import { systemPrincipal, withPrincipal } from "../server/context.ts";
 import { createConnector } from "../server/intake/create.ts";
 import { personCtx } from "../server/intake/testing.ts";
 import { acceptTriage, heldForIssue, listTriage, releaseHeldComment } from "../server/intake/triage.ts";
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../server/mcp/testing.ts";
+import { tempDir } from "../server/testing/temp-dirs.ts";
 import { waitFor } from "../server/testing/wait.ts";
+import { importExport } from "../server/transfer/import.ts";
+import { exportText } from "../server/transfer/testing.ts";
 import { githubExample as github, gitlabFixture, useIntakeWorld } from "./testing/intake.ts";
 
 /**
@@ -172,6 +178,21 @@ describe("finding 1: no agent lets an outsider's issue in; a person who read it 
   });
 });
 
+describe("re-import", () => {
+  it("the org's export carries an item awaiting triage as pending with none of its held text, and importing it lets nothing in", async () => {
+    const HOSTILE = hostile("t0");
+    await deliverGithub("issues", issueOpened(37_050_001, 3705, "NONE", { title: "Re-import me", body: HOSTILE }));
+    const { identifier } = await linkOf(37_050_001);
+    const exported = await exportText(withPrincipal(world.services, systemPrincipal(world.org.orgId)));
+    expect(exported).not.toContain(HOSTILE);
+    const file = path.join(tempDir("retasc-trust-"), "export.json");
+    fs.writeFileSync(file, exported);
+    const imported = await importExport(world.services, { file, "org-name": "Re-imported" }, { ownerUserId: world.org.agents.bob.userId });
+    const rows = await query<{ triage: string | null }>(world.services.db, sql`select triage from issues where org_id = ${imported.orgId} and identifier = ${identifier}`);
+    expect(rows).toEqual([{ triage: "pending" }]);
+  });
+});
+
 describe("finding 2: outsiders' comments wait for a person", () => {
   it("a non-member's comment on a team issue is in no agent's reply (get_issue, list_comments, the claim's discussion, checkpoints) until a person releases it; the Dash shows it, marked", async () => {
     const HOSTILE = hostile("t3");
@@ -276,6 +297,14 @@ describe("finding 3: an edit at the source after acceptance goes back to triage"
     await deliverGithub("issues", issueEvent("labeled", 37_500_001, 3751, "NONE", { title: "Typo in README", body: HOSTILE, labels: [{ name: "docs" }], updated_at: "2030-01-02T00:00:00Z" }));
     await world.settled();
     expect(await callOk(agent, "get_issue", { identifier })).toMatchObject({ triage: "accepted", labels: expect.arrayContaining(["docs"]) });
+    // Edited again, then back to the text the person signed: held, then accepted again, and the activity says both.
+    await deliverGithub("issues", issueEvent("edited", 37_500_001, 3751, "NONE", { title: "Typo in README", body: "something else", labels: [{ name: "docs" }], updated_at: "2030-01-03T00:00:00Z" }));
+    await waitFor(async () => (await callOk(agent, "get_issue", { identifier })).triage === "pending", 3_000, "back in triage again");
+    await deliverGithub("issues", issueEvent("edited", 37_500_001, 3751, "NONE", { title: "Typo in README", body: HOSTILE, labels: [{ name: "docs" }], updated_at: "2030-01-04T00:00:00Z" }));
+    await waitFor(async () => (await callOk(agent, "get_issue", { identifier })).triage === "accepted", 3_000, "accepted again");
+    expect((await heldForIssue(person(), { identifier })).issue).toBeNull();
+    const restored = await world.services.db.select({ kind: activity.kind }).from(activity).where(and(eq(activity.orgId, world.org.orgId), eq(activity.kind, "triage_restored")));
+    expect(restored).toHaveLength(1);
   });
 
   it("GitLab: an update of an accepted outsider's issue goes back to triage", async () => {
