@@ -147,21 +147,21 @@ export async function heldForIssue(ctx: Ctx, raw: { identifier: string }) {
   requirePerson(ctx, identifier, "reading held text");
   const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  const held = await ctx.db
-    .select({ id: intakeHeld.id, kind: intakeHeld.kind, textEnc: intakeHeld.textEnc, reason: intakeHeld.reason, receivedAt: intakeHeld.receivedAt })
-    .from(intakeHeld)
-    .where(and(eq(intakeHeld.orgId, ctx.principal.orgId), eq(intakeHeld.issueId, row.id)))
-    .orderBy(asc(intakeHeld.receivedAt), asc(intakeHeld.id))
-    .limit(TRIAGE_PAGE + 1);
+  const heldOf = (kind: "issue" | "comment") =>
+    ctx.db
+      .select({ id: intakeHeld.id, textEnc: intakeHeld.textEnc, reason: intakeHeld.reason, receivedAt: intakeHeld.receivedAt })
+      .from(intakeHeld)
+      .where(and(eq(intakeHeld.orgId, ctx.principal.orgId), eq(intakeHeld.issueId, row.id), eq(intakeHeld.kind, kind)))
+      .orderBy(asc(intakeHeld.receivedAt), asc(intakeHeld.id))
+      .limit(TRIAGE_PAGE + 1);
+  const [[ownText], comments] = await Promise.all([heldOf("issue"), heldOf("comment")]);
   const [link] = await ctx.db
     .select({ provider: connectors.provider, repo: connectors.repo, number: intakeLinks.sourceNumber, kind: intakeLinks.kind })
     .from(intakeLinks)
     .innerJoin(connectors, eq(connectors.id, intakeLinks.connectorId))
     .where(eq(intakeLinks.issueId, row.id));
-  const ownText = held.find((h) => h.kind === "issue") ?? null;
-  const comments = held.filter((h) => h.kind === "comment");
   return {
-    issue: row.triage === "pending" ? heldIssueView(cipher, row, ownText, link ? sourceName(link.provider, link.repo, link.number, link.kind) : null) : null,
+    issue: row.triage === "pending" ? heldIssueView(cipher, row, ownText ?? null, link ? sourceName(link.provider, link.repo, link.number, link.kind) : null) : null,
     comments: comments.slice(0, TRIAGE_PAGE).map((c) => heldCommentView(cipher, row.identifier, c)),
     moreComments: comments.length > TRIAGE_PAGE,
   };
