@@ -410,8 +410,8 @@ export const commands: Record<string, Command> = {
   }),
   triage: command({
     summary: "read outsiders' issues and comments waiting for a person, and let one in after reading it (interactive only)",
-    usage: "retasc triage [--org-id <id>]",
-    options: { "org-id": orgId, url },
+    usage: "retasc triage [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json: { type: "boolean", description: "the conversation on stderr; on stdout, once you stop, what you let in as JSON" } },
     details:
       "Lists what came from outside the team and waits (issues, edits made after acceptance, comments), shows the one you pick in full, " +
       "and lets exactly that text in when you type accept (release for a comment). It runs only at a terminal, and no flag accepts: " +

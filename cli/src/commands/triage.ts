@@ -1,5 +1,5 @@
 import { CliError } from "../errors.ts";
-import { note, ok, say } from "../output.ts";
+import { note, ok, printJson, say } from "../output.ts";
 import { ask, interactive } from "../prompt.ts";
 import { asSession, requireSession } from "../session.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
@@ -59,7 +59,7 @@ function show(item: HeldIssue | HeldComment): void {
   }
 }
 
-export async function triage(flags: Omit<OrgFlags, "json">) {
+export async function triage(flags: OrgFlags) {
   if (!interactive()) {
     throw new CliError(
       "INVALID_INPUT",
@@ -69,12 +69,15 @@ export async function triage(flags: Omit<OrgFlags, "json">) {
   }
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
+  // With --json the conversation goes to stderr and stdout gets what was let in, once the person stops.
+  const decided: { kind: "issue" | "comment"; identifier: string; id?: string; sha256: string }[] = [];
+  const done = () => (flags.json ? printJson({ decided }) : undefined);
   for (;;) {
     const list = await asSession<TriageList>(session, "/triage", { query: { orgId } });
     const items: (HeldIssue | HeldComment)[] = [...list.issues, ...list.comments];
     if (items.length === 0) {
       say("Nothing from outside the team is waiting.");
-      return;
+      return done();
     }
     say("Waiting for a person:");
     items.forEach((item, i) =>
@@ -86,7 +89,7 @@ export async function triage(flags: Omit<OrgFlags, "json">) {
     );
     if (list.more) note("  (more are waiting: decide on these first)");
     const answer = await ask("Read which one? (a number; Enter to stop) ");
-    if (!answer) return;
+    if (!answer) return done();
     const picked = items[Number(answer) - 1];
     if (!Number.isInteger(Number(answer)) || !picked) {
       note(`Type a number from 1 to ${items.length}.`);
@@ -102,9 +105,11 @@ export async function triage(flags: Omit<OrgFlags, "json">) {
     if (picked.kind === "issue") {
       await asSession(session, "/triage", { body: { orgId, action: "accept", identifier: picked.identifier, digest: picked.digest } });
       ok(`Accepted ${picked.identifier}: agents can be handed it now.`);
+      decided.push({ kind: "issue", identifier: picked.identifier, sha256: picked.digest });
     } else {
       await asSession(session, "/triage", { body: { orgId, action: "release", comment: picked.id, digest: picked.digest } });
       ok(`Released the comment on ${picked.identifier}: agents read it from now on.`);
+      decided.push({ kind: "comment", identifier: picked.identifier, id: picked.id, sha256: picked.digest });
     }
   }
 }
