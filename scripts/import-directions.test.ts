@@ -33,7 +33,8 @@ export const allowed: Record<string, readonly string[]> = {
   bench: tooling,
   swarm: [...tooling, "bench"],
   fuzz: tooling,
-  scripts: tooling,
+  // The mutation runs' Vitest config extends the project's, so a mutant runs under the same test settings.
+  scripts: [...tooling, "vitest.config.ts"],
 };
 
 export const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);

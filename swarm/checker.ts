@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { query, type Db } from "../db/client.ts";
 import { activityDetail } from "../server/activity/index.ts";
 import type { Keyring } from "../server/crypto/index.ts";
-import type { AgentRecord, CheckpointNotes, ClaimRecord, PullRecord, WriteRecord } from "./records.ts";
+import type { AgentRecord, CheckpointNotes, ClaimRecord, ProbeRecord, PullRecord, WriteRecord } from "./records.ts";
 
 /**
  * The swarm's invariant checker. It reads the database after the run (issues, relations,
@@ -45,6 +45,20 @@ export interface CheckResult {
     resumedAfterExpiry: number;
     claimsWithoutAgentRecord: number;
     agentRetries: number;
+    /** Claims an orchestrator's next_batch took for its subagents. */
+    batchClaims: number;
+    /** Refusals the agents were answered (writes and sibling probes), by error code. */
+    refusals: Record<string, number>;
+    /** Tokenless writes to a sibling session's lease on the same key, answered. */
+    siblingProbes: number;
+    /** ...of which the lease was live throughout and the answer CLAIM_MISMATCH. */
+    siblingMismatches: number;
+    siblingProbesAccepted: number;
+    /** Agents told their finish went through (one per issue, unless one was killed before it could log it). */
+    toldFinished: number;
+    /** Finishes retried and told alreadyFinished (only ever the finishing lease). */
+    alreadyFinishedReplies: number;
+    supersededAccepted: number;
   };
 }
 
@@ -62,9 +76,14 @@ interface LeaseRow {
   issue_id: string;
   fence: number;
   user_id: string;
-  runtime: string;
+  key_id: string | null;
+  /** The MCP session holding it: with shared keys, the session names the holder, not the key. */
+  session_id: string | null;
   claimed_ms: number;
   expires_ms: number;
+  /** The last renewal, and by what: 'heartbeat' (a heartbeat or checkpoint) or 'calls' (the session's own calls). */
+  renewed_ms: number;
+  renewed_by: string | null;
   ended_ms: number | null;
   end_reason: string | null;
 }
@@ -112,8 +131,8 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   );
   const leases = await query<LeaseRow>(
     db,
-    sql`select id, issue_id, fence, user_id, runtime, ${ms("claimed_at")} as claimed_ms, ${ms("expires_at")} as expires_ms,
-          ${ms("ended_at")} as ended_ms, end_reason
+    sql`select id, issue_id, fence, user_id, key_id, session_id, ${ms("claimed_at")} as claimed_ms, ${ms("expires_at")} as expires_ms,
+          ${ms("heartbeat_at")} as renewed_ms, renewed_by, ${ms("ended_at")} as ended_ms, end_reason
         from leases where org_id = ${orgId}`,
   );
   const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; detail_enc: string | null; facts: unknown }>(
@@ -169,6 +188,8 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   const endOf = (issueId: string, fence: number) =>
     underLease.get(key(issueId, fence))?.find((a) => a.kind === "finished" || a.kind === "released");
 
+  const callsOf = sessionCalls(input.records);
+
   // 1. Every issue finished exactly once, by its last lease.
   const leasesOf = new Map<string, LeaseRow[]>();
   for (const l of leases) push(leasesOf, l.issue_id, l);
@@ -216,21 +237,50 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
         }
       }
       // Replay the lease: each accepted write must arrive before the expiry in force at that moment.
+      // A heartbeat or checkpoint renews it at a known moment (its activity row); a call of the
+      // holding session may renew it too (decision 036), leaving no row: only that it happened
+      // within one of the session's calls, so each such call extends the latest possible expiry
+      // to its answer + TTL, if it began while the lease could still be live.
       let expiry = claim.created_ms + ttlMs;
+      let latest = expiry;
+      const calls = (lease.session_id ? (callsOf.get(lease.session_id) ?? []) : []).filter(([, end]) => end >= claim.created_ms);
+      let call = 0;
+      const renewUpTo = (at: number) => {
+        for (; call < calls.length && calls[call]![0] < at; call++) {
+          if (calls[call]![0] < latest) latest = Math.max(latest, calls[call]![1] + ttlMs);
+        }
+      };
       const writes = (underLease.get(key(issueId, lease.fence)) ?? [])
         .filter((a) => a.kind !== "claimed")
         .sort((a, b) => a.created_ms - b.created_ms || a.id - b.id);
       const nextClaim = next ? claimOf(issueId, next.fence) : undefined;
+      let renewedAt = claim.created_ms;
       for (const w of writes) {
-        if (w.created_ms >= expiry) {
-          violation("write-after-expiry", `${identifier} fence ${lease.fence}: ${w.kind} accepted at ${iso(w.created_ms)}, after the lease expired at ${iso(expiry)}`);
+        renewUpTo(w.created_ms);
+        if (w.created_ms >= latest) {
+          violation("write-after-expiry", `${identifier} fence ${lease.fence}: ${w.kind} accepted at ${iso(w.created_ms)}, after the lease expired at ${iso(latest)}`);
         }
         if (nextClaim?.committed_ms != null && w.committed_ms != null && w.committed_ms > nextClaim.committed_ms) {
           violation("write-after-supersede", `${identifier} fence ${lease.fence}: ${w.kind} committed after fence ${next!.fence} was claimed`);
         }
-        if (w.kind === "heartbeat" || w.kind === "checkpoint") expiry = w.created_ms + ttlMs;
+        if (w.kind === "heartbeat" || w.kind === "checkpoint") {
+          expiry = w.created_ms + ttlMs;
+          latest = Math.max(latest, expiry);
+          renewedAt = w.created_ms;
+        }
       }
-      if (Math.abs(expiry - lease.expires_ms) > 1) {
+      if (lease.renewed_by === "calls") {
+        // Its last renewal was by its session's calls: at a moment one of them was under way, after its last heartbeat.
+        renewUpTo(lease.renewed_ms);
+        const during = calls.some(([start, end]) => start - 1 <= lease.renewed_ms && lease.renewed_ms <= end + 1);
+        if (!during || lease.renewed_ms < renewedAt || lease.renewed_ms >= latest || Math.abs(lease.renewed_ms + ttlMs - lease.expires_ms) > 1) {
+          violation(
+            "lease-expiry",
+            `${identifier} fence ${lease.fence}: renewed by its session's calls at ${iso(lease.renewed_ms)} to ${iso(lease.expires_ms)}, ` +
+              (during ? `which its renewals do not allow (last heartbeat ${iso(renewedAt)}, latest expiry ${iso(latest)})` : "when that session had no call under way"),
+          );
+        }
+      } else if (Math.abs(expiry - lease.expires_ms) > 1) {
         violation("lease-expiry", `${identifier} fence ${lease.fence}: lease expiry ${iso(lease.expires_ms)} is not what its renewals give (${iso(expiry)})`);
       }
     });
@@ -268,7 +318,21 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     violation,
   });
 
-  // 6. Stale writes: every write an agent sent after its lease's known expiry was refused.
+  // When each lease stopped being the issue's: its end (finish or release committed) or the next claim's commit.
+  const leaseOf = (identifier: string, fence: number) => {
+    const issue = byIdentifier.get(identifier);
+    return issue ? leasesOf.get(issue.id)?.find((l) => l.fence === fence) : undefined;
+  };
+  const liveUntil = (l: LeaseRow) =>
+    l.end_reason === "expired" || l.end_reason === null ? l.expires_ms : (endOf(l.issue_id, l.fence)?.committed_ms ?? l.ended_ms ?? Infinity);
+  const liveFrom = (l: LeaseRow) => claimOf(l.issue_id, l.fence)?.committed_ms ?? l.claimed_ms;
+  const finishedFence = (identifier: string) => {
+    const issue = byIdentifier.get(identifier);
+    return issue ? leasesOf.get(issue.id)?.find((l) => l.end_reason === "finished")?.fence : undefined;
+  };
+
+  // 6. Stale writes: every write an agent sent after its lease's known expiry was refused:
+  //    STALE_CLAIM, or CLAIM_MISMATCH while another session of the same key held the issue.
   const writes = input.records.filter((r): r is WriteRecord => r.t === "write");
   let staleRefused = 0;
   let staleAccepted = 0;
@@ -278,11 +342,77 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     else if (w.outcome === "ok") {
       staleAccepted++;
       violation("stale-accepted", `${w.agent}: a stale ${w.kind} of ${w.identifier} fence ${w.fence}, sent after its lease expired, was accepted`);
-    } else if (w.outcome !== "transport") {
+    } else if (w.outcome === "CLAIM_MISMATCH" && heldBySibling(w)) staleRefused++;
+    else if (w.outcome !== "transport") {
       violation("stale-wrong-code", `${w.agent}: a stale ${w.kind} of ${w.identifier} was refused with ${w.outcome}, not STALE_CLAIM`);
     }
   }
+  /** Another session of the writer's key held the issue at some moment of the write. */
+  function heldBySibling(w: WriteRecord): boolean {
+    const own = leaseOf(w.identifier, w.fence);
+    const issue = byIdentifier.get(w.identifier);
+    return (issue ? (leasesOf.get(issue.id) ?? []) : []).some(
+      (l) => l.fence > w.fence && l.key_id === own?.key_id && l.session_id !== w.session && liveFrom(l) <= w.receivedAt && liveUntil(l) >= w.sentAt,
+    );
+  }
   // Writes the agents could not record (they were killed) are covered by the lease replay in 3.
+
+  // 8. Every answer true to its lease: no write accepted under a lease that had already ended or
+  //    been superseded when it was sent; "you finished it" (an accepted finish, or alreadyFinished)
+  //    only ever to the lease that finished the issue; so no issue is reported finished to two agents.
+  let supersededAccepted = 0;
+  let alreadyFinishedReplies = 0;
+  const finishedFor = new Map<string, Set<number>>();
+  for (const w of writes) {
+    const finisher = finishedFence(w.identifier);
+    if (w.alreadyFinished) alreadyFinishedReplies++;
+    const toldFinished = w.alreadyFinished || (w.kind === "finish" && w.outcome === "ok");
+    if (toldFinished && w.fence !== finisher) {
+      violation("told-finished", `${w.agent}: its ${w.kind} of ${w.identifier} under fence ${w.fence} was told it finished the issue, which fence ${finisher ?? "none"} finished`);
+    }
+    if (w.kind === "finish" && w.outcome === "ok" && !w.alreadyFinished) {
+      const fences = finishedFor.get(w.identifier) ?? new Set<number>();
+      finishedFor.set(w.identifier, fences.add(w.fence));
+      if (fences.size === 2) violation("finished-twice", `${w.identifier} was reported finished to fences ${[...fences].join(" and ")}`);
+    }
+    if (w.outcome !== "ok") continue;
+    const own = leaseOf(w.identifier, w.fence);
+    const later = own && leasesOf.get(own.issue_id)?.find((l) => l.fence === own.fence + 1);
+    const ended = own && own.end_reason !== "expired" && own.end_reason !== null ? liveUntil(own) : Infinity;
+    const superseded = Math.min(later ? liveFrom(later) : Infinity, w.alreadyFinished && w.fence === finisher ? Infinity : ended);
+    if (w.sentAt > superseded) {
+      supersededAccepted++;
+      violation("superseded-accepted", `${w.agent}: a ${w.kind} of ${w.identifier} under fence ${w.fence} was accepted, sent ${Math.round(w.sentAt - superseded)} ms after that lease ended or was superseded`);
+    }
+  }
+
+  // 9. A sibling session of the same key is never taken for the holder: its tokenless write to the
+  //    issue is refused, CLAIM_MISMATCH whenever the holder's lease was live throughout.
+  const probes = input.records.filter((r): r is ProbeRecord => r.t === "probe" && r.outcome !== "transport");
+  const sessionsOf = new Map<string, Set<string>>();
+  for (const r of input.records) if (r.t === "session") sessionsOf.set(r.agent, (sessionsOf.get(r.agent) ?? new Set()).add(r.session));
+  let siblingMismatches = 0;
+  let siblingProbesAccepted = 0;
+  for (const p of probes) {
+    if (p.alreadyFinished) violation("told-finished", `${p.agent}: its tokenless ${p.kind} of ${p.identifier} was told it finished the issue`);
+    const issue = byIdentifier.get(p.identifier);
+    const holderSessions = sessionsOf.get(p.holder) ?? new Set();
+    const live = (issue ? (leasesOf.get(issue.id) ?? []) : []).find(
+      (l) => l.session_id !== null && holderSessions.has(l.session_id) && l.session_id !== p.session && liveFrom(l) <= p.sentAt && liveUntil(l) >= p.receivedAt,
+    );
+    // A tokenless done that reached the issue after its holder finished it changes nothing (an
+    // edit of a done issue to done); one that changed it shows in check 1 as a second finish.
+    if (p.outcome === "ok" && (live || p.kind !== "finish")) {
+      siblingProbesAccepted++;
+      violation("sibling-accepted", `${p.agent}: its tokenless ${p.kind} of ${p.identifier}, which ${p.holder} held, was accepted`);
+      continue;
+    }
+    if (!live) continue;
+    if (p.outcome === "CLAIM_MISMATCH") siblingMismatches++;
+    else violation("sibling-wrong-code", `${p.agent}: its tokenless ${p.kind} of ${p.identifier}, held live by ${p.holder} in another session of its key, was refused ${p.outcome}, not CLAIM_MISMATCH`);
+  }
+  const refusals: Record<string, number> = {};
+  for (const r of [...writes, ...probes]) if (r.outcome !== "ok" && r.outcome !== "transport") refusals[r.outcome] = (refusals[r.outcome] ?? 0) + 1;
 
   // 7. Every claim after an earlier lease was handed the last checkpoint committed before it.
   let resumedChecked = 0;
@@ -327,6 +457,14 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
       resumedAfterExpiry,
       claimsWithoutAgentRecord: claimsTotal - recordOf.size,
       agentRetries: input.records.filter((r) => r.t === "retry").length,
+      batchClaims: claimRecords.filter((r) => r.batch).length,
+      refusals,
+      siblingProbes: probes.length,
+      siblingMismatches,
+      siblingProbesAccepted,
+      toldFinished: [...finishedFor.values()].reduce((n, fences) => n + fences.size, 0),
+      alreadyFinishedReplies,
+      supersededAccepted,
     },
   };
 }
@@ -382,10 +520,11 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
   const ranked = [...c.issues].sort((a, b) => c.order.get(a.id)! - c.order.get(b.id)!);
   const byId = new Map(c.issues.map((i) => [i.id, i]));
   const pullsOf = new Map<string, PullRecord[]>();
-  for (const r of c.records) if (r.t === "pull") push(pullsOf, r.agent, r);
+  // By session, which names the claimant where agents share a key.
+  for (const r of c.records) if (r.t === "pull" && r.session) push(pullsOf, r.session, r);
   for (const list of pullsOf.values()) list.sort((a, b) => a.sentAt - b.sentAt);
-  const lastPullBefore = (agent: string, at: number): PullRecord | undefined => {
-    const list = pullsOf.get(agent) ?? [];
+  const lastPullBefore = (session: string | null, at: number): PullRecord | undefined => {
+    const list = (session && pullsOf.get(session)) || [];
     let found: PullRecord | undefined;
     for (const pull of list) {
       if (pull.sentAt > at) break;
@@ -404,7 +543,7 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
       // clock: from the moment its request was sent. Without a claim record (its agent was killed
       // or the reply lost), from the agent's last pull sent before the lease began.
       const sent =
-        c.recordOf.get(`${byId.get(issueId)?.identifier}#${lease.fence}`)?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? Infinity;
+        c.recordOf.get(`${byId.get(issueId)?.identifier}#${lease.fence}`)?.sentAt ?? lastPullBefore(lease.session_id, lease.claimed_ms)?.sentAt ?? Infinity;
       const start = Math.min(claim?.committed_ms ?? lease.claimed_ms, lease.claimed_ms, sent);
       const end = lease.end_reason === "expired" || lease.end_reason === null ? lease.expires_ms : (c.endOf(issueId, lease.fence)?.committed_ms ?? lease.ended_ms ?? Infinity);
       addBusy(issueId, start, end);
@@ -440,14 +579,14 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     const record = c.recordOf.get(`${issue.identifier}#${a.fence}`);
     // Without the agent's record the lane mode is unknown: judge against the narrower own lane,
     // whose competitors are a subset of allLanes' (a violation there is one either way).
-    const allLanes = record?.allLanes ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.allLanes ?? false;
+    const allLanes = record?.allLanes ?? lastPullBefore(lease.session_id, lease.claimed_ms)?.allLanes ?? false;
     const inLane = (other: IssueRow) => allLanes || other.assignee_id === null || other.assignee_id === lease.user_id;
     if (record && !inLane(issue)) c.violation("lane", `${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
     const position = c.order.get(issue.id)!;
     const T = a.committed_ms;
     // The claim read its candidates some time after its request went out: what became ready
     // after that may not have been in its snapshot.
-    const sentAt = record?.sentAt ?? lastPullBefore(lease.runtime, lease.claimed_ms)?.sentAt ?? T - c.inFlight;
+    const sentAt = record?.sentAt ?? lastPullBefore(lease.session_id, lease.claimed_ms)?.sentAt ?? T - c.inFlight;
     const from = Math.min(T - c.inFlight, sentAt);
     for (let p = 0; p < position; p++) {
       const other = ranked[p]!;
@@ -466,6 +605,46 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     }
   }
   return { checked, nearMisses };
+}
+
+/**
+ * When each MCP session had a call under way, as [start, end] in the agents' clock, sorted by
+ * start. Each agent makes one call at a time: a write or probe from its send to its answer; a pull
+ * from its send until the agent's next record (its answer came before that); after an agent's last
+ * record, a call may have been under way until its process was killed (a replaced process's
+ * agents start new sessions).
+ */
+export function sessionCalls(records: AgentRecord[]): Map<string, [number, number][]> {
+  const killedAt = new Map<string, number>();
+  const procOf = new Map<string, string>();
+  const byAgent = new Map<string, AgentRecord[]>();
+  for (const r of records) {
+    if (r.t === "killed") killedAt.set(r.proc, r.at);
+    else {
+      if (r.t === "session") procOf.set(r.session, r.proc);
+      // A replaced process's agents have the same names: their records follow the killed ones'.
+      push(byAgent, r.agent, r);
+    }
+  }
+  const startOf = (r: AgentRecord) => (r.t === "retry" || r.t === "session" || r.t === "killed" ? r.at : r.t === "claim" ? r.receivedAt : r.sentAt);
+  const endOf = (r: AgentRecord) => (r.t === "write" || r.t === "probe" || r.t === "claim" ? r.receivedAt : startOf(r));
+  const calls = new Map<string, [number, number][]>();
+  for (const list of byAgent.values()) {
+    list.forEach((r, index) => {
+      const next = list[index + 1];
+      if (r.t === "write" || r.t === "probe") {
+        if (r.session) push(calls, r.session, [r.sentAt, r.receivedAt]);
+      } else if (r.t === "pull" && r.session) push(calls, r.session, [r.sentAt, next ? startOf(next) : Infinity]);
+      const session = "session" in r ? r.session : null;
+      if (session && (!next || ("session" in next && next.session !== session))) {
+        // The session's last record: a call may have followed it until its process died.
+        const proc = procOf.get(session);
+        push(calls, session, [endOf(r), (proc && killedAt.get(proc)) ?? Infinity]);
+      }
+    });
+  }
+  for (const list of calls.values()) list.sort((a, b) => a[0] - b[0]);
+  return calls;
 }
 
 /** Appends `value` to the list `map` holds under `key`, starting the list if there is none. */

@@ -14,10 +14,10 @@ import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing
 import { MetricsWatch, type MetricsReport } from "./metrics.ts";
 import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
-import type { AgentProcessConfig } from "./agent.ts";
+import type { AgentProcessConfig, AgentSpec, Role } from "./agent.ts";
 import { checkInvariants, type CheckResult } from "./checker.ts";
 import { PrivatePostgres } from "./private-postgres.ts";
-import { readRecords } from "./records.ts";
+import { appendAfterKill, readRecords } from "./records.ts";
 
 /**
  * The swarm: N app instances (the built app, as tests start it) and worker processes on a
@@ -26,6 +26,8 @@ import { readRecords } from "./records.ts";
  * mid-lease and replaced, an app instance killed and restarted, PostgreSQL restarted, Redis
  * stopped and started. Faults are keyed to progress (share of issues finished) so they land
  * while work remains, however fast the machine is. Then the invariant checker reads it all.
+ * A third of the agents share one key and another third are next_batch subagents working their
+ * orchestrator's claims from their own sessions (decision 036): a key is never the holder.
  */
 export interface SwarmOptions {
   agents: number;
@@ -44,6 +46,8 @@ export interface SwarmOptions {
   redisRestarts?: number;
   silentRate?: number;
   releaseRate?: number;
+  /** Share of a shared-key agent's pulls preceded by a tokenless write to a sibling's live lease. */
+  probeRate?: number;
   /**
    * Through a PgBouncer in transaction mode in front of the private PostgreSQL (DATABASE_URL
    * pooled, DATABASE_DIRECT_URL direct), as on a managed PostgreSQL.
@@ -55,6 +59,8 @@ export interface SwarmOptions {
 
 export interface SwarmResult {
   check: CheckResult;
+  /** Agents by kind; orchestrators are extra sessions, one per team of subagents. */
+  agents: Record<Role | "orchestrator", number>;
   seconds: number;
   issuesPerSecond: number;
   faults: { agentKills: number; appKills: number; postgresRestarts: number; redisRestarts: number; faultErrors: string[] };
@@ -69,6 +75,33 @@ const root = path.resolve(import.meta.dirname, "..");
 /** Every worker process a run started, for a Ctrl-C to end. */
 const spawned: ChildProcess[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The most subagents one orchestrator claims for at once (under the key's claim cap, killed predecessors' leases included). */
+const TEAM = 3;
+
+/**
+ * The agents' roles in slot order, then split into processes of `perProcess`: a third shared
+ * (one key), a third subagents (in teams of up to TEAM within a process, each team on its own
+ * key), the rest solo (a key each). Slots of one role are contiguous so a process's shared agents
+ * probe each other and a team never straddles two processes.
+ */
+export function planAgents(agents: number, perProcess: number): { role: Role; team?: number }[][] {
+  const third = Math.floor(agents / 3);
+  const roles: Role[] = [...Array<Role>(agents - 2 * third).fill("solo"), ...Array<Role>(third).fill("shared"), ...Array<Role>(third).fill("subagent")];
+  const groups: { role: Role; team?: number }[][] = [];
+  let team = 0;
+  for (let i = 0; i < roles.length; i += perProcess) {
+    let inTeam = TEAM;
+    groups.push(
+      roles.slice(i, i + perProcess).map((role) => {
+        if (role !== "subagent") return { role };
+        if (inTeam === TEAM) (team++, (inTeam = 0));
+        inTeam++;
+        return { role, team };
+      }),
+    );
+  }
+  return groups;
+}
 
 /**
  * A random DAG with chains: each issue picks up to three blockers among the sixty before it,
@@ -172,22 +205,42 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
       RECLAIM_SWEEP_MS: "1000",
       OUTBOX_POLL_MS: "1000",
       LOG_LEVEL: "warn",
+      // One key is shared by a third of the agents, each holding one lease at a time, plus a killed process's until they lapse.
+      CLAIM_CAP_DEFAULT: String(Math.max(7, 2 * Math.floor(options.agents / 3) + 1)),
       ...(redis ? { REDIS_URL: redis.url, BULLMQ_PREFIX: `swarm${seed}`, RETASC_WORKERS: "off" } : { RETASC_WORKERS: "inline" }),
     };
 
-    // Seed: the org, one key per agent slot (spread over three people), the graph.
+    // Seed: the org and the keys: one per solo agent (spread over three people), one shared, one per team.
     // The harness (seeding, the invariant check) reads the database directly; the apps and workers go through the pooler.
     booted = await boot(loadConfig({ ...env, DATABASE_URL: directUrl, DATABASE_DIRECT_URL: "", NODE_ENV: "test" }), { warn: () => {}, poolSize: 6 });
     const { services } = booted;
     const org = await seedOrg(services, { prefix: "SWM", name: "Swarm" });
     const humans = ["alice", "bob", "carol"] as const;
-    const slots: AgentProcessConfig["agents"] = [];
-    for (let i = 0; i < options.agents; i++) {
-      const who = humans[i % humans.length]!;
-      // The agent's name is its key's runtime label, so every lease names the agent that took it.
-      const agent = await org.agentFor(who, `swarm-${i}`);
-      slots.push({ name: `swarm-${i}`, key: agent.key, userId: agent.principal.userId! });
+    const plan = planAgents(options.agents, perProcess);
+    const keyFor = new Map<string, { key: string; userId: string }>();
+    const mint = async (label: string, who: (typeof humans)[number]) => {
+      if (!keyFor.has(label)) {
+        const agent = await org.agentFor(who, label);
+        keyFor.set(label, { key: agent.key, userId: agent.principal.userId! });
+      }
+      return keyFor.get(label)!;
+    };
+    const groups: AgentSpec[][] = [];
+    const agents = { solo: 0, shared: 0, subagent: 0, orchestrator: 0 };
+    let slot = 0;
+    for (const group of plan) {
+      const specs: AgentSpec[] = [];
+      for (const { role, team } of group) {
+        const name = `swarm-${slot}`;
+        const who = humans[slot++ % humans.length]!;
+        // A solo agent's name is its key's runtime label; shared and team keys are labelled by what shares them.
+        const { key, userId } = await mint(role === "solo" ? name : role === "shared" ? "swarm-shared" : `swarm-team-${team}`, role === "solo" ? who : humans[(team ?? 0) % humans.length]!);
+        specs.push({ name, key, userId, role, ...(team === undefined ? {} : { team }) });
+        agents[role]++;
+      }
+      groups.push(specs);
     }
+    agents.orchestrator = new Set(groups.flat().flatMap((s) => (s.team === undefined ? [] : [s.team]))).size;
     const graph = randomGraph(options.issues, random, { bob: org.agents.bob.userId, carol: org.agents.carol.userId });
     await seedGraph(services, { orgId: org.orgId, projectId: org.projectId, prefix: org.prefix, authorId: org.agents.alice.userId }, graph, new Date());
     log(`swarm: seeded ${graph.issues.length} issues, ${graph.edges.length} dependency edges`);
@@ -211,24 +264,32 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     });
 
     // Agent processes: slots in groups; a killed process is replaced by a new generation on the same keys.
-    const groups: AgentProcessConfig["agents"][] = [];
-    for (let i = 0; i < slots.length; i += perProcess) groups.push(slots.slice(i, i + perProcess));
     const logFiles: string[] = [];
+    const logFileOf: string[] = [];
     let generation = 0;
     const launch = (group: number) => {
-      const logFile = path.join(runDir, `agents-${group}-${generation++}.jsonl`);
+      const proc = `agents-${group}-${generation++}`;
+      const logFile = path.join(runDir, `${proc}.jsonl`);
       logFiles.push(logFile);
+      logFileOf[group] = logFile;
       const config: AgentProcessConfig = {
         endpoints,
         agents: groups[group]!,
+        proc,
         logFile,
         ttlMs: ttlSeconds * 1000,
         silentRate: options.silentRate ?? 0.04,
         releaseRate: options.releaseRate ?? 0.03,
+        probeRate: options.probeRate ?? 0.1,
       };
       agentProcs[group] = spawnEntry("swarm/agent.ts", { SWARM_AGENT_CONFIG: JSON.stringify(config) });
     };
     groups.forEach((_, g) => launch(g));
+    /** Kills a group's process and writes down when: its sessions make no call after that. */
+    const killAgents = async (group: number) => {
+      await killHard(agentProcs[group]!.child);
+      appendAfterKill(logFileOf[group]!, { t: "killed", proc: path.basename(logFileOf[group]!, ".jsonl"), at: Date.now() });
+    };
 
     // Faults, keyed to progress.
     type Fault = { at: number; name: string; run: () => Promise<void> };
@@ -240,7 +301,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
         name: "kill an agent process",
         run: async () => {
           const group = Math.floor(random() * groups.length);
-          await killHard(agentProcs[group]!.child);
+          await killAgents(group);
           faults.agentKills++;
           launch(group);
         },
@@ -324,7 +385,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     // after the last issue was finished: those writes must be refused too, so wait for them.
     await sleep(2 * ttlSeconds * 1000 + 500);
     await watch.sample(metricsTargets());
-    await Promise.all(agentProcs.map((p) => killHard(p.child)));
+    await Promise.all(groups.map((_, g) => killAgents(g)));
     const appOutput = apps.map((a) => a?.output().slice(-6_000) ?? "").join("\n---\n");
     await Promise.all(apps.map((a) => a?.stop()));
     apps = [];
@@ -333,7 +394,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
     if (done < options.issues) check.violations.unshift(`[time] only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
     for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
-    return { check, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report() };
+    return { check, agents, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report() };
   } finally {
     process.off("SIGINT", abort);
     process.off("SIGTERM", abort);
@@ -349,7 +410,11 @@ export function formatSwarm(result: SwarmResult): string {
   const f = result.check.figures;
   const lines = [
     `issues finished     ${f.finished}/${f.issues} in ${result.seconds.toFixed(1)} s (${result.issuesPerSecond.toFixed(1)} issues/s)`,
-    `claims              ${f.claims} (reclaims after expiry ${f.reclaims}, releases ${f.releases})`,
+    `agents              ${result.agents.solo} solo (a key each), ${result.agents.shared} on one shared key, ${result.agents.subagent} subagents of ${result.agents.orchestrator} orchestrators (next_batch)`,
+    `claims              ${f.claims} (reclaims after expiry ${f.reclaims}, releases ${f.releases}, by next_batch ${f.batchClaims})`,
+    `refusals            ${Object.entries(f.refusals).map(([code, n]) => `${code} ${n}`).join(", ") || "none"}`,
+    `siblings            ${f.siblingProbes} tokenless writes to a sibling session's lease: ${f.siblingMismatches} refused CLAIM_MISMATCH while it was live, ${f.siblingProbesAccepted} accepted`,
+    `finishes            ${f.toldFinished} agents told they finished (${f.alreadyFinishedReplies} retries told alreadyFinished); superseded writes accepted ${f.supersededAccepted}`,
     `stale writes        ${f.staleWritesRefused} refused, ${f.staleWritesAccepted} accepted`,
     `dispatches checked  ${f.dispatchesChecked} against the order (near misses inside the in-flight window: ${f.orderNearMisses})`,
     `resumed claims      ${f.resumedClaimsChecked} carried the last checkpoint check (${f.resumedAfterExpiry} after an expiry)`,

@@ -5,16 +5,18 @@ import { formatSwarm, runSwarm } from "./run.ts";
 
 /**
  * The swarm, small enough for CI: 12 agents in separate processes over /mcp on two app
- * instances, 150 issues in a random dependency graph, agent processes SIGKILLed mid-lease, an
+ * instances (4 with a key each, 4 sharing one key, 4 subagents working the claims of their
+ * orchestrators' next_batch from their own sessions), 150 issues in a random dependency graph, agent processes SIGKILLed mid-lease, an
  * app instance killed and restarted, PostgreSQL restarted, Redis stopped and started; then every
  * invariant of docs/reliability.md checked against the database. `npm run swarm` is the full size.
  */
 describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (PostgreSQL)", () => {
   test("12 agents, 150 issues, 2 instances, kills and restarts: zero invariant violations", async () => {
-    // Twice the default share of silent agents, so a small run still sees stale writes refused.
+    // Twice the default share of silent agents, so a small run still sees stale writes refused;
+    // three times the default share of sibling probes, so some land while the sibling's lease is live.
     // When the suites run through a pooler (TEST_DATABASE_DIRECT_URL, .ci/run), so does the swarm.
     const pooler = testDirectUrl !== undefined;
-    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, pooler, log: () => {} });
+    const result = await runSwarm({ agents: 12, issues: 150, instances: 2, minutes: 4, agentKills: 3, silentRate: 0.08, probeRate: 0.3, pooler, log: () => {} });
     process.stderr.write(`\n${formatSwarm(result)}\n`);
     if (result.check.violations.length > 0) process.stderr.write(`app output:\n${result.appOutput}\n`);
     expect(result.check.violations).toEqual([]);
@@ -26,6 +28,12 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
     expect(f.staleWritesRefused).toBeGreaterThan(0);
     expect(f.resumedAfterExpiry).toBeGreaterThan(0);
     expect(f.dispatchesChecked).toBe(f.claims);
+    // Agents on one key are told apart by their sessions (decision 036): a third share a key, a
+    // third work next_batch claims handed over by their orchestrators; siblings were refused.
+    expect(result.agents).toEqual({ solo: 4, shared: 4, subagent: 4, orchestrator: 2 });
+    expect(f.batchClaims).toBeGreaterThan(0);
+    expect(f.siblingMismatches).toBeGreaterThan(0);
+    expect(f).toMatchObject({ supersededAccepted: 0, siblingProbesAccepted: 0, staleWritesAccepted: 0 });
     // /metrics, scraped every few seconds from the apps (with the token; without it, 401) and the
     // workers (METRICS_PORT): every series the run exercises moved. The webhook deliveries are an
     // outsider's unsigned one to each instance, refused (the intake's and billing's own tests

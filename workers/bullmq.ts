@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { metrics } from "../server/metrics/index.ts";
-import { markOutboxCompleted, markOutboxFailed } from "../server/outbox/index.ts";
+import { markOutboxCompleted, markOutboxFailed, outboxRowCanceled } from "../server/outbox/index.ts";
 import { errorLabel, executeJob, isPermanent } from "./catalog.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
 import { SHUTDOWN_GRACE_MS, settleWithin, type JobRunner, type RunnerOptions } from "./runner.ts";
@@ -48,6 +48,8 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
       const sweep = sweepsByName.get(job.name);
       if (sweep) return runSweepTick(services, log, sweep, tickOf(job));
       const { outboxId, payload } = job.data as OutboxJobData;
+      // Called off since it was relayed (its org deleted): nothing of it runs.
+      if (await outboxRowCanceled(db, outboxId)) return null;
       const attempt = Math.max(1, job.attemptsStarted ?? job.attemptsMade + 1);
       log.debug({ job: job.name, outboxId, attempt }, "job started");
       try {

@@ -8,6 +8,7 @@ import { intakeDelivery } from "./handlers/intake-delivery.ts";
 import { linearApply } from "./handlers/linear-apply.ts";
 import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 import { notifySend } from "./handlers/notify-send.ts";
+import { orgPurge } from "./handlers/org-purge.ts";
 import { writeBackClose } from "./handlers/writeback-close.ts";
 
 /** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */
@@ -49,6 +50,7 @@ export const retascJobs = jobCatalog(jobSchemas, {
   "intake.delivery": intakeDelivery,
   "intake.write_back": writeBackClose,
   "linear.apply": linearApply,
+  "org.purge": orgPurge,
 });
 
 /** Validates the payload against the shared schema and runs the handler. */

@@ -3,15 +3,21 @@ import { cliJson, cliOrgAction, cliQueryCtx } from "../cli-api.server.ts";
 import { actorOf } from "../../server/orgs/access.ts";
 import { createInvite, createInviteInput, inviteIdInput, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, memberIdInput, reactivateMember, suspendMember } from "../../server/orgs/members.ts";
+import { pageOf } from "../../server/paging.ts";
 
-/** People and agents of the org; invites too for owners and admins. */
+/** People and agents of the org; invites too for owners and admins; each a page at a time (`cursor`, `invitesCursor`). */
 export function loader({ request, context }: Route.LoaderArgs) {
   return cliJson(context, async () => {
-    const { ctx } = await cliQueryCtx(request, context);
-    const { members } = await listMembers(ctx);
+    const { ctx, params } = await cliQueryCtx(request, context);
+    const members = pageOf((await listMembers(ctx)).members, params.get("cursor") ?? undefined);
     const actor = await actorOf(ctx);
-    const invites = actor.role === "member" ? null : (await listInvites(ctx)).invites;
-    return { members, invites };
+    const invites = actor.role === "member" ? null : pageOf((await listInvites(ctx)).invites, params.get("invitesCursor") ?? undefined);
+    return {
+      members: members.page,
+      invites: invites?.page ?? null,
+      ...(members.nextCursor ? { nextCursor: members.nextCursor } : {}),
+      ...(invites?.nextCursor ? { invitesNextCursor: invites.nextCursor } : {}),
+    };
   });
 }
 

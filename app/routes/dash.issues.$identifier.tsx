@@ -42,7 +42,11 @@ export function meta({ loaderData }: Route.MetaArgs) {
 export async function loader({ request, context, params }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   try {
-    const [detail, held] = await Promise.all([issueDetail(ctx, { identifier: params.identifier }), heldForIssue(ctx, { identifier: params.identifier })]);
+    const query = new URL(request.url).searchParams;
+    const [detail, held] = await Promise.all([
+      issueDetail(ctx, { identifier: params.identifier }, { comments: query.get("comments") ?? undefined, activity: query.get("activity") ?? undefined }),
+      heldForIssue(ctx, { identifier: params.identifier }),
+    ]);
     return { detail, held, canRelease: membership.role === "owner" || membership.role === "admin" };
   } catch (error) {
     const { status, body } = toErrorBody(error, context.log);
@@ -122,7 +126,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
           <StatusBadge status={issue.status} />
           <WorkPills pills={detail.pills} />
           {!issue.work ? <span className="text-stone-600">container</span> : null}
-          <LeaseLine lease={issue.lease} now={now} />
+          <LeaseLine lease={issue.lease} session={detail.leaseSession} now={now} />
         </div>
       </header>
 
@@ -148,7 +152,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
             <AttachmentList attachments={detail.attachments} />
           </Section>
           <Section title="Comments" id="comments-heading">
-            <CommentThread comments={detail.comments} now={now} />
+            <CommentThread comments={detail.comments} pages={detail.commentPages} now={now} />
           </Section>
         </div>
 
@@ -232,7 +236,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
       </div>
 
       <Section title="Activity" id="activity-heading">
-        <ActivityLog entries={detail.activity} truncated={detail.activityTruncated} />
+        <ActivityLog entries={detail.activity} pages={detail.activityPages} />
       </Section>
     </article>
   );

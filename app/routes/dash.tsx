@@ -33,6 +33,7 @@ const links = [
   { to: "/dash/settings/connectors", label: "Connectors" },
   { to: "/dash/settings/notifications", label: "Notifications" },
   { to: "/dash/settings/transfer", label: "Import & export" },
+  { to: "/dash/settings/delete-org", label: "Delete org" },
 ];
 
 export default function DashLayout({ loaderData }: Route.ComponentProps) {

@@ -12,6 +12,7 @@ import { exportOrg } from "./commands/transfer.ts";
 import { importLinear } from "./commands/import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
 import { triage } from "./commands/triage.ts";
+import { orgDelete } from "./commands/org-delete.ts";
 
 interface Option {
   type: "string" | "boolean";
@@ -150,6 +151,13 @@ export const commands: Record<string, Command> = {
     usage: "retasc org create --name <name> [--json]",
     options: { name: { type: "string", value: "<name>", description: "the org's name" }, url, json },
     run: orgCreate,
+  }),
+  "org delete": command({
+    summary: "delete an org for good (owner; asks for its name at a terminal)",
+    usage: "retasc org delete --org-id <id> [--json]",
+    options: { "org-id": { type: "string", value: "<id>", description: "the org to delete" }, url, json },
+    details: "Its data key is destroyed first, so nothing of it can be read again, backups included; export it first (retasc export). There is no flag that answers the name.",
+    run: orgDelete,
   }),
   "project create": command({
     summary: "create a project (owner or admin)",

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Services } from "../context.ts";
-import { orgs, projects, user } from "../../db/schema/index.ts";
+import { projects, user } from "../../db/schema/index.ts";
 import { createAuth } from "../auth/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import {
@@ -14,6 +14,7 @@ import {
   prefixSchema,
   runtimeSchema,
 } from "../orgs/index.ts";
+import { requireLiveOrg } from "../orgs/delete.ts";
 import { addCredit, balanceOf } from "../usage/credit.ts";
 
 export const bootstrapInput = z.object({
@@ -47,8 +48,7 @@ export const mintKeyInput = z.object({
 export async function mintKey(services: Services, raw: z.input<typeof mintKeyInput>) {
   const input = mintKeyInput.parse(raw);
   return services.db.transaction(async (tx) => {
-    const org = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, input.org));
-    if (!org[0]) throw notFound(`org ${input.org}`, "Pass the orgId printed by bootstrap.");
+    await requireLiveOrg(tx, input.org);
     let projectId: string | null = null;
     if (input.project) {
       const project = await tx
@@ -133,8 +133,7 @@ export const grantCreditInput = z.object({
 export async function grantCredit(services: Services, raw: z.input<typeof grantCreditInput>) {
   const input = grantCreditInput.parse(raw);
   return services.db.transaction(async (tx) => {
-    const org = await tx.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, input.org));
-    if (!org[0]) throw notFound(`org ${input.org}`, "Pass the orgId printed by bootstrap (or shown in the Dash).");
+    await requireLiveOrg(tx, input.org);
     const ref = crypto.randomUUID();
     const microCredits = input["micro-credits"];
     await addCredit(tx, { orgId: input.org, kind: "given", microCredits, source: "grant", ref, note: input.note, at: services.clock.now() });

@@ -8,6 +8,7 @@ import { bootstrap, bootstrapInput, grantCredit, grantCreditInput, mintKey, mint
 import { readSecretLine } from "./secret.ts";
 import { connect, connectInput } from "./connect.ts";
 import { rotateMasterKey, rotateMasterKeyInput } from "./rotate-master-key.ts";
+import { deleteOrgCommand, deleteOrgCommandInput } from "./delete-org.ts";
 import { writeOrgExport } from "../transfer/admin.ts";
 import { importExport, importInput } from "../transfer/import.ts";
 
@@ -36,6 +37,10 @@ const usage = `usage: npm run admin -- <command> [options]
       CSV: the issues, or the comments)
   import --file <export.json> --org-name <name> [--json]
       a JSON export brought back as a new org; prints its orgId
+  delete-org --org <orgId> [--json]
+      delete an org for good: its data key is destroyed at once (nothing of it decrypts again,
+      backups included), its keys, sessions, jobs and connectors end, and its rows are removed
+      in the background by the job runner (docs/operations.md)
   rotate-master-key [--json] < new-master.key
       re-wrap every org's data key under a new master key (32 bytes base64, one line on
       standard input); stop every instance and worker first (docs/operations.md)
@@ -50,6 +55,7 @@ const commands = {
   connect: (services: Services, argv: unknown) => connect(services, connectInput.parse(argv)),
   import: (services: Services, argv: unknown) => importExport(services, importInput.parse(argv)),
   "rotate-master-key": (services: Services, argv: unknown) => rotateMasterKey(services, rotateMasterKeyInput.parse(argv)),
+  "delete-org": (services: Services, argv: unknown) => deleteOrgCommand(services, deleteOrgCommandInput.parse(argv)),
 } as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key", "connect"]);

@@ -48,6 +48,30 @@ describe("fleet snapshot", () => {
     });
     expect(fleet.counts.held).toBe(1);
     expect(fleet.moves[0]).toMatchObject({ kind: "claimed", identifier: "FLT-1", runtime: "codex" });
+    // No MCP session (a direct call): none named; the checkpoint renewed it by heartbeat.
+    expect(c).toMatchObject({ session: null, renewedBy: "heartbeat" });
+  });
+
+  it("names the MCP session holding each claim (a label, never the id) and whether its calls or a heartbeat renewed it, on the Fleet and the issue page", async () => {
+    const org = await seedOrg(env.services, { prefix: "SES" });
+    const inSession = (sessionId: string): Ctx => ({ ...org.agents.bob.ctx, principal: { ...org.agents.bob.ctx.principal, sessionId } });
+    const [one, two] = [inSession("session-one-of-bobs-key"), inSession("session-two-of-bobs-key")];
+    await create(org.agents.alice.ctx, "first");
+    await create(org.agents.alice.ctx, "second");
+    await claimIssue(one, { identifier: "SES-1" });
+    await claimIssue(two, { identifier: "SES-2" });
+    clock.advance(MINUTE);
+    await heartbeat(two, { identifier: "SES-2" });
+    const fleet = await fleetSnapshot(await dashAs(org, "alice"));
+    const [a, b] = ["SES-1", "SES-2"].map((identifier) => fleet.claims.find((c) => c.identifier === identifier)!);
+    expect(a!.session).toMatch(/^[0-9a-f]{8}$/);
+    expect(b!.session).toMatch(/^[0-9a-f]{8}$/);
+    expect(a!.session).not.toBe(b!.session);
+    expect(JSON.stringify(fleet)).not.toContain("session-one-of-bobs-key");
+    expect(a).toMatchObject({ renewedBy: null, keyPrefix: b!.keyPrefix });
+    expect(b).toMatchObject({ renewedBy: "heartbeat" });
+    const detail = await issueDetail(await dashAs(org, "alice"), { identifier: "SES-2" });
+    expect(detail.leaseSession).toEqual({ session: b!.session, renewedBy: "heartbeat", renewedAt: clock.now().toISOString() });
   });
 
   it("measures the pace: finishes per hour over the day, the median first claim to done, and when the ready queue drains", async () => {

@@ -5,6 +5,7 @@ import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
 import { fleetCharts } from "./charts.ts";
+import { sessionLabel, type RenewedBy } from "./lease-session.ts";
 import type { ChartRange } from "../../constants/chart-ranges.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 
@@ -48,6 +49,8 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
         claimedAt: leases.claimedAt,
         heartbeatAt: leases.heartbeatAt,
         expiresAt: leases.expiresAt,
+        sessionId: leases.sessionId,
+        renewedBy: leases.renewedBy,
       })
       .from(issues)
       .innerJoin(leases, eq(leases.id, issues.leaseId))
@@ -109,6 +112,8 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       human: c.name || c.email || c.userId,
       humanEmail: c.email,
       keyPrefix: c.keyPrefix,
+      session: sessionLabel(c.sessionId),
+      renewedBy: c.renewedBy as RenewedBy,
       claimedAt: c.claimedAt.toISOString(),
       heartbeatAt: c.heartbeatAt.toISOString(),
       expiresAt: c.expiresAt.toISOString(),

@@ -1,5 +1,5 @@
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
-import type { z } from "zod";
+import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { z } from "zod";
 import { activity, agentKeys, checkpoints, user } from "../../db/schema/index.ts";
 import { activityDetail } from "../activity/index.ts";
 import { activityWords } from "./activity-text.ts";
@@ -11,31 +11,39 @@ import { getIssueInput } from "../issues/schemas.ts";
 import { findIssue } from "../issues/store.ts";
 import { issueView } from "../issues/views.ts";
 import { markdown } from "../markdown/index.ts";
+import { decodeCursor, encodeCursor } from "../paging.ts";
 import { listProjects } from "../orgs/projects.ts";
 import { neighbourhood } from "./graph.ts";
 import { activeMembers } from "./people.ts";
 import { resumedIssueIds, workPills } from "./queue.ts";
 import { rankReasons } from "./why.ts";
+import { leaseSessionOf } from "./lease-session.ts";
 
 /**
  * Everything the drill-down shows about one issue of the viewer's org: the issue as agents
  * read it (get_issue), its body rendered and sanitized, why it ranks where it does, its
  * neighbourhood in the graph, the checkpoint timeline, the comment thread, the attachments
- * (links, and files with their download and, for images, a thumbnail) and the full activity log (decrypted) with the principal, runtime and key of each entry.
+ * (links, and files with their download and, for images, a thumbnail) and the activity log (decrypted) with the principal, runtime and key of each entry.
+ * The thread and the log are read a page at a time, so a page costs the same however busy the issue.
  */
-export const ACTIVITY_LIMIT = 1000;
+export const ACTIVITY_PAGE = 200;
+export const COMMENT_PAGE_BYTES = 64 * 1024;
+const activityCursor = z.object({ before: z.number().int().min(1) });
 
-export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
+/** `comments`, `activity`: the cursors of the comment page and the activity page to show (newest activity first). */
+export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, page: { comments?: string; activity?: string } = {}) {
   const { identifier } = getIssueInput.parse(raw);
   const { db } = ctx;
   const orgId = ctx.principal.orgId;
   const now = ctx.clock.now();
+  const activityBefore = decodeCursor(page.activity, activityCursor)?.before ?? null;
   const row = await findIssue(db, orgId, identifier);
   const cipher = await ctx.keyring.forOrg(db, orgId);
 
   const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people, resumed] = await Promise.all([
     issueView(db, cipher, row, now),
-    listComments(ctx, { issue: row.identifier }),
+    // A page renders each comment twice (its HTML, and the data the page hydrates from): a quarter of an agent's budget.
+    listComments(ctx, { issue: row.identifier, cursor: page.comments }, COMMENT_PAGE_BYTES),
     listAttachments(ctx, { issue: row.identifier }),
     db
       .select({ checkpoint: checkpoints, email: user.email, keyPrefix: agentKeys.prefix })
@@ -60,15 +68,16 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
       .from(activity)
       .leftJoin(user, eq(user.id, activity.actorId))
       .leftJoin(agentKeys, eq(agentKeys.id, activity.keyId))
-      .where(and(eq(activity.issueId, row.id), eq(activity.orgId, orgId)))
+      .where(and(eq(activity.issueId, row.id), eq(activity.orgId, orgId), activityBefore === null ? undefined : lt(activity.id, activityBefore)))
       .orderBy(desc(activity.id))
-      .limit(ACTIVITY_LIMIT),
+      .limit(ACTIVITY_PAGE + 1),
     neighbourhood(db, cipher, orgId, row),
     rankReasons(db, [row]),
     activeMembers(ctx),
     resumedIssueIds(db, orgId, [row], now),
   ]);
 
+  const leaseSession = await leaseSessionOf(db, row, now);
   const authorIds = [...new Set(thread.comments.map((c) => c.authorId).filter((id): id is string => Boolean(id)))];
   const authors =
     authorIds.length === 0
@@ -86,6 +95,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
   return {
     now: now.toISOString(),
     issue: view,
+    leaseSession,
     pills: workPills(row, now, resumed),
     bodyHtml: bodyHtml!,
     why: reasons.get(row.id)!,
@@ -104,7 +114,9 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
     })),
     attachments: attached.attachments.map((a) => ({ ...a, thumbnail: a.contentType !== null && isInlineImage(a.contentType) })),
     comments: thread.comments.map((c, i) => ({ ...c, bodyHtml: commentsHtml[i]!, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
-    activity: activityRows.map((a) => ({
+    /** Where the next page of comments starts, and whether this is a later page than the first. */
+    commentPages: { next: thread.nextCursor ?? null, later: page.comments !== undefined },
+    activity: activityRows.slice(0, ACTIVITY_PAGE).map((a) => ({
       id: a.id,
       kind: a.kind,
       at: a.createdAt.toISOString(),
@@ -113,7 +125,11 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>) 
       keyPrefix: a.keyPrefix,
       ...activityWords({ kind: a.kind, runtime: a.runtime, detail: activityDetail(cipher, a) }, attachmentNames),
     })),
-    activityTruncated: activityRows.length === ACTIVITY_LIMIT,
+    /** Where the next (older) page of activity starts, and whether this is a later page than the first. */
+    activityPages: {
+      next: activityRows.length > ACTIVITY_PAGE ? encodeCursor({ before: activityRows[ACTIVITY_PAGE - 1]!.id }) : null,
+      later: activityBefore !== null,
+    },
     members: people,
   };
 }

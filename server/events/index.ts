@@ -5,12 +5,12 @@ import type { EventPublisher, RetascEvent } from "../context.ts";
 export const EVENTS_CHANNEL = "retasc_events";
 
 /**
- * Change events go out through PostgreSQL NOTIFY inside the writing transaction, so they
- * are delivered on commit only, to every app instance. Payloads carry ids, never content.
+ * Change events go out through PostgreSQL NOTIFY to every app instance, once the writing
+ * transaction has committed (noticeAfterCommit). Payloads carry ids, never content.
  */
 export const notifyPublisher: EventPublisher = {
   async publish(tx: Db, event: RetascEvent) {
-    await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(event)})`);
+    noticeAfterCommit(tx, [{ channel: EVENTS_CHANNEL, payload: JSON.stringify(event) }]);
   },
 };
 
@@ -20,8 +20,58 @@ export interface Notice {
   payload: string;
 }
 
-/** Sends notices on `db`; inside a transaction they are delivered on its commit. */
-export async function notifyAll(db: Db, notices: readonly Notice[]): Promise<void> {
+/**
+ * Notices waiting for their transaction to commit, by transaction. One map per process: the app's
+ * bundle and main.ts each hold a copy of this module, and a transaction opened by one may publish
+ * through the other's publisher (the services main.ts builds).
+ */
+const REGISTRY = Symbol.for("retasc.events.afterCommit");
+const afterCommit: WeakMap<Db, Notice[]> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new WeakMap()) as WeakMap<Db, Notice[]>;
+
+const isTransaction = (db: Db) => typeof (db as { rollback?: unknown }).rollback === "function";
+
+/**
+ * Runs `run` in a transaction whose notices (change events, outbox wake-ups, what a dispatch
+ * function returns) are sent once it has committed, never from inside it: a NOTIFY inside a
+ * transaction takes PostgreSQL's global notify lock at commit and holds it through the commit's
+ * flush, so every writing transaction of the cluster waits in line (0.44x the throughput of the
+ * same transactions without it, measured with 16 clients). A transaction inside another keeps
+ * its notices with the outer one's.
+ */
+export async function transactionWithNotices<T>(db: Db, run: (tx: Db) => Promise<T>): Promise<T> {
+  const outer = afterCommit.get(db);
+  let notices: Notice[] = [];
+  const result = await db.transaction(async (tx) => {
+    // A retried transaction starts again with nothing queued.
+    notices = outer ?? [];
+    afterCommit.set(tx, notices);
+    return run(tx);
+  });
+  // Inside a transaction opened otherwise, they wait for that one's commit (or refuse, as a publish there would).
+  if (!outer) isTransaction(db) ? noticeAfterCommit(db, notices) : sendNotices(db, notices);
+  return result;
+}
+
+/** The notices queued on `tx` for after its commit, or null when it was not opened with transactionWithNotices. */
+export const noticesAfterCommitOf = (tx: Db): Notice[] | null => afterCommit.get(tx) ?? null;
+
+/**
+ * Sends `notices` once `tx` has committed. Outside any transaction they go out at once
+ * (batched). In a transaction not opened with transactionWithNotices this throws: that NOTIFY
+ * would serialise the cluster's commits (server/events/after-commit.test.ts holds every path to it).
+ */
+export function noticeAfterCommit(tx: Db, notices: readonly Notice[]): void {
+  const queued = afterCommit.get(tx);
+  if (queued) {
+    queued.push(...notices);
+    return;
+  }
+  if (isTransaction(tx)) throw new Error("a notice from inside a transaction: open it with transactionWithNotices so it goes out after commit");
+  sendNotices(tx, notices);
+}
+
+/** Sends notices on `db` now, in one statement (outside any transaction: sendNotices batches them). */
+async function notifyAll(db: Db, notices: readonly Notice[]): Promise<void> {
   if (notices.length === 0) return;
   await db.execute(
     sql`select pg_notify(n.channel, n.payload) from json_to_recordset(${JSON.stringify(notices)}::json) as n(channel text, payload text)`,

@@ -5,6 +5,7 @@ import { applyIntakeEvent, type ConnectorFacts } from "./apply.ts";
 import { intakeEventOf, type IntakeEvent } from "./events.ts";
 import { gitlabAuthorIsOutsider } from "./providers.ts";
 import { applyPullRequestEvent, applyRequestComment } from "./pull-requests.ts";
+import { transactionWithNotices } from "../events/index.ts";
 
 /**
  * Processes one recorded delivery (the intake.delivery job): reads its encrypted payload, turns
@@ -70,7 +71,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       ? false
       : (event.comment.outsider ?? (await gitlabAuthorIsOutsider(services.config, source, event.comment.authorId)));
   const facts: ConnectorFacts = connector;
-  return services.db.transaction(async (tx) => {
+  return transactionWithNotices(services.db, async (tx) => {
     const [claimed] = await tx
       .update(intakeDeliveries)
       .set({ processedAt: services.clock.now() })

@@ -1,5 +1,5 @@
-import type { z } from "zod";
-import { and, asc, eq } from "drizzle-orm";
+import { z } from "zod";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { comments } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
@@ -8,6 +8,7 @@ import { newId } from "../orgs/index.ts";
 import { listCommentsInput, retractCommentInput, saveCommentInput } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
+import { decodeCursor, encodeCursor, fitting, REPLY_BUDGET_BYTES } from "../paging.ts";
 
 /** Threaded comments, encrypted at rest. Retracted, never deleted. Comments never renew a lease. */
 export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput>) {
@@ -41,15 +42,37 @@ export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput
   });
 }
 
-export async function listComments(ctx: Ctx, raw: z.input<typeof listCommentsInput>) {
+const commentCursor = z.object({ t: z.string().regex(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d)?$/), id: z.string().uuid() });
+
+/**
+ * An issue's discussion, oldest first, a page at a time: `limit` comments (50 unless asked) and
+ * no more than `budget` bytes of them (the reply budget, server/paging.ts, unless a door asks for
+ * less), decided on the stored sizes before any body is read or decrypted, so a thread of any
+ * length costs one page of memory. `nextCursor` while more follow.
+ */
+export async function listComments(ctx: Ctx, raw: z.input<typeof listCommentsInput>, budget = REPLY_BUDGET_BYTES) {
   const input = listCommentsInput.parse(raw);
+  const after = decodeCursor(input.cursor, commentCursor);
+  const limit = input.limit ?? 50;
   const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  const rows = await ctx.db
-    .select()
+  const sizes = await ctx.db
+    // The time as PostgreSQL writes it (microseconds), so the cursor compares exactly.
+    .select({ id: comments.id, at: sql<string>`${comments.createdAt}::text`, bytes: sql<number>`(octet_length(${comments.bodyEnc}) + coalesce(octet_length(${comments.retractNoteEnc}), 0)) * 3 / 4` })
     .from(comments)
-    .where(eq(comments.issueId, issue.id))
-    .orderBy(asc(comments.createdAt), asc(comments.id));
+    .where(and(eq(comments.issueId, issue.id), after ? sql`(${comments.createdAt}, ${comments.id}) > (${after.t}::timestamptz, ${after.id})` : undefined))
+    .orderBy(asc(comments.createdAt), asc(comments.id))
+    .limit(limit + 1);
+  // Ciphertext is base64 (3 bytes of text per 4 stored); 300: what a comment's JSON adds besides its text.
+  const page = sizes.slice(0, fitting(sizes.slice(0, limit).map((s) => Number(s.bytes) + 300), budget));
+  const last = page.at(-1);
+  const rows = page.length
+    ? await ctx.db
+        .select()
+        .from(comments)
+        .where(inArray(comments.id, page.map((p) => p.id)))
+        .orderBy(asc(comments.createdAt), asc(comments.id))
+    : [];
   return {
     issue: issue.identifier,
     comments: rows.map((c) => ({
@@ -63,6 +86,7 @@ export async function listComments(ctx: Ctx, raw: z.input<typeof listCommentsInp
       retractNote: cipher.decrypt(c.retractNoteEnc),
       createdAt: c.createdAt.toISOString(),
     })),
+    ...(last && sizes.length > page.length ? { nextCursor: encodeCursor({ t: last.at, id: last.id }) } : {}),
   };
 }
 

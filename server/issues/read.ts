@@ -7,6 +7,7 @@ import { getIssueInput, listIssuesInput } from "./schemas.ts";
 import { findIssue, projectFor, resolveAssignee } from "./store.ts";
 import { issueView, summarize } from "./views.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
+import { cursorAt, fitting, positionOf } from "../paging.ts";
 
 export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
@@ -33,12 +34,17 @@ export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> 
     where.push(sql`${issues.id} in (select il.issue_id from issue_labels il join labels l on l.id = il.label_id
       where l.org_id = ${orgId} and l.name = ${input.label})`);
   }
+  // Dispatch order has five keys and changes as work moves: the cursor is a position in it.
+  const offset = positionOf(input.cursor);
   const rows = await ctx.db
     .select()
     .from(issues)
     .where(and(...where))
     .orderBy(...dispatchOrder(issues))
-    .limit(input.limit);
+    .limit(input.limit + 1)
+    .offset(offset);
   const cipher = await ctx.keyring.forOrg(ctx.db, orgId);
-  return { issues: await summarize(ctx.db, cipher, rows, ctx.clock.now()) };
+  const summaries = await summarize(ctx.db, cipher, rows.slice(0, input.limit), ctx.clock.now());
+  const page = summaries.slice(0, fitting(summaries.map((s) => JSON.stringify(s).length)));
+  return { issues: page, ...(rows.length > page.length ? { nextCursor: cursorAt(offset + page.length) } : {}) };
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { issueStatuses, slaStates, type IssueStatus } from "../../db/schema/index.ts";
 import { openStatuses } from "../../constants/statuses.ts";
+import { pageArgs } from "../paging.ts";
 
 /** Input schemas of the issue surface, defined once and reused by MCP tools, the Dash and the CLI. */
 export const identifierSchema = z
@@ -80,14 +81,15 @@ export const listIssuesInput = z.object({
     .union([statusFilter, z.array(statusFilter).min(1)], { error: statusFilterError })
     .transform((sent): IssueStatus[] => [...new Set([sent].flat().flatMap((value) => (value in statusGroups ? statusGroups[value as keyof typeof statusGroups] : [value as IssueStatus])))])
     .optional()
-    .describe("one status or several; the groups open (todo, doing, blocked, review) and active (doing, review) too"),
+    .describe("one or several; also open (todo, doing, blocked, review) and active (doing, review)"),
   priority: prioritySchema.optional(),
   label: shortText(64).optional(),
   assignee: assigneeSchema.optional(),
-  author: assigneeSchema.optional(),
+  author: assigneeSchema.describe("as for assignee").optional(),
   slaState: z.enum(slaStates).optional(),
   project: z.string().trim().min(1).max(10).optional(),
   limit: z.number().int().min(1).max(200).default(50),
+  cursor: pageArgs.cursor,
 });
 
 export const relationTypeInput = z.enum(["blocks", "blocked_by", "related", "duplicate"]);
@@ -102,7 +104,7 @@ export const saveCommentInput = z.object({
   body: z.string().trim().min(1).max(50_000),
   parent: z.string().uuid().optional().describe("the comment this replies to"),
 });
-export const listCommentsInput = z.object({ issue: identifierSchema });
+export const listCommentsInput = z.object({ issue: identifierSchema, ...pageArgs });
 export const retractCommentInput = z.object({ comment: z.string().uuid(), note: shortText(2000) });
 
 export const saveLabelInput = z.object({

@@ -5,6 +5,7 @@ import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { settleCharge, type MeterScope } from "../usage/meter.ts";
+import { transactionWithNotices } from "../events/index.ts";
 import { endOfDayIn } from "./levels.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 
@@ -41,7 +42,7 @@ export const isTerminal = (status: string) => status === "done" || status === "c
 export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   return retryingConflicts(() =>
-    ctx.db.transaction(async (tx) => {
+    transactionWithNotices(ctx.db, async (tx) => {
       const scope: WriteScope = { tx, ctx, cipher, now: ctx.clock.now() };
       const result = await fn(scope);
       await settleCharge(scope);

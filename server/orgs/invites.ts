@@ -10,6 +10,7 @@ import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { emailSchema, newId } from "./index.ts";
+import { transactionWithNotices } from "../events/index.ts";
 
 /**
  * Invites: single-use `rtscinv_...` codes that add a person to an org as a member or admin.
@@ -53,7 +54,7 @@ function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expires
 /** Mints an invite (owner or admin). Returns the code once. */
 export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
   const { expiresDays, role, email } = createInviteInput.parse(raw);
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const actor = await actorOf(ctx, tx);
     requireRole(actor, role === "admin" ? ["owner"] : ["owner", "admin"], role === "admin" ? "inviting an admin" : "inviting people");
     const code = randomToken(INVITE_PREFIX, 24);
@@ -118,7 +119,7 @@ export async function listInvites(ctx: Ctx) {
 /** Voids a pending invite (owner or admin). */
 export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>) {
   const { inviteId } = inviteIdInput.parse(raw);
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const actor = await actorOf(ctx, tx);
     requireRole(actor, ["owner", "admin"], "revoking invites");
     const now = ctx.clock.now();
@@ -149,7 +150,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
   const code = inviteCodeSchema.parse(input.code);
   const codeHash = sha256(code);
   const now = services.clock.now();
-  return services.db.transaction(async (tx) => {
+  return transactionWithNotices(services.db, async (tx) => {
     const found = await tx
       .select({ invite: invites, orgName: orgs.name })
       .from(invites)

@@ -7,6 +7,7 @@ import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { actorOf, lockActiveOwners, recordOrgActivity, requireActsOn, requireActsOnHolder, requireRole } from "./access.ts";
 import { revokeKeyTree } from "./keys.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
+import { transactionWithNotices } from "../events/index.ts";
 
 /**
  * The people and agents of an org. People are `members` rows and are suspended (and
@@ -150,7 +151,7 @@ async function retireAgentsOf(tx: Db, orgId: string, userId: string, now: Date):
 export async function suspendMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
   const { memberId } = memberIdInput.parse(raw);
   const orgId = ctx.principal.orgId;
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const activeOwners = await lockActiveOwners(tx, orgId);
     const actor = await actorOf(ctx, tx);
     requireRole(actor, ["owner", "admin"], "suspending a member");
@@ -176,7 +177,7 @@ export async function suspendMember(ctx: Ctx, raw: z.input<typeof memberIdInput>
 export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
   const { memberId } = memberIdInput.parse(raw);
   const orgId = ctx.principal.orgId;
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const actor = await actorOf(ctx, tx);
     requireRole(actor, ["owner", "admin"], "reactivating a member");
     const target = await personInOrg(tx, orgId, memberId);
@@ -197,7 +198,7 @@ export async function reactivateMember(ctx: Ctx, raw: z.input<typeof memberIdInp
 export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>) {
   const { memberId } = memberIdInput.parse(raw);
   const orgId = ctx.principal.orgId;
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const actor = await actorOf(ctx, tx);
     const rows = await tx
       .select({ id: agentKeys.id, userId: agentKeys.userId, revokedAt: agentKeys.revokedAt, prefix: agentKeys.prefix })
@@ -223,7 +224,7 @@ export async function retireMember(ctx: Ctx, raw: z.input<typeof memberIdInput>)
 export async function setMemberRole(ctx: Ctx, raw: z.input<typeof setMemberRoleInput>) {
   const { memberId, role } = setMemberRoleInput.parse(raw);
   const orgId = ctx.principal.orgId;
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     const activeOwners = await lockActiveOwners(tx, orgId);
     const actor = await actorOf(ctx, tx);
     requireRole(actor, ["owner"], "changing a member's role");

@@ -4,6 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { outbox } from "../../db/schema/index.ts";
 import { jobSchemas, type JobSchemas } from "./jobs.ts";
 import { invalidInput } from "../errors.ts";
+import { noticesAfterCommitOf } from "../events/index.ts";
 
 /** NOTIFY channel that wakes the outbox relay (or the in-process runner) on commit. */
 export const OUTBOX_CHANNEL = "retasc_outbox";
@@ -28,8 +29,14 @@ export function createEnqueue<S extends JobSchemas>(schemas: S): Enqueue<S> {
     }
     const data = parsed.data as Record<string, unknown>;
     const orgId = typeof data.orgId === "string" ? data.orgId : null;
-    // The NOTIFY rides in the insert's RETURNING, saving a statement on every write that
-    // enqueues. Delivered on commit only; several in one transaction collapse into one.
+    // The relay's wake-up goes out after commit where the transaction allows it
+    // (transactionWithNotices); elsewhere it rides in the insert's RETURNING, delivered on commit.
+    const queued = noticesAfterCommitOf(tx);
+    if (queued) {
+      const [row] = await tx.insert(outbox).values({ job, payload: data, orgId }).returning({ id: outbox.id });
+      if (!queued.some((notice) => notice.channel === OUTBOX_CHANNEL)) queued.push({ channel: OUTBOX_CHANNEL, payload: "" });
+      return row!.id;
+    }
     const [row] = await tx
       .insert(outbox)
       .values({ job, payload: data, orgId })
@@ -48,6 +55,15 @@ export async function markOutboxCompleted(db: Db, id: number): Promise<void> {
   await db.execute(
     sql`update outbox set completed_at = now(), locked_until = null, last_error = null where id = ${id} and completed_at is null`,
   );
+}
+
+/**
+ * Whether an outbox row was called off: marked failed (an org's deletion marks its jobs so) or
+ * removed (a deleted org's rows). BullMQ holds copies of rows, so its worker asks before each run.
+ */
+export async function outboxRowCanceled(db: Db, id: number): Promise<boolean> {
+  const rows = await query(db, sql`select 1 from outbox where id = ${id} and failed_at is null`);
+  return rows.length === 0;
 }
 
 export async function markOutboxFailed(db: Db, id: number, error: string): Promise<void> {

@@ -41,6 +41,8 @@ export const jobSchemas = {
   "intake.write_back": z.object({ orgId: id, issueId: id }).strict(),
   /** A Linear import whose pages are all staged (encrypted, linear_import_pages): apply them. Never the key. */
   "linear.apply": z.object({ orgId: id, runId: id }).strict(),
+  /** A deleted org (its data key already destroyed): remove its rows in batches (server/orgs/purge.ts). */
+  "org.purge": z.object({ orgId: id }).strict(),
 };
 
 export type JobSchemas = Record<string, z.ZodType>;

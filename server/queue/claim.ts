@@ -6,7 +6,7 @@ import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { constantTimeEqual, randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
-import { notifyAll, type Notice } from "../events/index.ts";
+import { noticeAfterCommit, type Notice } from "../events/index.ts";
 import { claimMismatch, currentHolder, holderSession, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
@@ -171,7 +171,7 @@ export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: nu
       ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint,
       ${lease.sessionId}::text) as taken`,
   );
-  await notifyAll(scope.tx, taken!.taken.notices);
+  noticeAfterCommit(scope.tx, taken!.taken.notices);
   return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims, scope.ctx.principal);
 }
 

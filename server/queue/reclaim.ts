@@ -2,7 +2,7 @@ import { and, eq, isNull, lte, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { issues, leases } from "../../db/schema/index.ts";
 import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
-import { notifyAll } from "../events/index.ts";
+import { noticeAfterCommit } from "../events/index.ts";
 import { inTransaction, type WriteScope } from "../issues/store.ts";
 import { OUTBOX_CHANNEL } from "../outbox/index.ts";
 
@@ -13,7 +13,7 @@ async function recordExpiry(scope: WriteScope, leaseId: string, issueId: string)
     sql`select retasc_record_expiry(${leaseId}::text, ${issueId}::text, ${scope.ctx.principal.orgId}::text,
       ${scope.now.toISOString()}::timestamptz, 'sweep') as recorded`,
   );
-  if (row!.recorded) await notifyAll(scope.tx, [{ channel: OUTBOX_CHANNEL, payload: "" }]);
+  if (row!.recorded) noticeAfterCommit(scope.tx, [{ channel: OUTBOX_CHANNEL, payload: "" }]);
   return row!.recorded;
 }
 

@@ -29,6 +29,7 @@ describe("renewal by a session's calls", () => {
     const claim = await claimIssue(agent, { identifier: issue.identifier });
 
     clock.advance(interval);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the claim's notices, sent after its commit
     const statements = vi.spyOn(agent.db, "execute");
     expect(await renewSessionLeases(agent)).toBe(1);
     expect(statements).toHaveBeenCalledTimes(1);

@@ -1,6 +1,6 @@
 import type { FleetClaim, FleetMove } from "../../../server/dash/fleet.ts";
 import { IssueLink, Pill, StatusBadge } from "./bits.tsx";
-import { ago, countdown } from "./format.ts";
+import { ago, countdown, renewedByText } from "./format.ts";
 import { EmptyState } from "../ui.tsx";
 import "./dash.css";
 
@@ -49,7 +49,7 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
           <th scope="col" className="px-2 py-2 font-medium">Runtime</th>
           <th scope="col" className="px-2 py-2 font-medium">Human · key</th>
           <th scope="col" className="px-2 py-2 font-medium">Lease left</th>
-          <th scope="col" className="px-2 py-2 font-medium">Last heartbeat</th>
+          <th scope="col" className="px-2 py-2 font-medium">Last renewal</th>
           <th scope="col" className="px-2 py-2 font-medium">Latest checkpoint</th>
         </tr>
       </thead>
@@ -81,13 +81,19 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
               <span className="flex flex-col gap-0.5">
                 <span>{c.human}</span>
                 <span className="font-mono text-xs text-stone-500">{c.keyPrefix ? `${c.keyPrefix}…` : "no key"}</span>
+                <span className="font-mono text-xs text-stone-500" data-testid="claim-session" title="The MCP session holding the lease: agents sharing a key each have their own">
+                  {c.session ? `session ${c.session}` : "no session"}
+                </span>
               </span>
             </td>
             <td className={cell} data-label="Lease left">
               <LeaseLeft claim={c} now={now} />
             </td>
-            <td className={cell} data-label="Heartbeat">
-              <span className="inline-block w-[9ch] tabular-nums text-stone-700">{ago(now - Date.parse(c.heartbeatAt))}</span>
+            <td className={cell} data-label="Last renewal">
+              <span className="flex flex-col gap-0.5">
+                <span className="inline-block w-[9ch] tabular-nums text-stone-700">{ago(now - Date.parse(c.heartbeatAt))}</span>
+                <span className="text-xs text-stone-500" data-testid="claim-renewed-by">{renewedByText(c.renewedBy)}</span>
+              </span>
             </td>
             <td className={cell} data-label="Checkpoint">
               {c.checkpoint ? (

@@ -49,3 +49,7 @@ export function duration(ms: number): string {
   const m = Math.round(ms / 60_000);
   return m < 60 ? `${m} min` : m < 48 * 60 ? `${(m / 60).toFixed(1)} h` : `${(m / 1440).toFixed(1)} days`;
 }
+
+/** What renewed a lease last (decision 036): its session's own calls, a heartbeat, or nothing since the claim. */
+export const renewedByText = (renewedBy: "calls" | "heartbeat" | null) =>
+  renewedBy === "calls" ? "by its session's calls" : renewedBy === "heartbeat" ? "by heartbeat" : "at the claim";

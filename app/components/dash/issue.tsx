@@ -1,8 +1,8 @@
-import { Form, useNavigation } from "react-router";
+import { Form, Link, useNavigation } from "react-router";
 import type { IssueDetail } from "../../../server/dash/issue.ts";
 import { IssueLink, StatusBadge, focusRing } from "./bits.tsx";
 import "./dash.css";
-import { PRIORITIES, ago, countdown, priorityName, stamp } from "./format.ts";
+import { PRIORITIES, ago, countdown, priorityName, renewedByText, stamp } from "./format.ts";
 
 /** Sections of the issue drill-down. */
 
@@ -103,9 +103,14 @@ function CommentItem({ comment, replies, now }: { comment: Comment; replies: Map
   );
 }
 
-export function CommentThread({ comments, now }: { comments: Detail["comments"]; now: number }) {
+/** One page of the thread (a reply whose parent is on an earlier page is shown at the top level). */
+export function CommentThread({ comments, pages, now }: { comments: Detail["comments"]; pages: Detail["commentPages"]; now: number }) {
+  const here = new Set(comments.map((c) => c.id));
   const replies = new Map<string | null, Comment[]>();
-  for (const c of comments) replies.set(c.parent, [...(replies.get(c.parent) ?? []), c]);
+  for (const c of comments) {
+    const parent = c.parent !== null && here.has(c.parent) ? c.parent : null;
+    replies.set(parent, [...(replies.get(parent) ?? []), c]);
+  }
   const busy = useNavigation().formData?.get("intent") === "comment";
   return (
     <div className="flex flex-col gap-3">
@@ -115,6 +120,12 @@ export function CommentThread({ comments, now }: { comments: Detail["comments"];
           <CommentItem key={c.id} comment={c} replies={replies} now={now} />
         ))}
       </ul>
+      {pages.later || pages.next ? (
+        <nav aria-label="Comment pages" className="flex gap-4 text-sm">
+          {pages.later ? <Link to="?#comments-heading">First comments</Link> : null}
+          {pages.next ? <Link to={`?comments=${encodeURIComponent(pages.next)}#comments-heading`}>Later comments</Link> : null}
+        </nav>
+      ) : null}
       <Form method="post" className="flex flex-col gap-2" aria-label="Add a comment">
         <label htmlFor="comment-body" className="text-sm font-medium">
           Add a comment
@@ -132,7 +143,7 @@ export function CommentThread({ comments, now }: { comments: Detail["comments"];
 
 const logCell = "px-2 py-1.5";
 
-export function ActivityLog({ entries, truncated }: { entries: Detail["activity"]; truncated: boolean }) {
+export function ActivityLog({ entries, pages }: { entries: Detail["activity"]; pages: Detail["activityPages"] }) {
   if (entries.length === 0) return <p className="text-sm text-muted">Nothing has happened to this issue yet.</p>;
   return (
     <div>
@@ -165,13 +176,18 @@ export function ActivityLog({ entries, truncated }: { entries: Detail["activity"
           ))}
         </tbody>
       </table>
-      {truncated ? <p className="mt-2 text-xs text-muted">Showing the most recent {entries.length} entries.</p> : null}
+      {pages.later || pages.next ? (
+        <nav aria-label="Activity pages" className="mt-2 flex gap-4 text-sm">
+          {pages.later ? <Link to="?#activity-heading">Latest activity</Link> : null}
+          {pages.next ? <Link to={`?activity=${encodeURIComponent(pages.next)}#activity-heading`}>Older activity</Link> : null}
+        </nav>
+      ) : null}
     </div>
   );
 }
 
-/** The lease line: who holds it, on which runtime and key, and for how long yet. */
-export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now: number }) {
+/** The lease line: who holds it, on which runtime, key and session, how it is renewed, and for how long yet. */
+export function LeaseLine({ lease, session, now }: { lease: Detail["issue"]["lease"]; session: Detail["leaseSession"]; now: number }) {
   if (!lease) return null;
   const left = Date.parse(lease.expiresAt) - now;
   return (
@@ -179,6 +195,11 @@ export function LeaseLine({ lease, now }: { lease: Detail["issue"]["lease"]; now
       <span className="[overflow-wrap:anywhere]">
         claimed by <span className="font-mono">{lease.runtime}</span> for {lease.holder?.email ?? lease.holderUserId} (fence {lease.fence})
       </span>
+      {session ? (
+        <span className="text-xs text-stone-500" data-testid="lease-session">
+          {session.session ? <span className="font-mono">session {session.session}</span> : "no session"} · renewed {renewedByText(session.renewedBy)}
+        </span>
+      ) : null}
       <span className="inline-block w-[9ch] font-mono tabular-nums" data-testid="lease-left">
         {left > 0 ? countdown(left) : "expired"}
       </span>

@@ -41,10 +41,10 @@ export const collaborationTools = [
     title: "List comments",
     group: "collaboration",
     description:
-      "Call to read an issue's discussion: its comments oldest first, replies pointing at their parent; retracted " +
-      "ones are flagged, not hidden.",
+      "Call to read an issue's discussion, oldest first; paged (pass nextCursor as cursor); retracted comments " +
+      "are flagged.",
     input: listCommentsInput,
-    output: z.object({ issue: z.string(), comments: z.array(commentOutput) }),
+    output: z.object({ issue: z.string(), comments: z.array(commentOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
     handler: (ctx, input) => listComments(ctx, input),
   }),

@@ -41,11 +41,10 @@ export const issueTools = [
     title: "List issues",
     group: "issues",
     description:
-      "Call to survey or search the backlog: issues in dispatch order (most urgent first), filtered by status " +
-      "(default: every open status), priority, label, assignee, author, slaState or project; limit defaults to 50 " +
-      "(max 200). Compact lines; get_issue has the detail.",
+      "Call to survey or search the backlog: issues in dispatch order (most urgent first), open ones unless " +
+      "status says otherwise; paged (pass nextCursor as cursor). get_issue has the detail.",
     input: listIssuesInput,
-    output: z.object({ issues: z.array(issueSummaryOutput) }),
+    output: z.object({ issues: z.array(issueSummaryOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
     handler: (ctx, input) => listIssues(ctx, input),
   }),

@@ -7,6 +7,7 @@ import type { LinearIssue } from "./fetch.ts";
 import { GhostBook } from "./ghosts.ts";
 import { linkAll } from "./link.ts";
 import { lockRun, publishProgress } from "./run-row.ts";
+import { transactionWithNotices } from "../../events/index.ts";
 
 /**
  * Ends a run that cannot finish as `failed` with a code: its staging dropped and the progress
@@ -14,7 +15,7 @@ import { lockRun, publishProgress } from "./run-row.ts";
  * ended is left as it is.
  */
 export async function failLinearRun(services: Services, runId: string, code: string): Promise<void> {
-  await services.db.transaction(async (tx) => {
+  await transactionWithNotices(services.db, async (tx) => {
     const now = services.clock.now();
     const [run] = await tx
       .update(linearImportRuns)
@@ -36,7 +37,7 @@ export async function failLinearRun(services: Services, runId: string, code: str
 export async function applyLinearRun(services: Services, runId: string) {
   const { db } = services;
   for (;;) {
-    const step = await db.transaction(async (tx) => {
+    const step = await transactionWithNotices(db, async (tx) => {
       const run = await lockRun(tx, runId);
       if (!run || (run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
       const cipher = await services.keyring.forOrg(tx, run.orgId);

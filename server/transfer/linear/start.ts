@@ -10,6 +10,7 @@ import { chargeOrgAction } from "../../usage/meter.ts";
 import { linearApi, linearRefusal, type Backoff } from "./client.ts";
 import { fetchIssuePage, fetchTeams } from "./fetch.ts";
 import { expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
+import { transactionWithNotices } from "../../events/index.ts";
 
 const apiKey = z.string({ error: "apiKey is required" }).trim().min(1, "apiKey is required").max(500);
 
@@ -59,7 +60,7 @@ export async function startLinearImport(ctx: Ctx, raw: z.input<typeof startInput
   if (!team) throw notFound(`Linear team ${input.teamId}`, "listLinearTeams names the teams this key sees.");
   const now = ctx.clock.now();
   const runId = newId();
-  await ctx.db.transaction(async (tx) => {
+  await transactionWithNotices(ctx.db, async (tx) => {
     await expireStaleFetch(tx, orgId, now);
     await expireFailedApply(ctx, tx, orgId, now);
     let projectId = input.projectId;
@@ -98,7 +99,7 @@ async function fetchIntoStaging(services: Services, runId: string, orgId: string
   try {
     for (;;) {
       const page = await fetchIssuePage(api, teamId, cursor);
-      const alive = await services.db.transaction(async (tx) => {
+      const alive = await transactionWithNotices(services.db, async (tx) => {
         const run = await lockRun(tx, runId);
         if (!run || run.phase !== "fetching") return false;
         const now = services.clock.now();
@@ -117,8 +118,7 @@ async function fetchIntoStaging(services: Services, runId: string, orgId: string
     }
   } catch (error) {
     const code = linearRefusal(error).code;
-    await services.db
-      .transaction(async (tx) => {
+    await transactionWithNotices(services.db, async (tx) => {
         const now = services.clock.now();
         await tx.update(linearImportRuns).set({ phase: "failed", error: code, finishedAt: now, updatedAt: now }).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")));
         await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
