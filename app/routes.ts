@@ -56,6 +56,7 @@ export default [
   route("api/cli/connectors", "routes/api.cli.connectors.ts"),
   route("api/cli/export", "routes/api.cli.export.ts"),
   route("api/cli/import/linear", "routes/api.cli.import.linear.ts"),
+  route("api/cli/triage", "routes/api.cli.triage.ts"),
   // Billing: Stripe's signed webhook
   route("webhooks/stripe", "routes/webhooks.stripe.ts"),
   // Notifications: the chat bots' signed webhooks (binding a person's chat)

@@ -103,7 +103,7 @@ describe("the Dash as another tenant", () => {
 describe("the CLI endpoints as another tenant", () => {
   test("reads and writes naming B's org are refused", async () => {
     const orgId = world.b.orgId;
-    for (const path of ["projects", "keys", "members"]) {
+    for (const path of ["projects", "keys", "members", "triage"]) {
       expectRefused(await asA(`/api/cli/${path}?orgId=${orgId}`, { bearer: true }), `GET ${path}`);
     }
     const writes: [string, Record<string, unknown>][] = [
@@ -116,6 +116,7 @@ describe("the CLI endpoints as another tenant", () => {
       ["members", { orgId, action: "suspend", memberId: world.bIds.memberIds[0] }],
       ["members", { orgId: world.a.orgId, action: "suspend", memberId: world.bIds.memberIds[0] }],
       ["members", { orgId: world.a.orgId, action: "revoke-invite", inviteId: world.bIds.inviteId }],
+      ["triage", { orgId, action: "accept", identifier: world.bIds.issues[0], digest: "0".repeat(64) }],
     ];
     for (const [path, json] of writes) expectRefused(await asA(`/api/cli/${path}`, { json, bearer: true }), `POST ${path} ${JSON.stringify(json)}`);
   });

@@ -17,11 +17,12 @@ import { githubDelivery } from "../server/testing/fake-github.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
 import { createConnector } from "../server/intake/create.ts";
 import { intakeWebhookResponse } from "../server/intake/http.ts";
+import { personAccepts, personCtx } from "../server/intake/testing.ts";
 
 /**
  * Intake's writes are the system's and are not metered (docs/decisions/026-intake-pull-requests.md):
  * with billing on and no credit left, members' writes are refused, and a delivery still becomes
- * its issue with no charge; accepting it is a member's write, and is metered.
+ * its issue with no charge; a person accepting it is a member's write, and is metered.
  */
 const log = createLogger("silent");
 const env = useTestServices();
@@ -45,7 +46,7 @@ afterAll(async () => {
   await runner?.stop();
 });
 
-it("with no credit, a delivery still files its issue and charges nothing; a member's acceptance is refused", async () => {
+it("with no credit, a delivery still files its issue and charges nothing; a person's acceptance is refused", async () => {
   // Connected as the operator's `connect` does (the system: no charge, so no credit is needed).
   const connector = await createConnector(withPrincipal(services, systemPrincipal(org.orgId)), { provider: "github", repo: "Codertocat/Hello-World", project: "BIL" });
   await expect(saveIssue(org.agents.bob.ctx, { title: "A member's write", work: true, noDependency: "none" })).rejects.toMatchObject({ code: "BILLING_INACTIVE" });
@@ -66,5 +67,5 @@ it("with no credit, a delivery still files its issue and charges nothing; a memb
   );
   expect(filed!.triage).toBe("pending");
   expect(await charged()).toEqual([]);
-  await expect(saveIssue(org.agents.alice.ctx, { identifier: filed!.identifier, triage: "accepted" })).rejects.toMatchObject({ code: "BILLING_INACTIVE" });
+  await expect(personAccepts(personCtx(services, org.orgId, org.agents.alice.userId), filed!.identifier)).rejects.toMatchObject({ code: "BILLING_INACTIVE" });
 });

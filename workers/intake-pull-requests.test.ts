@@ -11,6 +11,8 @@ import { claimIssue, nextBatch } from "../server/queue/index.ts";
 import { listConnectors, setConnectorReviewer } from "../server/intake/connectors.ts";
 import { suspendMember } from "../server/orgs/members.ts";
 import { createConnector } from "../server/intake/create.ts";
+import { personAccepts, personCtx } from "../server/intake/testing.ts";
+import { heldForIssue } from "../server/intake/triage.ts";
 import { githubExample, gitlabFixture, hasGithubExample, useIntakeWorld } from "./testing/intake.ts";
 
 /**
@@ -36,6 +38,8 @@ const gitlabMerge = (attributes: Record<string, unknown>) => {
   return payload;
 };
 const itemOf = world.linked;
+/** A person of the org at the Dash (carol, the reviewer). */
+const person = () => personCtx(world.services, world.org.orgId, world.org.agents.carol.userId);
 const { settled } = world;
 
 describe("connecting with the stream", () => {
@@ -79,20 +83,28 @@ describe("GitHub pull requests", () => {
     const { identifier, kind } = await waitFor(() => itemOf(connector.connectorId, "pr:5000001"), 2_000, "the review item");
     expect(kind).toBe("pull_request");
     const item = await getIssue(world.org.agents.alice.ctx, { identifier });
-    expect(item).toMatchObject({ title: opened.pull_request.title, status: "review", triage: "pending", work: true });
+    // Its text is held for a person (decision 038): the item names only where it came from.
+    expect(item).toMatchObject({ status: "review", triage: "pending", work: true });
+    expect(item.title).toBe("Held for triage: GitHub pull request Codertocat/Hello-World#41");
+    expect((await heldForIssue(person(), { identifier })).issue).toMatchObject({ title: opened.pull_request.title, body: opened.pull_request.body });
     expect(item.assignee).toMatchObject({ userId: world.org.agents.carol.userId });
     const links = await listAttachments(world.org.agents.alice.ctx, { issue: identifier });
     expect(links.attachments[0]).toMatchObject({ url: opened.pull_request.html_url, title: `GitHub pull request Codertocat/Hello-World#41 by @${opened.pull_request.user.login}` });
-    // Outsider text: not dispatched before a member accepts it.
+    // Outsider text: not dispatched before a person accepts it.
     await expect(claimIssue(world.org.agents.carol.ctx, { identifier })).rejects.toMatchObject({ code: "AWAITING_TRIAGE" });
-    await saveIssue(world.org.agents.bob.ctx, { identifier, triage: "accepted" });
+    await personAccepts(person(), identifier);
+    expect((await getIssue(world.org.agents.alice.ctx, { identifier })).title).toBe(opened.pull_request.title);
     const lane = (await nextBatch(world.org.agents.carol.ctx, {})) as { issues: { identifier: string }[] };
     expect(lane.issues.map((i) => i.identifier)).toContain(identifier);
     const elsewhere = (await nextBatch(world.org.agents.bob.ctx, {})) as { issues?: { identifier: string }[] };
     expect((elsewhere.issues ?? []).map((i) => i.identifier)).not.toContain(identifier);
 
+    // An edit at the source puts it back in triage; the agents keep the accepted text until a person accepts the new one.
     await deliver(outsiders("edited", 5_000_001, 41, { title: "Update the README with new information (edited)" }));
-    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).title.endsWith("(edited)"), 2_000, "the edit");
+    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).triage === "pending", 2_000, "the edit held");
+    expect((await getIssue(world.org.agents.alice.ctx, { identifier })).title).toBe(opened.pull_request.title);
+    await personAccepts(person(), identifier);
+    expect((await getIssue(world.org.agents.alice.ctx, { identifier })).title.endsWith("(edited)")).toBe(true);
 
     await deliver(outsiders("closed", 5_000_001, 41, { merged: true, state: "closed" }));
     await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).status === "done", 2_000, "done on merge");
@@ -116,7 +128,7 @@ describe("GitHub pull requests", () => {
     const thread = (await listComments(world.org.agents.alice.ctx, { issue: first.identifier })).comments.map((c) => c.body);
     expect(thread).toContain(`Reopened on GitHub (Codertocat/Hello-World#42); its review continues in ${again.identifier}.`);
 
-    await saveIssue(world.org.agents.alice.ctx, { identifier: again.identifier, triage: "accepted" });
+    await personAccepts(person(), again.identifier);
     const claim = (await claimIssue(world.org.agents.carol.ctx, { identifier: again.identifier })) as { claimToken: string };
     await saveIssue(world.org.agents.carol.ctx, { identifier: again.identifier, status: "done", claimToken: claim.claimToken });
     await settled();
@@ -189,7 +201,8 @@ describe("GitLab merge requests", () => {
     await deliver(gitlabMerge({ id: 100, iid: 2, author_id: 77 }));
     const { identifier } = await waitFor(() => itemOf(connector.connectorId, "pr:100"), 2_000, "the review item");
     const item = await getIssue(world.org.agents.alice.ctx, { identifier });
-    expect(item).toMatchObject({ title: "MS-Viewport", status: "review", triage: "pending" });
+    expect(item).toMatchObject({ status: "review", triage: "pending" });
+    expect((await heldForIssue(person(), { identifier })).issue).toMatchObject({ title: "MS-Viewport" });
     expect(item.labels.sort()).toEqual(["API", "support"]);
     await deliver(gitlabMerge({ id: 100, iid: 2, author_id: 77, action: "merge", state: "merged" }));
     await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).status === "done", 2_000, "done on merge");
@@ -209,6 +222,7 @@ describe("GitLab merge requests", () => {
     const { identifier } = await waitFor(() => itemOf(connector.connectorId, "pr:102"), 2_000, "the review item");
     const note = gitlabFixture("gitlab-note-merge-request.json");
     Object.assign(note.merge_request, { id: 102, iid: 4 });
+    note.object_attributes.author_id = 51; // a Developer's note: the team's, taken as it is
     await deliver(note, "Note Hook");
     await deliver(note, "Note Hook");
     await settled();

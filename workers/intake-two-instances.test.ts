@@ -46,8 +46,12 @@ test.skipIf(postgresOnly)("intake deduped across instances: six distinct deliver
   const db = postgres(race.seeded.env.DATABASE_DIRECT_URL ?? race.seeded.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
   try {
     const started = Date.now();
-    // Distinct delivery ids (as when GitHub sends an issue's opened, edited and labeled at once): each is recorded and processed on its own.
-    const deliveries = await Promise.all(Array.from({ length: 6 }, (_, i) => githubDelivery(urls[i % 2]!, secret, "issues", opened, crypto.randomUUID())));
+    // Distinct deliveries (as when GitHub sends an issue's opened, edited and labeled at once: other ids and
+    // other updated_at, so the door's content dedupe of decision 038 keeps each): each is recorded and processed on its own.
+    const at = Date.parse("2030-01-01T00:00:00Z");
+    const deliveries = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => githubDelivery(urls[i % 2]!, secret, "issues", { ...opened, issue: { ...opened.issue, updated_at: new Date(at + i * 1000).toISOString() } }, crypto.randomUUID())),
+    );
     const replies = await Promise.all(deliveries.map((request) => fetch(request)));
     expect(replies.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
     const processed = async () =>

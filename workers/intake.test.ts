@@ -12,6 +12,7 @@ import { githubDelivery } from "../server/testing/fake-github.ts";
 import { gitlabDelivery } from "../server/testing/fake-gitlab.ts";
 import { listConnectors } from "../server/intake/connectors.ts";
 import { createConnector } from "../server/intake/create.ts";
+import { personAccepts, personCtx } from "../server/intake/testing.ts";
 import { githubExample as github, gitlabFixture, hookUrl, useIntakeWorld } from "./testing/intake.ts";
 
 /**
@@ -173,6 +174,7 @@ describe("GitLab at a self-hosted base URL", () => {
     expect(issue.labels.sort()).toEqual(["API", "support"]);
     const note = gitlabFixture("gitlab-note-issue.json");
     Object.assign(note.issue, { id: 301, iid: 23, state: "opened" });
+    note.object_attributes.author_id = 51; // a Developer's note: the team's, taken as it is
     await deliver("Note Hook", note);
     await waitFor(async () => (await listComments(world.org.agents.alice.ctx, { issue: found.identifier })).comments.some((c) => c.body === "@root on GitLab:\n\nHello world"), 2_000, "the note");
 
@@ -211,7 +213,7 @@ describe("GitLab at a self-hosted base URL", () => {
 });
 
 describe("triage", () => {
-  it("an outsider's issue is shown pending, skipped by next_issue and next_batch (counted as awaitingTriage), refused by claim_issue until a member accepts it", async () => {
+  it("an outsider's issue is shown pending, skipped by next_issue and next_batch (counted as awaitingTriage), refused by claim_issue until a person accepts it", async () => {
     const connector = await createConnector(world.org.agents.alice.ctx, { provider: "github", repo: "Codertocat/Triage", project: "INT" });
     const opened = github("issues", "opened");
     Object.assign(opened.issue, { id: 9_100_001, number: 5, author_association: "CONTRIBUTOR" });
@@ -225,7 +227,9 @@ describe("triage", () => {
     expect((peek.issues ?? []).map((i) => i.identifier)).not.toContain(identifier);
     await expect(claimIssue(world.org.agents.bob.ctx, { identifier })).rejects.toMatchObject({ code: "AWAITING_TRIAGE" });
 
-    expect(await saveIssue(world.org.agents.carol.ctx, { identifier, triage: "accepted" })).toMatchObject({ triage: "accepted" });
+    // No agent lets it in (decision 038); a person who read it does.
+    await expect(saveIssue(world.org.agents.carol.ctx, { identifier, triage: "accepted" })).rejects.toMatchObject({ code: "FORBIDDEN" });
+    expect(await personAccepts(personCtx(world.services, world.org.orgId, world.org.agents.carol.userId), identifier)).toMatchObject({ triage: "accepted" });
     const claimed = (await claimIssue(world.org.agents.bob.ctx, { identifier })) as { identifier: string; claimToken: string };
     expect(claimed.identifier).toBe(identifier);
     await saveIssue(world.org.agents.bob.ctx, { identifier, status: "canceled", cancelReason: "triage test", claimToken: claimed.claimToken });

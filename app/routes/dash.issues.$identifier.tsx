@@ -9,6 +9,7 @@ import { addRelation, removeRelation, saveIssue } from "../../server/issues/inde
 import { relationInput } from "../../server/issues/schemas.ts";
 import { invalidInput } from "../../server/errors.ts";
 import { forceRelease } from "../../server/queue/force-release.ts";
+import { acceptTriage, discardHeldComment, heldForIssue, releaseHeldComment } from "../../server/intake/triage.ts";
 import { ErrorNote, Notice } from "../components/ui.tsx";
 import { IssueLink, LevelName, LiveIndicator, SlaText, StatusBadge, WorkPills, linkClass } from "../components/dash/bits.tsx";
 import { stamp, timeLeft, priorityName } from "../components/dash/format.ts";
@@ -28,7 +29,7 @@ import {
   Section,
 } from "../components/dash/issue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
-import { TriageBox } from "../components/dash/triage.tsx";
+import { HeldComments, TriageBox } from "../components/dash/triage.tsx";
 import { WhyText } from "../components/dash/why.tsx";
 import { readForm } from "../forms.server.ts";
 
@@ -42,8 +43,11 @@ export async function loader({ request, context, params }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   try {
     const query = new URL(request.url).searchParams;
-    const detail = await issueDetail(ctx, { identifier: params.identifier }, { comments: query.get("comments") ?? undefined, activity: query.get("activity") ?? undefined });
-    return { detail, canRelease: membership.role === "owner" || membership.role === "admin" };
+    const [detail, held] = await Promise.all([
+      issueDetail(ctx, { identifier: params.identifier }, { comments: query.get("comments") ?? undefined, activity: query.get("activity") ?? undefined }),
+      heldForIssue(ctx, { identifier: params.identifier }),
+    ]);
+    return { detail, held, canRelease: membership.role === "owner" || membership.role === "admin" };
   } catch (error) {
     const { status, body } = toErrorBody(error, context.log);
     throw data(body, { status });
@@ -79,8 +83,14 @@ export async function action({ request, context, params }: Route.ActionArgs) {
         await saveIssue(ctx, { identifier, status: "canceled", cancelReason: field(form, "reason") });
         return "Canceled.";
       case "accept":
-        await saveIssue(ctx, { identifier, triage: "accepted" });
+        await acceptTriage(ctx, { identifier, digest: field(form, "digest") ?? "" });
         return "Accepted: agents can be handed it now.";
+      case "release-comment":
+        await releaseHeldComment(ctx, { comment: field(form, "comment") ?? "", digest: field(form, "digest") ?? "" });
+        return "Released: the comment is in the thread, and agents read it from now on.";
+      case "discard-comment":
+        await discardHeldComment(ctx, { comment: field(form, "comment") ?? "" });
+        return "Discarded: no one will read that comment here.";
       case "release":
         await forceRelease(ctx, { identifier, reason: field(form, "reason") ?? "" });
         return "Claim released: the issue is available again.";
@@ -93,7 +103,7 @@ export async function action({ request, context, params }: Route.ActionArgs) {
 }
 
 export default function IssuePage({ loaderData, actionData }: Route.ComponentProps) {
-  const { detail, canRelease } = loaderData;
+  const { detail, held, canRelease } = loaderData;
   const { issue } = detail;
   const live = useLiveRevalidation();
   const now = useServerNow(detail.now);
@@ -122,7 +132,8 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
 
       {actionData?.error ? <ErrorNote error={actionData.error} /> : null}
       {actionData?.done ? <Notice>{actionData.done}</Notice> : null}
-      {issue.triage === "pending" && !terminal ? <TriageBox /> : null}
+      {held.issue && !terminal ? <TriageBox held={held.issue} /> : null}
+      <HeldComments held={held} />
 
       <div className="grid gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
         <div className="flex min-w-0 flex-col gap-8">

@@ -11,6 +11,7 @@ import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 import { exportOrg } from "./commands/transfer.ts";
 import { importLinear } from "./commands/import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
+import { triage } from "./commands/triage.ts";
 import { orgDelete } from "./commands/org-delete.ts";
 
 interface Option {
@@ -414,6 +415,16 @@ export const commands: Record<string, Command> = {
     positionals: "<id>",
     options: { "org-id": orgId, url, json },
     run: connectorRevoke,
+  }),
+  triage: command({
+    summary: "read outsiders' issues and comments waiting for a person, and let one in after reading it (interactive only)",
+    usage: "retasc triage [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json: { type: "boolean", description: "the conversation on stderr; on stdout, once you stop, what you let in as JSON" } },
+    details:
+      "Lists what came from outside the team and waits (issues, edits made after acceptance, comments), shows the one you pick in full, " +
+      "and lets exactly that text in when you type accept (release for a comment). It runs only at a terminal, and no flag accepts: " +
+      "no agent or script can let outside text in.",
+    run: triage,
   }),
   export: command({
     summary: "the whole org, decrypted, as JSON (everything; imports back) or CSV (issues or comments), owners and admins",

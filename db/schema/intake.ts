@@ -51,9 +51,11 @@ export const connectors = pgTable(
 
 /**
  * Verified webhook deliveries, one row per provider delivery id (GitHub's X-GitHub-Delivery,
- * GitLab's X-Gitlab-Event-UUID): a redelivery finds its row and adds nothing. The payload is
- * outside text, so it is encrypted under the org's key; the processing job reads it from here
- * (outbox payloads carry ids only).
+ * GitLab's X-Gitlab-Event-UUID) and one per content key (what the delivery carries: the event,
+ * its action, the object's id and updated_at, the fields intake reads), so a redelivery, or a
+ * copy of a signed delivery sent again under a new id, finds its row and adds nothing. The
+ * payload is outside text, so it is encrypted under the org's key; the processing job reads it
+ * from here (outbox payloads carry ids only).
  */
 export const intakeDeliveries = pgTable(
   "intake_deliveries",
@@ -64,13 +66,19 @@ export const intakeDeliveries = pgTable(
       .notNull()
       .references(() => connectors.id, { onDelete: "cascade" }),
     deliveryId: text("delivery_id").notNull(),
+    /**
+     * A keyed fingerprint of what the delivery carries (OrgCipher.fingerprint: an HMAC under the
+     * org's key, so it confirms no guess of the content); null for a delivery intake ignores or
+     * one without an updated_at.
+     */
+    contentKey: text("content_key"),
     /** X-GitHub-Event or X-Gitlab-Event. */
     event: text("event").notNull(),
     payloadEnc: text("payload_enc").notNull(),
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
     processedAt: timestamp("processed_at", { withTimezone: true }),
   },
-  (t) => [uniqueIndex("intake_deliveries_delivery_uq").on(t.connectorId, t.deliveryId)],
+  (t) => [uniqueIndex("intake_deliveries_delivery_uq").on(t.connectorId, t.deliveryId), uniqueIndex("intake_deliveries_content_uq").on(t.connectorId, t.contentKey)],
 );
 
 /** A source issue and the Retasc issue it became: the key that makes intake effect-once. */
@@ -92,11 +100,21 @@ export const intakeLinks = pgTable(
     sourceOpen: boolean("source_open").notNull().default(true),
     /** An issue, or a pull/merge request (its review item is never written back). */
     kind: text("kind", { enum: ["issue", "pull_request"] }).notNull().default("issue"),
+    /**
+     * The SHA-256 of the title and body a person accepted (server/intake/triage.ts), encrypted:
+     * a change of them at the source puts the item back in triage. Null until someone accepts.
+     */
+    signedDigestEnc: text("signed_digest_enc"),
+    /** The source's updated_at of the last event applied: an older one (a replay, a late retry) changes nothing. */
+    sourceUpdatedAt: timestamp("source_updated_at", { withTimezone: true }),
   },
   (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] }), uniqueIndex("intake_links_issue_uq").on(t.issueId)],
 );
 
-/** A source comment and the Retasc comment it became. */
+/**
+ * A source comment and the Retasc comment it became; null: it was withdrawn (deleted at the
+ * source, or discarded by a person) while held, so the same id never comes in again.
+ */
 export const intakeComments = pgTable(
   "intake_comments",
   {
@@ -104,9 +122,37 @@ export const intakeComments = pgTable(
       .notNull()
       .references(() => connectors.id, { onDelete: "cascade" }),
     sourceId: text("source_id").notNull(),
-    commentId: text("comment_id")
-      .notNull()
-      .references(() => comments.id, { onDelete: "cascade" }),
+    commentId: text("comment_id").references(() => comments.id, { onDelete: "cascade" }),
   },
   (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] })],
+);
+
+/**
+ * Outsiders' text that no agent may read until a person releases it (docs/decisions/038):
+ * an outsider's issue or request text (`issue`: title and body, one row per source, replaced by
+ * a later edit) and an outsider's comment (`comment`: its body as it would be posted, one row
+ * per source comment). Encrypted under the org's key; only people's doors read it (the Dash's
+ * issue page, `retasc triage`). Accepting writes it into the issue or thread and deletes it.
+ */
+export const intakeHeld = pgTable(
+  "intake_held",
+  {
+    id: text("id").primaryKey(),
+    orgId: orgIdColumn(),
+    connectorId: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: ["issue", "comment"] }).notNull(),
+    /** The source issue's (kind issue) or the source comment's (kind comment) id. */
+    sourceId: text("source_id").notNull(),
+    /** JSON: `{ author, title, body }` (issue) or `{ author, body }` (comment); title and body are exactly what accepting writes. */
+    textEnc: text("text_enc").notNull(),
+    /** Why it is held: filed from outside, or edited at the source after a person accepted it. */
+    reason: text("reason", { enum: ["filed", "edited"] }).notNull().default("filed"),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [uniqueIndex("intake_held_source_uq").on(t.connectorId, t.kind, t.sourceId), index("intake_held_issue_idx").on(t.issueId), index("intake_held_org_idx").on(t.orgId, t.receivedAt)],
 );

@@ -68,6 +68,17 @@ export class OrgCipher {
   }
 
   /**
+   * A keyed fingerprint of `value` (HMAC-SHA256 under a key derived from the org's first data
+   * key, hex): equal values match, and without the org's key it confirms no guess of the value.
+   * For deduplicating outside content (intake deliveries) without storing a plain digest of it.
+   */
+  fingerprint(value: string): string {
+    const first = Math.min(...this.keys.keys());
+    const key = Buffer.from(crypto.hkdfSync("sha256", this.keys.get(first)!, Buffer.alloc(0), "retasc:fingerprint", 32));
+    return crypto.createHmac("sha256", key).update(value, "utf8").digest("hex");
+  }
+
+  /**
    * Bytes (file attachments): the same sealing with the key version in four leading bytes
    * instead of the text prefix, so a 10 MB file is stored as bytea, not as 13 MB of base64.
    */

@@ -6,6 +6,9 @@ import { query } from "../../db/client.ts";
 import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
 import { createConnector } from "../intake/create.ts";
 import { intakeWebhookResponse } from "../intake/http.ts";
+import { processDelivery } from "../intake/process.ts";
+import { personCtx } from "../intake/testing.ts";
+import { acceptTriage, listTriage } from "../intake/triage.ts";
 import { saveAttachment, obsoleteAttachment } from "../issues/attachments.ts";
 import { saveAttachmentFile } from "../issues/attachments-files.ts";
 import { retractComment, saveComment } from "../issues/comments.ts";
@@ -135,6 +138,31 @@ const probes: Probe[] = [
       const url = `http://localhost/webhooks/github/${connector.connectorId}`;
       const reply = await intakeWebhookResponse(services, createLogger("silent"), "github", connector.connectorId, await githubDelivery(url, connector.secret, "issues", payload));
       expect(reply.status).toBe(202);
+    },
+  },
+  {
+    // Outsiders' text held for a person and the digest a person signed (decision 038).
+    columns: ["intake_held.text_enc", "intake_links.signed_digest_enc"],
+    async write() {
+      const system = withPrincipal(services, systemPrincipal(org.orgId));
+      const connector = await createConnector(system, { provider: "github", repo: "acme/held", project: "SCAN" });
+      const url = `http://localhost/webhooks/github/${connector.connectorId}`;
+      const outsiders = (id: number) => ({
+        action: "opened",
+        issue: { id, number: id, title: marker("held-title"), body: marker("held-body"), html_url: `https://github.com/acme/held/issues/${id}`, state: "open", user: { login: "stranger" }, author_association: "NONE", labels: [], updated_at: "2030-01-01T00:00:00Z" },
+      });
+      for (const id of [901, 902]) {
+        const reply = await intakeWebhookResponse(services, createLogger("silent"), "github", connector.connectorId, await githubDelivery(url, connector.secret, "issues", outsiders(id)));
+        expect(reply.status).toBe(202);
+      }
+      // No job runner here: the deliveries are processed in place.
+      const rows = await query<{ id: string }>(services.db, sql`select id from intake_deliveries where connector_id = ${connector.connectorId} order by received_at`);
+      for (const row of rows) await processDelivery(services, row.id);
+      const person = personCtx(services, org.orgId, org.agents.alice.userId);
+      const { issues } = await listTriage(person, {});
+      const accepted = issues.find((i) => i.source === "GitHub acme/held#902")!;
+      markers.push(accepted.digest);
+      await acceptTriage(person, { identifier: accepted.identifier, digest: accepted.digest });
     },
   },
   {

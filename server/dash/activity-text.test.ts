@@ -13,6 +13,15 @@ describe("the activity log in words", () => {
     expect(say("claimed", { fence: 2, review: true, expiresAt: "2026-12-02T09:05:00.000Z" }).label).toBe("claimed for review");
   });
 
+  it("says when outside text went back to triage and what a person accepted (decision 038)", () => {
+    expect(say("triage_held", { reason: "edited", source: "GitHub acme/web#12" }, "retasc")).toEqual({
+      label: "back in triage",
+      text: "changed at the source (GitHub acme/web#12) after it was accepted: the new text waits for a person; agents keep the accepted text",
+    });
+    expect(say("triage_accepted", { reason: "filed", sha256: "a".repeat(64) }, "dash").text).toBe("the text shown was accepted on the Dash, SHA-256 aaaaaaaaaaaa…");
+    expect(say("comment_held", { source: "@stranger on GitHub" }, "retasc").text).toBe("a comment by @stranger on GitHub from outside the team waits for a person");
+  });
+
   it("tells a handoff to review from a finish", () => {
     expect(say("finished", { from: "doing", to: "review", fence: 3 })).toEqual({ label: "to review", text: "handed to review by codex, fence 3, the lease ended" });
     expect(say("finished", { from: "doing", to: "done", fence: 1 })).toEqual({ label: "finished", text: "done by codex, fence 1, the lease ended" });

@@ -92,6 +92,25 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
       const relation = `${String(d.source ?? "?")} ${relationWords[String(d.type)] ?? String(d.type ?? "")} ${String(d.target ?? "?")}`;
       return { label: entry.kind === "relation_added" ? "relation added" : "relation removed", text: relation };
     }
+    // Outsiders' text and a person's triage (docs/decisions/038): what was held, why, and what a person let in.
+    case "triage_held":
+      return d.reason === "edited"
+        ? { label: "back in triage", text: `changed at the source${str(d.source) ? ` (${str(d.source)})` : ""} after it was accepted: the new text waits for a person; agents keep the accepted text` }
+        : d.reason === "replaced"
+          ? { label: "held text changed", text: `changed at the source${str(d.source) ? ` (${str(d.source)})` : ""} while awaiting triage: the text to read is the new one` }
+          : { label: "awaiting triage", text: `filed from outside the team${str(d.source) ? ` (${str(d.source)})` : ""}: its text waits for a person` };
+    case "triage_accepted":
+      return { label: "accepted", text: join(`the text shown was accepted ${entry.runtime === "cli" ? "with retasc triage" : "on the Dash"}`, str(d.sha256) && `SHA-256 ${str(d.sha256)!.slice(0, 12)}…`) };
+    case "triage_restored":
+      return { label: "accepted again", text: `the source${str(d.source) ? ` (${str(d.source)})` : ""} is back at the text that was accepted` };
+    case "comment_held":
+      return { label: "comment held", text: `a comment${str(d.source) ? ` by ${str(d.source)}` : ""} from outside the team waits for a person` };
+    case "comment_released":
+      return { label: "comment released", text: join("a held comment was released to the thread", str(d.sha256) && `SHA-256 ${str(d.sha256)!.slice(0, 12)}…`) };
+    case "held_comment_withdrawn":
+      return { label: "held comment withdrawn", text: `a held comment was ${str(d.source) ?? "withdrawn"}` };
+    case "held_comment_discarded":
+      return { label: "held comment discarded", text: "a held comment was discarded unread by agents" };
     case "sla_changed":
       return { label: "deadline", text: `deadline state ${String(d.from ?? "?")} → ${String(d.to ?? "?")}` };
     default: {

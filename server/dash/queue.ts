@@ -41,7 +41,7 @@ export const queuePageInput = z.object({
   q: z.string().trim().max(200).optional(),
   /** The lane: an assignee's email, or "none" for unassigned issues. */
   lane: z.string().trim().min(1).max(320).optional(),
-  /** "pending": only outsiders' issues awaiting a member's triage. */
+  /** "pending": only outsiders' issues awaiting a person's triage. */
   triage: z.enum(["pending"]).optional(),
   page: z.coerce.number().int().min(1).max(100_000).default(1),
 });
@@ -196,7 +196,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
     pageCount: Math.max(1, Math.ceil(total / QUEUE_PAGE_SIZE)),
     total,
     counts: { ...counts, all: counts.backlog + counts.active },
-    /** Of the issues matching the filters, those no agent is handed until a member accepts them. */
+    /** Of the issues matching the filters, those no agent is handed until a person accepts them. */
     awaitingTriage: Number(tallies[0]?.awaitingTriage ?? 0),
     runtimes: runtimes.map((r) => r.runtime),
     lanes: people.map((p) => p.email),

@@ -22,6 +22,8 @@ export interface SourceIssue {
   /** GitHub: the milestone's due date; GitLab: the issue's due_date (YYYY-MM-DD). */
   dueAt: string | null;
   open: boolean;
+  /** The provider's updated_at, as an ISO instant; null when the payload lacks it. */
+  updatedAt: string | null;
 }
 
 export type IntakeEvent =
@@ -39,6 +41,11 @@ export interface SourceComment {
   id: string;
   body: string;
   author: string;
+  /** The commenter lacks write access (GitHub's author_association); null: ask the provider (GitLab). */
+  outsider: boolean | null;
+  /** GitLab's author id of the note, for the access-level check. */
+  authorId: number | null;
+  updatedAt: string | null;
 }
 
 /** The events each provider's webhook uses; anything else is acknowledged with 202 and not stored. */
@@ -57,6 +64,15 @@ export const pullRequestEvents: Record<ConnectorProvider, ReadonlySet<string>> =
 export const WRITE_BACK_MARKER = "<!-- retasc:write-back";
 
 const text = z.string().nullish().transform((v) => v ?? "");
+/** GitHub's ISO instants and GitLab's "2015-05-17 17:06:40 UTC" as ISO instants; anything else is null. */
+const instant = z
+  .string()
+  .nullish()
+  .transform((v) => {
+    if (!v) return null;
+    const t = Date.parse(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/.test(v) ? `${v.slice(0, 10)}T${v.slice(11, 19)}Z` : v);
+    return Number.isFinite(t) ? new Date(t).toISOString() : null;
+  });
 const login = z.object({ login: z.string().min(1) });
 const githubIssue = z.object({
   id: z.number().int(),
@@ -70,8 +86,9 @@ const githubIssue = z.object({
   labels: z.array(z.object({ name: z.string() })).nullish(),
   milestone: z.object({ due_on: z.string().nullish() }).nullish(),
   pull_request: z.unknown().optional(),
+  updated_at: instant,
 });
-const githubComment = z.object({ id: z.number().int(), body: text, user: login });
+const githubComment = z.object({ id: z.number().int(), body: text, user: login, author_association: z.string().nullish(), updated_at: instant });
 const githubPayload = z.object({
   action: z.string(),
   issue: githubIssue,
@@ -82,10 +99,19 @@ const githubReviewCommentPayload = z.object({
   pull_request: z.object({ id: z.number().int(), number: z.number().int().positive() }),
   comment: githubComment,
 });
-const commentOf = (c: z.output<typeof githubComment>): SourceComment => ({ id: String(c.id), body: c.body, author: c.user.login });
-const commentActions = new Set(["created", "deleted"]);
-
 const team = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
+/** Outside the team: anything but OWNER, MEMBER or COLLABORATOR (NONE, FIRST_TIMER, CONTRIBUTOR, …), or no association said. */
+const outsiderOf = (association: string | null | undefined) => !team.has(association ?? "");
+
+const commentOf = (c: z.output<typeof githubComment>): SourceComment => ({
+  id: String(c.id),
+  body: c.body,
+  author: c.user.login,
+  outsider: outsiderOf(c.author_association),
+  authorId: null,
+  updatedAt: c.updated_at,
+});
+const commentActions = new Set(["created", "deleted"]);
 
 function fromGithubIssue(i: z.output<typeof githubIssue>): SourceIssue {
   return {
@@ -95,11 +121,12 @@ function fromGithubIssue(i: z.output<typeof githubIssue>): SourceIssue {
     body: i.body,
     url: i.html_url,
     author: i.user.login,
-    outsider: !team.has(i.author_association ?? ""),
+    outsider: outsiderOf(i.author_association),
     authorId: null,
     labels: (i.labels ?? []).map((l) => l.name),
     dueAt: i.milestone?.due_on ?? null,
     open: i.state === "open",
+    updatedAt: i.updated_at,
   };
 }
 
@@ -175,13 +202,14 @@ const gitlabIssue = z.object({
   author_id: z.number().int().nullish(),
   due_date: z.string().nullish(),
   action: z.string().optional(),
+  updated_at: instant,
 });
 const gitlabLabels = z.array(z.object({ title: z.string() })).nullish();
 const gitlabIssuePayload = z.object({ object_kind: z.literal("issue"), user: gitlabUser, object_attributes: gitlabIssue, labels: gitlabLabels });
 const gitlabNotePayload = z.object({
   object_kind: z.literal("note"),
   user: gitlabUser,
-  object_attributes: z.object({ id: z.number().int(), note: text, noteable_type: z.string(), action: z.string().optional() }),
+  object_attributes: z.object({ id: z.number().int(), note: text, noteable_type: z.string(), action: z.string().optional(), author_id: z.number().int().nullish(), updated_at: instant }),
   issue: gitlabIssue.extend({ labels: gitlabLabels }).optional(),
   merge_request: z.object({ id: z.number().int(), iid: z.number().int().positive() }).optional(),
 });
@@ -199,6 +227,7 @@ function fromGitlabIssue(i: z.output<typeof gitlabIssue>, author: string, labels
     labels: (labels ?? []).map((l) => l.title),
     dueAt: i.due_date ?? null,
     open: i.state === "opened",
+    updatedAt: i.updated_at,
   };
 }
 
@@ -242,15 +271,17 @@ function gitlabEvent(event: string, body: unknown): IntakeEvent | null {
     if (!parsed.success) return null;
     const { object_attributes: note, user, issue, merge_request: mr } = parsed.data;
     if (note.action !== undefined && note.action !== "create") return null;
+    // GitLab says nothing of the note author's access: null asks the provider (server/intake/process.ts).
+    const comment: SourceComment = { id: String(note.id), body: note.note, author: user.username, outsider: null, authorId: note.author_id ?? null, updatedAt: note.updated_at };
     if (note.noteable_type === "MergeRequest" && mr) {
-      return { kind: "request_comment", action: "created", request: { id: `pr:${mr.id}`, number: mr.iid }, comment: { id: String(note.id), body: note.note, author: user.username } };
+      return { kind: "request_comment", action: "created", request: { id: `pr:${mr.id}`, number: mr.iid }, comment };
     }
     if (!issue || note.noteable_type !== "Issue") return null;
     return {
       kind: "comment",
       action: "created",
       issue: fromGitlabIssue(issue, user.username, issue.labels),
-      comment: { id: String(note.id), body: note.note, author: user.username },
+      comment,
     };
   }
   return null;

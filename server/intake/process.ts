@@ -58,11 +58,18 @@ export async function processDelivery(services: Services, deliveryRowId: string)
   const request = event?.kind === "pull_request" || event?.kind === "request_comment";
   if (request && !connector.pullRequests) event = null;
   const reviewerLeft = request && event !== null && connector.reviewerStatus !== "active";
-  // Triage-all skips the check for issues; a request's author decides whether it is taken at all.
+  // Triage-all skips the check for issues and their comments; a request's author decides whether
+  // it is taken at all, and its comments are always checked (decision 038).
+  const source = { ...connector, token: cipher.decrypt(connector.tokenEnc) };
   const outsider =
     event === null || event.kind === "request_comment" || (connector.triageAll && event.kind !== "pull_request")
       ? false
-      : (event.issue.outsider ?? (await gitlabAuthorIsOutsider(services.config, { ...connector, token: cipher.decrypt(connector.tokenEnc) }, event.issue.authorId)));
+      : (event.issue.outsider ?? (await gitlabAuthorIsOutsider(services.config, source, event.issue.authorId)));
+  // A comment's own author: an outsider's comment is held until a person releases it.
+  const commenterOutside =
+    event === null || (event.kind !== "comment" && event.kind !== "request_comment") || event.action !== "created" || (connector.triageAll && event.kind === "comment")
+      ? false
+      : (event.comment.outsider ?? (await gitlabAuthorIsOutsider(services.config, source, event.comment.authorId)));
   const facts: ConnectorFacts = connector;
   return transactionWithNotices(services.db, async (tx) => {
     const [claimed] = await tx
@@ -72,7 +79,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       .returning({ id: intakeDeliveries.id });
     if (!claimed) return { outcome: "already" };
     if (!event) return { outcome: "ignored" };
-    if (event.kind === "request_comment") return { outcome: await applyRequestComment(services, tx, facts, event) };
+    if (event.kind === "request_comment") return { outcome: await applyRequestComment(services, tx, facts, event, commenterOutside) };
     if (event.kind === "pull_request") {
       const outcome = await applyPullRequestEvent(services, tx, { ...facts, reviewerId: reviewerLeft ? null : connector.reviewerId }, event, outsider);
       if (reviewerLeft) {
@@ -81,6 +88,6 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       }
       return { outcome };
     }
-    return { outcome: await applyIntakeEvent(services, tx, facts, event, outsider) };
+    return { outcome: await applyIntakeEvent(services, tx, facts, event, { outsider, commenterOutside }) };
   });
 }

@@ -6,7 +6,7 @@ import { DomainError } from "../errors.ts";
 import { saveIssue } from "../issues/index.ts";
 import { saveComment } from "../issues/comments.ts";
 import { isTerminal } from "../issues/store.ts";
-import { applyComment, fileIssue, lockedLink, providerName, setLinkOpen, syncFields, type ConnectorFacts } from "./apply.ts";
+import { applyComment, fileIssue, isStale, lockedLink, noteSourceUpdate, providerName, setLinkOpen, syncSource, type ConnectorFacts } from "./apply.ts";
 import type { IntakeEvent } from "./events.ts";
 
 /** Said on an item filed while the connector's reviewer is no longer an active member. */
@@ -22,17 +22,21 @@ const NO_REVIEWER =
  * request's id, under the same per-source lock as issues.
  */
 export async function applyPullRequestEvent(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "pull_request" }>, outsider: boolean): Promise<string> {
-  const { ctx, link } = await lockedLink(services, tx, connector, event.issue);
+  const { ctx, link, cipher } = await lockedLink(services, tx, connector, event.issue);
   const source = event.issue;
   const review = { reviewerId: connector.reviewerId };
+  // An outsider's request text waits for a person, as an issue's does (decision 038).
+  const held = outsider && !connector.triageAll;
   const where = `${providerName[connector.provider]} (${connector.repo}${connector.provider === "github" ? "#" : "!"}${source.number})`;
   if (!link) {
     if (!outsider) return "ignored";
     if (!source.open) return "skipped";
-    const identifier = await fileIssue(ctx, tx, connector, source, outsider, review);
+    const { identifier } = await fileIssue(ctx, tx, connector, source, { held, review });
     if (!review.reviewerId) await saveComment(ctx, { issue: identifier, body: NO_REVIEWER });
     return "created";
   }
+  if (isStale(link, source, event.action)) return "stale";
+  await noteSourceUpdate(tx, connector, source);
   const identifier = link.identifier;
   switch (event.action) {
     case "closed": {
@@ -53,29 +57,27 @@ export async function applyPullRequestEvent(services: Services, tx: Db, connecto
     case "reopened": {
       if (!isTerminal(link.status)) {
         await setLinkOpen(tx, connector, source, true);
-        await syncFields(ctx, connector, identifier, source);
-        return "updated";
+        return syncSource(ctx, tx, cipher, connector, link, source, held);
       }
       // Terminal issues stay closed: the reopened request is reviewed again as a new item.
-      const again = await fileIssue(ctx, tx, connector, source, outsider, review);
+      const { identifier: again } = await fileIssue(ctx, tx, connector, source, { held, review });
       if (!review.reviewerId) await saveComment(ctx, { issue: again, body: NO_REVIEWER });
       await saveComment(ctx, { issue: identifier, body: `Reopened on ${where}; its review continues in ${again}.` });
       return "created";
     }
     default:
       if (isTerminal(link.status)) return "unchanged";
-      await syncFields(ctx, connector, identifier, source);
-      return "updated";
+      return syncSource(ctx, tx, cipher, connector, link, source, held);
   }
 }
 
 /**
  * A comment on a followed request, on its review item, attributed to the source handle, once
- * per source comment id (decision 032). A request with no item (the team's own, or one from
+ * per source comment id (decision 032); an outsider's is held for a person (decision 038). A request with no item (the team's own, or one from
  * before the stream was on) is not filed for a comment. GitHub's issue_comment names the
  * request by number only: its link is found by number, then locked by its source id.
  */
-export async function applyRequestComment(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "request_comment" }>): Promise<string> {
+export async function applyRequestComment(services: Services, tx: Db, connector: ConnectorFacts, event: Extract<IntakeEvent, { kind: "request_comment" }>, commenterOutside: boolean): Promise<string> {
   let sourceId = event.request.id;
   if (sourceId === null) {
     const [found] = await tx
@@ -85,7 +87,7 @@ export async function applyRequestComment(services: Services, tx: Db, connector:
     if (!found) return "skipped";
     sourceId = found.sourceId;
   }
-  const { ctx, link } = await lockedLink(services, tx, connector, { id: sourceId });
+  const { ctx, link, cipher } = await lockedLink(services, tx, connector, { id: sourceId });
   if (!link) return "skipped";
-  return applyComment(ctx, tx, connector, link.identifier, event);
+  return applyComment(ctx, tx, cipher, connector, link, event, commenterOutside);
 }

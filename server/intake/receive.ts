@@ -8,7 +8,7 @@ import type { Logger } from "../log.ts";
 import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
 import { enqueue } from "../outbox/index.ts";
-import { pullRequestEvents, usedEvents } from "./events.ts";
+import { intakeEventOf, pullRequestEvents, usedEvents, type IntakeEvent } from "./events.ts";
 
 /** The largest delivery read: issue and comment events are tens of kilobytes (GitHub caps any at 25 MB). */
 export const INTAKE_WEBHOOK_MAX_BYTES = 1024 * 1024;
@@ -36,12 +36,30 @@ export function deliveryHeadersOf(provider: ConnectorProvider, headers: Headers)
     : { event: headers.get("x-gitlab-event"), deliveryId: headers.get("x-gitlab-event-uuid"), signature: headers.get("x-gitlab-token") };
 }
 
+/**
+ * What a delivery carries, as intake reads it (the event, its action, the object's id and
+ * updated_at, the fields intake uses), for deduplication: a copy of a signed delivery sent
+ * again under a new delivery id carries the same and is a duplicate. Null when intake does
+ * nothing with the delivery or the object has no updated_at (the delivery id alone then).
+ */
+export function deliveryContent(provider: ConnectorProvider, event: string, body: unknown): string | null {
+  let carried: IntakeEvent | null;
+  try {
+    carried = intakeEventOf(provider, event, body);
+  } catch {
+    return null;
+  }
+  if (!carried) return null;
+  const updatedAt = carried.kind === "comment" || carried.kind === "request_comment" ? (carried.comment.updatedAt ?? (carried.kind === "comment" ? carried.issue.updatedAt : null)) : carried.issue.updatedAt;
+  return updatedAt ? JSON.stringify([provider, event, carried]) : null;
+}
+
 const refusal = (status: number, code: string, message: string, hint: string): IntakeReply => ({ status, body: { error: { code, message, hint } } });
 
 /**
  * POST /webhooks/github/:connectorId and /webhooks/gitlab/:connectorId. Unknown connector 404,
  * revoked 410, a missing or wrong signature 401 (nothing stored); then the delivery is recorded
- * once per delivery id, encrypted, with its processing job in the same transaction (the outbox),
+ * once per delivery id and once per content (deliveryContent), encrypted, with its processing job in the same transaction (the outbox),
  * and answered 202. An event intake does not use (pull/merge requests unless the connector's
  * stream is on) is 202 and not stored. Any verified delivery
  * (GitHub's ping, GitLab's Test) turns a Pending connector Connected.
@@ -88,12 +106,15 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   const now = services.clock.now();
   const used = usedEvents[provider].has(event) || (connector.pullRequests && pullRequestEvents[provider].has(event));
   if (used && !headers.deliveryId) return refusal(400, "INVALID_INPUT", "the delivery id header is missing", "Deliveries carry X-GitHub-Delivery or X-Gitlab-Event-UUID.");
+  let content: string | null = null;
   if (used) {
+    let parsed: unknown;
     try {
-      JSON.parse(body.toString("utf8"));
+      parsed = JSON.parse(body.toString("utf8"));
     } catch {
       return refusal(400, "INVALID_INPUT", "the signed body is not JSON", "Send the delivery as the provider signed it.");
     }
+    content = deliveryContent(provider, event, parsed);
   }
   const outcome = await services.db.transaction(async (tx) => {
     await tx
@@ -103,7 +124,17 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
     if (!used) return "ignored" as const;
     const [row] = await tx
       .insert(intakeDeliveries)
-      .values({ id: newId(), orgId: connector.orgId, connectorId: connector.id, deliveryId: headers.deliveryId!.slice(0, 200), event, payloadEnc: cipher.encrypt(body.toString("utf8")), receivedAt: now })
+      .values({
+        id: newId(),
+        orgId: connector.orgId,
+        connectorId: connector.id,
+        deliveryId: headers.deliveryId!.slice(0, 200),
+        contentKey: content === null ? null : cipher.fingerprint(content),
+        event,
+        payloadEnc: cipher.encrypt(body.toString("utf8")),
+        receivedAt: now,
+      })
+      // Either key already taken (the same delivery id, or the same content under another id): a duplicate.
       .onConflictDoNothing()
       .returning({ id: intakeDeliveries.id });
     if (!row) return "duplicate" as const;

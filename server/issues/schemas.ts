@@ -67,7 +67,7 @@ export const saveIssueInput = z.object({
   labels: z.array(shortText(64)).max(50).optional().describe("replaces the issue's labels"),
   dueAt: dueAtSchema.optional(),
   cancelReason: shortText(2000).optional(),
-  triage: z.literal("accepted").optional().describe("accept an outsider's issue"),
+  triage: z.literal("accepted").optional().describe("people only"),
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
 });

@@ -7,7 +7,7 @@ import { currentHolder, endLease, finishedByCaller, lastLeaseOf, requireLiveToke
 import { setLabels } from "./labels.ts";
 import { branchName, rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
-import { alreadyClaimed } from "./refusals.ts";
+import { alreadyClaimed, personOnly } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
 import {
   findIssue,
@@ -134,6 +134,12 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   const from = row.status;
   const to = input.status ?? row.status;
 
+  // Outsiders' work is let in by a person who read it (server/intake/triage.ts), never through
+  // save_issue; an agent may cancel it, not move it on (decision 038).
+  if (input.triage !== undefined) throw personOnly(ctx.config, row.identifier, "accepting outside work");
+  if (row.triage === "pending" && ctx.principal.kind === "agent" && to !== from && to !== "canceled") {
+    throw personOnly(ctx.config, row.identifier, `moving it to ${to}`);
+  }
   if (input.status !== undefined && to !== from) {
     if (isTerminal(from)) {
       throw new DomainError("INVALID_INPUT", `${row.identifier} is ${from}; terminal issues stay closed`, "File a new issue that references it instead.");
@@ -192,10 +198,6 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
   if (from === "review" && to === "todo") patch.submitterId = null;
   if (input.labels) changed.push("labels");
-  if (input.triage && row.triage === "pending") {
-    patch.triage = input.triage;
-    changed.push("triage");
-  }
   return { patch, changed, finishLease, from, to };
 }
 

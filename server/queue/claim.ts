@@ -208,7 +208,7 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
     // A token names a lease to take over; that lease is gone: refused as any write with it is (STALE_CLAIM), never a fresh claim.
     if (claimToken) await requireLiveToken(scope, row, claimToken);
     if (row.triage === "pending") {
-      throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A member accepts it first (save_issue triage:\"accepted\"); call next_issue for other work.", { identifier });
+      throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A person decides on outside work, not an agent; call next_issue for other work.", { identifier });
     }
     if (row.openBlockerCount > 0) {
       const blockers = await openBlockersOf(tx, row.id);

@@ -42,7 +42,7 @@ export async function countReady(db: Db, ctx: Ctx, now: Date, lane: SQL): Promis
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Open issues from outside the team that a member has not accepted yet (never dispatched). */
+/** Open issues from outside the team that no person has accepted yet (never dispatched). */
 async function countAwaitingTriage(ctx: Ctx): Promise<number> {
   const rows = await query<{ n: number }>(
     ctx.db,
@@ -57,7 +57,7 @@ export async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefi
     allLanes ? 0 : countReady(ctx.db, ctx, now, othersLanes(i, me(ctx))),
     countAwaitingTriage(ctx),
   ]);
-  const triage = awaitingTriage > 0 ? ` ${awaitingTriage} issue(s) from outside the team await triage: a member accepts them (save_issue triage:"accepted").` : "";
+  const triage = awaitingTriage > 0 ? ` ${awaitingTriage} issue(s) from outside the team await a person's triage; no agent is handed them or their text.` : "";
   return {
     claimed: false as const,
     ready,

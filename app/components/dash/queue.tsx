@@ -301,7 +301,7 @@ export function TriageNote({ page }: { page: QueuePage }) {
   const them = n === 1 ? "it" : "them";
   return (
     <p className="rounded-lg border border-amber-300 bg-amber-50 px-3 py-2 text-sm text-stone-900" data-testid="triage-note">
-      {`${n === 1 ? "1 issue awaits" : `${n} issues await`} triage: filed by someone outside the team, no agent is handed ${them} until a member accepts ${them}. `}
+      {`${n === 1 ? "1 issue awaits" : `${n} issues await`} triage: filed by someone outside the team, no agent is handed ${them}, or reads ${them}, until a person accepts ${them}. `}
       <Link to={queueHref(page.input, { triage: "pending" })} className={linkClass}>
         {`Review ${them}`}
       </Link>

@@ -1,0 +1,99 @@
+import { sign } from "@octokit/webhooks-methods";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { cliEnv, login, retasc, signUp, startServer, workspaceBin, type Person, type Server } from "./testing.ts";
+
+/**
+ * `retasc triage` against the built app over HTTP (docs/decisions/038): it runs only at a
+ * terminal (here a pseudo-terminal from util-linux `script`), lists what came from outside the
+ * team, shows the one picked in full with its control characters made visible, and lets exactly
+ * that text in when the person types `accept`. /api/cli/triage takes a person's session only.
+ */
+let server: Server;
+let person: Person;
+let orgId: string;
+let hook: string;
+let secret: string;
+
+/** The person's CLI session token, as `retasc login` stored it. */
+const sessionToken = () => (JSON.parse(fs.readFileSync(path.join(person.retascDir, "config.json"), "utf8")) as { sessions: Record<string, { token: string }> }).sessions[server.url]!.token;
+const triageList = async () =>
+  (await (await fetch(`${server.url}/api/cli/triage?orgId=${orgId}`, { headers: { authorization: `Bearer ${sessionToken()}` } })).json()) as { issues: { identifier: string; title: string; body: string }[] };
+
+/** Runs `retasc triage` in a pseudo-terminal, typing `input`; answers everything the terminal showed. */
+function triageAtTerminal(input: string): Promise<{ code: number | null; output: string }> {
+  const command = [workspaceBin, "triage", "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qefc", command, "/dev/null"], { env: cliEnv(person), stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, output }));
+    // One answer a line, each after the prompt it answers has had time to appear.
+    const lines = input.split("\n");
+    let i = 0;
+    const next = () => {
+      if (i >= lines.length) return child.stdin.end();
+      child.stdin.write(`${lines[i++]}\n`);
+      setTimeout(next, 1_500);
+    };
+    setTimeout(next, 2_500);
+  });
+}
+
+beforeAll(async () => {
+  server = await startServer({ RETASC_WORKERS: "inline" });
+  person = await signUp(server, "Tria");
+  expect((await login(server, person)).code).toBe(0);
+  orgId = (JSON.parse((await retasc(person, ["org", "create", "--name", "Tria's org", "--url", server.url, "--json"])).stdout) as { orgId: string }).orgId;
+  expect((await retasc(person, ["project", "create", "--name", "Web", "--prefix", "WEB", "--org-id", orgId, "--url", server.url, "--json"])).code).toBe(0);
+  const added = await retasc(person, ["connector", "add", "github", "acme/web", "--project", "WEB", "--org-id", orgId, "--url", server.url]);
+  expect(added.code, added.stderr).toBe(0);
+  secret = /^(rwh_\S+)$/m.exec(added.stdout)![1]!;
+  hook = /Webhook URL: (\S+)/.exec(added.stdout + added.stderr)![1]!;
+});
+afterAll(() => server?.close());
+
+it("refuses without a terminal; at one, shows the outsider's text in full (escapes visible) and accepts it only when the person types accept", async () => {
+  const refused = await retasc(person, ["triage", "--org-id", orgId, "--url", server.url]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("needs a person at a terminal");
+  expect((await retasc(person, ["triage", "--approve", "--org-id", orgId, "--url", server.url])).code).toBe(2);
+
+  const body = JSON.stringify({
+    action: "opened",
+    issue: { id: 4_242_001, number: 42, title: "Add dark mode", body: "Dark mode, please.\u001b[2K\u001b[1Ahidden line", html_url: "https://github.com/acme/web/issues/42", state: "open", user: { login: "stranger" }, author_association: "NONE", labels: [], updated_at: "2030-01-01T00:00:00Z" },
+  });
+  const delivered = await fetch(hook, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "issues", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(secret, body) },
+    body,
+  });
+  expect(delivered.status).toBe(202);
+  for (let i = 0; (await triageList()).issues.length === 0; i++) {
+    if (i > 100) throw new Error("the outsider's issue never came");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const [waiting] = (await triageList()).issues;
+  expect(waiting).toMatchObject({ identifier: "WEB-1", title: "Add dark mode" });
+
+  // No agent key passes for a session here.
+  const key = JSON.parse((await retasc(person, ["key", "mint", "--org-id", orgId, "--url", server.url, "--json"])).stdout) as { key: string };
+  expect(key.key).toMatch(/^rtsc_/);
+  const withKey = await fetch(`${server.url}/api/cli/triage?orgId=${orgId}`, { headers: { authorization: `Bearer ${key.key}` } });
+  expect(withKey.status).toBe(401);
+
+  // Read, then left waiting: anything but the word changes nothing.
+  const left = await triageAtTerminal("1\nyes\n");
+  expect(left.output).toContain("Dark mode, please.\\u{1b}[2K\\u{1b}[1Ahidden line");
+  expect(left.output).not.toContain("\u001b[2K");
+  expect(left.output).toContain("Left WEB-1 waiting.");
+  expect((await triageList()).issues).toHaveLength(1);
+
+  const accepted = await triageAtTerminal("1\naccept\n\n");
+  expect(accepted.output).toContain("Accepted WEB-1");
+  expect((await triageList()).issues).toHaveLength(0);
+}, 120_000);
