@@ -10,7 +10,8 @@ const failedSeeds = {
   // POST /dash/switch-org with orgId=%00 answered 500 (issue 37, finding 9).
   forms: [1111086541],
   mcp: [],
-  "webhooks-intake": [],
+  // An unknown connector id decoding to a NUL or a lone surrogate is refused 400 at the edge; the fuzzer expected 404 (its own expectation was wrong).
+  "webhooks-intake": [1007796538],
   "webhooks-notify": [],
 } satisfies Record<string, number[]>;
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { hostileString, problemsWith, hostileJson } from "./hostile.ts";
 import { fuzzSeeds } from "./seeds.ts";
 import { cliPost, startWorld, type World } from "../server/testing/world.ts";
+import { unstorableTextIn } from "../server/errors.ts";
 
 /**
  * The intake webhooks over real HTTP against the built app: random bodies, headers and
@@ -94,8 +95,9 @@ test(`the intake webhooks survive ${REQUESTS} hostile requests: no 5xx, no stack
           const sent = `${shot.provider} ${shot.target} ${shot.auth} ${shot.event.slice(0, 40)} ${shot.body.slice(0, 200)}`;
           problems.push(...problemsWith(world, { status: response.status, body }, sent).map((p) => `${p} for ${sent}: ${body.slice(0, 200)}`));
           if (shot.target === "connector" && shot.auth !== "valid" && response.status !== 401 && response.status !== 413) problems.push(`${shot.auth} signature answered ${response.status} for ${sent}`);
-          // A path that is not even valid percent-encoding is a malformed request (400), not an unknown connector.
-          const malformed = !decodes(url.pathname);
+          // A path that is not even valid percent-encoding, or that decodes to text no column can store
+          // (a NUL, a lone surrogate: refused at the edge), is a malformed request (400), not an unknown connector.
+          const malformed = !decodes(url.pathname) || unstorableTextIn(decodeURIComponent(url.pathname)) !== null;
           if (shot.target !== "connector" && response.status !== (malformed ? 400 : 404)) problems.push(`no connector answered ${response.status} for ${sent}`);
         }),
       );
