@@ -107,6 +107,8 @@ export const configSchema = z.object({
   CLAIM_CAP_DEFAULT: positiveInt(7),
   /** Live session keys minted from one key, however deep (each carries its parent's claim cap). */
   SESSION_KEY_CAP: positiveInt(20),
+  /** The longest a session key lives (mint_session_key's default and cap); never past its parent (decision 037). */
+  SESSION_KEY_TTL_SECONDS: positiveInt(86_400),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
   SLA_SWEEP_MS: positiveInt(60_000),

@@ -235,6 +235,7 @@ class ImportRun {
           createdAt: new Date(a.createdAt),
           lastUsedAt: a.lastUsedAt ? new Date(a.lastUsedAt) : null,
           revokedAt: a.revokedAt ? new Date(a.revokedAt) : null,
+          expiresAt: a.expiresAt ? new Date(a.expiresAt) : null,
         });
         this.counts.agents++;
         return;
