@@ -4,7 +4,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import Busboy from "busboy";
-import { invalidInput } from "../server/errors.ts";
+import { invalidInput, unstorableText, unstorableTextIn } from "../server/errors.ts";
 import type { SavedUpload } from "../server/transfer/import.ts";
 
 /**
@@ -26,7 +26,9 @@ export async function saveUploadForm(request: Request, dir: string, { fileField,
   form.on("field", (name, value) => {
     if (name !== "__proto__") fields[name] = value;
   });
-  form.on("file", (name, stream) => {
+  let unstorable: string | null = null;
+  form.on("file", (name, stream, info) => {
+    unstorable ??= unstorableTextIn({ [name]: info.filename ?? "" });
     if (name !== fileField || writing) {
       stream.resume();
       return;
@@ -47,5 +49,8 @@ export async function saveUploadForm(request: Request, dir: string, { fileField,
     if ((error as { code?: string }).code === "INVALID_INPUT") throw error;
     throw invalidInput("the form could not be read", "Submit the page's form again.");
   }
+  // As readForm refuses for every other page: no field (or file name) may hold text no column can store.
+  const where = unstorable ?? unstorableTextIn(fields);
+  if (where !== null) throw unstorableText(where);
   return { orgName: fields.orgName ?? "", file, fields };
 }

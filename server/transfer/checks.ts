@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { memberRoles, memberStatuses, issueStatuses, relationTypes } from "../../db/schema/index.ts";
-import { invalidInput } from "../errors.ts";
+import { invalidInput, unstorableText, unstorableTextIn } from "../errors.ts";
 import { BODY_MAX_CHARS, obsoleteAttachmentInput, retractCommentInput, saveAttachmentInput, saveCommentInput, saveIssueInput, saveLabelInput } from "../issues/schemas.ts";
 import { prefixSchema, runtimeSchema } from "../orgs/index.ts";
 import { checkpointInput } from "../queue/schemas.ts";
@@ -132,6 +132,9 @@ const schemas: { [S in Section]: z.ZodType } = { people: person, projects: proje
 
 /** The record as the live tools would take it, or INVALID_INPUT naming the field and the rule. */
 export function checkRecord<S extends Section>(section: S, record: unknown): SectionRecord[S] {
+  // As every door refuses (server/errors.ts): no text no column can store, wherever it is in the record.
+  const unstorable = unstorableTextIn(record);
+  if (unstorable !== null) throw unstorableText(`${section}: ${unstorable}`);
   const checked = schemas[section].safeParse(record);
   if (!checked.success) {
     const problem = checked.error.issues[0]!;

@@ -137,6 +137,7 @@ describe("a malformed export", () => {
       ["a comment over 50,000 characters", (i) => (i.comments[0].body = "x".repeat(50_001)), /issue CHK-2: comments\.0\.body /],
       ["a title over 500 characters", (i) => (i.title = "t".repeat(501)), /issue CHK-2: title /],
       ["a branch git refuses", (i) => (i.checkpoints[0].branch = "-x..y"), /issue CHK-2: checkpoints\.0\.branch not a branch name git accepts/],
+      ["a NUL in a comment", (i) => (i.comments[0].body = "before\u0000after"), /issues: comments\.0\.body: contains a NUL character/],
       ["a file that is not base64", (i) => (i.attachments.find((a: { file: unknown }) => a.file)!.file.contentBase64 = "not base64!"), /contentBase64 is not valid base64/],
     ];
     for (const [what, change, refusal] of cases) {
