@@ -1,6 +1,6 @@
 import { createCookie, redirect, type AppLoadContext } from "react-router";
 import type { Ctx, Services } from "../server/context.ts";
-import { createAuth, sessionUser, type Auth, type SessionUser } from "../server/auth/index.ts";
+import { createAuth, sessionUser, signedInRecently, type Auth, type SessionUser } from "../server/auth/index.ts";
 import { humanCtx, type Membership } from "../server/orgs/access.ts";
 import { publicOrigin } from "../server/http/origin.ts";
 import { listOrgsOf } from "../server/orgs/account.ts";
@@ -55,6 +55,18 @@ export function safeNext(value: string | null | undefined, fallback = "/dash"): 
 export function signInUrl(request: Request): string {
   const url = new URL(request.url);
   return `/auth/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`;
+}
+
+/**
+ * The signed-in person, only when their sign-in is recent (signedInRecently): approving a device
+ * login or an OAuth client asks for that (decision 037). Otherwise a redirect to sign in again,
+ * coming back here; a person not signed in at all goes to sign in.
+ */
+export async function requireRecentUser(request: Request, context: AppLoadContext): Promise<SessionUser> {
+  const user = await requireUser(request, context);
+  if (signedInRecently(user, context.services.config, context.services.clock.now())) return user;
+  const url = new URL(request.url);
+  throw redirect(`/auth/sign-in?again=1&next=${encodeURIComponent(url.pathname + url.search)}`);
 }
 
 export async function optionalUser(request: Request, context: AppLoadContext): Promise<SessionUser | null> {

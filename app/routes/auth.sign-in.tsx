@@ -1,7 +1,7 @@
 import { Form, Link, redirect, useNavigation } from "react-router";
 import type { Route } from "./+types/auth.sign-in";
 import { authOf, optionalUser, redirectWithCookies, safeNext } from "../auth.server.ts";
-import { signInMethods, type SocialProvider } from "../../server/auth/index.ts";
+import { signedInRecently, signInMethods, type SocialProvider } from "../../server/auth/index.ts";
 import { Button, ErrorNote, Field } from "../components/ui.tsx";
 import { readForm } from "../forms.server.ts";
 
@@ -19,15 +19,22 @@ const oauthErrors: Record<string, string> = {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const url = new URL(request.url);
   const next = safeNext(url.searchParams.get("next"));
-  if (await optionalUser(request, context)) throw redirect(next);
+  const user = await optionalUser(request, context);
+  // `again`: a page that approves a sign-in (/device, /oauth/consent) asks for a recent one (decision 037).
+  const again = url.searchParams.get("again") === "1";
+  if (user && !(again && !signedInRecently(user, context.services.config, context.services.clock.now()))) throw redirect(next);
   const error = url.searchParams.get("error");
   return {
     next,
+    again: user ? { email: user.email, window: windowOf(context.services.config.SIGN_IN_RECENT_SECONDS) } : null,
     methods: signInMethods(context.services.config),
     provider: url.searchParams.get("provider"),
     error: error ? { message: oauthErrors[error] ?? `Sign-in failed (${error}).` } : null,
   };
 }
+
+/** "15 minutes", or "30 seconds" for a window under a minute. */
+const windowOf = (seconds: number) => (seconds >= 60 ? `${Math.round(seconds / 60)} minutes` : `${seconds} seconds`);
 
 export async function action({ request, context }: Route.ActionArgs) {
   const form = await readForm(request);
@@ -59,13 +66,19 @@ export async function action({ request, context }: Route.ActionArgs) {
 }
 
 export default function SignIn({ loaderData, actionData }: Route.ComponentProps) {
-  const { methods, next, provider } = loaderData;
+  const { methods, next, provider, again } = loaderData;
   const busy = useNavigation().state === "submitting";
   const error = actionData?.error ?? loaderData.error;
   const order = [...methods.social].sort((a) => (a === provider ? -1 : 1));
   return (
     <main className="mx-auto flex max-w-sm flex-col gap-6 px-6 py-16">
-      <h1 className="text-2xl font-semibold">Sign in to Retasc</h1>
+      <h1 className="text-2xl font-semibold">{again ? "Sign in again" : "Sign in to Retasc"}</h1>
+      {again ? (
+        <p className="text-stone-700" data-testid="sign-in-again">
+          You are signed in as <strong>{again.email}</strong>, but not within the last {again.window}. Approving a sign-in for a
+          device or an agent needs a recent one: sign in again to go on.
+        </p>
+      ) : null}
       <ErrorNote error={error} />
       {order.length > 0 ? (
         <Form method="post" className="flex flex-col gap-2">

@@ -1,9 +1,9 @@
 import { Form, redirect } from "react-router";
 import type { Route } from "./+types/dash.settings.transfer";
-import { currentOrgCookie, requireMember, requireUser } from "../auth.server.ts";
+import { currentOrgCookie, requireMember } from "../auth.server.ts";
 import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import { toErrorBody } from "../errors.server.ts";
-import { readForm } from "../forms.server.ts";
+import { saveUploadForm } from "../upload.server.ts";
 import { importUpload, UPLOAD_MAX_BYTES } from "../../server/transfer/import.ts";
 import "../components/dash/dash.css";
 
@@ -13,20 +13,26 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { membership, org } = await requireMember(request, context);
-  return { canExport: membership.role !== "member", orgName: org.name, uploadMaxMiB: UPLOAD_MAX_BYTES / (1024 * 1024) };
+  // Owners and admins export the org, and import an export (decision 037).
+  const manages = membership.role !== "member";
+  return { canExport: manages, canImport: manages, orgName: org.name, uploadMaxMiB: UPLOAD_MAX_BYTES / (1024 * 1024) };
 }
 
 /**
  * Brings an uploaded JSON export back as a new org the person owns (the admin import's core),
- * then lands them in it. A bad file is said on the page, never a 500.
+ * then lands them in it. importUpload checks the role and the import caps before the body is
+ * read; the form is streamed to a private file (upload.server.ts). A refusal or a bad file is
+ * said on the page, never a 500.
  */
 export async function action({ request, context }: Route.ActionArgs) {
-  const user = await requireUser(request, context);
-  const form = await readForm(request);
-  const orgName = String(form.get("orgName") ?? "");
+  const { ctx } = await requireMember(request, context);
+  let orgName = "";
   try {
-    const file = form.get("file");
-    const { orgId } = await importUpload(context.services, user.id, { orgName, file: typeof file === "string" ? null : file });
+    const { orgId } = await importUpload(ctx, async (dir) => {
+      const saved = await saveUploadForm(request, dir, { fileField: "file", maxBytes: UPLOAD_MAX_BYTES });
+      orgName = saved.orgName;
+      return saved;
+    });
     return redirect("/dash", { headers: { "set-cookie": await currentOrgCookie.serialize(orgId) } });
   } catch (error) {
     return { error: toErrorBody(error, context.log).body, orgName };
@@ -40,7 +46,7 @@ const downloads = [
 ];
 
 export default function Transfer({ loaderData, actionData }: Route.ComponentProps) {
-  const { canExport, orgName, uploadMaxMiB } = loaderData;
+  const { canExport, canImport, orgName, uploadMaxMiB } = loaderData;
   return (
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">Import &amp; export</h1>
@@ -82,11 +88,15 @@ export default function Transfer({ loaderData, actionData }: Route.ComponentProp
             the server with <code>npm run admin -- import</code>.
           </p>
           <ErrorNote error={actionData?.error} />
-          <Form method="post" encType="multipart/form-data" className="flex flex-col gap-4">
-            <Field label="New org name" name="orgName" required placeholder="Acme (restored)" defaultValue={actionData?.orgName} />
-            <Field label="Export file" name="file" type="file" required />
-            <Button>Import into a new org</Button>
-          </Form>
+          {canImport ? (
+            <Form method="post" encType="multipart/form-data" className="flex flex-col gap-4">
+              <Field label="New org name" name="orgName" required placeholder="Acme (restored)" defaultValue={actionData?.orgName} />
+              <Field label="Export file" name="file" type="file" required />
+              <Button>Import into a new org</Button>
+            </Form>
+          ) : (
+            <Notice>Owners and admins import exports.</Notice>
+          )}
         </div>
       </Card>
     </div>

@@ -1,6 +1,7 @@
 import { Form, redirect } from "react-router";
 import type { Route } from "./+types/device";
-import { authOf, optionalUser } from "../auth.server.ts";
+import { optionalUser, requireRecentUser } from "../auth.server.ts";
+import { decideDeviceCode, lookUpDeviceCode, normalizeUserCode } from "../../server/auth/device.ts";
 import { Button, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import { readForm } from "../forms.server.ts";
 
@@ -9,49 +10,50 @@ export function meta() {
 }
 
 /**
- * RFC 8628 verification page. `retasc login` prints this URL and a code; the signed-in
- * person enters (or confirms) the code, then approves or denies the CLI's sign-in.
+ * RFC 8628 verification page. `retasc login` prints this URL and a code; the signed-in person
+ * enters (or confirms) the code, then approves or denies the CLI's sign-in. Looking a code up
+ * claims nothing; approving binds it to the person who approves, and needs a sign-in within
+ * SIGN_IN_RECENT_SECONDS (15 minutes), or the person signs in again first (decision 037).
+ * Look-ups and decisions are limited per address and per session (server/http/limits.ts).
  */
 function describe(error: unknown): { message: string; hint?: string } {
-  const body = (error as { body?: { error?: string; error_description?: string } })?.body;
-  if (body?.error === "expired_token") return { message: "This code has expired.", hint: "Run `retasc login` again for a new one." };
-  if (body?.error_description) return { message: body.error_description, hint: "Check the code shown in your terminal." };
-  return { message: "That code was not recognised.", hint: "Check the code shown in your terminal." };
-}
-
-function normalize(code: string): string {
-  return code.replace(/[^a-zA-Z0-9]/g, "").toUpperCase();
+  const code = (error as { code?: string })?.code;
+  if (code === "NOT_FOUND") return { message: "That code was not recognised.", hint: "Check the code shown in your terminal." };
+  const { message, hint } = error as { message: string; hint?: string };
+  return { message: `${message.charAt(0).toUpperCase()}${message.slice(1)}.`, hint };
 }
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const url = new URL(request.url);
   const user = await optionalUser(request, context);
   if (!user) {
+    // Said the same whatever the code: a visitor who is not signed in learns nothing of it.
     const provider = url.searchParams.get("provider");
     const next = encodeURIComponent(url.pathname + url.search);
     throw redirect(`/auth/sign-in?next=${next}${provider ? `&provider=${encodeURIComponent(provider)}` : ""}`);
   }
   const entered = url.searchParams.get("user_code");
-  if (!entered) return { user, userCode: null, status: null, error: null };
-  const userCode = normalize(entered);
+  if (!entered) return { user: { email: user.email }, userCode: null, status: null, error: null };
+  // About to approve: a sign-in from long ago is asked again before the code is even shown.
+  await requireRecentUser(request, context);
+  const userCode = normalizeUserCode(entered);
   try {
-    // Looking the code up as this person claims it for them; only they can then approve it.
-    const result = await authOf(context).api.deviceVerify({ query: { user_code: userCode }, headers: request.headers });
-    return { user, userCode, status: result.status as string, error: null };
+    return { user: { email: user.email }, userCode, status: await lookUpDeviceCode(context.services.db, userCode, context.services.clock.now()), error: null };
   } catch (error) {
-    return { user, userCode, status: null, error: describe(error) };
+    return { user: { email: user.email }, userCode, status: null, error: describe(error) };
   }
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
   if (!(await optionalUser(request, context))) throw redirect("/auth/sign-in?next=/device");
   const form = await readForm(request);
-  const userCode = normalize(String(form.get("user_code") ?? ""));
+  const userCode = normalizeUserCode(String(form.get("user_code") ?? ""));
   const decision = form.get("decision") === "approve" ? "approved" : "denied";
-  const auth = authOf(context);
+  // Come back to this code after signing in again.
+  const back = new Request(new URL(`/device?user_code=${userCode}`, request.url), { headers: request.headers });
+  const user = await requireRecentUser(back, context);
   try {
-    if (decision === "approved") await auth.api.deviceApprove({ body: { userCode }, headers: request.headers });
-    else await auth.api.deviceDeny({ body: { userCode }, headers: request.headers });
+    await decideDeviceCode(context.services.db, { userCode, userId: user.id, decision }, context.services.clock.now());
     return { decision, error: null };
   } catch (error) {
     return { decision: null, error: describe(error) };
@@ -91,6 +93,8 @@ export default function Device({ loaderData, actionData }: Route.ComponentProps)
             </Button>
           </div>
         </Form>
+      ) : userCode && status === "expired" ? (
+        <Notice>This code has expired. Run retasc login again for a new one.</Notice>
       ) : userCode && status ? (
         <Notice>This code was already {status}.</Notice>
       ) : (

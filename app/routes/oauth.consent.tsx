@@ -1,6 +1,6 @@
 import { Form, redirect, useNavigation } from "react-router";
 import type { Route } from "./+types/oauth.consent";
-import { authOf, optionalUser } from "../auth.server.ts";
+import { authOf, requireRecentUser } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { Button, ErrorNote } from "../components/ui.tsx";
@@ -21,8 +21,9 @@ const invalidRequest = { message: "This sign-in request is not valid or has expi
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const url = new URL(request.url);
-  const user = await optionalUser(request, context);
-  if (!user) throw redirect(`/auth/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`);
+  // Signed out, the person signs in and comes back; approving mints a credential that acts as
+  // them, so a sign-in from long ago is asked again too (decision 037).
+  const user = await requireRecentUser(request, context);
   const client = url.searchParams.has("sig") ? await clientForConsent(context.services, url.searchParams.get("client_id") ?? "") : null;
   if (!client) return { user, client: null, returnsTo: null, oauthQuery: "", orgs: [], error: invalidRequest };
   return {
@@ -44,9 +45,7 @@ function hostOf(uri: string | null): string | null {
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
-  const url = new URL(request.url);
-  const user = await optionalUser(request, context);
-  if (!user) throw redirect(`/auth/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`);
+  const user = await requireRecentUser(request, context);
   const form = await readForm(request);
   // The page's query as it arrived: the signed request; the provider checks its signature and expiry.
   const oauthQuery = String(form.get("oauth_query") ?? "");

@@ -25,11 +25,20 @@ export function normalizeUrl(value: string): string {
 
 /**
  * The deployment to talk to: --url, then RETASC_DEPLOYMENT_URL, then the one this folder's
- * `.retasc.json` names, then the last one signed in to or bound with, then http://localhost:3000.
+ * `.retasc.json` names (unless `folder` is false: where a key you give goes is never the
+ * folder's to say), then the last one signed in to or bound with, then http://localhost:3000.
+ * Sessions are kept per deployment, so a folder naming another one reaches it with none.
  */
-export function deploymentUrl(flags: UrlFlag = {}): string {
-  const value = flags.url || process.env.RETASC_DEPLOYMENT_URL || findProjectFile(process.cwd())?.value.url || readConfig().defaultUrl || DEFAULT_URL;
+export function deploymentUrl(flags: UrlFlag = {}, { folder = true } = {}): string {
+  const named = folder ? findProjectFile(process.cwd())?.value.url : undefined;
+  const value = flags.url || process.env.RETASC_DEPLOYMENT_URL || named || readConfig().defaultUrl || DEFAULT_URL;
   return normalizeUrl(value);
+}
+
+/** The folder's `.retasc.json` when it is what chose the deployment (no --url, no RETASC_DEPLOYMENT_URL), else null. */
+export function deploymentFromFolder(flags: UrlFlag = {}): string | null {
+  if (flags.url || process.env.RETASC_DEPLOYMENT_URL) return null;
+  return findProjectFile(process.cwd())?.file ?? null;
 }
 
 export interface RequestOptions {

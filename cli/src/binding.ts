@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { deploymentUrl, normalizeUrl, type UrlFlag } from "./api.ts";
+import { normalizeUrl } from "./api.ts";
 import { CliError } from "./errors.ts";
 import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
 import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./store.ts";
@@ -12,6 +12,11 @@ import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./
  * project (no secret, nothing of this machine). The key is in this machine's keystore, found by
  * the folder's path (or, for a clone elsewhere, by the deployment and project of `.retasc.json`).
  * RETASC_MCP_KEY (explicit key) and RETASC_WORKSPACE override the folder.
+ *
+ * Where a key goes is never read from the folder: a key from the keystore goes only to the
+ * deployment it was bound with (`<url>/mcp`), and a key given in RETASC_MCP_KEY only to
+ * RETASC_MCP_URL, given with it. A repository's `.mcp.json` (whose `env` and `args` reach
+ * `retasc mcp proxy`) or `.retasc.json` can make a command fail, never send a key elsewhere.
  */
 export const MARKER = ".mcp.json";
 export const SERVER_NAME = "retasc";
@@ -55,7 +60,27 @@ export type Bound = Omit<Workspace, "path" | "boundAt">;
 /** The other MCP clients `retasc bind` prints config blocks for. */
 export type McpClient = "codex" | "opencode" | "cursor" | "cline" | "gemini";
 
-export const mcpUrlOf = (url: string): string => process.env.RETASC_MCP_URL || `${url}/mcp`;
+/** The MCP endpoint of a deployment: where a key bound with it goes, and the only place. */
+export const mcpUrlOf = (url: string): string => `${url}/mcp`;
+
+/** A URL's origin (scheme, host, port), which is what a key is bound to. */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+/** Refuses to send a key bound with `boundUrl` to `otherUrl`, naming both origins and what to run. */
+export function urlMismatch(what: string, otherUrl: string, boundUrl: string, hint?: string): CliError {
+  return new CliError(
+    "URL_MISMATCH",
+    `${what} names ${originOf(otherUrl)}, but this folder's key was bound with ${originOf(boundUrl)}; a key goes only to the server it was bound with`,
+    hint ?? `If ${originOf(otherUrl)} is where you meant to work, run \`retasc bind --url ${originOf(otherUrl)}\` here for a key of that server; otherwise run \`retasc bind\` here to rewrite the folder's files for ${originOf(boundUrl)}.`,
+    { bound: originOf(boundUrl), named: originOf(otherUrl) },
+  );
+}
 
 /** What this CLI reads of a `.mcp.json`; other servers in it are kept as they are. */
 interface MarkerFile {
@@ -77,13 +102,74 @@ export function findMarker(start: string): Marker | null {
   return null;
 }
 
-/** The folder's agent key and where to use it, or null when nothing is bound. */
-export function resolveBinding(cwd: string, flags: UrlFlag = {}): ResolvedBinding | null {
-  if (process.env.RETASC_MCP_KEY) {
-    const url = deploymentUrl(flags);
-    return { key: process.env.RETASC_MCP_KEY, url, mcpUrl: mcpUrlOf(url), source: "RETASC_MCP_KEY", workspaceId: null, workspace: null };
+/**
+ * A key given in RETASC_MCP_KEY: the key this machine bound it as, when it is one (it keeps
+ * that binding's server), else a key that goes only to RETASC_MCP_URL, which must be given too.
+ */
+function explicitKey(key: string, workspaces: Record<string, Workspace>): ResolvedBinding {
+  const stored = Object.entries(workspaces).find(([, w]) => w.key === key);
+  if (stored) {
+    const [id, workspace] = stored;
+    return { key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: `RETASC_MCP_KEY (bound with ${workspace.url})`, workspaceId: id, workspace };
   }
+  const given = process.env.RETASC_MCP_URL;
+  if (!given) {
+    throw new CliError(
+      "URL_REQUIRED",
+      "RETASC_MCP_KEY is set but RETASC_MCP_URL is not: a key given in the environment goes only to the URL given with it",
+      "Export RETASC_MCP_URL too, the /mcp URL of the server the key is for (`retasc mcp key --json` prints both), or unset RETASC_MCP_KEY to use this folder's binding.",
+    );
+  }
+  const mcpUrl = normalizeUrl(given);
+  const url = mcpUrl.endsWith("/mcp") ? mcpUrl.slice(0, -"/mcp".length) : originOf(mcpUrl);
+  return { key, url, mcpUrl, source: "RETASC_MCP_KEY", workspaceId: null, workspace: null };
+}
+
+/**
+ * The folder's agent key and where to use it, or null when nothing is bound. A stored key's
+ * server is its binding's: RETASC_MCP_URL naming another origin is refused (URL_MISMATCH),
+ * since a repository's `.mcp.json` can set it for the proxy it runs.
+ */
+export function resolveBinding(cwd: string): ResolvedBinding | null {
   const { workspaces } = readBindings();
+  const found = process.env.RETASC_MCP_KEY ? explicitKey(process.env.RETASC_MCP_KEY, workspaces) : storedKey(cwd, workspaces);
+  if (found) refuseOtherMcpUrl(found);
+  return found;
+}
+
+/** A stored key with RETASC_MCP_URL naming another origin: refused, never sent there. */
+export function refuseOtherMcpUrl(binding: ResolvedBinding): void {
+  const named = process.env.RETASC_MCP_URL;
+  if (binding.workspace && named && originOf(named) !== originOf(binding.url)) {
+    throw urlMismatch("RETASC_MCP_URL", named, binding.url, `Unset RETASC_MCP_URL (it is for a key given in RETASC_MCP_KEY, and a folder's .mcp.json may set it), or run \`retasc bind --url ${originOf(named)}\` here for a key of that server.`);
+  }
+}
+
+/** A headersHelper that runs this CLI's `mcp headers`, however it names the binary. */
+const HEADERS_HELPER = /\bretasc\b.*\bmcp\s+headers\b/;
+
+/**
+ * Every MCP server of the `.mcp.json` files around a folder whose headers helper is
+ * `retasc mcp headers`, with the URL the client sends those headers to, whatever the server's
+ * name: a repository may add a server of another name that runs the helper.
+ */
+export function headersHelperTargets(start: string): { file: string; name: string; url: string }[] {
+  const targets: { file: string; name: string; url: string }[] = [];
+  for (const dir of candidateDirs(start)) {
+    const file = path.join(dir, MARKER);
+    const servers = readMarker(file)?.mcpServers;
+    if (!servers || typeof servers !== "object") continue;
+    for (const [name, server] of Object.entries(servers)) {
+      if (server && typeof server.headersHelper === "string" && HEADERS_HELPER.test(server.headersHelper) && typeof server.url === "string") {
+        targets.push({ file, name, url: server.url });
+      }
+    }
+  }
+  return targets;
+}
+
+/** The keystore's key for the folder (or the entry RETASC_WORKSPACE names), or null. */
+function storedKey(cwd: string, workspaces: Record<string, Workspace>): ResolvedBinding | null {
   const fromWorkspace = (id: string, source: string): ResolvedBinding | null => {
     const workspace = workspaces[id];
     if (!workspace) return null;
@@ -105,7 +191,8 @@ export function resolveBinding(cwd: string, flags: UrlFlag = {}): ResolvedBindin
     const byPath = Object.entries(workspaces).find(([, w]) => w.path === dir);
     if (byPath) return fromWorkspace(byPath[0], `keystore (${dir})`);
   }
-  // A clone of a bound folder elsewhere on this machine: the one key this person has for that project.
+  // A clone of a bound folder elsewhere on this machine: the one key this person has for that
+  // project, which goes to the server it was bound with (the file only picks it).
   const project = findProjectFile(cwd)?.value;
   if (project) {
     const same = Object.entries(workspaces).filter(([, w]) => w.url === normalizeUrl(project.url) && w.projectId === project.projectId);
@@ -114,8 +201,8 @@ export function resolveBinding(cwd: string, flags: UrlFlag = {}): ResolvedBindin
   return null;
 }
 
-export function requireBinding(cwd: string, flags: UrlFlag = {}): ResolvedBinding {
-  const binding = resolveBinding(cwd, flags);
+export function requireBinding(cwd: string): ResolvedBinding {
+  const binding = resolveBinding(cwd);
   if (!binding) {
     const project = findProjectFile(cwd)?.value;
     const hint = project
@@ -158,10 +245,13 @@ export function onPath(command: string): string | null {
   return null;
 }
 
+/** The headers helper the HTTP form of `.mcp.json` runs. */
+export const HEADERS_HELPER_COMMAND = "retasc mcp headers";
+
 /** The `retasc` server entry of `.mcp.json`: commands from PATH, nothing of this machine. */
 export function markerServer(transport: Transport, mcpUrl: string): MarkerServer {
   if (transport === "proxy") return { type: "stdio", command: "retasc", args: ["mcp", "proxy"] };
-  return { type: "http", url: mcpUrl, headersHelper: "retasc mcp headers" };
+  return { type: "http", url: mcpUrl, headersHelper: HEADERS_HELPER_COMMAND };
 }
 
 function writeFileAtomic(file: string, text: string): void {

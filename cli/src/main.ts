@@ -238,19 +238,19 @@ export const commands: Record<string, Command> = {
   "mcp config": command({
     summary: "print config blocks for Codex, OpenCode, Cursor, Cline and Gemini",
     usage: "retasc mcp config [--json]",
-    options: { json, url },
+    options: { json },
     run: mcpConfig,
   }),
   "mcp key": command({
-    summary: "print this folder's key, for export RETASC_MCP_KEY=\"$(retasc mcp key)\"",
+    summary: "print this folder's key, for export RETASC_MCP_KEY=\"$(retasc mcp key)\" (with RETASC_MCP_URL)",
     usage: "retasc mcp key [--json]",
-    options: { url, json },
+    options: { json },
     run: mcpKey,
   }),
   "mcp proxy": command({
     summary: "the stdio MCP server .mcp.json runs: relays to /mcp with this folder's key and heartbeats the claims made through it",
     usage: "retasc mcp proxy",
-    options: { url },
+    options: {},
     hidden: true,
     details:
       "Heartbeats every claim taken through it every RETASC_HEARTBEAT_MS (default 600000, 10 minutes) while the agent that started it runs; when the agent exits or is killed its stdin closes, the proxy exits and the leases lapse as they should.",
@@ -259,7 +259,7 @@ export const commands: Record<string, Command> = {
   "mcp headers": command({
     summary: "the headersHelper Claude Code runs: prints the Authorization header as JSON",
     usage: "retasc mcp headers",
-    options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read (markers written by earlier versions name one)" }, url },
+    options: { workspace: { type: "string", value: "<id>", description: "the keystore entry to read (markers written by earlier versions name one)" } },
     hidden: true,
     run: mcpHeaders,
   }),
@@ -472,9 +472,10 @@ function overview(): string {
     "",
     ...names.map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     "",
-    "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_URL,",
-    "RETASC_MCP_KEY (explicit agent key), RETASC_WORKSPACE (keystore entry), RETASC_HEARTBEAT_MS",
-    "(how often `retasc mcp proxy` renews the claims made through it; default 600000).",
+    "Environment: RETASC_DIR (state, default ~/.retasc), RETASC_DEPLOYMENT_URL, RETASC_MCP_KEY (an",
+    "explicit agent key, sent only to RETASC_MCP_URL, which must be set with it), RETASC_WORKSPACE (keystore",
+    "entry), RETASC_HEARTBEAT_MS (how often `retasc mcp proxy` renews the claims made through it; default 600000).",
+    "A key from the keystore goes only to the server it was bound with, whatever the environment or the folder says.",
     "Output: results on stdout (--json: the JSON alone), progress and warnings on stderr; NO_COLOR turns colour off.",
     "Errors print ✗ CODE: message and a hint on stderr and exit 1; a command line that is not understood exits 2.",
   ].join("\n");

@@ -7,8 +7,9 @@ import { CliError } from "./errors.ts";
 /**
  * The CLI's state in ~/.retasc (RETASC_DIR relocates it): `config.json` holds sessions and
  * defaults, `bindings.json` is the keystore (agent keys per bound folder, and the claim
- * tokens of `retasc claim`). Both are mode 0600, written atomically (temp file + rename)
- * under a lock file, so concurrent commands never lose each other's writes.
+ * tokens of `retasc claim`). Both are mode 0600 in a folder of mode 0700 (both set again at every
+ * write), written atomically (temp file + rename) under a lock file, so concurrent commands never
+ * lose each other's writes.
  */
 export function retascDir(): string {
   return process.env.RETASC_DIR || path.join(os.homedir(), ".retasc");
@@ -58,8 +59,14 @@ export interface Bindings {
   claims: Record<string, Record<string, ClaimRecord>>;
 }
 
+/**
+ * The folder exists and is private before every write, whatever it was before: mkdir's mode
+ * applies only to a folder it creates, so one made by hand or loosened since is tightened here.
+ */
 function ensureDir(): void {
-  fs.mkdirSync(retascDir(), { recursive: true, mode: 0o700 });
+  const dir = retascDir();
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
 }
 
 /** The file's JSON, trusted to be what this CLI wrote there (`T`), or `fallback` when missing. */

@@ -91,7 +91,7 @@ export interface KeyView {
   runtime: string;
   userEmail: string;
   projectPrefix: string | null;
-  status: "active" | "revoked";
+  status: "active" | "revoked" | "expired";
   lastUsedAt: string | null;
 }
 

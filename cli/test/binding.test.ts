@@ -111,7 +111,7 @@ describe("a committable .mcp.json", () => {
     // The key is not handed to a URL it was not bound for.
     const headers = await retasc(ada, ["mcp", "headers"], { cwd: folder });
     expect(headers).toMatchObject({ code: 1, stdout: "" });
-    expect(headers.stderr).toContain(`✗ URL_MISMATCH: ${marker} names http://127.0.0.1:9/mcp, but this folder's key is for ${server.url}/mcp`);
+    expect(headers.stderr).toContain(`✗ URL_MISMATCH: ${marker} (its "retasc" server) names http://127.0.0.1:9, but this folder's key was bound with ${server.url}`);
 
     // bind again rewrites it the portable way, keeping the key.
     const again = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "WEB", "--transport", "http", "--json"], { cwd: folder, env: { PATH } });

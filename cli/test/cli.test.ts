@@ -66,7 +66,7 @@ describe("retasc", () => {
 
   it("refuses a malformed invite or issue before calling anyone", () => {
     expect(retasc(["join", "hello"]).stderr).toContain("✗ INVALID_INPUT: that is not an invite code or link");
-    const bad = retasc(["claim", "not an id"], { env: { RETASC_MCP_KEY: "rtsc_test" } });
+    const bad = retasc(["claim", "not an id"], { env: { RETASC_MCP_KEY: "rtsc_test", RETASC_MCP_URL: "http://127.0.0.1:9/mcp" } });
     expect(bad.stderr).toContain("✗ INVALID_INPUT: not an id is not an issue identifier");
   });
 });

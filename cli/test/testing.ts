@@ -61,17 +61,19 @@ export async function signUp(server: Server, name: string): Promise<Person> {
   return { email, name, cookie, home, retascDir: path.join(home, ".retasc") };
 }
 
-/** What the /device page does for a signed-in person: look the code up (binding it to them), then approve. */
+/** What a signed-in person does on the /device page: open the code, then approve it. */
 export async function approveDevice(server: Server, person: Person, userCode: string): Promise<void> {
   const code = userCode.replace(/[^A-Za-z0-9]/g, "").toUpperCase();
-  const verify = await fetch(`${server.url}/api/auth/device?user_code=${code}`, { headers: { cookie: person.cookie } });
-  if (!verify.ok) throw new Error(`device verify answered ${verify.status}: ${await verify.text()}`);
-  const approve = await fetch(`${server.url}/api/auth/device/approve`, {
+  const page = await fetch(`${server.url}/device?user_code=${code}`, { headers: { cookie: person.cookie }, redirect: "manual" });
+  if (!page.ok) throw new Error(`/device answered ${page.status}: ${await page.text()}`);
+  const approve = await fetch(`${server.url}/device`, {
     method: "POST",
-    headers: { "content-type": "application/json", cookie: person.cookie, origin: server.url },
-    body: JSON.stringify({ userCode: code }),
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: person.cookie, origin: server.url },
+    body: new URLSearchParams({ user_code: code, decision: "approve" }),
   });
-  if (!approve.ok) throw new Error(`device approve answered ${approve.status}: ${await approve.text()}`);
+  const answer = await approve.text();
+  if (!approve.ok || !answer.includes("Approved.")) throw new Error(`approving on /device answered ${approve.status}: ${answer.slice(0, 2000)}`);
 }
 
 export interface RunOptions {

@@ -90,6 +90,8 @@ export const agentKeys = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    /** When it stops working by itself: session keys only, never after their parent (decision 037). */
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
   },
   (t) => [
     uniqueIndex("agent_keys_hash_uq").on(t.keyHash),

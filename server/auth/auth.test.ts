@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { testConfig } from "../testing/db.ts";
 import { postToAuth, TEST_ORIGIN, useTestAuth } from "../testing/auth.ts";
+import { decideDeviceCode, lookUpDeviceCode } from "./device.ts";
 import { CLI_CLIENT_ID, createAuth, sessionUser, signInMethods } from "./index.ts";
 
 const origin = TEST_ORIGIN;
@@ -80,10 +81,10 @@ describe("device authorization (RFC 8628)", () => {
     expect(pending.status).toBe(400);
     expect(((await pending.json()) as { error: string }).error).toBe("authorization_pending");
 
-    // The /device page first looks the code up as the signed-in person, which binds it to them.
-    const verify = await env.auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
-    expect(verify.status).toBe("pending");
-    await env.auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+    // What the /device page does: looks the code up (claiming nothing), then approves it as the signed-in person.
+    const me = (await sessionUser(env.auth, new Headers({ cookie, host })))!;
+    expect(await lookUpDeviceCode(env.services.db, code.user_code, new Date())).toBe("pending");
+    await decideDeviceCode(env.services.db, { userCode: code.user_code, userId: me.id, decision: "approved" }, new Date());
 
     // Polling faster than the interval is answered with slow_down; wait it out.
     await new Promise((r) => setTimeout(r, code.interval * 1000 + 50));
@@ -109,8 +110,8 @@ describe("device authorization (RFC 8628)", () => {
       device_code: string;
       user_code: string;
     };
-    await env.auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
-    await env.auth.api.deviceDeny({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin, host }) });
+    const me = (await sessionUser(env.auth, new Headers({ cookie, host })))!;
+    await decideDeviceCode(env.services.db, { userCode: code.user_code, userId: me.id, decision: "denied" }, new Date());
     const denied = await post("/device/token", {
       grant_type: "urn:ietf:params:oauth:grant-type:device_code",
       device_code: code.device_code,

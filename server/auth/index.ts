@@ -19,6 +19,7 @@ import type { Services } from "../context.ts";
 import { publicOrigin } from "../http/origin.ts";
 import { AUTH_BASE_PATH, clientRegistrationBounds, mcpOAuthProvider, mcpResourceRows, nativeClientRegistration } from "./oauth.ts";
 import { unstorableTextGuard } from "./input-guard.ts";
+import { DEVICE_DECISION_PATHS } from "./device.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
 import { socialProviders } from "./social.ts";
 
@@ -86,7 +87,8 @@ export function createAuth(services: Pick<Services, "db" | "config" | "keyring">
         },
       }),
     ),
-    disabledPaths: SESSION_LISTING_PATHS,
+    // The device flow's look-up and decisions are the /device page's own (./device.ts).
+    disabledPaths: [...SESSION_LISTING_PATHS, ...DEVICE_DECISION_PATHS],
     // Sign-in state, reset and verification tokens: stored as digests too (better-auth's option).
     verification: { storeIdentifier: "hashed" },
     emailAndPassword: { enabled: methods.emailPassword, minPasswordLength: 8, autoSignIn: true },
@@ -123,11 +125,22 @@ export interface SessionUser {
   id: string;
   email: string;
   name: string;
+  /** When this session was signed in (a refresh of the session does not move it). */
+  signedInAt: Date;
 }
 
 /** The signed-in person of a request (session cookie or `Authorization: Bearer`), or null. */
 export async function sessionUser(auth: Auth, headers: Headers): Promise<SessionUser | null> {
   const result = await auth.api.getSession({ headers });
   if (!result) return null;
-  return { id: result.user.id, email: result.user.email, name: result.user.name };
+  return { id: result.user.id, email: result.user.email, name: result.user.name, signedInAt: new Date(result.session.createdAt) };
+}
+
+/**
+ * Whether the person signed in recently enough to approve what signs something else in as them:
+ * a device login (/device) or an OAuth client (/oauth/consent) (decision 037). An old browser
+ * session left open is not enough; the person signs in again.
+ */
+export function signedInRecently(user: SessionUser, config: Services["config"], now: Date): boolean {
+  return now.getTime() - user.signedInAt.getTime() <= config.SIGN_IN_RECENT_SECONDS * 1000;
 }

@@ -189,6 +189,24 @@ describe("MCP OAuth sign-in", () => {
     expect(keys.keys).toEqual([expect.objectContaining({ keyId: me.key.id, runtime: "Retasc-Test-Agent", projectId: alice.projectId, oauthClient: "Retasc Test Agent", status: "active" })]);
   });
 
+  test("a token cannot mint a session key: refused FORBIDDEN, saying to use the token itself, and nothing is minted under the grant", async () => {
+    const listed = async () =>
+      (await fetch(`${app.url}/api/cli/keys?orgId=${alice.orgId}&includeRevoked=true`, { headers: { authorization: `Bearer ${alice.token}` } }).then((r) => r.json())).keys as unknown[];
+    const before = (await listed()).length;
+    const client = await connect(provider);
+    const minted = (await client.callTool({ name: "mint_session_key", arguments: { label: "keep me" } })) as CallToolResult;
+    expect(minted.isError, JSON.stringify(minted.structuredContent)).toBe(true);
+    expect(minted.structuredContent).toMatchObject({
+      error: {
+        code: "FORBIDDEN",
+        message: "an OAuth access token cannot mint session keys: a key minted from it would outlive the token and its grant",
+        hint: expect.stringContaining("Use the token itself in every session"),
+      },
+    });
+    await client.close();
+    expect(await listed()).toHaveLength(before);
+  });
+
   test("refresh: a new access token works; revocation (RFC 7009) stops the revoked one at once", async () => {
     const before = provider.saved!;
     expect(await auth(provider, { serverUrl: `${app.url}/mcp` })).toBe("AUTHORIZED");

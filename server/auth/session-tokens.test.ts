@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { session, user, verification } from "../../db/schema/index.ts";
 import { postToAuth, TEST_ORIGIN, useTestAuth } from "../testing/auth.ts";
 import { testConfig } from "../testing/db.ts";
+import { decideDeviceCode } from "./device.ts";
 import { CLI_CLIENT_ID, createAuth, sessionUser } from "./index.ts";
 import { sessionTokenDigest } from "./session-tokens.ts";
 
@@ -61,10 +62,9 @@ describe("session tokens at rest", () => {
   });
 
   it("hands the CLI a device-flow token that works while only its digest is stored", async () => {
-    const { cookie, userId } = await signUp("device-at-rest@example.com");
+    const { userId } = await signUp("device-at-rest@example.com");
     const code = (await (await post("/device/code", { client_id: CLI_CLIENT_ID })).json()) as { device_code: string; user_code: string; interval: number };
-    await env.auth.api.deviceVerify({ query: { user_code: code.user_code }, headers: new Headers({ cookie, host }) });
-    await env.auth.api.deviceApprove({ body: { userCode: code.user_code }, headers: new Headers({ cookie, origin: TEST_ORIGIN, host }) });
+    await decideDeviceCode(env.services.db, { userCode: code.user_code, userId, decision: "approved" }, new Date());
     const granted = await post("/device/token", {
       grant_type: "urn:ietf:params:oauth:grant-type:device_code",
       device_code: code.device_code,

@@ -107,6 +107,10 @@ export const configSchema = z.object({
   CLAIM_CAP_DEFAULT: positiveInt(7),
   /** Live session keys minted from one key, however deep (each carries its parent's claim cap). */
   SESSION_KEY_CAP: positiveInt(20),
+  /** The longest a session key lives (mint_session_key's default and cap); never past its parent (decision 037). */
+  SESSION_KEY_TTL_SECONDS: positiveInt(86_400),
+  /** Exports the Dash imports at once in one process; a person imports one at a time (decision 037). */
+  IMPORT_UPLOADS_AT_ONCE: positiveInt(2),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
   SLA_SWEEP_MS: positiveInt(60_000),
@@ -140,6 +144,10 @@ export const configSchema = z.object({
   RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: positiveInt(5),
   /** The same mails per client address per hour, whoever they go to. */
   RATE_LIMIT_MAIL_PER_IP_PER_HOUR: positiveInt(30),
+  /** Device-code look-ups and decisions on /device, per client address and per session each (decision 037). */
+  RATE_LIMIT_DEVICE_PER_MIN: positiveInt(20),
+  /** Approving a device login or an OAuth client needs a sign-in this recent (decision 037). */
+  SIGN_IN_RECENT_SECONDS: positiveInt(900),
   /** Failed /mcp authentications per client address before it is refused outright. */
   RATE_LIMIT_AUTH_FAILURES_PER_MIN: positiveInt(60),
   /** Proxies in front of the app whose X-Forwarded-For is trusted for the client address (0: none). */

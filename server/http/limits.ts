@@ -11,8 +11,8 @@ import { refuse } from "./refuse.ts";
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
  * per-minute rate limits (429 with Retry-After) per client IP, per agent key on /mcp, per IP on
- * sign-in and sign-up, and per IP on failed /mcp authentication; per hour per IP on OAuth client
- * registration. Counters live in Redis when
+ * sign-in and sign-up, per IP and per session on device-code look-ups, and per IP on failed /mcp
+ * authentication; per hour per IP on OAuth client registration. Counters live in Redis when
  * REDIS_URL is set (shared by every instance), else in this process; while Redis is away each
  * instance counts in memory, so a Redis outage never blocks a request. The defaults sit far above
  * what a fleet does (docs/decisions/005-rate-limits.md); tests and operators set them lower.
@@ -46,6 +46,10 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /** Open dynamic client registration (RFC 7591): each one stores a client, so an address may make only a few an hour. */
 const OAUTH_REGISTER_PATH = "/api/auth/oauth2/register";
 const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)(?:\/|$)|auth\/sign-(?:in|up)(?:\.data)?$)/;
+/** The /device page (and its `.data` requests): a GET naming a user code looks it up, a POST decides one. */
+const DEVICE_PATH = /^\/device(?:\.data)?$/;
+/** The session cookie better-auth sets (`__Secure-` on https). */
+const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?better-auth\.session_token=([^;]+)/;
 
 export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const redis = config.REDIS_URL
@@ -73,6 +77,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const perIp = limiter("ip", config.RATE_LIMIT_IP_PER_MIN);
   const perKey = limiter("key", config.RATE_LIMIT_KEY_PER_MIN);
   const signIn = limiter("signin", config.RATE_LIMIT_SIGNIN_PER_MIN);
+  const deviceByAddress = limiter("device", config.RATE_LIMIT_DEVICE_PER_MIN);
+  const deviceBySession = limiter("devicesession", config.RATE_LIMIT_DEVICE_PER_MIN);
   const authFailures = limiter("authfail", config.RATE_LIMIT_AUTH_FAILURES_PER_MIN);
   const registrations = limiter("oauthreg", config.RATE_LIMIT_OAUTH_REGISTER_PER_HOUR, 3600);
 
@@ -127,6 +133,12 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       }
       if (method === "POST" && path === OAUTH_REGISTER_PATH) {
         byAddress.push(consume(registrations, ip).then((wait) => ({ wait, what: "OAuth client registrations from your address" })));
+      }
+      // Device codes are guessed by looking them up: per address, and per session wherever it comes from (decision 037).
+      if (DEVICE_PATH.test(path) && (method === "POST" || /[?&]user_code=/.test(req.url ?? ""))) {
+        byAddress.push(consume(deviceByAddress, ip).then((wait) => ({ wait, what: "device code look-ups from your address" })));
+        const session = SESSION_COOKIE.exec(String(req.headers.cookie ?? ""))?.[1];
+        if (session) byAddress.push(consume(deviceBySession, keyId(session)).then((wait) => ({ wait, what: "device code look-ups in your session" })));
       }
       const authFailureWait = mcp ? exhausted(authFailures, ip) : null;
       const refused = (await Promise.all(byAddress)).find((c) => c.wait !== null);

@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { account, agentKeys, members, orgs, projects, user } from "../../db/schema/index.ts";
@@ -138,19 +138,21 @@ export async function lockKeyTree(db: Db, orgId: string, keyId: string): Promise
 }
 
 /**
- * Under the tree lock: refuses a parent that is revoked or minted from a revoked key, and one
- * whose tree already holds `cap` live session keys (each session key has the claim cap of its
- * parent, so an unbounded number would multiply it).
+ * Under the tree lock: refuses a parent that is revoked, expired or minted from a revoked or
+ * expired key; a tree whose root is an OAuth grant's key (its secret was never shown, so any
+ * mint in it comes through a token: decision 037); and a tree that already holds `cap` live
+ * session keys (each has the claim cap of its parent, so an unbounded number would multiply it).
+ * Returns when the parent's line ends (the earliest expiry above it), or null when it never does.
  */
-async function requireLiveParent(db: Db, orgId: string, parentKeyId: string, cap: number): Promise<void> {
+async function requireLiveParent(db: Db, orgId: string, parentKeyId: string, cap: number): Promise<Date | null> {
   await lockKeyTree(db, orgId, parentKeyId);
   // A new statement after the lock: it sees whatever the revocation or mint before us committed.
-  const [state] = await query<{ found: number; revoked: number; live: number }>(
+  const [state] = await query<{ found: number; revoked: number; expired: number; granted: number; live: number; ends: string | Date | null }>(
     db,
-    sql`with recursive up(id, parent_key_id, revoked_at) as (
-          select id, parent_key_id, revoked_at from agent_keys where id = ${parentKeyId} and org_id = ${orgId}
+    sql`with recursive up(id, parent_key_id, revoked_at, expires_at) as (
+          select id, parent_key_id, revoked_at, expires_at from agent_keys where id = ${parentKeyId} and org_id = ${orgId}
           union all
-          select k.id, k.parent_key_id, k.revoked_at from agent_keys k join up on k.id = up.parent_key_id where k.org_id = ${orgId}
+          select k.id, k.parent_key_id, k.revoked_at, k.expires_at from agent_keys k join up on k.id = up.parent_key_id where k.org_id = ${orgId}
         ),
         down(id) as (
           select id from up where parent_key_id is null
@@ -159,11 +161,24 @@ async function requireLiveParent(db: Db, orgId: string, parentKeyId: string, cap
         )
         select (select count(*) from up)::int as found,
                (select count(*) from up where revoked_at is not null)::int as revoked,
+               (select count(*) from up where expires_at <= now())::int as expired,
+               (select count(*) from oauth_grants g join up on g.key_id = up.id)::int as granted,
                (select count(*) from agent_keys k join down on k.id = down.id
-                 where k.parent_key_id is not null and k.revoked_at is null)::int as live`,
+                 where k.parent_key_id is not null and k.revoked_at is null and (k.expires_at is null or k.expires_at > now()))::int as live,
+               (select min(expires_at) from up) as ends`,
   );
+  if (state && state.granted > 0) {
+    throw new DomainError(
+      "FORBIDDEN",
+      "an OAuth access token cannot mint session keys: a key minted from it would outlive the token and its grant",
+      "Use the token itself in every session: sessions sharing it are told apart by their Mcp-Session-Id. Agent keys come from `retasc bind` or the Dash.",
+    );
+  }
   if (!state || state.found === 0 || state.revoked > 0) {
     throw new DomainError("UNAUTHORIZED", "this key was revoked", "Ask your human for a new key; session keys end with the key they came from.");
+  }
+  if (state.expired > 0) {
+    throw new DomainError("UNAUTHORIZED", "this key has expired", "Mint session keys from a live key; a session key ends when the key it came from does.");
   }
   if (state.live >= cap) {
     throw new DomainError(
@@ -173,11 +188,13 @@ async function requireLiveParent(db: Db, orgId: string, parentKeyId: string, cap
       { live: state.live, cap },
     );
   }
+  return state.ends === null ? null : new Date(state.ends);
 }
 
 /**
  * Mints an agent key for an active member. The secret is returned once; only its SHA-256 is
- * stored. A session key names its parent and the cap of live session keys per tree.
+ * stored. A session key names its parent, the cap of live session keys per tree and when it
+ * should expire; it expires then or when its parent's line does, whichever is first.
  */
 export async function mintAgentKey(
   db: Db,
@@ -186,13 +203,17 @@ export async function mintAgentKey(
     userId: string;
     runtime: string;
     projectId?: string | null;
-    parent?: { keyId: string; sessionKeyCap: number };
+    parent?: { keyId: string; sessionKeyCap: number; expiresAt: Date };
     claimCap?: number | null;
   },
-): Promise<{ keyId: string; key: string }> {
+): Promise<{ keyId: string; key: string; expiresAt: Date | null }> {
   const runtime = runtimeSchema.parse(input.runtime);
   await lockActiveHolder(db, input.orgId, input.userId);
-  if (input.parent) await requireLiveParent(db, input.orgId, input.parent.keyId, input.parent.sessionKeyCap);
+  let expiresAt: Date | null = null;
+  if (input.parent) {
+    const ends = await requireLiveParent(db, input.orgId, input.parent.keyId, input.parent.sessionKeyCap);
+    expiresAt = ends && ends < input.parent.expiresAt ? ends : input.parent.expiresAt;
+  }
   if (input.projectId) {
     const project = await db
       .select({ id: projects.id })
@@ -212,8 +233,9 @@ export async function mintAgentKey(
     prefix: key.slice(0, 12),
     parentKeyId: input.parent?.keyId ?? null,
     claimCap: input.claimCap ?? null,
+    expiresAt,
   });
-  return { keyId, key };
+  return { keyId, key, expiresAt };
 }
 
 /** The agent key an `Authorization: Bearer <key>` header presents, or null. */
@@ -223,8 +245,8 @@ export function bearerKeyOf(authorization: string | null | undefined): string | 
 }
 
 /**
- * Resolves a presented agent key to its principal, or null. Revoked keys and keys of
- * suspended members stop working at once: both are checked on every call, in one statement
+ * Resolves a presented agent key to its principal, or null. Revoked and expired keys and keys
+ * of suspended members stop working at once: all are checked on every call, in one statement
  * built once per database (building it again was most of the CPU an MCP request's
  * authentication cost).
  */
@@ -250,8 +272,8 @@ export const agentPrincipalColumns = {
 };
 /** The membership a key acts through: joined on the key's org and person. */
 export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId));
-/** A key acts only while it is live and its person an active member. */
-export const keyActs = and(isNull(agentKeys.revokedAt), eq(members.status, "active"));
+/** A key acts only while it is live (neither revoked nor expired) and its person an active member. */
+export const keyActs = and(isNull(agentKeys.revokedAt), or(isNull(agentKeys.expiresAt), gt(agentKeys.expiresAt, sql`now()`)), eq(members.status, "active"));
 
 function keyLookup(db: Db) {
   return db

@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { agentKeys, oauthGrants, projects, user } from "../../db/schema/index.ts";
@@ -33,10 +33,12 @@ export interface KeyView {
   projectPrefix: string | null;
   /** The OAuth client this key was approved for on the consent page (MCP sign-in); null for a secret key. */
   oauthClient: string | null;
-  status: "active" | "revoked";
+  status: "active" | "revoked" | "expired";
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** When a session key stops working by itself; null for a key that lives until revoked. */
+  expiresAt: string | null;
 }
 
 const keyAction = (doing: string, verb: string): ActOn => ({ doing: `${doing} another person's key`, verb });
@@ -72,6 +74,7 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
   const input = listKeysInput.parse(raw);
   const actor = await actorOf(ctx);
   const seesAll = actor.role === "owner" || actor.role === "admin";
+  const now = ctx.clock.now();
   const rows = await ctx.db
     .select({
       keyId: agentKeys.id,
@@ -85,6 +88,7 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
       createdAt: agentKeys.createdAt,
       lastUsedAt: agentKeys.lastUsedAt,
       revokedAt: agentKeys.revokedAt,
+      expiresAt: agentKeys.expiresAt,
     })
     .from(agentKeys)
     .innerJoin(user, eq(user.id, agentKeys.userId))
@@ -94,16 +98,17 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
       and(
         eq(agentKeys.orgId, ctx.principal.orgId),
         seesAll ? undefined : eq(agentKeys.userId, actor.userId),
-        input.includeRevoked ? undefined : isNull(agentKeys.revokedAt),
+        input.includeRevoked ? undefined : and(isNull(agentKeys.revokedAt), or(isNull(agentKeys.expiresAt), gt(agentKeys.expiresAt, now))),
       ),
     )
     .orderBy(desc(agentKeys.createdAt), desc(agentKeys.id));
   const keys: KeyView[] = rows.map((r) => ({
     ...r,
-    status: r.revokedAt ? "revoked" : "active",
+    status: r.revokedAt ? "revoked" : r.expiresAt && r.expiresAt <= now ? "expired" : "active",
     createdAt: r.createdAt.toISOString(),
     lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
     revokedAt: r.revokedAt?.toISOString() ?? null,
+    expiresAt: r.expiresAt?.toISOString() ?? null,
   }));
   return { keys };
 }

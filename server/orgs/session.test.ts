@@ -1,11 +1,12 @@
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import { authenticateAgentKey } from "./index.ts";
-import { mintKey, revokeKey, rotateKey } from "./keys.ts";
+import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
 import { reactivateMember, retireMember, suspendMember } from "./members.ts";
-import { mintSessionKey } from "./session.ts";
+import { mintSessionKey, whoami } from "./session.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
 /**
@@ -109,5 +110,45 @@ describe("the cap on live session keys", () => {
     // Another key of the same person has a tree of its own.
     const other = await ctxOf(org.agents.carol.key, capped);
     expect(await mintSessionKey(other, {})).toMatchObject({ runtime: "cursor" });
+  });
+});
+
+describe("a session key lives no longer than its grant (decision 037)", () => {
+  const seconds = (iso: string) => (new Date(iso).getTime() - Date.now()) / 1000;
+
+  it("expires after SESSION_KEY_TTL_SECONDS (24 h by default), never after the key it came from", async () => {
+    const day = await mintSessionKey(org.agents.bob.ctx, {});
+    expect(seconds(day.expiresAt)).toBeGreaterThan(86_400 - 60);
+    expect(seconds(day.expiresAt)).toBeLessThanOrEqual(86_400);
+    // A key minted to last ten minutes: its children end with it, however long theirs would be.
+    const brief: Services = { ...services, config: testConfig({ SESSION_KEY_CAP: "1000", SESSION_KEY_TTL_SECONDS: "600" }) };
+    const short = await mintSessionKey(await ctxOf(org.agents.bob.key, brief), {});
+    expect(seconds(short.expiresAt)).toBeLessThanOrEqual(600);
+    const child = await mintSessionKey(await ctxOf(short.key), {});
+    expect(child.expiresAt).toBe(short.expiresAt);
+    const grandchild = await mintSessionKey(await ctxOf(child.key), {});
+    expect(grandchild.expiresAt).toBe(short.expiresAt);
+    // whoami says when.
+    expect((await whoami(await ctxOf(child.key))).key).toMatchObject({ expiresAt: short.expiresAt, parentKeyId: short.keyId });
+    expect((await whoami(org.agents.bob.ctx)).key).toMatchObject({ expiresAt: null });
+  });
+
+  it("an expired key authenticates nothing, mints nothing, and no longer counts against the cap", async () => {
+    const capped: Services = { ...services, config: testConfig({ SESSION_KEY_CAP: "1", SESSION_KEY_TTL_SECONDS: "60" }) };
+    const root = await ctxOf(org.agents.bob.key, capped);
+    const minted = await mintSessionKey(root, {});
+    expect(seconds(minted.expiresAt)).toBeLessThanOrEqual(60);
+    const ctx = await ctxOf(minted.key, capped);
+    expect((await refusal(mintSessionKey(root, {}))).code).toBe("SESSION_KEY_CAP");
+    // Its minute passes (set on the row: the database's clock decides).
+    await testDb.database.db.execute(sql`update agent_keys set expires_at = now() - interval '1 second' where id = ${minted.keyId}`);
+    expect(await authenticateAgentKey(services.db, minted.key)).toBeNull();
+    // A context authenticated before it expired (a request in flight) cannot mint from it either.
+    expect(await refusal(mintSessionKey(ctx, {}))).toMatchObject({ code: "UNAUTHORIZED", message: "this key has expired" });
+    // Its place under the cap is free again, and the keys list shows it expired.
+    expect(await mintSessionKey(root, {})).toMatchObject({ parentKeyId: org.agents.bob.principal.keyId });
+    const { keys } = await listKeys(as.bob, { includeRevoked: true });
+    expect(keys.find((k) => k.keyId === minted.keyId)).toMatchObject({ status: "expired" });
+    expect((await listKeys(as.bob)).keys.map((k) => k.keyId)).not.toContain(minted.keyId);
   });
 });

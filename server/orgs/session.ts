@@ -28,7 +28,7 @@ export async function whoami(ctx: Ctx) {
   const key = principal.keyId
     ? (
         await db
-          .select({ id: agentKeys.id, prefix: agentKeys.prefix, parentKeyId: agentKeys.parentKeyId })
+          .select({ id: agentKeys.id, prefix: agentKeys.prefix, parentKeyId: agentKeys.parentKeyId, expiresAt: agentKeys.expiresAt })
           .from(agentKeys)
           .where(eq(agentKeys.id, principal.keyId))
       )[0]
@@ -52,6 +52,7 @@ export async function whoami(ctx: Ctx) {
           prefix: key.prefix,
           runtime: principal.runtime,
           parentKeyId: key.parentKeyId,
+          expiresAt: key.expiresAt?.toISOString() ?? null,
           claimCap: principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT,
         }
       : null,
@@ -66,9 +67,12 @@ export const mintSessionKeyInput = z.object({
 
 /**
  * Mints a key for one session of the calling agent: same human, org, project, runtime
- * and claim cap, with the caller's key as its parent. The secret is returned once. Refused
- * once the caller's key, or any key it came from, is revoked (under the tree's lock, so not
- * even a mint racing the revocation outlives it), and past SESSION_KEY_CAP live session keys.
+ * and claim cap, with the caller's key as its parent. The secret is returned once. It expires
+ * after SESSION_KEY_TTL_SECONDS (24 h by default), and never after the key it came from.
+ * Refused for an OAuth access token (decision 037: what a grant's token mints would outlive the
+ * grant), once the caller's key or any key it came from is revoked or expired (under the tree's
+ * lock, so not even a mint racing the revocation outlives it), and past SESSION_KEY_CAP live
+ * session keys.
  */
 export async function mintSessionKey(ctx: Ctx, raw: z.input<typeof mintSessionKeyInput>) {
   const { label } = mintSessionKeyInput.parse(raw);
@@ -76,13 +80,14 @@ export async function mintSessionKey(ctx: Ctx, raw: z.input<typeof mintSessionKe
   if (principal.kind !== "agent" || !principal.keyId || !principal.userId || !principal.runtime) {
     throw new DomainError("FORBIDDEN", "only an agent key can mint a session key", "Call this with an agent key (rtsc_...).");
   }
+  const lifetime = ctx.config.SESSION_KEY_TTL_SECONDS;
   return ctx.db.transaction(async (tx) => {
     const minted = await mintAgentKey(tx, {
       orgId: principal.orgId,
       userId: principal.userId!,
       runtime: principal.runtime!,
       projectId: principal.projectId,
-      parent: { keyId: principal.keyId!, sessionKeyCap: ctx.config.SESSION_KEY_CAP },
+      parent: { keyId: principal.keyId!, sessionKeyCap: ctx.config.SESSION_KEY_CAP, expiresAt: new Date(ctx.clock.now().getTime() + lifetime * 1000) },
       claimCap: principal.claimCap,
     });
     await recordOrgActivity(ctx, tx, "key.session_minted", { keyId: minted.keyId, ...(label ? { label } : {}) });
@@ -93,6 +98,7 @@ export async function mintSessionKey(ctx: Ctx, raw: z.input<typeof mintSessionKe
       runtime: principal.runtime!,
       parentKeyId: principal.keyId!,
       projectId: principal.projectId,
+      expiresAt: minted.expiresAt!.toISOString(),
     };
   });
 }

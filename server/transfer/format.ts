@@ -43,6 +43,8 @@ export interface ExportAgent {
   createdAt: Instant;
   lastUsedAt: Instant | null;
   revokedAt: Instant | null;
+  /** When a session key expires; absent from exports written before keys could expire. */
+  expiresAt?: Instant | null;
 }
 
 export interface ExportProject {

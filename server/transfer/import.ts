@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "../../db/client.ts";
+import { query, type Db } from "../../db/client.ts";
 import {
   activity,
   importGhosts,
@@ -13,27 +13,28 @@ import {
   checkpoints,
   comments,
   issueLabels,
-  issueStatuses,
   issues,
   labels,
   linearLinks,
   members,
   projects,
-  relationTypes,
   relations,
   user,
 } from "../../db/schema/index.ts";
-import type { Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
 import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput } from "../errors.ts";
-import { downloadPath } from "../issues/attachments-files.ts";
+import { decodeFile, downloadPath } from "../issues/attachments-files.ts";
+import { sniffContentType } from "../issues/attachments-sniff.ts";
 import { rankingColumns } from "../issues/levels.ts";
 import { rerank } from "../issues/ranking.ts";
 import { isTerminal } from "../issues/store.ts";
+import { actorOf, requireRole } from "../orgs/access.ts";
 import { createOrg, ensureUser } from "../orgs/index.ts";
+import { checkRecord } from "./checks.ts";
 import type { ExportIssue, ExportPerson } from "./format.ts";
 import { orderedIds } from "./ordered-ids.ts";
-import { openExport, type ExportEntry } from "./read-export.ts";
+import { openExport, type ExportEntry, type ReadLimits } from "./read-export.ts";
 import { emailHash, placeholderUser } from "./linear/ghosts.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 
@@ -42,36 +43,22 @@ export const importInput = z.object({
   "org-name": z.string({ error: "--org-name is required" }).trim().min(1, "--org-name is required").max(100),
 });
 
-/** The fields of an issue the database would otherwise refuse only at the batch's insert, far from the record. */
-const issueCore = z.looseObject({
-  id: z.string().min(1),
-  identifier: z.string().min(1),
-  project: z.string().min(1),
-  number: z.number().int().positive(),
-  title: z.string(),
-  work: z.boolean(),
-  status: z.enum(issueStatuses),
-  priority: z.number().int().min(0).max(4),
-  fence: z.number().int().min(0),
-  createdAt: z.iso.datetime(),
-  updatedAt: z.iso.datetime(),
-  labels: z.array(z.string()),
-  relations: z.array(z.looseObject({ type: z.enum(relationTypes), target: z.string() })),
-  comments: z.array(z.looseObject({ id: z.string(), body: z.string(), createdAt: z.iso.datetime() })),
-  attachments: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
-  checkpoints: z.array(z.looseObject({ createdAt: z.iso.datetime() })),
-  // Absent from exports written before it was added.
-  linear: z.object({ id: z.string().min(1), estimate: z.number().nullable() }).nullable().optional(),
-});
-
 /**
- * The largest export the Dash takes as an upload (it is held in memory while the form is read);
- * a larger org comes back through `npm run admin -- import`, which streams the file.
+ * The largest export the Dash takes as an upload. The form is streamed to a private file as it
+ * arrives (never held in memory) and the export read from it a record at a time; a larger org
+ * comes back through `npm run admin -- import`, which reads the same way with wider limits.
  */
 export const UPLOAD_MAX_BYTES = 32 * 1024 * 1024;
 /** The path the upload is posted to, and what the form around the file may add to its body. */
 export const UPLOAD_PATH = "/dash/settings/transfer";
 export const UPLOAD_FORM_SLACK_BYTES = 64 * 1024;
+
+/**
+ * What reading one uploaded export may cost (read-export.ts): a record no larger than the upload,
+ * parsing at most 200,000 values at once (an issue with thousands of comments holds far fewer),
+ * and a turn of the event loop for other requests every 10 ms.
+ */
+export const UPLOAD_READ_LIMITS: ReadLimits = { recordBytes: UPLOAD_MAX_BYTES, recordValues: 200_000, depth: 32, sliceMs: 10 };
 
 const FLUSH_ISSUES = 200;
 const FLUSH_ROWS = 1000;
@@ -79,16 +66,24 @@ const RERANK_CHUNK = 2000;
 
 /**
  * Brings a JSON export back as a new org, in one transaction (all or nothing): people matched
- * on email (created when new, as the operator commands do), every record re-encrypted under the
- * new org's key, timestamps and identifiers as exported, new ids throughout (so an org can be
- * imported beside the one it came from). Imported agent keys keep their record but no secret:
- * nobody holds one, so they authenticate nothing until revoked and replaced.
+ * on email (created when new, as the operator commands do), every record checked as the live
+ * tools check what they write (checks.ts) and re-encrypted under the new org's key, timestamps
+ * and identifiers as exported, new ids throughout (so an org can be imported beside the one it
+ * came from). Imported agent keys keep their record but no secret: nobody holds one, so they
+ * authenticate nothing until revoked and replaced. The file is read a record at a time within
+ * `limits` (read-export.ts).
  */
-export async function importExport(services: Services, raw: z.input<typeof importInput>, options: { ownerUserId?: string; ownerEmail?: string } = {}) {
+export async function importExport(
+  services: Services,
+  raw: z.input<typeof importInput>,
+  options: { ownerUserId?: string; ownerEmail?: string; limits?: ReadLimits } = {},
+) {
   const input = importInput.parse(raw);
-  const { header, entries } = await openExport(input.file);
+  const { header, entries } = await openExport(input.file, options.limits);
   const now = services.clock.now();
   return services.db.transaction(async (tx) => {
+    // One import per person at a time on every instance (the Dash's uploads; decision 037).
+    if (options.ownerUserId !== undefined) await lockImporter(tx, options.ownerUserId);
     const newOrg = { name: input["org-name"], timeZone: header.org.timeZone, ownerUserId: options.ownerUserId, ownerEmail: options.ownerEmail };
     const run = new ImportRun(services, tx, newOrg, orderedIds(now), now);
     let position = 0;
@@ -107,30 +102,74 @@ export async function importExport(services: Services, raw: z.input<typeof impor
   });
 }
 
+/** The form an upload arrives in, saved into a private folder by the door that reads it. */
+export interface SavedUpload {
+  orgName: string;
+  /** The saved file and its size in bytes (cut at the limit, and `truncated`, when larger), or null when none was chosen. */
+  file: { path: string; bytes: number; truncated: boolean } | null;
+}
+
 /**
- * The Dash's import of an uploaded export into a new org the uploader owns: the same import as
- * the admin command's, from a private temporary file removed afterwards.
+ * The Dash's import of an uploaded export into a new org the uploader owns (decision 037). In
+ * this order, so a refusal costs nothing: the uploader must be an owner or admin of the org they
+ * are in (as for export); they may run one import at a time (per process here, on every instance
+ * under a database lock) and the process `IMPORT_UPLOADS_AT_ONCE`, or it is refused
+ * `RATE_LIMITED` saying which; only then is the body read, by `save`, into a private temporary
+ * folder removed afterwards, and imported as the admin command does, within UPLOAD_READ_LIMITS.
  */
-export async function importUpload(services: Services, userId: string, upload: { orgName: string; file: Blob | null }) {
-  const orgName = upload.orgName.trim();
-  if (!orgName || orgName.length > 100) throw invalidInput("the new org needs a name of 1 to 100 characters", "Name the org the export becomes.");
-  const { file } = upload;
-  if (!file || file.size === 0) throw invalidInput("no file was chosen", "Choose the .json file the Export card downloads.");
-  if (file.size > UPLOAD_MAX_BYTES) {
-    throw invalidInput(
-      `the file is ${file.size} bytes; an upload is at most ${UPLOAD_MAX_BYTES} bytes (32 MiB)`,
-      "A larger export comes back through `npm run admin -- import --file <export.json> --org-name <name>` on the server.",
-    );
-  }
+export async function importUpload(ctx: Ctx, save: (dir: string) => Promise<SavedUpload>) {
+  const actor = await actorOf(ctx);
+  requireRole(actor, ["owner", "admin"], "importing an export");
+  const release = takeImportSlot(ctx.config, actor.userId);
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), "retasc-import-"));
   try {
-    const saved = path.join(dir, "export.json");
-    await fs.promises.writeFile(saved, Buffer.from(await file.arrayBuffer()), { mode: 0o600 });
-    const [uploader] = await services.db.select({ email: user.email }).from(user).where(eq(user.id, userId));
-    return await importExport(services, { file: saved, "org-name": orgName }, { ownerUserId: userId, ownerEmail: uploader?.email });
+    const upload = await save(dir);
+    const orgName = upload.orgName.trim();
+    if (!orgName || orgName.length > 100) throw invalidInput("the new org needs a name of 1 to 100 characters", "Name the org the export becomes.");
+    const { file } = upload;
+    if (!file || file.bytes === 0) throw invalidInput("no file was chosen", "Choose the .json file the Export card downloads.");
+    if (file.truncated || file.bytes > UPLOAD_MAX_BYTES) {
+      throw invalidInput(
+        `the file is larger than ${UPLOAD_MAX_BYTES} bytes, the most an upload may be (32 MiB)`,
+        "A larger export comes back through `npm run admin -- import --file <export.json> --org-name <name>` on the server.",
+      );
+    }
+    const [uploader] = await ctx.db.select({ email: user.email }).from(user).where(eq(user.id, actor.userId));
+    return await importExport(ctx, { file: file.path, "org-name": orgName }, { ownerUserId: actor.userId, ownerEmail: uploader?.email, limits: UPLOAD_READ_LIMITS });
   } finally {
     await fs.promises.rm(dir, { recursive: true, force: true });
+    release();
   }
+}
+
+/** The Dash's imports running in this process, and whose. */
+const running = { count: 0, people: new Set<string>() };
+
+/** A place for one upload of `userId` in this process, or RATE_LIMITED saying why not; the returned function frees it. */
+function takeImportSlot(config: Services["config"], userId: string): () => void {
+  if (running.people.has(userId)) throw busy("person");
+  if (running.count >= config.IMPORT_UPLOADS_AT_ONCE) throw busy("server", config.IMPORT_UPLOADS_AT_ONCE);
+  running.count++;
+  running.people.add(userId);
+  let freed = false;
+  return () => {
+    if (freed) return;
+    freed = true;
+    running.count--;
+    running.people.delete(userId);
+  };
+}
+
+function busy(reason: "person" | "server", limit = 1): DomainError {
+  return reason === "person"
+    ? new DomainError("RATE_LIMITED", "another import of yours is still running: one at a time per person", "Wait until it finishes (its page comes back when it does), then try again.", { reason, limit })
+    : new DomainError("RATE_LIMITED", `this server is already importing ${limit} exports, as many as it takes at once`, "Try again in a minute.", { reason, limit });
+}
+
+/** Holds the person's import lock to the end of the transaction, or refuses when another instance holds it. */
+async function lockImporter(tx: Db, userId: string): Promise<void> {
+  const [row] = await query<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(hashtextextended(${`retasc:import:${userId}`}, 0)) as locked`);
+  if (!row?.locked) throw busy("person");
 }
 
 /**
@@ -195,7 +234,8 @@ class ImportRun {
     return value;
   }
 
-  async take(entry: ExportEntry): Promise<void> {
+  async take(unchecked: ExportEntry): Promise<void> {
+    const entry = { section: unchecked.section, record: checkRecord(unchecked.section, unchecked.record) } as ExportEntry;
     if (entry.section === "people") return this.person(entry.record);
     const { tx } = this;
     const orgId = await this.org();
@@ -235,6 +275,7 @@ class ImportRun {
           createdAt: new Date(a.createdAt),
           lastUsedAt: a.lastUsedAt ? new Date(a.lastUsedAt) : null,
           revokedAt: a.revokedAt ? new Date(a.revokedAt) : null,
+          expiresAt: a.expiresAt ? new Date(a.expiresAt) : null,
         });
         this.counts.agents++;
         return;
@@ -306,11 +347,6 @@ class ImportRun {
   }
 
   private issue(orgId: string, cipher: OrgCipher, i: ExportIssue): void {
-    const checked = issueCore.safeParse(i);
-    if (!checked.success) {
-      const issue = checked.error.issues[0]!;
-      throw invalidInput(`issue ${String(i.identifier)}: ${issue.path.join(".")} ${issue.message}`, "Pass the file as the export wrote it.");
-    }
     const projectId = this.projectByPrefix.get(i.project);
     if (!projectId) throw invalidInput(`issue ${i.identifier} is in project ${i.project}, which the export does not list`, "Export the org again; the file is incomplete.");
     const id = this.idFor(i.id);
@@ -387,13 +423,9 @@ class ImportRun {
         createdAt: new Date(a.createdAt),
       });
       if (a.file) {
-        this.buffer.attachmentFiles.push({
-          attachmentId,
-          orgId,
-          contentType: a.file.contentType,
-          sizeBytes: a.file.sizeBytes,
-          contentEnc: cipher.encryptBytes(Buffer.from(a.file.contentBase64, "base64")),
-        });
+        // Decoded and typed as save_attachment_file does: strict base64, at most 10 MiB, the type sniffed from the bytes.
+        const bytes = decodeFile(a.file.contentBase64);
+        this.buffer.attachmentFiles.push({ attachmentId, orgId, contentType: sniffContentType(bytes), sizeBytes: bytes.length, contentEnc: cipher.encryptBytes(bytes) });
       }
     }
     for (const c of i.checkpoints) {
@@ -422,18 +454,22 @@ class ImportRun {
   /** Writes the buffered rows, parents before children, in batches the parameter limit allows. */
   private async flush(): Promise<void> {
     const { tx, buffer } = this;
-    const write = async <T>(rows: T[], insert: (batch: T[]) => Promise<unknown>, batch = 200) => {
+    // Batches of about a thousand values: building an insert is synchronous work (drizzle's), and a
+    // batch of 100 issues held the event loop for tens of milliseconds (decision 037).
+    const write = async <T extends object>(rows: T[], insert: (batch: T[]) => Promise<unknown>, most = Infinity) => {
+      const batch = rows.length ? Math.max(1, Math.min(most, Math.floor(1000 / Object.keys(rows[0]!).length))) : 1;
       for (let at = 0; at < rows.length; at += batch) await insert(rows.slice(at, at + batch));
       rows.length = 0;
     };
-    await write(buffer.issues, (b) => tx.insert(issues).values(b), 100);
-    await write(buffer.linearLinks, (b) => tx.insert(linearLinks).values(b), 500);
-    await write(buffer.issueLabels, (b) => tx.insert(issueLabels).values(b), 1000);
+    await write(buffer.issues, (b) => tx.insert(issues).values(b));
+    await write(buffer.linearLinks, (b) => tx.insert(linearLinks).values(b));
+    await write(buffer.issueLabels, (b) => tx.insert(issueLabels).values(b));
     await write(buffer.comments, (b) => tx.insert(comments).values(b));
     await write(buffer.attachments, (b) => tx.insert(attachments).values(b));
+    // A file's row is its content (up to 10 MiB): a few at a time.
     await write(buffer.attachmentFiles, (b) => tx.insert(attachmentFiles).values(b), 10);
     await write(buffer.checkpoints, (b) => tx.insert(checkpoints).values(b));
-    await write(buffer.activity, (b) => tx.insert(activity).values(b), 500);
+    await write(buffer.activity, (b) => tx.insert(activity).values(b));
   }
 
   /** The rest once every record is in: parents, edges, blocker counts and ranking. */

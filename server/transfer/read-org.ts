@@ -98,6 +98,7 @@ export async function readAgents(db: Db, orgId: string): Promise<ExportAgent[]> 
     createdAt: key.createdAt.toISOString(),
     lastUsedAt: iso(key.lastUsedAt),
     revokedAt: iso(key.revokedAt),
+    expiresAt: iso(key.expiresAt),
   }));
 }
 

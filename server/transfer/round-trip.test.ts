@@ -123,4 +123,31 @@ describe("a malformed export", () => {
     });
     expect(await env.services.db.select().from(orgs)).toHaveLength(before.length);
   });
+
+  it("is held to what the live tools take: a script link, an oversized comment, a branch git refuses, a file that is not base64 (finding 8)", async () => {
+    const org = await seedOrg(env.services, { prefix: "CHK" });
+    await furnishOrg(org);
+    const dir = tempDir("retasc-transfer-");
+    const text = await exportText(asSystem(org.orgId));
+    const line = text.split("\n").find((l) => l.includes('"identifier":"CHK-2"'))!;
+    const issue = JSON.parse(line.replace(/,$/, ""));
+    const cases: [string, (i: any) => void, RegExp][] = [
+      ["javascript:", (i) => (i.attachments.find((a: { url: string | null }) => a.url)!.url = "javascript:alert(document.cookie)"), /issue CHK-2: attachments\.\d+\.url only http:\/\/ and https:\/\/ links are accepted/],
+      ["data:", (i) => (i.attachments.find((a: { url: string | null }) => a.url)!.url = "data:text/html,<script>alert(1)</script>"), /attachments\.\d+\.url only http/],
+      ["a comment over 50,000 characters", (i) => (i.comments[0].body = "x".repeat(50_001)), /issue CHK-2: comments\.0\.body /],
+      ["a title over 500 characters", (i) => (i.title = "t".repeat(501)), /issue CHK-2: title /],
+      ["a branch git refuses", (i) => (i.checkpoints[0].branch = "-x..y"), /issue CHK-2: checkpoints\.0\.branch not a branch name git accepts/],
+      ["a NUL in a comment", (i) => (i.comments[0].body = "before\u0000after"), /issues: comments\.0\.body: contains a NUL character/],
+      ["a file that is not base64", (i) => (i.attachments.find((a: { file: unknown }) => a.file)!.file.contentBase64 = "not base64!"), /contentBase64 is not valid base64/],
+    ];
+    for (const [what, change, refusal] of cases) {
+      const changed = structuredClone(issue);
+      change(changed);
+      const file = `${dir}/checked.json`;
+      fs.writeFileSync(file, text.replace(line, `${JSON.stringify(changed)},`));
+      const before = await env.services.db.select().from(orgs);
+      await expect(importExport(env.services, { file, "org-name": "Checked" }), what).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(refusal) });
+      expect(await env.services.db.select().from(orgs), what).toHaveLength(before.length);
+    }
+  });
 });

@@ -1,6 +1,21 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import { clientBlocks, findMarker, mcpUrlOf, requireBinding, resolveBinding, wireFolder, type Bound, type McpClient, type ResolvedBinding, type Transport } from "../binding.ts";
+import {
+  clientBlocks,
+  findMarker,
+  headersHelperTargets,
+  mcpUrlOf,
+  originOf,
+  refuseOtherMcpUrl,
+  requireBinding,
+  resolveBinding,
+  urlMismatch,
+  wireFolder,
+  type Bound,
+  type McpClient,
+  type ResolvedBinding,
+  type Transport,
+} from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
@@ -42,7 +57,7 @@ export function derivePrefix(name: string): string {
 
 /** Refuses to silently replace a folder's binding to another org or project. */
 async function checkRebind(flags: RebindFlags, target: { orgId: string; projectId: string }): Promise<"same" | "new" | "replace"> {
-  const current = resolveBinding(process.cwd(), flags);
+  const current = resolveBinding(process.cwd());
   const workspace = current?.workspace;
   if (!workspace) return "new";
   if (workspace.orgId === target.orgId && workspace.projectId === target.projectId) return "same";
@@ -100,11 +115,14 @@ async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bo
   say(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} runs ${transport === "proxy" ? "`retasc mcp proxy`, which heartbeats your agent's claims while it runs" : "over HTTP with `retasc mcp headers`"}.`);
   say(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
   say();
-  say("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  say(`Other clients read the key from RETASC_MCP_KEY:  ${exportLine(wired.mcpUrl)}`);
   printBlocks(wired.mcpUrl);
   say("Start your agent in this folder, or restart it if it's already open, and it'll pull from the queue.");
   return result;
 }
+
+/** The shell line that hands the folder's key to other clients, with the only URL it goes to. */
+const exportLine = (mcpUrl: string) => `export RETASC_MCP_URL=${mcpUrl} RETASC_MCP_KEY="$(retasc mcp key)"`;
 
 const clientNames: Record<McpClient, string> = { codex: "Codex", opencode: "OpenCode", cursor: "Cursor", cline: "Cline", gemini: "Gemini CLI" };
 
@@ -186,7 +204,7 @@ async function mintAndBind(flags: MintFlags, session: SignedIn, org: OrgChoice, 
   const runtime = flags.runtime ?? "claude-code";
   if (rebind === "same") {
     // checkRebind found this binding a moment ago.
-    const current = resolveBinding(process.cwd(), flags)!;
+    const current = resolveBinding(process.cwd())!;
     const stillValid = await withMcp(current, (call) => call<McpWhoami>("whoami")).then(() => true, () => false);
     if (stillValid) {
       // Rewritten as this CLI writes them: a marker from an older CLI named this machine's paths.
@@ -233,7 +251,7 @@ async function bindWithSetupCode(flags: BindFlags, setupCode: string) {
   const url = deploymentUrl(flags);
   const code = setupCode.trim();
   if (!/^rtscsetup_/.test(code)) throw new CliError("INVALID_INPUT", "a setup code starts with rtscsetup_", "Copy it again from the Dash (Settings → Keys).");
-  const current = resolveBinding(process.cwd(), flags)?.workspace;
+  const current = resolveBinding(process.cwd())?.workspace;
   if (current && !flags.yes && !interactive()) {
     // Checked before the code is spent, so a refused rebind keeps the code usable.
     throw new CliError("ALREADY_BOUND", `this folder is already bound to org "${current.orgName}" / project ${current.prefix}`, "Pass --yes to replace the binding.");
@@ -306,10 +324,11 @@ export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: strin
   if (flags.scope && flags.scope !== "project") {
     throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org; there is no machine-wide (user) registration. Use the default, project.");
   }
-  const key = (await readStdinSecret()) ?? process.env.RETASC_MCP_KEY;
+  const piped = await readStdinSecret();
+  const key = piped ?? process.env.RETASC_MCP_KEY;
   if (!key) throw new CliError("INVALID_INPUT", "no key given", "Pipe it in (`retasc mcp install < key.txt`) or set RETASC_MCP_KEY. Keys are never flags.");
   if (!/^rtsc_/.test(key)) throw new CliError("INVALID_INPUT", "that is not an agent key", "Agent keys start with rtsc_.");
-  const url = deploymentUrl(flags);
+  const url = piped ? installUrl(flags) : requireBinding(process.cwd()).url;
   const who = await withMcp({ key, mcpUrl: mcpUrlOf(url) }, (call) => call<McpWhoami>("whoami"));
   if (!who.project) throw new CliError("INVALID_INPUT", "this key is not scoped to a project", "Mint one for a project: `retasc key mint --project-id <id>`.");
   await checkRebind(flags, { orgId: who.org.id, projectId: who.project.id });
@@ -325,39 +344,63 @@ export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: strin
   });
 }
 
+/**
+ * Where a key piped to `mcp install` goes: --url, RETASC_DEPLOYMENT_URL or the last deployment
+ * used, never the one the folder's `.retasc.json` names; when that file names another, the
+ * person says which with --url.
+ */
+function installUrl(flags: UrlFlag): string {
+  const url = deploymentUrl(flags, { folder: false });
+  const named = findProjectFile(process.cwd());
+  if (!flags.url && named && originOf(named.value.url) !== originOf(url)) {
+    throw new CliError(
+      "URL_MISMATCH",
+      `${named.file} names ${originOf(named.value.url)}, but the key would go to ${originOf(url)}; a key goes only to a server you name`,
+      `Pass --url with the server the key is for (\`retasc mcp install --url ${originOf(named.value.url)}\` if it is that one).`,
+      { bound: originOf(url), named: originOf(named.value.url) },
+    );
+  }
+  return url;
+}
+
 /** Prints the other clients' config blocks again. */
-export async function mcpConfig(flags: UrlFlag & JsonFlag) {
-  const binding = requireBinding(process.cwd(), flags);
+export async function mcpConfig(flags: JsonFlag) {
+  const binding = requireBinding(process.cwd());
   if (flags.json) return printJson(clientBlocks(binding.mcpUrl));
-  say("Other clients read the key from RETASC_MCP_KEY:  export RETASC_MCP_KEY=\"$(retasc mcp key)\"");
+  say(`Other clients read the key from RETASC_MCP_KEY:  ${exportLine(binding.mcpUrl)}`);
   printBlocks(binding.mcpUrl);
 }
 
-/** The headersHelper Claude Code runs: `{"Authorization":"Bearer …"}` from the keystore. */
-export async function mcpHeaders(flags: UrlFlag & { workspace?: string }) {
+/**
+ * The headersHelper Claude Code runs: `{"Authorization":"Bearer …"}` for the folder's key, only
+ * when every server of the folder's `.mcp.json` that runs this helper, and the URL the client
+ * says it will send the headers to, is on the origin the key was bound with (URL_MISMATCH).
+ */
+export async function mcpHeaders(flags: { workspace?: string }) {
   let binding: ResolvedBinding | null = null;
   if (flags.workspace && !process.env.RETASC_MCP_KEY) {
     const workspace = readBindings().workspaces[flags.workspace];
     if (workspace) binding = { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: "keystore", workspaceId: flags.workspace, workspace };
+    if (binding) refuseOtherMcpUrl(binding);
   }
-  binding ??= requireBinding(process.cwd(), flags);
-  // The key goes only where it was bound for: a .mcp.json edited (or pulled) to name another URL gets nothing.
-  const marker = findMarker(process.cwd());
-  if (!process.env.RETASC_MCP_KEY && marker?.url && marker.url !== binding.mcpUrl) {
-    throw new CliError("URL_MISMATCH", `${marker.file} names ${marker.url}, but this folder's key is for ${binding.mcpUrl}`, "Run `retasc doctor`; `retasc bind` here rewrites the file for the key's server.");
+  binding ??= requireBinding(process.cwd());
+  for (const target of headersHelperTargets(process.cwd())) {
+    if (originOf(target.url) !== originOf(binding.url)) throw urlMismatch(`${target.file} (its "${target.name}" server)`, target.url, binding.url);
   }
+  const client = process.env.CLAUDE_CODE_MCP_SERVER_URL;
+  if (client && originOf(client) !== originOf(binding.url)) throw urlMismatch("the MCP client (CLAUDE_CODE_MCP_SERVER_URL)", client, binding.url);
   out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
 }
 
 /** The stdio MCP server `.mcp.json` runs: relays to /mcp with the folder's key, heartbeating the claims made through it. */
-export async function mcpProxy(flags: UrlFlag) {
-  const binding = requireBinding(process.cwd(), flags);
+export async function mcpProxy() {
+  const binding = requireBinding(process.cwd());
   await runProxy(binding, note);
 }
 
 /** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */
-export async function mcpKey(flags: UrlFlag & JsonFlag) {
-  const binding = requireBinding(process.cwd(), flags);
+export async function mcpKey(flags: JsonFlag) {
+  const binding = requireBinding(process.cwd());
   if (flags.json) return printJson({ key: binding.key, keyId: binding.workspace?.keyId ?? null, mcpUrl: binding.mcpUrl });
   if (process.stdout.isTTY) note("(this is a secret: prefer piping it into an environment variable)");
   out(binding.key);

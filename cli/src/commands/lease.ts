@@ -37,7 +37,7 @@ function targetOf(flags: LeaseFlags, positionals: string[], binding: ResolvedBin
 }
 
 function held(flags: LeaseFlags, positionals: string[]): Held {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const identifier = targetOf(flags, positionals, binding);
   const record = claimsOf(binding)[identifier];
   if (!record) {
@@ -71,7 +71,7 @@ const until = (iso: string) => new Date(iso).toLocaleTimeString();
 
 /** `retasc heartbeat`: renews the lease of one issue, or of every claim held from here. */
 export async function heartbeat(flags: LeaseFlags & { all?: boolean }, positionals: string[]) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const mine = claimsOf(binding);
   const identifiers = flags.all ? Object.keys(mine) : [targetOf(flags, positionals, binding)];
   if (identifiers.length === 0) throw new CliError("STALE_CLAIM", "this folder's key holds no claim made on this machine", "`retasc next` claims one.");
@@ -124,7 +124,7 @@ export async function release(flags: LeaseFlags & { note?: string }, positionals
 
 /** `retasc check-claim`: whether you still hold it; asks the server, needs no token. */
 export async function checkClaim(flags: LeaseFlags, positionals: string[]) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const identifier = targetOf(flags, positionals, binding);
   const state = await withMcp(binding, (call) => call<CheckedClaim>("check_claim", { identifier }));
   const tokenHere = Boolean(claimsOf(binding)[identifier]);
@@ -145,7 +145,7 @@ const priorities = ["none", "urgent", "high", "medium", "low"];
 
 /** `retasc issue show <id>`. */
 export async function issueShow(flags: LeaseFlags, positionals: string[]) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const named = positionals[0] ?? flags.id;
   if (!named) throw new CliError("INVALID_INPUT", "which issue?", `retasc issue show ${binding.workspace?.prefix ?? "PFX"}-42`);
   const identifier = normalizeIdentifier(named, binding.workspace?.prefix);
@@ -171,7 +171,7 @@ interface ListFlags extends JsonFlags {
 
 /** `retasc issue list`: the backlog in dispatch order, filtered as list_issues filters. */
 export async function issueList(flags: ListFlags) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const args: Record<string, unknown> = {};
   if (flags.status) args.status = flags.status.includes(",") ? flags.status.split(",").map((s) => s.trim()) : flags.status;
   if (flags.priority) args.priority = /^\d$/.test(flags.priority) ? Number(flags.priority) : flags.priority;
@@ -186,7 +186,7 @@ export async function issueList(flags: ListFlags) {
 
 /** `retasc tidy`: removes the clean worktrees of issues that are done or canceled; the branches stay. */
 export async function tidy(flags: JsonFlags & { "dry-run"?: boolean }) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const worktrees = worktreesOf(process.cwd()).filter((w) => w.issue);
   const states = await withMcp(binding, (call) =>
     Promise.all(
@@ -220,7 +220,7 @@ export async function tidy(flags: JsonFlags & { "dry-run"?: boolean }) {
 
 /** `retasc unbind`: forgets this folder's key on this machine and revokes it when signed in; the committed files stay. */
 export async function unbind(flags: JsonFlags & { "keep-key"?: boolean }) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   if (!binding.workspace || !binding.workspaceId) {
     throw new CliError("INVALID_INPUT", `the key comes from ${binding.source}, not from this machine's keystore`, "Unset RETASC_MCP_KEY / RETASC_WORKSPACE; there is nothing to unbind here.");
   }

@@ -18,7 +18,7 @@ export interface OrgFlags extends UrlFlag {
  */
 export async function orgIdOf(flags: OrgFlags, session: SignedIn): Promise<string> {
   if (flags["org-id"]) return flags["org-id"];
-  const bound = resolveBinding(process.cwd(), flags)?.workspace;
+  const bound = resolveBinding(process.cwd())?.workspace;
   if (bound && bound.url === session.url) return bound.orgId;
   const orgs = await activeOrgs(session);
   if (orgs.length === 1) return orgs[0]!.orgId;

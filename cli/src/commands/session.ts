@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { spawnSync } from "node:child_process";
-import { CLI_CLIENT_ID, deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import { findMarker, machineLocalParts, mcpUrlOf, onPath, resolveBinding } from "../binding.ts";
+import { CLI_CLIENT_ID, deploymentFromFolder, deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
+import { findMarker, HEADERS_HELPER_COMMAND, machineLocalParts, mcpUrlOf, onPath, originOf, resolveBinding, type ResolvedBinding } from "../binding.ts";
 import { findProjectFile } from "../folder.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
@@ -30,11 +30,14 @@ export async function login(flags: Flags & { github?: boolean; google?: boolean 
     }
   }
   const provider = chosen ?? readConfig().provider;
+  // A folder's .retasc.json picked the server: say so, before any page is shown.
+  const source = deploymentFromFolder(flags);
+  if (source) note(`Signing in to ${url} (named by ${source}; pass --url to choose another).`);
   const code = await request<DeviceCode>(url, "/api/auth/device/code", { body: { client_id: CLI_CLIENT_ID } }).catch((error) => {
     if (error instanceof CliError && error.code === "UNAVAILABLE") throw error;
     throw new CliError("UNAVAILABLE", `${url} does not offer device sign-in`, "Check --url points at a Retasc server.");
   });
-  const open = new URL(code.verification_uri_complete);
+  const open = ownPage(url, code.verification_uri_complete);
   if (provider) open.searchParams.set("provider", provider);
   note(`\n  Open: ${open}`);
   note(`  Enter code: ${grouped(code.user_code)}\n`);
@@ -69,6 +72,29 @@ export async function login(flags: Flags & { github?: boolean; google?: boolean 
   else ok(`Signed in as ${me.user.name} <${me.user.email}>.`);
 }
 
+/**
+ * The verification page a server's device-code answer names, only when it is on that server's
+ * own origin: a server (or a folder naming a look-alike one) cannot send the person to sign in
+ * on another site.
+ */
+function ownPage(url: string, page: unknown): URL {
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(String(page));
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || parsed.origin !== originOf(url)) {
+    throw new CliError(
+      "URL_MISMATCH",
+      `${originOf(url)} answered with a sign-in page on ${parsed?.origin ?? "no valid origin"}, not on its own origin; nothing was opened`,
+      `Sign in only on the server's own pages. Check that --url (or the folder's .retasc.json) names the server you mean; if ${parsed?.origin ?? "that"} is this server's public address, run \`retasc login --url ${parsed?.origin ?? "<its URL>"}\`.`,
+      { server: originOf(url), page: parsed?.origin ?? null },
+    );
+  }
+  return parsed;
+}
+
 /** Forgets the local session and ends it on the server. Agent keys in the keystore stay. */
 export async function logout(flags: Flags) {
   const url = deploymentUrl(flags);
@@ -93,11 +119,11 @@ export async function logout(flags: Flags) {
 
 /** What this folder is bound to (by its key, no login needed) and who is signed in. */
 export async function whoami(flags: Flags) {
-  const binding = resolveBinding(process.cwd(), flags);
+  const { binding, error: unresolved } = folderBinding();
   const session = currentSession(flags);
   let bound: (McpWhoami & { source: string; mcpUrl: string }) | null = null;
   let signedIn: CliWhoami | null = null;
-  let bindingError: CliError | null = null;
+  let bindingError: CliError | null = unresolved;
   if (binding) {
     try {
       bound = { ...(await withMcp(binding, (call) => call<McpWhoami>("whoami"))), source: binding.source, mcpUrl: binding.mcpUrl };
@@ -130,11 +156,21 @@ export async function whoami(flags: Flags) {
   }
 }
 
+/** This folder's binding, or the refusal that stands in for it (a key that would go elsewhere). */
+function folderBinding(cwd = process.cwd()): { binding: ResolvedBinding | null; error: CliError | null } {
+  try {
+    return { binding: resolveBinding(cwd), error: null };
+  } catch (error) {
+    if (error instanceof CliError) return { binding: null, error };
+    throw error;
+  }
+}
+
 /** Resolved configuration, for bug reports. */
 export async function config(flags: Flags) {
   const url = deploymentUrl(flags);
   const session = currentSession(flags);
-  const binding = resolveBinding(process.cwd(), flags);
+  const { binding, error } = folderBinding();
   const value = {
     dir: retascDir(),
     configFile: configPath(),
@@ -142,7 +178,7 @@ export async function config(flags: Flags) {
     deploymentUrl: url,
     mcpUrl: binding?.mcpUrl ?? mcpUrlOf(url),
     signedIn: session ? { email: session.user.email, since: session.signedInAt } : null,
-    folder: binding ? { source: binding.source, workspaceId: binding.workspaceId } : null,
+    folder: binding ? { source: binding.source, workspaceId: binding.workspaceId } : error ? { error: `${error.code}: ${error.message}` } : null,
     env: Object.fromEntries(
       ["RETASC_DIR", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL", "RETASC_WORKSPACE", "RETASC_MCP_KEY"]
         .filter((name) => process.env[name])
@@ -184,8 +220,8 @@ export async function doctor(flags: Flags) {
   }
   const project = findProjectFile(cwd);
   add(".retasc.json names the project", Boolean(project), project ? `${project.value.prefix} at ${project.value.url} (${project.file})` : "run `retasc bind` here to write it: clones of this folder find their server and project by it");
-  const binding = resolveBinding(cwd, flags);
-  add("a key is resolvable", Boolean(binding), binding ? `from ${binding.source}` : "run `retasc bind`, or set RETASC_MCP_KEY");
+  const { binding, error: unresolved } = folderBinding(cwd);
+  add("a key is resolvable", Boolean(binding), binding ? `from ${binding.source}` : unresolved ? `${unresolved.code}: ${unresolved.message}` : "run `retasc bind`, or set RETASC_MCP_KEY and RETASC_MCP_URL");
   if (binding && project && binding.workspace) {
     const differs = [
       normalizeUrl(project.value.url) !== binding.url ? `its URL is ${project.value.url}, the key's ${binding.url}` : null,
@@ -201,10 +237,19 @@ export async function doctor(flags: Flags) {
     add(`${marker.server.command} is on PATH`, Boolean(found), found ?? "install the CLI (see the README), so the command .mcp.json runs is found");
   }
   if (marker && typeof marker.server.headersHelper === "string") {
+    // Only the helper bind writes is run: a command read from a repository's file is not doctor's to run.
     const helperCommand = marker.server.headersHelper;
-    const helper = spawnSync(helperCommand, { shell: true, cwd: marker.dir, encoding: "utf8", timeout: 20_000 });
-    const works = helper.status === 0 && /^Bearer rtsc_/.test(safeParse(helper.stdout)?.Authorization ?? "");
-    add("the headers helper runs", works, works ? helperCommand : (helper.stderr || "it failed").trim().split("\n")[0]!);
+    const retasc = helperCommand === HEADERS_HELPER_COMMAND ? onPath("retasc") : null;
+    const helper = retasc ? spawnSync(retasc, ["mcp", "headers"], { cwd: marker.dir, encoding: "utf8", timeout: 20_000 }) : null;
+    const works = helper?.status === 0 && /^Bearer rtsc_/.test(safeParse(helper.stdout)?.Authorization ?? "");
+    const detail = works
+      ? helperCommand
+      : helper
+        ? (helper.stderr || "it failed").trim().split("\n")[0]!
+        : helperCommand === HEADERS_HELPER_COMMAND
+          ? "retasc is not on PATH"
+          : `it is \`${helperCommand}\`, not \`${HEADERS_HELPER_COMMAND}\`; doctor runs only that: run \`retasc bind\` here to rewrite it`;
+    add("the headers helper runs", works, detail);
   }
   if (binding) {
     const who = await withMcp(binding, (call) => call<McpWhoami>("whoami")).then(

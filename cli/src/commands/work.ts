@@ -42,7 +42,7 @@ export function normalizeIdentifier(value: string, prefix: string | undefined): 
 }
 
 async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target: string | undefined) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const prefix = binding.workspace?.prefix;
   const identifier = target ? normalizeIdentifier(target, prefix) : undefined;
   const reply = await withMcp(binding, (call) =>
@@ -138,7 +138,7 @@ interface DoneFlags extends UrlFlag {
  * would happen and changes nothing.
  */
 export async function done(flags: DoneFlags) {
-  const binding = requireBinding(process.cwd(), flags);
+  const binding = requireBinding(process.cwd());
   const mine = readBindings().claims[keyFingerprint(binding.key)] ?? {};
   const identifier = flags.id ? normalizeIdentifier(flags.id, binding.workspace?.prefix) : issueHere(Object.keys(mine), binding.workspace?.prefix);
   const record = mine[identifier];

@@ -14,6 +14,7 @@ const whoamiOutput = z.object({
       prefix: z.string().describe("the visible start of your key"),
       runtime: z.string().nullable(),
       parentKeyId: z.string().nullable(),
+      expiresAt: z.string().nullable(),
       claimCap: z.number().int().describe("most live claims this key may hold at once"),
     })
     .nullable(),
@@ -39,9 +40,9 @@ export const identityTools = [
     group: "identity",
     description:
       "Call at the start of a session when several sessions share one agent key, so claims and the activity log tell " +
-      "them apart: mints a key with exactly your identity. It is returned once: send it as your Bearer token from " +
-      "then on. It ends with the key it came from. SESSION_KEY_CAP: your key has as many live session keys as allowed " +
-      "(20 by default); retire unused ones.",
+      "them apart: mints a key with exactly your identity, returned once: your Bearer token from then on. " +
+      "It expires in a day (by default), or with the key it came from. An OAuth token cannot mint one (FORBIDDEN). " +
+      "SESSION_KEY_CAP: retire unused ones.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),
@@ -49,6 +50,7 @@ export const identityTools = [
       runtime: z.string(),
       parentKeyId: z.string(),
       projectId: z.string().nullable(),
+      expiresAt: z.string(),
     }),
     annotations: additiveWrite,
     handler: (ctx, input) => mintSessionKey(ctx, input),
