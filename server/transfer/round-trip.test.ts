@@ -8,6 +8,7 @@ import { listComments } from "../issues/comments.ts";
 import { humanCtx } from "../orgs/access.ts";
 import { nextIssue } from "../queue/index.ts";
 import { useTestServices } from "../testing/database.ts";
+import { testDriver } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 import { importExport } from "./import.ts";
@@ -102,6 +103,28 @@ describe("export → import → export", () => {
     const future = `${dir}/b.json`;
     fs.writeFileSync(future, JSON.stringify({ format: "retasc-export", version: 99, org: { timeZone: "UTC" } }));
     await expect(importExport(env.services, { file: future, "org-name": "x" })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("version 99") });
+  });
+});
+
+describe("imports of one person", () => {
+  // PGlite runs one transaction at a time, so two imports never overlap there.
+  it.skipIf(testDriver !== "postgres")("run one at a time on every instance: a second at once, on another pool, is refused RATE_LIMITED (decision 037)", async () => {
+    const org = await seedOrg(env.services, { prefix: "ONE" });
+    await furnishOrg(org);
+    const file = await writeExport(asSystem(org.orgId), tempDir("retasc-transfer-"));
+    const other = await env.tdb.openAnother(2);
+    try {
+      const owner = { ownerUserId: org.agents.alice.userId, ownerEmail: "someone@example.com" };
+      const [first, second] = await Promise.allSettled([
+        importExport(env.services, { file, "org-name": "First" }, owner),
+        importExport({ ...env.services, db: other.db }, { file, "org-name": "Second" }, owner),
+      ]);
+      const refused = [first, second].filter((r) => r.status === "rejected");
+      expect(refused, "one of the two imports is refused").toHaveLength(1);
+      expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ code: "RATE_LIMITED", message: "another import of yours is still running: one at a time per person" });
+    } finally {
+      await other.close();
+    }
   });
 });
 
