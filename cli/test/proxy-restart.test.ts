@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
+import { alive, cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
 /**
  * A bound folder's agent survives a restart (decision 036): its `retasc mcp proxy` keeps the MCP
@@ -75,15 +75,6 @@ afterAll(async () => {
 });
 
 const tool = async (name: string, args: Record<string, unknown> = {}): Promise<any> => (await observer.callTool({ name, arguments: args })).structuredContent;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startAgent(env: Record<string, string>): Promise<{ agent: ChildProcess; out: any }> {
   const script = path.join(tempDir("retasc-agent-"), "agent.mjs");

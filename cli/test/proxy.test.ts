@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
+import { alive, cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
 /**
  * The watchdog: an agent whose .mcp.json runs `retasc mcp proxy` claims through it with a
@@ -59,15 +59,6 @@ async function tool(name: string, args: Record<string, unknown> = {}): Promise<a
   return (await observer.callTool({ name, arguments: args })).structuredContent;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 it("keeps an idle agent's lease alive while it lives, and lets it lapse once the agent is killed", { timeout: 120_000 }, async () => {
   const filed = await tool("save_issue", { title: "Run the long build", work: true, noDependency: "a long build", priority: 1 });

@@ -130,3 +130,13 @@ export async function login(server: Server, person: Person, options: RunOptions 
   return exited;
 }
 
+/** Whether a process is still running. */
+export const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 
 /**
@@ -30,7 +31,7 @@ export async function renewSessionLeases(ctx: Ctx): Promise<number> {
   lastRenewal.set(sessionId, now.getTime());
   const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs).toISOString();
   const due = new Date(now.getTime() - interval).toISOString();
-  const result = await ctx.db.execute(sql`
+  const renewed = await query<{ id: string }>(ctx.db, sql`
     with due as (
       select i.id as issue_id, l.id as lease_id from leases l
         join issues i on i.id = l.issue_id and i.lease_id = l.id
@@ -41,12 +42,7 @@ export async function renewSessionLeases(ctx: Ctx): Promise<number> {
       update leases set expires_at = ${expiresAt}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'calls'
         from due where leases.id = due.lease_id
     )
-    update issues set lease_expires_at = ${expiresAt}::timestamptz from due where issues.id = due.issue_id`);
-  return rowCount(result);
+    update issues set lease_expires_at = ${expiresAt}::timestamptz from due where issues.id = due.issue_id returning issues.id`);
+  return renewed.length;
 }
 
-/** Rows an update touched, on either driver (postgres.js: `count`; PGlite: `affectedRows`). */
-function rowCount(result: unknown): number {
-  const r = result as { count?: number; affectedRows?: number };
-  return Number(r.count ?? r.affectedRows ?? 0);
-}
