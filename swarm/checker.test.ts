@@ -93,6 +93,9 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
     const holderCtx = withPrincipal(booted.services, { ...ctx.principal, sessionId: "holder-session" });
     await create("held by one session", 2);
     const held = (await nextIssue(holderCtx, {})) as Claim;
+    // Date.now() is whole milliseconds and commit timestamps are not: a probe stamped within the
+    // claim's own millisecond would read as sent before the claim committed.
+    await new Promise((r) => setTimeout(r, 2));
     const at = Date.now();
     const probe = (outcome: string): ProbeRecord => ({
       t: "probe", agent: "sibling", session: "sibling-session", kind: "heartbeat", identifier: held.identifier, holder: "holder", outcome, sentAt: at, receivedAt: at + 1,
