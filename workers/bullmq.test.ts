@@ -6,6 +6,7 @@ import { query } from "../db/client.ts";
 import { servicesFor, testConfig, testDriver } from "../server/testing/db.ts";
 import type { Services } from "../server/context.ts";
 import { createLogger } from "../server/log.ts";
+import { transactionWithNotices } from "../server/events/index.ts";
 import { enqueue, jobHealth } from "../server/outbox/index.ts";
 import { QUEUE_NAME, startBullmqRunner } from "./bullmq.ts";
 import { mergeCatalogs, retascJobs } from "./catalog.ts";
@@ -55,7 +56,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
       const ids: number[] = [];
       for (let i = 0; i < 25; i++) {
         ids.push(
-          await services.db.transaction((tx) =>
+          await transactionWithNotices(services.db, (tx) =>
             enqueue(tx, "notify.issue_event", { orgId: "org-1", issueId: `issue-${i}`, kind: "review" }),
           ),
         );
@@ -87,8 +88,8 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
     const runner = await start(services, stack.redis.url);
     const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: stack.redis.url } });
     try {
-      const flaky = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "flaky", failTimes: 2 }));
-      const doomed = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "doomed", permanent: true }));
+      const flaky = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "flaky", failTimes: 2 }));
+      const doomed = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "doomed", permanent: true }));
       await waitFor(async () => {
         const [f, d] = await outboxState([flaky, doomed]);
         return f!.completed && d!.failed;
@@ -115,7 +116,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
       const services = servicesWith({ JOB_CONCURRENCY: "1", OUTBOX_POLL_MS: "300", OUTBOX_REDELIVER_MS: "1500" });
       const runner = await start(services, privateRedis.url);
       const write = (tag: string, sleepMs = 0) =>
-        services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag, sleepMs }));
+        transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag, sleepMs }));
       try {
         const ids: number[] = [];
         for (let i = 0; i < 10; i++) ids.push(await write(`before-${i}`));
@@ -174,7 +175,7 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
     const first = spawnWorker(env);
     let second: ReturnType<typeof spawnWorker> | null = null;
     try {
-      const id = await stack.tdb.database.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "crash", sleepMs: 3_000 }));
+      const id = await transactionWithNotices(stack.tdb.database.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "crash", sleepMs: 3_000 }));
       await waitFor(
         async () => (await probeReport(stack.tdb.database.db)).startsByOutboxId.get(id),
         30_000,

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { migrateDatabase, openPglite } from "../db/client.ts";
+import { transactionWithNotices } from "../server/events/index.ts";
 import { testDriver } from "../server/testing/db.ts";
 import { enqueueProbe, probeReport } from "./testing/probe.ts";
 import { spawnWorker } from "./testing/spawn.ts";
@@ -26,7 +27,7 @@ describe.runIf(testDriver === "pglite")("embedded mode: a runner killed mid-job"
 
   it("runs the job again on the next start and it takes effect once", async () => {
     let database = await openData();
-    const id = await database.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "embedded", sleepMs: 4_000 }));
+    const id = await transactionWithNotices(database.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "embedded", sleepMs: 4_000 }));
     await database.close();
 
     const first = spawnWorker(env);

@@ -4,6 +4,7 @@ import { query } from "../db/client.ts";
 import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import type { Services } from "../server/context.ts";
 import { createLogger } from "../server/log.ts";
+import { transactionWithNotices } from "../server/events/index.ts";
 import { enqueue, jobHealth } from "../server/outbox/index.ts";
 import { mergeCatalogs, retascJobs } from "./catalog.ts";
 import { startInlineRunner } from "./inline.ts";
@@ -58,13 +59,13 @@ describe("enqueue", () => {
   it("validates the payload against the shared schema and refuses content", async () => {
     const db = tdb.database.db;
     await expect(
-      db.transaction((tx) => enqueue(tx, "notify.issue_event", { orgId: "o", issueId: "i", kind: "done", title: "secret" } as never)),
+      transactionWithNotices(db, (tx) => enqueue(tx, "notify.issue_event", { orgId: "o", issueId: "i", kind: "done", title: "secret" } as never)),
     ).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    await expect(db.transaction((tx) => enqueue(tx, "no.such.job" as never, {} as never))).rejects.toMatchObject({
+    await expect(transactionWithNotices(db, (tx) => enqueue(tx, "no.such.job" as never, {} as never))).rejects.toMatchObject({
       code: "INVALID_INPUT",
     });
     await expect(
-      db.transaction((tx) => enqueue(tx, "notify.issue_event", { orgId: "o", issueId: "i", kind: "exploded" } as never)),
+      transactionWithNotices(db, (tx) => enqueue(tx, "notify.issue_event", { orgId: "o", issueId: "i", kind: "exploded" } as never)),
     ).rejects.toMatchObject({ code: "INVALID_INPUT" });
   });
 
@@ -72,7 +73,7 @@ describe("enqueue", () => {
     const db = tdb.database.db;
     const before = await query<{ n: number }>(db, sql`select count(*)::int as n from outbox`);
     await expect(
-      db.transaction(async (tx) => {
+      transactionWithNotices(db, async (tx) => {
         await enqueue(tx, "notify.issue_event", { orgId: "o", issueId: "i", kind: "done" });
         throw new Error("the change failed");
       }),
@@ -89,7 +90,7 @@ describe("in-process runner", () => {
       const ids: number[] = [];
       for (let i = 0; i < 20; i++) {
         ids.push(
-          await services.db.transaction((tx) =>
+          await transactionWithNotices(services.db, (tx) =>
             enqueue(tx, "notify.issue_event", { orgId: "org-1", issueId: `issue-${i}`, kind: "assigned", actorId: null }),
           ),
         );
@@ -108,7 +109,7 @@ describe("in-process runner", () => {
     const services = servicesWith({ JOB_BACKOFF_MS: "150" });
     await withRunner(services, async () => {
       const started = Date.now();
-      const id = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "flaky", failTimes: 2 }));
+      const id = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "flaky", failTimes: 2 }));
       await waitFor(async () => (await outboxState([id]))[0]!.completed, 10_000, "probe completed");
       // 150 ms after the first failure, 300 ms after the second.
       expect(Date.now() - started).toBeGreaterThanOrEqual(450);
@@ -123,8 +124,8 @@ describe("in-process runner", () => {
     const services = servicesWith({ JOB_ATTEMPTS: "3" });
     const before = await jobHealth(services.db);
     await withRunner(services, async () => {
-      const permanent = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "no", permanent: true }));
-      const hopeless = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "never", failTimes: 99 }));
+      const permanent = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "no", permanent: true }));
+      const hopeless = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "never", failTimes: 99 }));
       await waitFor(async () => (await outboxState([permanent, hopeless])).every((r) => r.failed), 30_000, "both failed"); // three attempts with backoff: slow on a loaded machine
       const [p, h] = await outboxState([permanent, hopeless]);
       expect(p).toMatchObject({ attempts: 1, last_error: "INVALID_INPUT" });
@@ -138,7 +139,7 @@ describe("in-process runner", () => {
     const services = servicesWith();
     let id = 0;
     await withRunner(services, async () => {
-      id = await services.db.transaction((tx) => enqueueProbe(tx, "test.probe", { tag: "slow", sleepMs: 700 }));
+      id = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "slow", sleepMs: 700 }));
       await waitFor(async () => (await probeReport(services.db)).startsByOutboxId.get(id), 5_000, "probe started");
     });
     expect((await outboxState([id]))[0]!.completed).toBe(true);
@@ -185,7 +186,7 @@ describe.runIf(testDriver === "postgres")("in-process runners on one PostgreSQL"
       ),
     );
     try {
-      const ids = await services.db.transaction(async (tx) => {
+      const ids = await transactionWithNotices(services.db, async (tx) => {
         const out: number[] = [];
         for (let i = 0; i < 200; i++) out.push(await enqueueProbe(tx, "test.probe", { tag: `p${i}`, sleepMs: 5 }));
         return out;

@@ -8,6 +8,7 @@ import { Keyring, KeyUnavailableError, OrgCipher } from "../server/crypto/index.
 import { saveComment } from "../server/issues/comments.ts";
 import { getIssue, saveIssue } from "../server/issues/index.ts";
 import { createLogger } from "../server/log.ts";
+import { transactionWithNotices } from "../server/events/index.ts";
 import { enqueue } from "../server/outbox/index.ts";
 import { checkpoint, claimIssue } from "../server/queue/index.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
@@ -94,7 +95,7 @@ describe("deleting an org", () => {
     const other = await seedOrg(env.services, { prefix: "KEEP", name: "Kept" });
     const issues = await fill(doomed, marker, 300);
     const kept = await fill(other, "kept", 5);
-    const pending = await env.services.db.transaction((tx) =>
+    const pending = await transactionWithNotices(env.services.db, (tx) =>
       enqueue(tx, "notify.send", { orgId: doomed.orgId, issueId: null, kind: "test", userId: doomed.agents.alice.userId, channel: "email" }),
     );
 

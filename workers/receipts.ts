@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../db/client.ts";
+import { transactionWithNotices } from "../server/events/index.ts";
 
 /**
  * Counts one more arrival at `key` and says whether it is the first. Inside a transaction,
@@ -25,7 +26,7 @@ export async function onceByReceipt<T>(
   job: string,
   effect: (tx: Db) => Promise<T>,
 ): Promise<{ first: true; result: T } | { first: false }> {
-  return db.transaction(async (tx) => {
+  return transactionWithNotices(db, async (tx) => {
     if (!(await arriveAt(tx, key, job))) return { first: false as const };
     return { first: true as const, result: await effect(tx) };
   });

@@ -7,6 +7,7 @@ import { inputErrorOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
+import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { intakeEventOf, pullRequestEvents, usedEvents, type IntakeEvent } from "./events.ts";
 
@@ -116,7 +117,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
     }
     content = deliveryContent(provider, event, parsed);
   }
-  const outcome = await services.db.transaction(async (tx) => {
+  const outcome = await transactionWithNotices(services.db, async (tx) => {
     await tx
       .update(connectors)
       .set({ connectedAt: sql`coalesce(${connectors.connectedAt}, ${now.toISOString()}::timestamptz)`, lastDeliveryAt: now })

@@ -5,6 +5,7 @@ import type { Db } from "../../db/client.ts";
 import { notifyBindings, notifyChannels, notifyCodes, notifyDeliveries, notifyMutes, notifySlackInstalls, type NotifyChannel } from "../../db/schema/index.ts";
 import type { Ctx, Services } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
+import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { actorOf } from "../orgs/access.ts";
 import { addressLabel, type Address, type Addresses } from "./channels.ts";
@@ -177,7 +178,7 @@ export async function setMute(ctx: Ctx, raw: z.input<typeof muteInput>) {
 export async function sendTest(ctx: Ctx, raw: z.input<typeof channelInput>) {
   const { channel } = channelInput.parse(raw);
   const me = await person(ctx);
-  const outboxId = await ctx.db.transaction(async (tx) => {
+  const outboxId = await transactionWithNotices(ctx.db, async (tx) => {
     const [binding] = await tx
       .select({ status: notifyBindings.status })
       .from(notifyBindings)

@@ -4,6 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { orgs } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { forbidden, invalidInput, notFound } from "../errors.ts";
+import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { actorOf, requireRole } from "./access.ts";
 
@@ -42,7 +43,7 @@ export async function deleteOrg(ctx: Ctx, raw: z.input<typeof deleteOrgInput>): 
     throw forbidden("an agent cannot delete an org", "The owner deletes it in the Dash (Settings › Delete org) or with `retasc org delete`.");
   }
   const orgId = principal.orgId;
-  return ctx.db.transaction(async (tx) => {
+  return transactionWithNotices(ctx.db, async (tx) => {
     // The org row locked first: two deletions of one org run one after the other.
     const [org] = await tx.select({ id: orgs.id, name: orgs.name }).from(orgs).where(eq(orgs.id, orgId)).for("update");
     if (!org || !(await hasDataKey(tx, orgId))) throw notFound("org");

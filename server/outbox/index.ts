@@ -4,7 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { outbox } from "../../db/schema/index.ts";
 import { jobSchemas, type JobSchemas } from "./jobs.ts";
 import { invalidInput } from "../errors.ts";
-import { noticesAfterCommitOf } from "../events/index.ts";
+import { noticeAfterCommit, noticesAfterCommitOf } from "../events/index.ts";
 
 /** NOTIFY channel that wakes the outbox relay (or the in-process runner) on commit. */
 export const OUTBOX_CHANNEL = "retasc_outbox";
@@ -29,18 +29,11 @@ export function createEnqueue<S extends JobSchemas>(schemas: S): Enqueue<S> {
     }
     const data = parsed.data as Record<string, unknown>;
     const orgId = typeof data.orgId === "string" ? data.orgId : null;
-    // The relay's wake-up goes out after commit where the transaction allows it
-    // (transactionWithNotices); elsewhere it rides in the insert's RETURNING, delivered on commit.
+    const [row] = await tx.insert(outbox).values({ job, payload: data, orgId }).returning({ id: outbox.id });
+    // The relay's wake-up goes out once the row is committed (one per transaction); a
+    // transaction not opened with transactionWithNotices is refused, as a publish in it is.
     const queued = noticesAfterCommitOf(tx);
-    if (queued) {
-      const [row] = await tx.insert(outbox).values({ job, payload: data, orgId }).returning({ id: outbox.id });
-      if (!queued.some((notice) => notice.channel === OUTBOX_CHANNEL)) queued.push({ channel: OUTBOX_CHANNEL, payload: "" });
-      return row!.id;
-    }
-    const [row] = await tx
-      .insert(outbox)
-      .values({ job, payload: data, orgId })
-      .returning({ id: outbox.id, notified: sql`pg_notify(${OUTBOX_CHANNEL}, '')` });
+    if (!queued?.some((notice) => notice.channel === OUTBOX_CHANNEL)) noticeAfterCommit(tx, [{ channel: OUTBOX_CHANNEL, payload: "" }]);
     return row!.id;
   };
 }
