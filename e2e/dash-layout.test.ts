@@ -83,7 +83,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
       title: "Rotate the signing keys",
       work: true,
       blockedBy: [gate.identifier],
-      body: "## Plan\n\n1. mint the new key\n2. **dual-sign** for a day\n\n```sh\nretasc-admin rotate --org northwind --kind signing --really-long-flag-that-keeps-going-and-going\n```",
+      body: "## Plan\n\n1. mint the new key\n2. **dual-sign** for a day\n\n- [x] keys listed\n- [ ] old key revoked\n\n```sh\nretasc-admin rotate --org northwind --kind signing --really-long-flag-that-keeps-going-and-going\n```",
     });
     const held = await callOk(claude, "save_issue", { title: "Ship the login page", work: true, noDependency: "self-contained" });
     // A container whose graph is wider than a phone: a chain of four and eight standalone issues.

@@ -15,8 +15,8 @@ describe("renderHtml", () => {
     );
     expect(html).toContain("<h1>Title</h1>");
     expect(html).toMatch(/<table>[\s\S]*<th style="text-align:left">a<\/th>/);
-    expect(html).toContain('<li><input type="checkbox" disabled checked> done</li>');
-    expect(html).toContain('<li><input type="checkbox" disabled> todo</li>');
+    expect(html).toContain('<li><label><input type="checkbox" disabled checked> done</label></li>');
+    expect(html).toContain('<li><label><input type="checkbox" disabled> todo</label></li>');
     expect(html).toContain('<code class="language-js">');
     expect(html).toContain("<strong>bold</strong> <em>em</em> <s>gone</s> <code>code</code>");
     expect(html).toContain('<a href="https://ok.example" title="t" rel="noopener noreferrer nofollow">ok</a>');

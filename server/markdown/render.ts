@@ -34,7 +34,7 @@ md.renderer.rules.image = (tokens, idx, options, env, self) => {
   return `<a href="${escape(String(token.attrGet("src")))}" rel="${REL}">${escape(label)}</a>`;
 };
 
-// GFM task lists: `- [ ] todo` / `- [x] done` become disabled checkboxes.
+// GFM task lists: `- [ ] todo` / `- [x] done` become disabled checkboxes, each labelled by its item's text.
 const TASK = /^\[([ xX])\] /;
 md.core.ruler.after("inline", "task_list", (state) => {
   const tokens = state.tokens;
@@ -45,9 +45,12 @@ md.core.ruler.after("inline", "task_list", (state) => {
     const match = first?.type === "text" ? TASK.exec(first.content) : null;
     if (!first || !match) continue;
     first.content = first.content.slice(match[0].length);
-    const box = new state.Token("html_inline", "", 0);
-    box.content = `<input type="checkbox" disabled${match[1] === " " ? "" : " checked"}> `;
-    inline.children!.unshift(box);
+    const open = new state.Token("html_inline", "", 0);
+    open.content = `<label><input type="checkbox" disabled${match[1] === " " ? "" : " checked"}> `;
+    const close = new state.Token("html_inline", "", 0);
+    close.content = "</label>";
+    inline.children!.unshift(open);
+    inline.children!.push(close);
   }
 });
 

@@ -49,6 +49,10 @@ describe("the drain forecast", () => {
 
     const start = clock.now().getTime();
     await tick();
+    // 3 finished in 10 minutes: too little history to plan by.
+    const early = await queueForecast(author);
+    expect(early).toMatchObject({ finished: 3, perHour: null, openEta: null });
+    expect(early.reason).toBe("not enough history for a pace yet: 3 finished over 10 min (a pace needs 5 over 10 min)");
     await tick(); // warm-up: 6 finished in 20 minutes
     const forecast = (await queueStatus(author)).forecast;
     expect(forecast).toMatchObject({ window: "24h", finished: 6, perHour: 18, medianClaimToDoneMs: TAKES, open: 9, reason: null });

@@ -13,10 +13,14 @@ import { isOpen } from "../../db/schema/dispatch.ts";
  *
  * The pace is finishes (a lease ended by `done` or a handoff to review) over the window's active
  * span: from the earliest claim among those finishes (or the window's start) to now, so a fleet
- * that started an hour ago is not measured as idle for the other 23.
+ * that started an hour ago is not measured as idle for the other 23. A pace is only given from
+ * MIN_FINISHES over MIN_SPAN_MINUTES: two finishes in half a minute made "194 an hour, drained
+ * in 0 min", which no one should plan by.
  */
 const HOUR_MS = 3_600_000;
 const WINDOW_HOURS = 24;
+const MIN_FINISHES = 5;
+const MIN_SPAN_MINUTES = 10;
 /** Chains longer than this are cut: the forecast is already bounded by them. */
 const CHAIN_CAP = 200;
 
@@ -74,7 +78,8 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   const finished = Number(paceRow?.finished ?? 0);
   const spanStart = paceRow?.first_claim ? Math.max(windowStart.getTime(), new Date(paceRow.first_claim).getTime()) : now.getTime();
   const spanHours = (now.getTime() - spanStart) / HOUR_MS;
-  const perHour = finished > 0 && spanHours > 0 ? finished / spanHours : null;
+  const measured = finished >= MIN_FINISHES && spanHours * 60 >= MIN_SPAN_MINUTES;
+  const perHour = measured ? finished / spanHours : null;
   const medianClaimToDoneMs = paceRow?.median_ms != null ? Math.round(Number(paceRow.median_ms)) : null;
 
   const { depthOf, criticalChain } = longestBlockerChains(openWork, blocks);
@@ -100,7 +105,7 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   return {
     window: `${WINDOW_HOURS}h`,
     finished,
-    perHour: perHour === null ? null : Math.round(perHour * 100) / 100,
+    perHour: perHour === null ? null : roundRate(perHour),
     medianClaimToDoneMs,
     ready,
     open,
@@ -113,9 +118,17 @@ export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
       const h = hours(c.open, c.chain);
       return { identifier, open: c.open, hours: h, eta: eta(h) };
     }),
-    reason: perHour === null ? `no finish in the last ${WINDOW_HOURS}h to measure a pace from` : null,
+    reason:
+      finished === 0
+        ? `no finish in the last ${WINDOW_HOURS}h to measure a pace from`
+        : perHour === null
+          ? `not enough history for a pace yet: ${finished} finished over ${Math.round(spanHours * 60)} min (a pace needs ${MIN_FINISHES} over ${MIN_SPAN_MINUTES} min)`
+          : null,
   };
 }
+
+/** Whole numbers from 10 an hour up, one decimal below: what a rate measured over minutes can claim. */
+const roundRate = (perHour: number) => (perHour >= 10 ? Math.round(perHour) : Math.round(perHour * 10) / 10);
 export type QueueForecast = Awaited<ReturnType<typeof queueForecast>>;
 
 /**

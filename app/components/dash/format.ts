@@ -47,6 +47,7 @@ export function stamp(iso: string | null | undefined): string {
 /** A length of time at the scale it is read: `12 min`, `3.5 h`, `2.0 days`. */
 export function duration(ms: number): string {
   const m = Math.round(ms / 60_000);
+  if (m === 0) return "under a minute";
   return m < 60 ? `${m} min` : m < 48 * 60 ? `${(m / 60).toFixed(1)} h` : `${(m / 1440).toFixed(1)} days`;
 }
 

@@ -40,5 +40,8 @@ describe("the Fleet page's drain forecast", () => {
     const none = { ...forecast, perHour: null, readyHours: null, openHours: null, reason: "no finish in the last 24h to measure a pace from" };
     expect(drainWords(none)).toBe("9 open issues, 4 ready; no finish in the last 24h to measure a pace from.");
     expect(drainWords({ ...forecast, open: 0, ready: 0 })).toBe("Nothing is open: the queue is drained.");
+    expect(drainWords({ ...forecast, perHour: 40, readyHours: 0.005 })).toBe(
+      "At 40 finished an hour (over the active part of the last 24h) the 4 ready issues drain in under a minute, all 9 open issues in about 1.0 h.",
+    );
   });
 });

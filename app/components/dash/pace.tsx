@@ -9,6 +9,10 @@ import type { FleetSnapshot } from "../../../server/dash/fleet.ts";
  */
 type Forecast = FleetSnapshot["forecast"];
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const within = (hours: number) => {
+  const text = duration(hours * 3_600_000);
+  return text === "under a minute" ? "in under a minute" : `in about ${text}`;
+};
 
 export function drainWords(f: Forecast): string {
   if (f.open === 0) return "Nothing is open: the queue is drained.";
@@ -16,7 +20,7 @@ export function drainWords(f: Forecast): string {
     return `${plural(f.open, "open issue")}, ${f.ready} ready; ${f.reason}.`;
   }
   const pace = `At ${f.perHour} finished an hour (over the active part of the last ${f.window})`;
-  return `${pace} the ${plural(f.ready, "ready issue")} drain in about ${duration(f.readyHours * 3_600_000)}, all ${plural(f.open, "open issue")} in about ${duration(f.openHours * 3_600_000)}.`;
+  return `${pace} the ${plural(f.ready, "ready issue")} drain ${within(f.readyHours)}, all ${plural(f.open, "open issue")} ${within(f.openHours)}.`;
 }
 
 export function PacePicture({ charts, forecast }: { charts: FleetSnapshot["charts"]; forecast: Forecast }) {
@@ -43,7 +47,7 @@ export function PacePicture({ charts, forecast }: { charts: FleetSnapshot["chart
             {forecast.containers.map((c) => (
               <li key={c.identifier}>
                 <span className="font-mono text-xs">{c.identifier}</span>: {plural(c.open, "open issue")}
-                {c.hours !== null ? `, done in about ${duration(c.hours * 3_600_000)}` : ""}
+                {c.hours !== null ? `, done ${within(c.hours)}` : ""}
               </li>
             ))}
           </ul>
