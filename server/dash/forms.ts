@@ -1,3 +1,5 @@
+import { invalidInput } from "../errors.ts";
+
 /**
  * Turns the Dash's HTML forms into the inputs the server functions take (the same ones
  * agents send), so every rule and message stays in server/. Blank fields mean "not given".
@@ -9,8 +11,34 @@ const text = (form: FormData, name: string): string | undefined => {
   return trimmed === "" ? undefined : trimmed;
 };
 
-/** `RTSC-1, rtsc-2 RTSC-3` → ["RTSC-1", "rtsc-2", "RTSC-3"] (the schema upper-cases them). */
-export const identifierList = (value: string | undefined): string[] => (value ? value.split(/[\s,]+/).filter(Boolean) : []);
+/** One reference as people type it: `WEB-4`, `web-4`, `WEB 4`, or `#4` / `4` for the form's project. */
+const REFERENCE = /([A-Za-z][A-Za-z0-9]{1,9})[\s-]*(\d+)|#?(\d+)/g;
+
+/**
+ * `WEB-1, web 2 #3` → ["WEB-1", "WEB-2", "WEB-3"] with `WEB` the form's project. Anything else
+ * is refused in the form's own words, naming what was not understood.
+ */
+export function issueReferences(value: string | undefined, prefix: string | undefined, field: string): string[] {
+  if (!value) return [];
+  const found: string[] = [];
+  const rest = value
+    .replace(REFERENCE, (_all, word: string | undefined, number: string | undefined, bare: string | undefined) => {
+      if (word !== undefined) found.push(`${word.toUpperCase()}-${number}`);
+      else if (prefix) found.push(`${prefix.toUpperCase()}-${bare}`);
+      else return `#${bare}`;
+      return " ";
+    })
+    .split(/[\s,;]+/)
+    .filter(Boolean);
+  if (rest.length > 0) {
+    const example = prefix ? prefix.toUpperCase() : "WEB";
+    throw invalidInput(
+      `${field}: ${rest.map((r) => `"${r}"`).join(", ")} is not an issue`,
+      `Write issues as ${example}-4, ${example.toLowerCase()}-4, ${example} 4 or #4, separated by commas or spaces.`,
+    );
+  }
+  return found;
+}
 
 const labelList = (value: string | undefined): string[] => (value ? value.split(",").map((l) => l.trim()).filter(Boolean) : []);
 
@@ -19,7 +47,7 @@ const numberOrUndefined = (value: string | undefined) => (value === undefined ? 
 /** The new-issue form → save_issue's create input. */
 export function createIssueInput(form: FormData): Record<string, unknown> {
   const dependency = text(form, "dependency");
-  const blockedBy = identifierList(text(form, "blockedBy"));
+  const blockedBy = issueReferences(text(form, "blockedBy"), text(form, "project"), "Blocked by");
   const kind = text(form, "work");
   return {
     project: text(form, "project"),

@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { createIssueInput, issueReferences } from "./forms.ts";
+
+describe("the new-issue form's Blocked by", () => {
+  it("reads issues as people type them, with the form's project for bare numbers", () => {
+    expect(issueReferences("WEB 1, web-2 #3 WEB-4; 5  ops 6", "WEB", "Blocked by")).toEqual(["WEB-1", "WEB-2", "WEB-3", "WEB-4", "WEB-5", "OPS-6"]);
+  });
+
+  it("refuses what is not an issue in the form's words, with this project's prefix", () => {
+    expect(() => issueReferences("WEB-1, the login bug", "WEB", "Blocked by")).toThrow(
+      expect.objectContaining({ code: "INVALID_INPUT", message: 'Blocked by: "the", "login", "bug" is not an issue', hint: expect.stringContaining("WEB-4, web-4, WEB 4 or #4") }),
+    );
+  });
+
+  it("sends the references as save_issue's blockedBy", () => {
+    const form = new FormData();
+    form.set("project", "WEB");
+    form.set("dependency", "blockedBy");
+    form.set("blockedBy", "WEB 1");
+    expect(createIssueInput(form).blockedBy).toEqual(["WEB-1"]);
+  });
+});
