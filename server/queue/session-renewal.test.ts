@@ -22,7 +22,7 @@ const inSession = (ctx: Ctx): Ctx => ({ ...ctx, principal: { ...ctx.principal, s
 const task = (ctx: Ctx, title: string) => saveIssue(ctx, { title, work: true, noDependency: "renewal test" });
 
 describe("renewal by a session's calls", () => {
-  it("renews the session's due leases in one statement, then issues no statement until the interval has passed", async () => {
+  it("renews the session's due leases in one statement (in its own transaction), then issues none until the interval has passed", async () => {
     const org = await seedOrg(env.services, { prefix: "RNW" });
     const agent = inSession(org.agents.alice.ctx);
     const issue = await task(agent, "held");
@@ -30,7 +30,7 @@ describe("renewal by a session's calls", () => {
 
     clock.advance(interval);
     await new Promise((resolve) => setTimeout(resolve, 100)); // the claim's notices, sent after its commit
-    const statements = vi.spyOn(agent.db, "execute");
+    const statements = vi.spyOn(agent.db, "transaction");
     expect(await renewSessionLeases(agent)).toBe(1);
     expect(statements).toHaveBeenCalledTimes(1);
     const renewed = await checkClaim(agent, { identifier: issue.identifier });
@@ -74,6 +74,31 @@ describe("renewal by a session's calls", () => {
     });
     if (testDriver === "postgres") expect(renewed).toBe(0);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("a lease that lapses while the renewal waits for a connection stays lapsed: the clock is read once the statement has one", async () => {
+    const org = await seedOrg(env.services, { prefix: "RNC" });
+    const agent = inSession(org.agents.alice.ctx);
+    const issue = await task(agent, "lapses while the call waits");
+    await claimIssue(agent, { identifier: issue.identifier });
+    clock.advance(TTL_MS - 1); // due, and live for one more millisecond
+    // A pool of one connection, held: the renewal's statement queues for it, as on a busy instance.
+    const narrow = await env.tdb.openAnother(1);
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const busy = narrow.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`);
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    const renewal = renewSessionLeases({ ...agent, db: narrow.db });
+    clock.advance(2); // the lease lapses while the renewal waits
+    release();
+    await busy;
+    expect(await renewal).toBe(0);
+    expect(await checkClaim(agent, { identifier: issue.identifier })).toMatchObject({ status: "expired", held: false });
   });
 
   it("a caller with no session renews nothing", async () => {

@@ -23,26 +23,30 @@ const lastRenewal = new Map<string, number>();
 export async function renewSessionLeases(ctx: Ctx): Promise<number> {
   const { sessionId, keyId } = ctx.principal;
   if (!sessionId || !keyId) return 0;
-  const now = ctx.clock.now();
+  const calledAt = ctx.clock.now().getTime();
   const interval = renewalIntervalMs(ctx.config.leaseTtlMs);
   const last = lastRenewal.get(sessionId);
-  if (last !== undefined && now.getTime() - last < interval) return 0;
+  if (last !== undefined && calledAt - last < interval) return 0;
   if (lastRenewal.size > 100_000) lastRenewal.clear();
-  lastRenewal.set(sessionId, now.getTime());
-  const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs).toISOString();
-  const due = new Date(now.getTime() - interval).toISOString();
-  const renewed = await query<{ id: string }>(ctx.db, sql`
-    with due as (
-      select i.id as issue_id, l.id as lease_id from leases l
-        join issues i on i.id = l.issue_id and i.lease_id = l.id
-       where l.session_id = ${sessionId} and l.key_id = ${keyId} and l.ended_at is null
-         and i.lease_expires_at > ${now.toISOString()}::timestamptz and l.heartbeat_at <= ${due}::timestamptz
-       for update of i skip locked
-    ), renewed as (
-      update leases set expires_at = ${expiresAt}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'calls'
-        from due where leases.id = due.lease_id
-    )
-    update issues set lease_expires_at = ${expiresAt}::timestamptz from due where issues.id = due.issue_id returning issues.id`);
+  lastRenewal.set(sessionId, calledAt);
+  // The clock is read once the statement holds its connection, not when the call began: on a busy
+  // pool it can wait seconds for one, and a lease that lapsed meanwhile must stay lapsed.
+  const renewed = await ctx.db.transaction(async (tx) => {
+    const now = ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + ctx.config.leaseTtlMs).toISOString();
+    const due = new Date(now.getTime() - interval).toISOString();
+    return query<{ id: string }>(tx, sql`
+      with due as (
+        select i.id as issue_id, l.id as lease_id from leases l
+          join issues i on i.id = l.issue_id and i.lease_id = l.id
+         where l.session_id = ${sessionId} and l.key_id = ${keyId} and l.ended_at is null
+           and i.lease_expires_at > ${now.toISOString()}::timestamptz and l.heartbeat_at <= ${due}::timestamptz
+         for update of i skip locked
+      ), renewed as (
+        update leases set expires_at = ${expiresAt}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'calls'
+          from due where leases.id = due.lease_id
+      )
+      update issues set lease_expires_at = ${expiresAt}::timestamptz from due where issues.id = due.issue_id returning issues.id`);
+  });
   return renewed.length;
 }
-
