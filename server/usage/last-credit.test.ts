@@ -7,7 +7,8 @@ import { testDriver } from "../testing/db.ts";
 /**
  * The last-credit race: 64 agents on two app instances over one PostgreSQL, claiming and
  * finishing until the org's credit runs out. The balance never goes below zero, every charge
- * belongs to a committed write, and no committed write lacks its charge.
+ * belongs to a committed write, and no committed write lacks its charge; and no two charges
+ * deadlock on the slices as the credit runs out.
  */
 const AGENTS = 64;
 const ISSUES = 260;
@@ -119,7 +120,11 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
       }),
     );
 
-    console.log(`last credit: slowest call ${slowest.tool} ${Math.round(slowest.ms)} ms; lock waits over 5 s: ${lockWaits.size}`);
+    // Charges near zero wait for slices; they must never deadlock each other (each deadlock held
+    // its charges for deadlock_timeout, then reran them: 18 and 25 a race before decision 044).
+    const [{ deadlocks }] = await sql`select deadlocks::int from pg_stat_database where datname = current_database()`;
+    console.log(`last credit: slowest call ${slowest.tool} ${Math.round(slowest.ms)} ms; lock waits over 5 s: ${lockWaits.size}; deadlocks: ${deadlocks}`);
+    expect(deadlocks).toBe(0);
     // Every agent stopped on BILLING_INACTIVE, with the sentence for its human.
     expect(Object.keys(refusals)).toEqual(["BILLING_INACTIVE"]);
     expect(tellHuman).toContain("/dash/settings/billing");
