@@ -65,6 +65,10 @@ const alreadyFinished = (o: Outcome) =>
 /** One MCP session (an SDK client) and the calls made in it, logged with that session. */
 class Session {
   private client: Client | null = null;
+  /** The instance this session's connection goes to: a transport failure is judged against its faults. */
+  private endpoint = "";
+  /** When the last call went out: a transport failure spans from then to its retry record. */
+  private lastSentAt = 0;
   /** The id leases record: what the Mcp-Session-Id carries between `rtses_` and the `.`. */
   session: string | null = null;
 
@@ -81,16 +85,18 @@ class Session {
     for (let attempt = 0; ; attempt++) {
       if (this.client) return this.client;
       const client = new Client({ name: `swarm-${this.spec.name}`, version: "1.0.0" });
-      const transport = new StreamableHTTPClientTransport(new URL(pick(this.config.endpoints)), {
+      this.endpoint = pick(this.config.endpoints);
+      const transport = new StreamableHTTPClientTransport(new URL(this.endpoint), {
         requestInit: { headers: { authorization: `Bearer ${this.spec.key}` } },
       });
+      const sentAt = Date.now();
       try {
         await client.connect(transport, { timeout: CALL_TIMEOUT_MS });
         this.client = client;
         this.session = /^rtses_([^.]+)\./.exec(transport.sessionId ?? "")?.[1] ?? null;
         if (this.session) this.log({ t: "session", agent: this.spec.name, session: this.session, proc: this.config.proc, at: Date.now() });
       } catch (error) {
-        this.log({ t: "retry", agent: this.spec.name, tool: "initialize", reason: reasonOf(error), at: Date.now() });
+        this.log({ t: "retry", agent: this.spec.name, tool: "initialize", reason: reasonOf(error), endpoint: this.endpoint, sentAt, at: Date.now() });
         await client.close().catch(() => {});
         await sleep(backoff(attempt));
       }
@@ -106,6 +112,7 @@ class Session {
 
   async call(tool: string, args: Record<string, unknown>): Promise<Outcome> {
     const client = await this.connected();
+    this.lastSentAt = Date.now();
     try {
       const result = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS })) as CallToolResult;
       if (result.isError) {
@@ -128,7 +135,7 @@ class Session {
       const outcome = await this.call(tool, args);
       onAttempt?.(outcome, attempt);
       if (outcome.kind !== "transport") return outcome;
-      this.log({ t: "retry", agent: this.spec.name, tool, reason: outcome.reason, at: Date.now() });
+      this.log({ t: "retry", agent: this.spec.name, tool, reason: outcome.reason, endpoint: this.endpoint, sentAt: this.lastSentAt, at: Date.now() });
       await this.reconnect();
       await sleep(backoff(attempt));
     }
@@ -324,9 +331,11 @@ function notesOf(checkpoint: unknown): CheckpointNotes | null {
   return { done: text(c.done), next: text(c.next), note: text(c.note) };
 }
 
+/** The error's code, or its cause's (fetch throws "fetch failed" with ECONNRESET, ECONNREFUSED... as the cause), and its message. */
 function reasonOf(error: unknown): string {
-  const e = error as { code?: unknown; message?: unknown };
-  return `${e?.code ?? ""} ${String(e?.message ?? error)}`.trim().slice(0, 200);
+  const e = error as { code?: unknown; message?: unknown; cause?: { code?: unknown; cause?: { code?: unknown } } };
+  const code = e?.cause?.code ?? e?.cause?.cause?.code ?? e?.code ?? "";
+  return `${code} ${String(e?.message ?? error)}`.trim().slice(0, 200);
 }
 
 const backoff = (attempt: number) => Math.min(2_000, 50 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());

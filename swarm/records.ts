@@ -87,12 +87,20 @@ export interface PullRecord {
   sentAt: number;
 }
 
-/** A call that got no answer or UNAVAILABLE: the agent retried (counted, not judged). */
+/**
+ * A call that got no answer or UNAVAILABLE: the agent retried. Judged by swarm/transport.ts against
+ * the faults: a transport failure of a call to an instance while it was killed, or during a
+ * PostgreSQL restart, is expected; any other is not.
+ */
 export interface RetryRecord {
   t: "retry";
   agent: string;
   tool: string;
+  /** The error's code (ECONNRESET, ECONNREFUSED, UND_ERR_SOCKET, UNAVAILABLE, an HTTP status) and message. */
   reason: string;
+  /** The instance the call went to, and when it went out (absent for a failure of the agent's own loop). */
+  endpoint?: string;
+  sentAt?: number;
   at: number;
 }
 

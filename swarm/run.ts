@@ -18,6 +18,7 @@ import type { AgentProcessConfig, AgentSpec, Role } from "./agent.ts";
 import { checkInvariants, type CheckResult } from "./checker.ts";
 import { PrivatePostgres } from "./private-postgres.ts";
 import { appendAfterKill, readRecords } from "./records.ts";
+import { attributeTransportFailures, type Outage, type TransportFigures } from "./transport.ts";
 
 /**
  * The swarm: N app instances (the built app, as tests start it) and worker processes on a
@@ -69,6 +70,8 @@ export interface SwarmResult {
   appOutput: string;
   /** /metrics of the apps and workers, scraped during the run (swarm/metrics.ts). */
   metrics: MetricsReport;
+  /** The agents' transport failures (ECONNRESET and the rest), each explained by a fault or not (swarm/transport.ts). */
+  transport: TransportFigures;
 }
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -166,6 +169,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-swarm-"));
   const cleanups: (() => Promise<void> | void)[] = [];
   const faults = { agentKills: 0, appKills: 0, postgresRestarts: 0, redisRestarts: 0, faultErrors: [] as string[] };
+  const outages: Outage[] = [];
   let apps: (AppProcess | null)[] = [];
   let booted: Booted | null = null;
   const agentProcs: { child: ChildProcess; output: () => string }[] = [];
@@ -316,10 +320,13 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
           const index = Math.floor(random() * apps.length);
           const app = apps[index]!;
           apps[index] = null;
+          const outage: Outage = { endpoint: endpoints[index], what: "app instance killed", from: Date.now(), to: Infinity };
+          outages.push(outage);
           await killHard(app.child);
           faults.appKills++;
           await sleep(1_000);
           apps[index] = await startApp(env, { port: app.port, timeoutMs: 120_000 });
+          outage.to = Date.now();
         },
       });
     }
@@ -329,7 +336,10 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
         at: 0.5 + (0.4 * (k - 1)) / pgRestarts,
         name: "restart PostgreSQL",
         run: async () => {
+          const outage: Outage = { what: "PostgreSQL restart", from: Date.now(), to: Infinity };
+          outages.push(outage);
           pg.restart();
+          outage.to = Date.now();
           faults.postgresRestarts++;
         },
       });
@@ -394,7 +404,8 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
     if (done < options.issues) check.violations.unshift(`[time] only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
     for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
-    return { check, agents, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report() };
+    const transport = attributeTransportFailures(records, outages);
+    return { check, agents, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report(), transport };
   } finally {
     process.off("SIGINT", abort);
     process.off("SIGTERM", abort);
@@ -420,6 +431,8 @@ export function formatSwarm(result: SwarmResult): string {
     `resumed claims      ${f.resumedClaimsChecked} carried the last checkpoint check (${f.resumedAfterExpiry} after an expiry)`,
     `faults              ${result.faults.agentKills} agent processes SIGKILLed, ${result.faults.appKills} app instance kills, ${result.faults.postgresRestarts} PostgreSQL restarts, ${result.faults.redisRestarts} Redis restarts`,
     `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
+    `  by cause          ${Object.entries(result.transport.byCode).map(([code, n]) => `${code} ${n.failures} (${n.expected} in a fault)`).join(", ") || "none"}; unexpected ${result.transport.unexpected.length}`,
+    ...result.transport.unexpected.slice(0, 20).map((u) => `  ? ${u}`),
     `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
     ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
     `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}; an unsigned webhook delivery: ${result.metrics.webhookProbes.join(", ")}`,
