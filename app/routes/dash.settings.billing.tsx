@@ -15,7 +15,7 @@ export function meta() {
 
 const FILTERS = ["person", "runtime", "tool", "day"] as const;
 
-/** Owners and admins: the org's balance, cap, purchases and ledger. Members: their own usage. */
+/** Owners and admins: the org's balance, cap, purchases and ledger (owners buy and set the cap). Members: their own usage. */
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const params = new URL(request.url).searchParams;
@@ -88,15 +88,19 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
               <dt>Bought</dt>
               <dd className="text-right" data-testid="balance-bought">{usd(summary.balance.boughtMicroCredits)}</dd>
             </dl>
-            <Form method="post" className="mt-4 flex flex-wrap items-center gap-2" aria-label="Buy credit">
-              <input type="hidden" name="intent" value="buy" />
-              <span className="text-sm font-medium">Buy credit</span>
-              {packs.map((pack) => (
-                <Button key={pack} name="pack" value={String(pack)} tone="secondary" aria-label={`Buy $${pack} of credit`}>
-                  ${pack}
-                </Button>
-              ))}
-            </Form>
+            {role === "owner" ? (
+              <Form method="post" className="mt-4 flex flex-wrap items-center gap-2" aria-label="Buy credit">
+                <input type="hidden" name="intent" value="buy" />
+                <span className="text-sm font-medium">Buy credit</span>
+                {packs.map((pack) => (
+                  <Button key={pack} name="pack" value={String(pack)} tone="secondary" aria-label={`Buy $${pack} of credit`}>
+                    ${pack}
+                  </Button>
+                ))}
+              </Form>
+            ) : (
+              <p className="mt-2 text-xs text-stone-600">Owners buy credit.</p>
+            )}
           </Card>
           <Card title="This month">
             <p className="text-sm" data-testid="month-spend">

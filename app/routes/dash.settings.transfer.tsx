@@ -2,9 +2,11 @@ import { Form, redirect } from "react-router";
 import type { Route } from "./+types/dash.settings.transfer";
 import { currentOrgCookie, requireMember } from "../auth.server.ts";
 import { Button, Card, ErrorNote, Field, Notice } from "../components/ui.tsx";
-import { toErrorBody } from "../errors.server.ts";
+import { attempt, toErrorBody } from "../errors.server.ts";
+import { readForm } from "../forms.server.ts";
 import { saveUploadForm } from "../upload.server.ts";
 import { importUpload, UPLOAD_MAX_BYTES } from "../../server/transfer/import.ts";
+import { orgSettings, setAdminsMayExport } from "../../server/orgs/settings.ts";
 import "../components/dash/dash.css";
 
 export function meta() {
@@ -12,10 +14,18 @@ export function meta() {
 }
 
 export async function loader({ request, context }: Route.LoaderArgs) {
-  const { membership, org } = await requireMember(request, context);
-  // Owners and admins export the org, and import an export (decision 037).
+  const { ctx, membership, org } = await requireMember(request, context);
+  // Owners export the org, admins where an owner lets them (decision 043); both import an export (decision 037).
+  const { adminsMayExport } = await orgSettings(ctx);
   const manages = membership.role !== "member";
-  return { canExport: manages, canImport: manages, orgName: org.name, uploadMaxMiB: UPLOAD_MAX_BYTES / (1024 * 1024) };
+  return {
+    canExport: membership.role === "owner" || (membership.role === "admin" && adminsMayExport),
+    isOwner: membership.role === "owner",
+    adminsMayExport,
+    canImport: manages,
+    orgName: org.name,
+    uploadMaxMiB: UPLOAD_MAX_BYTES / (1024 * 1024),
+  };
 }
 
 /**
@@ -26,6 +36,12 @@ export async function loader({ request, context }: Route.LoaderArgs) {
  */
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
+  // The owner's switch is a plain form; the import is the only multipart one.
+  if (!(request.headers.get("content-type") ?? "").startsWith("multipart/form-data")) {
+    const form = await readForm(request);
+    const result = await attempt(context.log, () => setAdminsMayExport(ctx, { allowed: form.get("adminsMayExport") === "on" }));
+    return result.ok ? { done: result.value.adminsMayExport ? "Admins may export the org." : "Only owners export the org.", error: null, orgName: "" } : { error: result.error, orgName: "" };
+  }
   let orgName = "";
   try {
     const { orgId } = await importUpload(ctx, async (dir) => {
@@ -46,7 +62,7 @@ const downloads = [
 ];
 
 export default function Transfer({ loaderData, actionData }: Route.ComponentProps) {
-  const { canExport, canImport, orgName, uploadMaxMiB } = loaderData;
+  const { canExport, isOwner, adminsMayExport, canImport, orgName, uploadMaxMiB } = loaderData;
   return (
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">Import &amp; export</h1>
@@ -69,8 +85,18 @@ export default function Transfer({ loaderData, actionData }: Route.ComponentProp
             </ul>
           </div>
         ) : (
-          <Notice>Owners and admins export the org.</Notice>
+          <Notice>{adminsMayExport ? "Owners and admins export the org." : "Owners export the org."}</Notice>
         )}
+        {isOwner ? (
+          <Form method="post" className="mt-4 flex flex-wrap items-center gap-3" aria-label="Who exports">
+            <label className="flex items-center gap-2 text-sm">
+              <input type="checkbox" name="adminsMayExport" defaultChecked={adminsMayExport} />
+              Admins may export the org too
+            </label>
+            <Button tone="secondary">Save</Button>
+          </Form>
+        ) : null}
+        {actionData && "done" in actionData && actionData.done ? <Notice>{actionData.done}</Notice> : null}
       </Card>
       <Card title="Import">
         <p className="text-sm">

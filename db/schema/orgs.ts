@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  boolean,
   index,
   integer,
   pgTable,
@@ -14,6 +15,8 @@ export const orgs = pgTable("orgs", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   timeZone: text("time_zone").notNull().default("UTC"),
+  /** The owner lets admins export the org (decision 043); exporting is otherwise the owners'. */
+  adminsMayExport: boolean("admins_may_export").notNull().default(false),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 

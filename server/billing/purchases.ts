@@ -26,7 +26,7 @@ export const billingOff = () =>
   new DomainError("INVALID_INPUT", "billing is off on this server: nothing is charged, so there is no credit to buy", "An operator turns it on with RETASC_BILLING=on.");
 
 /**
- * Starts buying a credit pack (owners and admins): records the purchase, then creates its
+ * Starts buying a credit pack (the owners': billing is theirs, decision 043): records the purchase, then creates its
  * Stripe Checkout session (mode payment, the org's id as client_reference_id) and returns the
  * Checkout URL to send the buyer to. `baseUrl` is this app's URL as the buyer reaches it,
  * where Checkout sends them back. Nothing is credited here: the signed webhook does that
@@ -36,7 +36,7 @@ export async function buyCredit(ctx: Ctx, raw: z.input<typeof buyCreditInput>, d
   const { pack } = buyCreditInput.parse(raw);
   if (ctx.config.RETASC_BILLING !== "on") throw billingOff();
   const actor = await actorOf(ctx);
-  requireRole(actor, ["owner", "admin"], "buying credit");
+  requireRole(actor, ["owner"], "buying credit");
   const orgId = ctx.principal.orgId;
   const purchaseId = newId();
   const now = ctx.clock.now();

@@ -3,7 +3,8 @@ import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
-import { actorOf, requireRole } from "../orgs/access.ts";
+import { actorOf } from "../orgs/access.ts";
+import { requireExporter } from "../orgs/settings.ts";
 import { DIFFERS_ON_IMPORT, EXPORT_FORMAT, EXPORT_VERSION, type ExportHeader, type Section } from "./format.ts";
 import {
   activityPages,
@@ -34,13 +35,14 @@ export interface OrgExport {
 }
 
 /**
- * The whole org, decrypted, for its owners and admins (and operators): JSON (everything, the
+ * The whole org, decrypted, for its owners (and operators), and its admins where an owner lets them
+ * (requireExporter, the one check every door's export passes): JSON (everything, the
  * format docs/export-format.md describes, which imports back) or CSV (issues, or comments).
  * The access check runs now; the document is read as the caller consumes `chunks`.
  */
 export async function exportOrg(ctx: Ctx, raw: z.input<typeof exportInput> = {}): Promise<OrgExport> {
   const input = exportInput.parse(raw);
-  requireRole(await actorOf(ctx), ["owner", "admin"], "exporting the org");
+  await requireExporter(ctx, await actorOf(ctx));
   const orgId = ctx.principal.orgId;
   const org = await readOrg(ctx.db, orgId);
   const cipher = await ctx.keyring.forOrg(ctx.db, orgId);

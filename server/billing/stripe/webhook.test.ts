@@ -74,9 +74,11 @@ describe("buying credit", () => {
     expect((await listPurchases(state.services.db, state.org.orgId)).map((p) => p.purchaseId)).not.toContain(bought.purchaseId);
   });
 
-  it("is for owners and admins, in the packs on sale, with billing on", async () => {
-    expect((await buyCredit(state.admin, { pack: 10 }, { baseUrl: "http://localhost:3000" })).url).toContain("/c/pay/");
-    expect((await refusal(buyCredit(state.member, { pack: 10 }, { baseUrl: "http://localhost:3000" }))).code).toBe("FORBIDDEN");
+  it("is for owners, in the packs on sale, with billing on", async () => {
+    expect((await buyCredit(state.owner, { pack: 10 }, { baseUrl: "http://localhost:3000" })).url).toContain("/c/pay/");
+    for (const other of [state.admin, state.member]) {
+      expect((await refusal(buyCredit(other, { pack: 10 }, { baseUrl: "http://localhost:3000" }))).code).toBe("FORBIDDEN");
+    }
     await expect(buyCredit(state.owner, { pack: 30 }, { baseUrl: "http://localhost:3000" })).rejects.toThrow(/pack: must be one of 10, 25, 50, 100|must be one of 10, 25, 50, 100/);
     const off = { ...state.owner, config: testConfig() };
     expect((await refusal(buyCredit(off, { pack: 10 }, { baseUrl: "http://localhost:3000" }))).message).toContain("billing is off");
