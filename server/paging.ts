@@ -52,9 +52,9 @@ export const positionOf = (cursor: string | undefined): number => decodeCursor(c
 export const cursorAt = (position: number): string => encodeCursor({ o: position });
 
 /**
- * One reply's page of a list a door has read whole: an org's members, keys or invites, which its
- * owners and admins make (never an outsider), so reading them is bounded by the org; what goes
- * back in one reply is bounded here, by count and by bytes.
+ * One reply's page of a list a door has read whole: an org's invites, which its owners and admins
+ * make (never an outsider), so reading them is bounded by the org; what goes back in one reply is
+ * bounded here, by count and by bytes.
  */
 export function pageOf<T>(items: T[], cursor: string | undefined, limit = 200): { page: T[]; nextCursor?: string } {
   const start = positionOf(cursor);

@@ -1,15 +1,12 @@
 import type { Route } from "./+types/api.cli.keys";
 import { cliJson, cliOrgAction, cliQueryCtx } from "../cli-api.server.ts";
 import { keyIdInput, listKeys, mintKey, mintKeyInput, revokeKey, rotateKey } from "../../server/orgs/keys.ts";
-import { pageOf } from "../../server/paging.ts";
 
 /** The caller's keys (everyone's for owners and admins), a page at a time: `cursor` is the last page's `nextCursor`. */
 export function loader({ request, context }: Route.LoaderArgs) {
   return cliJson(context, async () => {
     const { ctx, params } = await cliQueryCtx(request, context);
-    const { keys } = await listKeys(ctx, { includeRevoked: params.get("includeRevoked") === "true" });
-    const { page, nextCursor } = pageOf(keys, params.get("cursor") ?? undefined);
-    return { keys: page, ...(nextCursor ? { nextCursor } : {}) };
+    return listKeys(ctx, { includeRevoked: params.get("includeRevoked") === "true", cursor: params.get("cursor") ?? undefined });
   });
 }
 

@@ -9,11 +9,11 @@ import { pageOf } from "../../server/paging.ts";
 export function loader({ request, context }: Route.LoaderArgs) {
   return cliJson(context, async () => {
     const { ctx, params } = await cliQueryCtx(request, context);
-    const members = pageOf((await listMembers(ctx)).members, params.get("cursor") ?? undefined);
+    const members = await listMembers(ctx, { cursor: params.get("cursor") ?? undefined });
     const actor = await actorOf(ctx);
     const invites = actor.role === "member" ? null : pageOf((await listInvites(ctx)).invites, params.get("invitesCursor") ?? undefined);
     return {
-      members: members.page,
+      members: members.members,
       invites: invites?.page ?? null,
       ...(members.nextCursor ? { nextCursor: members.nextCursor } : {}),
       ...(invites?.nextCursor ? { invitesNextCursor: invites.nextCursor } : {}),

@@ -20,8 +20,9 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
-  const [{ keys }, { projects }] = await Promise.all([listKeys(ctx, { includeRevoked: true }), listProjects(ctx, {})]);
-  return { keys, projects, me: membership };
+  const cursor = new URL(request.url).searchParams.get("cursor") ?? undefined;
+  const [{ keys, nextCursor }, { projects }] = await Promise.all([listKeys(ctx, { includeRevoked: true, cursor }), listProjects(ctx, {})]);
+  return { keys, nextCursor: nextCursor ?? null, paged: cursor !== undefined, projects, me: membership };
 }
 
 /** The prompt a person pastes to an agent on a machine with no browser. */
@@ -68,7 +69,7 @@ export async function action({ request, context }: Route.ActionArgs) {
 }
 
 export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
-  const { keys, projects, me } = loaderData;
+  const { keys, nextCursor, paged, projects, me } = loaderData;
   const seesAll = me.role !== "member";
   const projectOptions = projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }));
   const secret = actionData && "secret" in actionData ? actionData.secret : null;
@@ -139,6 +140,12 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
         </tbody>
       </table>
       )}
+      {paged || nextCursor ? (
+        <nav aria-label="Key pages" className="flex gap-4 text-sm">
+          {paged ? <Link className="underline" to="?">First page</Link> : null}
+          {nextCursor ? <Link className="underline" to={`?${new URLSearchParams({ cursor: nextCursor })}`}>Next page</Link> : null}
+        </nav>
+      ) : null}
       {projects.length === 0 ? (
         <EmptyState title="No project yet.">
           Keys are minted for a project: <Link to="/dash/settings/projects" className="font-medium text-accent underline">create one</Link> first.

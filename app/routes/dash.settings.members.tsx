@@ -1,4 +1,4 @@
-import { Form } from "react-router";
+import { Form, Link } from "react-router";
 import type { Route } from "./+types/dash.settings.members";
 import { requireMember } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
@@ -19,9 +19,10 @@ export function meta() {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const manages = membership.role !== "member";
-  const { members } = await listMembers(ctx);
+  const cursor = new URL(request.url).searchParams.get("cursor") ?? undefined;
+  const { members, nextCursor } = await listMembers(ctx, { cursor });
   const invites = manages ? (await listInvites(ctx)).invites : [];
-  return { members, invites, me: membership, manages, mails: emailConfigured(context.services.config) };
+  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, me: membership, manages, mails: emailConfigured(context.services.config) };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -85,7 +86,7 @@ function Action({ intent, memberId, label, tone = "secondary" }: { intent: strin
 }
 
 export default function Members({ loaderData, actionData }: Route.ComponentProps) {
-  const { members, invites, me, manages, mails } = loaderData;
+  const { members, nextCursor, paged, invites, me, manages, mails } = loaderData;
   const pending = invites.filter((i) => i.state === "pending");
   const past = invites.filter((i) => i.state !== "pending");
   const people = members.filter((m) => m.kind === "human");
@@ -175,6 +176,12 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
           </table>
         )}
       </Card>
+      {paged || nextCursor ? (
+        <nav aria-label="Member pages" className="flex gap-4 text-sm">
+          {paged ? <Link className="underline" to="?">First page</Link> : null}
+          {nextCursor ? <Link className="underline" to={`?${new URLSearchParams({ cursor: nextCursor })}`}>Next page</Link> : null}
+        </nav>
+      ) : null}
       {manages ? (
         <Card title="Invites">
           {result?.invite ? (

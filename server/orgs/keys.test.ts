@@ -157,4 +157,27 @@ describe("listKeys", () => {
     expect((await listKeys(as.bob)).keys).toHaveLength(0);
     expect((await listKeys(as.bob, { includeRevoked: true })).keys[0]).toMatchObject({ status: "revoked" });
   });
+
+  it("pages in SQL, newest first: every key once across the pages, keys minted in one transaction included", async () => {
+    // One transaction: one now(), so every key's created_at is the same instant and the id decides.
+    await env.services.db.transaction(async (tx) => {
+      for (let i = 0; i < 5; i++) await mintKey({ ...as.alice, db: tx }, { projectId: org.projectId, runtime: `burst-${i}` });
+    });
+    for (let i = 0; i < 3; i++) await mintKey(as.alice, { projectId: org.projectId, runtime: `later-${i}` });
+    const whole = (await listKeys(as.alice)).keys.map((k) => k.keyId);
+    expect(whole).toHaveLength(11);
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await listKeys(as.alice, { limit: 2, cursor });
+      expect(page.keys.length).toBeLessThanOrEqual(2);
+      paged.push(...page.keys.map((k) => k.keyId));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(6);
+    expect(paged).toEqual(whole);
+    expect((await refusal(listKeys(as.alice, { cursor: "not-a-cursor" }))).code).toBe("INVALID_INPUT");
+  });
 });

@@ -4,6 +4,7 @@ import { query, type Db } from "../../db/client.ts";
 import { agentKeys, oauthGrants, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
+import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, recordOrgActivity, requireActsOnHolder, requireRole, type ActOn } from "./access.ts";
 import { lockActiveHolder, lockKeyTree, mintAgentKey, runtimeSchema } from "./index.ts";
@@ -21,7 +22,7 @@ export const mintKeyInput = z.object({
   claimCap: z.number().int().min(1).max(1000).optional(),
 });
 export const keyIdInput = z.object({ keyId: z.string().trim().min(1, "keyId is required").max(100) });
-export const listKeysInput = z.object({ includeRevoked: z.boolean().optional() });
+export const listKeysInput = z.object({ includeRevoked: z.boolean().optional(), ...pageArgs });
 
 export interface KeyView {
   keyId: string;
@@ -69,9 +70,18 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
   });
 }
 
-/** Members see their own keys; owners and admins see every key in the org. */
+/** Where a page of keys ends: the last key's creation (to the microsecond, as stored) and id. */
+const keyPosition = z.object({ t: z.string().max(40), i: z.string().max(100) });
+
+/**
+ * Members see their own keys; owners and admins see every key in the org. Newest first, a page at
+ * a time read as one keyset range (at most `limit`, and REPLY_BUDGET_BYTES), with `nextCursor`
+ * while more follow.
+ */
 export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}) {
   const input = listKeysInput.parse(raw);
+  const limit = input.limit ?? 200;
+  const after = decodeCursor(input.cursor, keyPosition);
   const actor = await actorOf(ctx);
   const seesAll = actor.role === "owner" || actor.role === "admin";
   const now = ctx.clock.now();
@@ -89,6 +99,7 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
       lastUsedAt: agentKeys.lastUsedAt,
       revokedAt: agentKeys.revokedAt,
       expiresAt: agentKeys.expiresAt,
+      position: sql<string>`${agentKeys.createdAt}::text`,
     })
     .from(agentKeys)
     .innerJoin(user, eq(user.id, agentKeys.userId))
@@ -99,10 +110,12 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
         eq(agentKeys.orgId, ctx.principal.orgId),
         seesAll ? undefined : eq(agentKeys.userId, actor.userId),
         input.includeRevoked ? undefined : and(isNull(agentKeys.revokedAt), or(isNull(agentKeys.expiresAt), gt(agentKeys.expiresAt, now))),
+        after ? sql`(${agentKeys.createdAt}, ${agentKeys.id}) < (${after.t}::timestamptz, ${after.i})` : undefined,
       ),
     )
-    .orderBy(desc(agentKeys.createdAt), desc(agentKeys.id));
-  const keys: KeyView[] = rows.map((r) => ({
+    .orderBy(desc(agentKeys.createdAt), desc(agentKeys.id))
+    .limit(limit + 1);
+  const views = rows.slice(0, limit).map(({ position: _position, ...r }): KeyView => ({
     ...r,
     status: r.revokedAt ? "revoked" : r.expiresAt && r.expiresAt <= now ? "expired" : "active",
     createdAt: r.createdAt.toISOString(),
@@ -110,7 +123,9 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
     revokedAt: r.revokedAt?.toISOString() ?? null,
     expiresAt: r.expiresAt?.toISOString() ?? null,
   }));
-  return { keys };
+  const keys = views.slice(0, fitting(views.map((k) => JSON.stringify(k).length)));
+  const last = rows[keys.length - 1];
+  return { keys, ...(rows.length > keys.length && last ? { nextCursor: encodeCursor({ t: last.position, i: last.keyId }) } : {}) };
 }
 
 async function keyInOrg(tx: Db, orgId: string, keyId: string) {

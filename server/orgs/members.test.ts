@@ -6,6 +6,7 @@ import { membershipOf } from "./access.ts";
 import { authenticateAgentKey } from "./index.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
+import { mintKey } from "./keys.ts";
 import { mintSessionKey } from "./session.ts";
 
 const env = useTestServices();
@@ -31,6 +32,28 @@ describe("listMembers", () => {
     const onlyBob = await listMembers(as.alice, { query: "bob" });
     expect(onlyBob.members.every((m) => (m.kind === "human" ? m.email : m.humanEmail).startsWith("bob"))).toBe(true);
     expect(onlyBob.members).toHaveLength(2);
+  });
+
+  it("pages in SQL, people then agents: every member once across the pages, the filter applied in the query", async () => {
+    for (let i = 0; i < 4; i++) await mintKey(as.bob, { projectId: org.projectId, runtime: `bob-extra-${i}` });
+    const whole = (await listMembers(as.alice)).members.map((m) => m.memberId);
+    expect(whole).toHaveLength(10);
+    const walk = async (input: { query?: string }, limit: number) => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await listMembers(as.alice, { ...input, cursor }, limit);
+        expect(page.members.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.members.map((m) => m.memberId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return seen;
+    };
+    for (const limit of [1, 2, 3]) expect(await walk({}, limit)).toEqual(whole);
+    // bob himself and his five agents; a needle with LIKE's wildcards in it is text.
+    expect(await walk({ query: "BOB" }, 2)).toEqual((await listMembers(as.alice, { query: "bob" })).members.map((m) => m.memberId));
+    expect(await walk({ query: "bob" }, 2)).toHaveLength(6);
+    expect((await listMembers(as.alice, { query: "b%b" })).members).toEqual([]);
   });
 });
 

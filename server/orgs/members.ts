@@ -1,9 +1,10 @@
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { and, asc, eq, isNull, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { forbidden, invalidInput, notFound } from "../errors.ts";
+import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { actorOf, lockActiveOwners, recordOrgActivity, requireActsOn, requireActsOnHolder, requireRole } from "./access.ts";
 import { revokeKeyTree } from "./keys.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
@@ -17,6 +18,7 @@ import { transactionWithNotices } from "../events/index.ts";
 export const listMembersInput = z.object({
   query: z.string().trim().max(200).optional(),
   includeRetired: z.boolean().optional(),
+  cursor: pageArgs.cursor,
 });
 export const memberIdInput = z.object({ memberId: z.string().trim().min(1, "memberId is required").max(100) });
 export const setMemberRoleInput = memberIdInput.extend({ role: z.enum(memberRoles) });
@@ -48,62 +50,101 @@ export interface AgentView {
   lastUsedAt: string | null;
 }
 
-export async function listMembers(ctx: Ctx, raw: z.input<typeof listMembersInput> = {}) {
+/** Where a page of members ends: among the people (h) or the agents (a), at a creation time (as stored) and id. */
+const memberPosition = z.object({ k: z.enum(["h", "a"]), t: z.string().max(40), i: z.string().max(100) });
+
+/** `query` found in any of `fields`, case-insensitively (strpos: the needle is text, not a pattern). */
+const matching = (needle: string | undefined, fields: SQL[]): SQL | undefined =>
+  needle ? or(...fields.map((field) => sql`strpos(lower(coalesce(${field}, '')), ${needle}) > 0`)) : undefined;
+
+/**
+ * The org's people, then its agents, each oldest first, a page at a time: at most `limit` and
+ * REPLY_BUDGET_BYTES, read as keyset ranges (people first, then agents), with `nextCursor` while
+ * more follow.
+ */
+export async function listMembers(ctx: Ctx, raw: z.input<typeof listMembersInput> = {}, limit = 200) {
   const input = listMembersInput.parse(raw);
+  const after = decodeCursor(input.cursor, memberPosition);
   await actorOf(ctx);
   const orgId = ctx.principal.orgId;
-  const people = await ctx.db
-    .select({
-      memberId: members.id,
-      userId: members.userId,
-      name: user.name,
-      email: user.email,
-      role: members.role,
-      status: members.status,
-      joinedAt: members.createdAt,
-    })
-    .from(members)
-    .innerJoin(user, eq(user.id, members.userId))
-    .where(eq(members.orgId, orgId))
-    .orderBy(asc(members.createdAt), asc(members.id));
-  const agents = await ctx.db
-    .select({
-      memberId: agentKeys.id,
-      runtime: agentKeys.runtime,
-      keyPrefix: agentKeys.prefix,
-      userId: agentKeys.userId,
-      humanName: user.name,
-      humanEmail: user.email,
-      projectId: agentKeys.projectId,
-      projectPrefix: projects.prefix,
-      revokedAt: agentKeys.revokedAt,
-      createdAt: agentKeys.createdAt,
-      lastUsedAt: agentKeys.lastUsedAt,
-    })
-    .from(agentKeys)
-    .innerJoin(user, eq(user.id, agentKeys.userId))
-    .leftJoin(projects, eq(projects.id, agentKeys.projectId))
-    .where(and(eq(agentKeys.orgId, orgId), input.includeRetired ? undefined : isNull(agentKeys.revokedAt)))
-    .orderBy(asc(agentKeys.createdAt), asc(agentKeys.id));
+  const needle = input.query?.toLowerCase() || undefined;
+  const people =
+    after?.k === "a"
+      ? []
+      : await ctx.db
+          .select({
+            memberId: members.id,
+            userId: members.userId,
+            name: user.name,
+            email: user.email,
+            role: members.role,
+            status: members.status,
+            joinedAt: members.createdAt,
+            position: sql<string>`${members.createdAt}::text`,
+          })
+          .from(members)
+          .innerJoin(user, eq(user.id, members.userId))
+          .where(
+            and(
+              eq(members.orgId, orgId),
+              matching(needle, [sql`${user.name}`, sql`${user.email}`, sql`${members.role}::text`]),
+              after ? sql`(${members.createdAt}, ${members.id}) > (${after.t}::timestamptz, ${after.i})` : undefined,
+            ),
+          )
+          .orderBy(asc(members.createdAt), asc(members.id))
+          .limit(limit + 1);
+  const agents =
+    people.length > limit
+      ? []
+      : await ctx.db
+          .select({
+            memberId: agentKeys.id,
+            runtime: agentKeys.runtime,
+            keyPrefix: agentKeys.prefix,
+            userId: agentKeys.userId,
+            humanName: user.name,
+            humanEmail: user.email,
+            projectId: agentKeys.projectId,
+            projectPrefix: projects.prefix,
+            revokedAt: agentKeys.revokedAt,
+            createdAt: agentKeys.createdAt,
+            lastUsedAt: agentKeys.lastUsedAt,
+            position: sql<string>`${agentKeys.createdAt}::text`,
+          })
+          .from(agentKeys)
+          .innerJoin(user, eq(user.id, agentKeys.userId))
+          .leftJoin(projects, eq(projects.id, agentKeys.projectId))
+          .where(
+            and(
+              eq(agentKeys.orgId, orgId),
+              input.includeRetired ? undefined : isNull(agentKeys.revokedAt),
+              matching(needle, [sql`${agentKeys.runtime}`, sql`${agentKeys.prefix}`, sql`${user.name}`, sql`${user.email}`, sql`${projects.prefix}`]),
+              after?.k === "a" ? sql`(${agentKeys.createdAt}, ${agentKeys.id}) > (${after.t}::timestamptz, ${after.i})` : undefined,
+            ),
+          )
+          .orderBy(asc(agentKeys.createdAt), asc(agentKeys.id))
+          .limit(limit + 1 - people.length);
 
-  const needle = input.query?.toLowerCase();
-  const matches = (...fields: (string | null)[]) =>
-    !needle || fields.some((f) => f !== null && f.toLowerCase().includes(needle));
-  const result: (PersonView | AgentView)[] = [
-    ...people
-      .filter((p) => matches(p.name, p.email, p.role))
-      .map((p): PersonView => ({ kind: "human", ...p, joinedAt: p.joinedAt.toISOString() })),
-    ...agents
-      .filter((a) => matches(a.runtime, a.keyPrefix, a.humanName, a.humanEmail, a.projectPrefix))
-      .map(({ revokedAt, ...a }): AgentView => ({
+  const listed = [
+    ...people.map(({ position, ...p }) => ({
+      at: { k: "h" as const, t: position, i: p.memberId },
+      view: { kind: "human", ...p, joinedAt: p.joinedAt.toISOString() } satisfies PersonView as PersonView | AgentView,
+    })),
+    ...agents.map(({ position, revokedAt, ...a }) => ({
+      at: { k: "a" as const, t: position, i: a.memberId },
+      view: {
         kind: "agent",
         ...a,
         status: revokedAt ? "retired" : "active",
         createdAt: a.createdAt.toISOString(),
         lastUsedAt: a.lastUsedAt?.toISOString() ?? null,
-      })),
+      } satisfies AgentView as PersonView | AgentView,
+    })),
   ];
-  return { members: result };
+  const window = listed.slice(0, limit);
+  const page = window.slice(0, fitting(window.map((m) => JSON.stringify(m.view).length)));
+  const last = page[page.length - 1];
+  return { members: page.map((m) => m.view), ...(listed.length > page.length && last ? { nextCursor: encodeCursor(last.at) } : {}) };
 }
 
 async function personInOrg(tx: Db, orgId: string, memberId: string) {

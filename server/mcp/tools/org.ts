@@ -11,7 +11,6 @@ import {
 } from "../../orgs/members.ts";
 import { claimGhosts, claimGhostsInput } from "../../transfer/linear/index.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
-import { pageArgs, pageOf } from "../../paging.ts";
 
 const personOutput = z.object({
   kind: z.literal("human"),
@@ -47,13 +46,10 @@ export const memberTools = [
       "Call to find people and agents: the org's people (role, status) and agent keys (runtime, human, last use). " +
       "query filters by name, email, role, runtime or key prefix; includeRetired adds retired agents; paged. " +
       "Emails work as assignee values, memberIds in the admin tools.",
-    input: listMembersInput.extend({ cursor: pageArgs.cursor }),
+    input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])), nextCursor: z.string().optional() }),
     annotations: readOnly,
-    handler: async (ctx, { cursor, ...input }) => {
-      const { page, nextCursor } = pageOf((await listMembers(ctx, input)).members, cursor);
-      return { members: page, ...(nextCursor ? { nextCursor } : {}) };
-    },
+    handler: (ctx, input) => listMembers(ctx, input),
   }),
   defineTool({
     name: "suspend_member",
