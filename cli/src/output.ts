@@ -55,3 +55,23 @@ export function table(header: string[], rows: (string | number | null | undefine
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   return cells.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
 }
+
+/**
+ * A table printed a page at a time, as a paged list arrives: the header with the first rows, each
+ * page aligned on its own. `printed` says whether any row was.
+ */
+export function tableWriter(header: string[], before = ""): { write(rows: (string | number | null | undefined)[][]): void; readonly printed: boolean } {
+  let printed = false;
+  return {
+    write(rows) {
+      if (rows.length === 0) return;
+      const text = table(header, rows);
+      out(printed ? text.slice(text.indexOf("\n") + 1) : `${before}${text}`);
+      printed = true;
+    },
+    get printed() {
+      return printed;
+    },
+  };
+}
+

@@ -95,9 +95,10 @@ export interface KeyView {
   lastUsedAt: string | null;
 }
 
-/** GET /api/cli/keys */
+/** GET /api/cli/keys, a page at a time (`cursor`: the last page's `nextCursor`) */
 export interface KeyList {
   keys: KeyView[];
+  nextCursor?: string;
 }
 
 export interface PersonView {
@@ -126,10 +127,12 @@ export interface InviteView {
   acceptedBy: string | null;
 }
 
-/** GET /api/cli/members: invites are null for plain members. */
+/** GET /api/cli/members: invites are null for plain members; each list a page at a time (`cursor`, `invitesCursor`). */
 export interface MemberList {
   members: (PersonView | AgentView)[];
   invites: InviteView[] | null;
+  nextCursor?: string;
+  invitesNextCursor?: string;
 }
 
 /** POST /api/cli/members, action invite */

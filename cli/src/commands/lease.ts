@@ -4,7 +4,8 @@ import { requireBinding, type ResolvedBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { removeWorktree, worktreesOf } from "../git.ts";
 import { withMcp } from "../mcp.ts";
-import { note, ok, printJson, say, table } from "../output.ts";
+import { note, ok, printJson, say, tableWriter } from "../output.ts";
+import { pages } from "../pages.ts";
 import { asSession, currentSession } from "../session.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
 import type { CheckedClaim, IssueLine, IssueView, Renewed, Released } from "../wire.ts";
@@ -177,11 +178,24 @@ export async function issueList(flags: ListFlags) {
   if (flags.priority) args.priority = /^\d$/.test(flags.priority) ? Number(flags.priority) : flags.priority;
   if (flags.label) args.label = flags.label;
   if (flags.assignee) args.assignee = flags.assignee === "none" ? null : flags.assignee;
-  if (flags.limit) args.limit = Number(flags.limit);
-  const { issues } = await withMcp(binding, (call) => call<{ issues: IssueLine[] }>("list_issues", args));
-  if (flags.json) return printJson({ issues });
-  if (issues.length === 0) return say("No issues match.");
-  say(table(["ISSUE", "STATUS", "PRIORITY", "TITLE"], issues.map((i) => [i.identifier, i.status, priorities[i.priority] ?? i.priority, i.title])));
+  // --limit caps the whole list; without it, every page to the end.
+  let left = flags.limit ? Number(flags.limit) : Infinity;
+  const all: IssueLine[] = [];
+  const rows = tableWriter(["ISSUE", "STATUS", "PRIORITY", "TITLE"]);
+  await withMcp(binding, async (call) => {
+    const read = (cursor: string | undefined) =>
+      call<{ issues: IssueLine[]; nextCursor?: string }>("list_issues", { ...args, ...(Number.isFinite(left) ? { limit: Math.min(left, 200) } : {}), cursor }).then((r) => ({
+        items: r.issues.slice(0, left),
+        nextCursor: r.issues.length < left ? r.nextCursor : undefined,
+      }));
+    for await (const issues of pages(read)) {
+      left -= issues.length;
+      if (flags.json) all.push(...issues);
+      else rows.write(issues.map((i) => [i.identifier, i.status, priorities[i.priority] ?? i.priority, i.title]));
+    }
+  });
+  if (flags.json) return printJson({ issues: all });
+  if (!rows.printed) say("No issues match.");
 }
 
 /** `retasc tidy`: removes the clean worktrees of issues that are done or canceled; the branches stay. */

@@ -1,7 +1,8 @@
 import type { UrlFlag } from "../api.ts";
 import { resolveBinding, wireFolder } from "../binding.ts";
 import { CliError } from "../errors.ts";
-import { note, ok, out, printJson, say, table } from "../output.ts";
+import { note, ok, out, printJson, say, tableWriter } from "../output.ts";
+import { pages } from "../pages.ts";
 import { needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
 import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey } from "../wire.ts";
@@ -75,15 +76,16 @@ export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime
 export async function keyList(flags: OrgFlags & { all?: boolean }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const { keys } = await asSession<KeyList>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined } });
-  if (flags.json) return printJson({ keys });
-  if (keys.length === 0) return say("No keys.");
-  out(
-    table(
-      ["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"],
-      keys.map((k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]),
-    ),
-  );
+  const all: KeyList["keys"] = [];
+  const rows = tableWriter(["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"]);
+  const read = (cursor: string | undefined) =>
+    asSession<KeyList>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined, cursor } }).then((r) => ({ items: r.keys, nextCursor: r.nextCursor }));
+  for await (const keys of pages(read)) {
+    if (flags.json) all.push(...keys);
+    else rows.write(keys.map((k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]));
+  }
+  if (flags.json) return printJson({ keys: all });
+  if (!rows.printed) say("No keys.");
 }
 
 type KeyFlags = OrgFlags & { "key-id"?: string };
@@ -125,18 +127,29 @@ export async function membersInvite(flags: OrgFlags & { "expires-days"?: string 
 export async function membersList(flags: OrgFlags) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const { members, invites } = await asSession<MemberList>(session, "/members", { query: { orgId } });
-  if (flags.json) return printJson({ members, invites });
-  const people = members.filter((m): m is PersonView => m.kind === "human");
-  const agents = members.filter((m): m is AgentView => m.kind === "agent");
-  out(table(["PERSON", "ROLE", "STATE", "MEMBER ID"], people.map((p) => [`${p.name} <${p.email}>`, p.role, p.status, p.memberId])));
-  if (agents.length) {
-    out("");
-    out(table(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], agents.map((a) => [a.runtime, `${a.keyPrefix}…`, a.humanEmail, a.projectPrefix ?? "any", a.status, a.memberId])));
+  const list = (query: Record<string, string | undefined>) => asSession<MemberList>(session, "/members", { query: { orgId, ...query } });
+  const all: MemberList["members"] = [];
+  const peopleRows = tableWriter(["PERSON", "ROLE", "STATE", "MEMBER ID"]);
+  const agentRows = tableWriter(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], "\n");
+  // The first reply carries the first page of invites too; the rest of them come after the members.
+  let first: MemberList | undefined;
+  for await (const members of pages((cursor) => list({ cursor }).then((r) => ((first ??= r), { items: r.members, nextCursor: r.nextCursor })))) {
+    if (flags.json) {
+      all.push(...members);
+      continue;
+    }
+    peopleRows.write(members.filter((m): m is PersonView => m.kind === "human").map((p) => [`${p.name} <${p.email}>`, p.role, p.status, p.memberId]));
+    agentRows.write(members.filter((m): m is AgentView => m.kind === "agent").map((a) => [a.runtime, `${a.keyPrefix}…`, a.humanEmail, a.projectPrefix ?? "any", a.status, a.memberId]));
   }
+  let invites = first?.invites ?? null;
+  if (invites && first?.invitesNextCursor) {
+    const rest = pages((invitesCursor) => list({ invitesCursor: invitesCursor ?? first!.invitesNextCursor }).then((r) => ({ items: r.invites ?? [], nextCursor: r.invitesNextCursor })));
+    for await (const page of rest) invites = [...invites, ...page];
+  }
+  if (flags.json) return printJson({ members: all, invites });
   if (invites?.length) {
     out("");
-    out(table(["INVITE", "STATE", "EXPIRES", "ACCEPTED BY"], invites.map((i) => [i.inviteId, i.state, i.expiresAt?.slice(0, 10) ?? null, i.acceptedBy])));
+    tableWriter(["INVITE", "STATE", "EXPIRES", "ACCEPTED BY"]).write(invites.map((i) => [i.inviteId, i.state, i.expiresAt?.slice(0, 10) ?? null, i.acceptedBy]));
   }
 }
 
