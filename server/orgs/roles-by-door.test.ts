@@ -595,5 +595,5 @@ test("every privileged action, by every role, through every door that offers it,
   expect(start >= 0 && end > start, `docs/security.md has the markers ${BEGIN} … ${END}`).toBe(true);
   const generated = `${doc.slice(0, start + BEGIN.length)}\n${table}\n${doc.slice(end)}`;
   if (process.env.UPDATE_ROLES_TABLE === "1") fs.writeFileSync(securityDoc, generated);
-  else expect(doc === generated, "the roles table in docs/security.md is not what the doors answer: run `npm run docs:roles`").toBe(true);
+  else expect(doc === generated, "the roles table in docs/security.md is not what the doors answer: run `UPDATE_ROLES_TABLE=1 npx vitest run server/orgs/roles-by-door.test.ts` (with the test database's variables)").toBe(true);
 }, 600_000);
