@@ -8,6 +8,7 @@ import { connectClient } from "../mcp/testing.ts";
 import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { githubDelivery } from "../testing/fake-github.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../testing/fake-linear.ts";
 import { startFakeStripe, type FakeStripe } from "../testing/fake-stripe.ts";
 import { waitFor } from "../testing/wait.ts";
 import { cliPost, signUp } from "../testing/world.ts";
@@ -48,6 +49,7 @@ const OK = "✓";
 let database: TestDatabase | null = null;
 let app: AppProcess;
 let stripe: FakeStripe;
+let linear: FakeLinear;
 let url: string;
 let orgId: string;
 let orgName: string;
@@ -65,6 +67,7 @@ const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/
 beforeAll(async () => {
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   stripe = await startFakeStripe();
+  linear = await startFakeLinear({ workspace: generateWorkspace({ issues: 1 }) });
   app = await startApp(
     {
       ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
@@ -75,6 +78,7 @@ beforeAll(async () => {
       STRIPE_SECRET_KEY: stripe.secretKey,
       STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
       STRIPE_API_URL: stripe.url,
+      LINEAR_API_URL: linear.apiUrl,
       SLACK_CLIENT_ID: "roles-test",
       SLACK_CLIENT_SECRET: "roles-test-secret",
       SLACK_SIGNING_SECRET: "roles-test-signing",
@@ -118,6 +122,7 @@ afterAll(async () => {
   }
   await app?.stop();
   await stripe?.close();
+  await linear?.close();
   await database?.close();
 });
 
@@ -282,6 +287,14 @@ const rows: Row[] = [
         form.set("file", new Blob([exportFile], { type: "application/json" }), "export.json");
         return dash(a, "/dash/settings/transfer", form);
       },
+    },
+  },
+  {
+    action: "import from Linear (the teams a key sees, its first step)",
+    allowed: managers,
+    doors: {
+      Dash: (a) => dash(a, "/dash/settings/import", { intent: "teams", apiKey: linear.apiKey }),
+      CLI: (a) => cli(a, "import/linear", { action: "teams", apiKey: linear.apiKey }),
     },
   },
   {
