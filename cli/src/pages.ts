@@ -2,6 +2,9 @@
  * Every list the server answers is paged (a page says where the next begins with `nextCursor`);
  * a list command reads to the end, one page at a time, so it can print each as it arrives.
  */
+/** A reply of a paged list: its items under their own name, and where the next page begins. */
+export type Paged<T> = T & { nextCursor?: string };
+
 export interface Page<T> {
   items: T[];
   nextCursor?: string;

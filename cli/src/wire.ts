@@ -95,10 +95,9 @@ export interface KeyView {
   lastUsedAt: string | null;
 }
 
-/** GET /api/cli/keys, a page at a time (`cursor`: the last page's `nextCursor`) */
+/** GET /api/cli/keys */
 export interface KeyList {
   keys: KeyView[];
-  nextCursor?: string;
 }
 
 export interface PersonView {
@@ -127,12 +126,10 @@ export interface InviteView {
   acceptedBy: string | null;
 }
 
-/** GET /api/cli/members: invites are null for plain members; each list a page at a time (`cursor`, `invitesCursor`). */
+/** GET /api/cli/members: invites are null for plain members. */
 export interface MemberList {
   members: (PersonView | AgentView)[];
   invites: InviteView[] | null;
-  nextCursor?: string;
-  invitesNextCursor?: string;
 }
 
 /** POST /api/cli/members, action invite */

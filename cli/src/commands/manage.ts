@@ -2,7 +2,7 @@ import type { UrlFlag } from "../api.ts";
 import { resolveBinding, wireFolder } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { note, ok, out, printJson, say, tableWriter } from "../output.ts";
-import { pages } from "../pages.ts";
+import { pages, type Paged } from "../pages.ts";
 import { needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
 import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey } from "../wire.ts";
@@ -79,7 +79,7 @@ export async function keyList(flags: OrgFlags & { all?: boolean }) {
   const all: KeyList["keys"] = [];
   const rows = tableWriter(["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"]);
   const read = (cursor: string | undefined) =>
-    asSession<KeyList>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined, cursor } }).then((r) => ({ items: r.keys, nextCursor: r.nextCursor }));
+    asSession<Paged<KeyList>>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined, cursor } }).then((r) => ({ items: r.keys, nextCursor: r.nextCursor }));
   for await (const keys of pages(read)) {
     if (flags.json) all.push(...keys);
     else rows.write(keys.map((k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]));
@@ -127,12 +127,12 @@ export async function membersInvite(flags: OrgFlags & { "expires-days"?: string 
 export async function membersList(flags: OrgFlags) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const list = (query: Record<string, string | undefined>) => asSession<MemberList>(session, "/members", { query: { orgId, ...query } });
+  const list = (query: Record<string, string | undefined>) => asSession<Paged<MemberList> & { invitesNextCursor?: string }>(session, "/members", { query: { orgId, ...query } });
   const all: MemberList["members"] = [];
   const peopleRows = tableWriter(["PERSON", "ROLE", "STATE", "MEMBER ID"]);
   const agentRows = tableWriter(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], "\n");
   // The first reply carries the first page of invites too; the rest of them come after the members.
-  let first: MemberList | undefined;
+  let first: (MemberList & { invitesNextCursor?: string }) | undefined;
   for await (const members of pages((cursor) => list({ cursor }).then((r) => ((first ??= r), { items: r.members, nextCursor: r.nextCursor })))) {
     if (flags.json) {
       all.push(...members);
