@@ -6,7 +6,7 @@ import { attempt, toErrorBody } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { saveUploadForm } from "../upload.server.ts";
 import { importUpload, UPLOAD_MAX_BYTES } from "../../server/transfer/import.ts";
-import { orgSettings, setAdminsMayExport } from "../../server/orgs/settings.ts";
+import { mayExport, orgSettings, setAdminsMayExport } from "../../server/orgs/settings.ts";
 import "../components/dash/dash.css";
 
 export function meta() {
@@ -16,10 +16,11 @@ export function meta() {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership, org } = await requireMember(request, context);
   // Owners export the org, admins where an owner lets them (decision 043); both import an export (decision 037).
-  const { adminsMayExport } = await orgSettings(ctx);
+  const settings = await orgSettings(ctx);
+  const { adminsMayExport } = settings;
   const manages = membership.role !== "member";
   return {
-    canExport: membership.role === "owner" || (membership.role === "admin" && adminsMayExport),
+    canExport: mayExport(membership.role, settings),
     isOwner: membership.role === "owner",
     adminsMayExport,
     canImport: manages,

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { orgs } from "../../db/schema/index.ts";
+import { orgs, type MemberRole } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { forbidden, notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole, type Membership } from "./access.ts";
@@ -29,13 +29,15 @@ export async function setAdminsMayExport(ctx: Ctx, raw: z.input<typeof setAdmins
   });
 }
 
-/** Whether `actor` may export the org: an owner (operators act as one), or an admin where an owner allows it. */
+/** Whether a member of `role` may export the org under its `settings`: an owner, or an admin where an owner allows it. */
+export const mayExport = (role: MemberRole, settings: { adminsMayExport: boolean }): boolean =>
+  role === "owner" || (role === "admin" && settings.adminsMayExport);
+
+/** Refuses an `actor` who may not export the org (operators act as owners). */
 export async function requireExporter(ctx: Ctx, actor: Membership): Promise<void> {
-  if (actor.role === "owner") return;
-  if (actor.role === "admin") {
-    const [org] = await ctx.db.select({ adminsMayExport: orgs.adminsMayExport }).from(orgs).where(eq(orgs.id, ctx.principal.orgId));
-    if (org?.adminsMayExport) return;
+  if (actor.role === "member") requireRole(actor, ["owner"], "exporting the org");
+  const [org] = await ctx.db.select({ adminsMayExport: orgs.adminsMayExport }).from(orgs).where(eq(orgs.id, ctx.principal.orgId));
+  if (!mayExport(actor.role, { adminsMayExport: org?.adminsMayExport ?? false })) {
     throw forbidden("exporting the org is the owners'; an owner has not let admins export it", "Ask an owner to export it, or to let admins export in Settings › Import & export.");
   }
-  requireRole(actor, ["owner"], "exporting the org");
 }
