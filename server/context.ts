@@ -47,6 +47,8 @@ export interface Principal {
    * never by the key alone (decision 036).
    */
   sessionId?: string;
+  /** The key has a line waiting for its next call (server/verification/riders.ts). */
+  riderWaiting?: boolean;
 }
 
 export interface Ctx extends Services {

@@ -25,6 +25,7 @@ export const errorCodes = [
   "UNAVAILABLE",
   "BILLING_INACTIVE",
   "SPEND_CAP",
+  "EVIDENCE_REQUIRED",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -81,6 +82,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
   BILLING_INACTIVE: 402,
   SPEND_CAP: 402,
+  EVIDENCE_REQUIRED: 400,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

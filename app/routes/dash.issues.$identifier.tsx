@@ -9,6 +9,7 @@ import { addRelation, removeRelation, saveIssue } from "../../server/issues/inde
 import { relationInput } from "../../server/issues/schemas.ts";
 import { invalidInput } from "../../server/errors.ts";
 import { forceRelease } from "../../server/queue/force-release.ts";
+import { verifyByHand } from "../../server/verification/attest.ts";
 import { acceptTriage, discardHeldComment, heldForIssue, releaseHeldComment } from "../../server/intake/triage.ts";
 import { ErrorNote, Notice } from "../components/ui.tsx";
 import { IssueLink, LevelName, LiveIndicator, SlaText, StatusBadge, WorkPills, linkClass } from "../components/dash/bits.tsx";
@@ -27,6 +28,8 @@ import {
   RelationList,
   ReleaseForm,
   Section,
+  VerificationRows,
+  VerifyByHandForm,
 } from "../components/dash/issue.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 import { HeldComments, TriageBox } from "../components/dash/triage.tsx";
@@ -94,6 +97,12 @@ export async function action({ request, context, params }: Route.ActionArgs) {
       case "release":
         await forceRelease(ctx, { identifier, reason: field(form, "reason") ?? "" });
         return "Claim released: the issue is available again.";
+      case "verify-passed":
+      case "verify-failed": {
+        const verdict = intent === "verify-passed" ? "passed" : "failed";
+        await verifyByHand(ctx, { identifier, verdict, note: field(form, "note") || undefined });
+        return verdict === "passed" ? "Passed by hand: what waits on it can start." : "Failed by hand: it is back in the queue.";
+      }
       default:
         throw invalidInput(`unknown action ${intent ?? ""}`.trim(), "Use the page's buttons.");
     }
@@ -201,6 +210,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
                 <dd>{issue.noDependency}</dd>
               </>
             ) : null}
+            <VerificationRows verification={issue.verification} evidence={issue.evidence} />
             {issue.cancelReason ? (
               <>
                 <dt className="text-stone-600">Canceled</dt>
@@ -212,6 +222,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
             <dt className="text-stone-600">Updated</dt>
             <dd className="tabular-nums">{stamp(issue.updatedAt)}</dd>
           </dl>
+          {issue.verification === "pending" || issue.verification === "stale" ? <VerifyByHandForm /> : null}
           {terminal ? null : (
             <>
               <PriorityForm detail={detail} />

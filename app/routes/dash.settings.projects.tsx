@@ -4,6 +4,7 @@ import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { addProject } from "../../server/orgs/account.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
+import { listVerificationSettings, setVerification } from "../../server/verification/settings.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import "../components/dash/dash.css";
 
@@ -17,21 +18,32 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
-  const { projects } = await listProjects(ctx, {});
-  return { projects, canCreate: membership.role !== "member" };
+  const [{ projects }, verification] = await Promise.all([listProjects(ctx, {}), listVerificationSettings(ctx)]);
+  return { projects, verification, canCreate: membership.role !== "member" };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
   const form = await readForm(request);
+  if (form.get("intent") === "verification") {
+    const set = await attempt(context.log, () =>
+      setVerification(ctx, {
+        projectId: String(form.get("projectId") ?? ""),
+        mode: form.get("mode") === "ci" ? "ci" : "off",
+        checks: String(form.get("checks") ?? ""),
+        windowMinutes: String(form.get("windowMinutes") ?? "120"),
+      }),
+    );
+    return set.ok ? { created: null, verified: set.value.prefix, error: null } : { created: null, verified: null, error: set.error };
+  }
   const result = await attempt(context.log, () =>
     addProject(ctx, { name: String(form.get("name") ?? ""), prefix: String(form.get("prefix") ?? "") }),
   );
-  return result.ok ? { created: result.value.prefix, error: null } : { created: null, error: result.error };
+  return result.ok ? { created: result.value.prefix, verified: null, error: null } : { created: null, verified: null, error: result.error };
 }
 
 export default function Projects({ loaderData, actionData }: Route.ComponentProps) {
-  const { projects, canCreate } = loaderData;
+  const { projects, verification, canCreate } = loaderData;
   return (
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">Projects</h1>
@@ -62,6 +74,41 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
           </tbody>
         </table>
       )}
+      {canCreate && projects.length > 0 ? (
+        <Card title="Verification">
+          <p className="text-sm text-stone-600">
+            With CI on, a finish needs the commit or request it delivered, and nothing waiting on it starts until CI passes it (through the project's
+            connector, or a CI key with <code>retasc verify</code>). A red run puts it back in the queue at High with the failing checks as gotchas.
+          </p>
+          {actionData?.verified ? <Notice>Saved {actionData.verified}'s verification.</Notice> : null}
+          {projects.map((p) => {
+            const v = verification.find((s) => s.projectId === p.id);
+            return (
+              <Form method="post" key={p.id} className="mt-3 flex flex-wrap items-end gap-3" aria-label={`Verification of ${p.prefix}`}>
+                <input type="hidden" name="intent" value="verification" />
+                <input type="hidden" name="projectId" value={p.id} />
+                <span className="font-mono text-sm">{p.prefix}</span>
+                <label className="flex flex-col text-sm">
+                  Mode
+                  <select name="mode" defaultValue={v?.mode ?? "off"} className="rounded border border-stone-300 px-2 py-1.5">
+                    <option value="off">off: done on the agent's word</option>
+                    <option value="ci">ci: CI passes it first</option>
+                  </select>
+                </label>
+                <label className="flex flex-col text-sm">
+                  Required checks
+                  <input name="checks" defaultValue={(v?.checks ?? []).join(",")} placeholder="test,lint (empty: every check)" maxLength={2000} className="rounded border border-stone-300 px-2 py-1.5" />
+                </label>
+                <label className="flex flex-col text-sm">
+                  Stale after (minutes)
+                  <input name="windowMinutes" type="number" min={1} defaultValue={String(v?.windowMinutes ?? 120)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
+                </label>
+                <Button>Save</Button>
+              </Form>
+            );
+          })}
+        </Card>
+      ) : null}
       {canCreate ? (
         <Card title="New project">
           <Form method="post" className="flex flex-col gap-4">

@@ -37,6 +37,15 @@ export function isOpen(status: Column | SQL): SQL {
   return sql`${status} in ${sql.raw(`(${openStatuses.map((s) => `'${s}'`).join(", ")})`)}`;
 }
 
+/**
+ * Holds what it blocks back: open, or finished and still awaiting CI's verification (decision
+ * 045). Every blocked-count and every "open blockers" read goes through this, so a pending
+ * finish counts in its dependents' open_blocker_count until it passes.
+ */
+export function gatesDependents(status: Column | SQL, verification: Column | SQL): SQL {
+  return sql`(${isOpen(status)} or ${verification} is not distinct from 'pending')`;
+}
+
 /** The statuses work is dispatched in. */
 export const DISPATCH_STATUSES = ["todo", "doing", "review"] as const;
 

@@ -18,6 +18,8 @@ import { orgIdColumn, projects } from "./orgs.ts";
 export { issueStatuses, type IssueStatus } from "../../constants/statuses.ts";
 export const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
 export type SlaState = (typeof slaStates)[number];
+export const verificationStates = ["pending", "passed", "failed"] as const;
+export type VerificationState = (typeof verificationStates)[number];
 
 /**
  * Issues. Content columns (`*_enc`) hold ciphertext under the org's data key.
@@ -70,6 +72,20 @@ export const issues = pgTable(
     branch: text("branch"),
     /** Intake: "pending" while an outsider's issue waits for a member to accept it (never dispatched); null for the team's own. */
     triage: text("triage", { enum: ["pending", "accepted"] }),
+    /**
+     * CI's word on the last finish in a project with verification on: "pending" holds every
+     * dependent back (it still counts in their open_blocker_count), "passed" lets them go,
+     * "failed" reopened the issue. Null: never verified (decision 045).
+     */
+    verification: text("verification", { enum: verificationStates }),
+    /** When verification last changed. */
+    verificationAt: timestamp("verification_at", { withTimezone: true }),
+    /** When a pending verification reads stale: the finish plus the project's window. */
+    verificationStaleAt: timestamp("verification_stale_at", { withTimezone: true }),
+    /** What the finisher said it delivered (save_issue's evidence); CI results are matched on these. */
+    evidenceCommit: text("evidence_commit"),
+    evidenceBranch: text("evidence_branch"),
+    evidencePr: text("evidence_pr"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
@@ -88,12 +104,43 @@ export const issues = pgTable(
       .on(t.leaseExpiresAt)
       .where(sql`${t.leaseId} is not null`),
     index("issues_parent_idx").on(t.parentId),
+    // CI results find the finishes awaiting them by commit or branch.
+    index("issues_evidence_commit_idx").on(t.orgId, t.evidenceCommit).where(sql`${t.evidenceCommit} is not null`),
+    index("issues_evidence_branch_idx").on(t.orgId, t.evidenceBranch).where(sql`${t.evidenceBranch} is not null`),
     index("issues_org_status_idx").on(t.orgId, t.status),
     // An org's (or project's) open issues, whatever has finished: the forecast, queue_status and
     // the Fleet page read these, and a new org the statistics do not know yet is planned as one row,
     // which on (org_id, status) meant reading every finished issue too.
     index("issues_org_open_idx").on(t.orgId, t.projectId).where(isOpen(t.status)),
   ],
+);
+
+export const checkConclusions = ["success", "failure", "pending"] as const;
+export type CheckConclusion = (typeof checkConclusions)[number];
+
+/**
+ * Each CI result for an issue's finish, as reported (a connector's webhook, a CI key's
+ * attestation, a person on the Dash). The latest per check decides (server/verification).
+ */
+export const verificationReports = pgTable(
+  "verification_reports",
+  {
+    id: text("id").primaryKey(),
+    orgId: orgIdColumn(),
+    issueId: text("issue_id")
+      .notNull()
+      .references(() => issues.id, { onDelete: "cascade" }),
+    commit: text("commit"),
+    check: text("check").notNull(),
+    conclusion: text("conclusion", { enum: checkConclusions }).notNull(),
+    url: text("url"),
+    /** github, gitlab, attested (a CI key), person (by hand on the Dash). */
+    source: text("source").notNull(),
+    actorId: text("actor_id"),
+    keyId: text("key_id"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("verification_reports_issue_idx").on(t.issueId, t.createdAt)],
 );
 
 export const relationTypes = ["blocks", "related", "duplicate"] as const;

@@ -3,6 +3,7 @@ import {
   boolean,
   index,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   text,
@@ -58,6 +59,9 @@ export const members = pgTable(
   (t) => [uniqueIndex("members_org_user_uq").on(t.orgId, t.userId)],
 );
 
+export const verificationModes = ["off", "ci"] as const;
+export type VerificationMode = (typeof verificationModes)[number];
+
 export const projects = pgTable(
   "projects",
   {
@@ -67,6 +71,12 @@ export const projects = pgTable(
     prefix: text("prefix").notNull(),
     /** Next issue number; taken with UPDATE ... RETURNING so numbering never gaps or collides. */
     nextNumber: integer("next_number").notNull().default(1),
+    /** "ci": a finish needs evidence and its dependents wait for CI to pass it (docs/reliability.md, decision 045). */
+    verificationMode: text("verification_mode", { enum: verificationModes }).notNull().default("off"),
+    /** The checks a finish must pass; empty: every check reported on the commit. */
+    verificationChecks: jsonb("verification_checks").$type<string[]>().notNull().default([]),
+    /** How long a verification may stay pending before it reads stale. */
+    verificationWindowMinutes: integer("verification_window_minutes").notNull().default(120),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],
@@ -95,10 +105,32 @@ export const agentKeys = pgTable(
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
     /** When it stops working by itself: session keys only, never after their parent (decision 037). */
     expiresAt: timestamp("expires_at", { withTimezone: true }),
+    /** A CI key (`rtci_…`): attests verification results for its project and does nothing else. */
+    ci: boolean("ci").notNull().default(false),
+    /** A rider waits in key_riders: read with the key on every call, so a key with none costs no query. */
+    riderWaiting: boolean("rider_waiting").notNull().default(false),
   },
   (t) => [
     uniqueIndex("agent_keys_hash_uq").on(t.keyHash),
     index("agent_keys_org_user_idx").on(t.orgId, t.userId),
     index("agent_keys_live_idx").on(t.orgId).where(sql`${t.revokedAt} is null`),
   ],
+);
+
+/**
+ * One line a key is told on its next MCP call, once (a finish of its that CI failed). The text
+ * is ciphertext under the org's key; delivered rows are deleted.
+ */
+export const keyRiders = pgTable(
+  "key_riders",
+  {
+    id: text("id").primaryKey(),
+    orgId: orgIdColumn(),
+    keyId: text("key_id")
+      .notNull()
+      .references(() => agentKeys.id, { onDelete: "cascade" }),
+    textEnc: text("text_enc").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("key_riders_key_idx").on(t.keyId, t.createdAt)],
 );

@@ -42,6 +42,8 @@ export const mintKeyInput = z.object({
   email: emailSchema,
   runtime: runtimeSchema,
   project: z.string().trim().min(1).optional(),
+  /** A CI key for the project (decision 045): attests verification results and nothing else. */
+  ci: z.boolean().optional(),
 });
 
 /** Mints a key for a person in an org, adding them as a member if needed. */
@@ -70,8 +72,8 @@ export async function mintKey(services: Services, raw: z.input<typeof mintKeyInp
     }
     const userId = await ensureUser(tx, input.email);
     await ensureMember(tx, input.org, userId);
-    const { key } = await mintAgentKey(tx, { orgId: input.org, userId, projectId, runtime: input.runtime });
-    return { userId, key };
+    const { key } = await mintAgentKey(tx, { orgId: input.org, userId, projectId, runtime: input.runtime, ci: input.ci });
+    return { userId, key, ...(input.ci ? { ci: true, projectId } : {}) };
   });
 }
 

@@ -11,6 +11,7 @@ import { rotateMasterKey, rotateMasterKeyInput } from "./rotate-master-key.ts";
 import { deleteOrgCommand, deleteOrgCommandInput } from "./delete-org.ts";
 import { writeOrgExport } from "../transfer/admin.ts";
 import { importExport, importInput } from "../transfer/import.ts";
+import { setVerificationCommand } from "../verification/settings.ts";
 
 /**
  * Operator commands for a server with no browser yet: `npm run admin -- <command>`.
@@ -20,8 +21,12 @@ const usage = `usage: npm run admin -- <command> [options]
 
   bootstrap --org <name> --project <name> --prefix <PFX> --email <email> [--json]
       create an org, its owner, a project and an agent key
-  mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--json]
-      mint an agent key for a person (added as a member if needed)
+  mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--ci] [--json]
+      mint an agent key for a person (added as a member if needed); --ci: a CI key for the
+      project, which attests verification results (retasc verify) and does nothing else
+  set-verification --project <projectId> --mode ci|off [--checks a,b] [--window-minutes <n>] [--json]
+      how the project verifies finishes: ci holds dependents until CI passes a finish;
+      --checks names the required checks (none: every check reported on the commit)
   set-password --email <email> [--json] < password.txt
       set or replace a person's email + password sign-in; the password is one line
       on standard input (asked for without echo on a terminal), never a flag
@@ -56,6 +61,7 @@ const commands = {
   import: (services: Services, argv: unknown) => importExport(services, importInput.parse(argv)),
   "rotate-master-key": (services: Services, argv: unknown) => rotateMasterKey(services, rotateMasterKeyInput.parse(argv)),
   "delete-org": (services: Services, argv: unknown) => deleteOrgCommand(services, deleteOrgCommandInput.parse(argv)),
+  "set-verification": (services: Services, argv: unknown) => setVerificationCommand(services, argv as Record<string, unknown>),
 } as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key", "connect"]);
@@ -88,6 +94,10 @@ async function main() {
       table: { type: "string" },
       file: { type: "string" },
       "org-name": { type: "string" },
+      ci: { type: "boolean" },
+      mode: { type: "string" },
+      checks: { type: "string" },
+      "window-minutes": { type: "string" },
       json: { type: "boolean", default: false },
     },
     strict: true,

@@ -68,7 +68,11 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
     case "finished":
       return d.to === "review"
         ? { label: "to review", text: join(`handed to review ${by ?? ""}`.trim(), fenceOf(d), "the lease ended") }
-        : { label: "finished", text: join(`${String(d.to ?? "done")} ${by ?? ""}`.trim(), fenceOf(d), "the lease ended") };
+        : { label: "finished", text: join(`${String(d.to ?? "done")} ${by ?? ""}`.trim(), fenceOf(d), "the lease ended", d.verification === "pending" ? "CI verifies it before what waits on it starts" : "") };
+    case "verified":
+      return { label: "verified", text: `CI passed it (${String(d.source ?? "?")}): what waits on it can start` };
+    case "verification_failed":
+      return { label: "failed CI", text: `${list(d.checks).join(", ") || "failed by hand"} (${String(d.source ?? "?")}): back in the queue at High or above` };
     case "status_changed":
       return { label: "status changed", text: `${String(d.from ?? "?")} → ${String(d.to ?? "?")}` + (str(d.reason) ? `: ${str(d.reason)}` : "") };
     case "updated": {

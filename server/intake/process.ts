@@ -2,7 +2,9 @@ import { and, eq, isNull } from "drizzle-orm";
 import { connectors, intakeDeliveries, members, projects, user } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { applyIntakeEvent, type ConnectorFacts } from "./apply.ts";
+import { ciEventOf, type CiEvent } from "./ci-events.ts";
 import { intakeEventOf, type IntakeEvent } from "./events.ts";
+import { settleCiRun } from "../verification/match.ts";
 import { gitlabAuthorIsOutsider } from "./providers.ts";
 import { applyPullRequestEvent, applyRequestComment } from "./pull-requests.ts";
 import { transactionWithNotices } from "../events/index.ts";
@@ -35,6 +37,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
         reviewerEmail: user.email,
         revokedAt: connectors.revokedAt,
         projectPrefix: projects.prefix,
+        projectId: connectors.projectId,
       },
     })
     .from(intakeDeliveries)
@@ -47,8 +50,11 @@ export async function processDelivery(services: Services, deliveryRowId: string)
   const { connector } = row;
   const cipher = await services.keyring.forOrg(services.db, connector.orgId);
   let event: IntakeEvent | null = null;
+  let run: CiEvent | null = null;
   try {
-    event = connector.revokedAt ? null : intakeEventOf(connector.provider, row.event, JSON.parse(cipher.decrypt(row.payloadEnc)));
+    const body: unknown = connector.revokedAt ? null : JSON.parse(cipher.decrypt(row.payloadEnc));
+    event = connector.revokedAt ? null : intakeEventOf(connector.provider, row.event, body);
+    run = connector.revokedAt ? null : ciEventOf(connector.provider, row.event, body);
   } catch {
     event = null;
   }
@@ -78,6 +84,7 @@ export async function processDelivery(services: Services, deliveryRowId: string)
       .where(and(eq(intakeDeliveries.id, row.id), isNull(intakeDeliveries.processedAt)))
       .returning({ id: intakeDeliveries.id });
     if (!claimed) return { outcome: "already" };
+    if (run) return { outcome: await settleCiRun(services, tx, { orgId: connector.orgId, projectId: connector.projectId }, run, connector.provider) };
     if (!event) return { outcome: "ignored" };
     if (event.kind === "request_comment") return { outcome: await applyRequestComment(services, tx, facts, event, commenterOutside) };
     if (event.kind === "pull_request") {

@@ -9,6 +9,7 @@ import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
+import { ciEventOf, ciEvents } from "./ci-events.ts";
 import { intakeEventOf, pullRequestEvents, usedEvents, type IntakeEvent } from "./events.ts";
 
 /** The largest delivery read: issue and comment events are tens of kilobytes (GitHub caps any at 25 MB). */
@@ -44,6 +45,14 @@ export function deliveryHeadersOf(provider: ConnectorProvider, headers: Headers)
  * nothing with the delivery or the object has no updated_at (the delivery id alone then).
  */
 export function deliveryContent(provider: ConnectorProvider, event: string, body: unknown): string | null {
+  if (ciEvents[provider].has(event)) {
+    try {
+      const run = ciEventOf(provider, event, body);
+      return run ? JSON.stringify([provider, event, run.id]) : null;
+    } catch {
+      return null;
+    }
+  }
   let carried: IntakeEvent | null;
   try {
     carried = intakeEventOf(provider, event, body);
@@ -105,7 +114,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   }
   const event = headers.event ?? "";
   const now = services.clock.now();
-  const used = usedEvents[provider].has(event) || (connector.pullRequests && pullRequestEvents[provider].has(event));
+  const used = usedEvents[provider].has(event) || ciEvents[provider].has(event) || (connector.pullRequests && pullRequestEvents[provider].has(event));
   if (used && !headers.deliveryId) return refusal(400, "INVALID_INPUT", "the delivery id header is missing", "Deliveries carry X-GitHub-Delivery or X-Gitlab-Event-UUID.");
   let content: string | null = null;
   if (used) {

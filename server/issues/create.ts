@@ -8,7 +8,7 @@ import { setLabels } from "./labels.ts";
 import { rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import type { SaveInput } from "./schemas.ts";
-import { findIssue, inTransaction, isTerminal, lockIssues, orgTimeZone, parseDueAt, projectFor, resolveAssignee, validParent } from "./store.ts";
+import { findIssue, gatesDependentsNow, inTransaction, isTerminal, lockIssues, orgTimeZone, parseDueAt, projectFor, resolveAssignee, validParent } from "./store.ts";
 import { issueView } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 
@@ -75,7 +75,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       ...ranking,
       effectiveLevel: ranking.ownLevel,
       effectiveDueAt: dueAt,
-      openBlockerCount: blockers.filter((b) => !isTerminal(b.status)).length,
+      openBlockerCount: blockers.filter(gatesDependentsNow).length,
       createdAt: now,
       updatedAt: now,
     };

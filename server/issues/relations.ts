@@ -7,7 +7,7 @@ import { DomainError, invalidInput } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { lockOrgGraph, reaches, rerank } from "./ranking.ts";
 import { relationInput } from "./schemas.ts";
-import { inTransaction, isTerminal, lockIssues, type WriteScope } from "./store.ts";
+import { gatesDependentsNow, inTransaction, isTerminal, lockIssues, type WriteScope } from "./store.ts";
 import { meter } from "../usage/meter.ts";
 
 type RelationInput = ReturnType<typeof relationInput.parse>;
@@ -46,7 +46,7 @@ async function changeRelation(
       if (change === "added") meter(scope, "add_relation", "dispatch", target.id);
       else meter(scope, "remove_relation", "bookkeeping", target.id);
       if (type === "blocks") {
-        if (!isTerminal(source.status)) {
+        if (gatesDependentsNow(source)) {
           const step = change === "added" ? sql`${issues.openBlockerCount} + 1` : sql`${issues.openBlockerCount} - 1`;
           await tx.update(issues).set({ openBlockerCount: step }).where(eq(issues.id, target.id));
         }

@@ -25,7 +25,7 @@ export const prioritySchema = z
     ],
     { error: priorityError },
   )
-  .describe('0 none, 1 urgent, 2 high, 3 medium, 4 low (the names are accepted too: "urgent", "high", ...)');
+  .describe("0 none, 1 urgent, 2 high, 3 medium, 4 low, or the name");
 
 /** list_issues' status groups, expanded to the statuses they stand for. */
 const statusGroups = { open: openStatuses, active: ["doing", "review"] } as const;
@@ -53,12 +53,24 @@ export const claimTokenSchema = z.string().trim().min(1).max(200);
 /** The longest issue body, in characters (the Dash renders no longer Markdown). */
 export const BODY_MAX_CHARS = 100_000;
 
+/** What a finish delivered, for CI to verify (decision 045): any of the three; a commit or a request in a project with verification on. */
+export const evidenceSchema = z
+  .object({
+    // Checked by refine rather than a regex: a pattern would be published in tools/list.
+    commit: z.string().trim().refine((v) => /^[0-9a-fA-F]{7,64}$/.test(v), "a commit is its hex SHA (7 to 64 digits)").transform((v) => v.toLowerCase()).optional(),
+    branch: z.string().trim().refine((v) => v.length > 0 && v.length <= 255, "a branch name is 1 to 255 characters").optional(),
+    pr: z.union([z.number().int(), z.string().trim()]).transform(String).refine((v) => v.length > 0 && v.length <= 500 && v !== "0", "pr is the request's number or URL").optional(),
+  })
+  .refine((e) => e.commit !== undefined || e.branch !== undefined || e.pr !== undefined, "evidence names a commit, a branch or a pr");
+export type Evidence = z.output<typeof evidenceSchema>;
+
 export const saveIssueInput = z.object({
   identifier: identifierSchema.optional().describe("omit to create; pass to update"),
   project: z.string().trim().min(1).max(10).optional().describe("project prefix for a new issue; defaults to your key's project"),
   title: shortText(500).optional(),
   body: z.string().max(BODY_MAX_CHARS).optional().describe("Markdown"),
-  work: z.boolean().optional().describe("true: a unit an agent executes; false: a tracking container"),
+  // save_issue's description says what work means.
+  work: z.boolean().optional(),
   blockedBy: z.array(identifierSchema).max(100).optional(),
   noDependency: shortText(500).optional().describe("why this issue depends on nothing"),
   status: statusSchema.optional(),
@@ -70,6 +82,7 @@ export const saveIssueInput = z.object({
   triage: z.literal("accepted").optional().describe("people only"),
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
+  evidence: evidenceSchema.optional(),
 });
 /** save_issue's arguments as parsed. */
 export type SaveInput = z.output<typeof saveIssueInput>;

@@ -7,7 +7,7 @@ import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { endOfDayIn } from "./levels.ts";
-import { isOpen } from "../../db/schema/dispatch.ts";
+import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
@@ -33,6 +33,8 @@ export interface WriteScope extends MeterScope {
 }
 
 export const isTerminal = (status: string) => status === "done" || status === "canceled";
+/** gatesDependents (db/schema/dispatch.ts) for a row in memory. */
+export const gatesDependentsNow = (row: { status: string; verification: string | null }) => !isTerminal(row.status) || row.verification === "pending";
 
 /**
  * Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization
@@ -212,16 +214,16 @@ export async function latestCheckpoint(tx: Db, issueId: string) {
   return rows[0] ?? null;
 }
 
-export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identifier: string; status: string }[]> {
+export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identifier: string; status: string; verification: string | null }[]> {
   return tx
-    .select({ identifier: issues.identifier, status: issues.status })
+    .select({ identifier: issues.identifier, status: issues.status, verification: issues.verification })
     .from(relations)
     .innerJoin(issues, eq(issues.id, relations.sourceId))
     .where(
       and(
         eq(relations.targetId, issueId),
         eq(relations.type, "blocks"),
-        isOpen(issues.status),
+        gatesDependents(issues.status, issues.verification),
       ),
     )
     .orderBy(issues.identifier);
@@ -231,7 +233,7 @@ export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identif
 export async function lockIssues(tx: Db, orgId: string, identifiers: string[], mode: "share" | "update") {
   const wanted = [...new Set(identifiers)];
   const rows = await tx
-    .select({ id: issues.id, identifier: issues.identifier, status: issues.status })
+    .select({ id: issues.id, identifier: issues.identifier, status: issues.status, verification: issues.verification })
     .from(issues)
     .where(and(eq(issues.orgId, orgId), inArray(issues.identifier, wanted)))
     .orderBy(issues.id)

@@ -4,6 +4,7 @@ import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { currentHolder, endLease, finishedByCaller, lastLeaseOf, requireLiveToken } from "./fencing.ts";
+import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
 import { setLabels } from "./labels.ts";
 import { branchName, rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
@@ -84,7 +85,7 @@ async function finishedByAnother(scope: WriteScope, row: IssueRow): Promise<Doma
   });
 }
 
-const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason"]);
+const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason", "evidence"]);
 
 /**
  * The finish (done, review, cancel) that put the issue where it is, sent again (with its token,
@@ -148,6 +149,8 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
     patch.status = to;
     changed.push("status");
   }
+  checkEvidenceGoesWithFinish(input, to);
+  if (finishLease && patch.status) Object.assign(patch, await finishEvidence(scope, row, input, to));
   if (input.title !== undefined) {
     patch.titleEnc = cipher.encrypt(input.title);
     // Once claimed, the branch stays the one the old title named (docs/architecture.md#leases).
@@ -205,13 +208,15 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
 async function write(scope: WriteScope, { row, graphLocked }: Locked, input: SaveInput, { patch, finishLease, from, to }: Change) {
   const { tx } = scope;
   const closed = isTerminal(to) && !isTerminal(from);
+  // A finish awaiting CI still holds its dependents back (gatesDependents): they are let go when it passes.
+  const releasesDependents = closed && patch.verification !== "pending";
   await inOrder(
     () => tx.update(issues).set(patch).where(eq(issues.id, row.id)),
     // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
     // Closing without the graph lock means the locked read found no dependency edges (and none
     // can be added while the row is locked), so there is nothing to decrement.
     () =>
-      closed && graphLocked
+      releasesDependents && graphLocked
         ? tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
             where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
         : Promise.resolve(),
@@ -233,8 +238,8 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
       recordActivity(scope, {
         issueId: row.id,
         kind: finishLease ? "finished" : "status_changed",
-        facts: { from, to, fence: row.fence },
-        ...(to === "canceled" ? { detail: { reason: input.cancelReason } } : {}),
+        facts: { from, to, fence: row.fence, ...(patch.verification ? { verification: patch.verification } : {}) },
+        ...(to === "canceled" ? { detail: { reason: input.cancelReason } } : input.evidence ? { detail: { evidence: input.evidence } } : {}),
       }),
     );
   }

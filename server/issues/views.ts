@@ -55,6 +55,18 @@ export function unheldText(row: Pick<IssueRow, "status" | "fence">): string {
   return `${row.status}, unheld: the next claim ${row.fence > 0 ? "resumes" : "starts"} it`;
 }
 
+/** CI's word on the last finish as it reads now: a pending one past the project's window reads "stale" (decision 045). */
+export function verificationNow(row: Pick<IssueRow, "verification" | "verificationStaleAt">, now: Date) {
+  if (row.verification === "pending" && row.verificationStaleAt && row.verificationStaleAt.getTime() <= now.getTime()) return "stale" as const;
+  return row.verification;
+}
+
+/** The evidence the last finish carried, or null. */
+export function evidenceOf(row: Pick<IssueRow, "evidenceCommit" | "evidenceBranch" | "evidencePr">) {
+  if (!row.evidenceCommit && !row.evidenceBranch && !row.evidencePr) return null;
+  return { commit: row.evidenceCommit, branch: row.evidenceBranch, pr: row.evidencePr };
+}
+
 /** What reads say of a `doing` issue nobody holds (the status alone reads as "someone is on it"); null otherwise. */
 export function statusNoteOf(row: Pick<IssueRow, "status" | "fence">, held: boolean): string | null {
   return row.status === "doing" && !held ? unheldText(row) : null;
@@ -144,6 +156,8 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
   const title = cipher.decrypt(row.titleEnc);
   const checkpointData = checkpointView(cipher, checkpoint);
   const statusNote = statusNoteOf(row, lease !== null);
+  const verification = verificationNow(row, now);
+  const evidence = evidenceOf(row);
   return {
     identifier: row.identifier,
     title,
@@ -180,6 +194,8 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
       : null,
     held: lease !== null,
     ...(statusNote !== null ? { statusNote } : {}),
+    ...(verification ? { verification } : {}),
+    ...(evidence ? { evidence } : {}),
     fence: row.fence,
     checkpoint: checkpointData,
     branch: issueBranch(row.identifier, title, row.branch, checkpointData?.branch),

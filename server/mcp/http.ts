@@ -4,7 +4,7 @@ import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { authenticateAgentKey, bearerKeyOf, touchKey } from "../orgs/index.ts";
+import { authenticateAgentKey, bearerKeyOf, CI_KEY_PREFIX, touchKey } from "../orgs/index.ts";
 import { baseUrlOf, mcpResource, PROTECTED_RESOURCE_PATH } from "../auth/oauth.ts";
 import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens.ts";
 import { publicOrigin } from "../http/origin.ts";
@@ -44,6 +44,9 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
     const origin = request.header("origin");
     if (origin !== null && !publicOrigin(deps.services.config).trustedOrigins.includes(origin) && !deps.services.config.MCP_ALLOWED_ORIGINS.includes(origin)) {
       return rpcError(403, -32000, `Forbidden: origin ${origin.slice(0, 200)} may not call this server.`, requestId);
+    }
+    if (bearerKeyOf(request.header("authorization"))?.startsWith(CI_KEY_PREFIX)) {
+      return rpcError(403, -32000, "Forbidden: a CI key (rtci_...) only attests CI results for its project (retasc verify, POST /api/ci/verify); agents call /mcp with their own key.", requestId);
     }
     const principal = await authenticate(request, deps.services);
     if (!principal) {

@@ -10,6 +10,7 @@ import { recordStaleRefusal } from "../dash/charts-record.ts";
 import { lowBalanceWarning } from "../usage/low-balance.ts";
 import { toolTiers } from "../usage/rate-card.ts";
 import { renewSessionLeases } from "../queue/session-renewal.ts";
+import { takeRiders } from "../verification/riders.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
 export interface CallScope {
@@ -77,7 +78,9 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     metrics.claimsIn(tool.name, output);
     scope.log.debug({ ...logFields, outcome: "ok", durationMs }, "mcp tool call");
     const billing = Object.hasOwn(toolTiers, tool.name) ? await lowBalanceWarning(ctx) : null;
-    return successResult(billing ? { ...output, billing } : output);
+    // A finish of this key's that CI failed: told once, on the next call that succeeds.
+    const rider = principal.riderWaiting ? await takeRiders(ctx) : null;
+    return successResult({ ...output, ...(billing ? { billing } : {}), ...(rider ? { rider } : {}) });
   } catch (error) {
     const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);
     const durationMs = observed(tool.name, started, internal ? "INTERNAL" : toolError.code, internal);

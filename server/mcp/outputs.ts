@@ -64,6 +64,8 @@ export const issueOutput = z.object({
     .describe("the live claim, if any"),
   held: z.boolean(),
   statusNote: z.string().optional().describe('an unheld doing issue: "doing, unheld: the next claim resumes it"'),
+  verification: z.enum(["pending", "stale", "passed", "failed"]).optional().describe("CI's word on the last finish; dependents wait until passed"),
+  evidence: z.looseObject({ commit: z.string().nullable(), branch: z.string().nullable(), pr: z.string().nullable() }).optional(),
   fence: z.number().int(),
   checkpoint: checkpointOutput.nullable(),
   branch: z.string(),

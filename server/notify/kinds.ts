@@ -12,4 +12,5 @@ export const kindDescriptions: Record<IssueEventKind, string> = {
   review: "Work waits for your review (with the last checkpoint)",
   assigned: "An issue is assigned to you (with its urgency and deadline)",
   reclaimed: "Your agent's lease lapsed and the issue went back to the queue",
+  verification_failed: "CI failed a finish you wrote or your agent made, and the issue went back to the queue",
 };

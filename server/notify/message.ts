@@ -84,6 +84,13 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
     case "reclaimed":
       headline = "was reclaimed: your agent's lease lapsed and the work is back in the queue.";
       break;
+    case "verification_failed": {
+      headline = "failed CI after it was finished: it is back in the queue, ranked High or above.";
+      const [last] = await db.select({ gotchasEnc: checkpoints.gotchasEnc }).from(checkpoints).where(eq(checkpoints.issueId, issueId)).orderBy(desc(checkpoints.createdAt)).limit(1);
+      const failing = cipher.decrypt(last?.gotchasEnc ?? null);
+      if (failing) details.push({ label: "Checks", text: clip(failing, MAX_DETAIL) });
+      break;
+    }
   }
   return { subject: `${row.identifier} · ${title}`, headline, details, url: `${base}/dash/issues/${encodeURIComponent(row.identifier)}` };
 }

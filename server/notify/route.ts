@@ -7,38 +7,44 @@ import { enqueue } from "../outbox/index.ts";
 type IssueEvent = JobPayload<"notify.issue_event">;
 
 /**
- * Who hears of an event: the one human tied to the issue by it. done and canceled: the author;
+ * Who hears of an event: the humans tied to the issue by it. done and canceled: the author;
  * review: the reviewer (the issue's assignee in review); assigned: the assignee; reclaimed: the
- * person whose agent held the lapsed lease. Never the actor, the human behind the acting key.
+ * person whose agent held the lapsed lease; verification_failed: the author and the human whose
+ * agent finished it. Never the actor, the human behind the acting key.
  */
-export async function recipientOf(db: Db, event: IssueEvent): Promise<string | null> {
+export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]> {
   const [row] = await db
     .select({ orgId: issues.orgId, authorId: issues.authorId, assigneeId: issues.assigneeId })
     .from(issues)
     .where(eq(issues.id, event.issueId));
-  if (!row || row.orgId !== event.orgId) return null;
-  let person: string | null = null;
+  if (!row || row.orgId !== event.orgId) return [];
+  const lastLeaseEnded = async (reason: "expired" | "finished") => {
+    const [lease] = await db
+      .select({ userId: leases.userId })
+      .from(leases)
+      .where(and(eq(leases.issueId, event.issueId), eq(leases.endReason, reason)))
+      .orderBy(desc(leases.fence))
+      .limit(1);
+    return lease?.userId ?? null;
+  };
+  let people: (string | null)[] = [];
   switch (event.kind) {
     case "done":
     case "canceled":
-      person = row.authorId;
+      people = [row.authorId];
       break;
     case "review":
     case "assigned":
-      person = row.assigneeId;
+      people = [row.assigneeId];
       break;
-    case "reclaimed": {
-      const [lapsed] = await db
-        .select({ userId: leases.userId })
-        .from(leases)
-        .where(and(eq(leases.issueId, event.issueId), eq(leases.endReason, "expired")))
-        .orderBy(desc(leases.fence))
-        .limit(1);
-      person = lapsed?.userId ?? null;
+    case "reclaimed":
+      people = [await lastLeaseEnded("expired")];
       break;
-    }
+    case "verification_failed":
+      people = [row.authorId, await lastLeaseEnded("finished")];
+      break;
   }
-  return person && person !== event.actorId ? person : null;
+  return [...new Set(people.filter((person): person is string => person !== null && person !== event.actorId))];
 }
 
 /**
@@ -47,14 +53,16 @@ export async function recipientOf(db: Db, event: IssueEvent): Promise<string | n
  * apply when each message is sent. Returns how many messages were queued.
  */
 export async function fanOut(tx: Db, event: IssueEvent): Promise<number> {
-  const person = await recipientOf(tx, event);
-  if (!person) return 0;
-  const bound = await tx
-    .select({ channel: notifyBindings.channel })
-    .from(notifyBindings)
-    .where(and(eq(notifyBindings.orgId, event.orgId), eq(notifyBindings.userId, person), eq(notifyBindings.status, "active")));
-  for (const { channel } of bound) {
-    await enqueue(tx, "notify.send", { orgId: event.orgId, issueId: event.issueId, kind: event.kind, userId: person, channel });
+  let queued = 0;
+  for (const person of await recipientsOf(tx, event)) {
+    const bound = await tx
+      .select({ channel: notifyBindings.channel })
+      .from(notifyBindings)
+      .where(and(eq(notifyBindings.orgId, event.orgId), eq(notifyBindings.userId, person), eq(notifyBindings.status, "active")));
+    for (const { channel } of bound) {
+      await enqueue(tx, "notify.send", { orgId: event.orgId, issueId: event.issueId, kind: event.kind, userId: person, channel });
+    }
+    queued += bound.length;
   }
-  return bound.length;
+  return queued;
 }

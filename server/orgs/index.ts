@@ -205,6 +205,8 @@ export async function mintAgentKey(
     projectId?: string | null;
     parent?: { keyId: string; sessionKeyCap: number; expiresAt: Date };
     claimCap?: number | null;
+    /** A CI key (`rtci_…`): attests verification for its project, and only that (decision 045). */
+    ci?: boolean;
   },
 ): Promise<{ keyId: string; key: string; expiresAt: Date | null }> {
   const runtime = runtimeSchema.parse(input.runtime);
@@ -221,7 +223,8 @@ export async function mintAgentKey(
       .where(and(eq(projects.id, input.projectId), eq(projects.orgId, input.orgId)));
     if (!project[0]) throw notFound("project");
   }
-  const key = randomToken("rtsc_", 32);
+  if (input.ci && !input.projectId) throw invalidInput("a CI key attests for one project", "Pass the project's id (--project-id).");
+  const key = randomToken(input.ci ? CI_KEY_PREFIX : "rtsc_", 32);
   const keyId = newId();
   await db.insert(agentKeys).values({
     id: keyId,
@@ -234,8 +237,24 @@ export async function mintAgentKey(
     parentKeyId: input.parent?.keyId ?? null,
     claimCap: input.claimCap ?? null,
     expiresAt,
+    ci: input.ci ?? false,
   });
   return { keyId, key, expiresAt };
+}
+
+/** What a CI key starts with: no door but the attestation takes it (authenticateAgentKey wants rtsc_). */
+export const CI_KEY_PREFIX = "rtci_";
+
+/** Resolves a presented CI key to its principal (always with its project), or null. */
+export async function authenticateCiKey(db: Db, secret: string): Promise<(Principal & { projectId: string }) | null> {
+  if (!secret.startsWith(CI_KEY_PREFIX) || secret.length > 200) return null;
+  const [row] = await db
+    .select(agentPrincipalColumns)
+    .from(agentKeys)
+    .innerJoin(members, keyMembership)
+    .where(and(eq(agentKeys.keyHash, sha256(secret)), eq(agentKeys.ci, true), keyActs));
+  if (!row?.projectId) return null;
+  return { kind: "agent", ...row, projectId: row.projectId };
 }
 
 /** The agent key an `Authorization: Bearer <key>` header presents, or null. */
@@ -269,6 +288,7 @@ export const agentPrincipalColumns = {
   projectId: agentKeys.projectId,
   runtime: agentKeys.runtime,
   claimCap: agentKeys.claimCap,
+  riderWaiting: agentKeys.riderWaiting,
 };
 /** The membership a key acts through: joined on the key's org and person. */
 export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId));
@@ -280,7 +300,7 @@ function keyLookup(db: Db) {
     .select(agentPrincipalColumns)
     .from(agentKeys)
     .innerJoin(members, keyMembership)
-    .where(and(eq(agentKeys.keyHash, sql.placeholder("keyHash")), keyActs))
+    .where(and(eq(agentKeys.keyHash, sql.placeholder("keyHash")), eq(agentKeys.ci, false), keyActs))
     .prepare("authenticate_agent_key");
 }
 

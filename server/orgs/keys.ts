@@ -20,6 +20,8 @@ export const mintKeyInput = z.object({
   /** Mint for another member (owners; admins for ordinary members); default: the caller. */
   userId: z.string().trim().min(1).max(100).optional(),
   claimCap: z.number().int().min(1).max(1000).optional(),
+  /** A CI key for the project: it attests CI results and is refused everything else (decision 045). */
+  ci: z.boolean().optional(),
 });
 export const keyIdInput = z.object({ keyId: z.string().trim().min(1, "keyId is required").max(100) });
 export const listKeysInput = z.object({ includeRevoked: z.boolean().optional(), ...pageArgs });
@@ -63,10 +65,11 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
       runtime: input.runtime,
       projectId: input.projectId ?? null,
       claimCap: input.claimCap ?? null,
+      ci: input.ci ?? false,
     });
-    await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId });
+    await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId, ...(input.ci ? { ci: true } : {}) });
     await chargeOrgAction(tx, ctx, "mint_key");
-    return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), runtime: input.runtime, projectId: input.projectId ?? null, userId };
+    return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), runtime: input.runtime, projectId: input.projectId ?? null, userId, ...(input.ci ? { ci: true } : {}) };
   });
 }
 

@@ -214,7 +214,7 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
       const blockers = await openBlockersOf(tx, row.id);
       throw new DomainError(
         "BLOCKED",
-        `${identifier} waits on ${blockers.map((b) => `${b.identifier} (${b.status})`).join(", ")}`,
+        `${identifier} waits on ${blockers.map((b) => `${b.identifier} (${b.verification === "pending" ? "done, CI verification pending" : b.status})`).join(", ")}`,
         "Work on a blocker instead (next_issue hands out the most urgent one).",
         { identifier, openBlockers: blockers },
       );

@@ -51,24 +51,46 @@ async function countAwaitingTriage(ctx: Ctx): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/**
+ * Finished issues whose CI verification is pending and which hold open work in scope back
+ * (decision 045): at most five, for next_issue's explanation.
+ */
+async function pendingVerifications(ctx: Ctx): Promise<string[]> {
+  const rows = await query<{ identifier: string }>(
+    ctx.db,
+    sql`select distinct b.identifier from issues i
+        join relations r on r.target_id = i.id and r.type = 'blocks'
+        join issues b on b.id = r.source_id
+        where ${scopeOf(ctx)} and i.open_blocker_count > 0 and ${isOpen(i.status)} and b.status = 'done' and b.verification = 'pending'
+        order by b.identifier limit 5`,
+  );
+  return rows.map((row) => row.identifier);
+}
+
 export async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
-  const [ready, otherLanes, awaitingTriage] = await Promise.all([
+  const [ready, otherLanes, awaitingTriage, awaitingVerification] = await Promise.all([
     countReady(ctx.db, ctx, now, laneOf(ctx, allLanes)),
     allLanes ? 0 : countReady(ctx.db, ctx, now, othersLanes(i, me(ctx))),
     countAwaitingTriage(ctx),
+    pendingVerifications(ctx),
   ]);
   const triage = awaitingTriage > 0 ? ` ${awaitingTriage} issue(s) from outside the team await a person's triage; no agent is handed them or their text.` : "";
+  const verification =
+    awaitingVerification.length > 0
+      ? ` Work waits on finishes CI has not verified yet (${awaitingVerification.join(", ")}): their dependents start once CI passes them.`
+      : "";
   return {
     claimed: false as const,
     ready,
     otherLanes,
     awaitingTriage,
+    ...(awaitingVerification.length > 0 ? { awaitingVerification } : {}),
     message:
       (otherLanes > 0
         ? `Nothing claimable in your lane; ${otherLanes} ready issue(s) sit in other people's lanes. Call again with allLanes:true to take one.`
         : ready > 0
           ? "Ready work exists but was claimed concurrently; call next_issue again."
-          : "Nothing is claimable right now: everything is held, blocked, or done.") + triage,
+          : "Nothing is claimable right now: everything is held, blocked, or done.") + triage + verification,
   };
 }
 

@@ -4,7 +4,7 @@ import { issues, leases, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { scopeOf } from "./dispatch.ts";
 import { queueForecast } from "./forecast.ts";
-import { isOpen } from "../../db/schema/dispatch.ts";
+import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 
 /** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims, the drain forecast. */
 export async function queueStatus(ctx: Ctx) {
@@ -17,11 +17,11 @@ export async function queueStatus(ctx: Ctx) {
       db,
       sql`select i.sla_state, count(*)::int as n from issues i where ${scope} and ${isOpen(sql`i.status`)} and i.sla_state <> 'none' group by i.sla_state`,
     ),
-    query<{ identifier: string; blocker: string; blocker_status: string }>(
+    query<{ identifier: string; blocker: string; blocker_status: string; blocker_verification: string | null }>(
       db,
-      sql`select i.identifier, b.identifier as blocker, b.status as blocker_status
+      sql`select i.identifier, b.identifier as blocker, b.status as blocker_status, b.verification as blocker_verification
           from issues i join relations r on r.target_id = i.id and r.type = 'blocks' join issues b on b.id = r.source_id
-          where ${scope} and i.open_blocker_count > 0 and ${isOpen(sql`i.status`)} and ${isOpen(sql`b.status`)}
+          where ${scope} and i.open_blocker_count > 0 and ${isOpen(sql`i.status`)} and ${gatesDependents(sql`b.status`, sql`b.verification`)}
           order by i.number limit 200`,
     ),
     db
@@ -52,7 +52,7 @@ export async function queueStatus(ctx: Ctx) {
   const blockedOn = new Map<string, { identifier: string; status: string }[]>();
   for (const b of blocked) {
     const list = blockedOn.get(b.identifier) ?? [];
-    list.push({ identifier: b.blocker, status: b.blocker_status });
+    list.push({ identifier: b.blocker, status: b.blocker_status, ...(b.blocker_verification === "pending" ? { verification: "pending" } : {}) });
     blockedOn.set(b.identifier, list);
   }
   return {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { memberRoles, memberStatuses, issueStatuses, relationTypes } from "../../db/schema/index.ts";
+import { memberRoles, memberStatuses, issueStatuses, relationTypes, verificationStates } from "../../db/schema/index.ts";
 import { invalidInput, unstorableText, unstorableTextIn } from "../errors.ts";
 import { BODY_MAX_CHARS, obsoleteAttachmentInput, retractCommentInput, saveAttachmentInput, saveCommentInput, saveIssueInput, saveLabelInput } from "../issues/schemas.ts";
 import { prefixSchema, runtimeSchema } from "../orgs/index.ts";
@@ -69,6 +69,12 @@ const issue = z.looseObject({
   fence: z.number().int().min(0),
   firstClaimedAt: instant.nullable(),
   branch,
+  // Absent from exports written before they were added.
+  verification: z.enum(verificationStates).nullable().optional(),
+  evidence: z
+    .object({ commit: z.string().regex(/^[0-9a-f]{7,64}$/).nullable(), branch: z.string().min(1).max(255).nullable(), pr: z.string().min(1).max(500).nullable() })
+    .nullable()
+    .optional(),
   createdAt: instant,
   updatedAt: instant,
   // Absent from exports written before it was added.

@@ -126,6 +126,10 @@ export interface ExportIssue {
   fence: number;
   firstClaimedAt: Instant | null;
   branch: string | null;
+  /** CI's word on the last finish (decision 045); null when never verified. Absent in exports written before it. */
+  verification?: "pending" | "passed" | "failed" | null;
+  /** What the last finish said it delivered; null when it said nothing. Absent in exports written before it. */
+  evidence?: { commit: string | null; branch: string | null; pr: string | null } | null;
   createdAt: Instant;
   updatedAt: Instant;
   /** The Linear issue it was imported from, with Linear's estimate (points), which Retasc's issues have no field for; null when not from Linear. */

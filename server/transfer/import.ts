@@ -36,7 +36,7 @@ import type { ExportIssue, ExportPerson } from "./format.ts";
 import { orderedIds } from "./ordered-ids.ts";
 import { openExport, type ExportEntry, type ReadLimits } from "./read-export.ts";
 import { emailHash, placeholderUser } from "./linear/ghosts.ts";
-import { isOpen } from "../../db/schema/dispatch.ts";
+import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 
 export const importInput = z.object({
   file: z.string({ error: "--file is required" }).trim().min(1, "--file is required"),
@@ -380,6 +380,11 @@ class ImportRun {
       fence: i.fence,
       firstClaimedAt: i.firstClaimedAt ? new Date(i.firstClaimedAt) : null,
       branch: i.branch,
+      verification: i.verification ?? null,
+      verificationAt: i.verification ? new Date(i.updatedAt) : null,
+      evidenceCommit: i.evidence?.commit ?? null,
+      evidenceBranch: i.evidence?.branch ?? null,
+      evidencePr: i.evidence?.pr ?? null,
       createdAt: new Date(i.createdAt),
       updatedAt: new Date(i.updatedAt),
     });
@@ -493,7 +498,7 @@ class ImportRun {
     for (let at = 0; at < edges.length; at += 500) await tx.insert(relations).values(edges.slice(at, at + 500)).onConflictDoNothing();
     await tx.execute(sql`update issues set open_blocker_count = b.n
       from (select r.target_id, count(*)::int as n from relations r join issues s on s.id = r.source_id
-            where r.org_id = ${orgId} and r.type = 'blocks' and ${isOpen(sql`s.status`)} group by r.target_id) b
+            where r.org_id = ${orgId} and r.type = 'blocks' and ${gatesDependents(sql`s.status`, sql`s.verification`)} group by r.target_id) b
       where issues.id = b.target_id`);
     const blocked = [...new Set(edges.filter((e) => e.type === "blocks").map((e) => e.targetId))];
     for (let at = 0; at < blocked.length; at += RERANK_CHUNK) await rerank(tx, blocked.slice(at, at + RERANK_CHUNK));

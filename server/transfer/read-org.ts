@@ -16,6 +16,7 @@ import {
   relations,
 } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
+import { evidenceOf } from "../issues/views.ts";
 import { notFound } from "../errors.ts";
 import {
   iso,
@@ -199,6 +200,8 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
     fence: i.fence,
     firstClaimedAt: iso(i.firstClaimedAt),
     branch: i.branch,
+    verification: i.verification,
+    evidence: evidenceOf(i),
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
     linear: linearOf.get(i.id) ?? null,

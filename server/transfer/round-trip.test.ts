@@ -27,9 +27,13 @@ describe("export → import → export", () => {
     // ENG-2 as a Linear import leaves it: its link row holds Linear's estimate.
     const [eng2] = await env.services.db.select({ id: issues.id }).from(issues).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, "ENG-2")));
     await setLink(env.services.db, org.orgId, "5b0c1e2a-0000-4000-8000-00000000e002", "issue", eng2!.id, "h", 3.5);
+    // Its finish named what it delivered and CI passed it (decision 045).
+    await env.services.db.update(issues).set({ verification: "passed", evidenceCommit: "0123abcd", evidenceBranch: "eng-2/fix", evidencePr: "12" }).where(eq(issues.id, eng2!.id));
     const dir = tempDir("retasc-transfer-");
     const first = await exportText(asSystem(org.orgId));
-    expect(JSON.parse(first.split("\n").find((l) => l.includes('"identifier":"ENG-2"'))!.replace(/,$/, "")).linear).toEqual({ id: "5b0c1e2a-0000-4000-8000-00000000e002", estimate: 3.5 });
+    const exportedEng2 = JSON.parse(first.split("\n").find((l) => l.includes('"identifier":"ENG-2"'))!.replace(/,$/, ""));
+    expect(exportedEng2.linear).toEqual({ id: "5b0c1e2a-0000-4000-8000-00000000e002", estimate: 3.5 });
+    expect(exportedEng2).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     const file = await writeExport(asSystem(org.orgId), dir);
     const imported = await importExport(env.services, { file, "org-name": "Restored" });
     expect(imported).toMatchObject({ people: 3, projects: 2, labels: 2, agents: 3, issues: 6, comments: 3 });
@@ -49,6 +53,7 @@ describe("export → import → export", () => {
       ["Agreed.", false],
     ]);
     expect(thread.comments[1]!.parent).toBe(thread.comments[0]!.id);
+    expect(await getIssue(alice, { identifier: "ENG-2" })).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     const second3 = await getIssue(alice, { identifier: "ENG-3" });
     expect(second3).toMatchObject({ parent: "ENG-1", labels: ["bug", "ui"], status: "todo" });
     const listed = await listIssues(alice, {});

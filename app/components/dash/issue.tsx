@@ -366,3 +366,47 @@ export function ReleaseForm() {
     </Form>
   );
 }
+
+/** CI's word on the last finish and what it named (decision 045); nothing for an issue never verified. */
+export function VerificationRows({ verification, evidence }: { verification?: string; evidence?: { commit: string | null; branch: string | null; pr: string | null } }) {
+  if (!verification && !evidence) return null;
+  const said: Record<string, string> = {
+    pending: "pending: CI has not passed it yet, so nothing waiting on it starts",
+    stale: "stale: pending past the project's window; pass or fail it by hand below",
+    passed: "passed",
+    failed: "failed: back in the queue with the failing checks as gotchas",
+  };
+  return (
+    <>
+      {verification ? (
+        <>
+          <dt className="text-stone-600">Verification</dt>
+          <dd>{said[verification] ?? verification}</dd>
+        </>
+      ) : null}
+      {evidence ? (
+        <>
+          <dt className="text-stone-600">Evidence</dt>
+          <dd className="font-mono text-xs break-all">
+            {[evidence.commit && `commit ${evidence.commit}`, evidence.branch && `branch ${evidence.branch}`, evidence.pr && `request ${evidence.pr}`].filter(Boolean).join(" · ")}
+          </dd>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+/** A person passes or fails a finish CI has not settled; recorded as theirs. */
+export function VerifyByHandForm() {
+  return (
+    <Form method="post" className="flex flex-col gap-2" aria-label="Settle verification by hand">
+      <label htmlFor="verify-note" className="text-sm font-medium">Settle CI's verification by hand</label>
+      <input id="verify-note" name="note" maxLength={500} placeholder="checked on staging" className={input} />
+      <div className="flex gap-2">
+        <button type="submit" name="intent" value="verify-passed" className={secondary}>Pass it</button>
+        <button type="submit" name="intent" value="verify-failed" className={danger}>Fail it</button>
+      </div>
+      <p className="text-xs text-stone-500">Passing starts what waits on it; failing puts it back in the queue at High. Your name is recorded.</p>
+    </Form>
+  );
+}

@@ -14,8 +14,8 @@ export const issueTools = [
     description:
       "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs title, " +
       "work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy (identifiers it " +
-      "waits on) or noDependency (why it depends on nothing). Finish with your claimToken: status done, or review " +
-      "with a reviewer other than you as assignee; either frees your lease and keeps your checkpoint. canceled needs " +
+      "waits on) or noDependency (why it depends on nothing). Finish with your claimToken: status done with evidence " +
+      "(the commit, branch, pr you delivered), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
       "cancelReason; labels replaces the set. Example: save_issue " +
       "{\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"status\":\"done\"}",
     input: saveIssueInput,

@@ -1,0 +1,64 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { projects, verificationModes } from "../../db/schema/index.ts";
+import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { notFound } from "../errors.ts";
+import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
+
+const checkName = z.string().trim().min(1).max(200);
+
+/** A project's verification settings as every door sends them (decision 045). */
+export const setVerificationInput = z.object({
+  projectId: z.string().trim().min(1, "the project's id is required").max(100),
+  mode: z.enum(verificationModes),
+  /** The required checks; [] or omitted: every check reported on the commit. A comma list is split. */
+  checks: z
+    .union([z.array(checkName).max(50), z.string().max(5000)])
+    .transform((v) => (typeof v === "string" ? v.split(",").map((c) => c.trim()).filter(Boolean) : v))
+    .pipe(z.array(checkName).max(50))
+    .optional(),
+  windowMinutes: z.coerce.number().int().min(1).max(7 * 24 * 60).optional(),
+});
+
+export type SetVerificationInput = z.input<typeof setVerificationInput>;
+
+/** Sets how a project verifies finishes: owners and admins, or an operator. */
+export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
+  const input = setVerificationInput.parse(raw);
+  return ctx.db.transaction(async (tx) => {
+    requireRole(await actorOf(ctx, tx), ["owner", "admin"], "changing how a project verifies finishes");
+    const [row] = await tx
+      .update(projects)
+      .set({
+        verificationMode: input.mode,
+        ...(input.checks !== undefined ? { verificationChecks: input.checks } : {}),
+        ...(input.windowMinutes !== undefined ? { verificationWindowMinutes: input.windowMinutes } : {}),
+      })
+      .where(and(eq(projects.id, input.projectId), eq(projects.orgId, ctx.principal.orgId)))
+      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes });
+    if (!row) throw notFound(`project ${input.projectId}`, "Pass a project id of this org (`retasc project list`).");
+    await recordOrgActivity(ctx, tx, "project.verification", { projectId: row.projectId, mode: row.mode, checks: row.checks, windowMinutes: row.windowMinutes });
+    return row;
+  });
+}
+
+/** Every project's verification settings, for the Dash's Projects page. */
+export async function listVerificationSettings(ctx: Ctx) {
+  return ctx.db
+    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes })
+    .from(projects)
+    .where(eq(projects.orgId, ctx.principal.orgId));
+}
+
+/** `npm run admin -- set-verification --project <id> --mode ci|off [--checks a,b] [--window-minutes N]`: as the operator. */
+export async function setVerificationCommand(services: Services, argv: Record<string, unknown>) {
+  const projectId = z.string().trim().min(1, "--project is required").parse(argv.project);
+  const [project] = await services.db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId));
+  if (!project) throw notFound(`project ${projectId}`, "Pass a project's id.");
+  return setVerification(withPrincipal(services, systemPrincipal(project.orgId)), {
+    projectId,
+    mode: argv.mode as "ci" | "off",
+    ...(argv.checks !== undefined ? { checks: String(argv.checks) } : {}),
+    ...(argv["window-minutes"] !== undefined ? { windowMinutes: Number(argv["window-minutes"]) } : {}),
+  });
+}
