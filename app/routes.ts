@@ -14,6 +14,8 @@ export default [
   }),
   route("oauth/consent", "routes/oauth.consent.tsx"),
   route("index.md", "routes/index-md.ts"),
+  // The CLI's tarball, so any machine that reaches this server can install it
+  route("cli/:file", "routes/cli.$file.ts"),
   // People, orgs, keys (sign-in, device approval, the Dash shell and its settings, CLI endpoints)
   route("api/auth/*", "routes/api.auth.$.ts"),
   route("auth/sign-in", "routes/auth.sign-in.tsx"),

@@ -1,28 +1,39 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { connectAsFolder, gitRepo, launchBrowser, loginThroughDevice, removeTemps, retasc, signUp, startE2eApp, tempDir, tool, type E2eApp, type Person } from "./harness.ts";
 
 /**
- * A new user's first steps with the CLI as installed from the packed tarball, not the
- * workspace's link: `retasc login` approved on /device in Chromium, `retasc bind` in a fresh
- * repository, and the committed .mcp.json and .retasc.json working in a teammate's clone on
- * another HOME once they bind there.
+ * A new user's first steps with the CLI as installed from the server itself (`npm install -g
+ * <origin>/cli/latest`), not the workspace's link, on a machine whose npm reaches no registry:
+ * `retasc login` approved on /device in Chromium, `retasc bind` in a fresh repository, and the
+ * committed .mcp.json and .retasc.json working in a teammate's clone on another HOME once they
+ * bind there.
  */
 let app: E2eApp;
 let browser: Browser;
 let bin: string;
 let installedPath: string;
+const cliVersion = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../cli/package.json"), "utf8")) as { version: string }).version;
+
+/** npm on a machine with only Node and the server: its own cache and prefix, and a registry that does not answer. */
+const npmEnv = (prefix: string): Record<string, string> => ({
+  npm_config_cache: path.join(prefix, ".npm-cache"),
+  npm_config_prefix: prefix,
+  npm_config_registry: "http://127.0.0.1:9/",
+  npm_config_audit: "false",
+  npm_config_fund: "false",
+  npm_config_update_notifier: "false",
+});
 
 beforeAll(async () => {
   [app, browser] = await Promise.all([startE2eApp(), launchBrowser()]);
-  const cli = path.resolve(import.meta.dirname, "../cli");
-  const packed = tempDir("retasc-pack-");
-  const name = execFileSync("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", packed], { cwd: cli, encoding: "utf8" }).trim();
   const prefix = tempDir("retasc-prefix-");
-  const install = spawnSync("npm", ["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", path.join(packed, name)], { cwd: prefix, encoding: "utf8" });
+  const install = spawnSync("npm", ["install", "-g", `${app.url}/cli/latest`], { cwd: prefix, encoding: "utf8", env: { ...process.env, ...npmEnv(prefix) } });
   expect(install.status, install.stderr).toBe(0);
   bin = path.join(prefix, "bin", "retasc");
   installedPath = `${path.dirname(bin)}${path.delimiter}${process.env.PATH}`;
@@ -68,4 +79,52 @@ test("installed tarball: login approved in Chromium, bind in a fresh repo, the c
   expect(await tool(bobAgent, "whoami")).toMatchObject({ project: { prefix: "WEB" }, human: { email: bob.email } });
   expect(await tool(bobAgent, "next_issue")).toMatchObject({ identifier: "WEB-1" });
   await bobAgent.close();
+});
+
+test("the server serves its CLI: npx runs it with no install, latest.json names it, update and doctor compare with it", async () => {
+  const latest = await fetch(`${app.url}/cli/latest`, { redirect: "manual" });
+  expect(latest.status).toBe(302);
+  expect(latest.headers.get("location")).toBe(`/cli/retasc-cli-${cliVersion}.tgz`);
+  expect(await (await fetch(`${app.url}/cli/latest.json`)).json()).toEqual({
+    version: cliVersion,
+    url: `${app.url}/cli/retasc-cli-${cliVersion}.tgz`,
+    install: `npm install -g ${app.url}/cli/latest`,
+  });
+  expect((await fetch(`${app.url}/cli/retasc-cli-0.0.1.tgz`)).status).toBe(404);
+
+  // A fresh machine: only Node, the server's URL and no registry.
+  const home = tempDir("retasc-npx-");
+  const npx = spawnSync("npx", ["-y", `${app.url}/cli/latest`, "--version"], { cwd: home, encoding: "utf8", env: { ...process.env, ...npmEnv(home), HOME: home } });
+  expect(npx.status, npx.stderr).toBe(0);
+  expect(npx.stdout.trim()).toBe(cliVersion);
+
+  const ada = { retascDir: tempDir("retasc-home-") };
+  const current = await retasc(ada, ["update", "--url", app.url, "--json"], { bin, env: { PATH: installedPath } });
+  expect(current.code, current.stderr).toBe(0);
+  expect(JSON.parse(current.stdout)).toMatchObject({ updated: false, version: cliVersion });
+
+  // A server serving a newer version: update installs it (its tarball is this server's), doctor says so first.
+  const newer = http.createServer((req, res) => {
+    if (req.url === "/healthz") return res.end("ok");
+    if (req.url !== "/cli/latest.json") return res.writeHead(404).end();
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ version: "99.0.0", url: `${app.url}/cli/retasc-cli-${cliVersion}.tgz`, install: "npm install -g …" }));
+  });
+  await new Promise<void>((resolve) => newer.listen(0, "127.0.0.1", resolve));
+  const newerUrl = `http://127.0.0.1:${(newer.address() as AddressInfo).port}`;
+  try {
+    const doctor = await retasc(ada, ["doctor", "--url", newerUrl, "--json"], { bin, env: { PATH: installedPath } });
+    const checks = JSON.parse(doctor.stdout).checks as { check: string; ok: boolean; detail: string }[];
+    expect(checks.find((c) => c.check === "the CLI is current")).toEqual({
+      check: "the CLI is current",
+      ok: false,
+      detail: `${cliVersion}, the server serves 99.0.0: run \`retasc update\``,
+    });
+    const prefix = path.dirname(path.dirname(bin));
+    const updated = await retasc(ada, ["update", "--url", newerUrl, "--json"], { bin, env: { PATH: installedPath, ...npmEnv(prefix) } });
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ updated: true, from: cliVersion, version: "99.0.0" });
+  } finally {
+    newer.close();
+  }
 });

@@ -5,6 +5,7 @@ import { publicBaseUrl } from "../../server/http/origin.ts";
 import { fleetSnapshot } from "../../server/dash/fleet.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, SecretBox } from "../components/ui.tsx";
+import { cliInstallCommand } from "../../constants/cli-install.ts";
 import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
 import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
 import { PacePicture } from "../components/dash/pace.tsx";
@@ -47,7 +48,7 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
             </p>
           ) : null}
           <p className="mb-3 text-sm text-stone-700">
-            Install the CLI once from the Retasc clone (<code>cd cli &amp;&amp; npm pack &amp;&amp; npm install -g ./retasc-cli-*.tgz</code>), then in the
+            Install the CLI once from this server (<code className="break-all">{cliInstallCommand(origin)}</code>), then in the
             folder your agent works in:
           </p>
           <SecretBox label="Commands" value={`retasc login --url ${origin}\nretasc bind`} />

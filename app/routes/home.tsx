@@ -4,6 +4,7 @@ import { optionalUser } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { signInMethods } from "../../server/auth/index.ts";
 import { SecretBox } from "../components/ui.tsx";
+import { cliInstallCommand } from "../../constants/cli-install.ts";
 
 export function meta() {
   return [
@@ -84,8 +85,8 @@ export default function Home({ loaderData }: Route.ComponentProps) {
             The Dash then asks for an org and a first project, and shows your empty fleet with the next step.
           </li>
           <li>
-            <p className="mb-2">Install the CLI once, from this clone:</p>
-            <SecretBox label="Install the CLI" hideLabel value="cd cli && npm pack && npm install -g ./retasc-cli-*.tgz" />
+            <p className="mb-2">Install the CLI once, from this server (Node.js 20 or later):</p>
+            <SecretBox label="Install the CLI" hideLabel value={cliInstallCommand(origin)} />
           </li>
           <li>
             <div className="flex flex-col gap-2">

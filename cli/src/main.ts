@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { CliError } from "./errors.ts";
 import { red, setJsonMode } from "./output.ts";
@@ -13,6 +12,8 @@ import { importLinear } from "./commands/import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
 import { triage } from "./commands/triage.ts";
 import { orgDelete } from "./commands/org-delete.ts";
+import { update } from "./commands/update.ts";
+import { cliVersion } from "./version.ts";
 
 interface Option {
   type: "string" | "boolean";
@@ -91,6 +92,15 @@ export const commands: Record<string, Command> = {
     run: whoami,
   }),
   doctor: command({ summary: "check this folder's wiring, key and server", usage: "retasc doctor [--json]", options: { json, url }, run: doctor }),
+  update: command({
+    summary: "install the newer CLI from the server this folder is bound to",
+    usage: "retasc update [--url <url>] [--json]",
+    options: { json, url },
+    details:
+      "Reads the server's /cli/latest.json and, when it serves a newer version than this one, runs npm install -g with its tarball. " +
+      "The server is this folder's binding (from your keystore) or --url, never a cloned repository's .retasc.json alone.",
+    run: update,
+  }),
   config: command({ summary: "print the resolved paths, URLs and sign-in state", usage: "retasc config [--json]", options: { json, url }, run: config }),
   bind: command({
     summary: "bind this folder: pick or create org and project, mint a key, wire the MCP client",
@@ -460,8 +470,6 @@ export const commands: Record<string, Command> = {
   }),
 };
 
-const version = (): string => (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
-
 function overview(): string {
   const names = Object.entries(commands).filter(([, c]) => !c.hidden);
   const width = Math.max(...names.map(([n]) => n.length));
@@ -555,7 +563,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (argv[0] === "--version" || argv[0] === "-v") {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${cliVersion()}\n`);
     return 0;
   }
   const found = findCommand(argv);

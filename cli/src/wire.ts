@@ -244,3 +244,12 @@ export interface IssueLine {
   status: string;
   priority: number;
 }
+
+/** `/cli/latest.json`: the CLI the server serves (app/routes/cli.$file.ts). */
+export interface ServerCli {
+  version: string;
+  /** The versioned tarball's URL. */
+  url: string;
+  /** The command that installs it, as the server prints it for people. */
+  install: string;
+}

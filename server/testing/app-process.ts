@@ -11,9 +11,12 @@ import path from "node:path";
  */
 const root = path.resolve(import.meta.dirname, "../..");
 
+/** A finished build: the app, then the CLI package it serves (packed last). */
+const built = (dir: string) => fs.existsSync(path.join(dir, "server/index.js")) && fs.existsSync(path.join(dir, "cli"));
+
 export function testBuildDir(): string {
   const dir = process.env.RETASC_TEST_BUILD_DIR ?? path.join(root, "node_modules/.cache/retasc-test-build/adhoc");
-  if (fs.existsSync(path.join(dir, "server/index.js"))) return dir;
+  if (built(dir)) return dir;
   const lock = `${dir}.lock`;
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   for (;;) {
@@ -22,18 +25,16 @@ export function testBuildDir(): string {
       break;
     } catch {
       // Another worker is building: wait for it.
-      if (fs.existsSync(path.join(dir, "server/index.js"))) return dir;
+      if (built(dir)) return dir;
       spawnSync("sleep", ["0.2"]);
     }
   }
   try {
-    if (!fs.existsSync(path.join(dir, "server/index.js"))) {
-      const result = spawnSync("npx", ["react-router", "build"], {
-        cwd: root,
-        env: { ...process.env, RETASC_BUILD_DIR: dir },
-        encoding: "utf8",
-      });
-      if (result.status !== 0) throw new Error(`react-router build failed:\n${result.stdout}\n${result.stderr}`);
+    if (!built(dir)) {
+      for (const [command, args] of [["npx", ["react-router", "build"]], [process.execPath, ["scripts/pack-cli.mjs", dir]]] as const) {
+        const result = spawnSync(command, args, { cwd: root, env: { ...process.env, RETASC_BUILD_DIR: dir }, encoding: "utf8" });
+        if (result.status !== 0) throw new Error(`${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
+      }
     }
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });

@@ -5,6 +5,8 @@ import { findMarker, HEADERS_HELPER_COMMAND, machineLocalParts, mcpUrlOf, onPath
 import { findProjectFile } from "../folder.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
+import { cliVersion, olderThan } from "../version.ts";
+import { serverCli } from "./update.ts";
 import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
@@ -202,6 +204,11 @@ export async function doctor(flags: Flags) {
   const url = deploymentUrl(flags);
   const health = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
   add("server reachable", health, health ? url : `${url} does not answer; pass --url or set RETASC_DEPLOYMENT_URL`);
+  const offered = health ? await serverCli(url) : null;
+  if (offered) {
+    const behind = olderThan(cliVersion(), offered.version);
+    add("the CLI is current", !behind, behind ? `${cliVersion()}, the server serves ${offered.version}: run \`retasc update\`` : `${cliVersion()} (the server serves ${offered.version})`);
+  }
   const session = currentSession(flags);
   if (session) {
     const valid = await asSession(session, "/whoami").then(() => true, () => false);
