@@ -356,7 +356,7 @@ export const commands: Record<string, Command> = {
       priority: { type: "string", value: "<p>", description: "urgent, high, medium, low, none (or 1-4, 0)" },
       label: { type: "string", value: "<name>", description: "issues with this label" },
       assignee: { type: "string", value: "<who>", description: "a member's email, me, or none (unassigned)" },
-      limit: { type: "string", value: "<n>", description: "at most this many (default 50, max 200)" },
+      limit: { type: "string", value: "<n>", description: "at most this many in all (default: every one, read a page at a time)" },
       json,
       url,
     },
