@@ -59,6 +59,8 @@ export default [
   route("api/cli/export", "routes/api.cli.export.ts"),
   route("api/cli/import/linear", "routes/api.cli.import.linear.ts"),
   route("api/cli/triage", "routes/api.cli.triage.ts"),
+  // CI attestations, with a CI key only (decision 045)
+  route("api/ci/verify", "routes/api.ci.verify.ts"),
   // Billing: Stripe's signed webhook
   route("webhooks/stripe", "routes/webhooks.stripe.ts"),
   // Notifications: the chat bots' signed webhooks (binding a person's chat)

@@ -35,6 +35,17 @@ export function currentBranch(cwd: string): string | null {
   return result.ok ? result.stdout : null;
 }
 
+/**
+ * What a finish delivered, read from a checkout (decision 045's evidence): its HEAD commit and
+ * branch. Null when `dir` is no repository or has no commit.
+ */
+export function evidenceOf(dir: string): { commit: string; branch?: string } | null {
+  const head = run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], dir);
+  if (!head.ok || !head.stdout) return null;
+  const branch = currentBranch(dir);
+  return { commit: head.stdout, ...(branch ? { branch } : {}) };
+}
+
 export function refExists(ref: string, cwd: string): boolean {
   return run(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], cwd).ok;
 }

@@ -3,6 +3,7 @@ import { CliError } from "./errors.ts";
 import { red, setJsonMode } from "./output.ts";
 import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./commands/connect.ts";
 import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
+import { projectVerification, verify } from "./commands/verify.ts";
 import { config, doctor, login, logout, whoami } from "./commands/session.ts";
 import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy, unbind } from "./commands/lease.ts";
 import { claim, done, next } from "./commands/work.ts";
@@ -181,12 +182,42 @@ export const commands: Record<string, Command> = {
     },
     run: projectCreate,
   }),
+  "project verification": command({
+    summary: "how a project verifies finishes: ci holds dependents until CI passes a finish (owner or admin)",
+    usage: "retasc project verification --project-id <id> --mode ci|off [--checks test,lint] [--window <minutes>] [--org-id <id>] [--json]",
+    options: {
+      "project-id": { type: "string", value: "<id>", description: "the project" },
+      mode: { type: "string", value: "ci|off", description: "ci: a done needs a commit or request and stays pending until CI passes it; off: done on the agent's word" },
+      checks: { type: "string", value: "<a,b>", description: "the required checks (empty: every check reported on the commit)" },
+      window: { type: "string", value: "<minutes>", description: "after this long a pending verification reads stale (default 120)" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    details: "Results come from the project's GitHub or GitLab connector (check runs, suites, statuses, workflow runs, pipelines) or from a CI key (retasc verify). A red run reopens the issue at High with the failing checks as the next claim's gotchas.",
+    run: projectVerification,
+  }),
+  verify: command({
+    summary: "attest a CI result for a finish (CI without a connector; needs RETASC_CI_KEY)",
+    usage: "retasc verify <PFX-42> --commit <sha> --status pass|fail --check <name> [--url <run>] [--json]",
+    positionals: "<issue>",
+    options: {
+      commit: { type: "string", value: "<sha>", description: "the commit CI ran (the finish's evidence)" },
+      status: { type: "string", value: "pass|fail", description: "the check's result" },
+      check: { type: "string", value: "<name>", description: "the check's name, as the project's required checks name it" },
+      url: { type: "string", value: "<run>", description: "the run's URL, shown with a failure" },
+      json,
+    },
+    details: "The key is read from RETASC_CI_KEY and the deployment from RETASC_DEPLOYMENT_URL, never from flags or the checkout. A CI key (`retasc key mint --ci`) attests for its project's issues and is refused everywhere else.",
+    run: verify,
+  }),
   "key mint": command({
     summary: "mint an agent key (shown once)",
-    usage: "retasc key mint --project-id <id> [--runtime <label>] [--org-id <id>] [--install] [--json]",
+    usage: "retasc key mint --project-id <id> [--runtime <label>] [--ci] [--org-id <id>] [--install] [--json]",
     options: {
       "project-id": { type: "string", value: "<id>", description: "the project the key works in" },
       runtime,
+      ci: { type: "boolean", description: "a CI key (rtci_…): attests CI results for the project (retasc verify) and does nothing else" },
       install: { type: "boolean", description: "wire the key into this folder instead of printing it" },
       "org-id": orgId,
       url,
@@ -299,7 +330,7 @@ export const commands: Record<string, Command> = {
       url,
     },
     details:
-      "Refuses (UNFINISHED_WORK) while the issue's worktree has uncommitted changes (changed, staged or untracked files) or its branch has no commits of its own, unless --force. Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (with --force) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
+      "Sends the worktree's HEAD commit and branch as the finish's evidence (a project with verification on needs them; CI then verifies before dependents start). Refuses (UNFINISHED_WORK) while the issue's worktree has uncommitted changes (changed, staged or untracked files) or its branch has no commits of its own, unless --force. Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (with --force) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
   }),
   heartbeat: command({

@@ -76,6 +76,25 @@ export interface MintedKey {
   runtime: string;
   projectId: string | null;
   userId: string;
+  /** A CI key (rtci_…): attests verification for its project and nothing else. */
+  ci?: true;
+}
+
+/** POST /api/ci/verify (server/verification/attest.ts) */
+export interface Attested {
+  identifier: string;
+  check: string;
+  recorded: boolean;
+  verification: "pending" | "passed" | "failed" | "none";
+}
+
+/** POST /api/cli/projects, action verification (server/verification/settings.ts) */
+export interface VerificationSettings {
+  projectId: string;
+  prefix: string;
+  mode: "off" | "ci";
+  checks: string[];
+  windowMinutes: number;
 }
 
 /** POST /api/cli/keys, action revoke */

@@ -44,11 +44,12 @@ export async function projectCreate(flags: OrgFlags & { name?: string; prefix?: 
   ok(`Created project ${project.prefix} (${project.projectId}). Issues will be ${project.prefix}-1, ${project.prefix}-2, …`);
 }
 
-export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime?: string; install?: boolean }) {
+export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime?: string; install?: boolean; ci?: boolean }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  const runtime = flags.runtime ?? "claude-code";
-  const minted = await asSession<MintedKey>(session, "/keys", { body: { orgId, action: "mint", projectId: flags["project-id"], runtime } });
+  if (flags.ci && flags.install) throw new CliError("INVALID_INPUT", "a CI key is not wired into a folder", "Give it to CI as the secret RETASC_CI_KEY.");
+  const runtime = flags.runtime ?? (flags.ci ? "ci" : "claude-code");
+  const minted = await asSession<MintedKey>(session, "/keys", { body: { orgId, action: "mint", projectId: flags["project-id"], runtime, ...(flags.ci ? { ci: true } : {}) } });
   if (flags.install) {
     const { projects } = await asSession<ProjectList>(session, "/projects", { query: { orgId } });
     const project = projects.find((p) => p.id === minted.projectId);
@@ -69,7 +70,7 @@ export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime
     return ok(`Minted ${minted.prefix}… and wired this folder (${wired.marker}).`);
   }
   if (flags.json) return printJson(minted);
-  note("Shown once; store it now.");
+  note(minted.ci ? "Shown once; give it to CI as the secret RETASC_CI_KEY (retasc verify reads it there)." : "Shown once; store it now.");
   out(minted.key);
 }
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { UrlFlag } from "../api.ts";
 import { findMarker, requireBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
-import { commitsAhead, currentBranch, ensureWorktree, issueOfBranch, removeWorktree, uncommitted, type Removal, type Worktree } from "../git.ts";
+import { commitsAhead, currentBranch, ensureWorktree, evidenceOf, issueOfBranch, removeWorktree, uncommitted, type Removal, type Worktree } from "../git.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, out, printJson, say } from "../output.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
@@ -173,7 +173,11 @@ export async function done(flags: DoneFlags) {
   if (work?.problems.length && !flags.force) {
     throw new CliError("UNFINISHED_WORK", `${identifier} is not finished in ${work.dir}: ${work.problems.join("; ")}`, `Commit the work first, or finish anyway with \`retasc done --id ${identifier} --force\` (\`--dry-run\` shows what it would do).`);
   }
-  const issue = await withMcp(binding, (call) => call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken }));
+  // The evidence a project with verification on needs: the claim's worktree (else this checkout) as it stands.
+  const evidence = evidenceOf(record.worktree && fs.existsSync(record.worktree) ? record.worktree : process.cwd());
+  const issue = await withMcp(binding, (call) =>
+    call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken, ...(evidence ? { evidence } : {}) }),
+  );
   await updateBindings((bindings) => {
     delete bindings.claims[keyFingerprint(binding.key)]?.[identifier];
   });
@@ -188,6 +192,7 @@ export async function done(flags: DoneFlags) {
     });
   } else {
     ok(issue.alreadyFinished ? `${identifier} is already done.` : `${identifier} is done.`);
+    if (issue.verification === "pending") say("  CI verifies it before anything waiting on it starts; a red run puts it back in the queue.");
   }
   if (!worktree || !record.worktree) return;
   if (worktree.removed) {
