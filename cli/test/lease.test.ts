@@ -97,9 +97,11 @@ describe("lease commands", () => {
     expect(fs.existsSync(claimed.worktree)).toBe(true);
     expect(await tool("get_issue", { identifier })).toMatchObject({ status: "doing" });
 
+    const head = git(claimed.worktree, "rev-parse", "HEAD").stdout.trim();
     const done = await retasc(ada, ["done", "--json"], { cwd: claimed.worktree });
     expect(done.code, done.stderr).toBe(0);
-    expect(json(done)).toMatchObject({ identifier, status: "done", worktreeRemoved: true });
+    // The worktree's HEAD and branch go with the finish as its evidence (decision 045).
+    expect(json(done)).toMatchObject({ identifier, status: "done", worktreeRemoved: true, evidence: { commit: head, branch: claimed.branch, pr: null } });
   });
 
   it("release gives the issue back with a note; the token is gone, and hints name commands and this project's prefix", async () => {

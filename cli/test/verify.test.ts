@@ -1,0 +1,73 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { gitRepo, login, removeTemps, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
+
+/**
+ * Verified finishes from the CLI against the built app over HTTP (decision 045): a person turns
+ * verification on (`retasc project verification`) and mints a CI key (`retasc key mint --ci`);
+ * CI attests with it (`retasc verify`, the key from RETASC_CI_KEY), which is what lets the
+ * dependent of a pending finish be claimed; the CI key is refused at /mcp.
+ */
+let server: Server;
+let ada: Person;
+let agent: Client;
+let projectId: string;
+let orgId: string;
+
+const json = (result: { stdout: string }) => JSON.parse(result.stdout);
+
+beforeAll(async () => {
+  server = await startServer();
+  ada = await signUp(server, "Ada");
+  expect((await login(server, ada)).code).toBe(0);
+  const repo = gitRepo();
+  const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
+  expect(bind.code, bind.stderr).toBe(0);
+  const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
+  agent = new Client({ name: "filer", version: "1.0.0" });
+  await agent.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  const me = (await agent.callTool({ name: "whoami", arguments: {} })).structuredContent as { org: { id: string }; project: { id: string } };
+  orgId = me.org.id;
+  projectId = me.project.id;
+});
+afterAll(async () => {
+  await agent?.close();
+  await server?.close();
+  removeTemps();
+});
+
+const tool = async (name: string, args: Record<string, unknown> = {}): Promise<any> => (await agent.callTool({ name, arguments: args })).structuredContent;
+
+it("project verification, key mint --ci and verify: CI's attestation lets the dependent of a pending finish start", async () => {
+  const set = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "ci", "--checks", "test", "--window", "60", "--org-id", orgId, "--url", server.url]);
+  expect(set.code, set.stderr).toBe(0);
+  expect(set.stdout).toContain("WEB verifies finishes in CI: required checks test, stale after 60 minutes.");
+  const minted = await retasc(ada, ["key", "mint", "--ci", "--project-id", projectId, "--org-id", orgId, "--url", server.url, "--json"]);
+  expect(minted.code, minted.stderr).toBe(0);
+  const ciKey = json(minted).key as string;
+  expect(ciKey).toMatch(/^rtci_/);
+
+  const blocker = (await tool("save_issue", { title: "Build it", work: true, noDependency: "a test" })).identifier as string;
+  const dependent = (await tool("save_issue", { title: "Ship it", work: true, blockedBy: [blocker] })).identifier as string;
+  const { claimToken } = await tool("claim_issue", { identifier: blocker });
+  const commit = "abcdef0123456789abcdef0123456789abcdef01";
+  expect(await tool("save_issue", { identifier: blocker, claimToken, status: "done", evidence: { commit } })).toMatchObject({ verification: "pending" });
+  expect((await tool("claim_issue", { identifier: dependent })).error).toMatchObject({ code: "BLOCKED" });
+
+  const ci = { RETASC_CI_KEY: ciKey, RETASC_DEPLOYMENT_URL: server.url };
+  const without = await retasc(ada, ["verify", blocker, "--commit", commit, "--status", "pass", "--check", "test"], { env: { RETASC_DEPLOYMENT_URL: server.url } });
+  expect(without.code).toBe(1);
+  expect(without.stderr).toContain("RETASC_CI_KEY is not set");
+  const attested = await retasc(ada, ["verify", blocker, "--commit", commit, "--status", "pass", "--check", "test", "--url", "https://ci.example.com/1"], { env: ci });
+  expect(attested.code, attested.stderr).toBe(0);
+  expect(attested.stdout).toContain(`${blocker}: test passed; verification is passed.`);
+  expect(await tool("claim_issue", { identifier: dependent })).toMatchObject({ identifier: dependent });
+
+  const refused = await fetch(`${server.url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ciKey}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  expect(refused.status).toBe(403);
+});
