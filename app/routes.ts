@@ -57,7 +57,7 @@ export default [
   route("api/cli/billing", "routes/api.cli.billing.ts"),
   route("api/cli/connectors", "routes/api.cli.connectors.ts"),
   route("api/cli/export", "routes/api.cli.export.ts"),
-  route("api/cli/import/linear", "routes/api.cli.import.linear.ts"),
+  route("api/cli/import/:source", "routes/api.cli.import.$source.ts"),
   route("api/cli/triage", "routes/api.cli.triage.ts"),
   // CI attestations, with a CI key only (decision 045)
   route("api/ci/verify", "routes/api.ci.verify.ts"),

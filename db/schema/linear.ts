@@ -19,7 +19,11 @@ export const linearImportRuns = pgTable(
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
+    /** The source read (linear, jira, csv): every source's runs share this table and the apply (decision 047). */
+    source: text("source").notNull().default("linear"),
+    /** What was read: a Linear team, a Jira project, a CSV file's digest. */
     teamId: text("team_id").notNull(),
+    /** The source's prefix (a Linear team's key, a Jira project's key; empty for CSV): numbers are kept when it is the project's. */
     teamKey: text("team_key").notNull(),
     startedBy: text("started_by"),
     phase: text("phase", { enum: linearImportPhases }).notNull().default("fetching"),
@@ -28,6 +32,8 @@ export const linearImportRuns = pgTable(
     total: integer("total").notNull().default(0),
     pagesFetched: integer("pages_fetched").notNull().default(0),
     pagesApplied: integer("pages_applied").notNull().default(0),
+    /** Until when the source asked the fetcher to wait (a 429's Retry-After), shown on the run; null when not waiting. */
+    waitUntil: timestamp("wait_until", { withTimezone: true }),
     /** The fetcher's last sign of life: a run fetching with a stale one lost its key with its process. */
     fetchHeartbeatAt: timestamp("fetch_heartbeat_at", { withTimezone: true }),
     /** What the run counted: created, updated, unchanged (issues), comments, ghosts. */

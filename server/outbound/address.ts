@@ -1,4 +1,6 @@
 import dns from "node:dns";
+import http from "node:http";
+import https from "node:https";
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Config } from "../config/index.ts";
@@ -168,6 +170,20 @@ export function outboundAgent(config: Pick<Config, "outboundAllowHosts">, origin
       return connectPublic(options, callback);
     },
   });
+}
+
+/**
+ * The same guard for clients built on Node's http (axios in jira.js): agents whose lookup refuses
+ * any non-public address of the name at every connection, unless the operator allowed the host.
+ * They cannot see a redirect's target, so the client must not follow redirects (axios
+ * `maxRedirects: 0`). Throws OutboundRefused for a URL no lookup could make acceptable.
+ */
+export function outboundNodeAgents(config: Pick<Config, "outboundAllowHosts">, origin: string): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+  const home = new URL(origin);
+  const reason = refusalOf(config, home);
+  if (reason) throw new OutboundRefused(reason);
+  const lookup = allowed(config, home.hostname, home.port, home.protocol) ? undefined : (publicLookup as unknown as net.LookupFunction);
+  return { httpAgent: new http.Agent({ lookup }), httpsAgent: new https.Agent({ lookup }) };
 }
 
 /** The guard's refusal behind a failed call (fetch wraps it as the cause), or null. */

@@ -35,7 +35,7 @@ import { checkRecord } from "./checks.ts";
 import type { ExportIssue, ExportPerson } from "./format.ts";
 import { orderedIds } from "./ordered-ids.ts";
 import { openExport, type ExportEntry, type ReadLimits } from "./read-export.ts";
-import { emailHash, placeholderUser } from "./linear/ghosts.ts";
+import { emailHash, placeholderUser } from "./pipeline/ghosts.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 
 export const importInput = z.object({

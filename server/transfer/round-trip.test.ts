@@ -12,7 +12,7 @@ import { testDriver } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 import { importExport } from "./import.ts";
-import { setLink } from "./linear/apply.ts";
+import { setLink } from "./pipeline/apply.ts";
 import { comparable, exportText, furnishOrg, writeExport } from "./testing.ts";
 
 const env = useTestServices();

@@ -62,6 +62,8 @@ export const toolTiers = {
   rotate_key: ["plumbing"],
   create_setup_code: ["plumbing"],
   import_linear: ["plumbing"],
+  import_jira: ["plumbing"],
+  import_csv: ["plumbing"],
   claim_ghost: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;

@@ -1,5 +1,4 @@
 /** Linear import (issue 16, decision 025): doors call these. */
-export { listLinearTeams, startLinearImport, listTeamsInput, startInput, fetchSettled } from "./start.ts";
-export { linearImportStatus, statusInput } from "./status.ts";
-export { claimGhost, claimGhostInput, claimGhosts, claimGhostsInput, listGhosts } from "./ghosts.ts";
-export { applyLinearRun } from "./apply-run.ts";
+export { listLinearTeams, startLinearImport, dryRunLinearImport, listTeamsInput, startInput, dryRunInput } from "./start.ts";
+export { importStatus as linearImportStatus, statusInput } from "../pipeline/status.ts";
+export { claimGhost, claimGhostInput, claimGhosts, claimGhostsInput, listGhosts } from "../pipeline/ghosts.ts";

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { query } from "../../../db/client.ts";
 import type { Services } from "../../context.ts";
 import type { FakeWorkspace } from "../../testing/fake-linear.ts";
-import { statusOf } from "./apply.ts";
+import { statusOf } from "./normalize.ts";
 
 /**
  * Tests' view of an imported project, decrypted and keyed by identifier, with no Retasc ids in

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../../db/client.ts";
 import { importGhosts, user } from "../../../db/schema/index.ts";
@@ -10,7 +10,7 @@ import { inTransaction } from "../../issues/store.ts";
 import { actorOf } from "../../orgs/access.ts";
 import { newId } from "../../orgs/index.ts";
 import { meter } from "../../usage/meter.ts";
-import type { LinearPerson } from "./fetch.ts";
+import type { SourcePerson } from "./stream.ts";
 
 /** Where a placeholder user's address points: a reserved domain (RFC 2606) nobody receives mail at or signs in from. */
 const PLACEHOLDER_DOMAIN = "placeholder.invalid";
@@ -19,47 +19,60 @@ export const emailHash = (email: string) => sha256(email.trim().toLowerCase());
 /** A placeholder's user row: history points at it until its person claims it; nobody signs in as it. */
 export async function placeholderUser(tx: Db, name: string, fallback = "Imported person"): Promise<string> {
   const userId = newId();
-  await tx.insert(user).values({ id: userId, name: name.slice(0, 100) || fallback, email: `ghost-${userId}@${PLACEHOLDER_DOMAIN}`, emailVerified: false });
+  await tx.insert(user).values(placeholderRow(userId, name, fallback));
   return userId;
 }
 
+const placeholderRow = (userId: string, name: string, fallback: string) => ({ id: userId, name: name.slice(0, 100) || fallback, email: `ghost-${userId}@${PLACEHOLDER_DOMAIN}`, emailVerified: false });
+
 /**
- * The user history is attributed to for a person Linear names: the one who claimed their
- * placeholder, else the placeholder itself, made on first sight. One per (org, Linear user),
- * so a re-import finds the same one.
+ * The user history is attributed to for a person a source names: the one who claimed their
+ * placeholder, else the placeholder itself, made on first sight. One per (org, source, person),
+ * so a re-import finds the same one. A page's people are resolved at once (`resolve`), in a
+ * few multi-row statements; `known` then answers for each of them.
  */
 export class GhostBook {
-  private readonly known = new Map<string, string>();
+  private readonly attributed = new Map<string, string>();
+  /** Placeholders this book made (the run's report counts them). */
+  made = 0;
   constructor(
     private readonly tx: Db,
     private readonly orgId: string,
     private readonly cipher: OrgCipher,
+    private readonly source: string,
   ) {}
 
-  async userFor(person: LinearPerson | null): Promise<string | null> {
-    if (!person) return null;
-    const cached = this.known.get(person.id);
-    if (cached) return cached;
-    const find = () =>
-      this.tx
-        .select({ userId: importGhosts.userId, claimedBy: importGhosts.claimedBy })
+  async resolve(people: (SourcePerson | null)[]): Promise<void> {
+    const wanted = new Map(people.filter((p): p is SourcePerson => p !== null && !this.attributed.has(p.id)).map((p) => [p.id, p]));
+    if (wanted.size === 0) return;
+    const find = async (ids: string[]) => {
+      const rows = await this.tx
+        .select({ sourceUserId: importGhosts.sourceUserId, userId: importGhosts.userId, claimedBy: importGhosts.claimedBy })
         .from(importGhosts)
-        .where(and(eq(importGhosts.orgId, this.orgId), eq(importGhosts.source, "linear"), eq(importGhosts.sourceUserId, person.id)));
-    let [row] = await find();
-    if (!row) {
-      const id = newId();
-      const userId = await placeholderUser(this.tx, person.name, "Linear user");
-      const inserted = await this.tx
-        .insert(importGhosts)
-        .values({ id, orgId: this.orgId, source: "linear", sourceUserId: person.id, userId, emailEnc: this.cipher.encrypt(person.email), emailHash: person.email ? emailHash(person.email) : null })
-        .onConflictDoNothing()
-        .returning({ id: importGhosts.id });
-      if (inserted.length === 0) await this.tx.delete(user).where(eq(user.id, userId));
-      [row] = await find();
-    }
-    const attributed = row!.claimedBy ?? row!.userId;
-    this.known.set(person.id, attributed);
-    return attributed;
+        .where(and(eq(importGhosts.orgId, this.orgId), eq(importGhosts.source, this.source), inArray(importGhosts.sourceUserId, ids)));
+      for (const r of rows) this.attributed.set(r.sourceUserId, r.claimedBy ?? r.userId);
+    };
+    await find([...wanted.keys()]);
+    const missing = [...wanted.values()].filter((p) => !this.attributed.has(p.id));
+    if (missing.length === 0) return;
+    const made = missing.map((p) => ({ person: p, userId: newId() }));
+    await this.tx.insert(user).values(made.map((m) => placeholderRow(m.userId, m.person.name, `${this.source.charAt(0).toUpperCase()}${this.source.slice(1)} user`)));
+    const inserted = await this.tx
+      .insert(importGhosts)
+      .values(made.map(({ person, userId }) => ({ id: newId(), orgId: this.orgId, source: this.source, sourceUserId: person.id, userId, emailEnc: this.cipher.encrypt(person.email), emailHash: person.email ? emailHash(person.email) : null })))
+      .onConflictDoNothing()
+      .returning({ userId: importGhosts.userId });
+    this.made += inserted.length;
+    // Another run made some of them first: their rows win, ours go.
+    const kept = new Set(inserted.map((r) => r.userId));
+    const lost = made.filter((m) => !kept.has(m.userId)).map((m) => m.userId);
+    if (lost.length > 0) await this.tx.delete(user).where(inArray(user.id, lost));
+    await find(missing.map((p) => p.id));
+  }
+
+  /** The user for a person `resolve` has seen. */
+  known(person: SourcePerson | null): string | null {
+    return person ? this.attributed.get(person.id)! : null;
   }
 }
 

@@ -1,9 +1,9 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { linearImportPages, linearImportRuns } from "../../../db/schema/index.ts";
+import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 import { orgTimeZone } from "../../issues/store.ts";
 import { applyPage, type ApplyCounts } from "./apply.ts";
-import type { LinearIssue } from "./fetch.ts";
+import type { SourceIssue } from "./stream.ts";
 import { GhostBook } from "./ghosts.ts";
 import { linkAll } from "./link.ts";
 import { lockRun, publishProgress } from "./run-row.ts";
@@ -14,7 +14,7 @@ import { transactionWithNotices } from "../../events/index.ts";
  * published, so the page says why and the org's one import slot is free again. A run already
  * ended is left as it is.
  */
-export async function failLinearRun(services: Services, runId: string, code: string): Promise<void> {
+export async function failImportRun(services: Services, runId: string, code: string): Promise<void> {
   await transactionWithNotices(services.db, async (tx) => {
     const now = services.clock.now();
     const [run] = await tx
@@ -34,7 +34,7 @@ export async function failLinearRun(services: Services, runId: string, code: str
  * and the result is the same as a run never interrupted; then the linking pass, and the
  * staging is dropped. A second delivery of the job finds the work done and does nothing.
  */
-export async function applyLinearRun(services: Services, runId: string) {
+export async function applyImportRun(services: Services, runId: string) {
   const { db } = services;
   for (;;) {
     const step = await transactionWithNotices(db, async (tx) => {
@@ -47,30 +47,33 @@ export async function applyLinearRun(services: Services, runId: string) {
         .select()
         .from(linearImportPages)
         .where(sql`${linearImportPages.runId} = ${runId} and ${linearImportPages.seq} = ${run.pagesApplied + 1}`);
-      const ghosts = new GhostBook(tx, run.orgId, cipher);
+      const [project] = await tx.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, run.projectId));
+      const keepNumbers = run.teamKey !== "" && project!.prefix === run.teamKey;
       if (page) {
-        const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as LinearIssue[];
-        const scope = { tx, cipher, orgId: run.orgId, projectId: run.projectId, teamKey: run.teamKey, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
+        const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as SourceIssue[];
+        const ghosts = new GhostBook(tx, run.orgId, cipher, run.source);
+        const scope = { tx, cipher, orgId: run.orgId, projectId: run.projectId, prefix: project!.prefix, keepNumbers, source: run.source, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
         const got = await applyPage(scope, issues);
         for (const k of ["created", "updated", "unchanged", "comments"] as const) counts[k] += got[k];
+        counts.ghosts = (counts.ghosts ?? 0) + ghosts.made;
         const done = run.done + issues.length;
         await tx.update(linearImportRuns).set({ pagesApplied: run.pagesApplied + 1, done, counts: JSON.stringify(counts), updatedAt: now }).where(eq(linearImportRuns.id, runId));
         await publishProgress(services, tx, { ...run, phase: "applying", done });
         return "page" as const;
       }
       const pages = await tx.select({ payloadEnc: linearImportPages.payloadEnc }).from(linearImportPages).where(eq(linearImportPages.runId, runId)).orderBy(asc(linearImportPages.seq));
-      const all = pages.flatMap((p) => JSON.parse(cipher.decrypt(p.payloadEnc)) as LinearIssue[]);
-      await linkAll(tx, run.orgId, run.projectId, all);
+      const all = pages.flatMap((p) => JSON.parse(cipher.decrypt(p.payloadEnc)) as SourceIssue[]);
+      await linkAll(tx, run.orgId, run.projectId, all, keepNumbers);
       await tx.update(linearImportRuns).set({ phase: "done", finishedAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
       await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
       await publishProgress(services, tx, { ...run, phase: "done", done: run.done });
       return "finished" as const;
     }).catch(async (error: unknown) => {
-      // A Linear number already taken here by an issue not from Linear: no retry changes that, so
+      // A source's number already taken here by an issue not from it: no retry changes that, so
       // the run fails with a code (freeing the org for another import) instead of retrying for ever.
       const e = error as { code?: string; cause?: { code?: string } };
       if ((e.code ?? e.cause?.code) !== "23505") throw error;
-      await failLinearRun(services, runId, "NUMBER_TAKEN");
+      await failImportRun(services, runId, "NUMBER_TAKEN");
       return "finished" as const;
     });
     if (step === "finished") break;

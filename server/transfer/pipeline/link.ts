@@ -3,18 +3,19 @@ import { query, type Db } from "../../../db/client.ts";
 import { linearLinks, relations } from "../../../db/schema/index.ts";
 import { rerank } from "../../issues/ranking.ts";
 import { newId } from "../../orgs/index.ts";
-import { digest, linksOf, relationTypeOf, setLink } from "./apply.ts";
-import type { LinearIssue } from "./fetch.ts";
+import { digest, inChunks, linksOf, writeLinks } from "./apply.ts";
+import type { SourceIssue } from "./stream.ts";
 import { isOpen } from "../../../db/schema/dispatch.ts";
 
 /**
- * Once every page is in: parents (an issue with children is a container, work:false), relations
- * (added when new, removed when Linear no longer has them), blocker counts, ranking, and the
- * project's next number after the highest imported one. Each write only where the stored value
+ * Once every page is in (any source): parents (an issue with children is a container,
+ * work:false), relations (added when new, removed when the source no longer has them), blocker
+ * counts, ranking, and, when the source's numbers were kept, the project's next number after the
+ * highest imported one. Each write only where the stored value
  * differs, so a re-import with nothing changed writes nothing.
  */
-export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pick<LinearIssue, "id" | "number" | "parentId" | "relations">[]) {
-  const links = await linksOf(tx, orgId, [...new Set(all.flatMap((i) => [i.id, ...i.relations.map((r) => r.id), ...i.relations.map((r) => r.relatedIssueId)]))]);
+export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pick<SourceIssue, "id" | "number" | "parentId" | "relations">[], keepNumbers: boolean) {
+  const links = await linksOf(tx, orgId, [...new Set(all.flatMap((i) => [i.id, ...i.relations.map((r) => r.id), ...i.relations.map((r) => r.targetId)]))]);
   const idOf = (linearId: string | null) => (linearId ? (links.get(linearId)?.retascId ?? null) : null);
   const imported = all.map((i) => idOf(i.id)!).filter(Boolean);
   const parents = new Set(all.map((i) => i.parentId).filter((p): p is string => p !== null));
@@ -27,22 +28,31 @@ export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pic
       where issues.id = v.id and issues.org_id = ${orgId} and (issues.parent_id is distinct from v.parent_id or issues.work <> v.work)`);
   }
   const wanted = new Set<string>();
-  let edgesChanged = false;
+  const fresh: { sourceRelationId: string; row: typeof relations.$inferInsert }[] = [];
   for (const i of all) {
     for (const r of i.relations) {
       wanted.add(r.id);
       const sourceId = idOf(i.id);
-      const targetId = idOf(r.relatedIssueId);
-      // A relation to an issue of another team (not imported) has nothing to point at here.
+      const targetId = idOf(r.targetId);
+      // A relation to an issue not imported (another team, project or source) has nothing to point at here.
       if (!sourceId || !targetId || links.has(r.id)) continue;
-      const id = newId();
-      const type = relationTypeOf(r.type);
-      const inserted = await tx.insert(relations).values({ id, orgId, sourceId, targetId, type, createdAt: new Date(r.createdAt) }).onConflictDoNothing().returning({ id: relations.id });
-      const [row] = inserted.length > 0 ? inserted : await tx.select({ id: relations.id }).from(relations).where(and(eq(relations.sourceId, sourceId), eq(relations.targetId, targetId), eq(relations.type, type)));
-      await setLink(tx, orgId, r.id, "relation", row!.id, digest([type]));
-      edgesChanged = true;
+      fresh.push({ sourceRelationId: r.id, row: { id: newId(), orgId, sourceId, targetId, type: r.type, createdAt: new Date(r.createdAt) } });
     }
   }
+  let edgesChanged = fresh.length > 0;
+  await inChunks(fresh, async (chunk) => {
+    await tx.insert(relations).values(chunk.map((f) => f.row)).onConflictDoNothing();
+    // The edge may have been there already (made by hand, or restored from an export): the link names the one that is.
+    const rows = await tx
+      .select({ id: relations.id, sourceId: relations.sourceId, targetId: relations.targetId, type: relations.type })
+      .from(relations)
+      .where(and(eq(relations.orgId, orgId), inArray(relations.sourceId, [...new Set(chunk.map((f) => f.row.sourceId))])));
+    const edge = new Map(rows.map((r) => [`${r.sourceId}|${r.targetId}|${r.type}`, r.id]));
+    await writeLinks(
+      tx,
+      chunk.map((f) => ({ orgId, linearId: f.sourceRelationId, kind: "relation" as const, retascId: edge.get(`${f.row.sourceId}|${f.row.targetId}|${f.row.type}`)!, hash: digest([f.row.type]) })),
+    );
+  });
   // Relations an earlier import brought that Linear no longer has: removed, with their links.
   for (let at = 0; at < imported.length; at += 1000) {
     const gone = await query<{ linear_id: string; retasc_id: string }>(
@@ -62,7 +72,8 @@ export async function linkAll(tx: Db, orgId: string, projectId: string, all: Pic
     where issues.id = i.id and i.project_id = ${projectId} and issues.open_blocker_count <> coalesce(b.n, 0)`);
   const blocked = await query<{ id: string }>(tx, sql`select distinct r.target_id as id from relations r join issues t on t.id = r.target_id where t.project_id = ${projectId} and r.type = 'blocks'`);
   for (let at = 0; at < blocked.length; at += 2000) await rerank(tx, blocked.slice(at, at + 2000).map((b) => b.id));
-  const highest = Math.max(0, ...all.map((i) => i.number));
+  if (!keepNumbers) return { edgesChanged };
+  const highest = Math.max(0, ...all.map((i) => i.number ?? 0));
   await tx.execute(sql`update projects set next_number = ${highest + 1} where id = ${projectId} and next_number < ${highest + 1}`);
   return { edgesChanged };
 }

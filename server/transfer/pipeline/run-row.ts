@@ -40,8 +40,8 @@ export async function expireStaleFetch(tx: Db, orgId: string, now: Date): Promis
 }
 
 /** Progress on the live stream the Dash listens to: ids and counts, never content. */
-export async function publishProgress(services: Pick<Services, "events">, tx: Db, run: Pick<RunRow, "id" | "orgId" | "done" | "total" | "error"> & { phase: LinearImportPhase }) {
-  await services.events.publish(tx, { orgId: run.orgId, kind: "import.progress", runId: run.id, source: "linear", phase: run.phase, done: run.done, total: run.total, error: run.error });
+export async function publishProgress(services: Pick<Services, "events">, tx: Db, run: Pick<RunRow, "id" | "orgId" | "source" | "done" | "total" | "error"> & { phase: LinearImportPhase; waitSeconds?: number }) {
+  await services.events.publish(tx, { orgId: run.orgId, kind: "import.progress", runId: run.id, source: run.source, phase: run.phase, done: run.done, total: run.total, error: run.error, ...(run.waitSeconds ? { waitSeconds: run.waitSeconds } : {}) });
 }
 
 export const lockRun = async (tx: Db, runId: string) =>

@@ -1,0 +1,208 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "../transfer/jira/fetch.ts";
+
+/**
+ * A local stand-in for Jira Cloud's REST v3 (the shapes of Atlassian's API reference and
+ * jira.js's models): `GET /rest/api/3/project/search` (startAt pages with isLast),
+ * `GET /rest/api/3/project/{key}`, `POST /rest/api/3/search/approximate-count`,
+ * `GET /rest/api/3/search/jql` (nextPageToken pages; at most 20 comments embedded per issue, as
+ * Jira does, with `total` telling there are more) and `GET /rest/api/3/issue/{id}/comment`. It
+ * checks HTTP Basic auth (email:token), and answers a scripted request with a 429 carrying
+ * Retry-After or with a 503. The project is generated and mutable, so a test can change it.
+ */
+export interface FakeJiraProject {
+  id: string;
+  key: string;
+  name: string;
+  users: JiraUser[];
+  issues: JiraIssue[];
+}
+
+export interface FakeJira {
+  url: string;
+  email: string;
+  apiToken: string;
+  project: FakeJiraProject;
+  /** Requests answered, in order (method and path with query; never the Authorization header). */
+  requests: string[];
+  /** The `n`th request from now (1-based) is answered with this status (a 429 with Retry-After seconds). */
+  failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
+  failures: number;
+  close(): Promise<void>;
+}
+
+const EMBEDDED_COMMENTS = 20;
+
+const doc = (...content: AdfNode[]): AdfNode => ({ type: "doc", content } as AdfNode);
+const para = (...content: AdfNode[]): AdfNode => ({ type: "paragraph", content });
+const text = (t: string, marks?: AdfNode["marks"]): AdfNode => ({ type: "text", text: t, ...(marks ? { marks } : {}) });
+
+/** The hostile description every 50th issue carries: what the import must neither crash on nor pass on as markup. */
+export function hostileAdf(): AdfNode {
+  let deep: AdfNode = para(text("bottom"));
+  for (let i = 0; i < 400; i++) deep = { type: "blockquote", content: [deep] };
+  return doc(
+    para(text("<script>alert(1)</script><img src=x onerror=alert(2)>")),
+    para(text("click", [{ type: "link", attrs: { href: "javascript:alert(3)" } }]), text(" and "), text("data", [{ type: "link", attrs: { href: "data:text/html,<script>alert(4)</script>" } }])),
+    { type: "heading", attrs: { level: 99 }, content: [text("Huge heading")] },
+    { type: "heading", content: [text("No attrs")] },
+    { type: "codeBlock", attrs: { language: "js\n<script>" }, content: [text("```\n</code><script>alert(5)</script>")] },
+    { type: "panel", attrs: { panelType: "info" }, content: [para(text("Inside a panel"), { type: "mention", attrs: { id: "x", text: "@Ada" } })] },
+    { type: "mediaSingle", content: [{ type: "media", attrs: { id: "m", type: "file" } }] },
+    { type: "unknownFutureNode", content: [para(text("future text"))] },
+    deep,
+  );
+}
+
+export function generateJiraProject({ issues: count = 300, key = "JRA", seed = 7 }: { issues?: number; key?: string; seed?: number } = {}): FakeJiraProject {
+  let state = seed;
+  const rand = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const users: JiraUser[] = Array.from({ length: 6 }, (_, n) => ({ accountId: `5b10ac8d82e05b22cc7d4e${n}`, displayName: `Jira Person ${n}`, emailAddress: n % 3 === 2 ? null : `jira.person${n}@jira-customer.example` }));
+  const statuses = [
+    { name: "To Do", statusCategory: { key: "new" } },
+    { name: "In Progress", statusCategory: { key: "indeterminate" } },
+    { name: "In Review", statusCategory: { key: "indeterminate" } },
+    { name: "Done", statusCategory: { key: "done" } },
+  ];
+  const priorities = ["Highest", "High", "Medium", "Low", "Lowest"];
+  const at = (n: number, minutes = 0) => new Date(Date.UTC(2025, 0, 1) + n * 3_600_000 + minutes * 60_000).toISOString().replace("Z", "+0000");
+  const list: JiraIssue[] = [];
+  for (let n = 1; n <= count; n++) {
+    const id = String(10000 + n);
+    const epic = n % 25 === 1;
+    const status = statuses[Math.floor(rand() * statuses.length)]!;
+    const wontDo = status.name === "Done" && n % 7 === 0;
+    const parent = epic ? null : n % 5 === 0 ? list[n - 2] : n % 25 > 1 && n % 3 === 0 ? list[Math.floor((n - 1) / 25) * 25] : null;
+    const comments: JiraComment[] = Array.from({ length: n % 40 === 0 ? 45 : n % 4 }, (_, c) => ({
+      id: `${id}${String(c).padStart(3, "0")}`,
+      author: users[(n + c) % users.length]!,
+      body: doc(para(text(`Comment ${c} on ${key}-${n} with `), text("bold", [{ type: "strong" }]))),
+      created: at(n, c + 1),
+      updated: at(n, c + 1),
+    }));
+    const attachments: JiraAttachment[] = n % 6 === 0 ? [{ id: `2${id}`, filename: `spec-${n}.pdf`, author: users[n % users.length]!, created: at(n, 5), size: 1234, mimeType: "application/pdf", content: `https://jira.example/rest/api/3/attachment/content/2${id}` }] : [];
+    list.push({
+      id,
+      key: `${key}-${n}`,
+      fields: {
+        summary: n % 50 === 0 ? `<img src=x onerror=alert(${n})> Hostile ${n}` : `Issue ${n}`,
+        description: n % 50 === 0 ? hostileAdf() : n % 2 ? doc(para(text(`Description of ${key}-${n}, `), text("a link", [{ type: "link", attrs: { href: `https://example.com/${n}` } }]))) : null,
+        status,
+        resolution: status.name === "Done" ? { name: wontDo ? "Won't Do" : "Done" } : null,
+        priority: n % 9 === 0 ? null : { name: priorities[n % priorities.length]! },
+        duedate: n % 4 === 0 ? `2026-0${1 + (n % 9)}-1${n % 10}` : null,
+        labels: n % 3 === 0 ? ["backend", `l${n % 4}`] : [],
+        components: n % 5 === 0 ? [{ id: "100", name: "API" }] : [],
+        issuetype: epic ? { name: "Epic", subtask: false, hierarchyLevel: 1 } : n % 5 === 0 ? { name: "Sub-task", subtask: true, hierarchyLevel: -1 } : { name: "Task", subtask: false, hierarchyLevel: 0 },
+        parent: parent ? { id: parent.id, key: parent.key } : null,
+        issuelinks: [],
+        created: at(n),
+        updated: at(n, 30),
+        resolutiondate: status.name === "Done" ? at(n, 50) : null,
+        statuscategorychangedate: at(n, 20),
+        creator: users[n % users.length]!,
+        reporter: users[(n + 1) % users.length]!,
+        assignee: n % 2 ? users[(n + 2) % users.length]! : null,
+        comment: { comments, total: comments.length, startAt: 0, maxResults: comments.length },
+        attachment: attachments,
+      },
+    });
+  }
+  // Links, as Jira shows them: on both issues, outward on one side and inward on the other.
+  let linkId = 30000;
+  const link = (from: JiraIssue, to: JiraIssue, type: { name: string; inward: string; outward: string }) => {
+    const id = String(linkId++);
+    from.fields.issuelinks!.push({ id, type, outwardIssue: { id: to.id, key: to.key } });
+    to.fields.issuelinks!.push({ id, type, inwardIssue: { id: from.id, key: from.key } });
+  };
+  for (let n = 2; n < list.length; n += 3) link(list[n]!, list[n - 1]!, { name: "Blocks", inward: "is blocked by", outward: "blocks" });
+  for (let n = 10; n < list.length; n += 20) link(list[n]!, list[n - 9]!, { name: "Duplicate", inward: "is duplicated by", outward: "duplicates" });
+  for (let n = 4; n < list.length; n += 11) link(list[n]!, list[n + 1]!, { name: "Relates", inward: "relates to", outward: "relates to" });
+  return { id: "10001", key, name: `Project ${key}`, users, issues: list };
+}
+
+export async function startFakeJira({ project = generateJiraProject() }: { project?: FakeJiraProject } = {}): Promise<FakeJira> {
+  const email = "owner@jira-customer.example";
+  const apiToken = `ATATT3x-fake-${Math.random().toString(36).slice(2)}`;
+  const expected = `Basic ${Buffer.from(`${email}:${apiToken}`).toString("base64")}`;
+  const scripted = new Map<number, { status: number; retryAfterSeconds?: number }>();
+  let seen = 0;
+  const fake: FakeJira = {
+    url: "",
+    email,
+    apiToken,
+    project,
+    requests: [],
+    failures: 0,
+    failAt(n, reply) {
+      scripted.set(seen + n, reply);
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { "content-type": "application/json;charset=UTF-8", ...headers });
+    res.end(JSON.stringify(body));
+  };
+  const server = http.createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const url = new URL(req.url ?? "/", "http://fake");
+    fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    const reply = scripted.get(++seen);
+    if (reply) {
+      fake.failures++;
+      if (reply.status === 429) return json(res, 429, { errorMessages: ["Rate limit exceeded."] }, { "retry-after": String(reply.retryAfterSeconds ?? 1) });
+      return json(res, reply.status, { errorMessages: ["Service unavailable"] });
+    }
+    if (req.headers.authorization !== expected) return json(res, 401, { errorMessages: ["You are not authenticated. Authentication required to perform this operation."] });
+    const p = fake.project;
+    const path = url.pathname;
+    if (req.method === "GET" && path === "/rest/api/3/project/search") {
+      const startAt = Number(url.searchParams.get("startAt") ?? 0);
+      const values = startAt === 0 ? [{ id: p.id, key: p.key, name: p.name, projectTypeKey: "software", self: `${fake.url}/rest/api/3/project/${p.id}` }, { id: "10002", key: "OTHER", name: "Other", projectTypeKey: "business" }] : [];
+      return json(res, 200, { self: `${fake.url}${path}`, maxResults: 50, startAt, total: 2, isLast: true, values });
+    }
+    const projectMatch = /^\/rest\/api\/3\/project\/([^/]+)$/.exec(path);
+    if (req.method === "GET" && projectMatch) {
+      const key = decodeURIComponent(projectMatch[1]!);
+      if (key === p.key || key === p.id) return json(res, 200, { id: p.id, key: p.key, name: p.name, projectTypeKey: "software" });
+      if (key === "OTHER") return json(res, 200, { id: "10002", key: "OTHER", name: "Other", projectTypeKey: "business" });
+      return json(res, 404, { errorMessages: ["No project could be found with key '" + key + "'."] });
+    }
+    const keyOf = (jql: string) => /^project = "([A-Z0-9_]+)"/i.exec(jql)?.[1];
+    if (req.method === "POST" && path === "/rest/api/3/search/approximate-count") {
+      const key = keyOf(JSON.parse(body || "{}").jql ?? "");
+      return json(res, 200, { count: key === p.key ? p.issues.length : 0 });
+    }
+    if (req.method === "GET" && path === "/rest/api/3/search/jql") {
+      const key = keyOf(url.searchParams.get("jql") ?? "");
+      if (!key) return json(res, 400, { errorMessages: ["Error in the JQL Query"] });
+      const all = key === p.key ? p.issues : [];
+      const max = Math.min(Number(url.searchParams.get("maxResults") ?? 50), 100);
+      const token = url.searchParams.get("nextPageToken");
+      const from = token ? Number(Buffer.from(token, "base64url").toString()) : 0;
+      const slice = all.slice(from, from + max).map((i) => {
+        const copy = structuredClone(i);
+        const thread = copy.fields.comment!;
+        copy.fields.comment = { comments: thread.comments.slice(0, EMBEDDED_COMMENTS), total: thread.comments.length, startAt: 0, maxResults: EMBEDDED_COMMENTS };
+        return copy;
+      });
+      const more = from + max < all.length;
+      return json(res, 200, { issues: slice, ...(more ? { nextPageToken: Buffer.from(String(from + max)).toString("base64url") } : {}), isLast: !more });
+    }
+    const commentMatch = /^\/rest\/api\/3\/issue\/([^/]+)\/comment$/.exec(path);
+    if (req.method === "GET" && commentMatch) {
+      const issue = p.issues.find((i) => i.id === commentMatch[1] || i.key === commentMatch[1]);
+      if (!issue) return json(res, 404, { errorMessages: ["Issue does not exist or you do not have permission to see it."] });
+      const startAt = Number(url.searchParams.get("startAt") ?? 0);
+      const max = Math.min(Number(url.searchParams.get("maxResults") ?? 50), 100);
+      const comments = issue.fields.comment!.comments;
+      return json(res, 200, { startAt, maxResults: max, total: comments.length, comments: comments.slice(startAt, startAt + max) });
+    }
+    return json(res, 404, { errorMessages: [`No route for ${req.method} ${path}`] });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return fake;
+}

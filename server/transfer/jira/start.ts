@@ -1,0 +1,77 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { issueStatuses, linearImportRuns } from "../../../db/schema/index.ts";
+import type { Ctx } from "../../context.ts";
+import { actorOf, requireRole } from "../../orgs/access.ts";
+import { dryRun } from "../pipeline/dry-run.ts";
+import { beginImport, oneProject, projectTarget } from "../pipeline/start.ts";
+import { jiraApi, type JiraBackoff } from "./client.ts";
+import { fetchJiraProject, fetchJiraProjects, projectJql } from "./fetch.ts";
+import { jiraReader } from "./normalize.ts";
+
+const credentials = {
+  site: z.string({ error: "site is required" }).trim().min(1, "site is required").max(500).describe("the Jira site's URL, https://your-team.atlassian.net"),
+  email: z.string({ error: "email is required" }).trim().min(3, "email is required").max(320),
+  apiToken: z.string({ error: "apiToken is required" }).trim().min(1, "apiToken is required").max(1000),
+};
+export const jiraMappingInput = z
+  .object({
+    statuses: z.record(z.string().max(200), z.enum(issueStatuses)).optional(),
+    priorities: z.record(z.string().max(200), z.number().int().min(0).max(4)).optional(),
+  })
+  .optional();
+
+export const listJiraProjectsInput = z.object(credentials);
+export const dryRunJiraInput = z.object({
+  ...credentials,
+  projectKey: z.string({ error: "projectKey is required" }).trim().min(1, "projectKey is required").max(50),
+  mapping: jiraMappingInput,
+});
+export const startJiraInput = dryRunJiraInput.extend(projectTarget).refine(...oneProject);
+
+/** The Jira projects the account sees, each with when it was last imported into this org. */
+export async function listJiraProjects(ctx: Ctx, raw: z.input<typeof listJiraProjectsInput>, backoff?: JiraBackoff) {
+  const input = listJiraProjectsInput.parse(raw);
+  requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Jira");
+  const projects = await fetchJiraProjects(await jiraApi(ctx.config, input, backoff));
+  const runs = await ctx.db
+    .select({ teamId: linearImportRuns.teamId, finishedAt: linearImportRuns.finishedAt })
+    .from(linearImportRuns)
+    .where(and(eq(linearImportRuns.orgId, ctx.principal.orgId), eq(linearImportRuns.source, "jira"), eq(linearImportRuns.phase, "done")));
+  const last = (key: string) => runs.filter((r) => r.teamId === key && r.finishedAt).map((r) => r.finishedAt!.toISOString()).sort().at(-1) ?? null;
+  return projects.map((p) => ({ ...p, lastImportAt: last(p.key) }));
+}
+
+/** The project the account sees, as the pipeline reads it. */
+async function jiraSource(ctx: Ctx, input: z.output<typeof dryRunJiraInput>, backoff?: JiraBackoff) {
+  requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Jira");
+  projectJql(input.projectKey);
+  const api = await jiraApi(ctx.config, input, backoff);
+  const project = await fetchJiraProject(api, input.projectKey);
+  return { project, reader: jiraReader(api, project.key, input.mapping) };
+}
+
+/** What importing the project would do, read but not written (../pipeline/dry-run.ts). */
+export async function dryRunJiraImport(ctx: Ctx, raw: z.input<typeof dryRunJiraInput>, backoff?: JiraBackoff) {
+  const { reader } = await jiraSource(ctx, dryRunJiraInput.parse(raw), backoff);
+  return dryRun(ctx, reader, ["Jira's sprints, worklogs, watchers, votes and custom fields are not imported"]);
+}
+
+/**
+ * Starts an import of a Jira project (owners and admins) into a new project taking its key, or
+ * the one an earlier import made: ENG-12 stays ENG-12. The credentials are held by this process
+ * for the run only (../pipeline/start.ts); the site URL passes the outbound guard first.
+ */
+export async function startJiraImport(ctx: Ctx, raw: z.input<typeof startJiraInput>, backoff?: JiraBackoff) {
+  const input = startJiraInput.parse(raw);
+  const { project, reader } = await jiraSource(ctx, input, backoff);
+  const { runId } = await beginImport(ctx, reader, {
+    sourceId: project.key,
+    prefix: project.key,
+    total: project.issueCount,
+    projectId: input.projectId,
+    newProject: input.newProject,
+    action: "import_jira",
+  });
+  return { runId, projectKey: project.key, total: project.issueCount };
+}

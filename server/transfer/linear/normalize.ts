@@ -1,0 +1,57 @@
+import type { IssueStatus } from "../../../db/schema/index.ts";
+import type { SourceIssue, SourceReader, SourceRelationType } from "../pipeline/stream.ts";
+import type { LinearApi } from "./client.ts";
+import { fetchIssuePage, type LinearIssue } from "./fetch.ts";
+
+/** Linear's state types as Retasc statuses. A started issue is `doing` with no lease: available work, as DESIGN has an unheld doing. */
+export function statusOf(stateType: string): IssueStatus {
+  if (stateType === "started") return "doing";
+  if (stateType === "completed") return "done";
+  if (stateType === "canceled") return "canceled";
+  return "todo";
+}
+
+/** Linear's relation types as Retasc's: `similar` (Linear's suggestion) is kept as related. */
+export function relationTypeOf(type: string): SourceRelationType {
+  return type === "blocks" ? "blocks" : type === "duplicate" ? "duplicate" : "related";
+}
+
+/** A Linear issue in the pipeline's terms; Linear's ids stay bare (links made before the pipeline hold them so). */
+export function fromLinear(li: LinearIssue, teamKey: string): SourceIssue {
+  return {
+    id: li.id,
+    number: li.number,
+    key: `${teamKey}-${li.number}`,
+    title: li.title,
+    body: li.description,
+    status: statusOf(li.stateType),
+    priority: li.priority,
+    sourceStatus: li.stateType,
+    sourcePriority: ["none", "urgent", "high", "medium", "low"][li.priority] ?? String(li.priority),
+    estimate: li.estimate,
+    dueDate: li.dueDate,
+    createdAt: li.createdAt,
+    updatedAt: li.updatedAt,
+    startedAt: li.startedAt,
+    completedAt: li.completedAt,
+    canceledAt: li.canceledAt,
+    parentId: li.parentId,
+    creator: li.creator,
+    assignee: li.assignee,
+    labels: li.labels,
+    comments: li.comments.map((c) => ({ id: c.id, body: c.body, createdAt: c.createdAt, retractedAt: c.archivedAt, parentId: c.parentId, author: c.user })),
+    attachments: li.attachments.map((a) => ({ id: a.id, title: a.title, url: a.url, createdAt: a.createdAt, author: a.creator })),
+    relations: li.relations.map((r) => ({ id: r.id, type: relationTypeOf(r.type), targetId: r.relatedIssueId, createdAt: r.createdAt })),
+  };
+}
+
+/** A Linear team as the pipeline reads a source: Linear's cursor pages, mapped. */
+export function linearReader(api: LinearApi, teamId: string, teamKey: string): SourceReader {
+  return {
+    source: "linear",
+    async readPage(cursor) {
+      const page = await fetchIssuePage(api, teamId, cursor);
+      return { issues: page.issues.map((li) => fromLinear(li, teamKey)), next: page.hasNextPage ? page.endCursor : null };
+    },
+  };
+}

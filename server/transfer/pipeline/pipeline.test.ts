@@ -1,0 +1,117 @@
+import { sql } from "drizzle-orm";
+import { afterAll, describe, expect, it } from "vitest";
+import { query } from "../../../db/client.ts";
+import { humanCtx } from "../../orgs/access.ts";
+import { useTestServices } from "../../testing/database.ts";
+import { seedOrg } from "../../testing/fixtures.ts";
+import { removeTemps, tempDir } from "../../testing/temp-dirs.ts";
+import { importExport } from "../import.ts";
+import { writeExport } from "../testing.ts";
+import { pagedReader, type SourceIssue } from "./stream.ts";
+import { importToEnd } from "./testing.ts";
+
+/**
+ * The shared pipeline with a source read from memory: what every adapter's run goes through
+ * (staging, the batched apply, linking), checked on what it writes.
+ */
+const env = useTestServices();
+afterAll(removeTemps);
+
+const person = (n: number) => ({ id: `p${n}`, name: `Person ${n}`, email: `person${n}@source.example` });
+function sourceIssues(count: number, prefix: string): SourceIssue[] {
+  return Array.from({ length: count }, (_, n) => {
+    const at = (m: number) => new Date(Date.UTC(2026, 0, 1 + n, 9, m)).toISOString();
+    const id = `src-${n + 1}`;
+    return {
+      id,
+      number: n + 1,
+      key: `${prefix}-${n + 1}`,
+      title: `Issue ${n + 1}`,
+      body: `Body **${n + 1}**`,
+      status: n % 3 === 0 ? "done" : "todo",
+      priority: n % 5,
+      estimate: null,
+      dueDate: n % 4 === 0 ? "2026-03-01" : null,
+      createdAt: at(0),
+      updatedAt: at(30),
+      startedAt: null,
+      completedAt: n % 3 === 0 ? at(20) : null,
+      canceledAt: null,
+      parentId: n > 0 && n % 10 === 0 ? "src-1" : null,
+      creator: person(n % 4),
+      assignee: n % 2 ? person((n + 1) % 4) : null,
+      labels: [{ id: `l${n % 3}`, name: `label-${n % 3}`, color: "#aabbcc" }],
+      // Two comments in the same millisecond: a restored org's comments are matched in turn.
+      comments: [
+        { id: `${id}-c1`, body: "First", createdAt: at(1), retractedAt: null, parentId: null, author: person(1) },
+        { id: `${id}-c2`, body: "Reply", createdAt: at(2), retractedAt: null, parentId: `${id}-c1`, author: person(2) },
+        { id: `${id}-c3`, body: "Same time", createdAt: at(2), retractedAt: at(5), parentId: null, author: null },
+      ],
+      attachments: [{ id: `${id}-a1`, title: "Spec", url: `https://docs.example/${n}`, createdAt: at(3), author: person(3) }],
+      relations: n > 1 ? [{ id: `${id}-r1`, type: "blocks", targetId: `src-${n}`, createdAt: at(4) }] : [],
+    };
+  });
+}
+
+const counted = async (orgId: string) =>
+  (
+    await query<{ issues: number; comments: number; attachments: number; relations: number; ghosts: number }>(
+      env.services.db,
+      sql`select (select count(*)::int from issues where org_id = ${orgId}) as issues,
+                 (select count(*)::int from comments where org_id = ${orgId}) as comments,
+                 (select count(*)::int from attachments where org_id = ${orgId}) as attachments,
+                 (select count(*)::int from relations where org_id = ${orgId}) as relations,
+                 (select count(*)::int from import_ghosts where org_id = ${orgId}) as ghosts`,
+    )
+  )[0]!;
+
+describe("the import pipeline", () => {
+  it("keeps the source's numbers when its prefix is the project's, and reconciles a second run in place", async () => {
+    const org = await seedOrg(env.services, { prefix: "MAIN" });
+    const ctx = org.agents.alice.ctx;
+    const items = sourceIssues(120, "SRC");
+    const first = await importToEnd(ctx, pagedReader("memory", items, 50), { sourceId: "memory", prefix: "SRC", total: 120, newProject: { name: "Source" }, action: "import_linear" });
+    expect(first).toMatchObject({ phase: "done", error: null, counts: { created: 120, updated: 0, unchanged: 0, comments: 360, ghosts: 4 } });
+    expect(await counted(org.orgId)).toMatchObject({ issues: 120, comments: 360, attachments: 120, relations: 118, ghosts: 4 });
+    const [container] = await query<{ identifier: string; work: boolean }>(env.services.db, sql`select identifier, work from issues where org_id = ${org.orgId} and identifier = 'SRC-1'`);
+    expect(container).toEqual({ identifier: "SRC-1", work: false });
+    const [reply] = await query<{ n: number }>(env.services.db, sql`select count(*)::int as n from comments c join comments p on p.id = c.parent_id where c.org_id = ${org.orgId}`);
+    expect(reply!.n).toBe(120);
+
+    items[5]!.title = "Changed at the source";
+    items[6]!.comments.push({ id: "src-7-c4", body: "New", createdAt: "2026-05-01T00:00:00.000Z", retractedAt: null, parentId: "src-7-c2", author: person(9) });
+    const second = await importToEnd(ctx, pagedReader("memory", items, 50), { sourceId: "memory", prefix: "SRC", total: 120, projectId: first.projectId, action: "import_linear" });
+    expect(second.counts).toMatchObject({ created: 0, updated: 1, unchanged: 119, ghosts: 1 });
+    expect(await counted(org.orgId)).toMatchObject({ issues: 120, comments: 361, attachments: 120, relations: 118, ghosts: 5 });
+  });
+
+  it("gives a source without the project's prefix the project's next numbers", async () => {
+    const org = await seedOrg(env.services, { prefix: "MAIN" });
+    const ctx = org.agents.alice.ctx;
+    const items = sourceIssues(7, "X").map((i) => ({ ...i, number: null }));
+    const run = await importToEnd(ctx, pagedReader("csv", items, 3), { sourceId: "file", prefix: "", total: 7, projectId: org.projectId, action: "import_linear" });
+    expect(run).toMatchObject({ phase: "done", counts: { created: 7 } });
+    const rows = await query<{ identifier: string }>(env.services.db, sql`select identifier from issues where project_id = ${org.projectId} order by number`);
+    expect(rows.map((r) => r.identifier)).toEqual(["MAIN-1", "MAIN-2", "MAIN-3", "MAIN-4", "MAIN-5", "MAIN-6", "MAIN-7"]);
+  });
+
+  it("re-imported into an org restored from an export, duplicates nothing: comments and attachments included", async () => {
+    const org = await seedOrg(env.services, { prefix: "MAIN" });
+    const items = sourceIssues(30, "RST");
+    const target = { sourceId: "memory", prefix: "RST", total: 30, newProject: { name: "Restored source" }, action: "import_linear" as const };
+    await importToEnd(org.agents.alice.ctx, pagedReader("memory", items, 50), target);
+    const file = await writeExport(org.agents.alice.ctx, tempDir("retasc-pipeline-"));
+    const restored = await importExport(env.services, { file, "org-name": "Restored" });
+    const before = await counted(restored.orgId);
+    expect(before).toMatchObject({ issues: 30 + 0, comments: 90, attachments: 30 });
+    const ctx = (await humanCtx(env.services, { orgId: restored.orgId, userId: org.agents.alice.userId, runtime: "cli" })).ctx;
+    const [project] = await query<{ id: string }>(env.services.db, sql`select id from projects where org_id = ${restored.orgId} and prefix = 'RST'`);
+    items[0]!.comments[0]!.body = "Edited at the source";
+    const again = await importToEnd(ctx, pagedReader("memory", items, 50), { ...target, newProject: undefined, projectId: project!.id });
+    expect(again).toMatchObject({ phase: "done", counts: { created: 0 } });
+    expect(await counted(restored.orgId)).toMatchObject({ issues: before.issues, comments: before.comments, attachments: before.attachments, relations: before.relations });
+    const cipher = await env.services.keyring.forOrg(env.services.db, restored.orgId);
+    const edited = await query<{ body_enc: string }>(env.services.db, sql`select body_enc from comments where org_id = ${restored.orgId} and created_at = ${items[0]!.comments[0]!.createdAt}`);
+    expect(edited.map((c) => cipher.decrypt(c.body_enc))).toEqual(["Edited at the source"]);
+  });
+});

@@ -1,0 +1,125 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
+import type { Ctx, Services } from "../../context.ts";
+import { DomainError, invalidInput, notFound } from "../../errors.ts";
+import { transactionWithNotices } from "../../events/index.ts";
+import { enqueue } from "../../outbox/index.ts";
+import { actorOf, requireRole } from "../../orgs/access.ts";
+import { createProject, newId } from "../../orgs/index.ts";
+import { chargeOrgAction } from "../../usage/meter.ts";
+import type { MeteredTool } from "../../usage/rate-card.ts";
+import { expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
+import type { ReadNotice, SourceReader } from "./stream.ts";
+
+/** Where a run goes: an existing project (by id) or a new one, exactly one of them. */
+export const projectTarget = {
+  projectId: z.string().trim().min(1).max(200).optional(),
+  newProject: z.object({ name: z.string().trim().min(1, "newProject.name is required").max(100) }).optional(),
+};
+export const oneProject = [(v: { projectId?: string; newProject?: object }) => Boolean(v.projectId) !== Boolean(v.newProject), { message: "pass projectId or newProject, one of them" }] as const;
+
+export interface RunTarget {
+  /** What is read: a Linear team's id, a Jira project's key. */
+  sourceId: string;
+  /** The source's prefix; numbers are kept when the project's prefix is it ("" when the source has none). */
+  prefix: string;
+  /** The issues the source says it has, for the progress bar until the last page is in. */
+  total: number;
+  projectId?: string;
+  /** A new project: its prefix is the source's, else the one given here. */
+  newProject?: { name: string; prefix?: string };
+  /** The usage meter's action for this source. */
+  action: MeteredTool;
+}
+
+/**
+ * Opens a run of any source (owners and admins) into a new project or an existing one, and
+ * starts reading it into encrypted staging in this process; the outbox job `linear.apply` (named
+ * before there were other sources) applies the staged pages. A source with a prefix imports only
+ * into a project with that prefix, so ENG-123 stays ENG-123; a new project takes the prefix. The
+ * run row is the org's one live import (a unique index refuses a second).
+ */
+export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTarget) {
+  const actor = await actorOf(ctx);
+  requireRole(actor, ["owner", "admin"], "importing");
+  const orgId = ctx.principal.orgId;
+  const now = ctx.clock.now();
+  const runId = newId();
+  const prefix = target.prefix.toUpperCase();
+  let projectId = target.projectId;
+  await transactionWithNotices(ctx.db, async (tx) => {
+    await expireStaleFetch(tx, orgId, now);
+    await expireFailedApply(ctx, tx, orgId, now);
+    if (projectId) {
+      const [project] = await tx.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
+      if (!project) throw notFound(`project ${projectId}`);
+      if (prefix && project.prefix !== prefix) {
+        throw invalidInput(`project ${project.prefix} does not have the source's key ${prefix} as its prefix`, "Import into a new project, or into the one an earlier import of this source made.");
+      }
+    } else {
+      projectId = (await createProject(tx, { orgId, name: target.newProject!.name, prefix: prefix || (target.newProject!.prefix ?? "") })).id;
+    }
+    try {
+      await tx.insert(linearImportRuns).values({ id: runId, orgId, projectId, source: reader.source, teamId: target.sourceId, teamKey: prefix, startedBy: actor.userId, total: target.total, fetchHeartbeatAt: now, createdAt: now, updatedAt: now });
+    } catch (error) {
+      if (uniqueViolation(error)) throw new DomainError("CONFLICT", "an import is already running in this org", "Wait for it to finish; its status shows its progress.", { reason: "import_running" });
+      throw error;
+    }
+    await chargeOrgAction(tx, ctx, target.action);
+    await publishProgress(ctx, tx, { id: runId, orgId, source: reader.source, phase: "fetching", done: 0, total: target.total, error: null });
+  });
+  // The reader (and the credential in it) lives in this promise only; it never throws.
+  void stage(ctx, runId, orgId, reader);
+  return { runId, projectId: projectId!, total: target.total };
+}
+
+function uniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; cause?: { code?: string } };
+  return (e.code ?? e.cause?.code) === "23505";
+}
+
+/** Page after page into staging; the last page's transaction hands the run to the outbox. Never throws: a failure is the run's state. */
+async function stage(services: Services, runId: string, orgId: string, reader: SourceReader): Promise<void> {
+  const cipher = await services.keyring.forOrg(services.db, orgId);
+  let cursor: string | null = null;
+  const notice: ReadNotice = {
+    async waiting(ms) {
+      await transactionWithNotices(services.db, async (tx) => {
+        const now = services.clock.now();
+        const [run] = await tx.update(linearImportRuns).set({ waitUntil: new Date(now.getTime() + ms), fetchHeartbeatAt: now, updatedAt: now }).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching"))).returning();
+        if (run) await publishProgress(services, tx, { ...run, phase: "fetching", waitSeconds: Math.ceil(ms / 1000) });
+      });
+    },
+  };
+  try {
+    for (;;) {
+      const page = await reader.readPage(cursor, notice);
+      const more = page.next !== null;
+      const alive = await transactionWithNotices(services.db, async (tx) => {
+        const run = await lockRun(tx, runId);
+        if (!run || run.phase !== "fetching") return false;
+        const now = services.clock.now();
+        const seq = run.pagesFetched + 1;
+        await tx.insert(linearImportPages).values({ runId, seq, orgId, payloadEnc: cipher.encrypt(JSON.stringify(page.issues)) });
+        const done = run.done + page.issues.length;
+        const phase = more ? "fetching" : "applying";
+        const total = more ? Math.max(run.total, done) : done;
+        await tx.update(linearImportRuns).set({ pagesFetched: seq, done: more ? done : 0, total, phase, waitUntil: null, fetchHeartbeatAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
+        if (!more) await enqueue(tx, "linear.apply", { orgId, runId });
+        await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase, done: more ? done : 0, total, error: null });
+        return more;
+      });
+      if (!alive) return;
+      cursor = page.next;
+    }
+  } catch (error) {
+    const code = error instanceof DomainError ? error.code : "UNAVAILABLE";
+    await transactionWithNotices(services.db, async (tx) => {
+      const now = services.clock.now();
+      await tx.update(linearImportRuns).set({ phase: "failed", error: code, finishedAt: now, updatedAt: now }).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")));
+      await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+      await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase: "failed", done: 0, total: 0, error: code });
+    }).catch(() => {});
+  }
+}
