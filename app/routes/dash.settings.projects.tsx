@@ -32,6 +32,7 @@ export async function action({ request, context }: Route.ActionArgs) {
         mode: form.get("mode") === "ci" ? "ci" : "off",
         checks: String(form.get("checks") ?? ""),
         windowMinutes: String(form.get("windowMinutes") ?? "120"),
+        stallMinutes: String(form.get("stallMinutes") ?? "45"),
       }),
     );
     return set.ok ? { created: null, verified: set.value.prefix, error: null } : { created: null, verified: null, error: set.error };
@@ -102,6 +103,10 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
                 <label className="flex flex-col text-sm">
                   Stale after (minutes)
                   <input name="windowMinutes" type="number" min={1} defaultValue={String(v?.windowMinutes ?? 120)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
+                </label>
+                <label className="flex flex-col text-sm">
+                  Claim stalled after (minutes)
+                  <input name="stallMinutes" type="number" min={1} defaultValue={String(v?.stallMinutes ?? 45)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
                 </label>
                 <Button>Save</Button>
               </Form>

@@ -77,6 +77,8 @@ export const projects = pgTable(
     verificationChecks: jsonb("verification_checks").$type<string[]>().notNull().default([]),
     /** How long a verification may stay pending before it reads stale. */
     verificationWindowMinutes: integer("verification_window_minutes").notNull().default(120),
+    /** A live claim with no checkpoint, comment or status write for this long reads stalled (check_claim). */
+    stallMinutes: integer("stall_minutes").notNull().default(45),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],

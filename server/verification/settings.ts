@@ -18,6 +18,8 @@ export const setVerificationInput = z.object({
     .pipe(z.array(checkName).max(50))
     .optional(),
   windowMinutes: z.coerce.number().int().min(1).max(7 * 24 * 60).optional(),
+  /** A live claim with no checkpoint, comment or status write for this long reads stalled in check_claim. */
+  stallMinutes: z.coerce.number().int().min(1).max(7 * 24 * 60).optional(),
 });
 
 export type SetVerificationInput = z.input<typeof setVerificationInput>;
@@ -33,11 +35,12 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
         verificationMode: input.mode,
         ...(input.checks !== undefined ? { verificationChecks: input.checks } : {}),
         ...(input.windowMinutes !== undefined ? { verificationWindowMinutes: input.windowMinutes } : {}),
+        ...(input.stallMinutes !== undefined ? { stallMinutes: input.stallMinutes } : {}),
       })
       .where(and(eq(projects.id, input.projectId), eq(projects.orgId, ctx.principal.orgId)))
-      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes });
+      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes });
     if (!row) throw notFound(`project ${input.projectId}`, "Pass a project id of this org (`retasc project list`).");
-    await recordOrgActivity(ctx, tx, "project.verification", { projectId: row.projectId, mode: row.mode, checks: row.checks, windowMinutes: row.windowMinutes });
+    await recordOrgActivity(ctx, tx, "project.verification", { ...row });
     return row;
   });
 }
@@ -45,7 +48,7 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
 /** Every project's verification settings, for the Dash's Projects page. */
 export async function listVerificationSettings(ctx: Ctx) {
   return ctx.db
-    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes })
+    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes })
     .from(projects)
     .where(eq(projects.orgId, ctx.principal.orgId));
 }
@@ -60,5 +63,6 @@ export async function setVerificationCommand(services: Services, argv: Record<st
     mode: argv.mode as "ci" | "off",
     ...(argv.checks !== undefined ? { checks: String(argv.checks) } : {}),
     ...(argv["window-minutes"] !== undefined ? { windowMinutes: Number(argv["window-minutes"]) } : {}),
+    ...(argv["stall-minutes"] !== undefined ? { stallMinutes: Number(argv["stall-minutes"]) } : {}),
   });
 }

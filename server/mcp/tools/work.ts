@@ -82,6 +82,8 @@ export const workTools = [
       expiresAt: z.string().nullable(),
       fence: z.number().int(),
       recover: z.string().optional(),
+      stalled: z.boolean().optional(),
+      lastProgressAt: z.string().optional(),
     }),
     annotations: readOnly,
     handler: (ctx, input) => checkClaim(ctx, input),

@@ -1,0 +1,1 @@
+ALTER TABLE "projects" ADD COLUMN "stall_minutes" integer DEFAULT 45 NOT NULL;
