@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { CheckConclusion, ConnectorProvider } from "../../db/schema/index.ts";
+import { commitShaSchema } from "../issues/schemas.ts";
 import type { CheckReport } from "../verification/verdict.ts";
 
 /**
@@ -34,7 +35,7 @@ function conclusionOf(status: string | null | undefined, conclusion: string | nu
   return "pending";
 }
 
-const sha = z.string().regex(/^[0-9a-fA-F]{7,64}$/).transform((v) => v.toLowerCase());
+const sha = commitShaSchema;
 const text = z.string().max(500);
 const url = z.string().max(2000).nullish();
 const requests = z.array(z.looseObject({ number: z.number().int() })).nullish();

@@ -53,11 +53,20 @@ export const claimTokenSchema = z.string().trim().min(1).max(200);
 /** The longest issue body, in characters (the Dash renders no longer Markdown). */
 export const BODY_MAX_CHARS = 100_000;
 
+/**
+ * A git commit id, full or abbreviated, stored lower-case. Checked by refine rather than a
+ * regex: a pattern would be published in tools/list.
+ */
+export const commitShaSchema = z
+  .string()
+  .trim()
+  .refine((v) => /^[0-9a-fA-F]{7,64}$/.test(v), "a commit is its hex SHA (7 to 64 digits)")
+  .transform((v) => v.toLowerCase());
+
 /** What a finish delivered, for CI to verify (decision 045): any of the three; a commit or a request in a project with verification on. */
 export const evidenceSchema = z
   .object({
-    // Checked by refine rather than a regex: a pattern would be published in tools/list.
-    commit: z.string().trim().refine((v) => /^[0-9a-fA-F]{7,64}$/.test(v), "a commit is its hex SHA (7 to 64 digits)").transform((v) => v.toLowerCase()).optional(),
+    commit: commitShaSchema.optional(),
     branch: z.string().trim().refine((v) => v.length > 0 && v.length <= 255, "a branch name is 1 to 255 characters").optional(),
     pr: z.union([z.number().int(), z.string().trim()]).transform(String).refine((v) => v.length > 0 && v.length <= 500 && v !== "0", "pr is the request's number or URL").optional(),
   })

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { memberRoles, memberStatuses, issueStatuses, relationTypes, verificationStates } from "../../db/schema/index.ts";
 import { invalidInput, unstorableText, unstorableTextIn } from "../errors.ts";
-import { BODY_MAX_CHARS, obsoleteAttachmentInput, retractCommentInput, saveAttachmentInput, saveCommentInput, saveIssueInput, saveLabelInput } from "../issues/schemas.ts";
+import { BODY_MAX_CHARS, commitShaSchema, obsoleteAttachmentInput, retractCommentInput, saveAttachmentInput, saveCommentInput, saveIssueInput, saveLabelInput } from "../issues/schemas.ts";
 import { prefixSchema, runtimeSchema } from "../orgs/index.ts";
 import { checkpointInput } from "../queue/schemas.ts";
 import type { Section, SectionRecord } from "./format.ts";
@@ -72,7 +72,7 @@ const issue = z.looseObject({
   // Absent from exports written before they were added.
   verification: z.enum(verificationStates).nullable().optional(),
   evidence: z
-    .object({ commit: z.string().regex(/^[0-9a-f]{7,64}$/).nullable(), branch: z.string().min(1).max(255).nullable(), pr: z.string().min(1).max(500).nullable() })
+    .object({ commit: commitShaSchema.nullable(), branch: z.string().min(1).max(255).nullable(), pr: z.string().min(1).max(500).nullable() })
     .nullable()
     .optional(),
   createdAt: instant,

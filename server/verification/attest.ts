@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Ctx } from "../context.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
-import { identifierSchema } from "../issues/schemas.ts";
+import { commitShaSchema, identifierSchema } from "../issues/schemas.ts";
 import { findIssue, inTransaction } from "../issues/store.ts";
 import { actorOf } from "../orgs/access.ts";
 import { recordReports } from "./settle.ts";
@@ -11,7 +11,7 @@ const url = z.url({ protocol: /^https?$/, error: "the run's URL is an http(s) li
 /** `retasc verify <identifier> --commit <sha> --status pass|fail --check <name> [--url <run>]`. */
 export const attestInput = z.object({
   identifier: identifierSchema,
-  commit: z.string().trim().regex(/^[0-9a-fA-F]{7,64}$/, "a commit is its hex SHA (7 to 64 digits)").transform((v) => v.toLowerCase()),
+  commit: commitShaSchema,
   status: z.enum(["pass", "fail"]),
   check: z.string().trim().min(1).max(200),
   url: url.optional(),
