@@ -4,15 +4,24 @@ import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
+import { dryRunJiraImport, startJiraImport } from "../../server/transfer/jira/index.ts";
+import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, ErrorNote, Notice } from "../components/ui.tsx";
 import { ImportProgress } from "../components/dash/import-progress.tsx";
 import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
+import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
+import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
+import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
 import "../components/dash/dash.css";
 
-export function meta() {
-  return [{ title: "Import from Linear · Retasc" }];
+const sources = { linear: "Linear", jira: "Jira", csv: "a CSV file" } as const;
+type Source = keyof typeof sources;
+const sourceOf = (value: string | null): Source => (value && Object.hasOwn(sources, value) ? (value as Source) : "linear");
+
+export function meta({ location }: Route.MetaArgs) {
+  return [{ title: `Import from ${sources[sourceOf(new URLSearchParams(location.search).get("source"))]} · Retasc` }];
 }
 
 /** The run is named in the URL (`?run=`), so a reload without JS shows its progress; the key never is. */
@@ -25,7 +34,8 @@ export async function loader({ request, context }: Route.LoaderArgs) {
     listGhosts(ctx),
     manages ? listProjects(ctx, {}).then((r) => r.projects.map((p) => ({ id: p.id, prefix: p.prefix, name: p.name }))) : [],
   ]);
-  return { manages, status: status?.ok ? status.value : null, statusError: status && !status.ok ? status.error : null, ghosts, projects };
+  const source = sourceOf(new URL(request.url).searchParams.get("source"));
+  return { manages, source, status: status?.ok ? status.value : null, statusError: status && !status.ok ? status.error : null, ghosts, projects };
 }
 
 /**
@@ -39,17 +49,38 @@ export async function action({ request, context }: Route.ActionArgs) {
   const text = (name: string) => String(form.get(name) ?? "").trim();
   const intent = text("intent");
   const apiKey = text("apiKey");
+  const source = sourceOf(text("source"));
+  const target = text("target");
+  // What the form had, given back so a step keeps it (never a credential).
+  const values = Object.fromEntries([...form].filter(([k, v]) => typeof v === "string" && !["apiToken", "apiKey", "csv", "intent"].includes(k)).map(([k, v]) => [k, String(v)]));
   const result = await attempt(context.log, async () => {
     if (intent === "claim") {
       await claimGhost(ctx, { ghostId: text("ghostId") });
       return { claimed: "Claimed: that history is yours now." };
+    }
+    if (source === "jira") {
+      const input = { site: text("site"), email: text("email"), apiToken: text("apiToken"), projectKey: text("projectKey") };
+      if (intent === "dry-run") return { values, dryRun: await dryRunJiraImport(ctx, input) };
+      const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.projectKey.toUpperCase() } };
+      return { runId: (await startJiraImport(ctx, { ...input, ...into })).runId };
+    }
+    if (source === "csv") {
+      const file = form.get("file");
+      const csv = file && typeof file !== "string" ? await file.text() : text("csv");
+      const preview = await previewCsvImport(ctx, { csv });
+      if (intent === "preview") return { values: { ...values, name: file && typeof file !== "string" ? file.name : "" }, csv, preview };
+      const columns = Object.fromEntries([...form].filter(([k, v]) => k.startsWith("column.") && v).map(([k, v]) => [k.slice("column.".length), String(v)]));
+      const statuses = Object.fromEntries([...form].filter(([k]) => k.startsWith("status.")).map(([k, v]) => [k.slice("status.".length), String(v)]));
+      const input = { csv, name: text("name"), mapping: { columns, statuses, priorities: preview.priorities } } as Parameters<typeof startCsvImport>[1];
+      if (intent === "dry-run") return { values, csv, preview, dryRun: await dryRunCsvImport(ctx, input) };
+      const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.name, prefix: text("prefix") } };
+      return { runId: (await startCsvImport(ctx, { ...input, ...into })).runId };
     }
     const teams = await listLinearTeams(ctx, { apiKey });
     if (intent !== "start") return { teams };
     const teamId = text("teamId");
     const team = teams.find((t) => t.id === teamId);
     if (team?.lastImportAt && form.get("confirm") !== "on") return { teams, confirm: { teamId, lastImportAt: team.lastImportAt } };
-    const target = text("target");
     const started = await startLinearImport(ctx, {
       apiKey,
       teamId,
@@ -57,22 +88,38 @@ export async function action({ request, context }: Route.ActionArgs) {
     });
     return { runId: started.runId };
   });
-  if (result.ok && "runId" in result.value) throw redirect(`/dash/settings/import?run=${encodeURIComponent(String(result.value.runId))}`);
-  return result.ok ? { ...result.value, error: null } : { error: result.error };
+  if (result.ok && "runId" in result.value) throw redirect(`/dash/settings/import?run=${encodeURIComponent(String(result.value.runId))}${source === "linear" ? "" : `&source=${source}`}`);
+  return result.ok ? { ...result.value, error: null } : { error: result.error, values, ...(source === "csv" && text("csv") ? await attempt(context.log, () => previewCsvImport(ctx, { csv: text("csv") })).then((p) => (p.ok ? { csv: text("csv"), preview: p.value } : {})) : {}) };
 }
 
-export default function LinearImport({ loaderData, actionData }: Route.ComponentProps) {
-  const { manages, status, statusError, ghosts, projects } = loaderData;
+export default function TrackerImport({ loaderData, actionData }: Route.ComponentProps) {
+  const { manages, source, status, statusError, ghosts, projects } = loaderData;
+  const values = (actionData && "values" in actionData ? actionData.values : undefined) ?? {};
+  const dryRun = actionData && "dryRun" in actionData ? (actionData.dryRun as DryRunReport) : null;
+  const preview = actionData && "preview" in actionData ? (actionData.preview as CsvPreview) : null;
+  const csv = actionData && "csv" in actionData ? (actionData.csv as string) : null;
   const teams = actionData && "teams" in actionData ? (actionData.teams ?? null) : null;
   const confirm = actionData && "confirm" in actionData ? (actionData.confirm ?? null) : null;
   return (
     <div className="flex flex-col gap-6">
-      <h1 className="text-2xl font-semibold">Import from Linear</h1>
+      <h1 className="text-2xl font-semibold">{`Import from ${sources[source]}`}</h1>
+      <nav aria-label="Import from" className="flex gap-3 text-sm">
+        {(Object.keys(sources) as Source[]).map((s) => (
+          <a key={s} href={`/dash/settings/import?source=${s}`} aria-current={s === source ? "page" : undefined} className={s === source ? "font-semibold underline" : "underline"}>
+            {s === "csv" ? "CSV" : sources[s]}
+          </a>
+        ))}
+      </nav>
       <p className="text-sm text-muted">
         <a className="underline" href="/dash/settings/transfer">
           Import &amp; export
         </a>{" "}
-        · A Linear team's issues, sub-issues, relations, comments, labels and attachments, with their identifiers and times.
+        ·{" "}
+        {source === "linear"
+          ? "A Linear team's issues, sub-issues, relations, comments, labels and attachments, with their identifiers and times."
+          : source === "jira"
+            ? "A Jira project's issues, sub-tasks and epics, links, comments, labels and components, with their keys and times."
+            : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
       </p>
       <ErrorNote error={actionData?.error ?? statusError} />
       {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
@@ -80,13 +127,18 @@ export default function LinearImport({ loaderData, actionData }: Route.Component
         <>
           {status ? <ImportProgress status={status} /> : null}
           {!status || status.phase === "done" || status.phase === "failed" ? (
-            <Card title="Import a team">
-              <LinearKeyForm teams={teams} projects={projects} confirm={confirm} />
-            </Card>
+            <>
+              {dryRun ? <ImportDryRun report={dryRun} /> : null}
+              <Card title={source === "linear" ? "Import a team" : source === "jira" ? "Import a project" : "Import a file"}>
+                {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} /> : null}
+                {source === "jira" ? <JiraImportForm projects={projects} values={values} /> : null}
+                {source === "csv" ? <CsvImportForm projects={projects} preview={preview} csv={csv} values={values} /> : null}
+              </Card>
+            </>
           ) : null}
         </>
       ) : (
-        <Notice>Owners and admins import from Linear.</Notice>
+        <Notice>{`Owners and admins import from ${sources[source]}.`}</Notice>
       )}
       <ImportGhosts ghosts={ghosts} />
     </div>

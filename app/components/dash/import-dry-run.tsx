@@ -1,0 +1,79 @@
+import { Card } from "../ui.tsx";
+
+export interface DryRunReport {
+  source: string;
+  counts: Record<string, number>;
+  known: Record<string, number>;
+  statuses: { from: string; to: string; issues: number }[];
+  priorities: { from: string; to: number; issues: number }[];
+  ghosts: { name: string; email: string | null }[];
+  leftBehind: string[];
+}
+
+const priorityWords = ["none", "urgent", "high", "medium", "low"];
+
+/** What a run would do, read from the source but not written: counts, the mapping, placeholders, what stays behind. */
+export function ImportDryRun({ report }: { report: DryRunReport }) {
+  const c = report.counts;
+  return (
+    <Card title="Dry run: nothing was written">
+      <div className="flex flex-col gap-3 text-sm" data-testid="import-dry-run">
+        <p>
+          {c.issues} issues ({c.containers} with children), {c.comments} comments, {c.attachments} attachments, {c.relations} relations, {c.labels} labels.
+          {report.known.issues > 0 ? ` ${report.known.issues} of the issues are here from an earlier import: they are updated in place.` : ""}
+        </p>
+        <table className="w-full text-left">
+          <caption className="text-left font-medium">Statuses</caption>
+          <thead>
+            <tr>
+              <th scope="col">There</th>
+              <th scope="col">Here</th>
+              <th scope="col">Issues</th>
+            </tr>
+          </thead>
+          <tbody>
+            {report.statuses.map((s) => (
+              <tr key={`${s.from}-${s.to}`}>
+                <td>{s.from}</td>
+                <td>{s.to}</td>
+                <td>{s.issues}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <table className="w-full text-left">
+          <caption className="text-left font-medium">Priorities</caption>
+          <thead>
+            <tr>
+              <th scope="col">There</th>
+              <th scope="col">Here</th>
+              <th scope="col">Issues</th>
+            </tr>
+          </thead>
+          <tbody>
+            {report.priorities.map((p) => (
+              <tr key={`${p.from}-${p.to}`}>
+                <td>{p.from || "(none)"}</td>
+                <td>{priorityWords[p.to] ?? p.to}</td>
+                <td>{p.issues}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {report.ghosts.length > 0 ? (
+          <p>
+            Placeholders for {report.ghosts.length} {report.ghosts.length === 1 ? "person" : "people"}, each claimable by whoever has the email the source gave:{" "}
+            {report.ghosts.map((g) => g.name).join(", ")}.
+          </p>
+        ) : null}
+        {report.leftBehind.length > 0 ? (
+          <ul className="list-disc pl-5">
+            {report.leftBehind.map((line) => (
+              <li key={line}>Left behind: {line}</li>
+            ))}
+          </ul>
+        ) : null}
+      </div>
+    </Card>
+  );
+}

@@ -1,0 +1,97 @@
+import crypto from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Keyring } from "../crypto/index.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
+import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../testing/fake-jira.ts";
+import { waitFor } from "../testing/wait.ts";
+
+/**
+ * The Dash's Import page for Jira and CSV over real HTTP against the built app: plain form posts,
+ * as a browser without JavaScript sends them (the CSV as a multipart upload): a dry run that
+ * writes nothing, then the run with its progress to the end. The token is never in an answer.
+ */
+describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (needs TEST_DATABASE_URL)", () => {
+  let database: TestDatabase;
+  let app: AppProcess;
+  let jira: FakeJira;
+  let owner: { cookie: string };
+  const seen: string[] = [];
+  const masterKey = crypto.randomBytes(32);
+
+  beforeAll(async () => {
+    jira = await startFakeJira({ project: generateJiraProject({ issues: 40, key: "DJ" }) });
+    database = await createTestDatabase({ max: 2 });
+    app = await startApp({
+      DATABASE_URL: database.url!,
+      RETASC_MASTER_KEY: masterKey.toString("base64"),
+      RETASC_EMAIL_PASSWORD: "on",
+      RETASC_WORKERS: "inline",
+      OUTBOX_POLL_MS: "200",
+      RETASC_IMPORT_ALLOW_HOSTS: new URL(jira.url).host,
+    });
+    const email = `owner-${crypto.randomBytes(3).toString("hex")}@example.com`;
+    owner = await signUpOverHttp(app.url, email, "Owner");
+    await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: "Importers", prefix: "OWN", runtimes: [] });
+  }, 180_000);
+  afterAll(async () => {
+    await app?.stop();
+    await database?.close();
+    await jira?.close();
+  });
+
+  const page = (source: string) => `${app.url}/dash/settings/import?source=${source}`;
+  async function record(response: Response) {
+    const body = await response.text();
+    seen.push(`${response.status} ${response.headers.get("location") ?? ""}\n${body}`);
+    return { status: response.status, location: response.headers.get("location"), body };
+  }
+  const post = async (source: string, body: URLSearchParams | FormData) =>
+    record(await fetch(page(source), { method: "POST", redirect: "manual", headers: { cookie: owner.cookie, origin: app.url, ...(body instanceof URLSearchParams ? { "content-type": "application/x-www-form-urlencoded" } : {}) }, body }));
+  const finished = (path: string) =>
+    waitFor(async () => {
+      const { body } = await record(await fetch(`${app.url}${path}`, { headers: { cookie: owner.cookie } }));
+      return body.includes("Finished ") || body.includes("The import failed") ? body : null;
+    }, 120_000, "the import to finish", 250);
+
+  it("Jira: a dry run shows the mapping and writes nothing; the import runs to its end", async () => {
+    const shown = await record(await fetch(page("jira"), { headers: { cookie: owner.cookie } }));
+    expect(shown.body).toContain("Import from Jira");
+    expect(shown.body).toContain('name="apiToken"');
+    const fields = { source: "jira", site: jira.url, email: jira.email, apiToken: jira.apiToken, projectKey: "DJ", target: "new", projectName: "From Jira" };
+    const dry = await post("jira", new URLSearchParams({ ...fields, intent: "dry-run" }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toMatch(/<td>In Progress<\/td><td>doing<\/td>/);
+    const wrong = await post("jira", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
+    expect(wrong.body).toContain("Jira refused the email and API token");
+    const started = await post("jira", new URLSearchParams({ ...fields, intent: "start" }));
+    expect(started.status).toBe(302);
+    expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=jira$/);
+    expect(await finished(started.location!)).toContain("40 created");
+  });
+
+  it("CSV: the upload is previewed with a guessed mapping, changed, dry run, then imported", async () => {
+    const upload = new FormData();
+    upload.set("source", "csv");
+    upload.set("intent", "preview");
+    upload.set("file", new Blob(["Key,Summary,State\nk1,First,Done\nk2,Second,Open\n"], { type: "text/csv" }), "tasks.csv");
+    const preview = await post("csv", upload);
+    expect(preview.status).toBe(200);
+    expect(preview.body).toContain('data-testid="csv-mapping"');
+    expect(preview.body).toMatch(/<option value="Summary" selected="">Summary<\/option>/);
+    const csv = /<textarea name="csv"[^>]*>([^<]*)<\/textarea>/.exec(preview.body)![1]!.replace(/&#x27;/g, "'");
+    const mapping = { source: "csv", csv: csv.replace(/^\n/, ""), "column.id": "Key", "column.title": "Summary", "column.status": "State", "status.Done": "canceled", "status.Open": "todo", name: "tasks.csv", target: "new", projectName: "Tasks", prefix: "TSK" };
+    const dry = await post("csv", new URLSearchParams({ ...mapping, intent: "dry-run" }));
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toMatch(/<td>Done<\/td><td>canceled<\/td>/);
+    const started = await post("csv", new URLSearchParams({ ...mapping, intent: "start" }));
+    expect(started.status, started.body.slice(0, 400)).toBe(302);
+    expect(await finished(started.location!)).toContain("2 created");
+  });
+
+  it("never answers with the token", () => {
+    for (const answer of seen) expect(answer).not.toContain(jira.apiToken);
+  });
+});
