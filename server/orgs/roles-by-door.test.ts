@@ -298,6 +298,20 @@ const rows: Row[] = [
     },
   },
   {
+    action: "import from a CSV (its preview, the first step)",
+    allowed: managers,
+    doors: {
+      Dash: (a) => {
+        const form = new FormData();
+        form.set("source", "csv");
+        form.set("intent", "preview");
+        form.set("file", new Blob(["Title\nOne\n"], { type: "text/csv" }), "tasks.csv");
+        return dash(a, "/dash/settings/import", form);
+      },
+      CLI: (a) => cli(a, "import/csv", { action: "preview", csv: "Title\nOne\n" }),
+    },
+  },
+  {
     action: "delete the org ¹",
     allowed: owners,
     probe: "INVALID_INPUT",
