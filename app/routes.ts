@@ -16,6 +16,11 @@ export default [
   route("index.md", "routes/index-md.ts"),
   // The CLI's tarball, so any machine that reaches this server can install it
   route("cli/:file", "routes/cli.$file.ts"),
+  // The repository's docs/, and the product for agents: llms.txt and how they authenticate
+  route("docs/*", "routes/docs.$.ts"),
+  route("docs", "routes/docs.$.ts", { id: "docs-index" }),
+  route("llms.txt", "routes/agent-pages.ts"),
+  route("auth.md", "routes/agent-pages.ts", { id: "auth-md" }),
   // People, orgs, keys (sign-in, device approval, the Dash shell and its settings, CLI endpoints)
   route("api/auth/*", "routes/api.auth.$.ts"),
   route("auth/sign-in", "routes/auth.sign-in.tsx"),

@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { tools as registeredTools } from "./registry.ts";
@@ -326,5 +328,38 @@ describe("the HTTP edge of the built app", () => {
     const text = await markdown.text();
     expect(text).toContain(`${seeded.endpoint}`);
     for (const name of designTools) expect(text).toContain(`\`${name}\``);
+    expect(text).toContain(`${seeded.app.url}/auth.md`);
+  });
+
+  test("serves this server's docs and its pages for agents: /docs with Markdown twins, /llms.txt, /auth.md", async () => {
+    const base = seeded.app.url;
+    const llms = await fetch(`${base}/llms.txt`);
+    expect(llms.headers.get("content-type")).toMatch(/^text\/plain/);
+    const llmsText = await llms.text();
+    expect(llmsText).toMatch(/^# Retasc\n\n> /);
+    expect(llmsText).toContain(`[How agents authenticate](${base}/auth.md)`);
+    expect(llmsText).toContain(`(${base}/docs/security.md)`);
+    const auth = await fetch(`${base}/auth.md`);
+    expect(auth.headers.get("content-type")).toMatch(/^text\/markdown/);
+    expect(await auth.text()).toContain("| `CLAIM_MISMATCH` |");
+
+    const index = await (await fetch(`${base}/docs`)).text();
+    expect(index).toContain('href="/docs/security"');
+    expect(index).toContain('href="/docs/decisions/041-org-deletion-by-crypto-shredding"');
+    const page = await fetch(`${base}/docs/security`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(`<link rel="canonical" href="${base}/docs/security">`);
+    expect(html).toContain(`<link rel="alternate" type="text/markdown" href="/docs/security.md">`);
+    expect(html).toContain('<h2 id="known-gaps">');
+    expect(html).toContain('href="#known-gaps"');
+    // Links between the docs point at the served pages, not their Markdown.
+    expect(await (await fetch(`${base}/docs/architecture`)).text()).toContain('href="decisions/041-org-deletion-by-crypto-shredding"');
+    const twin = await fetch(`${base}/docs/security.md`);
+    expect(twin.headers.get("content-type")).toMatch(/^text\/markdown/);
+    expect(await twin.text()).toBe(fs.readFileSync(path.resolve(import.meta.dirname, "../../docs/security.md"), "utf8"));
+    for (const missing of ["/docs/nothing-here", "/docs/..%2Fpackage.json", "/docs/decisions/..%2F..%2FREADME", "/docs/ops.md.md"]) {
+      expect((await fetch(`${base}${missing}`)).status, missing).toBe(404);
+    }
   });
 });

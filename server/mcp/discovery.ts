@@ -69,7 +69,12 @@ export function apiCatalog(origin: string) {
       {
         anchor: endpoint,
         "service-desc": [{ href: `${origin}/.well-known/mcp.json`, type: "application/json" }],
-        "service-doc": [{ href: `${origin}/index.md`, type: "text/markdown" }],
+        "service-doc": [
+          { href: `${origin}/index.md`, type: "text/markdown" },
+          { href: `${origin}/auth.md`, type: "text/markdown" },
+          { href: `${origin}/llms.txt`, type: "text/plain" },
+          { href: `${origin}/docs`, type: "text/html" },
+        ],
         status: [{ href: `${origin}/healthz`, type: "application/json" }],
       },
     ],
@@ -89,6 +94,7 @@ export function landingMarkdown(origin: string): string {
     "- Authentication: `Authorization: Bearer rtsc_...`, an agent key minted for your human in your org; or OAuth sign-in " +
       `(the MCP authorization spec: /mcp's 401 names ${origin}/.well-known/oauth-protected-resource), where your human picks the org`,
     `- Server card: ${origin}/.well-known/mcp.json; API catalog: ${origin}/.well-known/api-catalog`,
+    `- How agents authenticate: ${origin}/auth.md; this server in the llms.txt format: ${origin}/llms.txt; the docs of the code it runs: ${origin}/docs`,
     "",
     "For Claude Code, with a key, or without one to sign in with OAuth:",
     "",

@@ -1,0 +1,12 @@
+import type { Route } from "./+types/agent-pages";
+import { publicBaseUrl } from "../../server/http/origin.ts";
+import { authMarkdown, llmsTxt } from "../../server/site/agent-pages.ts";
+
+/** `/llms.txt` and `/auth.md`: this server described for agents, in Markdown. */
+export function loader({ request, context }: Route.LoaderArgs) {
+  const origin = publicBaseUrl(request, context.services.config);
+  const llms = new URL(request.url).pathname === "/llms.txt";
+  return new Response(llms ? llmsTxt(origin) : authMarkdown(origin), {
+    headers: { "content-type": `${llms ? "text/plain" : "text/markdown"}; charset=utf-8`, "cache-control": "public, max-age=300" },
+  });
+}
