@@ -39,7 +39,14 @@ export interface Principal {
   userId: string | null;
   keyId: string | null;
   runtime: string | null;
+  /** The project a key is bound to (its default, and where it is dispatched work), or null. */
   projectId: string | null;
+  /**
+   * The projects this principal reaches, or null for every project of the org: a member's
+   * scope, which their agents inherit; read once per request with the membership (decision 042).
+   * Everything outside reads NOT_FOUND (server/orgs/scope.ts).
+   */
+  projectIds: string[] | null;
   claimCap: number | null;
   /**
    * The MCP session the call came in (the unsigned part of a verified Mcp-Session-Id), or
@@ -56,7 +63,7 @@ export interface Ctx extends Services {
 }
 
 export function systemPrincipal(orgId: string): Principal {
-  return { kind: "system", orgId, userId: null, keyId: null, runtime: "retasc", projectId: null, claimCap: null };
+  return { kind: "system", orgId, userId: null, keyId: null, runtime: "retasc", projectId: null, projectIds: null, claimCap: null };
 }
 
 /** The context a door acts in; the request's log line names the principal (server/metrics/requests.ts). */

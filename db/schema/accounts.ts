@@ -19,6 +19,8 @@ export const invites = pgTable(
     email: text("email"),
     /** When this server mailed the link to `email` (SMTP); the mailed link stands in for a verified address. */
     emailedAt: timestamp("emailed_at", { withTimezone: true }),
+    /** The projects the member it makes is scoped to (members.project_ids), or null for all. */
+    projectIds: text("project_ids").array(),
     createdBy: text("created_by").references(() => user.id, { onDelete: "set null" }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),

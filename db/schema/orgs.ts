@@ -54,6 +54,11 @@ export const members = pgTable(
       .references(() => user.id, { onDelete: "cascade" }),
     role: text("role", { enum: memberRoles }).notNull().default("member"),
     status: text("status", { enum: memberStatuses }).notNull().default("active"),
+    /**
+     * The projects a member (role `member`) and their agents see, or null for all of them.
+     * Owners and admins are never scoped (decision 042; server/orgs/scope.ts reads it).
+     */
+    projectIds: text("project_ids").array(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("members_org_user_uq").on(t.orgId, t.userId)],

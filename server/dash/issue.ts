@@ -37,7 +37,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
   const orgId = ctx.principal.orgId;
   const now = ctx.clock.now();
   const activityBefore = decodeCursor(page.activity, activityCursor)?.before ?? null;
-  const row = await findIssue(db, orgId, identifier);
+  const row = await findIssue(db, ctx.principal, identifier);
   const cipher = await ctx.keyring.forOrg(db, orgId);
 
   const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people, resumed] = await Promise.all([

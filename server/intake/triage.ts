@@ -13,6 +13,7 @@ import { identifierSchema } from "../issues/schemas.ts";
 import { findIssue, inTransaction, isTerminal, type IssueRow } from "../issues/store.ts";
 import { meter } from "../usage/meter.ts";
 import { actorOf } from "../orgs/access.ts";
+import { inScope, reachable, type Reach } from "../orgs/scope.ts";
 import { providerName } from "./apply.ts";
 import { heldTextOf, textDigest } from "./held.ts";
 
@@ -121,14 +122,14 @@ export async function listTriage(ctx: Ctx, raw: z.input<typeof listTriageInput> 
     .leftJoin(intakeHeld, and(eq(intakeHeld.issueId, issues.id), eq(intakeHeld.kind, "issue")))
     .leftJoin(intakeLinks, eq(intakeLinks.issueId, issues.id))
     .leftJoin(connectors, eq(connectors.id, intakeLinks.connectorId))
-    .where(and(eq(issues.orgId, orgId), eq(issues.triage, "pending"), isOpen(issues.status)))
+    .where(and(reachable(ctx.principal, issues), eq(issues.triage, "pending"), isOpen(issues.status)))
     .orderBy(asc(issues.createdAt), asc(issues.id))
     .limit(limit + 1);
   const comments = await ctx.db
     .select({ id: intakeHeld.id, textEnc: intakeHeld.textEnc, receivedAt: intakeHeld.receivedAt, identifier: issues.identifier })
     .from(intakeHeld)
     .innerJoin(issues, eq(issues.id, intakeHeld.issueId))
-    .where(and(eq(intakeHeld.orgId, orgId), eq(intakeHeld.kind, "comment"), isOpen(issues.status)))
+    .where(and(eq(intakeHeld.orgId, orgId), inScope(ctx.principal, issues.projectId), eq(intakeHeld.kind, "comment"), isOpen(issues.status)))
     .orderBy(asc(intakeHeld.receivedAt), asc(intakeHeld.id))
     .limit(limit + 1);
   return {
@@ -145,7 +146,7 @@ export async function listTriage(ctx: Ctx, raw: z.input<typeof listTriageInput> 
 export async function heldForIssue(ctx: Ctx, raw: { identifier: string }) {
   const { identifier } = acceptTriageInput.pick({ identifier: true }).parse(raw);
   requirePerson(ctx, identifier, "reading held text");
-  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  const row = await findIssue(ctx.db, ctx.principal, identifier);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   const heldOf = (kind: "issue" | "comment") =>
     ctx.db
@@ -182,7 +183,7 @@ export async function acceptTriage(ctx: Ctx, raw: z.input<typeof acceptTriageInp
   return inTransaction(ctx, async (scope) => {
     const { tx, cipher, now } = scope;
     const orgId = ctx.principal.orgId;
-    const row = await findIssue(tx, orgId, input.identifier, { forUpdate: true });
+    const row = await findIssue(tx, ctx.principal, input.identifier, { forUpdate: true });
     if (row.triage !== "pending") throw new DomainError("CONFLICT", `${row.identifier} is not awaiting triage`, "Reload the page: someone may have decided on it already.", { identifier: row.identifier });
     if (isTerminal(row.status)) throw new DomainError("CONFLICT", `${row.identifier} is ${row.status}`, "Terminal issues stay closed; nothing to accept.", { identifier: row.identifier });
     const [held] = await tx
@@ -210,12 +211,12 @@ export async function acceptTriage(ctx: Ctx, raw: z.input<typeof acceptTriageInp
 }
 
 /** The held comment `id` of this org, locked, with its issue. */
-async function lockedHeldComment(scope: { tx: Ctx["db"] }, orgId: string, id: string) {
+async function lockedHeldComment(scope: { tx: Ctx["db"] }, reach: Reach, id: string) {
   const [row] = await scope.tx
     .select({ held: intakeHeld, identifier: issues.identifier })
     .from(intakeHeld)
     .innerJoin(issues, eq(issues.id, intakeHeld.issueId))
-    .where(and(eq(intakeHeld.id, id), eq(intakeHeld.orgId, orgId), eq(intakeHeld.kind, "comment")))
+    .where(and(eq(intakeHeld.id, id), eq(intakeHeld.orgId, reach.orgId), inScope(reach, issues.projectId), eq(intakeHeld.kind, "comment")))
     .for("update", { of: intakeHeld });
   if (!row) throw notFound(`held comment ${id}`, "It may have been released or discarded already; reload.");
   return row;
@@ -233,7 +234,7 @@ export async function releaseHeldComment(ctx: Ctx, raw: z.input<typeof releaseHe
   return inTransaction(ctx, async (scope) => {
     const { tx, cipher } = scope;
     const orgId = ctx.principal.orgId;
-    const { held, identifier } = await lockedHeldComment(scope, orgId, input.comment);
+    const { held, identifier } = await lockedHeldComment(scope, ctx.principal, input.comment);
     const shown = heldCommentView(cipher, identifier, held);
     if (shown.digest !== input.digest) throw changedSinceShown(identifier);
     // Posted as intake posts the team's comments (the system, attributed in its text); the activity names the person.
@@ -257,7 +258,7 @@ export async function discardHeldComment(ctx: Ctx, raw: z.input<typeof discardHe
   await actorOf(ctx);
   return inTransaction(ctx, async (scope) => {
     const { tx } = scope;
-    const { held, identifier } = await lockedHeldComment(scope, ctx.principal.orgId, input.comment);
+    const { held, identifier } = await lockedHeldComment(scope, ctx.principal, input.comment);
     await tx.insert(intakeComments).values({ connectorId: held.connectorId, sourceId: held.sourceId, commentId: null }).onConflictDoNothing();
     await tx.delete(intakeHeld).where(eq(intakeHeld.id, held.id));
     await recordActivity(scope, { issueId: held.issueId, kind: "held_comment_discarded" });

@@ -56,7 +56,7 @@ export async function saveAttachmentFile(ctx: Ctx, raw: z.input<typeof saveAttac
   const contentType = sniffContentType(bytes);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const issue = await findIssue(tx, ctx.principal.orgId, input.issue);
+    const issue = await findIssue(tx, ctx.principal, input.issue);
     const id = newId();
     const [row] = await tx
       .insert(attachments)
@@ -83,7 +83,7 @@ export async function saveAttachmentFile(ctx: Ctx, raw: z.input<typeof saveAttac
 /** A file attachment's content and what it is, in the caller's org only. */
 export async function readAttachmentFile(ctx: Ctx, attachmentId: string) {
   const [found, cipher] = await Promise.all([
-    findAttachment(ctx.db, ctx.principal.orgId, attachmentId),
+    findAttachment(ctx.db, ctx.principal, attachmentId),
     ctx.keyring.forOrg(ctx.db, ctx.principal.orgId),
   ]);
   const [file] = await ctx.db

@@ -7,6 +7,7 @@ import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
+import { reachable, type Reach } from "../orgs/scope.ts";
 import { getAttachmentInput, listAttachmentsInput, obsoleteAttachmentInput, saveAttachmentInput } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
@@ -40,7 +41,7 @@ export async function saveAttachment(ctx: Ctx, raw: z.input<typeof saveAttachmen
   const input = saveAttachmentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const issue = await findIssue(tx, ctx.principal.orgId, input.issue);
+    const issue = await findIssue(tx, ctx.principal, input.issue);
     const [row] = await tx
       .insert(attachments)
       .values({
@@ -62,7 +63,7 @@ export async function saveAttachment(ctx: Ctx, raw: z.input<typeof saveAttachmen
 
 export async function listAttachments(ctx: Ctx, raw: z.input<typeof listAttachmentsInput>) {
   const input = listAttachmentsInput.parse(raw);
-  const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
+  const issue = await findIssue(ctx.db, ctx.principal, input.issue);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   const rows = await ctx.db
     .select({ attachment: attachments, file: fileFacts })
@@ -73,20 +74,20 @@ export async function listAttachments(ctx: Ctx, raw: z.input<typeof listAttachme
   return { issue: issue.identifier, attachments: rows.map((r) => attachmentView(cipher, r.attachment, issue.identifier, r.file)) };
 }
 
-export async function findAttachment(db: Db, orgId: string, id: string) {
+export async function findAttachment(db: Db, reach: Reach, id: string) {
   const rows = await db
     .select({ attachment: attachments, identifier: issues.identifier, file: fileFacts })
     .from(attachments)
     .innerJoin(issues, eq(issues.id, attachments.issueId))
     .leftJoin(attachmentFiles, eq(attachmentFiles.attachmentId, attachments.id))
-    .where(and(eq(attachments.id, id), eq(attachments.orgId, orgId)));
+    .where(and(eq(attachments.id, id), reachable(reach, issues)));
   if (!rows[0]) throw notFound(`attachment ${id}`);
   return rows[0];
 }
 
 export async function getAttachment(ctx: Ctx, raw: z.input<typeof getAttachmentInput>) {
   const input = getAttachmentInput.parse(raw);
-  const { attachment, identifier, file } = await findAttachment(ctx.db, ctx.principal.orgId, input.attachment);
+  const { attachment, identifier, file } = await findAttachment(ctx.db, ctx.principal, input.attachment);
   return attachmentView(await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId), attachment, identifier, file);
 }
 
@@ -94,7 +95,7 @@ export async function obsoleteAttachment(ctx: Ctx, raw: z.input<typeof obsoleteA
   const input = obsoleteAttachmentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const { attachment, identifier } = await findAttachment(tx, ctx.principal.orgId, input.attachment);
+    const { attachment, identifier } = await findAttachment(tx, ctx.principal, input.attachment);
     if (!attachment.obsoletedAt) {
       await tx
         .update(attachments)
@@ -103,7 +104,7 @@ export async function obsoleteAttachment(ctx: Ctx, raw: z.input<typeof obsoleteA
       await recordActivity(scope, { issueId: attachment.issueId, kind: "attachment_obsoleted", detail: { attachmentId: attachment.id } });
       meter(scope, "obsolete_attachment", "bookkeeping", attachment.issueId);
     }
-    const updated = await findAttachment(tx, ctx.principal.orgId, attachment.id);
+    const updated = await findAttachment(tx, ctx.principal, attachment.id);
     return attachmentView(cipher, updated.attachment, identifier, updated.file);
   });
 }

@@ -5,6 +5,7 @@ import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
+import { inScope } from "../orgs/scope.ts";
 import { listCommentsInput, retractCommentInput, saveCommentInput } from "./schemas.ts";
 import { findIssue, inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
@@ -15,7 +16,7 @@ export async function saveComment(ctx: Ctx, raw: z.input<typeof saveCommentInput
   const input = saveCommentInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
-    const issue = await findIssue(tx, ctx.principal.orgId, input.issue);
+    const issue = await findIssue(tx, ctx.principal, input.issue);
     if (input.parent) {
       const parent = await tx
         .select({ id: comments.id })
@@ -54,7 +55,7 @@ export async function listComments(ctx: Ctx, raw: z.input<typeof listCommentsInp
   const input = listCommentsInput.parse(raw);
   const after = decodeCursor(input.cursor, commentCursor);
   const limit = input.limit ?? 50;
-  const issue = await findIssue(ctx.db, ctx.principal.orgId, input.issue);
+  const issue = await findIssue(ctx.db, ctx.principal, input.issue);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   const sizes = await ctx.db
     // The time as PostgreSQL writes it (microseconds), so the cursor compares exactly.
@@ -98,7 +99,7 @@ export async function retractComment(ctx: Ctx, raw: z.input<typeof retractCommen
     const [comment] = await tx
       .select()
       .from(comments)
-      .where(and(eq(comments.id, input.comment), eq(comments.orgId, ctx.principal.orgId)))
+      .where(and(eq(comments.id, input.comment), eq(comments.orgId, ctx.principal.orgId), inScope(ctx.principal, sql`(select i.project_id from issues i where i.id = ${comments.issueId})`)))
       .for("update");
     if (!comment) throw notFound(`comment ${input.comment}`);
     if (comment.authorId !== ctx.principal.userId) {

@@ -48,9 +48,9 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
     const number = Number(numbered!.number);
     const identifier = `${project.prefix}-${number}`;
     // Blockers are share-locked so a concurrent finish cannot slip between our read of their status and our edge.
-    const blockers = hasBlockers ? await lockIssues(tx, orgId, input.blockedBy!, "share") : [];
+    const blockers = hasBlockers ? await lockIssues(tx, ctx.principal, input.blockedBy!, "share") : [];
     const assigneeId = input.assignee !== undefined ? await resolveAssignee(tx, ctx, input.assignee) : null;
-    const parentId = input.parent ? (await validParent(tx, orgId, input.parent, null)).id : null;
+    const parentId = input.parent ? (await validParent(tx, ctx.principal, input.parent, null)).id : null;
     const dueAt = input.dueAt != null ? parseDueAt(input.dueAt, await orgTimeZone(tx, orgId)) : null;
     const priority = input.priority ?? 0;
     const ranking = rankingColumns(priority, dueAt, dueAt ? now : null, false, now);
@@ -94,7 +94,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       detail: { work: row.work, priority, blockedBy: blockers.map((b) => b.identifier) },
     });
     await ctx.events.publish(tx, { orgId, kind: "issue.created", issueId: id, identifier });
-    const created = await findIssue(tx, orgId, identifier);
+    const created = await findIssue(tx, ctx.principal, identifier);
     return issueView(tx, cipher, created, now);
   });
 }

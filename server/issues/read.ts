@@ -8,18 +8,19 @@ import { findIssue, projectFor, resolveAssignee } from "./store.ts";
 import { issueView, summarize } from "./views.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 import { cursorAt, fitting, positionOf } from "../paging.ts";
+import { reachable } from "../orgs/scope.ts";
 
 export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  const row = await findIssue(ctx.db, ctx.principal, identifier);
   return issueView(ctx.db, cipher, row, ctx.clock.now());
 }
 
 export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> = {}) {
   const input = listIssuesInput.parse(raw);
   const orgId = ctx.principal.orgId;
-  const where: SQL[] = [eq(issues.orgId, orgId)];
+  const where: SQL[] = [reachable(ctx.principal, issues)];
   const statuses = input.status ?? null;
   where.push(statuses ? inArray(issues.status, statuses) : isOpen(issues.status));
   if (input.priority !== undefined) where.push(eq(issues.priority, input.priority));

@@ -38,7 +38,7 @@ async function changeRelation(
     const { tx } = scope;
     const orgId = ctx.principal.orgId;
     if (type === "blocks") await lockOrgGraph(tx, orgId);
-    const locked = await lockIssues(tx, orgId, [sourceIdent, targetIdent], "update");
+    const locked = await lockIssues(tx, ctx.principal, [sourceIdent, targetIdent], "update");
     const source = locked.find((r) => r.identifier === sourceIdent)!;
     const target = locked.find((r) => r.identifier === targetIdent)!;
     const changed = await apply(scope, { source, target, sourceIdent, targetIdent, type });

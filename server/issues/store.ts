@@ -8,6 +8,7 @@ import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { endOfDayIn } from "./levels.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
+import { projectReach, reachable, type Reach } from "../orgs/scope.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
@@ -102,13 +103,14 @@ export async function inOrder<T extends unknown[]>(...statements: { [K in keyof 
   return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as T;
 }
 
+/** The issue an identifier names, within what the principal reaches (an issue outside its projects is not found). */
 export async function findIssue(
   tx: Db,
-  orgId: string,
+  reach: Reach,
   identifier: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<IssueRow> {
-  const base = tx.select().from(issues).where(and(eq(issues.orgId, orgId), eq(issues.identifier, identifier)));
+  const base = tx.select().from(issues).where(and(reachable(reach, issues), eq(issues.identifier, identifier)));
   const rows = options.forUpdate ? await base.for("update") : await base;
   if (!rows[0]) throw notFound(`issue ${identifier}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
   return rows[0];
@@ -164,11 +166,14 @@ export function parseDueAt(value: number | string | null, timeZone: string): Dat
 }
 
 export async function projectFor(tx: Db, ctx: Ctx, prefix?: string): Promise<{ id: string; prefix: string }> {
-  const where = prefix
-    ? and(eq(projects.orgId, ctx.principal.orgId), eq(projects.prefix, prefix.toUpperCase()))
-    : ctx.principal.projectId
-      ? and(eq(projects.orgId, ctx.principal.orgId), eq(projects.id, ctx.principal.projectId))
-      : eq(projects.orgId, ctx.principal.orgId);
+  const where = and(
+    reachable(ctx.principal, projectReach),
+    prefix
+      ? eq(projects.prefix, prefix.toUpperCase())
+      : ctx.principal.projectId
+        ? eq(projects.id, ctx.principal.projectId)
+        : undefined,
+  );
   const rows = await tx.select({ id: projects.id, prefix: projects.prefix }).from(projects).where(where).orderBy(projects.createdAt).limit(1);
   if (!rows[0]) throw notFound(prefix ? `project ${prefix}` : "project", "Pass `project` with a prefix from list_projects.");
   return rows[0];
@@ -230,12 +235,12 @@ export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identif
 }
 
 /** Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one. */
-export async function lockIssues(tx: Db, orgId: string, identifiers: string[], mode: "share" | "update") {
+export async function lockIssues(tx: Db, reach: Reach, identifiers: string[], mode: "share" | "update") {
   const wanted = [...new Set(identifiers)];
   const rows = await tx
     .select({ id: issues.id, identifier: issues.identifier, status: issues.status, verification: issues.verification })
     .from(issues)
-    .where(and(eq(issues.orgId, orgId), inArray(issues.identifier, wanted)))
+    .where(and(reachable(reach, issues), inArray(issues.identifier, wanted)))
     .orderBy(issues.id)
     .for(mode);
   const missing = wanted.find((identifier) => !rows.some((r) => r.identifier === identifier));
@@ -244,8 +249,8 @@ export async function lockIssues(tx: Db, orgId: string, identifiers: string[], m
 }
 
 /** A parent is a container (work:false) in the same org, and never the issue itself or one of its descendants. */
-export async function validParent(tx: Db, orgId: string, identifier: string, childId: string | null) {
-  const parent = await findIssue(tx, orgId, identifier);
+export async function validParent(tx: Db, reach: Reach, identifier: string, childId: string | null) {
+  const parent = await findIssue(tx, reach, identifier);
   if (parent.work) {
     throw new DomainError("INVALID_INPUT", `${identifier} is a work issue, not a container`, "Parents are containers (work:false).");
   }

@@ -116,7 +116,7 @@ async function lockForUpdate(scope: WriteScope, input: SaveInput, identifier: st
   const sharedGraphLock = graphLocked && !forceGraphLock && !rankChange && peek!.openBlockerCount === 0;
   const [, row, edgesNow] = await inOrder(
     () => (graphLocked ? lockOrgGraph(tx, orgId, sharedGraphLock ? "shared" : "exclusive") : Promise.resolve()),
-    () => findIssue(tx, orgId, identifier, { forUpdate: true }),
+    () => findIssue(tx, scope.ctx.principal, identifier, { forUpdate: true }),
     () => (toTerminal && !graphLocked ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
   );
   // An edge appeared between the peek and the lock, or a blocker did (only graph changes add
@@ -174,7 +174,7 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   }
   if (to === "review") await checkReviewer(tx, ctx, row, assigneeId, patch.status === "review" ? ctx.principal.userId : row.submitterId);
   if (input.parent !== undefined) {
-    patch.parentId = input.parent ? (await validParent(tx, orgId, input.parent, row.id)).id : null;
+    patch.parentId = input.parent ? (await validParent(tx, ctx.principal, input.parent, row.id)).id : null;
     changed.push("parent");
   }
   const priority = input.priority ?? row.priority;
@@ -261,7 +261,7 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
       assigned: patch.assigneeId !== undefined && patch.assigneeId !== null && patch.assigneeId !== row.assigneeId,
     }),
     () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: to }),
-    () => findIssue(tx, orgId, row.identifier),
+    () => findIssue(tx, ctx.principal, row.identifier),
     () => issueViewReads(tx, row.id, now),
   );
   const [updated, reads] = results.slice(-2) as [IssueRow, ViewReads];

@@ -4,6 +4,7 @@ import { members, type MemberRole } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { withPrincipal, type Ctx, type Principal, type Services } from "../context.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
+import { memberProjectIds } from "./scope.ts";
 
 /**
  * Who may do what in an org. Roles: owner > admin > member. Every check reads the acting
@@ -16,21 +17,23 @@ export interface Membership {
   userId: string;
   role: MemberRole;
   status: "active" | "suspended";
+  /** The projects this person reaches, or null for all (always null for owners and admins; ./scope.ts). */
+  projectIds: string[] | null;
 }
 
 const rank: Record<MemberRole, number> = { owner: 3, admin: 2, member: 1 };
 
 export async function membershipOf(db: Db, orgId: string, userId: string): Promise<Membership | null> {
   const rows = await db
-    .select({ memberId: members.id, orgId: members.orgId, userId: members.userId, role: members.role, status: members.status })
+    .select({ memberId: members.id, orgId: members.orgId, userId: members.userId, role: members.role, status: members.status, projectIds: memberProjectIds })
     .from(members)
     .where(and(eq(members.orgId, orgId), eq(members.userId, userId)));
   return rows[0] ?? null;
 }
 
-/** A person acting through the Dash or the CLI (no agent key). */
-export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli"): Principal {
-  return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, claimCap: null };
+/** A person acting through the Dash or the CLI (no agent key), within their project scope (null: all, as for an owner). */
+export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli", projectIds: string[] | null = null): Principal {
+  return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, projectIds, claimCap: null };
 }
 
 /** A Ctx for a signed-in person in one of their orgs; refuses non-members and suspended members. */
@@ -43,7 +46,7 @@ export async function humanCtx(
   if (membership.status !== "active") {
     throw forbidden("your membership of this org is suspended", "Ask an owner or admin of the org to reactivate you.");
   }
-  return { ctx: withPrincipal(services, humanPrincipal(input.orgId, input.userId, input.runtime)), membership };
+  return { ctx: withPrincipal(services, humanPrincipal(input.orgId, input.userId, input.runtime, membership.projectIds)), membership };
 }
 
 /**
@@ -53,7 +56,7 @@ export async function humanCtx(
 export async function actorOf(ctx: Ctx, db: Db = ctx.db): Promise<Membership> {
   const { principal } = ctx;
   if (principal.kind === "system") {
-    return { memberId: "system", orgId: principal.orgId, userId: "system", role: "owner", status: "active" };
+    return { memberId: "system", orgId: principal.orgId, userId: "system", role: "owner", status: "active", projectIds: null };
   }
   const membership = principal.userId ? await membershipOf(db, principal.orgId, principal.userId) : null;
   if (!membership || membership.status !== "active") {

@@ -7,6 +7,7 @@ import type { Principal, Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, invalidInput, notFound } from "../errors.ts";
 import { grantSignupCredit } from "../usage/credit.ts";
+import { memberProjectIds, projectReach, reachable, type Reach } from "./scope.ts";
 
 export const newId = () => crypto.randomUUID();
 
@@ -104,10 +105,11 @@ export async function ensureMember(db: Db, orgId: string, userId: string, role: 
  * Suspension updates that row before it retires the person's keys, so a key minted at the same
  * time is either refused here or committed before the retirement looks for keys: it never
  * outlives the suspension. Callers that go on to lock keys take this lock first (deadlock order).
+ * Returns what the holder reaches (their project scope, ./scope.ts).
  */
-export async function lockActiveHolder(db: Db, orgId: string, userId: string): Promise<void> {
+export async function lockActiveHolder(db: Db, orgId: string, userId: string): Promise<Reach> {
   const rows = await db
-    .select({ status: members.status })
+    .select({ status: members.status, projectIds: memberProjectIds })
     .from(members)
     .where(and(eq(members.orgId, orgId), eq(members.userId, userId)))
     .for("share");
@@ -115,6 +117,7 @@ export async function lockActiveHolder(db: Db, orgId: string, userId: string): P
   if (rows[0].status !== "active") {
     throw forbidden("that member is suspended; their agents cannot hold keys", "Reactivate the member first.");
   }
+  return { orgId, projectIds: rows[0].projectIds };
 }
 
 /**
@@ -210,17 +213,18 @@ export async function mintAgentKey(
   },
 ): Promise<{ keyId: string; key: string; expiresAt: Date | null }> {
   const runtime = runtimeSchema.parse(input.runtime);
-  await lockActiveHolder(db, input.orgId, input.userId);
+  const holder = await lockActiveHolder(db, input.orgId, input.userId);
   let expiresAt: Date | null = null;
   if (input.parent) {
     const ends = await requireLiveParent(db, input.orgId, input.parent.keyId, input.parent.sessionKeyCap);
     expiresAt = ends && ends < input.parent.expiresAt ? ends : input.parent.expiresAt;
   }
   if (input.projectId) {
+    // A key is bound only to a project its holder reaches.
     const project = await db
       .select({ id: projects.id })
       .from(projects)
-      .where(and(eq(projects.id, input.projectId), eq(projects.orgId, input.orgId)));
+      .where(and(eq(projects.id, input.projectId), reachable(holder, projectReach)));
     if (!project[0]) throw notFound("project");
   }
   if (input.ci && !input.projectId) throw invalidInput("a CI key attests for one project", "Pass the project's id (--project-id).");
@@ -286,6 +290,8 @@ export const agentPrincipalColumns = {
   orgId: agentKeys.orgId,
   userId: agentKeys.userId,
   projectId: agentKeys.projectId,
+  /** The person's project scope: their agents inherit it (./scope.ts). */
+  projectIds: memberProjectIds,
   runtime: agentKeys.runtime,
   claimCap: agentKeys.claimCap,
   riderWaiting: agentKeys.riderWaiting,

@@ -10,6 +10,7 @@ import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { emailSchema, newId } from "./index.ts";
+import { checkScope, projectIdsSchema } from "./scope.ts";
 import { transactionWithNotices } from "../events/index.ts";
 
 /**
@@ -28,6 +29,8 @@ export const createInviteInput = z.object({
   role: z.enum(["member", "admin"], { error: "an invite makes a member or an admin" }).default("member"),
   /** Who may redeem it; empty or absent for an open invite. */
   email: z.preprocess((v) => (typeof v === "string" ? v.trim().toLowerCase() || undefined : v), emailSchema.optional()),
+  /** The projects the member it makes is scoped to; absent or null for every project (./scope.ts). */
+  projectIds: projectIdsSchema.optional(),
 });
 export const inviteIdInput = z.object({ inviteId: z.string().trim().min(1, "inviteId is required").max(100) });
 export const inviteCodeSchema = z
@@ -53,10 +56,11 @@ function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expires
 
 /** Mints an invite (owner or admin). Returns the code once. */
 export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
-  const { expiresDays, role, email } = createInviteInput.parse(raw);
+  const { expiresDays, role, email, projectIds } = createInviteInput.parse(raw);
   return transactionWithNotices(ctx.db, async (tx) => {
     const actor = await actorOf(ctx, tx);
     requireRole(actor, role === "admin" ? ["owner"] : ["owner", "admin"], role === "admin" ? "inviting an admin" : "inviting people");
+    const scope = await checkScope(tx, ctx.principal.orgId, role, projectIds ?? null);
     const code = randomToken(INVITE_PREFIX, 24);
     const inviteId = newId();
     const expiresAt = new Date(ctx.clock.now().getTime() + expiresDays * DAY_MS);
@@ -66,13 +70,14 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
       codeHash: sha256(code),
       role,
       email: email ?? null,
+      projectIds: scope,
       createdBy: ctx.principal.userId,
       createdAt: ctx.clock.now(),
       expiresAt,
     });
-    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, bound: email !== undefined, expiresAt: expiresAt.toISOString() });
+    await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, bound: email !== undefined, projectIds: scope, expiresAt: expiresAt.toISOString() });
     await chargeOrgAction(tx, ctx, "create_invite");
-    return { inviteId, code, role, email: email ?? null, expiresAt: expiresAt.toISOString() };
+    return { inviteId, code, role, email: email ?? null, projectIds: scope, expiresAt: expiresAt.toISOString() };
   });
 }
 
@@ -86,6 +91,7 @@ export async function listInvites(ctx: Ctx) {
       inviteId: invites.id,
       role: invites.role,
       email: invites.email,
+      projectIds: invites.projectIds,
       emailedAt: invites.emailedAt,
       createdAt: invites.createdAt,
       expiresAt: invites.expiresAt,
@@ -104,6 +110,7 @@ export async function listInvites(ctx: Ctx) {
         inviteId: r.inviteId,
         role: r.role,
         email: r.email,
+        projectIds: r.projectIds,
         emailedAt: r.emailedAt?.toISOString() ?? null,
         state,
         createdAt: r.createdAt.toISOString(),
@@ -185,11 +192,11 @@ export async function redeemInvite(services: Services, input: { userId: string; 
       throw refusal(stateOf(current, now), current);
     }
     const memberId = newId();
-    await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId: input.userId, role: invite.role });
-    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, input.via ?? "cli"));
+    await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId: input.userId, role: invite.role, projectIds: invite.projectIds });
+    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, input.via ?? "cli", invite.projectIds));
     await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
     await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
-    return { orgId: invite.orgId, orgName, memberId, role: invite.role };
+    return { orgId: invite.orgId, orgName, memberId, role: invite.role, projectIds: invite.projectIds };
   });
 }
 

@@ -7,6 +7,7 @@ import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { actorOf, lockActiveOwners, recordOrgActivity, requireActsOn, requireActsOnHolder, requireRole } from "./access.ts";
 import { revokeKeyTree } from "./keys.ts";
+import { checkScope, memberProjectIds, projectIdsSchema } from "./scope.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
 
@@ -22,6 +23,7 @@ export const listMembersInput = z.object({
 });
 export const memberIdInput = z.object({ memberId: z.string().trim().min(1, "memberId is required").max(100) });
 export const setMemberRoleInput = memberIdInput.extend({ role: z.enum(memberRoles) });
+export const setMemberScopeInput = memberIdInput.extend({ projectIds: projectIdsSchema });
 
 export interface PersonView {
   kind: "human";
@@ -31,6 +33,8 @@ export interface PersonView {
   email: string;
   role: MemberRole;
   status: "active" | "suspended";
+  /** The projects they (and their agents) reach, or null for all (./scope.ts). */
+  projectIds: string[] | null;
   joinedAt: string;
 }
 
@@ -79,6 +83,7 @@ export async function listMembers(ctx: Ctx, raw: z.input<typeof listMembersInput
             email: user.email,
             role: members.role,
             status: members.status,
+            projectIds: memberProjectIds,
             joinedAt: members.createdAt,
             position: sql<string>`${members.createdAt}::text`,
           })
@@ -278,5 +283,26 @@ export async function setMemberRole(ctx: Ctx, raw: z.input<typeof setMemberRoleI
     await recordOrgActivity(ctx, tx, "member.role_changed", { memberId, from: target.role, to: role });
     await chargeOrgAction(tx, ctx, "set_member_role");
     return { memberId, role, changed: true };
+  });
+}
+
+/**
+ * Scopes a person to some projects, or (null) to all (owner or admin, acting on people they
+ * outrank: requireActsOn). Only members are scoped (./scope.ts, checkScope). Their agents act
+ * within it from their next request: every request reads the scope with the membership.
+ */
+export async function setMemberScope(ctx: Ctx, raw: z.input<typeof setMemberScopeInput>) {
+  const { memberId, projectIds } = setMemberScopeInput.parse(raw);
+  const orgId = ctx.principal.orgId;
+  return transactionWithNotices(ctx.db, async (tx) => {
+    const actor = await actorOf(ctx, tx);
+    requireRole(actor, ["owner", "admin"], "scoping a member to projects");
+    const target = await personInOrg(tx, orgId, memberId);
+    requireActsOn(actor, target, { doing: "scoping a member to projects", verb: "scope" });
+    const scope = await checkScope(tx, orgId, target.role, projectIds);
+    await tx.update(members).set({ projectIds: scope }).where(eq(members.id, target.memberId));
+    await recordOrgActivity(ctx, tx, "member.scoped", { memberId, projectIds: scope });
+    await chargeOrgAction(tx, ctx, "set_member_scope");
+    return { memberId, projectIds: scope };
   });
 }

@@ -4,6 +4,7 @@ import { issueStatuses, issues, projects, type IssueStatus } from "../../db/sche
 import type { Ctx } from "../context.ts";
 import { invalidInput, notFound } from "../errors.ts";
 import { prefixSchema } from "./index.ts";
+import { projectReach, reachable } from "./scope.ts";
 
 export const listProjectsInput = z.object({});
 export const getProjectInput = z.object({
@@ -29,13 +30,13 @@ function projectView(row: { id: string; prefix: string; name: string; nextNumber
   };
 }
 
-/** Every project of the caller's org, by prefix. */
+/** Every project of the caller's org that it reaches, by prefix. */
 export async function listProjects(ctx: Ctx, input: z.input<typeof listProjectsInput>) {
   listProjectsInput.parse(input);
   const rows = await ctx.db
     .select(projectColumns)
     .from(projects)
-    .where(eq(projects.orgId, ctx.principal.orgId))
+    .where(reachable(ctx.principal, projectReach))
     .orderBy(asc(projects.prefix));
   return { projects: rows.map(projectView) };
 }
@@ -46,12 +47,9 @@ export async function listProjects(ctx: Ctx, input: z.input<typeof listProjectsI
  */
 export async function getProject(ctx: Ctx, input: z.input<typeof getProjectInput>) {
   const { prefix } = getProjectInput.parse(input);
-  const { orgId, projectId } = ctx.principal;
-  let where;
-  if (prefix) where = and(eq(projects.orgId, orgId), eq(projects.prefix, prefix));
-  else if (projectId) where = and(eq(projects.orgId, orgId), eq(projects.id, projectId));
-  else where = eq(projects.orgId, orgId);
-  const rows = await ctx.db.select(projectColumns).from(projects).where(where).limit(2);
+  const { projectId } = ctx.principal;
+  const which = prefix ? eq(projects.prefix, prefix) : projectId ? eq(projects.id, projectId) : undefined;
+  const rows = await ctx.db.select(projectColumns).from(projects).where(and(reachable(ctx.principal, projectReach), which)).limit(2);
   if (rows.length === 0) throw notFound(`project ${prefix ?? ""}`.trim(), "list_projects shows the prefixes of your org.");
   if (rows.length > 1) {
     throw invalidInput("your key is not scoped to a project and the org has several", "Pass prefix; list_projects shows them.");

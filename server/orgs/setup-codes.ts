@@ -5,6 +5,7 @@ import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
+import { projectReach, reachable } from "./scope.ts";
 import { actorOf, humanPrincipal, membershipOf, recordOrgActivity } from "./access.ts";
 import { mintAgentKey, newId, runtimeSchema } from "./index.ts";
 
@@ -38,7 +39,7 @@ export async function createSetupCode(ctx: Ctx, raw: z.input<typeof createSetupC
     const project = await tx
       .select({ id: projects.id, prefix: projects.prefix })
       .from(projects)
-      .where(and(eq(projects.id, input.projectId), eq(projects.orgId, ctx.principal.orgId)));
+      .where(and(eq(projects.id, input.projectId), reachable(ctx.principal, projectReach)));
     if (!project[0]) throw notFound("project");
     const code = randomToken(SETUP_PREFIX, 24);
     const expiresAt = new Date(ctx.clock.now().getTime() + SETUP_CODE_TTL_MS);

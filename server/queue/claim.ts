@@ -180,7 +180,7 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
   const { identifier, claimToken } = claimIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const { tx, now } = scope;
-    const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true }));
+    const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal, identifier, { forUpdate: true }));
     const row = budget.then;
     // Charged only if it commits: every refusal below rolls the charge back with it.
     meter(scope, "claim_issue", "dispatch", row.id);

@@ -6,6 +6,7 @@ import { issues } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { inTransaction, type WriteScope } from "../issues/store.ts";
 import { slaSweepOrg } from "./sla.ts";
+import { inScope } from "../orgs/scope.ts";
 
 /** The queue's reading of the dispatch rule (db/schema/dispatch.ts): the caller's scope and lanes, ready counts, deadlines first. */
 
@@ -22,11 +23,12 @@ export function me(ctx: Ctx): SQL {
 
 export const dispatchableAt = (now: Date) => dispatchable(i, sql`${now.toISOString()}::timestamptz`);
 
-/** The key's project, or the whole org for a key without one. */
+/** The key's project, or the whole org for a key without one; either within the member's project scope (server/orgs/scope.ts). */
 export function scopeOf(ctx: Ctx): SQL {
+  const within = inScope(ctx.principal, sql`i.project_id`);
   return ctx.principal.projectId
-    ? sql`i.project_id = ${ctx.principal.projectId} and i.org_id = ${ctx.principal.orgId}`
-    : sql`i.org_id = ${ctx.principal.orgId}`;
+    ? sql`i.project_id = ${ctx.principal.projectId} and i.org_id = ${ctx.principal.orgId} and ${within}`
+    : sql`i.org_id = ${ctx.principal.orgId} and ${within}`;
 }
 
 /** Lanes: the caller's human plus unassigned, or all of them. Nobody is ever handed their own work to review. */

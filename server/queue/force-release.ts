@@ -22,7 +22,7 @@ export async function forceRelease(ctx: Ctx, raw: z.input<typeof forceReleaseInp
   const input = forceReleaseInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "releasing another principal's claim");
   return inTransaction(ctx, async (scope) => {
-    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     const holder = await currentHolder(scope.tx, row, scope.now);
     if (!holder) {
       throw new DomainError(

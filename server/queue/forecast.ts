@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { countReady, scopeOf } from "./dispatch.ts";
+import { inScope } from "../orgs/scope.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
@@ -37,19 +38,20 @@ interface PaceRow {
  * did not know yet (estimated at one row) was planned as a scan of all its issues for every lease,
  * quadratic in the finishes (0.5 s a call three minutes into the soak, 5 s at seven).
  */
-export function paceStatement(orgId: string, projectId: string | null, windowStart: Date) {
+export function paceStatement(orgId: string, projectId: string | null, windowStart: Date, projectIds: string[] | null = null) {
   return sql`select count(*)::int as finished, min(l.claimed_at)::text as first_claim,
                     (extract(epoch from percentile_cont(0.5) within group (order by l.ended_at - l.claimed_at)) * 1000)::float8 as median_ms
              from leases l
              where l.org_id = ${orgId} and l.end_reason = 'finished' and l.ended_at > ${windowStart.toISOString()}::timestamptz
-             ${projectId ? sql`and (select i.project_id from issues i where i.id = l.issue_id) = ${projectId}` : sql``}`;
+             ${projectId ? sql`and (select i.project_id from issues i where i.id = l.issue_id) = ${projectId}` : sql``}
+             ${projectIds ? sql`and ${inScope({ projectIds }, sql`(select i.project_id from issues i where i.id = l.issue_id)`)}` : sql``}`;
 }
 
 export async function queueForecast(ctx: Ctx, now = ctx.clock.now()) {
   const windowStart = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
   const scope = scopeOf(ctx);
   const [[paceRow], openWork, blocks, members, ready] = await Promise.all([
-    query<PaceRow>(ctx.db, paceStatement(ctx.principal.orgId, ctx.principal.projectId, windowStart)),
+    query<PaceRow>(ctx.db, paceStatement(ctx.principal.orgId, ctx.principal.projectId, windowStart, ctx.principal.projectIds)),
     query<{ id: string; identifier: string }>(
       ctx.db,
       sql`select i.id, i.identifier from issues i where ${scope} and i.work and ${isOpen(sql`i.status`)} order by i.id`,

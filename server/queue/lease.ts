@@ -25,7 +25,7 @@ export const claimStatuses = ["held", "unclaimed", "expired", "other_session", "
 export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>) {
   const { identifier } = checkClaimInput.parse(raw);
   const now = ctx.clock.now();
-  const row = await findIssue(ctx.db, ctx.principal.orgId, identifier);
+  const row = await findIssue(ctx.db, ctx.principal, identifier);
   const holder = await currentHolder(ctx.db, row, now);
   const youHold = sameSession(holder, ctx.principal);
   const status: (typeof claimStatuses)[number] = holder
@@ -97,7 +97,7 @@ export async function renew(scope: WriteScope, row: IssueRow, rebind?: { tokenHa
 export async function heartbeat(ctx: Ctx, raw: z.input<typeof heartbeatInput>) {
   const input = heartbeatInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
-    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     const expiresAt = await renew(scope, row);
     meter(scope, "heartbeat", "heartbeat", row.id);
@@ -149,7 +149,7 @@ export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>)
     throw invalidInput("a checkpoint needs at least one of done, next, gotchas, note or branch", "Say what is done or what comes next; to only renew the lease, call heartbeat.");
   }
   return inTransaction(ctx, async (scope) => {
-    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     await writeCheckpoint(scope, row, input);
     const expiresAt = await renew(scope, row);
@@ -174,7 +174,7 @@ export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>)
 export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInput>) {
   const input = releaseIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
-    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier, { forUpdate: true });
+    const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     if (input.note) await writeCheckpoint(scope, row, { note: input.note });
     await endLease(scope, row, "released");

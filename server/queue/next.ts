@@ -21,6 +21,8 @@ type NextIssueOutcome =
 type NextIssueCall = ReturnType<typeof leaseFields> & {
   orgId: string;
   projectId: string | null;
+  /** The member's project scope (server/orgs/scope.ts), or null for every project. */
+  projectIds: string[] | null;
   allLanes: boolean;
   checkSla: boolean;
   cap: number;
@@ -74,6 +76,7 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
     const result = await claimNext(ctx.db, {
       orgId: principal.orgId,
       projectId: principal.projectId,
+      projectIds: principal.projectIds,
       allLanes: input.allLanes ?? false,
       checkSla: attempt < 3,
       cap,

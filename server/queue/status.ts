@@ -3,6 +3,7 @@ import { query } from "../../db/client.ts";
 import { issues, leases, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { scopeOf } from "./dispatch.ts";
+import { inScope, reachable } from "../orgs/scope.ts";
 import { queueForecast } from "./forecast.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 
@@ -21,7 +22,7 @@ export async function queueStatus(ctx: Ctx) {
       db,
       sql`select i.identifier, b.identifier as blocker, b.status as blocker_status, b.verification as blocker_verification
           from issues i join relations r on r.target_id = i.id and r.type = 'blocks' join issues b on b.id = r.source_id
-          where ${scope} and i.open_blocker_count > 0 and ${isOpen(sql`i.status`)} and ${gatesDependents(sql`b.status`, sql`b.verification`)}
+          where ${scope} and ${inScope(ctx.principal, sql`b.project_id`)} and i.open_blocker_count > 0 and ${isOpen(sql`i.status`)} and ${gatesDependents(sql`b.status`, sql`b.verification`)}
           order by i.number limit 200`,
     ),
     db
@@ -41,7 +42,7 @@ export async function queueStatus(ctx: Ctx) {
       .leftJoin(user, eq(user.id, leases.userId))
       .where(
         and(
-          eq(issues.orgId, ctx.principal.orgId),
+          reachable(ctx.principal, issues),
           ctx.principal.projectId ? eq(issues.projectId, ctx.principal.projectId) : undefined,
           gt(issues.leaseExpiresAt, now),
         ),

@@ -55,6 +55,7 @@ export const toolTiers = {
   create_connector: ["plumbing"],
   set_connector_reviewer: ["plumbing"],
   set_member_role: ["plumbing"],
+  set_member_scope: ["plumbing"],
   create_invite: ["plumbing"],
   revoke_invite: ["plumbing"],
   mint_key: ["plumbing"],

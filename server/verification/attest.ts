@@ -27,7 +27,7 @@ export type AttestInput = z.input<typeof attestInput>;
 export async function attestVerification(ctx: Ctx & { principal: { projectId: string } }, raw: AttestInput) {
   const input = attestInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
-    const row = await findIssue(scope.tx, ctx.principal.orgId, input.identifier).catch(() => null);
+    const row = await findIssue(scope.tx, ctx.principal, input.identifier).catch(() => null);
     if (!row || row.projectId !== ctx.principal.projectId) throw notFound(`issue ${input.identifier} in this CI key's project`, "A CI key attests for its own project's issues.");
     if (row.evidenceCommit && !(input.commit.startsWith(row.evidenceCommit) || row.evidenceCommit.startsWith(input.commit))) {
       throw new DomainError("CONFLICT", `${input.identifier} was finished with commit ${row.evidenceCommit}, not ${input.commit}`, "Attest the run of the commit the finish named.", {

@@ -34,7 +34,7 @@ export async function recordReports(
   const { tx, ctx, now } = scope;
   const orgId = ctx.principal.orgId;
   await lockOrgGraph(tx, orgId);
-  const row = await findIssue(tx, orgId, identifier, { forUpdate: true });
+  const row = await findIssue(tx, ctx.principal, identifier, { forUpdate: true });
   if (row.status !== "done" || row.verification !== "pending") return "not_pending";
   if (reports.length > 0) {
     await tx.insert(verificationReports).values(
