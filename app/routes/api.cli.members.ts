@@ -2,7 +2,7 @@ import type { Route } from "./+types/api.cli.members";
 import { cliJson, cliOrgAction, cliQueryCtx } from "../cli-api.server.ts";
 import { actorOf } from "../../server/orgs/access.ts";
 import { createInvite, createInviteInput, inviteIdInput, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
-import { listMembers, memberIdInput, reactivateMember, suspendMember } from "../../server/orgs/members.ts";
+import { listMembers, memberIdInput, reactivateMember, setMemberScope, setMemberScopeInput, suspendMember } from "../../server/orgs/members.ts";
 import { pageOf } from "../../server/paging.ts";
 
 /** People and agents of the org; invites too for owners and admins; each a page at a time (`cursor`, `invitesCursor`). */
@@ -21,12 +21,13 @@ export function loader({ request, context }: Route.LoaderArgs) {
   });
 }
 
-/** `{ orgId, action: "invite" | "revoke-invite" | "suspend" | "reactivate", ... }` */
+/** `{ orgId, action: "invite" | "revoke-invite" | "suspend" | "reactivate" | "scope", ... }` */
 export function action({ request, context }: Route.ActionArgs) {
   return cliOrgAction(request, context, {
     invite: (ctx, input) => createInvite(ctx, createInviteInput.parse(input)),
     "revoke-invite": (ctx, input) => revokeInvite(ctx, inviteIdInput.parse(input)),
     suspend: (ctx, input) => suspendMember(ctx, memberIdInput.parse(input)),
     reactivate: (ctx, input) => reactivateMember(ctx, memberIdInput.parse(input)),
+    scope: (ctx, input) => setMemberScope(ctx, setMemberScopeInput.parse(input)),
   });
 }

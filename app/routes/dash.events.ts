@@ -40,7 +40,9 @@ export async function loader({ request, context }: Route.LoaderArgs) {
       const unsubscribe = context.hub.subscribe(
         (event) => {
           if (event.orgId !== orgId) return;
-          send(`event: change\ndata: ${JSON.stringify({ kind: event.kind, identifier: event.identifier ?? null })}\n\n`);
+          // Events name no project: a viewer scoped to some projects (decision 042) is told a change happened, not where.
+          const identifier = ctx.principal.projectIds === null ? (event.identifier ?? null) : null;
+          send(`event: change\ndata: ${JSON.stringify({ kind: event.kind, identifier })}\n\n`);
         },
         () => stop(),
       );

@@ -5,7 +5,8 @@ import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
 import { createInvite, emailInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { emailConfigured } from "../../server/outbound/email.ts";
-import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "../../server/orgs/members.ts";
+import { listMembers, reactivateMember, retireMember, setMemberRole, setMemberScope, suspendMember } from "../../server/orgs/members.ts";
+import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";
 import "../components/dash/dash.css";
@@ -22,7 +23,8 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const cursor = new URL(request.url).searchParams.get("cursor") ?? undefined;
   const { members, nextCursor } = await listMembers(ctx, { cursor });
   const invites = manages ? (await listInvites(ctx)).invites : [];
-  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, me: membership, manages, mails: emailConfigured(context.services.config) };
+  const { projects } = await listProjects(ctx, {});
+  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, projects, me: membership, manages, mails: emailConfigured(context.services.config) };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -30,6 +32,9 @@ export async function action({ request, context }: Route.ActionArgs) {
   const form = await readForm(request);
   const intent = String(form.get("intent") ?? "");
   const memberId = String(form.get("memberId") ?? "");
+  // Project checkboxes: none ticked is every project.
+  const projectIds = form.getAll("projectIds").map(String);
+  const scope = projectIds.length > 0 ? projectIds : null;
   const result = await attempt(context.log, async () => {
     switch (intent) {
       case "invite": {
@@ -37,6 +42,7 @@ export async function action({ request, context }: Route.ActionArgs) {
           expiresDays: Number(form.get("expiresDays") ?? 7),
           role: String(form.get("role") ?? "member") as "member" | "admin",
           email: String(form.get("email") ?? ""),
+          projectIds: scope,
         });
         const link = `${publicBaseUrl(request, context.services.config)}/join/${invite.code}`;
         const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }, { clientAddress: requestScope()?.address ?? null }) : null;
@@ -52,6 +58,9 @@ export async function action({ request, context }: Route.ActionArgs) {
       case "reactivate":
         await reactivateMember(ctx, { memberId });
         return { done: "Reactivated." };
+      case "scope":
+        await setMemberScope(ctx, { memberId, projectIds: scope });
+        return { done: scope ? "Scope changed: they and their agents see only the projects ticked." : "Scope lifted: they see every project." };
       case "retire":
         await retireMember(ctx, { memberId });
         return { done: "Agent retired." };
@@ -85,8 +94,24 @@ function Action({ intent, memberId, label, tone = "secondary" }: { intent: strin
   );
 }
 
+/** Ticks for the projects a scope names; none ticked means every project. */
+function ProjectTicks({ projects, checked }: { projects: { id: string; prefix: string; name: string }[]; checked: string[] | null }) {
+  return (
+    <fieldset className="flex flex-wrap gap-x-4 gap-y-1 text-sm">
+      <legend className="mb-1 font-medium">Projects (none ticked: all)</legend>
+      {projects.map((p) => (
+        <label key={p.id} className="inline-flex items-center gap-1">
+          <input type="checkbox" name="projectIds" value={p.id} defaultChecked={checked?.includes(p.id) ?? false} />
+          <span className="font-mono">{p.prefix}</span> {p.name}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
 export default function Members({ loaderData, actionData }: Route.ComponentProps) {
-  const { members, nextCursor, paged, invites, me, manages, mails } = loaderData;
+  const { members, nextCursor, paged, invites, projects, me, manages, mails } = loaderData;
+  const prefixOf = new Map(projects.map((p) => [p.id, p.prefix]));
   const pending = invites.filter((i) => i.state === "pending");
   const past = invites.filter((i) => i.state !== "pending");
   const people = members.filter((m) => m.kind === "human");
@@ -105,6 +130,7 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
               <th scope="col" className={head}>Email</th>
               <th scope="col" className={head}>Role</th>
               <th scope="col" className={head}>State</th>
+              <th scope="col" className={head}>Projects</th>
               <th scope="col"><span className="sr-only">Actions</span></th>
             </tr>
           </thead>
@@ -116,6 +142,22 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
                   <td className={cell} data-label="Email">{p.email}</td>
                   <td className={cell} data-label="Role">{p.role}</td>
                   <td className={cell} data-label="State">{p.status}</td>
+                  <td className={cell} data-label="Projects">
+                    {p.projectIds ? p.projectIds.map((id) => prefixOf.get(id) ?? id).join(", ") : "all"}
+                    {/* Only members are scoped; an admin scopes members, an owner anyone below (server/orgs/scope.ts). */}
+                    {manages && p.role === "member" && p.memberId !== me.memberId ? (
+                      <details className="mt-1">
+                        <summary className="cursor-pointer text-xs text-muted">Change</summary>
+                        <Form method="post" className="mt-2 flex flex-col items-start gap-2">
+                          <input type="hidden" name="memberId" value={p.memberId} />
+                          <ProjectTicks projects={projects} checked={p.projectIds} />
+                          <Button name="intent" value="scope">
+                            Set projects
+                          </Button>
+                        </Form>
+                      </details>
+                    ) : null}
+                  </td>
                   <td className={actions}>
                     {manages && p.memberId !== me.memberId ? (
                       p.status === "active" ? (
@@ -219,6 +261,7 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
                 ]}
               />
             ) : null}
+            {projects.length > 1 ? <ProjectTicks projects={projects} checked={null} /> : null}
             <Button name="intent" value="invite">
               New invite
             </Button>

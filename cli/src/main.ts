@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { CliError } from "./errors.ts";
 import { red, setJsonMode } from "./output.ts";
 import { bind, init, join, mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./commands/connect.ts";
-import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, orgCreate, projectCreate } from "./commands/manage.ts";
+import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, membersScope, orgCreate, projectCreate } from "./commands/manage.ts";
 import { projectVerification, verify } from "./commands/verify.ts";
 import { config, doctor, login, logout, whoami } from "./commands/session.ts";
 import { checkClaim, checkpoint, heartbeat, issueList, issueShow, release, tidy, unbind } from "./commands/lease.ts";
@@ -247,9 +247,30 @@ export const commands: Record<string, Command> = {
   }),
   "members invite": command({
     summary: "mint a single-use invite code (owner or admin)",
-    usage: "retasc members invite [--org-id <id>] [--expires-days <1-30>] [--json]",
-    options: { "expires-days": { type: "string", value: "<n>", description: "days until it expires (default 7)" }, "org-id": orgId, url, json },
+    usage: "retasc members invite [--project-id <id[,id…]>] [--org-id <id>] [--expires-days <1-30>] [--json]",
+    options: {
+      "project-id": { type: "string", value: "<id[,id…]>", description: "scope the member to these projects (comma-separated; default: every project)" },
+      "expires-days": { type: "string", value: "<n>", description: "days until it expires (default 7)" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    details: "A scoped member and their agents see only those projects; everything else reads NOT_FOUND.",
     run: membersInvite,
+  }),
+  "members scope": command({
+    summary: "scope a member to some projects, or to all (owner or admin)",
+    usage: "retasc members scope --member-id <id> (--project-id <id[,id…]> | --all) [--org-id <id>] [--json]",
+    options: {
+      "member-id": { type: "string", value: "<id>", description: "the person (`retasc members list` shows member ids)" },
+      "project-id": { type: "string", value: "<id[,id…]>", description: "the projects they and their agents see (comma-separated)" },
+      all: { type: "boolean", description: "lift the scope: every project" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    details: "Only members are scoped (owners and admins see every project); admins scope members only. It applies from their next request.",
+    run: membersScope,
   }),
   "members list": command({
     summary: "people and agents of the org, with invites for owners and admins",

@@ -126,6 +126,8 @@ export interface PersonView {
   email: string;
   role: Role;
   status: string;
+  /** The projects they and their agents reach, or null for all. */
+  projectIds: string[] | null;
 }
 
 export interface AgentView {
@@ -141,6 +143,7 @@ export interface AgentView {
 export interface InviteView {
   inviteId: string;
   state: string;
+  projectIds: string[] | null;
   expiresAt: string | null;
   acceptedBy: string | null;
 }
@@ -155,7 +158,14 @@ export interface MemberList {
 export interface CreatedInvite {
   inviteId: string;
   code: string;
+  projectIds: string[] | null;
   expiresAt: string;
+}
+
+/** POST /api/cli/members, action scope */
+export interface ScopedMember {
+  memberId: string;
+  projectIds: string[] | null;
 }
 
 /** POST /api/cli/members, action revoke-invite */

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { CHART_RANGES, DEPTH_STATUSES, type ChartRange } from "../../constants/chart-ranges.ts";
+import { inScope } from "../orgs/scope.ts";
 
 /**
  * The Fleet page's charts over the last day or week (charts-ranges.ts), buckets aligned to clock
@@ -40,6 +41,8 @@ export async function fleetCharts(ctx: Ctx, now: Date, range: ChartRange) {
   const end = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS + HOUR_MS;
   const since = new Date(end - n * size).toISOString();
   const orgId = ctx.principal.orgId;
+  // A scoped member's charts count their projects' work (the hourly stale/depth samples are org-wide).
+  const within = inScope(ctx.principal, sql`i.project_id`);
   const endAt = sql`${new Date(end).toISOString()}::timestamptz`;
   // Bucket index of a time: 0 the oldest, n - 1 the current.
   const bucketOf = (column: ReturnType<typeof sql>) =>
@@ -50,11 +53,12 @@ export async function fleetCharts(ctx: Ctx, now: Date, range: ChartRange) {
           select ${bucketOf(sql`l.ended_at`)} as bucket, count(*)::int as finished,
                  (extract(epoch from percentile_cont(0.5) within group (order by l.ended_at - i.first_claimed_at)) * 1000)::float8 as median_ms
           from leases l join issues i on i.id = l.issue_id
-          where l.org_id = ${orgId} and l.end_reason = 'finished' and l.ended_at >= ${since}::timestamptz
+          where l.org_id = ${orgId} and ${within} and l.end_reason = 'finished' and l.ended_at >= ${since}::timestamptz
           group by 1
         ), reclaimed as (
           select ${bucketOf(sql`created_at`)} as bucket, count(*)::int as reclaimed
-          from activity where org_id = ${orgId} and kind = 'reclaimed' and created_at >= ${since}::timestamptz
+          from activity a where a.org_id = ${orgId} and a.kind = 'reclaimed' and a.created_at >= ${since}::timestamptz
+            and ${inScope(ctx.principal, sql`(select ai.project_id from issues ai where ai.id = a.issue_id)`)}
           group by 1
         ), hours as (
           select distinct on (bucket) bucket, (sum(stale_refused) over (partition by bucket))::int as stale, depth
@@ -83,7 +87,7 @@ export async function fleetCharts(ctx: Ctx, now: Date, range: ChartRange) {
     ctx.db,
     sql`select (extract(epoch from percentile_cont(0.5) within group (order by l.ended_at - i.first_claimed_at)) * 1000)::float8 as ms
         from leases l join issues i on i.id = l.issue_id
-        where l.org_id = ${orgId} and l.end_reason = 'finished' and l.ended_at >= ${since}::timestamptz`,
+        where l.org_id = ${orgId} and ${within} and l.end_reason = 'finished' and l.ended_at >= ${since}::timestamptz`,
   );
   const sum = (pick: (b: ChartBucket) => number) => buckets.reduce((a, b) => a + pick(b), 0);
   return {

@@ -8,6 +8,7 @@ import { fleetCharts } from "./charts.ts";
 import { sessionLabel, type RenewedBy } from "./lease-session.ts";
 import type { ChartRange } from "../../constants/chart-ranges.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
+import { inScope, reachable } from "../orgs/scope.ts";
 
 /**
  * The fleet view's read model: every claim with its holder (runtime, human, key), lease
@@ -31,7 +32,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
     fleetCharts(ctx, now, range),
     query<{ n: number }>(
       db,
-      sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and ${isOpen(sql`i.status`)}
+      sql`select count(*)::int as n from issues i where i.org_id = ${orgId} and ${inScope(ctx.principal, sql`i.project_id`)} and ${isOpen(sql`i.status`)}
           and (i.status = 'blocked' or i.open_blocker_count > 0)`,
     ),
     db
@@ -56,7 +57,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       .innerJoin(leases, eq(leases.id, issues.leaseId))
       .leftJoin(user, eq(user.id, leases.userId))
       .leftJoin(agentKeys, eq(agentKeys.id, leases.keyId))
-      .where(and(eq(issues.orgId, orgId), isNotNull(issues.leaseId)))
+      .where(and(reachable(ctx.principal, issues), isNotNull(issues.leaseId)))
       .orderBy(leases.claimedAt, issues.identifier),
     db
       .select({
@@ -73,7 +74,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       .from(activity)
       .innerJoin(issues, eq(issues.id, activity.issueId))
       .leftJoin(user, eq(user.id, activity.actorId))
-      .where(and(eq(activity.orgId, orgId), inArray(activity.kind, [...MOVES])))
+      .where(and(eq(activity.orgId, orgId), inScope(ctx.principal, issues.projectId), inArray(activity.kind, [...MOVES])))
       .orderBy(desc(activity.id))
       .limit(RECENT_MOVES),
   ]);

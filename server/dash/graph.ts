@@ -5,6 +5,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { isTerminal } from "../issues/store.ts";
 import { idList } from "../issues/ranking.ts";
 import { layoutGraph, type LaidOut } from "./graph-layout.ts";
+import { reachable, type Reach } from "../orgs/scope.ts";
 
 /**
  * An issue's neighbourhood in the dependency graph: its blockers (up to three steps), what it
@@ -57,11 +58,11 @@ async function reach(db: Db, issueId: string, direction: "up" | "down") {
 }
 
 /** Every issue under a container, through nested containers, nearest first. */
-async function members(db: Db, orgId: string, containerId: string) {
+async function members(db: Db, scope: Reach, containerId: string) {
   return query<{ id: string }>(
     db,
     sql`with recursive tree(id, depth) as (
-          select id, 1 from issues where parent_id = ${containerId} and org_id = ${orgId}
+          select id, 1 from issues where parent_id = ${containerId} and org_id = ${scope.orgId}
           union all
           select k.id, t.depth + 1 from tree t join issues k on k.parent_id = t.id where t.depth < 10
         )
@@ -69,11 +70,12 @@ async function members(db: Db, orgId: string, containerId: string) {
   );
 }
 
-export async function neighbourhood(db: Db, cipher: OrgCipher, orgId: string, center: { id: string; work: boolean }): Promise<Neighbourhood> {
+/** `scope`: what the viewer reaches; issues of other projects are left out (server/orgs/scope.ts). */
+export async function neighbourhood(db: Db, cipher: OrgCipher, scope: Reach, center: { id: string; work: boolean }): Promise<Neighbourhood> {
   const [up, down, inside] = await Promise.all([
     reach(db, center.id, "up"),
     reach(db, center.id, "down"),
-    center.work ? Promise.resolve([]) : members(db, orgId, center.id),
+    center.work ? Promise.resolve([]) : members(db, scope, center.id),
   ]);
   // Distance from the center: blockers negative, gated work positive, a container's issues none.
   const layerOf = new Map<string, number>([[center.id, 0]]);
@@ -97,7 +99,7 @@ export async function neighbourhood(db: Db, cipher: OrgCipher, orgId: string, ce
         number: issues.number,
       })
       .from(issues)
-      .where(and(eq(issues.orgId, orgId), inArray(issues.id, ids))),
+      .where(and(reachable(scope, issues), inArray(issues.id, ids))),
     ids.length < 2
       ? Promise.resolve([])
       : query<{ source_id: string; target_id: string }>(

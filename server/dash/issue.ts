@@ -71,7 +71,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
       .where(and(eq(activity.issueId, row.id), eq(activity.orgId, orgId), activityBefore === null ? undefined : lt(activity.id, activityBefore)))
       .orderBy(desc(activity.id))
       .limit(ACTIVITY_PAGE + 1),
-    neighbourhood(db, cipher, orgId, row),
+    neighbourhood(db, cipher, ctx.principal, row),
     rankReasons(db, [row]),
     activeMembers(ctx),
     resumedIssueIds(db, orgId, [row], now),

@@ -13,6 +13,7 @@ import { isLeaseLive, slaView, statusNoteOf } from "../issues/views.ts";
 import { applyDueSla } from "../queue/index.ts";
 import { activeMembers } from "./people.ts";
 import { rankReasons } from "./why.ts";
+import { reachable } from "../orgs/scope.ts";
 
 /**
  * The Dash's queue: every issue of the org in dispatch order, paged and filtered, with
@@ -130,7 +131,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
   const now = ctx.clock.now();
   // Like dispatch: deadlines whose threshold has passed re-rank first, so the order shown is exact.
   await applyDueSla(ctx, now);
-  const filters: SQL[] = [eq(issues.orgId, orgId)];
+  const filters: SQL[] = [reachable(ctx.principal, issues)];
   filters.push(inArray(issues.status, input.status.length > 0 ? input.status : [...openStatuses]));
   if (input.priority.length > 0) filters.push(inArray(issues.priority, input.priority));
   if (input.runtime) {

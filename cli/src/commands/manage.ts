@@ -5,7 +5,7 @@ import { note, ok, out, printJson, say, tableWriter } from "../output.ts";
 import { pages, type Paged } from "../pages.ts";
 import { needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
-import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey } from "../wire.ts";
+import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey, ScopedMember } from "../wire.ts";
 
 /** The flags of every command here: the deployment, the org to act in, --json. */
 export interface OrgFlags extends UrlFlag {
@@ -112,15 +112,21 @@ export async function keyRevoke(flags: KeyFlags) {
   ok(result.changed ? "Key revoked; it stopped working at once." : "That key was already revoked.");
 }
 
-export async function membersInvite(flags: OrgFlags & { "expires-days"?: string }) {
+/** `--project-id a,b`: the projects named (comma-separated, as --status takes statuses), or undefined. */
+const projectIdsOf = (value: string | undefined) =>
+  value === undefined ? undefined : value.split(",").map((id) => id.trim()).filter((id) => id !== "");
+
+export async function membersInvite(flags: OrgFlags & { "expires-days"?: string; "project-id"?: string }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   const expiresDays = flags["expires-days"] === undefined ? undefined : Number(flags["expires-days"]);
-  const invite = await asSession<CreatedInvite>(session, "/members", { body: { orgId, action: "invite", expiresDays } });
+  const projectIds = projectIdsOf(flags["project-id"]);
+  const invite = await asSession<CreatedInvite>(session, "/members", { body: { orgId, action: "invite", expiresDays, projectIds } });
   const link = `${session.url}/join/${invite.code}`;
   if (flags.json) return printJson({ ...invite, link });
   ok(`Invite code: ${invite.code}`);
   say(`  Expires ${invite.expiresAt.slice(0, 10)}. Single-use, shown once.`);
+  if (invite.projectIds) say(`  The member it makes sees only projects ${invite.projectIds.join(", ")}.`);
   say(`  Share it; they run:  retasc join ${link}`);
   say(`  Or open: ${link}`);
 }
@@ -130,7 +136,7 @@ export async function membersList(flags: OrgFlags) {
   const orgId = await orgIdOf(flags, session);
   const list = (query: Record<string, string | undefined>) => asSession<Paged<MemberList> & { invitesNextCursor?: string }>(session, "/members", { query: { orgId, ...query } });
   const all: MemberList["members"] = [];
-  const peopleRows = tableWriter(["PERSON", "ROLE", "STATE", "MEMBER ID"]);
+  const peopleRows = tableWriter(["PERSON", "ROLE", "STATE", "PROJECTS", "MEMBER ID"]);
   const agentRows = tableWriter(["AGENT", "KEY", "ACTS FOR", "PROJECT", "STATE", "MEMBER ID"], "\n");
   // The first reply carries the first page of invites too; the rest of them come after the members.
   let first: (MemberList & { invitesNextCursor?: string }) | undefined;
@@ -139,7 +145,7 @@ export async function membersList(flags: OrgFlags) {
       all.push(...members);
       continue;
     }
-    peopleRows.write(members.filter((m): m is PersonView => m.kind === "human").map((p) => [`${p.name} <${p.email}>`, p.role, p.status, p.memberId]));
+    peopleRows.write(members.filter((m): m is PersonView => m.kind === "human").map((p) => [`${p.name} <${p.email}>`, p.role, p.status, p.projectIds?.join(",") ?? "all", p.memberId]));
     agentRows.write(members.filter((m): m is AgentView => m.kind === "agent").map((a) => [a.runtime, `${a.keyPrefix}…`, a.humanEmail, a.projectPrefix ?? "any", a.status, a.memberId]));
   }
   let invites = first?.invites ?? null;
@@ -152,6 +158,20 @@ export async function membersList(flags: OrgFlags) {
     out("");
     tableWriter(["INVITE", "STATE", "EXPIRES", "ACCEPTED BY"]).write(invites.map((i) => [i.inviteId, i.state, i.expiresAt?.slice(0, 10) ?? null, i.acceptedBy]));
   }
+}
+
+export async function membersScope(flags: OrgFlags & { "member-id"?: string; "project-id"?: string; all?: boolean }) {
+  const projectIds = projectIdsOf(flags["project-id"]);
+  if (!flags["member-id"] || (projectIds === undefined) === !flags.all) {
+    throw new CliError("INVALID_INPUT", "members scope needs --member-id and one of --project-id <id[,id…]> or --all", "`retasc members list` shows member ids.");
+  }
+  const session = requireSession(flags);
+  const orgId = await orgIdOf(flags, session);
+  const result = await asSession<ScopedMember>(session, "/members", {
+    body: { orgId, action: "scope", memberId: flags["member-id"], projectIds: projectIds ?? null },
+  });
+  if (flags.json) return printJson(result);
+  ok(result.projectIds ? `They now see only projects ${result.projectIds.join(", ")}, from their next request.` : "They now see every project.");
 }
 
 export async function membersRevoke(flags: OrgFlags & { "invite-id"?: string }) {

@@ -20,6 +20,7 @@ const personOutput = z.object({
   email: z.string(),
   role: z.enum(memberRoles),
   status: z.enum(["active", "suspended"]),
+  projectIds: z.array(z.string()).nullable(),
   joinedAt: z.string(),
 });
 const agentOutput = z.object({
