@@ -55,7 +55,10 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     // One pick for a project key, one for an org-wide key, each locking the row it picks (FOR UPDATE SKIP LOCKED).
     const exclusive = "claim exclusivity (next_issue): the pick is the dispatch rule's and locks its row";
     expect(occurrences(body, `where i.project_id = p_project_id and ${normal(text(pick))}`), exclusive).toBe(1);
-    expect(occurrences(body, `where i.org_id = p_org_id and ${normal(text(pick))}`), exclusive).toBe(1);
+    // The org-wide pick within the member's project scope (decision 042); a project key's project is checked against it first.
+    const scoped = "(p_project_ids is null or i.project_id = any(p_project_ids))";
+    expect(occurrences(body, normal(`where i.org_id = p_org_id and ${scoped} and ${text(pick)}`)), exclusive).toBe(1);
+    expect(body).toContain(normal("if v_foreign or not (p_project_ids is null or p_project_id = any(p_project_ids)) then"));
   });
 
   it("retasc_finish and retasc_finishes take the graph lock lockOrgGraph takes", async () => {
