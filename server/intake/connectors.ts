@@ -7,6 +7,7 @@ import { resolveAssignee } from "../issues/store.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
 import { webhookUrlOf } from "./urls.ts";
+import { reachable } from "../orgs/scope.ts";
 
 export const listConnectorsInput = z.object({});
 export const revokeConnectorInput = z.object({
@@ -42,7 +43,7 @@ export async function listConnectors(ctx: Ctx, raw: z.input<typeof listConnector
     .from(connectors)
     .innerJoin(projects, eq(projects.id, connectors.projectId))
     .leftJoin(user, eq(user.id, connectors.reviewerId))
-    .where(eq(connectors.orgId, ctx.principal.orgId))
+    .where(reachable(ctx.principal, connectors))
     .orderBy(asc(connectors.createdAt));
   return {
     connectors: rows.map((row) => ({

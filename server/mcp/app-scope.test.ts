@@ -119,15 +119,15 @@ async function walkEveryTool(agent: Client) {
     save_label: { name: "scoped" },
     list_labels: {},
     list_members: { includeRetired: true },
-    claim_ghost: {},
     list_connectors: {},
     queue_status: {},
     list_projects: {},
     usage_summary: {},
     billing_summary: {},
   };
-  // Tools about people and connectors, which belong to no project: refused to a member anyway.
+  // Tools about people and connectors, which belong to no project: refused to a member anyway, or nothing to claim.
   const unrelated: Record<string, Record<string, unknown>> = {
+    claim_ghost: {},
     revoke_connector: { connectorId: "none" },
     suspend_member: { memberId: "none" },
     reactivate_member: { memberId: "none" },
