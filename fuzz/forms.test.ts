@@ -35,11 +35,11 @@ const FIELDS = [
   "orgId", "identifier", "status", "priority", "assignee", "dueAt", "labels", "blockedBy", "dependency", "noDependency",
   "work", "parent", "runtime", "expiresDays", "decision", "user_code", "userCode", "code", "next", "cancelReason", "note",
   "target", "type", "claimToken", "comment", "project", "startBlocked", "was.title", "was.status", "action", "role", "callbackURL", "monthlyUsd",
-  "oauth_query", "where",
+  "oauth_query", "where", "projectIds",
 ];
 const INTENTS = [
   "edit", "comment", "release", "cancel", "relate", "unrelate", "reprioritize", "invite", "revoke-invite", "suspend", "reactivate",
-  "retire", "make-admin", "make-member", "make-owner", "mint", "rotate", "revoke", "setup", "email", "github", "google", "approve", "deny", "cap", "cap-off",
+  "retire", "make-admin", "make-member", "make-owner", "mint", "rotate", "revoke", "setup", "email", "github", "google", "approve", "deny", "cap", "cap-off", "scope",
 ];
 
 interface Shot {

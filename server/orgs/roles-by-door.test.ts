@@ -371,6 +371,15 @@ const rows: Row[] = [
     },
   },
   {
+    // Only members are scoped; all projects (null) leaves the rows below as they were.
+    action: "scope a member to projects",
+    allowed: managers,
+    doors: {
+      Dash: (a) => dash(a, "/dash/settings/members", { intent: "scope", memberId: people.member2.memberId }),
+      CLI: (a) => cli(a, "members", { action: "scope", memberId: people.member2.memberId, projectIds: null }),
+    },
+  },
+  {
     action: "revoke an invite",
     allowed: managers,
     doors: {
