@@ -118,7 +118,7 @@ export function generateJiraProject({ issues: count = 300, key = "JRA", seed = 7
   };
   for (let n = 2; n < list.length; n += 3) link(list[n]!, list[n - 1]!, { name: "Blocks", inward: "is blocked by", outward: "blocks" });
   for (let n = 10; n < list.length; n += 20) link(list[n]!, list[n - 9]!, { name: "Duplicate", inward: "is duplicated by", outward: "duplicates" });
-  for (let n = 4; n < list.length; n += 11) link(list[n]!, list[n + 1]!, { name: "Relates", inward: "relates to", outward: "relates to" });
+  for (let n = 4; n + 1 < list.length; n += 11) link(list[n]!, list[n + 1]!, { name: "Relates", inward: "relates to", outward: "relates to" });
   return { id: "10001", key, name: `Project ${key}`, users, issues: list };
 }
 

@@ -1,0 +1,101 @@
+import { createRequire } from "node:module";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../server/testing/fake-jira.ts";
+import { screenshot, watchConsole } from "./dash-fixture.ts";
+import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
+
+/**
+ * An owner imports a Jira project and a CSV from the Dash in Chromium against the local Jira:
+ * the dry run (counts, the mapping, placeholders, what stays behind), then the run's progress
+ * to its end; the CSV uploaded, its columns picked from the preview. The dry run and the CSV
+ * mapping are checked at 1280 and 390 px for overflow and axe's serious violations.
+ */
+const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+let jira: FakeJira;
+let app: E2eApp;
+let browser: Browser;
+let ada: Person;
+
+beforeAll(async () => {
+  jira = await startFakeJira({ project: generateJiraProject({ issues: 60, key: "EJ" }) });
+  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: new URL(jira.url).host }), launchBrowser()]);
+  ada = await signUp(browser, app, "Ada");
+  await ada.page.getByLabel("Org name").fill("Analytical");
+  await ada.page.getByRole("button", { name: "Create org" }).click();
+  await ada.page.waitForURL(/\/dash\/settings\/projects$/);
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await jira?.close();
+  removeTemps();
+});
+
+/** Ada's session in a context that lets axe's script in (the app's CSP would refuse it). */
+async function checkedPage(): Promise<Page> {
+  const checked = await browser.newContext({ bypassCSP: true });
+  await checked.addCookies(await ada.page.context().cookies());
+  return checked.newPage();
+}
+
+/** Overflow and axe's serious violations of the page as it is now (an action's answer is not reloaded). */
+async function problems(page: Page, name: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+    if (wide.scroll > wide.inner) found.push(`${name} ${width}: ${wide.scroll} px wide in a ${wide.inner} px window`);
+    await page.addScriptTag({ path: axePath });
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      return (await axe.run()).violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.impact} ${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+    });
+    for (const v of violations) found.push(`${name} ${width}: axe ${v}`);
+    await screenshot(page, `tracker-import-${name}-${width}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+  return found;
+}
+
+test("Jira: the dry run, then the run's progress to its end", async () => {
+  const page = await checkedPage();
+  const { errors } = watchConsole(page);
+  await page.goto(`${app.url}/dash/settings/import?source=jira`);
+  await page.getByLabel("Jira site").fill(jira.url);
+  await page.getByLabel("Atlassian account email").fill(jira.email);
+  await page.getByLabel("Jira API token").fill(jira.apiToken);
+  await page.getByLabel("Jira project key").fill("EJ");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain("60 issues");
+  const found = await problems(page, "jira-dry-run");
+  await page.getByLabel("Jira API token").fill(jira.apiToken);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByTestId("import-progress").waitFor();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe("60 of 60");
+  expect(await page.content()).not.toContain(jira.apiToken);
+  expect(found).toEqual([]);
+  expect(errors).toEqual([]);
+}, 240_000);
+
+test("CSV: upload, pick the columns from the preview, dry run, import", async () => {
+  const page = await checkedPage();
+  await page.goto(`${app.url}/dash/settings/import?source=csv`);
+  await page.getByLabel("CSV file").setInputFiles({ name: "tasks.csv", mimeType: "text/csv", buffer: Buffer.from("Key,Summary,State,Notes\nk1,First,Done,a\nk2,Second,Open,b\nk3,Third,Doing,c\n") });
+  await page.getByRole("button", { name: "Preview" }).click();
+  await page.getByTestId("csv-mapping").waitFor();
+  expect(await page.getByLabel("Title (required)").locator("option:checked").innerText()).toBe("Summary");
+  await page.getByLabel("Description").selectOption("Notes");
+  await page.getByLabel("“Doing”").selectOption("doing");
+  await page.getByLabel("New project's prefix").fill("TSK");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain("3 issues");
+  const found = await problems(page, "csv-dry-run");
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe("3 of 3");
+  expect(found).toEqual([]);
+}, 240_000);
