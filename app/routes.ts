@@ -21,6 +21,10 @@ export default [
   route("docs", "routes/docs.$.ts", { id: "docs-index" }),
   route("llms.txt", "routes/agent-pages.ts"),
   route("auth.md", "routes/agent-pages.ts", { id: "auth-md" }),
+  route("wire", "routes/site-page.ts", { id: "wire" }),
+  route("wire.md", "routes/site-page.ts", { id: "wire-md" }),
+  route("pricing", "routes/site-page.ts", { id: "pricing" }),
+  route("pricing.md", "routes/site-page.ts", { id: "pricing-md" }),
   // People, orgs, keys (sign-in, device approval, the Dash shell and its settings, CLI endpoints)
   route("api/auth/*", "routes/api.auth.$.ts"),
   route("auth/sign-in", "routes/auth.sign-in.tsx"),

@@ -141,7 +141,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const findings: Finding[] = [];
     const outPage = await signedOut.newPage();
     for (const width of widths) {
-      for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases"]) findings.push(...(await inspect(outPage, path, width, slug(path))));
+      for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases", "/wire", "/pricing"]) findings.push(...(await inspect(outPage, path, width, slug(path))));
       for (const path of dashPages) findings.push(...(await inspect(page, path, width, slug(path.startsWith("/join/") ? "/join" : path))));
       // The pages as they are right after minting a key and a setup code (long secrets shown once).
       findings.push(

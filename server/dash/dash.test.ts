@@ -77,7 +77,7 @@ describe("fleet snapshot", () => {
   it("measures the pace: finishes per hour over the day, the median first claim to done, and when the ready queue drains", async () => {
     const org = await seedOrg(env.services, { prefix: "PCE" });
     const bob = org.agents.bob.ctx;
-    for (const title of ["a", "b", "c", "d"]) await create(org.agents.alice.ctx, title);
+    for (const title of ["a", "b", "c", "d", "e", "f", "g"]) await create(org.agents.alice.ctx, title);
     const finish = async (identifier: string, minutes: number) => {
       const claim = await claimIssue(bob, { identifier });
       clock.advance(minutes * MINUTE);
@@ -87,18 +87,26 @@ describe("fleet snapshot", () => {
     await finish("PCE-2", 2);
     clock.advance(120 * MINUTE);
     await finish("PCE-3", 5);
+    // Three finishes are too few to plan by.
+    expect((await fleetSnapshot(await dashAs(org, "alice"))).forecast).toMatchObject({
+      finished: 3,
+      perHour: null,
+      reason: "not enough history for a pace yet: 3 finished over 135 min (a pace needs 5 over 10 min)",
+    });
+    await finish("PCE-4", 5);
+    await finish("PCE-5", 5);
     const { charts, counts, forecast } = await fleetSnapshot(await dashAs(org, "alice"));
     expect(charts.buckets).toHaveLength(24);
-    expect(charts.totals).toMatchObject({ finished: 3, medianClaimToDoneMs: 5 * MINUTE });
-    expect(counts.ready).toBe(1);
-    // 3 finishes since the first of their claims 135 min ago: 1.33 an hour, so the one ready issue in 45 min.
-    expect(forecast).toMatchObject({ window: "24h", finished: 3, perHour: 1.33, ready: 1, open: 1, criticalChain: [], reason: null });
-    expect(forecast.readyHours).toBeCloseTo(0.75);
+    expect(charts.totals).toMatchObject({ finished: 5, medianClaimToDoneMs: 5 * MINUTE });
+    expect(counts.ready).toBe(2);
+    // 5 finishes since the first of their claims 145 min ago: 2.07 an hour (shown as 2.1), so the two ready issues in 58 min.
+    expect(forecast).toMatchObject({ window: "24h", finished: 5, perHour: 2.1, ready: 2, open: 2, criticalChain: [], reason: null });
+    expect(forecast.readyHours).toBeCloseTo(2 / (5 / (145 / 60)));
     // A day later the day is empty, the week still counts them, and there is no pace to forecast from.
     clock.advance(25 * 60 * MINUTE);
     const later = await fleetSnapshot(await dashAs(org, "alice"));
     expect(later.charts.totals).toMatchObject({ finished: 0, medianClaimToDoneMs: null });
-    expect((await fleetSnapshot(await dashAs(org, "alice"), "week")).charts.totals).toMatchObject({ finished: 3 });
+    expect((await fleetSnapshot(await dashAs(org, "alice"), "week")).charts.totals).toMatchObject({ finished: 5 });
     expect(later.forecast).toMatchObject({ perHour: null, readyHours: null, openEta: null, reason: "no finish in the last 24h to measure a pace from" });
   });
 

@@ -358,6 +358,11 @@ describe("the HTTP edge of the built app", () => {
     const twin = await fetch(`${base}/docs/security.md`);
     expect(twin.headers.get("content-type")).toMatch(/^text\/markdown/);
     expect(await twin.text()).toBe(fs.readFileSync(path.resolve(import.meta.dirname, "../../docs/security.md"), "utf8"));
+    const wire = await (await fetch(`${base}/wire`)).text();
+    expect(wire).toContain(`claude mcp add --transport http retasc ${base}/mcp`);
+    expect((await fetch(`${base}/wire.md`)).headers.get("content-type")).toMatch(/^text\/markdown/);
+    // This app runs without billing, and its pricing page says so.
+    expect(await (await fetch(`${base}/pricing.md`)).text()).toContain("**Free on this server.**");
     for (const missing of ["/docs/nothing-here", "/docs/..%2Fpackage.json", "/docs/decisions/..%2F..%2FREADME", "/docs/ops.md.md"]) {
       expect((await fetch(`${base}${missing}`)).status, missing).toBe(404);
     }

@@ -19,6 +19,8 @@ export function llmsTxt(origin: string): string {
     "",
     `- [The landing page and every tool](${origin}/index.md): the work loop and the tool list`,
     `- [How agents authenticate](${origin}/auth.md): keys, OAuth, sessions, and what a refusal asks of you`,
+    `- [Wire an agent](${origin}/wire.md): Claude Code, Codex, Cursor, OpenCode, Cline, Gemini CLI, hosted agents and CI`,
+    `- [Pricing](${origin}/pricing.md): what calls cost on this server`,
     `- [Server card](${origin}/.well-known/mcp.json): the MCP server's description`,
     `- [API catalog](${origin}/.well-known/api-catalog): RFC 9727 linkset`,
     "",

@@ -51,7 +51,8 @@ const slugify = (text: string) =>
     .trim()
     .replace(/\s+/g, "-") || "section";
 
-function render(markdown: string): Pick<RenderedDoc, "html" | "headings"> {
+/** Our own Markdown (docs, the public pages) as HTML, with its headings for a table of contents. */
+export function renderOwnMarkdown(markdown: string): Pick<RenderedDoc, "html" | "headings"> {
   const tokens = md.parse(markdown, {});
   const headings: RenderedDoc["headings"] = [];
   const used = new Map<string, number>();
@@ -96,7 +97,7 @@ export function readDoc(slug: string, docsDir = DOCS_DIR): RenderedDoc | null {
   if (hit) return hit;
   if (!fs.existsSync(file)) return null;
   const markdown = fs.readFileSync(file, "utf8");
-  const doc = { slug, title: titleOf(markdown, slug), markdown, ...render(markdown) };
+  const doc = { slug, title: titleOf(markdown, slug), markdown, ...renderOwnMarkdown(markdown) };
   cache.set(file, doc);
   return doc;
 }
