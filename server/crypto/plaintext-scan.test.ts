@@ -26,6 +26,8 @@ import { startFakeSmtp, type FakeSmtp } from "../testing/fake-smtp.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { tempDir } from "../testing/temp-dirs.ts";
 import { waitFor } from "../testing/wait.ts";
+import { attestVerification } from "../verification/attest.ts";
+import { setVerification } from "../verification/settings.ts";
 import { importExport } from "../transfer/import.ts";
 import { writeExport } from "../transfer/testing.ts";
 import { startLinearImport } from "../transfer/linear/start.ts";
@@ -201,6 +203,28 @@ const probes: Probe[] = [
       await startLinearImport((await peopleOf(services, org)).as.alice, { apiKey: fakes.linear.apiKey, teamId: team.id, newProject: { name: "From Linear" } });
       // No job runner here: the fetched pages stay staged, encrypted, until an apply job that never comes.
       await waitFor(async () => (await count("linear_import_pages", "payload_enc")) > 0, 10_000, "a staged Linear page");
+    },
+  },
+  {
+    // The line a red CI run leaves for the key that finished the work (decision 045).
+    columns: ["key_riders.text_enc"],
+    async write() {
+      const a = org.agents.alice.ctx;
+      const owner = personCtx(services, org.orgId, org.agents.alice.userId);
+      await setVerification(owner, { projectId: org.projectId, mode: "ci" });
+      const issue = await saveIssue(a, { title: "verified", work: true, noDependency: "none" });
+      const claim = await claimIssue(a, { identifier: issue.identifier });
+      const commit = crypto.randomBytes(20).toString("hex");
+      await saveIssue(a, { identifier: issue.identifier, claimToken: claim.claimToken, status: "done", evidence: { commit } });
+      const ci = { ...a, principal: { ...a.principal, projectId: org.projectId } };
+      // A check's name is the CI's own label, kept in plaintext with its report to match the
+      // project's required checks; so no marker: the rider is seen sealed by reading it back.
+      const check = `scan-check-${crypto.randomBytes(4).toString("hex")}`;
+      await attestVerification(ci, { identifier: issue.identifier, commit, status: "fail", check });
+      await setVerification(owner, { projectId: org.projectId, mode: "off" });
+      const [rider] = await query<{ text_enc: string }>(services.db, sql`select text_enc from key_riders where org_id = ${org.orgId}`);
+      expect(String(rider!.text_enc)).not.toContain(check);
+      expect((await services.keyring.forOrg(services.db, org.orgId)).decrypt(rider!.text_enc)).toContain(check);
     },
   },
 ];
