@@ -13,6 +13,7 @@ import "../components/dash/dash.css";
 const head = "px-2 py-2 font-medium text-muted";
 const cell = "px-2 py-2 align-top";
 import { readForm } from "../forms.server.ts";
+import { cliInstallCommand } from "../../constants/cli-install.ts";
 
 export function meta() {
   return [{ title: "Keys · Retasc" }];
@@ -22,7 +23,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const cursor = new URL(request.url).searchParams.get("cursor") ?? undefined;
   const [{ keys, nextCursor }, { projects }] = await Promise.all([listKeys(ctx, { includeRevoked: true, cursor }), listProjects(ctx, {})]);
-  return { keys, nextCursor: nextCursor ?? null, paged: cursor !== undefined, projects, me: membership };
+  return { keys, nextCursor: nextCursor ?? null, paged: cursor !== undefined, projects, me: membership, origin: publicBaseUrl(request, context.services.config) };
 }
 
 /** The prompt a person pastes to an agent on a machine with no browser. */
@@ -30,7 +31,8 @@ function agentPrompt(origin: string, code: string): string {
   return [
     "Set Retasc up in the folder you're working in, so you can pull work from my queue.",
     "",
-    "First tell me its full path, and wait for me to say go. Then run exactly this:",
+    "First tell me its full path, and wait for me to say go. Then run exactly this (the first line installs the CLI from my server, if it is not installed yet):",
+    cliInstallCommand(origin),
     `retasc bind --setup ${code} --url ${origin}`,
     "",
     "When it's done, restart yourself so the Retasc tools load, then check my queue and tell me what you find.",
@@ -69,7 +71,7 @@ export async function action({ request, context }: Route.ActionArgs) {
 }
 
 export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
-  const { keys, nextCursor, paged, projects, me } = loaderData;
+  const { keys, nextCursor, paged, projects, me, origin } = loaderData;
   const seesAll = me.role !== "member";
   const projectOptions = projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }));
   const secret = actionData && "secret" in actionData ? actionData.secret : null;
@@ -92,7 +94,7 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
       {keys.length === 0 ? (
         <EmptyState title="No agent keys yet.">
           Mint one below for an MCP client, get a setup code for an agent on a machine with no browser, or run <code>retasc bind</code> in the
-          agent's folder (it mints its own).
+          agent's folder (it mints its own; install the CLI from this server with <code className="break-all">{cliInstallCommand(origin)}</code>).
         </EmptyState>
       ) : (
       <table className="stack-md w-full border-collapse text-left text-sm">

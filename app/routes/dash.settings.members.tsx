@@ -11,6 +11,7 @@ import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select }
 import { stamp } from "../components/dash/format.ts";
 import "../components/dash/dash.css";
 import { readForm } from "../forms.server.ts";
+import { cliInstallCommand } from "../../constants/cli-install.ts";
 import { requestScope } from "../../server/http/scope.ts";
 
 export function meta() {
@@ -24,7 +25,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const { members, nextCursor } = await listMembers(ctx, { cursor });
   const invites = manages ? (await listInvites(ctx)).invites : [];
   const { projects } = await listProjects(ctx, {});
-  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, projects, me: membership, manages, mails: emailConfigured(context.services.config) };
+  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, projects, me: membership, manages, mails: emailConfigured(context.services.config), origin: publicBaseUrl(request, context.services.config) };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -110,7 +111,7 @@ function ProjectTicks({ projects, checked }: { projects: { id: string; prefix: s
 }
 
 export default function Members({ loaderData, actionData }: Route.ComponentProps) {
-  const { members, nextCursor, paged, invites, projects, me, manages, mails } = loaderData;
+  const { members, nextCursor, paged, invites, projects, me, manages, mails, origin } = loaderData;
   const prefixOf = new Map(projects.map((p) => [p.id, p.prefix]));
   const pending = invites.filter((i) => i.state === "pending");
   const past = invites.filter((i) => i.state !== "pending");
@@ -238,7 +239,7 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
                     : "Send them the link yourself."}
               </Notice>
               <SecretBox label="Invite code" value={result.invite.code} />
-              <SecretBox label="They run" value={`retasc join ${result.invite.link}`} />
+              <SecretBox label="They run" value={`${cliInstallCommand(origin)}\nretasc join ${result.invite.link}`} />
               <SecretBox label="Or open" value={result.invite.link} />
             </div>
           ) : null}
