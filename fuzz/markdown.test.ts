@@ -84,7 +84,7 @@ describe("renderHtml on generated hostile Markdown", () => {
   const markdown = fc.array(piece, { maxLength: 400 }).map((parts) => parts.join(""));
 
   test("writes only its own tags and attributes, and links only to http(s) and mailto", () => {
-    const tags = new Set(["p", "a", "em", "strong", "s", "code", "pre", "blockquote", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input"]);
+    const tags = new Set(["p", "a", "em", "strong", "s", "code", "pre", "blockquote", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input", "label"]);
     const attributes = new Set(["href", "title", "rel", "class", "style", "start", "type", "disabled", "checked"]);
     fc.assert(
       fc.property(markdown, (source) => {
