@@ -74,8 +74,9 @@ export const evidenceSchema = z
 export type Evidence = z.output<typeof evidenceSchema>;
 
 export const saveIssueInput = z.object({
-  identifier: identifierSchema.optional().describe("omit to create; pass to update"),
-  project: z.string().trim().min(1).max(10).optional().describe("project prefix for a new issue; defaults to your key's project"),
+  // save_issue's description says: omit to create, pass to update.
+  identifier: identifierSchema.optional(),
+  project: z.string().trim().min(1).max(10).optional().describe("a new issue's project prefix (default: your key's)"),
   title: shortText(500).optional(),
   body: z.string().max(BODY_MAX_CHARS).optional().describe("Markdown"),
   // save_issue's description says what work means.
@@ -90,7 +91,7 @@ export const saveIssueInput = z.object({
   cancelReason: shortText(2000).optional(),
   triage: z.literal("accepted").optional().describe("people only"),
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
-  claimToken: claimTokenSchema.optional().describe("required to finish (done/review) or cancel an issue you hold"),
+  claimToken: claimTokenSchema.optional().describe("to finish or cancel an issue you hold"),
   evidence: evidenceSchema.optional(),
 });
 /** save_issue's arguments as parsed. */

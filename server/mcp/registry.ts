@@ -89,6 +89,12 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
       Object.assign(out, first, { type: ["object", "null"] });
     }
   }
+  // A member that is itself a bare `anyOf` (a nullable union) adds its branches to this one.
+  if (Array.isArray(out.anyOf)) {
+    out.anyOf = (out.anyOf as Record<string, unknown>[]).flatMap((member) =>
+      Object.keys(member).length === 1 && Array.isArray(member.anyOf) ? member.anyOf : [member],
+    );
+  }
   const types = Array.isArray(out.anyOf) ? out.anyOf.map(bareType) : [];
   if (!("type" in out) && types.length > 0 && types.every((type) => type !== undefined)) {
     delete out.anyOf;
@@ -104,9 +110,15 @@ const bareType = (schema: unknown) => {
 };
 const maxPublishedPattern = 24;
 
-/** The input schema; arguments it does not name are refused, so it says so. */
+/**
+ * The input schema; arguments it does not name are refused, so it says so. A tool without
+ * arguments says only that (no empty `properties`), and a schema repeated within one tool (a
+ * status enum taken alone or as a list) is published once, in `definitions`.
+ */
 export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
-  return { ...jsonSchema(tool.input, "input"), type: "object", additionalProperties: false };
+  const { properties, ...rest } = jsonSchema(tool.input, "input");
+  const named = properties && Object.keys(properties).length > 0 ? { properties } : {};
+  return shareRepeats({ ...rest, type: "object", ...named, additionalProperties: false }, minSharedInputLength) as Tool["inputSchema"];
 }
 
 /**
@@ -142,23 +154,24 @@ export function outputJsonSchema(tool: ToolDefinition): NonNullable<Tool["output
 }
 
 /**
- * Moves each object schema that occurs more than once (next_batch's claim, in two of its
- * branches) into `definitions`, referenced where it stood, largest first.
+ * Moves each object or enum schema that occurs more than once (next_batch's claim, in two of its
+ * branches; list_issues' status, alone or in a list) into `definitions`, referenced where it
+ * stood, largest first.
  */
-function shareRepeats(schema: Record<string, unknown>): NonNullable<Tool["outputSchema"]> {
+function shareRepeats(schema: Record<string, unknown>, minLength = minSharedLength): NonNullable<Tool["outputSchema"]> {
   const definitions: Record<string, unknown> = {};
   for (;;) {
     const seen = new Map<string, number>();
     const count = (node: unknown): void => {
       if (!node || typeof node !== "object") return;
-      if (!Array.isArray(node) && (node as { type?: unknown }).type === "object") {
+      if (!Array.isArray(node) && ((node as { type?: unknown }).type === "object" || "enum" in node)) {
         const text = JSON.stringify(node);
         seen.set(text, (seen.get(text) ?? 0) + 1);
       }
       Object.values(node).forEach(count);
     };
     count(schema);
-    const repeated = [...seen].filter(([text, n]) => n > 1 && text.length >= minSharedLength).sort((a, b) => b[0].length - a[0].length)[0];
+    const repeated = [...seen].filter(([text, n]) => n > 1 && text.length >= minLength).sort((a, b) => b[0].length - a[0].length)[0];
     if (!repeated) break;
     const name = `d${Object.keys(definitions).length}`;
     definitions[name] = JSON.parse(repeated[0]);
@@ -173,6 +186,8 @@ function shareRepeats(schema: Record<string, unknown>): NonNullable<Tool["output
   return { ...schema, ...(Object.keys(definitions).length > 0 ? { definitions } : {}) } as NonNullable<Tool["outputSchema"]>;
 }
 const minSharedLength = 200;
+/** Shorter input repeats pay too: `{"$ref":"#/definitions/d0"}` is about 10 tokens. */
+const minSharedInputLength = 60;
 
 const listed = new Map<boolean, Tool[]>();
 

@@ -16,8 +16,8 @@ export const attachmentTools = [
     title: "Attach a link",
     group: "attachments",
     description:
-      "Call to link a pull request, log, design or artifact to an issue, with an optional title; attach the pull " +
-      "request before finishing so the reviewer finds it.",
+      "Call to link a pull request, log, design or artifact to an issue; attach the pull request before finishing " +
+      "so the reviewer finds it.",
     input: saveAttachmentInput,
     output: attachmentOutput,
     annotations: additiveWrite,
@@ -28,7 +28,8 @@ export const attachmentTools = [
     title: "Attach a file",
     group: "attachments",
     description:
-      "Call to attach a screenshot, log or trace to an issue: its bytes in base64, at most 10 MiB; the type is sniffed.",
+      "Call to attach a screenshot, log or trace to an issue: its bytes in base64, at most 10 MiB; the type is " +
+      "sniffed.",
     input: saveAttachmentFileInput,
     output: attachmentOutput,
     annotations: additiveWrite,
@@ -39,8 +40,8 @@ export const attachmentTools = [
     title: "List attachments",
     group: "attachments",
     description:
-      "Call to see what is linked to an issue: its attachments oldest first; obsolete ones are flagged with their " +
-      "reason, not hidden.",
+      "Call to see what is linked to an issue, oldest first; obsolete ones are flagged with their reason, not " +
+      "hidden.",
     input: listAttachmentsInput,
     output: z.object({ issue: z.string(), attachments: z.array(attachmentOutput) }),
     annotations: readOnly,
@@ -51,8 +52,8 @@ export const attachmentTools = [
     title: "Get an attachment",
     group: "attachments",
     description:
-      "Call for one attachment by id (from list_attachments): its URL, title, who attached it, and whether and why it " +
-      "is obsolete.",
+      "Call for one attachment by id (from list_attachments): URL, title, who attached it, whether and why " +
+      "obsolete.",
     input: getAttachmentInput,
     output: attachmentOutput,
     annotations: readOnly,
@@ -83,8 +84,8 @@ export const attachmentTools = [
     title: "Mark an attachment obsolete",
     group: "attachments",
     description:
-      "Call when a link no longer applies (a superseded pull request, a stale log): marks the attachment obsolete " +
-      "with a reason; the record stays. Idempotent.",
+      "Call when a link no longer applies (a superseded pull request, a stale log): marks it obsolete with a " +
+      "reason; the record stays.",
     input: obsoleteAttachmentInput,
     output: attachmentOutput,
     annotations: idempotentDestructiveWrite,

@@ -23,8 +23,8 @@ export const collaborationTools = [
     title: "Comment on an issue",
     group: "collaboration",
     description:
-      "Call for questions, findings and review feedback that people should read (handoff state goes in checkpoint): " +
-      "adds a Markdown comment, or a reply (parent: a comment id). It does not renew your lease.",
+      "Call for questions, findings and review feedback people should read (handoff state goes in checkpoint): a " +
+      "Markdown comment, or a reply (parent). Does not renew your lease.",
     input: saveCommentInput,
     output: z.object({
       id: z.string(),
@@ -41,8 +41,7 @@ export const collaborationTools = [
     title: "List comments",
     group: "collaboration",
     description:
-      "Call to read an issue's discussion, oldest first; paged (pass nextCursor as cursor); retracted comments " +
-      "are flagged.",
+      "Call to read an issue's discussion, oldest first; paged; retracted comments are flagged.",
     input: listCommentsInput,
     output: z.object({ issue: z.string(), comments: z.array(commentOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -53,8 +52,7 @@ export const collaborationTools = [
     title: "Retract a comment",
     group: "collaboration",
     description:
-      "Call to take back one of your own comments: strikes it through with a note saying why; nothing is deleted. " +
-      "Idempotent.",
+      "Call to take back one of your own comments: strikes it through with a note saying why; nothing is deleted.",
     input: retractCommentInput,
     output: z.object({ id: z.string(), retracted: z.boolean() }),
     annotations: idempotentDestructiveWrite,
@@ -65,8 +63,8 @@ export const collaborationTools = [
     title: "Create or recolor a label",
     group: "collaboration",
     description:
-      "Call to create a label or set its color (idempotent by name). save_issue's labels argument attaches labels and " +
-      "creates missing ones.",
+      "Call to create a label or set its color (by name). save_issue's labels also attaches labels, creating " +
+      "missing ones.",
     input: saveLabelInput,
     output: labelOutput,
     annotations: idempotentWrite,
@@ -77,8 +75,7 @@ export const collaborationTools = [
     title: "List labels",
     group: "collaboration",
     description:
-      "Call before labelling, to reuse the names the org already has: its labels with colors and how many issues " +
-      "carry each.",
+      "Call before labelling, to reuse the org's label names: each with its color and issue count.",
     input: z.object({}),
     output: z.object({ labels: z.array(labelOutput.extend({ issues: z.number().int() })) }),
     annotations: readOnly,

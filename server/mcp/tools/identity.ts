@@ -27,8 +27,8 @@ export const identityTools = [
     title: "Who am I",
     group: "identity",
     description:
-      "Call first in every session: confirms who you act as (your human and their role), the org, your key's project, " +
-      "your runtime label, claim cap and lease length.",
+      "Call first in every session: who you act as (your human and their role), the org, your key's project, " +
+      "runtime label, claim cap and lease length.",
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,
@@ -39,10 +39,9 @@ export const identityTools = [
     title: "Mint a session key",
     group: "identity",
     description:
-      "Call at the start of a session when several sessions share one agent key, so claims and the activity log tell " +
-      "them apart: mints a key with exactly your identity, returned once: your Bearer token from then on. " +
-      "It expires in a day (by default), or with the key it came from. An OAuth token cannot mint one (FORBIDDEN). " +
-      "SESSION_KEY_CAP: retire unused ones.",
+      "Call at session start when several sessions share one agent key, so claims and the activity log tell them " +
+      "apart: mints a key with your identity, shown once, your Bearer token from then on; it expires in a day " +
+      "(default) or with its parent. Not from an OAuth token (FORBIDDEN). SESSION_KEY_CAP: retire unused ones.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

@@ -12,12 +12,11 @@ export const issueTools = [
     title: "Create or update an issue",
     group: "issues",
     description:
-      "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs title, " +
-      "work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy (identifiers it " +
-      "waits on) or noDependency (why it depends on nothing). Finish with your claimToken: status done with evidence " +
-      "(the commit, branch, pr you delivered), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
-      "cancelReason; labels replaces the set. Example: save_issue " +
-      "{\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"status\":\"done\"}",
+      "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs " +
+      "title, work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy " +
+      "(identifiers it waits on) or noDependency. Finish with your claimToken: status done with evidence (commit, " +
+      "branch, pr), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
+      "cancelReason. Example: save_issue {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"status\":\"done\"}",
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,
@@ -28,9 +27,8 @@ export const issueTools = [
     title: "Get an issue",
     group: "issues",
     description:
-      "Call before working on an issue you were handed: the full issue by identifier (like RTSC-42) with body, " +
-      "status, lane, labels, relations and open blockers, deadline state, effective level, live lease, latest " +
-      "checkpoint and branch.",
+      "Call before working on an issue you were handed: the full issue (like RTSC-42) with body, status, lane, " +
+      "labels, relations, open blockers, deadline state, effective level, live lease, latest checkpoint, branch.",
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,
@@ -41,8 +39,8 @@ export const issueTools = [
     title: "List issues",
     group: "issues",
     description:
-      "Call to survey or search the backlog: issues in dispatch order (most urgent first), open ones unless " +
-      "status says otherwise; paged (pass nextCursor as cursor). get_issue has the detail.",
+      "Call to survey or search the backlog: issues in dispatch order, open ones unless status says otherwise; " +
+      "paged (pass nextCursor as cursor). get_issue has the detail.",
     input: listIssuesInput,
     output: z.object({ issues: z.array(issueSummaryOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -56,9 +54,9 @@ export const graphTools = [
     title: "Relate two issues",
     group: "graph",
     description:
-      "Call to record that one issue waits on another (blocks / blocked_by: dispatch holds the blocked one back while " +
-      "a blocker is open, and the blocker inherits its urgency) or that two are related or duplicates " +
-      "(informational). A cycle is refused with CYCLE. Idempotent.",
+      "Call to record that one issue waits on another (blocks / blocked_by: dispatch holds the blocked one while a " +
+      "blocker is open; the blocker inherits its urgency) or that two are related or duplicates (informational). A " +
+      "cycle is refused (CYCLE).",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
     annotations: idempotentWrite,
@@ -70,7 +68,7 @@ export const graphTools = [
     group: "graph",
     description:
       "Call to undo add_relation (same arguments); removing a dependency can make the blocked issue dispatchable at " +
-      "once. removed says whether there was one.",
+      "once.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, removed: z.boolean() }),
     annotations: idempotentDestructiveWrite,

@@ -55,9 +55,9 @@ export const queueTools = [
     title: "Queue status",
     group: "observability",
     description:
-      "Call for the fleet at a glance, for your key's project (or the org, for an org-wide key): issue counts by " +
-      "status, how many are ready, open issues by SLA state, what blocks what, and every live claim with holder, " +
-      "runtime, last heartbeat and expiry; and forecast, the drain forecast at the measured pace.",
+      "Call for the fleet at a glance, for your key's project (or the org, for an org-wide key): counts by status, " +
+      "ready count, open issues by SLA state, what blocks what, every live claim (holder, runtime, last heartbeat, " +
+      "expiry), and the drain forecast at the measured pace.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -95,8 +95,8 @@ export const projectTools = [
     title: "Get a project",
     group: "observability",
     description:
-      "Call to size up a project before filing or pulling work: one project by prefix (default: your key's) with its " +
-      "issues counted by status; queue_status has the live dispatch picture.",
+      "Call to size up a project before filing or pulling work: one project by prefix with its issues counted by " +
+      "status; queue_status has the live dispatch picture.",
     input: getProjectInput,
     output: z.object({ ...projectFields, byStatus: countsByStatus, open: z.number().int() }),
     annotations: readOnly,
@@ -107,8 +107,8 @@ export const projectTools = [
     title: "List projects",
     group: "observability",
     description:
-      "Call to find the prefix to pass as project when filing outside your key's project: every project of the org " +
-      "with its prefix, name and issue counter.",
+      "Call to find the prefix to pass as project when filing outside your key's project: the org's projects with " +
+      "prefix, name and issue counter.",
     input: listProjectsInput,
     output: z.object({ projects: z.array(z.object(projectFields)) }),
     annotations: readOnly,
@@ -123,7 +123,7 @@ export const usageTools = [
     group: "observability",
     description:
       "Call when your human asks what you have spent or done: your own meter this month (charges by tool and tier, " +
-      "or your writes by kind when billing is off), beside the rate card.",
+      "or writes by kind when billing is off), beside the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),

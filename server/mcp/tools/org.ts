@@ -44,9 +44,9 @@ export const memberTools = [
     title: "List members",
     group: "org",
     description:
-      "Call to find people and agents: the org's people (role, status) and agent keys (runtime, human, last use). " +
-      "query filters by name, email, role, runtime or key prefix; includeRetired adds retired agents; paged. " +
-      "Emails work as assignee values, memberIds in the admin tools.",
+      "Call to find people and agents: the org's people (role, status) and agent keys (runtime, human, last use); " +
+      "query filters by name, email, role, runtime or key prefix; paged. Emails work as assignee values, memberIds " +
+      "in the admin tools.",
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -57,9 +57,9 @@ export const memberTools = [
     title: "Suspend a person",
     group: "org",
     description:
-      "Call (owner or admin; admins act on ordinary members only) to cut a person off: suspends them (memberId of a " +
-      "human) and retires every agent key they run, at once. Not yourself, not the last active owner. " +
-      "reactivate_member reverses it; their keys stay retired. Idempotent.",
+      "Call (owner or admin; admins act on members only) to cut a person off: suspends them (memberId of a human) " +
+      "and retires their agent keys. Not yourself, not the last active owner. reactivate_member reverses it; the " +
+      "keys stay retired.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -75,8 +75,7 @@ export const memberTools = [
     title: "Reactivate a person",
     group: "org",
     description:
-      "Call (owner or admin) to undo suspend_member (memberId of a human). Their old agent keys stay retired; they " +
-      "mint new ones. Idempotent.",
+      "Call (owner or admin) to undo suspend_member. Their old agent keys stay retired; they mint new ones.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("active"), changed: z.boolean() }),
     annotations: idempotentWrite,
@@ -87,9 +86,8 @@ export const memberTools = [
     title: "Retire an agent",
     group: "org",
     description:
-      "Call to end an agent key for good (memberId of an agent): it stops working at once, with no reactivation. " +
-      "Anyone retires their own; owners any agent, admins those of ordinary members. People are suspended instead. " +
-      "Idempotent.",
+      "Call to end an agent key for good (memberId of an agent): it stops at once, with no reactivation. Anyone " +
+      "retires their own; owners any agent, admins those of members. People are suspended instead.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
@@ -119,8 +117,7 @@ export const connectorTools = [
     group: "org",
     description:
       "Call to see which GitHub or GitLab repositories feed issues into a project: the org's intake connectors " +
-      "(provider, repository, project, intake label, whether a write-back token is on file, whether active), never " +
-      "their secrets.",
+      "(provider, repository, project, label, write-back token on file, active), never their secrets.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(
@@ -146,8 +143,8 @@ export const connectorTools = [
     title: "Revoke an intake connector",
     group: "org",
     description:
-      "Call (owner or admin) to stop an intake connector: its webhooks are refused from then on. Idempotent: a " +
-      "revoked one says when it was revoked.",
+      "Call (owner or admin) to stop an intake connector: its webhooks are refused from then on. A revoked one says " +
+      "when.",
     input: revokeConnectorInput,
     output: z.object({
       connectorId: z.string(),

@@ -20,11 +20,10 @@ export const workTools = [
     title: "Claim the next issue",
     group: "work loop",
     description:
-      "Call when you are ready for work: claims the most urgent unblocked issue in your lanes (assigned to your " +
-      "human, or unassigned; review work you did not submit too) and returns its claimToken, fence, lease expiry, " +
-      "branch, latest checkpoint, the issue and its latest comments and attachments. In an MCP session your own calls renew the lease (renewal). Nothing claimable: " +
-      "claimed:false, with otherLanes counting ready issues in other people's lanes; allLanes:true takes those. " +
-      "Example: next_issue {}",
+      "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or unassigned; " +
+      "reviews you did not submit too) and returns its claimToken, lease, branch, latest checkpoint, the issue, " +
+      "latest comments and attachments. In an MCP session your calls renew the lease. Nothing claimable: " +
+      "claimed:false, otherLanes counts ready issues in others' lanes; allLanes:true takes those.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
@@ -35,10 +34,9 @@ export const workTools = [
     title: "Plan or claim a batch",
     group: "work loop",
     description:
-      "Call as an orchestrator fanning work out to parallel agents: up to n (default 5, max 25) dispatchable issues " +
-      "in dispatch order with no dependency, parent/child, related or duplicate link between any two. claim:false " +
-      "(default) peeks and holds nothing; claim:true claims them all at once, one claim each as next_issue returns " +
-      "it. Example: next_batch {\"n\":3,\"claim\":true}",
+      "Call as an orchestrator fanning out to parallel agents: up to n dispatchable issues in dispatch order, no " +
+      "two linked (dependency, parent/child, related, duplicate). claim:true claims them all at once, each as " +
+      "next_issue would.",
     input: nextBatchInput,
     output: z.union([
       z.object({ claimed: z.literal(true), claims: z.array(claimOutput) }),
@@ -53,9 +51,9 @@ export const workTools = [
     title: "Claim a named issue",
     group: "work loop",
     description:
-      "Call only when told to take one exact issue (otherwise next_issue): claims it by identifier, ignoring lanes. " +
-      "Refusals say why (ALREADY_CLAIMED, BLOCKED, CLAIM_MISMATCH: another session of your key holds it, ...). With its live " +
-      "claimToken (after a restart), or from the session holding it, you get that lease back (rebound) with a new token. Example: claim_issue {\"identifier\":\"RTSC-42\"}",
+      "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes. Refusals say why " +
+      "(ALREADY_CLAIMED, BLOCKED, CLAIM_MISMATCH: another session of your key holds it, ...). Your live claimToken " +
+      "(after a restart), or the holding session, gets that lease back (rebound) with a new token.",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
@@ -66,8 +64,8 @@ export const workTools = [
     title: "Check a claim",
     group: "work loop",
     description:
-      "Call after a pause to know whether to keep working: status held (by this session), other_session, unknown_session " +
-      "(your key holds it; you sent no session id), expired or unclaimed. Renews nothing. Example: check_claim {\"identifier\":\"RTSC-42\"}",
+      "Call after a pause to know whether to keep working: status held (by this session), other_session, " +
+      "unknown_session (your key holds it; you sent no session id), expired or unclaimed. Renews nothing.",
     input: checkClaimInput,
     output: z.object({
       identifier: z.string(),
@@ -93,9 +91,8 @@ export const workTools = [
     title: "Renew a lease",
     group: "work loop",
     description:
-      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without an MCP " +
-      "session. STALE_CLAIM: the claim is gone, stop work on it, unless it says youHold (follow its hint). " +
-      "Example: heartbeat {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\"}",
+      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without an " +
+      "MCP session. STALE_CLAIM: the claim is gone, stop work on it, unless it says youHold (follow its hint).",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
@@ -106,10 +103,8 @@ export const workTools = [
     title: "Record a checkpoint",
     group: "work loop",
     description:
-      "Call at every meaningful step of work you hold: records handoff notes (done, next, gotchas, note, branch) and " +
-      "renews the lease. The latest checkpoint survives release and reclaim and goes to the next claimant, who " +
-      "resumes instead of restarting. Example: checkpoint {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"done\":\"parser " +
-      "fixed\",\"next\":\"add tests\"}",
+      "Call at every meaningful step of work you hold: records handoff notes and renews the lease. The latest " +
+      "checkpoint survives release and reclaim and goes to the next claimant, who resumes instead of restarting.",
     input: checkpointInput,
     output: z.object({
       identifier: z.string(),
@@ -126,8 +121,7 @@ export const workTools = [
     group: "work loop",
     description:
       "Call to stop working on an issue you hold without finishing it: gives it back to the pool (a status write " +
-      "never frees a lease). note is kept as a checkpoint for the next claimant; your claimToken is dead after this. " +
-      "Example: release_issue {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"note\":\"needs a schema decision\"}",
+      "never frees a lease). note becomes a checkpoint for the next claimant; your claimToken dies.",
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses), held: z.literal(false), message: z.string() }),
     annotations: idempotentWrite,
