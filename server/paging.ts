@@ -50,15 +50,3 @@ const offsetCursor = z.object({ o: z.number().int().min(0) });
 /** A cursor that is a position in a list whose order the caller cannot key on (dispatch order). */
 export const positionOf = (cursor: string | undefined): number => decodeCursor(cursor, offsetCursor)?.o ?? 0;
 export const cursorAt = (position: number): string => encodeCursor({ o: position });
-
-/**
- * One reply's page of a list a door has read whole: an org's invites, which its owners and admins
- * make (never an outsider), so reading them is bounded by the org; what goes back in one reply is
- * bounded here, by count and by bytes.
- */
-export function pageOf<T>(items: T[], cursor: string | undefined, limit = 200): { page: T[]; nextCursor?: string } {
-  const start = positionOf(cursor);
-  const window = items.slice(start, start + limit);
-  const page = window.slice(0, fitting(window.map((item) => JSON.stringify(item).length)));
-  return { page, ...(start + page.length < items.length ? { nextCursor: cursorAt(start + page.length) } : {}) };
-}

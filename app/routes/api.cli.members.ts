@@ -3,7 +3,6 @@ import { cliJson, cliOrgAction, cliQueryCtx } from "../cli-api.server.ts";
 import { actorOf } from "../../server/orgs/access.ts";
 import { createInvite, createInviteInput, inviteIdInput, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { listMembers, memberIdInput, reactivateMember, setMemberScope, setMemberScopeInput, suspendMember } from "../../server/orgs/members.ts";
-import { pageOf } from "../../server/paging.ts";
 
 /** People and agents of the org; invites too for owners and admins; each a page at a time (`cursor`, `invitesCursor`). */
 export function loader({ request, context }: Route.LoaderArgs) {
@@ -11,10 +10,10 @@ export function loader({ request, context }: Route.LoaderArgs) {
     const { ctx, params } = await cliQueryCtx(request, context);
     const members = await listMembers(ctx, { cursor: params.get("cursor") ?? undefined });
     const actor = await actorOf(ctx);
-    const invites = actor.role === "member" ? null : pageOf((await listInvites(ctx)).invites, params.get("invitesCursor") ?? undefined);
+    const invites = actor.role === "member" ? null : await listInvites(ctx, { cursor: params.get("invitesCursor") ?? undefined });
     return {
       members: members.members,
-      invites: invites?.page ?? null,
+      invites: invites?.invites ?? null,
       ...(members.nextCursor ? { nextCursor: members.nextCursor } : {}),
       ...(invites?.nextCursor ? { invitesNextCursor: invites.nextCursor } : {}),
     };

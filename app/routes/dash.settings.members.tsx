@@ -21,11 +21,21 @@ export function meta() {
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const manages = membership.role !== "member";
-  const cursor = new URL(request.url).searchParams.get("cursor") ?? undefined;
+  const params = new URL(request.url).searchParams;
+  // Members and invites page apart: each link keeps the other list where it is.
+  const cursor = params.get("cursor") ?? undefined;
+  const invitesCursor = params.get("invitesCursor") ?? undefined;
   const { members, nextCursor } = await listMembers(ctx, { cursor });
-  const invites = manages ? (await listInvites(ctx)).invites : [];
+  const invites = manages ? await listInvites(ctx, { cursor: invitesCursor }) : { invites: [] };
   const { projects } = await listProjects(ctx, {});
-  return { members, nextCursor: nextCursor ?? null, paged: cursor !== undefined, invites, projects, me: membership, manages, mails: emailConfigured(context.services.config), origin: publicBaseUrl(request, context.services.config) };
+  return {
+    members,
+    nextCursor: nextCursor ?? null,
+    cursor: cursor ?? null,
+    invites: invites.invites,
+    invitesNextCursor: invites.nextCursor ?? null,
+    invitesCursor: invitesCursor ?? null,
+    projects, me: membership, manages, mails: emailConfigured(context.services.config), origin: publicBaseUrl(request, context.services.config) };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -111,7 +121,12 @@ function ProjectTicks({ projects, checked }: { projects: { id: string; prefix: s
 }
 
 export default function Members({ loaderData, actionData }: Route.ComponentProps) {
-  const { members, nextCursor, paged, invites, projects, me, manages, mails, origin } = loaderData;
+  const { members, nextCursor, cursor, invites, invitesNextCursor, invitesCursor, projects, me, manages, mails, origin } = loaderData;
+  const at = (position: { cursor?: string | null; invitesCursor?: string | null }) => {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries({ cursor, invitesCursor, ...position })) if (value) query.set(name, value);
+    return `?${query}`;
+  };
   const prefixOf = new Map(projects.map((p) => [p.id, p.prefix]));
   const pending = invites.filter((i) => i.state === "pending");
   const past = invites.filter((i) => i.state !== "pending");
@@ -219,12 +234,7 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
           </table>
         )}
       </Card>
-      {paged || nextCursor ? (
-        <nav aria-label="Member pages" className="flex gap-4 text-sm">
-          {paged ? <Link className="underline" to="?">First page</Link> : null}
-          {nextCursor ? <Link className="underline" to={`?${new URLSearchParams({ cursor: nextCursor })}`}>Next page</Link> : null}
-        </nav>
-      ) : null}
+      <Pages label="Member pages" first={cursor ? at({ cursor: null }) : null} next={nextCursor ? at({ cursor: nextCursor }) : null} />
       {manages ? (
         <Card title="Invites">
           {result?.invite ? (
@@ -274,13 +284,32 @@ export default function Members({ loaderData, actionData }: Route.ComponentProps
           )}
           {past.length > 0 ? (
             <details className="mt-4">
-              <summary className="cursor-pointer text-sm font-medium">Used, revoked and expired invites ({past.length})</summary>
+              <summary className="cursor-pointer text-sm font-medium">
+                Used, revoked and expired invites ({past.length}{invitesCursor || invitesNextCursor ? " on this page" : ""})
+              </summary>
               <InviteTable title="Past invites" invites={past} />
             </details>
           ) : null}
+          <Pages
+            label="Invite pages"
+            first={invitesCursor ? at({ invitesCursor: null }) : null}
+            next={invitesNextCursor ? at({ invitesCursor: invitesNextCursor }) : null}
+            nextLabel="Older invites"
+          />
         </Card>
       ) : null}
     </div>
+  );
+}
+
+/** Plain links, so a list pages without JavaScript. */
+function Pages({ label, first, next, nextLabel = "Next page" }: { label: string; first: string | null; next: string | null; nextLabel?: string }) {
+  if (!first && !next) return null;
+  return (
+    <nav aria-label={label} className="mt-4 flex gap-4 text-sm">
+      {first ? <Link className="underline" to={first}>First page</Link> : null}
+      {next ? <Link className="underline" to={next}>{nextLabel}</Link> : null}
+    </nav>
   );
 }
 

@@ -5,7 +5,7 @@ import { gitRepo, login, removeTemps, retasc, signUp, startServer, type Person, 
 
 /**
  * The list commands read a paged list to its end against the real server: `key list` and
- * `members list` past the server's 200 a page, `issue list` past list_issues' 50, each item once,
+ * `members list` (its members and its invites) past the server's 200 a page, `issue list` past list_issues' 50, each item once,
  * the table printed as the pages arrive; `--limit` caps the issues in all.
  */
 let server: Server;
@@ -15,6 +15,7 @@ let agent: Client;
 
 const KEYS = 205;
 const ISSUES = 61;
+const INVITES = 203;
 
 beforeAll(async () => {
   server = await startServer();
@@ -31,6 +32,14 @@ beforeAll(async () => {
       body: new URLSearchParams({ intent: "mint", runtime: `bulk-${i}` }),
     });
     expect(minted.status).toBe(200);
+  }
+  for (let i = 0; i < INVITES; i++) {
+    const invited = await fetch(`${server.url}/dash/settings/members.data`, {
+      method: "POST",
+      headers: { cookie: ada.cookie, origin: server.url },
+      body: new URLSearchParams({ intent: "invite", email: `invitee-${i}@example.com` }),
+    });
+    expect(invited.status).toBe(200);
   }
   const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
   agent = new Client({ name: "filer", version: "1.0.0" });
@@ -64,6 +73,26 @@ it("key list and members list read every page: each key and agent once, in the t
   expect(new Set(members.map((m) => m.memberId)).size).toBe(members.length);
   const listed = await retasc(ada, ["members", "list"], { cwd: repo });
   for (const m of members) expect(listed.stdout).toContain(m.memberId);
+});
+
+it("members list reads every page of invites, and the Members page links from one page of invites to the next without JavaScript", async () => {
+  const { invites } = json(await retasc(ada, ["members", "list", "--json"], { cwd: repo })) as { invites: { inviteId: string }[] };
+  expect(invites).toHaveLength(INVITES);
+  expect(new Set(invites.map((i) => i.inviteId)).size).toBe(INVITES);
+  const table = await retasc(ada, ["members", "list"], { cwd: repo });
+  for (const i of invites) expect(table.stdout).toContain(i.inviteId);
+
+  const seen: string[] = [];
+  let next: string | undefined = "/dash/settings/members";
+  let pages = 0;
+  while (next) {
+    const html = await (await fetch(`${server.url}${next}`, { headers: { cookie: ada.cookie } })).text();
+    seen.push(...[...html.matchAll(/name="inviteId" value="([^"]+)"/g)].map((m) => m[1]!));
+    next = /href="([^"]+)"[^>]*>Older invites</.exec(html)?.[1]?.replaceAll("&amp;", "&");
+    pages++;
+  }
+  expect(pages).toBe(2);
+  expect(seen).toEqual(invites.map((i) => i.inviteId));
 });
 
 it("issue list reads every page to the end, and --limit caps it in all", async () => {

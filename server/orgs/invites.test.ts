@@ -115,6 +115,28 @@ describe("invites", () => {
     expect((await listInvites(as.alice)).invites[0]!.state).toBe("pending");
   });
 
+  it("pages in SQL, newest first: every invite once across the pages, ties in time by id, a foreign cursor refused", async () => {
+    // Three in the same instant (the test clock stands still), four later: the keyset breaks ties by id.
+    for (let i = 0; i < 3; i++) await createInvite(as.alice);
+    clock.advance(1_000);
+    for (let i = 0; i < 4; i++) await createInvite(as.alice, { email: unique("paged") });
+    const whole = (await listInvites(as.alice)).invites.map((i) => i.inviteId);
+    expect(whole).toHaveLength(7);
+    expect((await listInvites(as.alice)).nextCursor).toBeUndefined();
+    for (const limit of [1, 2, 3]) {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await listInvites(as.alice, { cursor, limit });
+        expect(page.invites.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.invites.map((i) => i.inviteId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual(whole);
+    }
+    expect((await refusal(listInvites(as.alice, { cursor: "not-one" }))).code).toBe("INVALID_INPUT");
+  });
+
   it("lets owners and admins invite, never members", async () => {
     const error = await refusal(createInvite(as.bob));
     expect(error.code).toBe("FORBIDDEN");

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, isNull } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { invites, members, orgs, user } from "../../db/schema/index.ts";
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
@@ -7,6 +7,7 @@ import { SendFailure } from "../outbound/failure.ts";
 import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
+import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { emailSchema, newId } from "./index.ts";
@@ -81,8 +82,20 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
   });
 }
 
-/** Every invite of the org with its state (owner or admin). A spent invite has no expiry to show. */
-export async function listInvites(ctx: Ctx) {
+export const listInvitesInput = z.object(pageArgs);
+
+/** Where a page of invites ends: the last invite's creation (to the microsecond, as stored) and id. */
+const invitePosition = z.object({ t: z.string().max(40), i: z.string().max(100) });
+
+/**
+ * The org's invites with their state (owner or admin), newest first, a page at a time read as one
+ * keyset range (at most `limit`, default 200, and REPLY_BUDGET_BYTES), with `nextCursor` while
+ * more follow. A spent invite has no expiry to show.
+ */
+export async function listInvites(ctx: Ctx, raw: z.input<typeof listInvitesInput> = {}) {
+  const input = listInvitesInput.parse(raw);
+  const limit = input.limit ?? 200;
+  const after = decodeCursor(input.cursor, invitePosition);
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "listing invites");
   const now = ctx.clock.now();
@@ -98,29 +111,37 @@ export async function listInvites(ctx: Ctx) {
       acceptedAt: invites.acceptedAt,
       revokedAt: invites.revokedAt,
       acceptedByEmail: user.email,
+      position: sql<string>`${invites.createdAt}::text`,
     })
     .from(invites)
     .leftJoin(user, eq(user.id, invites.acceptedBy))
-    .where(eq(invites.orgId, ctx.principal.orgId))
-    .orderBy(desc(invites.createdAt), desc(invites.id));
-  return {
-    invites: rows.map((r) => {
-      const state = stateOf(r, now);
-      return {
-        inviteId: r.inviteId,
-        role: r.role,
-        email: r.email,
-        projectIds: r.projectIds,
-        emailedAt: r.emailedAt?.toISOString() ?? null,
-        state,
-        createdAt: r.createdAt.toISOString(),
-        expiresAt: state === "pending" || state === "expired" ? r.expiresAt.toISOString() : null,
-        acceptedAt: r.acceptedAt?.toISOString() ?? null,
-        acceptedBy: r.acceptedByEmail ?? null,
-        revokedAt: r.revokedAt?.toISOString() ?? null,
-      };
-    }),
-  };
+    .where(
+      and(
+        eq(invites.orgId, ctx.principal.orgId),
+        after ? sql`(${invites.createdAt}, ${invites.id}) < (${after.t}::timestamptz, ${after.i})` : undefined,
+      ),
+    )
+    .orderBy(desc(invites.createdAt), desc(invites.id))
+    .limit(limit + 1);
+  const views = rows.slice(0, limit).map((r) => {
+    const state = stateOf(r, now);
+    return {
+      inviteId: r.inviteId,
+      role: r.role,
+      email: r.email,
+      projectIds: r.projectIds,
+      emailedAt: r.emailedAt?.toISOString() ?? null,
+      state,
+      createdAt: r.createdAt.toISOString(),
+      expiresAt: state === "pending" || state === "expired" ? r.expiresAt.toISOString() : null,
+      acceptedAt: r.acceptedAt?.toISOString() ?? null,
+      acceptedBy: r.acceptedByEmail ?? null,
+      revokedAt: r.revokedAt?.toISOString() ?? null,
+    };
+  });
+  const page = views.slice(0, fitting(views.map((v) => JSON.stringify(v).length)));
+  const last = rows[page.length - 1];
+  return { invites: page, ...(rows.length > page.length && last ? { nextCursor: encodeCursor({ t: last.position, i: last.inviteId }) } : {}) };
 }
 
 /** Voids a pending invite (owner or admin). */
