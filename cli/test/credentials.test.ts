@@ -264,4 +264,14 @@ describe("retasc login shows a sign-in page only on the server's own origin (fin
     expect(own.stderr).toContain(`Open: ${standIn.url}/device?user_code=ABCDEFGH`);
     expect(own.stderr).toContain("✗ EXPIRED");
   });
+
+  it("keeps sessions per server: a folder naming another server reaches it with none", async () => {
+    const folder = hostileClone({ project: { ...JSON.parse(fs.readFileSync(path.join(repo, ".retasc.json"), "utf8")), url: standIn.url } });
+    const elsewhere = await retasc(ada, ["org", "create", "--name", "Elsewhere"], { cwd: folder });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain(`✗ UNAUTHORIZED: not signed in to ${standIn.url}`);
+    // Her session for her own server is untouched, and goes only there.
+    const own = await retasc(ada, ["org", "create", "--name", "Own"], { cwd: repo });
+    expect(own.code, own.stderr).toBe(0);
+  });
 });

@@ -99,6 +99,19 @@ describe("the device flow (finding 5)", () => {
     expect(who.user.email).toBe(alice.email);
   });
 
+  it("of two people approving one code at once, exactly one does, and the CLI is signed in as them", async () => {
+    const people = await Promise.all([person("alice"), person("mallory")]);
+    const code = await deviceCode();
+    const answers = await Promise.all(people.map(async (who) => text(await decide(who.cookie, code.user_code, "approve", address()))));
+    const approvers = people.filter((_, i) => answers[i]!.includes("Approved. The CLI is signed in as"));
+    expect(approvers, "one approval of a code, however many at once").toHaveLength(1);
+    expect(answers.filter((a) => a.includes("This code was already approved."))).toHaveLength(1);
+    const granted = await redeem(code);
+    expect(granted.status).toBe(200);
+    const who = (await (await fetch(`${app.url}/api/cli/whoami`, { headers: { authorization: `Bearer ${granted.body.access_token}` } })).json()) as { user: { email: string } };
+    expect(who.user.email).toBe(approvers[0]!.email);
+  });
+
   it("answers a visitor who is not signed in the same for a live code as for none", async () => {
     const code = await deviceCode();
     const from = address();
