@@ -6,8 +6,9 @@ import { readForm } from "../forms.server.ts";
 import { billingSummary, listLedger, setSpendCap } from "../../server/billing/index.ts";
 import { buyCredit, CREDIT_PACKS_USD } from "../../server/billing/purchases.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
-import { listMembers } from "../../server/orgs/members.ts";
+import { findPeople, peopleNamed } from "../../server/orgs/members.ts";
 import { Button, Card, ErrorNote, Field, Notice, Select } from "../components/ui.tsx";
+import { PersonSearch } from "../components/dash/person-search.tsx";
 
 export function meta() {
   return [{ title: "Billing · Retasc" }];
@@ -21,14 +22,32 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const params = new URL(request.url).searchParams;
   const filters = Object.fromEntries(FILTERS.flatMap((name) => (params.get(name) ? [[name, params.get(name)!]] : [])));
   const seesAll = membership.role !== "member";
-  const [summary, listed, people] = await Promise.all([
+  const q = params.get("q")?.trim() ?? "";
+  // The person menu offers one page of people matching `q` (the search finds anyone else), and the person filtered on wherever they sort.
+  const [summary, listed, found, named] = await Promise.all([
     billingSummary(ctx, {}),
     // Filters come from the URL: a bad one is said on the page, over an empty ledger.
     attempt(context.log, () => listLedger(ctx, { ...filters, cursor: params.get("cursor") ?? undefined })),
-    seesAll ? listMembers(ctx, {}).then(({ members }) => members.flatMap((m) => (m.kind === "human" ? [{ userId: m.userId, email: m.email }] : []))) : [],
+    seesAll ? findPeople(ctx, { q, includeSuspended: true }) : { people: [], nextCursor: undefined },
+    seesAll && filters.person ? peopleNamed(ctx, [filters.person], { includeSuspended: true }) : [],
   ]);
   const ledger = listed.ok ? listed.value : { entries: [], nextCursor: null };
-  return { summary, ledger, ledgerError: listed.error ?? null, people, packs: CREDIT_PACKS_USD, filters, paged: params.has("cursor"), role: membership.role, checkout: params.get("checkout") };
+  const person = filters.person ? { value: filters.person, label: named[0]?.email ?? `${filters.person} (not in this org)` } : null;
+  const people = [...(person ? [person] : []), ...found.people.flatMap((p) => (p.userId === named[0]?.userId ? [] : [{ value: p.userId, label: p.email }]))];
+  return {
+    summary,
+    ledger,
+    ledgerError: listed.error ?? null,
+    people,
+    peopleShown: found.people.length,
+    morePeople: found.nextCursor !== undefined,
+    q,
+    packs: CREDIT_PACKS_USD,
+    filters,
+    paged: params.has("cursor"),
+    role: membership.role,
+    checkout: params.get("checkout"),
+  };
 }
 
 export async function action({ request, context }: Route.ActionArgs) {
@@ -64,7 +83,7 @@ function usd(microCredits: number): string {
 }
 
 export default function Billing({ loaderData, actionData }: Route.ComponentProps) {
-  const { summary, ledger, ledgerError, people, packs, filters, paged, role, checkout } = loaderData;
+  const { summary, ledger, ledgerError, people, peopleShown, morePeople, q, packs, filters, paged, role, checkout } = loaderData;
   const seesAll = role !== "member";
   const notice = actionData && "done" in actionData ? actionData.done : null;
   const nextPage = ledger.nextCursor ? `?${new URLSearchParams({ ...filters, cursor: ledger.nextCursor })}` : null;
@@ -160,7 +179,10 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
           <h2 className="text-lg font-semibold">{seesAll ? "Ledger" : "Your usage"}</h2>
           <Form method="get" className="flex flex-wrap items-end gap-3" aria-label="Filter the ledger">
             {seesAll ? (
-              <Select label="Person" name="person" defaultValue={filters.person ?? ""} options={[{ value: "", label: "anyone" }, ...people.map((p) => ({ value: p.userId, label: p.email }))]} />
+              <>
+                <PersonSearch q={q} shown={peopleShown} more={morePeople} />
+                <Select label="Person" name="person" defaultValue={filters.person ?? ""} options={[{ value: "", label: "anyone" }, ...people]} />
+              </>
             ) : null}
             <Field label="Runtime" name="runtime" defaultValue={filters.runtime ?? ""} placeholder="claude-code" />
             <Field label="Tool" name="tool" defaultValue={filters.tool ?? ""} placeholder="next_issue" />

@@ -5,10 +5,11 @@ import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { listConnectors, revokeConnector, setConnectorReviewer } from "../../server/intake/connectors.ts";
 import { createConnector } from "../../server/intake/create.ts";
-import { listMembers } from "../../server/orgs/members.ts";
+import { findPeople, peopleNamed } from "../../server/orgs/members.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";
+import { PersonSearch, personLabel } from "../components/dash/person-search.tsx";
 import "../components/dash/dash.css";
 
 export function meta() {
@@ -17,9 +18,11 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
-  const [{ connectors }, { projects }, people] = await Promise.all([listConnectors(ctx, {}), listProjects(ctx, {}), listMembers(ctx, {})]);
-  const members = people.members.flatMap((m) => (m.kind === "human" && m.status === "active" ? [{ name: m.name, email: m.email }] : []));
-  return { connectors, projects, members, manages: membership.role !== "member" };
+  const q = new URL(request.url).searchParams.get("q")?.trim() ?? "";
+  // The reviewer menus offer one page of people matching `q` (the search finds anyone else), and each card's reviewer wherever they sort.
+  const [{ connectors }, { projects }, found] = await Promise.all([listConnectors(ctx, {}), listProjects(ctx, {}), findPeople(ctx, { q })]);
+  const reviewers = await peopleNamed(ctx, connectors.flatMap((c) => (c.reviewer ? [c.reviewer] : [])));
+  return { connectors, projects, members: found.people, more: found.nextCursor !== undefined, q, reviewers, manages: membership.role !== "member" };
 }
 
 /** Connect (owners and admins; the service checks the role), pick a reviewer, and revoke. The secret is in this one answer only. */
@@ -58,7 +61,7 @@ export async function action({ request, context }: Route.ActionArgs) {
 const providerLabel = { github: "GitHub", gitlab: "GitLab" } as const;
 
 export default function Connectors({ loaderData, actionData }: Route.ComponentProps) {
-  const { connectors, projects, members, manages } = loaderData;
+  const { connectors, projects, members, more, q, reviewers, manages } = loaderData;
   const created = actionData && "created" in actionData ? actionData.created : null;
   return (
     <div className="flex flex-col gap-8">
@@ -81,6 +84,12 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
           </ol>
         </section>
       ) : null}
+      {manages ? (
+        <Form method="get" className="flex flex-wrap items-end gap-3" aria-label="Find a reviewer">
+          <PersonSearch q={q} shown={members.length} more={more} />
+          <Button tone="secondary">Search</Button>
+        </Form>
+      ) : null}
       {connectors.length === 0 ? (
         <EmptyState title="No connectors yet.">Connect a repository below, or run <code>retasc connector add</code>.</EmptyState>
       ) : (
@@ -99,18 +108,20 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
                 {c.tokenOnFile ? "Closes source issues (token on file)." : "No write-back token."} {c.triageAll ? "Every issue goes straight to the queue." : "Outsiders' issues await triage."}
               </p>
               {c.pullRequests ? <p className="text-muted">{`Outsiders' ${c.provider === "github" ? "pull" : "merge"} requests go to ${c.reviewer} for review.`}</p> : null}
-              {manages && c.status !== "revoked" && c.reviewer !== null && members.length > 0 ? (
+              {manages && c.status !== "revoked" && c.reviewer !== null ? (
                 <Form method="post" className="mt-2 flex flex-wrap items-end gap-2" aria-label={`Reviewer for ${c.repo}`}>
                   <input type="hidden" name="connectorId" value={c.id} />
                   <label className="flex flex-col gap-1">
                     <span className="font-medium">Reviewer</span>
                     <select name="reviewer" defaultValue={c.reviewer} className="rounded border border-stone-300 bg-white px-2 py-1.5">
-                      {members.some((m) => m.email === c.reviewer) ? null : <option value={c.reviewer}>{`${c.reviewer} (no longer a member)`}</option>}
-                      {members.map((m) => (
-                        <option key={m.email} value={m.email}>
-                          {m.name && m.name !== m.email ? `${m.name} <${m.email}>` : m.email}
-                        </option>
-                      ))}
+                      <ReviewerOption reviewer={c.reviewer} active={reviewers.find((r) => r.email === c.reviewer)} />
+                      {members.flatMap((m) =>
+                        m.email === c.reviewer ? [] : [
+                          <option key={m.email} value={m.email}>
+                            {personLabel(m)}
+                          </option>,
+                        ],
+                      )}
                     </select>
                   </label>
                   <Button name="intent" value="reviewer">
@@ -152,7 +163,7 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
             <label className="flex items-center gap-2 text-sm">
               <input type="checkbox" name="pullRequests" /> Outsiders' pull/merge requests become review items
             </label>
-            <Select label="Reviewer" name="reviewer" options={[{ value: "", label: "(pick the member who reviews them)" }, ...members.map((m) => ({ value: m.email, label: m.name && m.name !== m.email ? `${m.name} <${m.email}>` : m.email }))]} />
+            <Select label="Reviewer" name="reviewer" options={[{ value: "", label: "(pick the member who reviews them)" }, ...members.map((m) => ({ value: m.email, label: personLabel(m) }))]} />
             <div>
               <Button name="intent" value="connect">
                 Connect
@@ -164,4 +175,9 @@ export default function Connectors({ loaderData, actionData }: Route.ComponentPr
       {!manages ? <p className="text-sm text-muted">Owners and admins connect and revoke repositories.</p> : null}
     </div>
   );
+}
+
+/** A card's reviewer, first in its menu whether or not the search shows them. */
+function ReviewerOption({ reviewer, active }: { reviewer: string; active: { name: string; email: string } | undefined }) {
+  return <option value={reviewer}>{active ? personLabel(active) : `${reviewer} (no longer a member)`}</option>;
 }

@@ -4,8 +4,8 @@ import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { membershipOf } from "./access.ts";
 import { authenticateAgentKey } from "./index.ts";
-import { peopleOf, refusal, type Person } from "./testing.ts";
-import { listMembers, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
+import { addPeople, peopleOf, refusal, type Person } from "./testing.ts";
+import { findPeople, listMembers, peopleNamed, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
 import { mintKey } from "./keys.ts";
 import { mintSessionKey } from "./session.ts";
 
@@ -54,6 +54,38 @@ describe("listMembers", () => {
     expect(await walk({ query: "BOB" }, 2)).toEqual((await listMembers(as.alice, { query: "bob" })).members.map((m) => m.memberId));
     expect(await walk({ query: "bob" }, 2)).toHaveLength(6);
     expect((await listMembers(as.alice, { query: "b%b" })).members).toEqual([]);
+  });
+});
+
+describe("findPeople", () => {
+  it("reaches every active person of an org past 200 by search and by page, and names the ones a picker holds", async () => {
+    const added = await addPeople(env.services.db, org.orgId, 250, "crowd");
+    const first = await findPeople(as.alice);
+    expect(first.people).toHaveLength(50);
+    expect(first.nextCursor).toBeDefined();
+    // The 250th, far past any first page, is one search away, and a page walk meets everyone once, by email.
+    const last = added[249]!;
+    expect((await findPeople(as.alice, { q: "CROWD-249" })).people).toEqual([last]);
+    expect((await findPeople(as.alice, { q: "crowd 249" })).people).toEqual([last]);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await findPeople(as.bob, { q: "crowd-", cursor, limit: 200 });
+      seen.push(...page.people.map((p) => p.email));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(added.map((p) => p.email));
+    // Suspended people only when asked (a ledger filter); a needle with LIKE's wildcards in it is text.
+    await suspendMember(as.alice, { memberId: memberIds.carol });
+    const carol = org.agents.carol.userId;
+    expect((await findPeople(as.alice, { q: "carol" })).people).toEqual([]);
+    expect((await findPeople(as.alice, { q: "carol", includeSuspended: true })).people.map((p) => p.userId)).toEqual([carol]);
+    expect((await findPeople(as.alice, { q: "crowd%" })).people).toEqual([]);
+    expect(await peopleNamed(as.alice, [last.email.toUpperCase(), added[0]!.userId, "nobody@example.com", carol])).toEqual(
+      expect.arrayContaining([last, added[0]]),
+    );
+    expect(await peopleNamed(as.alice, [carol])).toEqual([]);
+    expect(await peopleNamed(as.alice, [carol], { includeSuspended: true })).toHaveLength(1);
   });
 });
 

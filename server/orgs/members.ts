@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
 import { agentKeys, memberRoles, members, projects, user, type MemberRole } from "../../db/schema/index.ts";
@@ -150,6 +150,73 @@ export async function listMembers(ctx: Ctx, raw: z.input<typeof listMembersInput
   const page = window.slice(0, fitting(window.map((m) => JSON.stringify(m.view).length)));
   const last = page[page.length - 1];
   return { members: page.map((m) => m.view), ...(listed.length > page.length && last ? { nextCursor: encodeCursor(last.at) } : {}) };
+}
+
+export const findPeopleInput = z.object({
+  /** Part of a name or email, case-insensitive; empty for everyone. */
+  q: z.string().trim().max(200).optional(),
+  /** Suspended people too (a ledger filter reaches those who were here); active ones only without it. */
+  includeSuspended: z.boolean().optional(),
+  ...pageArgs,
+});
+
+/** Where a page of people ends: the last person's email and member id. */
+const personPosition = z.object({ e: z.string().max(400), i: z.string().max(100) });
+
+export interface PersonChoice {
+  userId: string;
+  name: string;
+  email: string;
+}
+
+/**
+ * The org's active people (suspended too with `includeSuspended`) matching `q` (in name or email), by email, a page at a time (at most
+ * `limit`, default 50): what a picker offers (a reviewer, a person to filter by), so a person in
+ * an org of any size is found by searching, never cut off after the first page.
+ */
+export async function findPeople(ctx: Ctx, raw: z.input<typeof findPeopleInput> = {}): Promise<{ people: PersonChoice[]; nextCursor?: string }> {
+  const input = findPeopleInput.parse(raw);
+  const limit = input.limit ?? 50;
+  const after = decodeCursor(input.cursor, personPosition);
+  await actorOf(ctx);
+  const rows = await ctx.db
+    .select({ memberId: members.id, userId: members.userId, name: user.name, email: user.email })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(
+      and(
+        eq(members.orgId, ctx.principal.orgId),
+        input.includeSuspended ? undefined : eq(members.status, "active"),
+        matching(input.q?.toLowerCase() || undefined, [sql`${user.name}`, sql`${user.email}`]),
+        after ? sql`(${user.email}, ${members.id}) > (${after.e}, ${after.i})` : undefined,
+      ),
+    )
+    .orderBy(asc(user.email), asc(members.id))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    people: page.map(({ userId, name, email }) => ({ userId, name, email })),
+    ...(rows.length > limit && last ? { nextCursor: encodeCursor({ e: last.email, i: last.memberId }) } : {}),
+  };
+}
+
+/** Which of `keys` (user ids or emails) name a person of the org (active, or any with `includeSuspended`): a picker's current choices, wherever they sort. */
+export async function peopleNamed(ctx: Ctx, keys: string[], options: { includeSuspended?: boolean } = {}): Promise<PersonChoice[]> {
+  const wanted = [...new Set(keys.map((k) => k.trim()).filter((k) => k !== ""))].slice(0, 200);
+  if (wanted.length === 0) return [];
+  await actorOf(ctx);
+  return ctx.db
+    .select({ userId: members.userId, name: user.name, email: user.email })
+    .from(members)
+    .innerJoin(user, eq(user.id, members.userId))
+    .where(
+      and(
+        eq(members.orgId, ctx.principal.orgId),
+        options.includeSuspended ? undefined : eq(members.status, "active"),
+        or(inArray(members.userId, wanted), inArray(user.email, wanted.map((k) => k.toLowerCase()))),
+      ),
+    );
 }
 
 async function personInOrg(tx: Db, orgId: string, memberId: string) {

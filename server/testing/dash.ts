@@ -44,13 +44,13 @@ export async function seedOwnedOrg<R extends string>(
  * inside a describe: it starts in beforeAll and stops in afterAll). `person` signs someone up
  * over HTTP and seeds an org they own with a codex agent connected over /mcp.
  */
-export function useDashApp() {
+export function useDashApp(env: Record<string, string> = {}) {
   let database: TestDatabase;
   let app: AppProcess;
   const masterKey = crypto.randomBytes(32);
   beforeAll(async () => {
     database = await createTestDatabase({ max: 2 });
-    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on" });
+    app = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on", ...env });
   });
   afterAll(async () => {
     await app?.stop();
@@ -60,11 +60,15 @@ export function useDashApp() {
     get url() {
       return app.url;
     },
+    /** The app's database, to set up what no door makes fast (hundreds of members). */
+    get db() {
+      return database.database.db;
+    },
     async person(tag: string, prefix: string) {
       const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
       const { cookie } = await signUpOverHttp(app.url, email);
       const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
-      return { cookie, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
+      return { cookie, orgId: org.orgId, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
     },
   };
 }
