@@ -27,7 +27,7 @@ const mutants = [
     phrase: "claim exclusivity (claim_issue)",
     kind: "stryker",
     file: "server/queue/claim.ts",
-    target: "findIssue(tx, ctx.principal.orgId, identifier, { forUpdate: true })",
+    target: "findIssue(tx, ctx.principal, identifier, { forUpdate: true })",
     focus: "true", // the row lock: Stryker's only mutant of this literal is `false`
     tests: ["server/queue/concurrency.test.ts"],
     names: "racing claim_issue",
