@@ -3,7 +3,7 @@ import type { Route } from "./+types/dash.settings.members";
 import { requireMember } from "../auth.server.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { attempt } from "../errors.server.ts";
-import { createInvite, emailInvite, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
+import { inviteAndMail, listInvites, revokeInvite } from "../../server/orgs/invites.ts";
 import { emailConfigured } from "../../server/outbound/email.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, setMemberScope, suspendMember } from "../../server/orgs/members.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
@@ -49,15 +49,17 @@ export async function action({ request, context }: Route.ActionArgs) {
   const result = await attempt(context.log, async () => {
     switch (intent) {
       case "invite": {
-        const invite = await createInvite(ctx, {
-          expiresDays: Number(form.get("expiresDays") ?? 7),
-          role: String(form.get("role") ?? "member") as "member" | "admin",
-          email: String(form.get("email") ?? ""),
-          projectIds: scope,
-        });
-        const link = `${publicBaseUrl(request, context.services.config)}/join/${invite.code}`;
-        const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }, { clientAddress: requestScope()?.address ?? null }) : null;
-        return { invite: { ...invite, link, mail } };
+        const invite = await inviteAndMail(
+          ctx,
+          {
+            expiresDays: Number(form.get("expiresDays") ?? 7),
+            role: String(form.get("role") ?? "member") as "member" | "admin",
+            email: String(form.get("email") ?? ""),
+            projectIds: scope,
+          },
+          { baseUrl: publicBaseUrl(request, context.services.config), clientAddress: requestScope()?.address ?? null },
+        );
+        return { invite };
       }
       case "revoke-invite":
         await revokeInvite(ctx, { inviteId: String(form.get("inviteId") ?? "") });

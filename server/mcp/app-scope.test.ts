@@ -132,6 +132,10 @@ async function walkEveryTool(agent: Client) {
     suspend_member: { memberId: "none" },
     reactivate_member: { memberId: "none" },
     retire_member: { memberId: "none" },
+    invite_member: { email: "x@example.com", projectIds: [hid.id], decided: true },
+    list_invites: {},
+    revoke_invite: { inviteId: "none" },
+    accept_invite: { inviteId: "none" },
   };
   // A tool added later must be placed in one of the lists, or this fails.
   const { tools } = await agent.listTools();

@@ -18,6 +18,7 @@ const designTools = [
   "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
   "save_attachment_file", "get_attachment_file",
   "list_members", "suspend_member", "reactivate_member", "retire_member", "claim_ghost", "list_connectors", "revoke_connector",
+  "invite_member", "list_invites", "revoke_invite", "accept_invite",
   "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
 ];
 
@@ -192,6 +193,7 @@ describe("tenant isolation", () => {
     const bobPerson = members.find((m: { kind: string; userId: string }) => m.kind === "human" && m.userId === victim.people.bob.userId);
     const bobAgent = members.find((m: { kind: string; userId: string }) => m.kind === "agent" && m.userId === victim.people.bob.userId);
     const mine = await callOk(intruder, "save_issue", newIssue("Intruder's own issue"));
+    const victimInvite = await callOk(owner, "invite_member", { email: `bob-${victim.orgId}@example.com`, decided: true });
 
     const issue = target.identifier as string;
     const addressed: Record<string, Record<string, unknown>> = {
@@ -221,6 +223,9 @@ describe("tenant isolation", () => {
       // No org here has imported anyone: claiming by email finds nothing of the intruder's own, and an id
       // is looked up in the caller's org only (a placeholder of another org: workers/linear-import.test.ts).
       claim_ghost: {},
+      invite_member: { projectIds: [victim.projectId], decided: true },
+      revoke_invite: { inviteId: victimInvite.inviteId },
+      accept_invite: { inviteId: victimInvite.inviteId },
     };
     // Tools that address nothing by id: their answers must simply not mention the other org.
     const unaddressed: Record<string, Record<string, unknown>> = {
@@ -237,6 +242,7 @@ describe("tenant isolation", () => {
       list_projects: {},
       usage_summary: {},
       billing_summary: {},
+      list_invites: {},
     };
     expect([...Object.keys(addressed), ...Object.keys(unaddressed)].sort()).toEqual(registeredTools.map((t) => t.name).sort());
 
@@ -244,7 +250,7 @@ describe("tenant isolation", () => {
       const error = await callError(intruder, name, args);
       expect(error.code, `${name}: ${error.message}`).toBe("NOT_FOUND");
     }
-    const foreignMarkers = [victim.orgId, victim.projectId, victim.connectorId, victim.people.bob.userId, issue, "Secret roadmap", "private note"];
+    const foreignMarkers = [victim.orgId, victim.projectId, victim.connectorId, victim.people.bob.userId, issue, "Secret roadmap", "private note", victimInvite.inviteId];
     for (const [name, args] of Object.entries(unaddressed)) {
       const result = await intruder.callTool({ name, arguments: args });
       expect(result.isError, `${name}: ${JSON.stringify(result.structuredContent)}`).toBeFalsy();

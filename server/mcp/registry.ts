@@ -1,14 +1,15 @@
 import { z } from "zod";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { attachmentOutput, checkpointOutput, claimedIssueOutput, claimOutput, issueOutput } from "./outputs.ts";
+import { attachmentOutput, checkpointOutput, claimedIssueOutput, claimOutput, issueOutput, issueSummaryOutput } from "./outputs.ts";
 import { priceNote } from "../usage/rate-card.ts";
 import { publishedHints, type ToolDefinition } from "./tool.ts";
 import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
 import { identityTools } from "./tools/identity.ts";
 import { graphTools, issueTools } from "./tools/issues.ts";
-import { queueTools, projectTools, usageTools } from "./tools/observability.ts";
+import { queueTools, projectTools, rateCardOutput, usageTools } from "./tools/observability.ts";
 import { connectorTools, memberTools } from "./tools/org.ts";
+import { teamTools } from "./tools/team.ts";
 import { workTools } from "./tools/work.ts";
 
 export const serverInfo = { name: "retasc", title: "Retasc", version: "1.0.0" };
@@ -32,6 +33,7 @@ export const tools: readonly ToolDefinition[] = [
   ...attachmentTools,
   ...memberTools,
   ...connectorTools,
+  ...teamTools,
   ...queueTools,
   ...projectTools,
   ...usageTools,
@@ -60,7 +62,9 @@ function jsonSchema(
  * nor a validator anything: the ±2^53-1 bounds zod puts on every integer, regexes a `format`
  * already names or that spell out an identifier's shape (the field's name and description say
  * it, and the zod schema still checks every call), `additionalProperties: {}` (open is the
- * default), a `type` beside a `const`, and `anyOf` of bare types (one `type` list says it).
+ * default), a `type` beside a `const` (in outputs, beside an enum whose values all have it), and
+ * `anyOf` of bare types (one `type` list says it); a nullable union is one `type` list beside
+ * the other member's keywords.
  * Output schemas also lose their descriptions (they are for validators, and docs/mcp-tools.md
  * carries them) and `required` (outputJsonSchema says why).
  */
@@ -74,6 +78,8 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
     if (key === "pattern" && typeof value === "string" && ("format" in node || value.length > maxPublishedPattern)) continue;
     if (key === "additionalProperties" && isEmptyObject(value)) continue;
     if (key === "type" && "const" in node) continue;
+    // An output's enum names every value, so a `type` its values all have adds nothing a validator checks.
+    if (key === "type" && direction === "output" && enumOfType(node, value)) continue;
     if ((key === "description" || key === "required") && direction === "output") continue;
     out[key] =
       key === "properties"
@@ -81,12 +87,13 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
         : compact(value, direction);
   }
   // `{ anyOf: [{ type: "object", ... }, { type: "null" }] }` says no more than `type: ["object", "null"]`
-  // beside the object's keywords, which apply to objects only.
+  // beside the object's keywords, which apply to objects only; so for arrays, strings and numbers
+  // with theirs. Not with an enum or a const, which would refuse the null.
   if (Array.isArray(out.anyOf) && out.anyOf.length === 2 && !("type" in out) && bareType(out.anyOf[1]) === "null") {
     const [first] = out.anyOf as Record<string, unknown>[];
-    if (first?.type === "object") {
+    if (typeof first?.type === "string" && !("enum" in first) && !("const" in first)) {
       delete out.anyOf;
-      Object.assign(out, first, { type: ["object", "null"] });
+      Object.assign(out, first, { type: [first.type, "null"] });
     }
   }
   // A member that is itself a bare `anyOf` (a nullable union) adds its branches to this one.
@@ -102,6 +109,9 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
   }
   return out;
 }
+const enumOfType = (node: object, type: unknown) =>
+  "enum" in node && Array.isArray(node.enum) && typeof type === "string" && node.enum.every((value) => jsonTypeOf(value) === type);
+const jsonTypeOf = (value: unknown) => (value === null ? "null" : Number.isInteger(value) ? "integer" : typeof value);
 const isEmptyObject = (value: unknown) => !!value && typeof value === "object" && Object.keys(value).length === 0;
 /** The type(s) of a schema that says nothing else, like `{ type: "null" }`. */
 const bareType = (schema: unknown) => {
@@ -125,7 +135,8 @@ export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
  * Shapes published in full by one tool only: the others that return them (save_issue, and each
  * claim, which nests the issue; claim_issue and next_batch, which return next_issue's claim;
  * the attachment tools, which return list_attachments' attachment; the checkpoint in a claim and
- * an issue) publish `{ type: "object" }` there. The issue's schema is otherwise the largest part of
+ * an issue; next_batch's peek, list_issues' summary; usage_summary's rate card, billing_summary's)
+ * publish `{ type: "object" }` there. The issue's schema is otherwise the largest part of
  * tools/list, six times over. The type checker still holds each handler to the full zod schema.
  */
 export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject, string>([
@@ -134,6 +145,8 @@ export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject
   [claimOutput, "next_issue"],
   [attachmentOutput, "list_attachments"],
   [checkpointOutput, "checkpoint"],
+  [issueSummaryOutput, "list_issues"],
+  [rateCardOutput, "billing_summary"],
 ]);
 
 /**
@@ -185,7 +198,7 @@ function shareRepeats(schema: Record<string, unknown>, minLength = minSharedLeng
   }
   return { ...schema, ...(Object.keys(definitions).length > 0 ? { definitions } : {}) } as NonNullable<Tool["outputSchema"]>;
 }
-const minSharedLength = 200;
+const minSharedLength = 150;
 /** Shorter input repeats pay too: `{"$ref":"#/definitions/d0"}` is about 10 tokens. */
 const minSharedInputLength = 60;
 
@@ -197,13 +210,17 @@ export function describedAs(tool: ToolDefinition, priced: boolean): string {
   return price ? `${tool.description} ${price}` : tool.description;
 }
 
-/** The tools/list answer, built once per process (for billing on, `priced`, and off): it never changes while the server runs. */
+/**
+ * The tools/list answer, built once per process (for billing on, `priced`, and off): it never
+ * changes while the server runs. Without titles: the spec makes them optional, for display, with
+ * the name shown instead, and a model reads nothing in them the name and description do not say;
+ * docs/mcp-tools.md prints them (decision 052).
+ */
 export function listedTools(priced = false): Tool[] {
   let answer = listed.get(priced);
   if (!answer) {
     answer = tools.map((tool) => ({
       name: tool.name,
-      title: tool.title,
       description: describedAs(tool, priced),
       inputSchema: inputJsonSchema(tool),
       outputSchema: outputJsonSchema(tool),

@@ -9,6 +9,7 @@ export const toolGroups = [
   "collaboration",
   "attachments",
   "org",
+  "team",
   "observability",
 ] as const;
 export type ToolGroup = (typeof toolGroups)[number];

@@ -31,8 +31,8 @@ export async function membershipOf(db: Db, orgId: string, userId: string): Promi
   return rows[0] ?? null;
 }
 
-/** A person acting through the Dash or the CLI (no agent key), within their project scope (null: all, as for an owner). */
-export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli", projectIds: string[] | null = null): Principal {
+/** A person acting through the Dash or the CLI (no agent key; over MCP only to accept an invite of theirs), within their project scope (null: all, as for an owner). */
+export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli" | "mcp", projectIds: string[] | null = null): Principal {
   return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, projectIds, claimCap: null };
 }
 

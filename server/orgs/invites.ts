@@ -1,6 +1,7 @@
-import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, isNull, or, sql } from "drizzle-orm";
 import { z } from "zod";
-import { invites, members, orgs, user } from "../../db/schema/index.ts";
+import type { Db } from "../../db/client.ts";
+import { invites, members, orgs, projects, user } from "../../db/schema/index.ts";
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
 import { admitMail } from "../outbound/mail-limit.ts";
 import { SendFailure } from "../outbound/failure.ts";
@@ -8,7 +9,6 @@ import { withPrincipal, type Ctx, type Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
-import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { emailSchema, newId } from "./index.ts";
 import { checkScope, projectIdsSchema } from "./scope.ts";
@@ -55,7 +55,7 @@ function stateOf(row: { acceptedAt: Date | null; revokedAt: Date | null; expires
   return "pending";
 }
 
-/** Mints an invite (owner or admin). Returns the code once. */
+/** Mints an invite (owner or admin). Returns the code once. Free, on every door: membership is never metered (decision 052). */
 export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInput> = {}) {
   const { expiresDays, role, email, projectIds } = createInviteInput.parse(raw);
   return transactionWithNotices(ctx.db, async (tx) => {
@@ -77,9 +77,19 @@ export async function createInvite(ctx: Ctx, raw: z.input<typeof createInviteInp
       expiresAt,
     });
     await recordOrgActivity(ctx, tx, "invite.created", { inviteId, role, bound: email !== undefined, projectIds: scope, expiresAt: expiresAt.toISOString() });
-    await chargeOrgAction(tx, ctx, "create_invite");
     return { inviteId, code, role, email: email ?? null, projectIds: scope, expiresAt: expiresAt.toISOString() };
   });
+}
+
+/**
+ * Mints an invite and, when it names an email, mails its link (emailInvite): what the Dash's
+ * invite form and the invite_member tool do. `baseUrl` is where people reach this server.
+ */
+export async function inviteAndMail(ctx: Ctx, raw: z.input<typeof createInviteInput>, door: { baseUrl: string; clientAddress: string | null }) {
+  const invite = await createInvite(ctx, raw);
+  const link = `${door.baseUrl}/join/${invite.code}`;
+  const mail = invite.email ? await emailInvite(ctx, { inviteId: invite.inviteId, link }, door) : null;
+  return { ...invite, link, mail };
 }
 
 export const listInvitesInput = z.object(pageArgs);
@@ -153,7 +163,7 @@ export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
     const now = ctx.clock.now();
     const rows = await tx.select().from(invites).where(and(eq(invites.orgId, ctx.principal.orgId), eq(invites.id, inviteId)));
     const invite = rows[0];
-    if (!invite) throw notFound(`invite ${inviteId}`, "List invites with `retasc members list`.");
+    if (!invite) throw notFound(`invite ${inviteId}`, "List invites with list_invites (or `retasc members list`).");
     const state = stateOf(invite, now);
     if (state === "revoked") return { inviteId, state, changed: false };
     if (state !== "pending") {
@@ -164,7 +174,6 @@ export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
       .set({ revokedAt: now, revokedBy: ctx.principal.userId })
       .where(and(eq(invites.id, inviteId), isNull(invites.acceptedAt), isNull(invites.revokedAt)));
     await recordOrgActivity(ctx, tx, "invite.revoked", { inviteId });
-    await chargeOrgAction(tx, ctx, "revoke_invite");
     return { inviteId, state: "revoked" as const, changed: true };
   });
 }
@@ -174,10 +183,9 @@ export async function revokeInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
  * consumed with one conditional UPDATE, so of any number of concurrent redemptions exactly
  * one succeeds. A used, revoked or expired code is refused with its reason.
  */
-export async function redeemInvite(services: Services, input: { userId: string; code: string; via?: "dash" | "cli" }) {
+export async function redeemInvite(services: Services, input: { userId: string; code: string; via?: Via }) {
   const code = inviteCodeSchema.parse(input.code);
   const codeHash = sha256(code);
-  const now = services.clock.now();
   return transactionWithNotices(services.db, async (tx) => {
     const found = await tx
       .select({ invite: invites, orgName: orgs.name })
@@ -186,39 +194,164 @@ export async function redeemInvite(services: Services, input: { userId: string; 
       .where(eq(invites.codeHash, codeHash));
     const row = found[0];
     if (!row) throw notFound("invite code", "Check the code, or ask an owner or admin for a new invite.");
-    const { invite, orgName } = row;
-    if (invite.email) await requireInvitee(tx, invite, input.userId);
-    const existing = await tx
-      .select({ id: members.id, status: members.status, role: members.role })
-      .from(members)
-      .where(and(eq(members.orgId, invite.orgId), eq(members.userId, input.userId)));
-    if (existing[0]?.status === "suspended") {
-      throw forbidden(`your membership of ${orgName} is suspended`, "Ask an owner or admin of the org to reactivate you.");
-    }
-    if (existing[0]) {
-      throw new DomainError("CONFLICT", `you are already a member of ${orgName}`, "Nothing to redeem; bind a folder with `retasc bind`.", {
-        orgId: invite.orgId,
-      });
-    }
-    const taken = await tx
-      .update(invites)
-      .set({ acceptedAt: now, acceptedBy: input.userId })
-      .where(
-        and(eq(invites.id, invite.id), isNull(invites.acceptedAt), isNull(invites.revokedAt), gt(invites.expiresAt, now)),
-      )
-      .returning({ id: invites.id });
-    if (taken.length === 0) {
-      // Re-read: a concurrent redemption may have spent it since the first read.
-      const current = (await tx.select().from(invites).where(eq(invites.id, invite.id)))[0]!;
-      throw refusal(stateOf(current, now), current);
-    }
-    const memberId = newId();
-    await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId: input.userId, role: invite.role, projectIds: invite.projectIds });
-    const ctx = withPrincipal(services, humanPrincipal(invite.orgId, input.userId, input.via ?? "cli", invite.projectIds));
-    await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
-    await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
-    return { orgId: invite.orgId, orgName, memberId, role: invite.role, projectIds: invite.projectIds };
+    return redeem(services, tx, row, input.userId, input.via ?? "cli");
   });
+}
+
+type Via = "dash" | "cli" | "mcp";
+
+/** The one redemption, by code or by id: the invitee check, the conditional spend, the membership. */
+async function redeem(services: Services, tx: Db, row: { invite: typeof invites.$inferSelect; orgName: string }, userId: string, via: Via) {
+  const now = services.clock.now();
+  const { invite, orgName } = row;
+  if (invite.email) await requireInvitee(tx, invite, userId);
+  const existing = await tx
+    .select({ id: members.id, status: members.status, role: members.role })
+    .from(members)
+    .where(and(eq(members.orgId, invite.orgId), eq(members.userId, userId)));
+  if (existing[0]?.status === "suspended") {
+    throw forbidden(`your membership of ${orgName} is suspended`, "Ask an owner or admin of the org to reactivate you.");
+  }
+  if (existing[0]) {
+    throw new DomainError("CONFLICT", `you are already a member of ${orgName}`, "Nothing to redeem; bind a folder with `retasc bind`.", {
+      orgId: invite.orgId,
+    });
+  }
+  const taken = await tx
+    .update(invites)
+    .set({ acceptedAt: now, acceptedBy: userId })
+    .where(and(eq(invites.id, invite.id), isNull(invites.acceptedAt), isNull(invites.revokedAt), gt(invites.expiresAt, now)))
+    .returning({ id: invites.id });
+  if (taken.length === 0) {
+    // Re-read: a concurrent redemption may have spent it since the first read.
+    const current = (await tx.select().from(invites).where(eq(invites.id, invite.id)))[0]!;
+    throw refusal(stateOf(current, now), current);
+  }
+  const memberId = newId();
+  await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId, role: invite.role, projectIds: invite.projectIds });
+  const ctx = withPrincipal(services, humanPrincipal(invite.orgId, userId, via, invite.projectIds));
+  await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
+  await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
+  return { orgId: invite.orgId, orgName, memberId, role: invite.role, projectIds: invite.projectIds };
+}
+
+/**
+ * The pending invites addressed to the caller's human that they may redeem: bound to their
+ * address and proven theirs as requireInvitee asks (verified, or mailed the link), to orgs they
+ * are not in yet. Names nothing of an invite whose address is not proven the person's.
+ */
+function pendingForUser(services: Pick<Services, "db" | "clock">, userId: string) {
+  const now = services.clock.now();
+  return services.db
+    .select({ invite: invites, orgName: orgs.name })
+    .from(invites)
+    .innerJoin(orgs, eq(orgs.id, invites.orgId))
+    .innerJoin(user, eq(user.id, userId))
+    .where(
+      and(
+        sql`${invites.email} = lower(${user.email})`,
+        or(eq(user.emailVerified, true), isNotNull(invites.emailedAt)),
+        isNull(invites.acceptedAt),
+        isNull(invites.revokedAt),
+        gt(invites.expiresAt, now),
+        sql`not exists (select 1 from ${members} m where m.org_id = ${invites.orgId} and m.user_id = ${userId})`,
+      ),
+    )
+    .orderBy(desc(invites.createdAt), desc(invites.id))
+    .limit(20);
+}
+
+/** What whoami lists: the caller's human's pending invites (for accept_invite). */
+export async function pendingInvites(ctx: Ctx) {
+  if (!ctx.principal.userId) return [];
+  const rows = await pendingForUser(ctx, ctx.principal.userId);
+  return rows.map(({ invite, orgName }) => ({ inviteId: invite.id, orgName, role: invite.role, expiresAt: invite.expiresAt.toISOString() }));
+}
+
+/**
+ * Accepts one of the caller's human's own pending invites (whoami lists them) on their behalf:
+ * they join that org, as if they had opened the link. An invite for anyone else, or open (no
+ * address: its code is the credential, and an agent holds none), is NOT_FOUND.
+ */
+export async function acceptInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>) {
+  const { inviteId } = inviteIdInput.parse(raw);
+  const userId = ctx.principal.userId;
+  const hint = "Your human's pending invites are listed by whoami (pendingInvites).";
+  if (!userId) throw notFound(`invite ${inviteId}`, hint);
+  return transactionWithNotices(ctx.db, async (tx) => {
+    const [row] = await tx
+      .select({ invite: invites, orgName: orgs.name })
+      .from(invites)
+      .innerJoin(orgs, eq(orgs.id, invites.orgId))
+      .innerJoin(user, eq(user.id, userId))
+      .where(and(eq(invites.id, inviteId), sql`${invites.email} = lower(${user.email})`));
+    if (!row) throw notFound(`invite ${inviteId}`, hint);
+    return redeem(ctx, tx, row, userId, "mcp");
+  });
+}
+
+/**
+ * What invite_member asks before it invites (owner or admin): whose address, as what role (admin
+ * only when the caller is an owner, who alone invites one), and for a member which projects. The
+ * agent puts these to its human and calls again with the answers and decided:true.
+ */
+export async function inviteQuestions(ctx: Ctx) {
+  const actor = await actorOf(ctx);
+  requireRole(actor, ["owner", "admin"], "inviting people");
+  const [org] = await ctx.db.select({ name: orgs.name }).from(orgs).where(eq(orgs.id, ctx.principal.orgId));
+  const orgProjects = await ctx.db
+    .select({ id: projects.id, prefix: projects.prefix, name: projects.name })
+    .from(projects)
+    .where(eq(projects.orgId, ctx.principal.orgId))
+    .orderBy(asc(projects.prefix))
+    .limit(maxProjectOptions + 1);
+  const resume = (arg: string) => ({ tool: "invite_member", arg });
+  const context = `Inviting a person to ${org!.name}. Ask your human; call invite_member again with their answers and decided:true.`;
+  const questions: AskHuman[] = [
+    {
+      question: "Who is the invite for? Their email address; only the person signed in with it can join.",
+      context,
+      input: "text",
+      hint: "Leave it empty for an open invite: a link anyone holding it can use once.",
+      resume: resume("email"),
+    },
+  ];
+  if (actor.role === "owner") {
+    questions.push({
+      question: "Join as?",
+      options: [
+        { value: "member", label: "Member", detail: "works on issues; manages their own keys" },
+        { value: "admin", label: "Admin", detail: "also invites, suspends members, manages keys, connectors and projects" },
+      ],
+      resume: resume("role"),
+    });
+  }
+  if (orgProjects.length > 1) {
+    questions.push({
+      question: "Which projects may a member see? (Admins see every project.)",
+      options: [
+        { value: allProjects, label: "Every project", detail: "now and later" },
+        ...orgProjects.slice(0, maxProjectOptions).map((p) => ({ value: p.id, label: `${p.prefix}: ${p.name}` })),
+      ],
+      multiple: true,
+      hint: `${allProjects}: leave projectIds out.${orgProjects.length > maxProjectOptions ? " More projects: their ids are in list_projects." : ""}`,
+      resume: resume("projectIds"),
+    });
+  }
+  return questions;
+}
+const allProjects = "__all__";
+const maxProjectOptions = 20;
+
+/** A question an agent puts to its human as it stands, then answers by calling `resume.tool` with `resume.arg` set. */
+export interface AskHuman {
+  question: string;
+  context?: string;
+  options?: { value: string; label: string; detail?: string }[];
+  multiple?: boolean;
+  input?: "text";
+  hint?: string;
+  resume: { tool: string; arg: string };
 }
 
 /**

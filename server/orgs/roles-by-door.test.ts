@@ -351,6 +351,7 @@ const rows: Row[] = [
     doors: {
       Dash: (a) => dash(a, "/dash/settings/members", { intent: "invite", role: "member" }),
       CLI: (a) => cli(a, "members", { action: "invite", role: "member" }),
+      ...agentDoors((client) => mcp(client, "invite_member", { role: "member", decided: true })),
     },
   },
   {
@@ -359,6 +360,7 @@ const rows: Row[] = [
     doors: {
       Dash: (a) => dash(a, "/dash/settings/members", { intent: "invite", role: "admin" }),
       CLI: (a) => cli(a, "members", { action: "invite", role: "admin" }),
+      ...agentDoors((client) => mcp(client, "invite_member", { role: "admin", decided: true })),
     },
   },
   {
@@ -368,7 +370,19 @@ const rows: Row[] = [
     doors: {
       Dash: (a) => dash(a, "/dash/settings/members", { intent: "invite", role: "owner" }),
       CLI: (a) => cli(a, "members", { action: "invite", role: "owner" }),
+      ...agentDoors((client) => mcp(client, "invite_member", { role: "owner", decided: true })),
     },
+  },
+  {
+    // Asking is the first half of inviting: a member is refused before any question.
+    action: "ask whom to invite",
+    allowed: managers,
+    doors: agentDoors((client) => mcp(client, "invite_member", {})),
+  },
+  {
+    action: "list the org's invites",
+    allowed: managers,
+    doors: agentDoors((client) => mcp(client, "list_invites", {})),
   },
   {
     // Only members are scoped; all projects (null) leaves the rows below as they were.
@@ -385,6 +399,7 @@ const rows: Row[] = [
     doors: {
       Dash: async (a) => dash(a, "/dash/settings/members", { intent: "revoke-invite", inviteId: await freshInvite() }),
       CLI: async (a) => cli(a, "members", { action: "revoke-invite", inviteId: await freshInvite() }),
+      ...agentDoors(async (client) => mcp(client, "revoke_invite", { inviteId: await freshInvite() })),
     },
   },
   ...targets.flatMap((target): Row[] => [
@@ -542,6 +557,8 @@ const rows: Row[] = [
  */
 const openTools = new Set([
   "whoami",
+  // Only the caller's own human's invite to another org: no role in this one decides it.
+  "accept_invite",
   "next_issue",
   "next_batch",
   "claim_issue",
@@ -574,7 +591,7 @@ const openTools = new Set([
   "usage_summary",
 ]);
 /** The tools the rows walk (save_issue also, for its triage argument). */
-const walkedTools = new Set(["billing_summary", "retire_member", "suspend_member", "reactivate_member", "revoke_connector", "mint_session_key", "save_issue"]);
+const walkedTools = new Set(["invite_member", "list_invites", "revoke_invite", "billing_summary", "retire_member", "suspend_member", "reactivate_member", "revoke_connector", "mint_session_key", "save_issue"]);
 
 const doors: Door[] = ["Dash", "CLI", "MCP (agent key)", "MCP (session key)"];
 

@@ -5,6 +5,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { recordOrgActivity } from "./access.ts";
 import { mintAgentKey } from "./index.ts";
+import { pendingInvites } from "./invites.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 
 /** The calling agent's identity: the human it acts for, the org, the key's project and runtime. */
@@ -57,6 +58,8 @@ export async function whoami(ctx: Ctx) {
         }
       : null,
     leaseTtlSeconds: ctx.config.LEASE_TTL_SECONDS,
+    // Invites of other orgs addressed to this human (accept_invite takes one, when they say yes).
+    pendingInvites: await pendingInvites(ctx),
   };
 }
 export type WhoamiView = Awaited<ReturnType<typeof whoami>>;

@@ -27,9 +27,11 @@ export function rateCardView() {
  * The tier each metered tool is charged at, the one table of them: the services charge by it
  * (server/usage/meter.ts `meter`), and tools/list states the price from it. save_issue has two:
  * creating or a body edit is work, any other edit bookkeeping; a call pays its highest tier
- * once. Tools not listed are reads: free. Dash and CLI doors charge the tool their service
- * implements; the Dash's and CLI's own actions (force_release, and the key, invite, role and
- * setup-code actions after it) are named here as if they were tools, so the ledger says what was done.
+ * once. Tools not listed are free: reads, and invites on every door (invite_member,
+ * list_invites, revoke_invite, accept_invite: joining is never metered, decision 052). Dash and
+ * CLI doors charge the tool their service implements; the Dash's and CLI's own actions
+ * (force_release, and the key, role and setup-code actions after it) are named here as if they
+ * were tools, so the ledger says what was done.
  */
 export const toolTiers = {
   next_issue: ["dispatch"],
@@ -56,8 +58,6 @@ export const toolTiers = {
   set_connector_reviewer: ["plumbing"],
   set_member_role: ["plumbing"],
   set_member_scope: ["plumbing"],
-  create_invite: ["plumbing"],
-  revoke_invite: ["plumbing"],
   mint_key: ["plumbing"],
   revoke_key: ["plumbing"],
   rotate_key: ["plumbing"],
@@ -84,7 +84,6 @@ export const windDownTools: ReadonlySet<MeteredTool> = new Set<MeteredTool>([
   "retire_member",
   "force_release",
   "revoke_key",
-  "revoke_invite",
 ]);
 
 /** Which calls of a tool are free though the tool is metered (what tools/list says beside the price). */

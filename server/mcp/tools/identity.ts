@@ -19,6 +19,9 @@ const whoamiOutput = z.object({
     })
     .nullable(),
   leaseTtlSeconds: z.number().int().describe("how long a claim lives without a heartbeat or checkpoint"),
+  pendingInvites: z
+    .array(z.object({ inviteId: z.string(), orgName: z.string(), role: z.enum(memberRoles), expiresAt: z.string() }))
+    .describe("other orgs' invites to your human: accept_invite, once they say yes"),
 });
 
 export const identityTools = [
@@ -28,7 +31,7 @@ export const identityTools = [
     group: "identity",
     description:
       "Call first in every session: who you act as (your human and their role), the org, your key's project, " +
-      "runtime label, claim cap and lease length.",
+      "runtime label, claim cap, lease length and your human's pending invites.",
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,

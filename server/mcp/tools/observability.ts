@@ -23,7 +23,7 @@ const countsByStatus = z.object({
   done: z.number().int(),
   canceled: z.number().int(),
 });
-const rateCardOutput = z.object({
+export const rateCardOutput = z.object({
   unit: z.literal("micro-credit"),
   microCreditsPerUsd: z.number().int(),
   tiers: z.array(z.object({ tier: z.enum(meterTiers), microCredits: z.number().int() })),

@@ -1,0 +1,168 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { user } from "../../db/schema/index.ts";
+import { createProject, ensureUser } from "../orgs/index.ts";
+import { redeemInvite } from "../orgs/invites.ts";
+import { useTestServices } from "../testing/database.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { billingOnConfig, ledgerOf, setBalance } from "../usage/testing.ts";
+import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "./testing.ts";
+
+/**
+ * The team tools from an agent's side, over /mcp with the SDK client (in process): invite_member
+ * asks before it invites, list_invites and revoke_invite are the owners' and admins', and
+ * accept_invite answers only the caller's own human's invite, which whoami lists. Each refusal
+ * is followed by what its hint says, which then succeeds. Billing is on and the org has no
+ * credit: none of these is metered.
+ */
+const env = useTestServices({ config: billingOnConfig() });
+const clients: Client[] = [];
+let org: SeededOrg;
+let other: SeededOrg;
+let alice: Client;
+let bob: Client;
+let outsider: Client;
+let secondProject: { id: string; prefix: string };
+
+const connect = async (key: string) => {
+  const client = await connectClient(`${inProcessOrigin}/mcp`, key, { fetch: inProcessFetch(env.services) });
+  clients.push(client);
+  return client;
+};
+
+beforeAll(async () => {
+  org = await seedOrg(env.services, { name: "Acme" });
+  other = await seedOrg(env.services, { name: "Globex" });
+  secondProject = await createProject(env.services.db, { orgId: org.orgId, name: "Web", prefix: `W${org.projectId.slice(0, 4).replace(/[^A-Za-z0-9]/g, "x")}`.toUpperCase() });
+  await setBalance(env.services.db, org.orgId, 0);
+  await setBalance(env.services.db, other.orgId, 0);
+  alice = await connect(org.agents.alice.key);
+  bob = await connect(org.agents.bob.key);
+  outsider = await connect(other.agents.alice.key);
+});
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+});
+
+const emailOf = async (userId: string) => (await env.services.db.select({ email: user.email }).from(user).where(eq(user.id, userId)))[0]!.email;
+
+describe("invite_member", () => {
+  test("a member is refused and told who may; the owner is asked the questions first, then invites with the answers", async () => {
+    const refused = await callError(bob, "invite_member");
+    expect(refused).toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("owner or admin"), hint: "Ask an owner or admin of the org." });
+
+    const asked = await callOk(alice, "invite_member");
+    expect(asked.invited).toBe(false);
+    expect(asked.askHuman.map((q: { resume: { arg: string } }) => q.resume.arg)).toEqual(["email", "role", "projectIds"]);
+    for (const question of asked.askHuman) expect(question.resume.tool).toBe("invite_member");
+    expect(asked.askHuman[0]).toMatchObject({ input: "text", context: expect.stringContaining("Acme") });
+    expect(asked.askHuman[1].options.map((o: { value: string }) => o.value)).toEqual(["member", "admin"]);
+    const projects = asked.askHuman[2];
+    expect(projects.multiple).toBe(true);
+    expect(projects.options.map((o: { value: string }) => o.value)).toEqual(expect.arrayContaining(["__all__", org.projectId, secondProject.id]));
+    expect(projects.options.map((o: { value: string }) => o.value)).not.toContain(other.projectId);
+    // Nothing was made by asking.
+    expect((await callOk(alice, "list_invites")).invites).toEqual([]);
+
+    const email = "dana@example.com";
+    const invited = await callOk(alice, "invite_member", { email: "Dana@Example.com", role: "member", projectIds: [secondProject.id], decided: true });
+    expect(invited).toMatchObject({ invited: true, email, role: "member", projectIds: [secondProject.id], emailed: false });
+    expect(invited.link).toMatch(/\/join\/rtscinv_[A-Za-z0-9_-]+$/);
+    // No SMTP here: the human is told to send the link, and why it was not mailed.
+    expect(invited.tellHuman).toContain(invited.link);
+    expect(invited.tellHuman).toMatch(/not mailed: email is not configured/);
+
+    // The link works for that person: they join scoped to the project chosen.
+    const dana = await ensureUser(env.services.db, email, "Dana");
+    expect(await redeemInvite(env.services, { userId: dana, code: invited.link })).toMatchObject({ orgId: org.orgId, role: "member", projectIds: [secondProject.id] });
+    // Free: the org has no credit, and nothing was charged.
+    expect((await ledgerOf(env.services.db, org.orgId)).filter((row) => row.tool.includes("invite"))).toEqual([]);
+  });
+
+  test("a project of another org reads as unknown, and a scope on an admin is refused; following the hints succeeds", async () => {
+    const unknown = await callError(alice, "invite_member", { projectIds: [other.projectId], decided: true });
+    expect(unknown).toMatchObject({ code: "NOT_FOUND", hint: expect.stringContaining("projects") });
+    expect(JSON.stringify(unknown)).not.toContain("Globex");
+    expect(await callOk(alice, "invite_member", { projectIds: [org.projectId], decided: true })).toMatchObject({ invited: true, email: null, projectIds: [org.projectId] });
+
+    const scopedAdmin = await callError(alice, "invite_member", { role: "admin", projectIds: [org.projectId], decided: true });
+    expect(scopedAdmin).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("cannot be scoped"), hint: expect.stringContaining("null for an admin") });
+    const admin = await callOk(alice, "invite_member", { role: "admin", decided: true });
+    expect(admin).toMatchObject({ invited: true, role: "admin", projectIds: null });
+    expect(admin.tellHuman).toContain(admin.link);
+  });
+});
+
+describe("list_invites and revoke_invite", () => {
+  test("a member is refused; the owner pages through the org's invites only", async () => {
+    expect((await callError(bob, "list_invites")).code).toBe("FORBIDDEN");
+    const made = await callOk(outsider, "invite_member", { decided: true });
+    const first = await callOk(alice, "list_invites", { limit: 1 });
+    expect(first.invites).toHaveLength(1);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const rest = await callOk(alice, "list_invites", { cursor: first.nextCursor });
+    const all = [...first.invites, ...rest.invites];
+    expect(all.length).toBeGreaterThanOrEqual(3);
+    expect(all.map((i: { inviteId: string }) => i.inviteId)).not.toContain(made.inviteId);
+    expect(all.find((i: { email: string | null }) => i.email === "dana@example.com")).toMatchObject({ state: "accepted", role: "member" });
+  });
+
+  test("another org's invite is not found; following the hint to list_invites finds one to revoke, once", async () => {
+    const theirs = await callOk(outsider, "invite_member", { decided: true });
+    const refused = await callError(alice, "revoke_invite", { inviteId: theirs.inviteId });
+    expect(refused).toMatchObject({ code: "NOT_FOUND", hint: expect.stringContaining("list_invites") });
+    expect((await callError(bob, "revoke_invite", { inviteId: theirs.inviteId })).code).toBe("FORBIDDEN");
+
+    const pending = (await callOk(alice, "list_invites")).invites.find((i: { state: string }) => i.state === "pending");
+    expect(await callOk(alice, "revoke_invite", { inviteId: pending.inviteId })).toEqual({ inviteId: pending.inviteId, state: "revoked", changed: true });
+    expect(await callOk(alice, "revoke_invite", { inviteId: pending.inviteId })).toEqual({ inviteId: pending.inviteId, state: "revoked", changed: false });
+    // Theirs stands.
+    expect((await callOk(outsider, "list_invites")).invites.find((i: { inviteId: string }) => i.inviteId === theirs.inviteId).state).toBe("pending");
+  });
+});
+
+describe("accept_invite and whoami's pending invites", () => {
+  test("only the caller's human's own invite: others are not found; whoami lists theirs, and accepting it joins them", async () => {
+    const bobEmail = await emailOf(org.agents.bob.userId);
+    const carolEmail = await emailOf(org.agents.carol.userId);
+    const forBob = await callOk(outsider, "invite_member", { email: bobEmail, decided: true });
+    const forCarol = await callOk(outsider, "invite_member", { email: carolEmail, decided: true });
+    const open = await callOk(outsider, "invite_member", { decided: true });
+
+    // Someone else's invite, and an open one (its code is the credential), read as unknown.
+    for (const inviteId of [forCarol.inviteId, open.inviteId, "no-such-invite"]) {
+      const refused = await callError(bob, "accept_invite", { inviteId });
+      expect(refused).toMatchObject({ code: "NOT_FOUND", hint: expect.stringContaining("whoami") });
+      expect(JSON.stringify(refused)).not.toContain("Globex");
+    }
+    const before = await callOk(bob, "whoami");
+    expect(before.pendingInvites).toEqual([{ inviteId: forBob.inviteId, orgName: "Globex", role: "member", expiresAt: forBob.expiresAt }]);
+    expect((await callOk(alice, "whoami")).pendingInvites).toEqual([]);
+
+    const joined = await callOk(bob, "accept_invite", { inviteId: before.pendingInvites[0].inviteId });
+    expect(joined).toMatchObject({ orgId: other.orgId, orgName: "Globex", role: "member", projectIds: null });
+    expect((await callOk(bob, "whoami")).pendingInvites).toEqual([]);
+    // The key stays in its org; the membership is in the other.
+    expect((await callOk(bob, "whoami")).org.id).toBe(org.orgId);
+    const members = (await callOk(outsider, "list_members")).members;
+    expect(members.some((m: { kind: string; email?: string }) => m.kind === "human" && m.email === bobEmail)).toBe(true);
+    const again = await callError(bob, "accept_invite", { inviteId: forBob.inviteId });
+    expect(again.code).toBe("CONFLICT");
+  });
+
+  test("an address nothing proves is the human's: the invite is not listed, and accepting it says why", async () => {
+    const carolEmail = await emailOf(org.agents.carol.userId);
+    const invite = await callOk(outsider, "invite_member", { email: carolEmail, role: "member", decided: true });
+    const carol = await connect(org.agents.carol.key);
+    await env.services.db.update(user).set({ emailVerified: false }).where(eq(user.id, org.agents.carol.userId));
+    try {
+      expect((await callOk(carol, "whoami")).pendingInvites).toEqual([]);
+      const refused = await callError(carol, "accept_invite", { inviteId: invite.inviteId });
+      expect(refused).toMatchObject({ code: "FORBIDDEN", details: { reason: "email_unverified" } });
+    } finally {
+      await env.services.db.update(user).set({ emailVerified: true }).where(eq(user.id, org.agents.carol.userId));
+    }
+    expect((await callOk(carol, "whoami")).pendingInvites.map((p: { inviteId: string }) => p.inviteId)).toContain(invite.inviteId);
+  });
+});
