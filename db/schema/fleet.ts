@@ -1,20 +1,23 @@
-import { integer, jsonb, pgTable, primaryKey, timestamp } from "drizzle-orm/pg-core";
-import { orgIdColumn } from "./orgs.ts";
+import { integer, jsonb, pgTable, text, timestamp, unique } from "drizzle-orm/pg-core";
+import { orgIdColumn, projects } from "./orgs.ts";
 
 /**
  * The Fleet page's hourly facts that the activity log does not hold (decision 027): the queue's
  * depth by status, sampled by the `sweep.fleet-sample` sweep (the last sample of the hour wins),
  * and the fenced writes refused as stale (STALE_CLAIM, counted at the MCP door; a refused write
- * rolls back, so it leaves no activity row). One row per org and clock hour; kept eight days.
+ * rolls back, so it leaves no activity row). One row per project and clock hour, so a member
+ * scoped to some projects (decision 042) is shown theirs; kept eight days.
  */
 export const fleetHours = pgTable(
   "fleet_hours",
   {
     orgId: orgIdColumn(),
+    /** Null: org-wide (samples taken before they were per project, a refusal naming no issue); only unscoped viewers count it. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
     hour: timestamp("hour", { withTimezone: true }).notNull(),
     staleRefused: integer("stale_refused").notNull().default(0),
     /** Open issues at the hour's last sample: ready, blocked, doing, review. Null: not sampled that hour. */
     depth: jsonb("depth").$type<Record<string, number>>(),
   },
-  (t) => [primaryKey({ columns: [t.orgId, t.hour] })],
+  (t) => [unique("fleet_hours_org_hour_project_uq").on(t.orgId, t.hour, t.projectId).nullsNotDistinct()],
 );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { activityWords } from "./activity-text.ts";
 
-const names = { attachments: new Map([["att-1", "trace.txt"]]) };
+const names = { attachments: new Map([["att-1", "trace.txt"]]), issues: null };
 const say = (kind: string, detail: Record<string, unknown>, runtime: string | null = "codex") => activityWords({ kind, runtime, detail }, names);
 
 describe("the activity log in words", () => {
@@ -35,6 +35,14 @@ describe("the activity log in words", () => {
       "lease of cursor expired at 10:00 UTC, fence 2, the issue is available again",
     );
     expect(say("relation_added", { source: "WEB-1", target: "WEB-2", type: "blocks" }).text).toBe("WEB-1 blocks WEB-2");
+    // A viewer scoped to some projects (decision 042) is told an issue outside them exists, never which.
+    const scoped = { ...names, issues: new Set(["WEB-1"]) };
+    expect(activityWords({ kind: "relation_added", runtime: null, detail: { source: "WEB-1", target: "OPS-2", type: "blocks" } }, scoped).text).toBe(
+      "WEB-1 blocks an issue outside your projects",
+    );
+    expect(activityWords({ kind: "created", runtime: null, detail: { work: true, blockedBy: ["OPS-2", "WEB-1"] } }, scoped).text).toBe(
+      "created as work, blocked by an issue outside your projects, WEB-1",
+    );
     expect(say("updated", { fields: ["title", "priority"], priority: 1 }).text).toBe("changed title, priority set to urgent");
     expect(say("created", { work: true, priority: 0, blockedBy: [] }).text).toBe("created as work by codex, priority none, depends on nothing");
     expect(say("status_changed", { from: "doing", to: "canceled", reason: "duplicate" }).text).toBe("doing → canceled: duplicate");

@@ -16,9 +16,19 @@ export interface ActivityFacts {
   detail: Record<string, unknown>;
 }
 
-/** Names the log can give things it only holds ids of (attachments, by id). */
+/** Names the log can give things it only holds ids of (attachments, by id), and the other issues the viewer may see named. */
 export interface ActivityNames {
   attachments: Map<string, string>;
+  /** Identifiers of the issues an entry mentions that lie within the viewer's projects; null: every one (decision 042). */
+  issues: Set<string> | null;
+}
+
+/** The other issues an entry names: the blockers it was created with, the ends of a relation. */
+export function mentionedIssues(entry: Pick<ActivityFacts, "kind" | "detail">): string[] {
+  const d = entry.detail;
+  if (entry.kind === "created") return list(d.blockedBy);
+  if (entry.kind === "relation_added" || entry.kind === "relation_removed") return [d.source, d.target].flatMap((v) => (typeof v === "string" ? [v] : []));
+  return [];
 }
 
 const clock = (iso: unknown) => (typeof iso === "string" && iso.length >= 16 ? `${iso.slice(11, 16)} UTC` : null);
@@ -35,13 +45,14 @@ const relationWords: Record<string, string> = { blocks: "blocks", related: "is r
 
 export function activityWords(entry: ActivityFacts, names: ActivityNames): ActivityWords {
   const d = entry.detail;
+  const issue = (v: unknown) => (v === undefined || v === null ? "?" : names.issues === null || names.issues.has(String(v)) ? String(v) : "an issue outside your projects");
   const by = entry.runtime ? `by ${entry.runtime}` : null;
   switch (entry.kind) {
     case "created": {
       const blockers = list(d.blockedBy);
       const kind = d.work === false ? "a container" : "work";
       const priority = d.priority !== undefined ? `priority ${priorityName(Number(d.priority))}` : null;
-      return { label: "created", text: join(`created as ${kind} ${by ?? ""}`.trim(), priority, blockers.length ? `blocked by ${blockers.join(", ")}` : "depends on nothing") };
+      return { label: "created", text: join(`created as ${kind} ${by ?? ""}`.trim(), priority, blockers.length ? `blocked by ${blockers.map(issue).join(", ")}` : "depends on nothing") };
     }
     case "claimed":
       return {
@@ -93,7 +104,7 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
       return { label: "attachment obsolete", text: `marked ${names.attachments.get(String(d.attachmentId)) ?? "an attachment"} obsolete` };
     case "relation_added":
     case "relation_removed": {
-      const relation = `${String(d.source ?? "?")} ${relationWords[String(d.type)] ?? String(d.type ?? "")} ${String(d.target ?? "?")}`;
+      const relation = `${issue(d.source)} ${relationWords[String(d.type)] ?? String(d.type ?? "")} ${issue(d.target)}`;
       return { label: entry.kind === "relation_added" ? "relation added" : "relation removed", text: relation };
     }
     // Outsiders' text and a person's triage (docs/decisions/038): what was held, why, and what a person let in.

@@ -10,37 +10,39 @@ import { isOpen } from "../../db/schema/dispatch.ts";
 const KEEP = sql`interval '8 days'`;
 
 /**
- * Every org's open issues by status into the current hour's row (a later sample in the same hour
- * overwrites it), orgs with nothing open included as zeros; rows older than eight days go.
- * One grouped scan of the open issues (issues_org_status_idx); measured in decision 027.
+ * Every project's open issues by status into the current hour's row (a later sample in the same
+ * hour overwrites it), projects with nothing open included as zeros; rows older than eight days
+ * go. Per project, so a member scoped to some (decision 042) is shown the sum of theirs. One
+ * grouped scan of the open issues; measured in decision 027.
  */
 export async function sampleQueueDepth(services: Services): Promise<Record<string, number>> {
   const hour = new Date(Math.floor(services.clock.now().getTime() / 3_600_000) * 3_600_000).toISOString();
-  const [row] = await query<{ orgs: number; pruned: number }>(
+  const [row] = await query<{ projects: number; pruned: number }>(
     services.db,
     sql`with sampled as (
-          insert into fleet_hours (org_id, hour, depth)
-          select o.id, ${hour}::timestamptz, jsonb_build_object(
+          insert into fleet_hours (org_id, project_id, hour, depth)
+          select p.org_id, p.id, ${hour}::timestamptz, jsonb_build_object(
                    'ready', count(*) filter (where i.status = 'todo' and i.open_blocker_count = 0),
                    'blocked', count(*) filter (where i.status = 'blocked' or (i.status = 'todo' and i.open_blocker_count > 0)),
                    'doing', count(*) filter (where i.status = 'doing'),
                    'review', count(*) filter (where i.status = 'review'))
-          from orgs o left join issues i on i.org_id = o.id and ${isOpen(sql`i.status`)}
-          group by o.id
-          on conflict (org_id, hour) do update set depth = excluded.depth
+          from projects p left join issues i on i.project_id = p.id and ${isOpen(sql`i.status`)}
+          group by p.org_id, p.id
+          on conflict (org_id, hour, project_id) do update set depth = excluded.depth
           returning 1
         ), pruned as (delete from fleet_hours where hour < ${hour}::timestamptz - ${KEEP} returning 1)
-        select (select count(*)::int from sampled) as orgs, (select count(*)::int from pruned) as pruned`,
+        select (select count(*)::int from sampled) as projects, (select count(*)::int from pruned) as pruned`,
   );
-  return { orgs: Number(row?.orgs ?? 0), pruned: Number(row?.pruned ?? 0) };
+  return { projects: Number(row?.projects ?? 0), pruned: Number(row?.pruned ?? 0) };
 }
 
-/** One more stale write refused in this org this hour. */
-export async function recordStaleRefusal(db: Db, orgId: string, now: Date): Promise<void> {
+/** One more stale write refused this hour, counted in the project of the issue it named (org-wide when it named none). */
+export async function recordStaleRefusal(db: Db, orgId: string, identifier: string | null, now: Date): Promise<void> {
   const hour = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000).toISOString();
   await query(
     db,
-    sql`insert into fleet_hours (org_id, hour, stale_refused) values (${orgId}, ${hour}::timestamptz, 1)
-        on conflict (org_id, hour) do update set stale_refused = fleet_hours.stale_refused + 1`,
+    sql`insert into fleet_hours (org_id, project_id, hour, stale_refused)
+        values (${orgId}, (select project_id from issues where org_id = ${orgId} and identifier = ${identifier}), ${hour}::timestamptz, 1)
+        on conflict (org_id, hour, project_id) do update set stale_refused = fleet_hours.stale_refused + 1`,
   );
 }

@@ -7,6 +7,9 @@ import { claimIssue, reclaimSweep } from "../queue/index.ts";
 import { inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
+import { createProject } from "../orgs/index.ts";
+import { members } from "../../db/schema/index.ts";
+import { and, eq } from "drizzle-orm";
 import { sampleQueueDepth } from "./charts-record.ts";
 import { fleetCharts } from "./charts.ts";
 
@@ -83,5 +86,35 @@ describe("fleet charts", () => {
     const other = await seedOrg(env.services, { prefix: "OTH" });
     const otherDash = (await humanCtx(env.services, { orgId: other.orgId, userId: other.agents.alice.userId, runtime: "dash" })).ctx;
     expect((await fleetCharts(otherDash, clock.now(), "week")).totals).toEqual({ finished: 0, medianClaimToDoneMs: null, reclaimed: 0, staleRefused: 0 });
+  });
+
+  it("counts a scoped member's projects only, in the hourly samples as in the rest (decision 042)", async () => {
+    const org = await seedOrg(env.services, { prefix: "SCP" });
+    const ops = await createProject(env.services.db, { orgId: org.orgId, name: "Ops", prefix: "OPX" });
+    await env.services.db
+      .update(members)
+      .set({ projectIds: [org.projectId] })
+      .where(and(eq(members.orgId, org.orgId), eq(members.userId, org.agents.carol.userId)));
+    const alice = org.agents.alice.ctx;
+    const bob = org.agents.bob.ctx;
+    at("2026-08-01T08:10:00Z");
+    await create(alice, "seen");
+    for (const title of ["ops a", "ops b", "ops c"]) await saveIssue(alice, { title, work: true, noDependency: "standalone", project: ops.prefix });
+    // A stale write in each project: a lapsed claim, reclaimed, then a finish under its old token.
+    const lapsed = [await claimIssue(bob, { identifier: "SCP-1" }), await claimIssue(bob, { identifier: "OPX-1" })];
+    at("2026-08-01T09:05:00Z");
+    await reclaimSweep(env.services);
+    for (const claim of lapsed) {
+      const refused = await mcpSave(org.agents.bob.key, { identifier: claim.identifier, claimToken: claim.claimToken, status: "done" });
+      expect(refused.structuredContent.error?.code).toBe("STALE_CLAIM");
+    }
+    await sampleQueueDepth(env.services);
+
+    const dashOf = async (who: "alice" | "carol") =>
+      (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx;
+    const all = (await fleetCharts(await dashOf("alice"), clock.now(), "day")).buckets[23];
+    expect(all).toMatchObject({ reclaimed: 2, staleRefused: 2, depth: { ready: 2, blocked: 0, doing: 2, review: 0 } });
+    const scoped = (await fleetCharts(await dashOf("carol"), clock.now(), "day")).buckets[23];
+    expect(scoped).toMatchObject({ reclaimed: 1, staleRefused: 1, depth: { ready: 0, blocked: 0, doing: 1, review: 0 } });
   });
 });

@@ -10,7 +10,9 @@ import { inScope } from "../orgs/scope.ts";
  * - finished issues and the median first-claim-to-done time of each bucket's finishes, from the
  *   leases a finish ended (done, or a handoff to review; leases_org_finished_idx);
  * - reclaims of lapsed leases, from the activity log (activity_org_reclaimed_idx);
- * - stale writes refused and the queue depth by status, from fleet_hours (charts-record.ts).
+ * - stale writes refused and the queue depth by status, from fleet_hours (charts-record.ts), one
+ *   row per project and hour: the bucket's refusals and its last sample, summed over the projects.
+ * A scoped member (decision 042) counts only their projects' rows in each.
  */
 const HOUR_MS = 3_600_000;
 
@@ -41,8 +43,12 @@ export async function fleetCharts(ctx: Ctx, now: Date, range: ChartRange) {
   const end = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS + HOUR_MS;
   const since = new Date(end - n * size).toISOString();
   const orgId = ctx.principal.orgId;
-  // A scoped member's charts count their projects' work (the hourly stale/depth samples are org-wide).
+  // A scoped member's charts count their projects' work; org-wide sample rows (no project) only an unscoped viewer's.
   const within = inScope(ctx.principal, sql`i.project_id`);
+  const depthSums = sql.join(
+    DEPTH_STATUSES.map((s) => sql`${s}::text, coalesce(sum((h.depth->>${s})::int) filter (where h.hour = l.hour), 0)`),
+    sql`, `,
+  );
   const endAt = sql`${new Date(end).toISOString()}::timestamptz`;
   // Bucket index of a time: 0 the oldest, n - 1 the current.
   const bucketOf = (column: ReturnType<typeof sql>) =>
@@ -60,11 +66,16 @@ export async function fleetCharts(ctx: Ctx, now: Date, range: ChartRange) {
           from activity a where a.org_id = ${orgId} and a.kind = 'reclaimed' and a.created_at >= ${since}::timestamptz
             and ${inScope(ctx.principal, sql`(select ai.project_id from issues ai where ai.id = a.issue_id)`)}
           group by 1
+        ), sampled as (
+          select ${bucketOf(sql`hour`)} as bucket, hour, stale_refused, depth
+          from fleet_hours where org_id = ${orgId} and hour >= ${since}::timestamptz and ${inScope(ctx.principal, sql`project_id`)}
+        ), last_sample as (
+          select bucket, max(hour) as hour from sampled where depth is not null group by bucket
         ), hours as (
-          select distinct on (bucket) bucket, (sum(stale_refused) over (partition by bucket))::int as stale, depth
-          from (select ${bucketOf(sql`hour`)} as bucket, hour, stale_refused, depth
-                from fleet_hours where org_id = ${orgId} and hour >= ${since}::timestamptz) h
-          order by bucket, (depth is null), hour desc
+          select h.bucket, sum(h.stale_refused)::int as stale,
+                 case when l.hour is null then null else jsonb_build_object(${depthSums}) end as depth
+          from sampled h left join last_sample l using (bucket)
+          group by h.bucket, l.hour
         )
         select b.bucket, coalesce(f.finished, 0) as finished, f.median_ms, coalesce(r.reclaimed, 0) as reclaimed,
                coalesce(h.stale, 0) as stale, h.depth

@@ -2,13 +2,13 @@ import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
 import { z } from "zod";
 import { activity, agentKeys, checkpoints, user } from "../../db/schema/index.ts";
 import { activityDetail } from "../activity/index.ts";
-import { activityWords } from "./activity-text.ts";
+import { activityWords, mentionedIssues } from "./activity-text.ts";
 import type { Ctx } from "../context.ts";
 import { listAttachments } from "../issues/attachments.ts";
 import { isInlineImage } from "../issues/attachments-sniff.ts";
 import { listComments } from "../issues/comments.ts";
 import { getIssueInput } from "../issues/schemas.ts";
-import { findIssue } from "../issues/store.ts";
+import { findIssue, identifiersInReach } from "../issues/store.ts";
 import { issueView } from "../issues/views.ts";
 import { markdown } from "../markdown/index.ts";
 import { decodeCursor, encodeCursor } from "../paging.ts";
@@ -41,7 +41,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
   const cipher = await ctx.keyring.forOrg(db, orgId);
 
   const [view, thread, attached, checkpointRows, activityRows, graph, reasons, people, resumed] = await Promise.all([
-    issueView(db, cipher, row, now),
+    issueView(db, ctx.principal, cipher, row, now),
     // A page renders each comment twice (its HTML, and the data the page hydrates from): a quarter of an agent's budget.
     listComments(ctx, { issue: row.identifier, cursor: page.comments }, COMMENT_PAGE_BYTES),
     listAttachments(ctx, { issue: row.identifier }),
@@ -72,7 +72,7 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
       .orderBy(desc(activity.id))
       .limit(ACTIVITY_PAGE + 1),
     neighbourhood(db, cipher, ctx.principal, row),
-    rankReasons(db, [row]),
+    rankReasons(db, ctx.principal, [row]),
     activeMembers(ctx),
     resumedIssueIds(db, orgId, [row], now),
   ]);
@@ -91,7 +91,11 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
     [view.body, ...thread.comments.map((c) => (c.retracted ? null : c.body))].map((source) => markdown.render(source)),
   );
 
-  const attachmentNames = { attachments: new Map(attached.attachments.map((a) => [a.id, a.title ?? a.url ?? "an attachment"])) };
+  const entries = activityRows.slice(0, ACTIVITY_PAGE).map((a) => ({ ...a, detail: activityDetail(cipher, a) }));
+  const names = {
+    attachments: new Map(attached.attachments.map((a) => [a.id, a.title ?? a.url ?? "an attachment"])),
+    issues: await identifiersInReach(db, ctx.principal, entries.flatMap(mentionedIssues)),
+  };
   return {
     now: now.toISOString(),
     issue: view,
@@ -116,14 +120,14 @@ export async function issueDetail(ctx: Ctx, raw: z.input<typeof getIssueInput>, 
     comments: thread.comments.map((c, i) => ({ ...c, bodyHtml: commentsHtml[i]!, author: c.authorId ? (authors.get(c.authorId) ?? null) : null })),
     /** Where the next page of comments starts, and whether this is a later page than the first. */
     commentPages: { next: thread.nextCursor ?? null, later: page.comments !== undefined },
-    activity: activityRows.slice(0, ACTIVITY_PAGE).map((a) => ({
+    activity: entries.map((a) => ({
       id: a.id,
       kind: a.kind,
       at: a.createdAt.toISOString(),
       runtime: a.runtime,
       who: a.email ?? (a.actorId ? a.actorId : "system"),
       keyPrefix: a.keyPrefix,
-      ...activityWords({ kind: a.kind, runtime: a.runtime, detail: activityDetail(cipher, a) }, attachmentNames),
+      ...activityWords(a, names),
     })),
     /** Where the next (older) page of activity starts, and whether this is a later page than the first. */
     activityPages: {

@@ -185,7 +185,7 @@ export async function queuePage(ctx: Ctx, raw: z.input<typeof queuePageInput>) {
 
   const cipher = await ctx.keyring.forOrg(db, orgId);
   const [reasons, resumed] = await Promise.all([
-    rankReasons(db, rows.map((r) => r.issue)),
+    rankReasons(db, ctx.principal, rows.map((r) => r.issue)),
     resumedIssueIds(db, orgId, rows.map((r) => r.issue), now),
   ]);
   const counts = { backlog: Number(tallies[0]?.backlog ?? 0), active: Number(tallies[0]?.active ?? 0) };

@@ -4,6 +4,7 @@ import type { SlaState } from "../../db/schema/index.ts";
 import { levelOfPriority } from "../issues/levels.ts";
 import { idList } from "../issues/ranking.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
+import { reaches, type Reach } from "../orgs/scope.ts";
 
 /**
  * Why an issue sits where it does in the queue: its own priority, raised by its own
@@ -17,10 +18,10 @@ export interface RankReason {
   effectiveLevel: number;
   /** Set when the issue's own deadline lifted its level above its priority. */
   raisedByDeadline: SlaState | null;
-  /** The gated issue whose urgency this one carries, when effective > own. */
-  inheritedFrom: { identifier: string; raisedByDeadline: SlaState | null } | null;
-  /** The gated issue whose deadline this one carries, when it is earlier than its own. */
-  deadlineFrom: { identifier: string; dueAt: string } | null;
+  /** The gated issue whose urgency this one carries, when effective > own; identifier null: one outside the viewer's projects. */
+  inheritedFrom: { identifier: string | null; raisedByDeadline: SlaState | null } | null;
+  /** The gated issue whose deadline this one carries, when it is earlier than its own; identifier null as above. */
+  deadlineFrom: { identifier: string | null; dueAt: string } | null;
 }
 
 export interface RankedRow {
@@ -36,6 +37,7 @@ export interface RankedRow {
 interface OriginRow {
   origin: string;
   identifier: string;
+  project_id: string;
   number: number;
   own_level: number;
   priority: number;
@@ -51,7 +53,8 @@ const deadlineRaise = (priority: number, ownLevel: number, sla: SlaState): SlaSt
 const inheritsDeadline = (row: RankedRow) =>
   row.effectiveDueAt !== null && (row.dueAt === null || row.effectiveDueAt.getTime() < row.dueAt.getTime());
 
-export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string, RankReason>> {
+/** `reach`: the viewer's projects; an origin outside them is told as such, never named (decision 042). */
+export async function rankReasons(db: Db, reach: Pick<Reach, "projectIds">, rows: RankedRow[]): Promise<Map<string, RankReason>> {
   const reasons = new Map<string, RankReason>();
   for (const row of rows) {
     reasons.set(row.id, {
@@ -71,11 +74,11 @@ export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string
   // the rows just reached, never a hash of the org's whole edge table.
   const origins = await query<OriginRow>(
     db,
-    sql`with recursive down(origin, id, level, due, identifier, number, own_level, priority, sla_state, due_at) as (
-          select i.id, i.id, i.effective_level, i.effective_due_at, i.identifier, i.number, i.own_level, i.priority, i.sla_state, i.due_at
+    sql`with recursive down(origin, id, level, due, identifier, project_id, number, own_level, priority, sla_state, due_at) as (
+          select i.id, i.id, i.effective_level, i.effective_due_at, i.identifier, i.project_id, i.number, i.own_level, i.priority, i.sla_state, i.due_at
           from issues i where i.id in (${idList(lifted.map((r) => r.id))})
           union
-          select d.origin, t.id, d.level, d.due, t.identifier, t.number, t.own_level, t.priority, t.sla_state, t.due_at from down d
+          select d.origin, t.id, d.level, d.due, t.identifier, t.project_id, t.number, t.own_level, t.priority, t.sla_state, t.due_at from down d
             cross join lateral (
               select t.* from relations r join issues t on t.id = r.target_id
               where r.source_id = d.id and r.type = 'blocks' and ${isOpen(sql`t.status`)}
@@ -83,7 +86,7 @@ export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string
               offset 0
             ) t
         )
-        select origin, identifier, number, own_level, priority, sla_state, due_at,
+        select origin, identifier, project_id, number, own_level, priority, sla_state, due_at,
                (own_level = level) as level_match,
                (due_at is not null and due_at = due) as due_match
         from down
@@ -92,16 +95,18 @@ export async function rankReasons(db: Db, rows: RankedRow[]): Promise<Map<string
   );
   for (const row of lifted) {
     const reason = reasons.get(row.id)!;
-    const candidates = origins.filter((o) => o.origin === row.id);
+    // Origins the viewer sees first; one outside their projects is only said to exist.
+    const candidates = origins.filter((o) => o.origin === row.id).sort((a, b) => Number(!reaches(reach, a.project_id)) - Number(!reaches(reach, b.project_id)));
     const level = row.effectiveLevel > row.ownLevel ? candidates.find((o) => o.level_match) : undefined;
     if (level) {
+      const seen = reaches(reach, level.project_id);
       reason.inheritedFrom = {
-        identifier: level.identifier,
-        raisedByDeadline: deadlineRaise(Number(level.priority), Number(level.own_level), level.sla_state),
+        identifier: seen ? level.identifier : null,
+        raisedByDeadline: seen ? deadlineRaise(Number(level.priority), Number(level.own_level), level.sla_state) : null,
       };
     }
     const due = inheritsDeadline(row) ? candidates.find((o) => o.due_match) : undefined;
-    if (due) reason.deadlineFrom = { identifier: due.identifier, dueAt: new Date(due.due_at!).toISOString() };
+    if (due) reason.deadlineFrom = { identifier: reaches(reach, due.project_id) ? due.identifier : null, dueAt: new Date(due.due_at!).toISOString() };
   }
   return reasons;
 }

@@ -95,6 +95,6 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
     });
     await ctx.events.publish(tx, { orgId, kind: "issue.created", issueId: id, identifier });
     const created = await findIssue(tx, ctx.principal, identifier);
-    return issueView(tx, cipher, created, now);
+    return issueView(tx, ctx.principal, cipher, created, now);
   });
 }

@@ -61,5 +61,6 @@ export async function finishHeld(ctx: Ctx, identifier: string, claimToken: strin
   });
   if (result.outcome === "fallback") return null;
   sendNotices(ctx.db, result.notices);
-  return renderIssueView(cipher, issueRowFrom(result.issue), viewReadsFrom(result.reads), now);
+  const row = issueRowFrom(result.issue);
+  return renderIssueView(cipher, row, viewReadsFrom(result.reads, row.id, principal), now);
 }

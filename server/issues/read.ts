@@ -14,7 +14,7 @@ export async function getIssue(ctx: Ctx, raw: z.input<typeof getIssueInput>) {
   const { identifier } = getIssueInput.parse(raw);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   const row = await findIssue(ctx.db, ctx.principal, identifier);
-  return issueView(ctx.db, cipher, row, ctx.clock.now());
+  return issueView(ctx.db, ctx.principal, cipher, row, ctx.clock.now());
 }
 
 export async function listIssues(ctx: Ctx, raw: z.input<typeof listIssuesInput> = {}) {

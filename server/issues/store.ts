@@ -8,7 +8,7 @@ import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { endOfDayIn } from "./levels.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
-import { projectReach, reachable, type Reach } from "../orgs/scope.ts";
+import { projectReach, reachable, reaches, type Reach } from "../orgs/scope.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
@@ -219,9 +219,10 @@ export async function latestCheckpoint(tx: Db, issueId: string) {
   return rows[0] ?? null;
 }
 
-export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identifier: string; status: string; verification: string | null }[]> {
-  return tx
-    .select({ identifier: issues.identifier, status: issues.status, verification: issues.verification })
+/** An issue's open blockers that `reach` sees, and how many others hold it back from outside the caller's projects (decision 042). */
+export async function openBlockersOf(tx: Db, reach: Pick<Reach, "projectIds">, issueId: string) {
+  const rows = await tx
+    .select({ identifier: issues.identifier, status: issues.status, verification: issues.verification, projectId: issues.projectId })
     .from(relations)
     .innerJoin(issues, eq(issues.id, relations.sourceId))
     .where(
@@ -232,6 +233,17 @@ export async function openBlockersOf(tx: Db, issueId: string): Promise<{ identif
       ),
     )
     .orderBy(issues.identifier);
+  const seen = rows.filter((r) => reaches(reach, r.projectId)).map(({ projectId: _, ...blocker }) => blocker);
+  return { blockers: seen, outside: rows.length - seen.length };
+}
+
+/** Which of these identifiers name issues `reach` sees; null: every one (an unscoped principal, decision 042). */
+export async function identifiersInReach(db: Db, reach: Reach, identifiers: string[]): Promise<Set<string> | null> {
+  if (reach.projectIds === null) return null;
+  const wanted = [...new Set(identifiers)];
+  if (wanted.length === 0) return new Set();
+  const rows = await db.select({ identifier: issues.identifier }).from(issues).where(and(reachable(reach, issues), inArray(issues.identifier, wanted)));
+  return new Set(rows.map((r) => r.identifier));
 }
 
 /** Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one. */

@@ -61,7 +61,7 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     }
     if (isFinishRetry(scope, row, input)) {
       if (await finishedByCaller(scope, row, input.claimToken)) {
-        return { ...(await issueView(scope.tx, scope.cipher, row, scope.now)), alreadyFinished: true as const };
+        return { ...(await issueView(scope.tx, scope.ctx.principal, scope.cipher, row, scope.now)), alreadyFinished: true as const };
       }
       // An agent repeating a finish that was not its lease's is told who finished it, never a bare ok it would take for its own.
       if (!input.claimToken && scope.ctx.principal.kind === "agent") throw await finishedByAnother(scope, row);
@@ -262,7 +262,7 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
     }),
     () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: to }),
     () => findIssue(tx, ctx.principal, row.identifier),
-    () => issueViewReads(tx, row.id, now),
+    () => issueViewReads(tx, ctx.principal, row.id, now),
   );
   const [updated, reads] = results.slice(-2) as [IssueRow, ViewReads];
   return renderIssueView(cipher, updated, reads, now);

@@ -5,6 +5,7 @@ import { user, type checkpoints, type relations } from "../../db/schema/index.ts
 import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
+import { reaches, type Reach } from "../orgs/scope.ts";
 
 /** What reads return: plain JSON with ISO dates, content decrypted. */
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -105,27 +106,35 @@ export async function summarize(db: Db, cipher: OrgCipher, rows: IssueRow[], now
 }
 export type IssueSummary = Awaited<ReturnType<typeof summarize>>[number];
 
-type RelationRef = Pick<typeof relations.$inferSelect, "type" | "sourceId" | "targetId"> & Pick<IssueRow, "identifier" | "status">;
+type RelationRef = Pick<typeof relations.$inferSelect, "type" | "sourceId" | "targetId"> & Pick<IssueRow, "identifier" | "status" | "projectId">;
+/** A parent or child: its identifier and project. */
+type IssueRef = Pick<IssueRow, "identifier" | "projectId">;
 
-/** What retasc_view_reads returns (db/migrations/0006_dispatch_functions.sql): JSON carries timestamps as strings. */
+/** What retasc_view_reads returns (db/migrations/0035_project_scope_relations_and_samples.sql): JSON carries timestamps as strings. */
 export interface ViewReadsJson {
   rels: RelationRef[];
   labels: string[];
-  children: string[];
-  parent: string | null;
+  children: IssueRef[];
+  parent: IssueRef | null;
   checkpoint: (Omit<CheckpointRow, "createdAt"> & { createdAt: string }) | null;
   lease: { userId: string; runtime: string; keyId: string | null; fence: number; expiresAt: string; holder: PersonRef | null } | null;
   people: PersonRef[];
 }
 
-/** The view's reads with Dates, from their JSON. */
-export function viewReadsFrom(reads: ViewReadsJson) {
+/**
+ * The view's reads with Dates, from their JSON, as `reach` sees them (decision 042): a related
+ * issue, parent or child outside the caller's projects is left out, as if it did not exist. Only
+ * the number of open blockers so left out stays, since they still hold the issue back.
+ */
+export function viewReadsFrom(reads: ViewReadsJson, issueId: string, reach: Pick<Reach, "projectIds">) {
   const { checkpoint, lease } = reads;
+  const seen = (ref: IssueRef) => reaches(reach, ref.projectId);
   return {
-    rels: reads.rels,
+    rels: reads.rels.filter(seen),
+    outsideOpenBlockers: reads.rels.filter((r) => !seen(r) && r.type === "blocks" && r.targetId === issueId && !isTerminal(r.status)).length,
     labels: reads.labels,
-    children: reads.children,
-    parent: reads.parent,
+    children: reads.children.filter(seen).map((c) => c.identifier),
+    parent: reads.parent && seen(reads.parent) ? reads.parent.identifier : null,
     checkpoint: checkpoint && { ...checkpoint, createdAt: new Date(checkpoint.createdAt) },
     lease: lease && { ...lease, expiresAt: new Date(lease.expiresAt) },
     who: new Map(reads.people.map((p) => [p.userId, p])),
@@ -133,19 +142,22 @@ export function viewReadsFrom(reads: ViewReadsJson) {
 }
 export type ViewReads = ReturnType<typeof viewReadsFrom>;
 
+/** What a view says of open blockers outside the caller's projects, which it does not name; null when none. */
+export const outsideBlockersText = (n: number) => (n > 0 ? `waits on ${n} open issue${n === 1 ? "" : "s"} outside your projects` : null);
+
 /**
  * Every read of an issue view (relations, labels, children, parent, latest checkpoint, live
  * lease, people) in one statement: a claim or a finish replies with the view, and one
  * statement instead of seven is much of their cost.
  */
-export async function issueViewReads(db: Db, issueId: string, now: Date): Promise<ViewReads> {
+export async function issueViewReads(db: Db, reach: Pick<Reach, "projectIds">, issueId: string, now: Date): Promise<ViewReads> {
   const [row] = await query<{ reads: ViewReadsJson }>(db, sql`select retasc_view_reads(${issueId}, ${now.toISOString()}::timestamptz) as reads`);
-  return viewReadsFrom(row!.reads);
+  return viewReadsFrom(row!.reads, issueId, reach);
 }
 
 /** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
-export async function issueView(db: Db, cipher: OrgCipher, row: IssueRow, now: Date) {
-  return renderIssueView(cipher, row, await issueViewReads(db, row.id, now), now);
+export async function issueView(db: Db, reach: Pick<Reach, "projectIds">, cipher: OrgCipher, row: IssueRow, now: Date) {
+  return renderIssueView(cipher, row, await issueViewReads(db, reach, row.id, now), now);
 }
 
 /** Builds the view from the row and what `issueViewReads` returned for it. */
@@ -158,6 +170,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
   const statusNote = statusNoteOf(row, lease !== null);
   const verification = verificationNow(row, now);
   const evidence = evidenceOf(row);
+  const blockedOutsideScope = outsideBlockersText(reads.outsideOpenBlockers);
   return {
     identifier: row.identifier,
     title,
@@ -180,6 +193,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
     blockedBy: blockedBy.map((r) => ({ identifier: r.identifier, status: r.status })),
     blocks: blocks.map((r) => ({ identifier: r.identifier, status: r.status })),
     openBlockers: blockedBy.filter((r) => !isTerminal(r.status)).map((r) => r.identifier),
+    ...(blockedOutsideScope !== null ? { blockedOutsideScope } : {}),
     related: rels.filter((r) => r.type === "related").map((r) => r.identifier),
     duplicates: rels.filter((r) => r.type === "duplicate").map((r) => r.identifier),
     lease: lease

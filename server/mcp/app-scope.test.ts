@@ -231,6 +231,70 @@ describe("a member scoped to one project", () => {
     await scope([see.id]);
   });
 
+  test("an issue of theirs related to the other project's issues shows none of them, on every door, and still waits on its hidden blocker", async () => {
+    const hid = (title: string, extra: Record<string, unknown> = {}) => callOk(ownerAgent, "save_issue", work(title, { project: "HID", ...extra }));
+    const epic = await callOk(ownerAgent, "save_issue", { title: "Hidden epic", project: "HID", work: false, noDependency: "a container" });
+    const blocker = await hid("Hidden blocker");
+    const gated = await hid("Hidden gated", { priority: 1 });
+    const relatedTo = await hid("Hidden related");
+    const duplicate = await hid("Hidden duplicate");
+    // Made by the unscoped owner across the two projects.
+    const linked = (await callOk(ownerAgent, "save_issue", work("Linked work", { project: "SEE", priority: 4, parent: epic.identifier }))).identifier;
+    const container = (await callOk(ownerAgent, "save_issue", { title: "Linked epic", project: "SEE", work: false, noDependency: "a container" })).identifier;
+    await hid("Hidden child", { parent: container });
+    const waiting = (await callOk(ownerAgent, "save_issue", { title: "Waiting work", work: true, project: "SEE", blockedBy: [blocker.identifier] })).identifier;
+    await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: relatedTo.identifier, type: "related" });
+    await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: duplicate.identifier, type: "duplicate" });
+    await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: gated.identifier, type: "blocks" });
+    const marks = ["HID-", "Hidden "];
+    const shows = (where: string, reply: unknown) => {
+      const text = typeof reply === "string" ? reply : JSON.stringify(reply);
+      for (const mark of marks) {
+        const at = text.indexOf(mark);
+        expect(at === -1 ? null : text.slice(Math.max(0, at - 120), at + 60), `${where} shows ${mark}`).toBeNull();
+      }
+    };
+    // The owner sees every relation.
+    expect(await callOk(ownerAgent, "get_issue", { identifier: linked })).toMatchObject({
+      parent: epic.identifier,
+      related: [relatedTo.identifier],
+      duplicates: [duplicate.identifier],
+      blocks: [{ identifier: gated.identifier }],
+    });
+
+    const linkedView = await callOk(miaAgent, "get_issue", { identifier: linked });
+    shows("get_issue", linkedView);
+    expect(linkedView).toMatchObject({ parent: null, related: [], duplicates: [], blocks: [], blockedBy: [], openBlockers: [] });
+    const containerView = await callOk(miaAgent, "get_issue", { identifier: container });
+    shows("get_issue of the container", containerView);
+    expect(containerView.children).toEqual([]);
+    const waitingView = await callOk(miaAgent, "get_issue", { identifier: waiting });
+    shows("get_issue of the blocked issue", waitingView);
+    expect(waitingView).toMatchObject({ blockedBy: [], openBlockers: [], blockedOutsideScope: "waits on 1 open issue outside your projects" });
+    const blocked = await callError(miaAgent, "claim_issue", { identifier: waiting });
+    shows("the BLOCKED refusal", blocked);
+    expect(blocked.code).toBe("BLOCKED");
+    expect(blocked.message).toMatch(/1 issue outside your projects/);
+    shows("list_issues", await callOk(miaAgent, "list_issues", { status: ["todo", "doing", "review", "done"] }));
+    shows("queue_status", await callOk(miaAgent, "queue_status"));
+    const next = await callOk(miaAgent, "next_issue", { allLanes: true });
+    expect(next.identifier).toBe(linked);
+    shows("next_issue's claim", next);
+    const again = await callOk(miaAgent, "claim_issue", { identifier: linked });
+    shows("claim_issue's reply", again);
+
+    const asMia = (path: string) => fetch(`${app.url}${path}`, { headers: { cookie: mia.cookie, origin: app.url }, redirect: "manual" });
+    for (const page of [`/dash/issues/${linked}`, `/dash/issues/${container}`, `/dash/issues/${waiting}`, "/dash", "/dash/queue"]) {
+      const reply = await asMia(page);
+      expect(reply.status, page).toBe(200);
+      const text = await reply.text();
+      shows(page, text);
+      // What it waits on is said, not named; the urgency it carries likewise.
+      if (page.endsWith(waiting)) expect(text).toContain("waits on 1 open issue outside your projects");
+      if (page.endsWith(linked)) expect(text).toMatch(/from <span>an issue outside your projects<\/span>/);
+    }
+  });
+
   test("the owner, unscoped, sees every project", async () => {
     expect((await callOk(ownerAgent, "list_projects")).projects.map((p: { prefix: string }) => p.prefix)).toEqual(["HID", "SEE"]);
     const listed = await callOk(ownerAgent, "list_issues", { status: ["todo", "doing", "review"] });

@@ -88,7 +88,8 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     else scope.log.debug({ ...logFields, outcome: "refused", code: toolError.code, durationMs }, "mcp tool call");
     // The refused write rolled back; the Fleet page's chart counts it here (decision 027). Losing a count never fails the reply.
     if (toolError.code === "STALE_CLAIM") {
-      await recordStaleRefusal(scope.services.db, principal.orgId, scope.services.clock.now()).catch((err: unknown) =>
+      const identifier = typeof toolError.details?.identifier === "string" ? toolError.details.identifier : null;
+      await recordStaleRefusal(scope.services.db, principal.orgId, identifier, scope.services.clock.now()).catch((err: unknown) =>
         scope.log.warn({ ...logFields, err }, "stale refusal not counted"),
       );
     }

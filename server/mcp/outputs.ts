@@ -49,6 +49,7 @@ export const issueOutput = z.object({
   blockedBy: z.array(linkedIssue),
   blocks: z.array(linkedIssue),
   openBlockers: z.array(z.string()),
+  blockedOutsideScope: z.string().optional().describe("open blockers in projects outside your scope, which are not named: they still hold this issue back"),
   related: z.array(z.string()),
   duplicates: z.array(z.string()),
   lease: z

@@ -91,7 +91,8 @@ export const RECORDED_EXPIRY = Symbol.for("retasc.claim.recordedExpiry");
 export const renewalOf = (principal: Ctx["principal"]) => (principal.sessionId ? ("calls" as const) : ("heartbeat" as const));
 
 export function claimReply(cipher: OrgCipher, taken: TakenLease, claimToken: string, otherClaims: number, principal: Ctx["principal"]) {
-  const reply = replyFor(cipher, issueRowFrom(taken.issue), viewReadsFrom(taken.reads), taken.discussion, new Date(taken.now), claimToken, otherClaims, renewalOf(principal));
+  const row = issueRowFrom(taken.issue);
+  const reply = replyFor(cipher, row, viewReadsFrom(taken.reads, row.id, principal), taken.discussion, new Date(taken.now), claimToken, otherClaims, renewalOf(principal));
   return { ...reply, [RECORDED_EXPIRY]: taken.notices.some((notice) => notice.channel === OUTBOX_CHANNEL) };
 }
 
@@ -148,7 +149,7 @@ async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherCla
     detail: { rebound: true, runtime: holder.runtime, ...(moved ? { movedSession: true } : {}) },
   });
   const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
-  const [reads, discussion] = await inOrder(() => issueViewReads(tx, row.id, now), () => readClaimDiscussion(tx, row.id));
+  const [reads, discussion] = await inOrder(() => issueViewReads(tx, scope.ctx.principal, row.id, now), () => readClaimDiscussion(tx, row.id));
   return { ...replyFor(scope.cipher, rebound, reads, discussion, now, claimToken, otherClaims, renewalOf(scope.ctx.principal)), rebound: true };
 }
 
@@ -211,12 +212,17 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
       throw new DomainError("AWAITING_TRIAGE", `${identifier} came from outside the team and awaits triage`, "A person decides on outside work, not an agent; call next_issue for other work.", { identifier });
     }
     if (row.openBlockerCount > 0) {
-      const blockers = await openBlockersOf(tx, row.id);
+      const { blockers, outside } = await openBlockersOf(tx, ctx.principal, row.id);
+      // A blocker outside the caller's projects still blocks; it is counted, never named (decision 042).
+      const named = blockers.map((b) => `${b.identifier} (${b.verification === "pending" ? "done, CI verification pending" : b.status})`);
+      const unnamed = outside > 0 ? [`${outside} issue${outside === 1 ? "" : "s"} outside your projects`] : [];
       throw new DomainError(
         "BLOCKED",
-        `${identifier} waits on ${blockers.map((b) => `${b.identifier} (${b.verification === "pending" ? "done, CI verification pending" : b.status})`).join(", ")}`,
-        "Work on a blocker instead (next_issue hands out the most urgent one).",
-        { identifier, openBlockers: blockers },
+        `${identifier} waits on ${[...named, ...unnamed].join(", ")}`,
+        outside > 0 && blockers.length === 0
+          ? "What it waits on is outside your projects; call next_issue for other work."
+          : "Work on a blocker instead (next_issue hands out the most urgent one).",
+        { identifier, openBlockers: blockers, ...(outside > 0 ? { openBlockersOutsideScope: outside } : {}) },
       );
     }
     if (row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) throw selfReview(identifier);

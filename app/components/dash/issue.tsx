@@ -323,7 +323,8 @@ export function RelationList({ detail }: { detail: Detail }) {
         <div key={g.type} className="contents">
           <dt className="text-stone-600">{g.label}</dt>
           <dd className="flex flex-wrap gap-2">
-            {g.items.length === 0 ? <span className="text-stone-500">none</span> : null}
+            {g.items.length === 0 && !(g.type === "blocked_by" && issue.blockedOutsideScope) ? <span className="text-stone-500">none</span> : null}
+            {g.type === "blocked_by" && issue.blockedOutsideScope ? <span className="text-stone-700">{issue.blockedOutsideScope}</span> : null}
             {g.items.map((item) => (
               <Form key={item.identifier} method="post" className="inline-flex items-center gap-1 rounded border border-stone-200 bg-white px-1.5 py-0.5">
                 <IssueLink identifier={item.identifier} />

@@ -8,7 +8,7 @@ export function WhyText({ why }: { why: RankReason }) {
   if (why.inheritedFrom) {
     parts.push(
       <span key="inherited">
-        inherits {levelName(why.effectiveLevel)} from <IssueLink identifier={why.inheritedFrom.identifier} />
+        inherits {levelName(why.effectiveLevel)} from <Origin identifier={why.inheritedFrom.identifier} />
         {why.inheritedFrom.raisedByDeadline && why.inheritedFrom.raisedByDeadline !== levelName(why.effectiveLevel)
           ? ` (its deadline is ${why.inheritedFrom.raisedByDeadline})`
           : why.inheritedFrom.raisedByDeadline
@@ -25,10 +25,10 @@ export function WhyText({ why }: { why: RankReason }) {
       </span>,
     );
   }
-  if (why.deadlineFrom && why.deadlineFrom.identifier !== why.inheritedFrom?.identifier) {
+  if (why.deadlineFrom && (why.deadlineFrom.identifier !== why.inheritedFrom?.identifier || why.deadlineFrom.identifier === null)) {
     parts.push(
       <span key="due">
-        carries the deadline of <IssueLink identifier={why.deadlineFrom.identifier} /> ({stamp(why.deadlineFrom.dueAt)})
+        carries the deadline of <Origin identifier={why.deadlineFrom.identifier} /> ({stamp(why.deadlineFrom.dueAt)})
       </span>,
     );
   } else if (why.deadlineFrom) {
@@ -36,4 +36,9 @@ export function WhyText({ why }: { why: RankReason }) {
   }
   if (parts.length === 0) return <span className="text-stone-500">own priority</span>;
   return <span className="flex flex-col gap-0.5">{parts}</span>;
+}
+
+/** The issue an urgency or deadline comes from; null: one outside the viewer's projects, not named (decision 042). */
+function Origin({ identifier }: { identifier: string | null }) {
+  return identifier === null ? <span>an issue outside your projects</span> : <IssueLink identifier={identifier} />;
 }
