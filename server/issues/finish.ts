@@ -47,6 +47,10 @@ const finishTogether = batching<FinishCall, FinishOutcome>(async (db, calls) => 
  */
 export async function finishHeld(ctx: Ctx, identifier: string, claimToken: string) {
   const { principal } = ctx;
+  // retasc_finish finds the issue in the org, not within a member's projects (decision 042): a
+  // scoped caller's finish takes the general path, whose lookup holds the scope, so a token kept
+  // from before the scope narrowed finishes nothing outside it.
+  if (principal.projectIds !== null) return null;
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
   const now = ctx.clock.now();
   const result = await finishTogether(ctx.db, {
