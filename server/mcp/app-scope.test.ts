@@ -114,6 +114,7 @@ async function walkEveryTool(agent: Client) {
   ];
   const unaddressed: Record<string, Record<string, unknown>> = {
     whoami: {},
+    setup_status: {},
     mint_session_key: {},
     next_batch: { allLanes: true, n: 25 },
     next_issue: { allLanes: true },

@@ -18,7 +18,7 @@ const designTools = [
   "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
   "save_attachment_file", "get_attachment_file",
   "list_members", "suspend_member", "reactivate_member", "retire_member", "claim_ghost", "list_connectors", "revoke_connector",
-  "invite_member", "list_invites", "revoke_invite", "accept_invite",
+  "setup_status", "invite_member", "list_invites", "revoke_invite", "accept_invite",
   "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
 ];
 
@@ -230,6 +230,7 @@ describe("tenant isolation", () => {
     // Tools that address nothing by id: their answers must simply not mention the other org.
     const unaddressed: Record<string, Record<string, unknown>> = {
       whoami: {},
+      setup_status: {},
       mint_session_key: {},
       next_issue: { allLanes: true },
       next_batch: { allLanes: true },

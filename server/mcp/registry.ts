@@ -9,13 +9,13 @@ import { identityTools } from "./tools/identity.ts";
 import { graphTools, issueTools } from "./tools/issues.ts";
 import { queueTools, projectTools, rateCardOutput, usageTools } from "./tools/observability.ts";
 import { connectorTools, memberTools } from "./tools/org.ts";
-import { teamTools } from "./tools/team.ts";
+import { askHumanOutput, teamTools } from "./tools/team.ts";
 import { workTools } from "./tools/work.ts";
 
 export const serverInfo = { name: "retasc", title: "Retasc", version: "1.0.0" };
 
 export const serverInstructions = [
-  "Retasc is a work queue for coding agents. Start with whoami.",
+  "Retasc is a work queue for coding agents. Start with whoami; setup_status says what to do next when unsure.",
   "The loop: next_issue claims the most urgent unblocked issue for you and returns a claimToken and a branch;",
   "heartbeat (or checkpoint) before the lease expires; checkpoint what you did, what is next and any gotchas;",
   "finish with save_issue (status done, or review with a reviewer as assignee) passing the claimToken,",
@@ -62,7 +62,7 @@ function jsonSchema(
  * nor a validator anything: the ±2^53-1 bounds zod puts on every integer, regexes a `format`
  * already names or that spell out an identifier's shape (the field's name and description say
  * it, and the zod schema still checks every call), `additionalProperties: {}` (open is the
- * default), a `type` beside a `const` (in outputs, beside an enum whose values all have it), and
+ * default), `propertyNames: {type: "string"}` (every key is one), a `type` beside a `const` (in outputs, beside an enum whose values all have it), and
  * `anyOf` of bare types (one `type` list says it); a nullable union is one `type` list beside
  * the other member's keywords.
  * Output schemas also lose their descriptions (they are for validators, and docs/mcp-tools.md
@@ -77,6 +77,8 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
     if (key === "maximum" && value === Number.MAX_SAFE_INTEGER) continue;
     if (key === "pattern" && typeof value === "string" && ("format" in node || value.length > maxPublishedPattern)) continue;
     if (key === "additionalProperties" && isEmptyObject(value)) continue;
+    // Every key of a JSON object is a string already.
+    if (key === "propertyNames" && JSON.stringify(value) === '{"type":"string"}') continue;
     if (key === "type" && "const" in node) continue;
     // An output's enum names every value, so a `type` its values all have adds nothing a validator checks.
     if (key === "type" && direction === "output" && enumOfType(node, value)) continue;
@@ -135,7 +137,8 @@ export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
  * Shapes published in full by one tool only: the others that return them (save_issue, and each
  * claim, which nests the issue; claim_issue and next_batch, which return next_issue's claim;
  * the attachment tools, which return list_attachments' attachment; the checkpoint in a claim and
- * an issue; next_batch's peek, list_issues' summary; usage_summary's rate card, billing_summary's)
+ * an issue; next_batch's peek, list_issues' summary; usage_summary's rate card, billing_summary's;
+ * setup_status's askHuman, invite_member's)
  * publish `{ type: "object" }` there. The issue's schema is otherwise the largest part of
  * tools/list, six times over. The type checker still holds each handler to the full zod schema.
  */
@@ -147,6 +150,7 @@ export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject
   [checkpointOutput, "checkpoint"],
   [issueSummaryOutput, "list_issues"],
   [rateCardOutput, "billing_summary"],
+  [askHumanOutput, "invite_member"],
 ]);
 
 /**
@@ -177,7 +181,8 @@ function shareRepeats(schema: Record<string, unknown>, minLength = minSharedLeng
     const seen = new Map<string, number>();
     const count = (node: unknown): void => {
       if (!node || typeof node !== "object") return;
-      if (!Array.isArray(node) && ((node as { type?: unknown }).type === "object" || "enum" in node)) {
+      const type = (node as { type?: unknown }).type;
+      if (!Array.isArray(node) && (type === "object" || (Array.isArray(type) && type.includes("object")) || "enum" in node)) {
         const text = JSON.stringify(node);
         seen.set(text, (seen.get(text) ?? 0) + 1);
       }
@@ -198,7 +203,7 @@ function shareRepeats(schema: Record<string, unknown>, minLength = minSharedLeng
   }
   return { ...schema, ...(Object.keys(definitions).length > 0 ? { definitions } : {}) } as NonNullable<Tool["outputSchema"]>;
 }
-const minSharedLength = 150;
+const minSharedLength = 100;
 /** Shorter input repeats pay too: `{"$ref":"#/definitions/d0"}` is about 10 tokens. */
 const minSharedInputLength = 60;
 

@@ -1,8 +1,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { user } from "../../db/schema/index.ts";
-import { createProject, ensureUser } from "../orgs/index.ts";
+import { importGhosts, linearImportRuns, user } from "../../db/schema/index.ts";
+import { humanCtx } from "../orgs/access.ts";
+import { createProject, ensureUser, newId } from "../orgs/index.ts";
+import { setMemberScope } from "../orgs/members.ts";
+import { emailHash, placeholderUser } from "../transfer/pipeline/ghosts.ts";
 import { redeemInvite } from "../orgs/invites.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
@@ -164,5 +167,66 @@ describe("accept_invite and whoami's pending invites", () => {
       await env.services.db.update(user).set({ emailVerified: true }).where(eq(user.id, org.agents.carol.userId));
     }
     expect((await callOk(carol, "whoami")).pendingInvites.map((p: { inviteId: string }) => p.inviteId)).toContain(invite.inviteId);
+  });
+});
+
+describe("setup_status", () => {
+  test("one state at a time, in priority order, each left by doing what it says", async () => {
+    const fresh = await seedOrg(env.services, { name: "Initech" });
+    const owner = await connect(fresh.agents.alice.key);
+    const member = await connect(fresh.agents.bob.key);
+    const bobEmail = await emailOf(fresh.agents.bob.userId);
+    const prefix = (await callOk(owner, "whoami")).project.prefix as string;
+
+    // A new org: nothing filed yet.
+    const empty = await callOk(member, "setup_status");
+    expect(empty).toMatchObject({ state: "EMPTY_PROJECT", org: "Initech", project: prefix, next: expect.stringContaining(`project ${prefix} has no issues`) });
+    expect(empty.next).toMatch(/save_issue/);
+
+    // An invite for the member's human outranks everything: the question, with accept_invite to resume.
+    const invite = await callOk(outsider, "invite_member", { email: bobEmail, decided: true });
+    const invited = await callOk(member, "setup_status");
+    expect(invited.state).toBe("PENDING_INVITE");
+    const [question] = invited.askHuman;
+    expect(question.resume).toEqual({ tool: "accept_invite", arg: "inviteId" });
+    expect(question.options.map((o: { value: string }) => o.value)).toEqual([invite.inviteId, "__decline__"]);
+    expect(question.options[0].label).toBe("Join Globex");
+    expect((await callOk(owner, "setup_status")).state).toBe("EMPTY_PROJECT");
+    await callOk(member, "accept_invite", { inviteId: question.options[0].value });
+
+    // A running import, then a failed one, in the member's projects.
+    const run = { id: newId(), orgId: fresh.orgId, projectId: fresh.projectId, source: "linear", teamId: "team", teamKey: "ENG", phase: "applying" as const, done: 3, total: 10 };
+    await env.services.db.insert(linearImportRuns).values(run);
+    expect(await callOk(member, "setup_status")).toMatchObject({ state: "IMPORT_RUNNING", next: expect.stringContaining("3 of 10") });
+    await env.services.db.update(linearImportRuns).set({ phase: "failed", error: "SOURCE_UNAUTHORIZED" }).where(eq(linearImportRuns.id, run.id));
+    expect(await callOk(member, "setup_status")).toMatchObject({ state: "IMPORT_FAILED", next: expect.stringContaining("SOURCE_UNAUTHORIZED") });
+    // Another org sees nothing of it.
+    expect((await callOk(outsider, "setup_status")).state).not.toMatch(/IMPORT/);
+    // A member scoped away from the import's project does not see it either.
+    const other = await createProject(env.services.db, { orgId: fresh.orgId, name: "Other", prefix: "OTHR" });
+    const ownerCtx = (await humanCtx(env.services, { orgId: fresh.orgId, userId: fresh.agents.alice.userId, runtime: "dash" })).ctx;
+    const bobMember = (await callOk(owner, "list_members")).members.find((m: { kind: string; email?: string }) => m.kind === "human" && m.email === bobEmail);
+    await setMemberScope(ownerCtx, { memberId: bobMember.memberId, projectIds: [other.id] });
+    expect((await callOk(member, "setup_status")).state).not.toMatch(/IMPORT/);
+    await setMemberScope(ownerCtx, { memberId: bobMember.memberId, projectIds: null });
+    // A later import that finished is what counts.
+    await env.services.db.insert(linearImportRuns).values({ ...run, id: newId(), phase: "done", done: 10, error: null });
+
+    // Still no issues; filing one, as the state says, moves on.
+    expect((await callOk(member, "setup_status")).state).toBe("EMPTY_PROJECT");
+    await callOk(member, "save_issue", { title: "First", work: true, noDependency: "the first" });
+
+    // The import left a placeholder carrying the member's email: named, not blocking, claimed as it says.
+    const cipher = await env.services.keyring.forOrg(env.services.db, fresh.orgId);
+    const ghostUser = await placeholderUser(env.services.db, "Bob at Linear");
+    const ghostId = newId();
+    await env.services.db.insert(importGhosts).values({ id: ghostId, orgId: fresh.orgId, source: "linear", sourceUserId: "lin-bob", userId: ghostUser, emailEnc: cipher.encrypt(bobEmail), emailHash: emailHash(bobEmail) });
+    const ghosts = await callOk(member, "setup_status");
+    expect(ghosts).toMatchObject({ state: "GHOSTS_UNCLAIMED", next: expect.stringContaining(ghostId) });
+    expect(ghosts.next).toContain("Bob at Linear");
+    expect((await callOk(owner, "setup_status")).state).toBe("READY");
+    expect(await callOk(member, "claim_ghost")).toMatchObject({ claimed: [ghostId] });
+
+    expect(await callOk(member, "setup_status")).toMatchObject({ state: "READY", next: expect.stringContaining("next_issue") });
   });
 });

@@ -557,6 +557,7 @@ const rows: Row[] = [
  */
 const openTools = new Set([
   "whoami",
+  "setup_status",
   // Only the caller's own human's invite to another org: no role in this one decides it.
   "accept_invite",
   "next_issue",

@@ -42,9 +42,9 @@ export const identityTools = [
     title: "Mint a session key",
     group: "identity",
     description:
-      "Call at session start when several sessions share one agent key, so claims and the activity log tell them " +
-      "apart: mints a key with your identity, shown once, your Bearer token from then on; it expires in a day " +
-      "(default) or with its parent. Not from an OAuth token (FORBIDDEN). SESSION_KEY_CAP: retire unused ones.",
+      "Call at session start when sessions share one agent key, so claims and the activity log tell them apart: a " +
+      "key with your identity, shown once, your Bearer token from then on; it expires in a day (default) or with " +
+      "its parent. Not from an OAuth token. SESSION_KEY_CAP: retire unused ones.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

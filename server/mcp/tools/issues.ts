@@ -16,7 +16,7 @@ export const issueTools = [
       "title, work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy " +
       "(identifiers it waits on) or noDependency. Finish with your claimToken: status done with evidence (commit, " +
       "branch, pr), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
-      "cancelReason. Example: save_issue {\"identifier\":\"RTSC-42\",\"claimToken\":\"...\",\"status\":\"done\"}",
+      "cancelReason.",
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,
@@ -27,8 +27,8 @@ export const issueTools = [
     title: "Get an issue",
     group: "issues",
     description:
-      "Call before working on an issue you were handed: the full issue (like RTSC-42) with body, status, lane, " +
-      "labels, relations, open blockers, deadline state, effective level, live lease, latest checkpoint, branch.",
+      "Call before working on an issue handed to you: the whole issue (like RTSC-42): body, status, lane, labels, " +
+      "relations, open blockers, deadline, effective level, lease, checkpoint, branch.",
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,

@@ -55,9 +55,9 @@ export const queueTools = [
     title: "Queue status",
     group: "observability",
     description:
-      "Call for the fleet at a glance, for your key's project (or the org, for an org-wide key): counts by status, " +
-      "ready count, open issues by SLA state, what blocks what, every live claim (holder, runtime, last heartbeat, " +
-      "expiry), and the drain forecast at the measured pace.",
+      "Call for the fleet at a glance (your key's project, or the org for an org-wide key): counts by status, " +
+      "ready, open issues by SLA state, what blocks what, live claims (holder, runtime, last heartbeat, expiry), " +
+      "and the drain forecast.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -122,8 +122,8 @@ export const usageTools = [
     title: "Usage summary",
     group: "observability",
     description:
-      "Call when your human asks what you have spent or done: your own meter this month (charges by tool and tier, " +
-      "or writes by kind when billing is off), beside the rate card.",
+      "Call when your human asks what you spent or did: your own meter this month (charges by tool and tier, or " +
+      "writes by kind with billing off) and the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),
@@ -143,8 +143,8 @@ export const usageTools = [
     title: "Billing summary",
     group: "observability",
     description:
-      "Call when your human asks about money: whether billing is on, the org's balance (given and bought), this " +
-      "month's spend against the cap and purchases (owners and admins), your own spend, the rate card.",
+      "Call when your human asks about money: billing on or off, the org's balance, this month's spend against the " +
+      "cap and purchases (owners and admins), your own spend, the rate card.",
     input: billingSummaryInput,
     output: z.object({
       enabled: z.boolean(),

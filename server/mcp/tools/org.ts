@@ -44,9 +44,8 @@ export const memberTools = [
     title: "List members",
     group: "org",
     description:
-      "Call to find people and agents: the org's people (role, status) and agent keys (runtime, human, last use); " +
-      "query filters by name, email, role, runtime or key prefix; paged. Emails work as assignee values, memberIds " +
-      "in the admin tools.",
+      "Call to find people (role, status) and agent keys (runtime, human, last use); query matches name, email, " +
+      "role, runtime or key prefix; paged. Emails serve as assignee values, memberIds in the admin tools.",
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -58,8 +57,8 @@ export const memberTools = [
     group: "org",
     description:
       "Call (owner or admin; admins act on members only) to cut a person off: suspends them (memberId of a human) " +
-      "and retires their agent keys. Not yourself, not the last active owner. reactivate_member reverses it; the " +
-      "keys stay retired.",
+      "and retires their agent keys. Not yourself or the last active owner. reactivate_member reverses it; keys " +
+      "stay retired.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -116,8 +115,8 @@ export const connectorTools = [
     title: "List intake connectors",
     group: "org",
     description:
-      "Call to see which GitHub or GitLab repositories feed issues into a project: the org's intake connectors " +
-      "(provider, repository, project, label, write-back token on file, active), never their secrets.",
+      "Call to see which GitHub or GitLab repositories feed issues into projects: the org's intake connectors " +
+      "(provider, repository, project, label, token on file, active), never secrets.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(

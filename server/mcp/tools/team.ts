@@ -12,9 +12,10 @@ import {
   listInvitesInput,
   revokeInvite,
 } from "../../orgs/invites.ts";
+import { setupStates, setupStatus } from "../../setup/status.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, readOnly } from "../tool.ts";
 
-const askHumanOutput = z.object({
+export const askHumanOutput = z.object({
   question: z.string(),
   context: z.string().optional(),
   options: z.array(z.object({ value: z.string(), label: z.string(), detail: z.string().optional() })).optional(),
@@ -28,13 +29,32 @@ const inviteStates = ["pending", "accepted", "revoked", "expired"] as const;
 
 export const teamTools = [
   defineTool({
+    name: "setup_status",
+    title: "Setup status",
+    group: "team",
+    description:
+      "Call when unsure what to do next: one state from the server (the first that holds of PENDING_INVITE, " +
+      "IMPORT_FAILED, IMPORT_RUNNING, EMPTY_PROJECT, GHOSTS_UNCLAIMED, READY), what to do next, and any askHuman " +
+      "for your human.",
+    input: z.object({}),
+    output: z.object({
+      state: z.enum(setupStates),
+      next: z.string(),
+      org: z.string().describe("the org your key lands in"),
+      project: z.string().nullable().describe("your key's project prefix; null: org-wide"),
+      askHuman: z.array(askHumanOutput).optional(),
+    }),
+    annotations: readOnly,
+    handler: (ctx) => setupStatus(ctx),
+  }),
+  defineTool({
     name: "invite_member",
     title: "Invite a person",
     group: "team",
     description:
       "Call (owner or admin) when your human wants someone in the org. Without decided it returns askHuman: put " +
-      "those questions to your human as they stand, then call again with their answers and decided:true to invite. " +
-      "Returns the join link, mailed to the email when this server can.",
+      "those questions to your human as they stand, then call again with their answers and decided:true. Returns " +
+      "the join link, mailed when this server can.",
     input: createInviteInput.pick({ email: true, role: true, projectIds: true }).extend({
       decided: z.boolean().optional().describe("true: your human gave these answers"),
     }),

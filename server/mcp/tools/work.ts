@@ -53,7 +53,7 @@ export const workTools = [
     description:
       "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes. Refusals say why " +
       "(ALREADY_CLAIMED, BLOCKED, CLAIM_MISMATCH: another session of your key holds it, ...). Your live claimToken " +
-      "(after a restart), or the holding session, gets that lease back (rebound) with a new token.",
+      "(after a restart), or the holding session, takes that lease back (rebound) with a new token.",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,

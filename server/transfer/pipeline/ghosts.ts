@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../../db/client.ts";
 import { importGhosts, user } from "../../../db/schema/index.ts";
@@ -143,11 +143,37 @@ export const claimGhostsInput = z.object({
  */
 export async function claimGhosts(ctx: Ctx, raw: z.input<typeof claimGhostsInput>) {
   const { ghostId } = claimGhostsInput.parse(raw);
-  const ids = ghostId ? [ghostId] : (await listGhosts(ctx)).filter((g) => g.claimable).map((g) => g.ghostId);
+  const ids = ghostId ? [ghostId] : (await claimableGhosts(ctx)).map((g) => g.ghostId);
   if (ids.length === 0) {
     throw notFound("an unclaimed placeholder with your verified email", "Imported people are matched on the email the source gave; if yours differs, ask an owner, or verify this email first.");
   }
   const claimed = [];
   for (const id of ids) claimed.push(await claimGhost(ctx, { ghostId: id }));
   return { claimed: claimed.map((c) => c.ghostId), claimedBy: claimed[0]!.claimedBy };
+}
+
+/**
+ * The placeholders the caller's human could claim: unclaimed, carrying their verified email (the
+ * check claimGhost makes, so claim_ghost without a ghostId takes exactly these). Oldest first, at
+ * most 100: one person is rarely more than a few.
+ */
+export async function claimableGhosts(ctx: Ctx) {
+  const [me] = ctx.principal.userId
+    ? await ctx.db.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, ctx.principal.userId))
+    : [];
+  if (!me?.verified) return [];
+  const rows = await ctx.db
+    .select({ ghostId: importGhosts.id, name: user.name, source: importGhosts.source, importedAt: importGhosts.createdAt })
+    .from(importGhosts)
+    .innerJoin(user, eq(user.id, importGhosts.userId))
+    .where(
+      and(
+        eq(importGhosts.orgId, ctx.principal.orgId),
+        isNull(importGhosts.claimedBy),
+        eq(importGhosts.emailHash, emailHash(me.email)),
+      ),
+    )
+    .orderBy(asc(importGhosts.createdAt), asc(importGhosts.id))
+    .limit(100);
+  return rows.map((r) => ({ ...r, importedAt: r.importedAt.toISOString() }));
 }
