@@ -18,6 +18,13 @@ export function meta() {
   return [{ title: "Members · Retasc" }];
 }
 
+/**
+ * Members and invites a Dash page shows: each row carries its forms, and the page its hydration
+ * data too, so 200 of each made a 762 KiB page whose render held the event loop (and /healthz)
+ * for hundreds of milliseconds (bench/healthz-under-reads.ts); 50 keeps it near 200 KiB.
+ */
+const PER_PAGE = 50;
+
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const manages = membership.role !== "member";
@@ -25,8 +32,8 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   // Members and invites page apart: each link keeps the other list where it is.
   const cursor = params.get("cursor") ?? undefined;
   const invitesCursor = params.get("invitesCursor") ?? undefined;
-  const { members, nextCursor } = await listMembers(ctx, { cursor });
-  const invites = manages ? await listInvites(ctx, { cursor: invitesCursor }) : { invites: [] };
+  const { members, nextCursor } = await listMembers(ctx, { cursor }, PER_PAGE);
+  const invites = manages ? await listInvites(ctx, { cursor: invitesCursor, limit: PER_PAGE }) : { invites: [] };
   const { projects } = await listProjects(ctx, {});
   return {
     members,
