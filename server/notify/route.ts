@@ -1,6 +1,7 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
-import { issues, leases, notifyBindings } from "../../db/schema/index.ts";
+import { issues, leases, members, notifyBindings } from "../../db/schema/index.ts";
+import { memberProjectIds } from "../orgs/scope.ts";
 import type { JobPayload } from "../outbox/jobs.ts";
 import { enqueue } from "../outbox/index.ts";
 
@@ -10,11 +11,12 @@ type IssueEvent = JobPayload<"notify.issue_event">;
  * Who hears of an event: the humans tied to the issue by it. done and canceled: the author;
  * review: the reviewer (the issue's assignee in review); assigned: the assignee; reclaimed: the
  * person whose agent held the lapsed lease; verification_failed: the author and the human whose
- * agent finished it. Never the actor, the human behind the acting key.
+ * agent finished it. Never the actor, the human behind the acting key, and never a member scoped
+ * away from the issue's project (decision 042): the message names the issue and its title.
  */
 export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]> {
   const [row] = await db
-    .select({ orgId: issues.orgId, authorId: issues.authorId, assigneeId: issues.assigneeId })
+    .select({ orgId: issues.orgId, projectId: issues.projectId, authorId: issues.authorId, assigneeId: issues.assigneeId })
     .from(issues)
     .where(eq(issues.id, event.issueId));
   if (!row || row.orgId !== event.orgId) return [];
@@ -44,7 +46,19 @@ export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]>
       people = [row.authorId, await lastLeaseEnded("finished")];
       break;
   }
-  return [...new Set(people.filter((person): person is string => person !== null && person !== event.actorId))];
+  const wanted = [...new Set(people.filter((person): person is string => person !== null && person !== event.actorId))];
+  if (wanted.length === 0) return wanted;
+  const scopedAway = await db
+    .select({ userId: members.userId })
+    .from(members)
+    .where(
+      and(
+        eq(members.orgId, row.orgId),
+        inArray(members.userId, wanted),
+        sql`${memberProjectIds} is not null and not (${row.projectId} = any(${memberProjectIds}))`,
+      ),
+    );
+  return wanted.filter((person) => !scopedAway.some((s) => s.userId === person));
 }
 
 /**
