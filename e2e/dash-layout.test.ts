@@ -32,10 +32,11 @@ interface Finding {
 async function inspect(page: Page, path: string, width: number, name: string, act?: (page: Page) => Promise<void>): Promise<Finding[]> {
   const { errors } = watchConsole(page);
   await page.setViewportSize({ width, height: 900 });
-  await page.goto(`${world.main.url}${path}`);
+  const response = await page.goto(`${world.main.url}${path}`);
   await page.waitForLoadState("networkidle").catch(() => {});
   if (act) await act(page);
   const found: Finding[] = [];
+  if (response?.status() !== 200) found.push({ page: name, width, problem: `answered ${response?.status()}` });
   const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
   if (wide.scroll > wide.inner) {
     const culprits = await page.evaluate(() =>
@@ -139,9 +140,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
 
     const findings: Finding[] = [];
-    const outPage = await signedOut.newPage();
     for (const width of widths) {
-      for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases", "/wire", "/pricing"]) findings.push(...(await inspect(outPage, path, width, slug(path))));
       for (const path of dashPages) findings.push(...(await inspect(page, path, width, slug(path.startsWith("/join/") ? "/join" : path))));
       // The pages as they are right after minting a key and a setup code (long secrets shown once).
       findings.push(
@@ -157,6 +156,23 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const dark = await signedInDark.newPage();
     for (const path of ["/dash", "/dash/queue", `/dash/issues/${issueIds[0]}`, "/dash/settings/members"]) {
       findings.push(...(await inspect(dark, path, 1280, `dark-${slug(path)}`)));
+    }
+    expect(findings).toEqual([]);
+  });
+
+  test("the pages for people who have not signed in, every public page among them", async () => {
+    const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
+    // Every public page the server lists for agents (server/site/registry.ts), as /llms.txt names them.
+    const llms = await (await fetch(`${world.main.url}/llms.txt`)).text();
+    const pagesSection = llms.slice(llms.indexOf("## Pages"), llms.indexOf("## Docs"));
+    const publicPages = [...pagesSection.matchAll(/\]\(https?:\/\/[^/]+(\/[a-z/-]+)\.md\): /g)].map((m) => m[1]!);
+    expect(publicPages).toEqual(expect.arrayContaining(["/product", "/compare", "/wire", "/pricing", "/connectors", "/migrate", "/guides", "/guides/agent-swarm"]));
+    const findings: Finding[] = [];
+    const outPage = await signedOut.newPage();
+    for (const width of widths) {
+      for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases", ...publicPages]) {
+        findings.push(...(await inspect(outPage, path, width, slug(path))));
+      }
     }
     expect(findings).toEqual([]);
   });

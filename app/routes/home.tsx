@@ -111,6 +111,11 @@ export default function Home({ loaderData }: Route.ComponentProps) {
       </section>
 
       <footer className="text-sm text-muted">
+        <nav aria-label="About Retasc" className="mb-2">
+          <a className="underline" href="/product">How it works</a> · <a className="underline" href="/guides">Guides</a> ·{" "}
+          <a className="underline" href="/wire">Wire an agent</a> · <a className="underline" href="/pricing">Pricing</a> ·{" "}
+          <a className="underline" href="/docs">Docs</a>
+        </nav>
         Running in {mode} mode · <a className="underline" href="/healthz">health</a> ·{" "}
         <a className="underline" href="/index.md">this page as Markdown</a>
       </footer>

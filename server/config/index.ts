@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { z } from "zod";
 
 /**
@@ -12,6 +13,22 @@ const optionalUrl = z
   .trim()
   .transform((v) => (v === "" ? undefined : v))
   .pipe(z.url("must be a URL").optional())
+  .optional();
+
+/** A Markdown file the operator gives: its path, checked readable at boot; unset or empty = none. */
+const operatorTextFile = z
+  .string()
+  .trim()
+  .transform((v, ctx) => {
+    if (v === "") return undefined;
+    try {
+      fs.accessSync(v, fs.constants.R_OK);
+      return v;
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: `cannot read ${v} (${(error as NodeJS.ErrnoException).code ?? "unreadable"})` });
+      return z.NEVER;
+    }
+  })
   .optional();
 
 const optionalPostgresUrl = z
@@ -87,6 +104,12 @@ export const configSchema = z.object({
   RETASC_MASTER_KEY: base64Key.optional(),
   RETASC_WORKERS: z.enum(["inline", "off"]).optional(),
   PUBLIC_URL: optionalUrl,
+  /**
+   * The operator's terms of service and privacy notice, each a Markdown file served at /terms and
+   * /privacy (absent when unset). Checked at boot, so a missing file fails the start, not a visitor.
+   */
+  RETASC_TERMS_FILE: operatorTextFile,
+  RETASC_PRIVACY_FILE: operatorTextFile,
   /**
    * Browser-based MCP clients (the MCP Inspector in a web page) at these origins may call /mcp, the
    * OAuth discovery documents and the token, registration and revocation endpoints cross-origin

@@ -374,4 +374,30 @@ describe("the HTTP edge of the built app", () => {
       expect((await fetch(`${base}${missing}`)).status, missing).toBe(404);
     }
   });
+
+  test("every public page is served with its Markdown twin and listed in /llms.txt, /index.md and the API catalog; no terms or privacy unless configured", async () => {
+    const base = seeded.app.url;
+    const llms = await (await fetch(`${base}/llms.txt`)).text();
+    const landing = await (await fetch(`${base}/index.md`)).text();
+    const catalog = JSON.stringify(await (await fetch(`${base}/.well-known/api-catalog`)).json());
+    const pages = ["/product", "/compare", "/wire", "/pricing", "/connectors", "/migrate", "/guides", "/guides/github-issues-queue", "/guides/parallel-claude-code", "/guides/subagent-waves", "/guides/cursor-background-agents", "/guides/agent-swarm", "/guides/linear-vs-jira-vs-agent-first"];
+    for (const page of pages) {
+      const html = await fetch(`${base}${page}`);
+      expect(html.status, page).toBe(200);
+      expect(html.headers.get("content-type"), page).toMatch(/^text\/html/);
+      const body = await html.text();
+      expect(body, page).toContain(`<link rel="canonical" href="${base}${page}">`);
+      expect(body, page).toMatch(/<meta name="description" content="[^"]{20,}">/);
+      expect(body, page).not.toContain("{{");
+      const twin = await fetch(`${base}${page}.md`);
+      expect(twin.headers.get("content-type"), page).toMatch(/^text\/markdown/);
+      expect(await twin.text(), page).toMatch(/^# /);
+      expect(llms, page).toContain(`(${base}${page}.md)`);
+      expect(landing, page).toContain(`(${base}${page})`);
+      expect(catalog, page).toContain(`"${base}${page}"`);
+    }
+    for (const missing of ["/terms", "/privacy.md", "/guides/nothing-here", "/guides/..%2F..%2Fpackage"]) {
+      expect((await fetch(`${base}${missing}`)).status, missing).toBe(404);
+    }
+  });
 });

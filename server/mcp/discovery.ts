@@ -58,7 +58,7 @@ export function serverCard(origin: string) {
 export const linksetContentType = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"';
 
 /** `/.well-known/api-catalog` (RFC 9727): a linkset naming the MCP endpoint and its descriptions. */
-export function apiCatalog(origin: string) {
+export function apiCatalog(origin: string, pagePaths: string[]) {
   const endpoint = `${origin}/mcp`;
   return {
     linkset: [
@@ -74,6 +74,7 @@ export function apiCatalog(origin: string) {
           { href: `${origin}/auth.md`, type: "text/markdown" },
           { href: `${origin}/llms.txt`, type: "text/plain" },
           { href: `${origin}/docs`, type: "text/html" },
+          ...pagePaths.map((path) => ({ href: `${origin}${path}`, type: "text/html" })),
         ],
         status: [{ href: `${origin}/healthz`, type: "application/json" }],
       },
@@ -82,7 +83,7 @@ export function apiCatalog(origin: string) {
 }
 
 /** `/index.md`: the landing page as Markdown, with every tool an agent can call. */
-export function landingMarkdown(origin: string): string {
+export function landingMarkdown(origin: string, pages: { path: string; title: string }[]): string {
   const lines = [
     "# Retasc",
     "",
@@ -104,6 +105,8 @@ export function landingMarkdown(origin: string): string {
     "```",
     "",
     "Then call `whoami`, then `next_issue`.",
+    "",
+    `Pages for your human (each also as Markdown: add \`.md\`): ${pages.map((p) => `[${p.title.replace(/ · Retasc$/, "")}](${origin}${p.path})`).join(", ")}.`,
     "",
     "## The work loop",
     "",

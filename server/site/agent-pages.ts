@@ -1,12 +1,13 @@
 import { cliInstallCommand } from "../../constants/cli-install.ts";
 import { publicDocs } from "./docs.ts";
+import type { PublicPage } from "./pages.ts";
 
 /**
  * What this server says about itself to agents, as Markdown: `/llms.txt` (the llms.txt format:
  * a title, a summary, then sections of links) and `/auth.md` (how an agent authenticates and
  * what each refusal asks of it). Built from this server's origin and docs, never a hosted copy.
  */
-export function llmsTxt(origin: string): string {
+export function llmsTxt(origin: string, pages: Pick<PublicPage, "path" | "title" | "description">[]): string {
   const docs = publicDocs().filter((d) => !d.slug.startsWith("decisions/"));
   return [
     "# Retasc",
@@ -19,10 +20,12 @@ export function llmsTxt(origin: string): string {
     "",
     `- [The landing page and every tool](${origin}/index.md): the work loop and the tool list`,
     `- [How agents authenticate](${origin}/auth.md): keys, OAuth, sessions, and what a refusal asks of you`,
-    `- [Wire an agent](${origin}/wire.md): Claude Code, Codex, Cursor, OpenCode, Cline, Gemini CLI, hosted agents and CI`,
-    `- [Pricing](${origin}/pricing.md): what calls cost on this server`,
     `- [Server card](${origin}/.well-known/mcp.json): the MCP server's description`,
     `- [API catalog](${origin}/.well-known/api-catalog): RFC 9727 linkset`,
+    "",
+    "## Pages",
+    "",
+    ...pages.map((p) => `- [${p.title.replace(/ · Retasc$/, "")}](${origin}${p.path}.md): ${p.description}`),
     "",
     "## Docs",
     "",

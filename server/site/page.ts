@@ -40,7 +40,7 @@ ${twin}
 <link rel="stylesheet" href="/site.css">
 </head>
 <body>
-<header><nav aria-label="Site"><a href="/">Retasc</a> · <a href="/docs">Docs</a> · <a href="/wire">Wire an agent</a> · <a href="/pricing">Pricing</a> · <a href="/index.md">For agents</a>${
+<header><nav aria-label="Site"><a href="/">Retasc</a> · <a href="/product">Product</a> · <a href="/guides">Guides</a> · <a href="/docs">Docs</a> · <a href="/wire">Wire an agent</a> · <a href="/pricing">Pricing</a> · <a href="/index.md">For agents</a>${
     page.markdownPath ? ` · <a href="${escapeHtml(page.markdownPath)}">This page as Markdown</a>` : ""
   }</nav></header>
 <main>
