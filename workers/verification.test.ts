@@ -93,6 +93,10 @@ describe("a finish in a project with verification on", () => {
     const direct = await callError(other, "claim_issue", { identifier: dependent });
     expect(direct.code).toBe("BLOCKED");
     expect(direct.message).toContain("CI verification pending");
+    // The dependent's own view says it is still blocked by the pending finish.
+    const gated = await callOk(other, "get_issue", { identifier: dependent });
+    expect(gated.blockedBy).toEqual([{ identifier: blocker, status: "done", verification: "pending" }]);
+    expect(gated.openBlockers).toEqual([blocker]);
 
     // One required check green is not enough; the other arrives as a workflow run on the same commit.
     expect((await world.postGithub(github, "check_run", checkRun("test", sha(1), "success"))).status).toBe(202);
@@ -102,6 +106,7 @@ describe("a finish in a project with verification on", () => {
     expect((await world.postGithub(github, "workflow_run", workflowRun("lint", sha(1), "success"))).status).toBe(202);
     await world.settled();
     expect((await callOk(finisher, "get_issue", { identifier: blocker })).verification).toBe("passed");
+    expect(await callOk(other, "get_issue", { identifier: dependent })).toMatchObject({ blockedBy: [{ identifier: blocker, status: "done" }], openBlockers: [] });
     const dispatched = await nextForOther();
     expect(dispatched).toMatchObject({ identifier: dependent, claimToken: expect.any(String) });
   });

@@ -1,7 +1,7 @@
-import { inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
-import { user, type checkpoints, type relations } from "../../db/schema/index.ts";
+import { issues, user, type checkpoints, type relations } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
@@ -140,7 +140,10 @@ export function viewReadsFrom(reads: ViewReadsJson, issueId: string, reach: Pick
     who: new Map(reads.people.map((p) => [p.userId, p])),
   };
 }
-export type ViewReads = ReturnType<typeof viewReadsFrom>;
+export type ViewReads = ReturnType<typeof viewReadsFrom> & {
+  /** Blockers that are done but whose CI verification is pending: they still block (decision 045). */
+  pendingBlockers?: ReadonlySet<string>;
+};
 
 /** What a view says of open blockers outside the caller's projects, which it does not name; null when none. */
 export const outsideBlockersText = (n: number) => (n > 0 ? `waits on ${n} open issue${n === 1 ? "" : "s"} outside your projects` : null);
@@ -152,7 +155,13 @@ export const outsideBlockersText = (n: number) => (n > 0 ? `waits on ${n} open i
  */
 export async function issueViewReads(db: Db, reach: Pick<Reach, "projectIds">, issueId: string, now: Date): Promise<ViewReads> {
   const [row] = await query<{ reads: ViewReadsJson }>(db, sql`select retasc_view_reads(${issueId}, ${now.toISOString()}::timestamptz) as reads`);
-  return viewReadsFrom(row!.reads, issueId, reach);
+  const reads: ViewReads = viewReadsFrom(row!.reads, issueId, reach);
+  // A done blocker still blocks while CI has not passed it; read only when one is done. The
+  // claim and finish replies (whose issue no pending finish can block) build their reads in SQL.
+  const done = reads.rels.filter((r) => r.type === "blocks" && r.targetId === issueId && r.status === "done").map((r) => r.sourceId);
+  if (done.length === 0) return reads;
+  const pending = await db.select({ id: issues.id }).from(issues).where(and(inArray(issues.id, done), eq(issues.verification, "pending")));
+  return pending.length === 0 ? reads : { ...reads, pendingBlockers: new Set(pending.map((p) => p.id)) };
 }
 
 /** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
@@ -190,9 +199,9 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
     ownLevel: row.ownLevel,
     effectiveLevel: row.effectiveLevel,
     effectiveDueAt: iso(row.effectiveDueAt),
-    blockedBy: blockedBy.map((r) => ({ identifier: r.identifier, status: r.status })),
+    blockedBy: blockedBy.map((r) => ({ identifier: r.identifier, status: r.status, ...(reads.pendingBlockers?.has(r.sourceId) ? { verification: "pending" as const } : {}) })),
     blocks: blocks.map((r) => ({ identifier: r.identifier, status: r.status })),
-    openBlockers: blockedBy.filter((r) => !isTerminal(r.status)).map((r) => r.identifier),
+    openBlockers: blockedBy.filter((r) => !isTerminal(r.status) || reads.pendingBlockers?.has(r.sourceId)).map((r) => r.identifier),
     ...(blockedOutsideScope !== null ? { blockedOutsideScope } : {}),
     related: rels.filter((r) => r.type === "related").map((r) => r.identifier),
     duplicates: rels.filter((r) => r.type === "duplicate").map((r) => r.identifier),
