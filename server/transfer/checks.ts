@@ -4,6 +4,7 @@ import { invalidInput, unstorableText, unstorableTextIn } from "../errors.ts";
 import { BODY_MAX_CHARS, commitShaSchema, obsoleteAttachmentInput, retractCommentInput, saveAttachmentInput, saveCommentInput, saveIssueInput, saveLabelInput } from "../issues/schemas.ts";
 import { prefixSchema, runtimeSchema } from "../orgs/index.ts";
 import { checkpointInput } from "../queue/schemas.ts";
+import { verificationSettings } from "../verification/settings.ts";
 import type { Section, SectionRecord } from "./format.ts";
 
 /**
@@ -26,7 +27,13 @@ const person = z.looseObject({
   member: z.object({ role: z.enum(memberRoles), status: z.enum(memberStatuses), since: instant }).nullable(),
 });
 
-const project = z.looseObject({ prefix: prefixSchema, name: z.string().trim().min(1).max(100), nextNumber: z.number().int().min(1), createdAt: instant });
+const project = z.looseObject({
+  prefix: prefixSchema,
+  name: z.string().trim().min(1).max(100),
+  nextNumber: z.number().int().min(1),
+  createdAt: instant,
+  verification: verificationSettings.optional(),
+});
 
 const label = z.looseObject({ name: saveLabelInput.shape.name, color: saveLabelInput.shape.color.unwrap().nullable(), createdAt: instant });
 

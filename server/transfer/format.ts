@@ -1,3 +1,4 @@
+import type { VerificationSettings } from "../verification/settings.ts";
 /**
  * The JSON export format, version 1 (docs/export-format.md). One JSON document whose records
  * are written one per line, so it streams out in flat memory and reads back line by line; any
@@ -52,6 +53,8 @@ export interface ExportProject {
   name: string;
   nextNumber: number;
   createdAt: Instant;
+  /** How it verifies finishes (decision 045); absent from exports written before it: the defaults. */
+  verification?: VerificationSettings;
 }
 
 export interface ExportLabel {

@@ -244,7 +244,16 @@ class ImportRun {
       case "projects": {
         const p = entry.record;
         const id = this.newId();
-        await tx.insert(projects).values({ id, orgId, name: p.name, prefix: p.prefix, nextNumber: p.nextNumber, createdAt: new Date(p.createdAt) });
+        const v = p.verification;
+        await tx.insert(projects).values({
+          id,
+          orgId,
+          name: p.name,
+          prefix: p.prefix,
+          nextNumber: p.nextNumber,
+          createdAt: new Date(p.createdAt),
+          ...(v ? { verificationMode: v.mode, verificationChecks: v.checks, verificationWindowMinutes: v.windowMinutes, stallMinutes: v.stallMinutes } : {}),
+        });
         this.projectByPrefix.set(p.prefix, id);
         this.counts.projects++;
         return;

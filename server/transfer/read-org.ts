@@ -105,7 +105,14 @@ export async function readAgents(db: Db, orgId: string): Promise<ExportAgent[]> 
 
 export async function readProjects(db: Db, orgId: string): Promise<(ExportProject & { id: string })[]> {
   const rows = await db.select().from(projects).where(eq(projects.orgId, orgId)).orderBy(asc(projects.prefix));
-  return rows.map((p) => ({ id: p.id, prefix: p.prefix, name: p.name, nextNumber: p.nextNumber, createdAt: p.createdAt.toISOString() }));
+  return rows.map((p) => ({
+    id: p.id,
+    prefix: p.prefix,
+    name: p.name,
+    nextNumber: p.nextNumber,
+    createdAt: p.createdAt.toISOString(),
+    verification: { mode: p.verificationMode, checks: p.verificationChecks, windowMinutes: p.verificationWindowMinutes, stallMinutes: p.stallMinutes },
+  }));
 }
 
 export async function readLabels(db: Db, orgId: string): Promise<ExportLabel[]> {

@@ -11,6 +11,7 @@ import { useTestServices } from "../testing/database.ts";
 import { testDriver } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
+import { listVerificationSettings, setVerification } from "../verification/settings.ts";
 import { importExport } from "./import.ts";
 import { setLink } from "./pipeline/apply.ts";
 import { comparable, exportText, furnishOrg, writeExport } from "./testing.ts";
@@ -29,11 +30,15 @@ describe("export → import → export", () => {
     await setLink(env.services.db, org.orgId, "5b0c1e2a-0000-4000-8000-00000000e002", "issue", eng2!.id, "h", 3.5);
     // Its finish named what it delivered and CI passed it (decision 045).
     await env.services.db.update(issues).set({ verification: "passed", evidenceCommit: "0123abcd", evidenceBranch: "eng-2/fix", evidencePr: "12" }).where(eq(issues.id, eng2!.id));
+    // ENG verifies finishes in CI with its own settings.
+    const engSettings = { mode: "ci" as const, checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 30 };
+    await setVerification(asSystem(org.orgId), { projectId: org.projectId, ...engSettings });
     const dir = tempDir("retasc-transfer-");
     const first = await exportText(asSystem(org.orgId));
     const exportedEng2 = JSON.parse(first.split("\n").find((l) => l.includes('"identifier":"ENG-2"'))!.replace(/,$/, ""));
     expect(exportedEng2.linear).toEqual({ id: "5b0c1e2a-0000-4000-8000-00000000e002", estimate: 3.5 });
     expect(exportedEng2).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
+    expect(JSON.parse(first).projects.find((p: { prefix: string }) => p.prefix === "ENG").verification).toEqual(engSettings);
     const file = await writeExport(asSystem(org.orgId), dir);
     const imported = await importExport(env.services, { file, "org-name": "Restored" });
     expect(imported).toMatchObject({ people: 3, projects: 2, labels: 2, agents: 3, issues: 6, comments: 3 });
@@ -53,6 +58,10 @@ describe("export → import → export", () => {
       ["Agreed.", false],
     ]);
     expect(thread.comments[1]!.parent).toBe(thread.comments[0]!.id);
+    expect((await listVerificationSettings(alice)).map(({ projectId: _, ...s }) => s).sort((a, b) => a.mode.localeCompare(b.mode))).toEqual([
+      engSettings,
+      { mode: "off", checks: [], windowMinutes: 120, stallMinutes: 45 },
+    ]);
     expect(await getIssue(alice, { identifier: "ENG-2" })).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     const second3 = await getIssue(alice, { identifier: "ENG-3" });
     expect(second3).toMatchObject({ parent: "ENG-1", labels: ["bug", "ui"], status: "todo" });

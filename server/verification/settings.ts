@@ -6,6 +6,16 @@ import { notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 
 const checkName = z.string().trim().min(1).max(200);
+const minutes = z.coerce.number().int().min(1).max(7 * 24 * 60);
+
+/** A project's verification settings as stored, exported and imported. */
+export const verificationSettings = z.object({
+  mode: z.enum(verificationModes),
+  checks: z.array(checkName).max(50),
+  windowMinutes: minutes,
+  stallMinutes: minutes,
+});
+export type VerificationSettings = z.infer<typeof verificationSettings>;
 
 /** A project's verification settings as every door sends them (decision 045). */
 export const setVerificationInput = z.object({
@@ -17,9 +27,9 @@ export const setVerificationInput = z.object({
     .transform((v) => (typeof v === "string" ? v.split(",").map((c) => c.trim()).filter(Boolean) : v))
     .pipe(z.array(checkName).max(50))
     .optional(),
-  windowMinutes: z.coerce.number().int().min(1).max(7 * 24 * 60).optional(),
+  windowMinutes: minutes.optional(),
   /** A live claim with no checkpoint, comment or status write for this long reads stalled in check_claim. */
-  stallMinutes: z.coerce.number().int().min(1).max(7 * 24 * 60).optional(),
+  stallMinutes: minutes.optional(),
 });
 
 export type SetVerificationInput = z.input<typeof setVerificationInput>;
