@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { normalizeUrl } from "./api.ts";
 import { CliError } from "./errors.ts";
+import { folderFileSettingKeyEnv } from "./folder-env.ts";
 import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
 import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./store.ts";
 
@@ -132,9 +133,27 @@ function explicitKey(key: string, workspaces: Record<string, Workspace>): Resolv
  */
 export function resolveBinding(cwd: string): ResolvedBinding | null {
   const { workspaces } = readBindings();
+  if (process.env.RETASC_MCP_KEY) refuseFolderKeyEnv(cwd);
   const found = process.env.RETASC_MCP_KEY ? explicitKey(process.env.RETASC_MCP_KEY, workspaces) : storedKey(cwd, workspaces);
   if (found) refuseOtherMcpUrl(found);
   return found;
+}
+
+/**
+ * A key given in RETASC_MCP_KEY goes where RETASC_MCP_URL says, and the MCP client that started
+ * this process merged its file's `env` over the person's: when a file of the folder sets either
+ * variable, the values here may be the repository's, so nothing is sent.
+ */
+function refuseFolderKeyEnv(cwd: string): void {
+  const found = folderFileSettingKeyEnv(cwd);
+  if (!found) return;
+  const origin = found.variable === "RETASC_MCP_URL" ? originOf(found.value) : null;
+  throw new CliError(
+    "URL_MISMATCH",
+    `${found.file} sets ${found.variable}${origin ? ` (to ${origin})` : ""} for the MCP servers it starts; a key given in RETASC_MCP_KEY goes only to a RETASC_MCP_URL you export, never to one a folder's file sets`,
+    `export RETASC_MCP_URL in your environment (or CI secrets) with RETASC_MCP_KEY, and remove ${found.variable} from ${found.file}: a committed file could send your key to another server.`,
+    { file: found.file, variable: found.variable, ...(origin ? { named: origin } : {}) },
+  );
 }
 
 /** A stored key with RETASC_MCP_URL naming another origin: refused, never sent there. */

@@ -99,7 +99,7 @@ export function wirePage(origin: string): PublicPage {
     "",
     "## Hosted agents and CI",
     "",
-    "Where nothing can be installed and nobody signs in, give the proxy a key from the environment (a secret of the CI system, never a file in the repository) and the URL it goes to; it runs through npx from this server:",
+    "Where nothing can be installed and nobody signs in, give the proxy a key from the environment (a secret of the CI system, never a file in the repository) and the URL it goes to, both exported: the CLI refuses the key when a file of the folder (`.mcp.json`, `.cursor/mcp.json`, `opencode.json`, …) sets either. It runs through npx from this server:",
     "",
     "```sh",
     "export RETASC_MCP_KEY=rtsc_…   # from the CI system's secrets",
