@@ -33,9 +33,9 @@ beforeAll(async () => {
       ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_BILLING: "on",
-      // The signup credit pays for minting the agent's key and inviting a member (plumbing, 1,000 each), and no more:
-      // the org is then at zero.
-      BILLING_SIGNUP_CREDIT: "2000",
+      // The signup credit pays for minting the agent's key (plumbing, 1,000), and no more: the org is then at zero.
+      // Inviting a member is free (decision 052).
+      BILLING_SIGNUP_CREDIT: "1000",
       STRIPE_SECRET_KEY: fake.secretKey,
       STRIPE_WEBHOOK_SECRET: fake.webhookSecret,
       STRIPE_API_URL: fake.url,
