@@ -4,6 +4,7 @@ import { activity, agentKeys, checkpoints, issues, leases, user } from "../../db
 import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
+import { claimProgress } from "../queue/stall.ts";
 import { fleetCharts } from "./charts.ts";
 import { sessionLabel, type RenewedBy } from "./lease-session.ts";
 import type { ChartRange } from "../../constants/chart-ranges.ts";
@@ -82,7 +83,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
   // Each move's detail is decrypted once: the fences feed the lease lookup, the rest the list.
   const moveEntries = moveRows.map((m) => ({ ...m, detail: activityDetail(cipher, m) }));
   const claimIds = claimRows.map((c) => c.issueId);
-  const [latestCheckpoints, previousLeases] = await Promise.all([
+  const [latestCheckpoints, previousLeases, progress] = await Promise.all([
     claimIds.length === 0
       ? []
       : db
@@ -98,6 +99,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
         return fence > 1 ? [{ issueId: m.issueId!, fence }] : [];
       }),
     ]),
+    claimProgress(ctx, claimIds),
   ]);
   const checkpointOf = new Map(latestCheckpoints.map((c) => [c.issueId, c]));
 
@@ -119,6 +121,9 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       heartbeatAt: c.heartbeatAt.toISOString(),
       expiresAt: c.expiresAt.toISOString(),
       expired: c.expiresAt.getTime() <= now.getTime(),
+      /** Kept alive with no checkpoint, comment or write for the project's stall window (check_claim says the same). */
+      stalled: progress.get(c.issueId)?.stalled ?? false,
+      lastProgressAt: progress.get(c.issueId)?.lastProgressAt ?? null,
       /** The runtime that held it before, when this claim took it over from another runtime. */
       handedOffFrom: previous && previous.runtime !== c.runtime ? previous.runtime : null,
       checkpoint: checkpoint

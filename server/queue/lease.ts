@@ -1,6 +1,5 @@
 import type { z } from "zod";
 import { eq, sql } from "drizzle-orm";
-import { query } from "../../db/client.ts";
 import { checkpoints, issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { invalidInput } from "../errors.ts";
@@ -11,6 +10,7 @@ import { checkpointView, unheldText } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
+import { claimProgress } from "./stall.ts";
 
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
@@ -37,13 +37,13 @@ export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>)
     : row.leaseId !== null || (await lastLeaseOf(ctx.db, row))?.endReason === "expired"
       ? "expired"
       : "unclaimed";
-  const progress = holder ? await lastProgressOf(ctx, row.id) : null;
+  const progress = holder ? (await claimProgress(ctx, [row.id])).get(row.id) : undefined;
   return {
     identifier,
     status,
     issueStatus: row.status,
     held: holder !== null,
-    ...(progress ? { stalled: now.getTime() - progress.at.getTime() >= progress.stallMinutes * 60_000, lastProgressAt: progress.at.toISOString() } : {}),
+    ...(progress ? { stalled: progress.stalled, lastProgressAt: progress.lastProgressAt } : {}),
     youHold,
     yourKey: sameKey(holder, ctx.principal),
     renewedByYourCalls: youHold,
@@ -53,24 +53,6 @@ export async function checkClaim(ctx: Ctx, raw: z.input<typeof checkClaimInput>)
     fence: row.fence,
     ...(youHold ? { recover: recoverHint(identifier) } : {}),
   };
-}
-
-/**
- * When the live claim last made progress (its claim, a checkpoint, a comment, or a write to the
- * issue: heartbeats and a session's renewals touch only the lease), and the project's stall
- * window: a claim kept alive with none for that long reads stalled (issue 35).
- */
-async function lastProgressOf(ctx: Ctx, issueId: string): Promise<{ at: Date; stallMinutes: number } | null> {
-  const [row] = await query<{ at: string | Date; stall_minutes: number }>(
-    ctx.db,
-    sql`select greatest(l.claimed_at, i.updated_at,
-                        (select max(c.created_at) from checkpoints c where c.issue_id = i.id),
-                        (select max(m.created_at) from comments m where m.issue_id = i.id)) as at,
-               p.stall_minutes
-        from issues i join leases l on l.id = i.lease_id join projects p on p.id = i.project_id
-        where i.id = ${issueId}`,
-  );
-  return row ? { at: new Date(row.at), stallMinutes: Number(row.stall_minutes) } : null;
 }
 
 /**

@@ -93,6 +93,13 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
               <span className="flex flex-col gap-0.5">
                 <span className="inline-block w-[9ch] tabular-nums text-stone-700">{ago(now - Date.parse(c.heartbeatAt))}</span>
                 <span className="text-xs text-stone-500" data-testid="claim-renewed-by">{renewedByText(c.renewedBy)}</span>
+                {c.stalled && c.lastProgressAt ? (
+                  <span data-testid="claim-stalled">
+                    <Pill tone="doing" title="Kept alive, but no checkpoint, comment or write for the project's stall window">
+                      stalled: no progress for {ago(now - Date.parse(c.lastProgressAt))}
+                    </Pill>
+                  </span>
+                ) : null}
               </span>
             </td>
             <td className={cell} data-label="Checkpoint">
