@@ -84,6 +84,7 @@ export default [
   route("api/cli/export", "routes/api.cli.export.ts"),
   route("api/cli/import/:source", "routes/api.cli.import.$source.ts"),
   route("api/cli/triage", "routes/api.cli.triage.ts"),
+  route("api/cli/issues", "routes/api.cli.issues.ts"),
   // CI attestations, with a CI key only (decision 045)
   route("api/ci/verify", "routes/api.ci.verify.ts"),
   // Billing: Stripe's signed webhook

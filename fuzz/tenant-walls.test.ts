@@ -117,6 +117,8 @@ describe("the CLI endpoints as another tenant", () => {
       ["members", { orgId: world.a.orgId, action: "suspend", memberId: world.bIds.memberIds[0] }],
       ["members", { orgId: world.a.orgId, action: "revoke-invite", inviteId: world.bIds.inviteId }],
       ["triage", { orgId, action: "accept", identifier: world.bIds.issues[0], digest: "0".repeat(64) }],
+      ["issues", { orgId, action: "unquarantine", identifier: world.bIds.issues[0] }],
+      ["issues", { orgId: world.a.orgId, action: "unquarantine", identifier: world.bIds.issues[0] }],
     ];
     for (const [path, json] of writes) expectRefused(await asA(`/api/cli/${path}`, { json, bearer: true }), `POST ${path} ${JSON.stringify(json)}`);
   });

@@ -8,6 +8,7 @@ import { saveComment } from "../../server/issues/comments.ts";
 import { addRelation, removeRelation, saveIssue } from "../../server/issues/index.ts";
 import { relationInput } from "../../server/issues/schemas.ts";
 import { invalidInput } from "../../server/errors.ts";
+import { unquarantineIssue } from "../../server/issues/quarantine.ts";
 import { forceRelease } from "../../server/queue/force-release.ts";
 import { verifyByHand } from "../../server/verification/attest.ts";
 import { acceptTriage, discardHeldComment, heldForIssue, releaseHeldComment } from "../../server/intake/triage.ts";
@@ -28,6 +29,7 @@ import {
   RelationList,
   ReleaseForm,
   Section,
+  QuarantineBox,
   VerificationRows,
   VerifyByHandForm,
 } from "../components/dash/issue.tsx";
@@ -97,6 +99,9 @@ export async function action({ request, context, params }: Route.ActionArgs) {
       case "release":
         await forceRelease(ctx, { identifier, reason: field(form, "reason") ?? "" });
         return "Claim released: the issue is available again.";
+      case "unquarantine":
+        await unquarantineIssue(ctx, { identifier });
+        return "Released: agents can be handed it again.";
       case "verify-passed":
       case "verify-failed": {
         const verdict = intent === "verify-passed" ? "passed" : "failed";
@@ -142,6 +147,7 @@ export default function IssuePage({ loaderData, actionData }: Route.ComponentPro
       {actionData?.error ? <ErrorNote error={actionData.error} /> : null}
       {actionData?.done ? <Notice>{actionData.done}</Notice> : null}
       {held.issue && !terminal ? <TriageBox held={held.issue} /> : null}
+      {"quarantine" in issue && issue.quarantine ? <QuarantineBox quarantine={issue.quarantine} /> : null}
       <HeldComments held={held} />
 
       <div className="grid gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">

@@ -33,6 +33,7 @@ export async function action({ request, context }: Route.ActionArgs) {
         checks: String(form.get("checks") ?? ""),
         windowMinutes: String(form.get("windowMinutes") ?? "120"),
         stallMinutes: String(form.get("stallMinutes") ?? "45"),
+        quarantineAfter: String(form.get("quarantineAfter") ?? "3"),
       }),
     );
     return set.ok ? { created: null, verified: set.value.prefix, error: null } : { created: null, verified: null, error: set.error };
@@ -107,6 +108,10 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
                 <label className="flex flex-col text-sm">
                   Claim stalled after (minutes)
                   <input name="stallMinutes" type="number" min={1} defaultValue={String(v?.stallMinutes ?? 45)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
+                </label>
+                <label className="flex flex-col text-sm">
+                  Quarantine after (abandoned claims)
+                  <input name="quarantineAfter" type="number" min={1} max={100} defaultValue={String(v?.quarantineAfter ?? 3)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
                 </label>
                 <Button>Save</Button>
               </Form>

@@ -11,6 +11,7 @@ import { billing, billingBuy, billingCap } from "./commands/billing.ts";
 import { exportOrg } from "./commands/transfer.ts";
 import { importFrom } from "./commands/import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./commands/connectors.ts";
+import { issueUnquarantine } from "./commands/quarantine.ts";
 import { triage } from "./commands/triage.ts";
 import { orgDelete } from "./commands/org-delete.ts";
 import { update } from "./commands/update.ts";
@@ -184,12 +185,13 @@ export const commands: Record<string, Command> = {
   }),
   "project verification": command({
     summary: "how a project verifies finishes: ci holds dependents until CI passes a finish (owner or admin)",
-    usage: "retasc project verification --project-id <id> --mode ci|off [--checks test,lint] [--window <minutes>] [--org-id <id>] [--json]",
+    usage: "retasc project verification --project-id <id> --mode ci|off [--checks test,lint] [--window <minutes>] [--quarantine-after <n>] [--org-id <id>] [--json]",
     options: {
       "project-id": { type: "string", value: "<id>", description: "the project" },
       mode: { type: "string", value: "ci|off", description: "ci: a done needs a commit or request and stays pending until CI passes it; off: done on the agent's word" },
       checks: { type: "string", value: "<a,b>", description: "the required checks (empty: every check reported on the commit)" },
       window: { type: "string", value: "<minutes>", description: "after this long a pending verification reads stale (default 120)" },
+      "quarantine-after": { type: "string", value: "<n>", description: "claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is blocked until a person releases it (default 3)" },
       "org-id": orgId,
       url,
       json,
@@ -477,6 +479,16 @@ export const commands: Record<string, Command> = {
     positionals: "<id>",
     options: { "org-id": orgId, url, json },
     run: connectorRevoke,
+  }),
+  "issue unquarantine": command({
+    summary: "release an issue agents kept abandoning (quarantined) back to the queue, as a person",
+    usage: "retasc issue unquarantine <PFX-N> [--org-id <id>] [--json]",
+    positionals: "<PFX-N>",
+    options: { "org-id": orgId, url, json },
+    details:
+      "An issue whose claims lapsed or were released several times in a row with no checkpoint is blocked with the reason, and no agent is handed it. " +
+      "Read what the agents wrote (the issue page on the Dash, or get_issue's quarantine), then release it: it goes back to todo and its count starts over.",
+    run: issueUnquarantine,
   }),
   triage: command({
     summary: "read outsiders' issues and comments waiting for a person, and let one in after reading it (interactive only)",

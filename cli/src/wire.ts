@@ -95,6 +95,8 @@ export interface VerificationSettings {
   mode: "off" | "ci";
   checks: string[];
   windowMinutes: number;
+  stallMinutes: number;
+  quarantineAfter: number;
 }
 
 /** POST /api/cli/keys, action revoke */

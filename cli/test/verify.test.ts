@@ -71,3 +71,21 @@ it("project verification, key mint --ci and verify: CI's attestation lets the de
   });
   expect(refused.status).toBe(403);
 });
+
+it("project verification --quarantine-after and issue unquarantine: a person releases an issue its agents abandoned (decision 055)", async () => {
+  const set = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--quarantine-after", "1", "--org-id", orgId, "--url", server.url, "--json"]);
+  expect(set.code, set.stderr).toBe(0);
+  expect(json(set)).toMatchObject({ mode: "off", quarantineAfter: 1 });
+  const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, noDependency: "a test" })).identifier as string;
+  const { claimToken } = await tool("claim_issue", { identifier: poison });
+  expect(await tool("release_issue", { identifier: poison, claimToken, note: "the suite hangs" })).toMatchObject({ status: "blocked" });
+  expect((await tool("claim_issue", { identifier: poison })).error).toMatchObject({ code: "STATUS_NOT_CLAIMABLE" });
+
+  const released = await retasc(ada, ["issue", "unquarantine", poison, "--org-id", orgId, "--url", server.url]);
+  expect(released.code, released.stderr).toBe(0);
+  expect(released.stdout).toContain(`${poison} is todo again`);
+  expect(await tool("claim_issue", { identifier: poison })).toMatchObject({ identifier: poison });
+  const again = await retasc(ada, ["issue", "unquarantine", poison, "--org-id", orgId, "--url", server.url]);
+  expect(again.code).toBe(1);
+  expect(again.stderr).toContain("CONFLICT");
+});

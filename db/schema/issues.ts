@@ -86,6 +86,15 @@ export const issues = pgTable(
     evidenceCommit: text("evidence_commit"),
     evidenceBranch: text("evidence_branch"),
     evidencePr: text("evidence_pr"),
+    /**
+     * The run of claims abandoned in a row (lapsed or released, no checkpoint written under
+     * them) and the fence of the last one counted: retasc_abandoned_claim's, decision 055.
+     */
+    abandonedClaims: integer("abandoned_claims").notNull().default(0),
+    abandonedFence: integer("abandoned_fence").notNull().default(0),
+    /** Set when that run reached the project's threshold: blocked until a person releases it. */
+    quarantinedAt: timestamp("quarantined_at", { withTimezone: true }),
+    quarantineReason: text("quarantine_reason"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },

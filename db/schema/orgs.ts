@@ -84,6 +84,8 @@ export const projects = pgTable(
     verificationWindowMinutes: integer("verification_window_minutes").notNull().default(120),
     /** A live claim with no checkpoint, comment or status write for this long reads stalled (check_claim). */
     stallMinutes: integer("stall_minutes").notNull().default(45),
+    /** Claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is quarantined (decision 055). */
+    quarantineAfter: integer("quarantine_after").notNull().default(3),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],

@@ -24,11 +24,14 @@ const usage = `usage: npm run admin -- <command> [options]
   mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--ci] [--json]
       mint an agent key for a person (added as a member if needed); --ci: a CI key for the
       project, which attests verification results (retasc verify) and does nothing else
-  set-verification --project <projectId> --mode ci|off [--checks a,b] [--window-minutes <n>] [--stall-minutes <n>] [--json]
+  set-verification --project <projectId> --mode ci|off [--checks a,b] [--window-minutes <n>] [--stall-minutes <n>]
+                   [--quarantine-after <n>] [--json]
       how the project verifies finishes: ci holds dependents until CI passes a finish;
       --checks names the required checks (none: every check reported on the commit);
       --stall-minutes: a live claim with no checkpoint, comment or status write for this long
-      reads stalled in check_claim (default 45)
+      reads stalled in check_claim (default 45); --quarantine-after: claims abandoned in a row
+      (lapsed or released, no checkpoint) after which an issue is blocked until a person
+      releases it (default 3)
   set-password --email <email> [--json] < password.txt
       set or replace a person's email + password sign-in; the password is one line
       on standard input (asked for without echo on a terminal), never a flag
@@ -101,6 +104,7 @@ async function main() {
       checks: { type: "string" },
       "window-minutes": { type: "string" },
       "stall-minutes": { type: "string" },
+      "quarantine-after": { type: "string" },
       json: { type: "boolean", default: false },
     },
     strict: true,

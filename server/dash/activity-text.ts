@@ -82,6 +82,10 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
         : { label: "finished", text: join(`${String(d.to ?? "done")} ${by ?? ""}`.trim(), fenceOf(d), "the lease ended", d.verification === "pending" ? "CI verifies it before what waits on it starts" : "") };
     case "verified":
       return { label: "verified", text: `CI passed it (${String(d.source ?? "?")}): what waits on it can start` };
+    case "quarantined":
+      return { label: "quarantined", text: `${str(d.reason) ?? "quarantined"}: blocked, never dispatched until a person releases it` };
+    case "unquarantined":
+      return { label: "released from quarantine", text: join(`back in the queue ${by ?? ""}`.trim(), "its count of abandoned claims starts again") };
     case "verification_failed":
       return { label: "failed CI", text: `${list(d.checks).join(", ") || "failed by hand"} (${String(d.source ?? "?")}): back in the queue at High or above` };
     case "status_changed":

@@ -26,6 +26,7 @@ import {
   type WriteScope,
 } from "./store.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
+import { quarantinedRefusal } from "./quarantine.ts";
 import { isLeaseLive, issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 
@@ -66,6 +67,8 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
       // An agent repeating a finish that was not its lease's is told who finished it, never a bare ok it would take for its own.
       if (!input.claimToken && scope.ctx.principal.kind === "agent") throw await finishedByAnother(scope, row);
     }
+    // Only a person's release takes a quarantined issue out of blocked (decision 055).
+    if (row.quarantinedAt && input.status !== undefined && input.status !== row.status) throw quarantinedRefusal(ctx.config, row, "status");
     if (input.claimToken) await requireLiveToken(scope, row, input.claimToken);
     const change = await changeOf(scope, row, input);
     // A call that changes nothing writes nothing and costs nothing; the body is the work tier.

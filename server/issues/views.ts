@@ -4,6 +4,7 @@ import { DISPATCH_STATUSES } from "../../db/schema/dispatch.ts";
 import { issues, user, type checkpoints, type relations } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
+import { quarantineOf } from "./quarantine.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
 import { reaches, type Reach } from "../orgs/scope.ts";
 
@@ -166,7 +167,9 @@ export async function issueViewReads(db: Db, reach: Pick<Reach, "projectIds">, i
 
 /** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
 export async function issueView(db: Db, reach: Pick<Reach, "projectIds">, cipher: OrgCipher, row: IssueRow, now: Date) {
-  return renderIssueView(cipher, row, await issueViewReads(db, reach, row.id, now), now);
+  const view = renderIssueView(cipher, row, await issueViewReads(db, reach, row.id, now), now);
+  // A quarantined issue (decision 055) shows why, and what the agents that abandoned it wrote.
+  return row.quarantinedAt ? { ...view, quarantine: await quarantineOf(db, cipher, row) } : view;
 }
 
 /** Builds the view from the row and what `issueViewReads` returned for it. */

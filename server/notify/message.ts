@@ -84,6 +84,9 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
     case "reclaimed":
       headline = "was reclaimed: your agent's lease lapsed and the work is back in the queue.";
       break;
+    case "issue_quarantined":
+      headline = `is blocked: ${row.quarantineReason ?? "quarantined"}. No agent gets it until a person reads the notes and releases it.`;
+      break;
     case "verification_failed": {
       headline = "failed CI after it was finished: it is back in the queue, ranked High or above.";
       const [last] = await db.select({ gotchasEnc: checkpoints.gotchasEnc }).from(checkpoints).where(eq(checkpoints.issueId, issueId)).orderBy(desc(checkpoints.createdAt)).limit(1);

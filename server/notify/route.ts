@@ -11,7 +11,7 @@ type IssueEvent = JobPayload<"notify.issue_event">;
  * Who hears of an event: the humans tied to the issue by it. done and canceled: the author;
  * review: the reviewer (the issue's assignee in review); assigned: the assignee; reclaimed: the
  * person whose agent held the lapsed lease; verification_failed: the author and the human whose
- * agent finished it. Never the actor, the human behind the acting key, and never a member scoped
+ * agent finished it; issue_quarantined: the author and the human whose agent held its last claim. Never the actor, the human behind the acting key, and never a member scoped
  * away from the issue's project (decision 042): the message names the issue and its title.
  */
 export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]> {
@@ -20,11 +20,11 @@ export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]>
     .from(issues)
     .where(eq(issues.id, event.issueId));
   if (!row || row.orgId !== event.orgId) return [];
-  const lastLeaseEnded = async (reason: "expired" | "finished") => {
+  const lastLeaseEnded = async (reason: "expired" | "finished" | "any") => {
     const [lease] = await db
       .select({ userId: leases.userId })
       .from(leases)
-      .where(and(eq(leases.issueId, event.issueId), eq(leases.endReason, reason)))
+      .where(and(eq(leases.issueId, event.issueId), reason === "any" ? undefined : eq(leases.endReason, reason)))
       .orderBy(desc(leases.fence))
       .limit(1);
     return lease?.userId ?? null;
@@ -44,6 +44,9 @@ export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]>
       break;
     case "verification_failed":
       people = [row.authorId, await lastLeaseEnded("finished")];
+      break;
+    case "issue_quarantined":
+      people = [row.authorId, await lastLeaseEnded("any")];
       break;
   }
   const wanted = [...new Set(people.filter((person): person is string => person !== null && person !== event.actorId))];

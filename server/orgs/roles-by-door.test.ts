@@ -206,6 +206,17 @@ async function claimedIssue(): Promise<string> {
   return saved.structuredContent.identifier;
 }
 
+/** An issue the owner's agent claimed and released three times with no checkpoint: quarantined (decision 055). */
+async function quarantinedIssue(): Promise<string> {
+  const owner = actors.owner.agent;
+  const identifier = (await call(owner, "save_issue", { title: `poison ${next()}`, work: true, noDependency: "alone" })).structuredContent.identifier;
+  for (let i = 0; i < 3; i++) {
+    const claimed = await call(owner, "claim_issue", { identifier });
+    await call(owner, "release_issue", { identifier, claimToken: claimed.structuredContent.claimToken });
+  }
+  return identifier;
+}
+
 /** An outsider's issue from GitHub, awaiting triage; with the digest of its text as a person is shown it. */
 async function heldIssue(): Promise<{ identifier: string; digest: string }> {
   const id = 8_000_000 + next();
@@ -541,6 +552,16 @@ const rows: Row[] = [
       },
       CLI: async (a) => cli(a, "triage", { action: "accept", ...(await heldIssue()) }),
       ...agentDoors(async (client) => mcp(client, "save_issue", { identifier: (await heldIssue()).identifier, triage: "accepted" })),
+    },
+  },
+  {
+    action: "release a quarantined issue to agents ⁴",
+    allowed: everyone,
+    allowedOn: { "MCP (agent key)": [], "MCP (session key)": [] },
+    doors: {
+      Dash: async (a) => dash(a, `/dash/issues/${await quarantinedIssue()}`, { intent: "unquarantine" }),
+      CLI: async (a) => cli(a, "issues", { action: "unquarantine", identifier: await quarantinedIssue() }),
+      ...agentDoors(async (client) => mcp(client, "save_issue", { identifier: await quarantinedIssue(), status: "todo" })),
     },
   },
   {

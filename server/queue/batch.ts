@@ -83,7 +83,11 @@ export async function nextBatch(ctx: Ctx, raw: z.input<typeof nextBatchInput> = 
       return { claimed: false as const, issues: await summarize(scope.tx, scope.cipher, picked, scope.now) };
     }
     const claims: ClaimReply[] = [];
-    for (const row of picked) claims.push(await claimRow(scope, row, budget.live + claims.length));
+    for (const row of picked) {
+      const claimed = await claimRow(scope, row, budget.live + claims.length);
+      // null: the lapse it found quarantined it (decision 055); the batch goes on without it.
+      if (claimed) claims.push(claimed);
+    }
     // One call, one charge, however many it claimed (a peek above is free).
     meter(scope, "next_batch", "dispatch", null);
     return { claimed: true as const, claims };

@@ -8,6 +8,7 @@ import { constantTimeEqual, randomToken, sha256, type OrgCipher } from "../crypt
 import { DomainError } from "../errors.ts";
 import { noticeAfterCommit, type Notice } from "../events/index.ts";
 import { claimMismatch, currentHolder, holderSession, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
+import { quarantinedRefusal } from "../issues/quarantine.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
@@ -57,6 +58,13 @@ export interface TakenLease {
   discussion: ClaimDiscussionJson;
   /** When the lease started. */
   now: string;
+  notices: Notice[];
+}
+
+/** What retasc_take_lease returns instead when the lapse the claim recorded quarantined the issue: no lease (decision 055). */
+export interface QuarantinedAtClaim {
+  quarantined: true;
+  identifier: string;
   notices: Notice[];
 }
 
@@ -159,27 +167,31 @@ function mayRebind(row: IssueRow, holder: Holder, principal: Ctx["principal"], c
   return sameSession(holder, principal);
 }
 
-/** Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and records) an expired predecessor. */
-export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): Promise<ClaimReply> {
+/**
+ * Takes the lease on a locked, dispatchable row, in one statement (retasc_take_lease). Ends (and
+ * records) an expired predecessor; null when that lapse quarantined the issue, which it then leaves.
+ */
+export async function claimRow(scope: WriteScope, row: IssueRow, otherClaims: number): Promise<ClaimReply | null> {
   // The lease starts once the row lock is held, which can be well after the transaction
   // began; reading the clock again keeps lease intervals of one issue from ever overlapping.
   scope.now = new Date(Math.max(scope.now.getTime(), scope.ctx.clock.now().getTime()));
   const claimToken = randomToken("rtclm_", 24);
   const lease = leaseFields(scope.ctx, scope.now, claimToken);
-  const [taken] = await query<{ taken: TakenLease }>(
+  const [taken] = await query<{ taken: TakenLease | QuarantinedAtClaim }>(
     scope.tx,
     sql`select retasc_take_lease(${row.id}::text, ${scope.ctx.principal.orgId}::text, ${lease.userId}::text, ${lease.keyId}::text,
       ${lease.runtime}::text, ${lease.now}::timestamptz, ${lease.leaseId}::text, ${lease.tokenHash}::text, ${lease.ttlMs}::bigint,
       ${lease.sessionId}::text) as taken`,
   );
   noticeAfterCommit(scope.tx, taken!.taken.notices);
+  if ("quarantined" in taken!.taken) return null;
   return claimReply(scope.cipher, taken!.taken, claimToken, otherClaims, scope.ctx.principal);
 }
 
 /** Claims one named issue, ignoring lanes; refuses only for a stated reason. */
 export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>) {
   const { identifier, claimToken } = claimIssueInput.parse(raw);
-  return inTransaction(ctx, async (scope) => {
+  const claimed = await inTransaction(ctx, async (scope) => {
     const { tx, now } = scope;
     const budget = await claimBudget(scope, () => findIssue(tx, ctx.principal, identifier, { forUpdate: true }));
     const row = budget.then;
@@ -190,6 +202,7 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
         identifier,
       });
     }
+    if (row.quarantinedAt) throw quarantinedRefusal(ctx.config, row, "claim");
     if (!(DISPATCH_STATUSES as readonly string[]).includes(row.status)) {
       throw new DomainError(
         "STATUS_NOT_CLAIMABLE",
@@ -227,6 +240,9 @@ export async function claimIssue(ctx: Ctx, raw: z.input<typeof claimIssueInput>)
     }
     if (row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) throw selfReview(identifier);
     if (budget.live >= budget.cap) throw claimCapError(budget.cap);
-    return claimRow(scope, row, budget.live);
+    return (await claimRow(scope, row, budget.live)) ?? { quarantinedNow: row };
   });
+  // Refused after the commit, so the quarantine this claim found stays.
+  if ("quarantinedNow" in claimed) throw quarantinedRefusal(ctx.config, (await findIssue(ctx.db, ctx.principal, identifier)), "claim");
+  return claimed;
 }

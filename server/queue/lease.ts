@@ -6,6 +6,7 @@ import { invalidInput } from "../errors.ts";
 import type { Ctx } from "../context.ts";
 import { currentHolder, endLease, lastLeaseOf, recoverHint, requireLiveToken, sameKey, sameSession } from "../issues/fencing.ts";
 import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
+import { countAbandonedClaim } from "../issues/quarantine.ts";
 import { checkpointView, unheldText } from "../issues/views.ts";
 import { newId } from "../orgs/index.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
@@ -158,6 +159,8 @@ export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInp
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
+    // Counted before its note is written: a release note is not progress (decision 055).
+    const quarantined = await countAbandonedClaim(scope, row);
     if (input.note) await writeCheckpoint(scope, row, { note: input.note });
     await endLease(scope, row, "released");
     meter(scope, "release_issue", "plumbing", row.id);
@@ -168,7 +171,17 @@ export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInp
       detail: { note: input.note },
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
-    // The status is what the issue is left in: releasing never changes it.
+    if (quarantined) {
+      const [after] = await scope.tx.select({ reason: issues.quarantineReason }).from(issues).where(eq(issues.id, row.id));
+      return {
+        identifier: row.identifier,
+        released: true,
+        status: "blocked" as const,
+        held: false as const,
+        message: `Released: ${row.identifier} is ${after!.reason}; no agent gets it until a person releases it. Your claimToken is dead.`,
+      };
+    }
+    // Otherwise the status is what the issue is left in: releasing never changes it.
     return {
       identifier: row.identifier,
       released: true,

@@ -1,4 +1,6 @@
 import fc from "fast-check";
+import { eq } from "drizzle-orm";
+import { projects } from "../../db/schema/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
 import type { Ctx, Services } from "../context.ts";
@@ -70,6 +72,8 @@ const modelAgent = (name: AgentName): ModelAgent => ({ name, person: PERSON_OF[n
 
 async function setup(): Promise<{ model: DispatchModel; real: Real }> {
   const org = await seedOrg(services, { prefix: "MB" });
+  // The reference model has no quarantine (decision 055; server/queue/quarantine.test.ts): random releases and lapses never trip it here.
+  await services.db.update(projects).set({ quarantineAfter: 1_000 }).where(eq(projects.id, org.projectId));
   const second = await org.agentFor("alice", "opencode");
   // Each model agent is one agent process: its own key in its own MCP session (decision 036).
   const inSession = (agentCtx: Ctx, sessionId: string): Ctx => ({ ...agentCtx, principal: { ...agentCtx.principal, sessionId } });

@@ -6,7 +6,7 @@ import { randomToken } from "../crypto/index.ts";
 import { sendNotices } from "../events/index.ts";
 import { batching, inCallOrder } from "../issues/batching.ts";
 import { retryingConflicts } from "../issues/store.ts";
-import { claimCapError, claimReply, leaseFields, type TakenLease } from "./claim.ts";
+import { claimCapError, claimReply, leaseFields, type QuarantinedAtClaim, type TakenLease } from "./claim.ts";
 import { emptyReply } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
 import { slaSweepOrg } from "./sla.ts";
@@ -15,7 +15,8 @@ import { billingRefusal, sqlCharge } from "../usage/meter.ts";
 type NextIssueOutcome =
   | { outcome: "sla" | "empty" | "cap" }
   | { outcome: "billing"; code: "BILLING_INACTIVE" | "SPEND_CAP" }
-  | (TakenLease & { outcome: "claimed"; otherClaims: number });
+  | (TakenLease & { outcome: "claimed"; otherClaims: number })
+  | (QuarantinedAtClaim & { outcome: "claimed" });
 
 /** retasc_next_issue's arguments by name. */
 type NextIssueCall = ReturnType<typeof leaseFields> & {
@@ -98,6 +99,8 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
         sendNotices(ctx.db, result.notices);
+        // The lapse it found quarantined the issue, which it left (decision 055): pick again.
+        if ("quarantined" in result) continue;
         const reply = claimReply(cipher, result, claimToken, result.otherClaims, principal);
         // Read only when the key holds others, so the usual claim costs nothing more.
         return result.otherClaims > 0 ? { ...reply, holding: await heldBySession(ctx, reply.identifier) } : reply;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { TestClock, testConfig } from "../testing/db.ts";
 import { eq } from "drizzle-orm";
-import { activity, issues, outbox } from "../../db/schema/index.ts";
+import { activity, issues, outbox, projects } from "../../db/schema/index.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import type { DomainError } from "../errors.ts";
@@ -234,6 +234,8 @@ describe("claims and fencing", () => {
 
   it("marks a claim that ended and recorded an expired lease itself, on every claiming door (/metrics counts it as by=claim)", async () => {
     const org = await fresh();
+    // Four lapses in a row would quarantine it at the third (decision 055; quarantine.test.ts): here only who records each counts.
+    await env.tdb.database.db.update(projects).set({ quarantineAfter: 10 }).where(eq(projects.id, org.projectId));
     const a = org.agents.alice.ctx;
     const b = org.agents.bob.ctx;
     const x = await create(a, "x");

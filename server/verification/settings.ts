@@ -14,6 +14,8 @@ export const verificationSettings = z.object({
   checks: z.array(checkName).max(50),
   windowMinutes: minutes,
   stallMinutes: minutes,
+  /** Claims abandoned in a row after which an issue is quarantined (decision 055); absent in older exports: 3. */
+  quarantineAfter: z.coerce.number().int().min(1).max(100).default(3),
 });
 export type VerificationSettings = z.infer<typeof verificationSettings>;
 
@@ -30,6 +32,8 @@ export const setVerificationInput = z.object({
   windowMinutes: minutes.optional(),
   /** A live claim with no checkpoint, comment or status write for this long reads stalled in check_claim. */
   stallMinutes: minutes.optional(),
+  /** Claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is quarantined (decision 055). */
+  quarantineAfter: z.coerce.number().int().min(1).max(100).optional(),
 });
 
 export type SetVerificationInput = z.input<typeof setVerificationInput>;
@@ -46,9 +50,10 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
         ...(input.checks !== undefined ? { verificationChecks: input.checks } : {}),
         ...(input.windowMinutes !== undefined ? { verificationWindowMinutes: input.windowMinutes } : {}),
         ...(input.stallMinutes !== undefined ? { stallMinutes: input.stallMinutes } : {}),
+        ...(input.quarantineAfter !== undefined ? { quarantineAfter: input.quarantineAfter } : {}),
       })
       .where(and(eq(projects.id, input.projectId), eq(projects.orgId, ctx.principal.orgId)))
-      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes });
+      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter });
     if (!row) throw notFound(`project ${input.projectId}`, "Pass a project id of this org (`retasc project list`).");
     await recordOrgActivity(ctx, tx, "project.verification", { ...row });
     return row;
@@ -58,12 +63,12 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
 /** Every project's verification settings, for the Dash's Projects page. */
 export async function listVerificationSettings(ctx: Ctx) {
   return ctx.db
-    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes })
+    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter })
     .from(projects)
     .where(eq(projects.orgId, ctx.principal.orgId));
 }
 
-/** `npm run admin -- set-verification --project <id> --mode ci|off [--checks a,b] [--window-minutes N]`: as the operator. */
+/** `npm run admin -- set-verification --project <id> --mode ci|off [--checks a,b] [--window-minutes N] [--stall-minutes N] [--quarantine-after N]`: as the operator. */
 export async function setVerificationCommand(services: Services, argv: Record<string, unknown>) {
   const projectId = z.string().trim().min(1, "--project is required").parse(argv.project);
   const [project] = await services.db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId));
@@ -74,5 +79,6 @@ export async function setVerificationCommand(services: Services, argv: Record<st
     ...(argv.checks !== undefined ? { checks: String(argv.checks) } : {}),
     ...(argv["window-minutes"] !== undefined ? { windowMinutes: Number(argv["window-minutes"]) } : {}),
     ...(argv["stall-minutes"] !== undefined ? { stallMinutes: Number(argv["stall-minutes"]) } : {}),
+    ...(argv["quarantine-after"] !== undefined ? { quarantineAfter: Number(argv["quarantine-after"]) } : {}),
   });
 }

@@ -56,7 +56,7 @@ describe("the settings", () => {
     await expect(setVerification(bob, { projectId: org.projectId, mode: "ci" })).rejects.toMatchObject({ code: "FORBIDDEN" });
     await expect(setVerification(org.agents.bob.ctx, { projectId: org.projectId, mode: "ci" })).rejects.toMatchObject({ code: "FORBIDDEN" });
     const set = await setVerificationCommand(env.services, { project: org.projectId, mode: "ci", checks: "test, lint", "window-minutes": "90" });
-    expect(set).toEqual({ projectId: org.projectId, prefix: "SET", mode: "ci", checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 45 });
+    expect(set).toEqual({ projectId: org.projectId, prefix: "SET", mode: "ci", checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 45, quarantineAfter: 3 });
     await expect(setVerificationCommand(env.services, { project: org.projectId, mode: "sometimes" })).rejects.toThrow();
   });
 

@@ -411,3 +411,32 @@ export function VerifyByHandForm() {
     </Form>
   );
 }
+
+interface Quarantine {
+  reason: string | null;
+  since: string;
+  claims: { fence: number; runtime: string; ended: string | null; notes: string[] }[];
+}
+
+/** Why agents no longer get this issue (decision 055): the reason, what each abandoning agent wrote, and the person's release. */
+export function QuarantineBox({ quarantine }: { quarantine: Quarantine }) {
+  return (
+    <section id="quarantine" aria-labelledby="quarantine-heading" className="flex flex-col gap-3 rounded border border-amber-300 bg-amber-50 p-4">
+      <h2 id="quarantine-heading" className="text-base font-semibold">Blocked: {quarantine.reason ?? "quarantined"}</h2>
+      <p className="text-sm">Agents kept abandoning it, so none is handed it until a person releases it. What they wrote:</p>
+      <ul className="flex flex-col gap-1 text-sm">
+        {quarantine.claims.map((claim) => (
+          <li key={claim.fence}>
+            <span className="font-medium">
+              Claim {claim.fence} ({claim.runtime}, {claim.ended === "expired" ? "lapsed" : (claim.ended ?? "ended")})
+            </span>
+            {claim.notes.length ? `: ${claim.notes.join(" · ")}` : ": no note"}
+          </li>
+        ))}
+      </ul>
+      <Form method="post">
+        <button type="submit" name="intent" value="unquarantine" className={secondary}>Release it to agents</button>
+      </Form>
+    </section>
+  );
+}

@@ -37,7 +37,7 @@ export async function verify(flags: VerifyFlags, positionals: string[]) {
 }
 
 /** `retasc project verification --project-id <id> --mode ci|off [--checks a,b] [--window <minutes>]` (owner or admin). */
-export async function projectVerification(flags: OrgFlags & { "project-id"?: string; mode?: string; checks?: string; window?: string }) {
+export async function projectVerification(flags: OrgFlags & { "project-id"?: string; mode?: string; checks?: string; window?: string; "quarantine-after"?: string }) {
   if (!flags["project-id"] || !flags.mode) {
     throw new CliError("INVALID_INPUT", "project verification needs --project-id and --mode", "retasc project verification --project-id <id> --mode ci --checks test,lint --window 120");
   }
@@ -51,12 +51,14 @@ export async function projectVerification(flags: OrgFlags & { "project-id"?: str
       mode: flags.mode,
       ...(flags.checks !== undefined ? { checks: flags.checks } : {}),
       ...(flags.window !== undefined ? { windowMinutes: Number(flags.window) } : {}),
+      ...(flags["quarantine-after"] !== undefined ? { quarantineAfter: Number(flags["quarantine-after"]) } : {}),
     },
   });
   if (flags.json) return printJson(settings);
   ok(
-    settings.mode === "ci"
+    (settings.mode === "ci"
       ? `${settings.prefix} verifies finishes in CI: ${settings.checks.length ? `required checks ${settings.checks.join(", ")}` : "every check reported on the commit"}, stale after ${settings.windowMinutes} minutes.`
-      : `${settings.prefix} takes finishes on the agent's word (verification off).`,
+      : `${settings.prefix} takes finishes on the agent's word (verification off).`) +
+      ` An issue is quarantined after ${settings.quarantineAfter} abandoned claims in a row.`,
   );
 }
