@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { cliInstallCommand } from "../../constants/cli-install.ts";
+import { markdownNames } from "./docs.ts";
 import type { PublicPage } from "./pages.ts";
 
 /**
@@ -52,13 +53,5 @@ export function writtenPage(pagePath: string, origin: string, contentDir = CONTE
 
 /** Every written page's path, the guides after the top-level pages. */
 export function writtenPaths(contentDir = CONTENT_DIR): string[] {
-  const list = (dir: string, prefix: string) =>
-    fs.existsSync(dir)
-      ? fs
-          .readdirSync(dir)
-          .filter((file) => file.endsWith(".md"))
-          .sort()
-          .map((file) => `${prefix}${file.slice(0, -3)}`)
-      : [];
-  return [...list(contentDir, "/"), ...list(path.join(contentDir, "guides"), "/guides/")];
+  return [...markdownNames(contentDir, "/"), ...markdownNames(path.join(contentDir, "guides"), "/guides/")];
 }

@@ -72,18 +72,19 @@ export function renderOwnMarkdown(markdown: string): Pick<RenderedDoc, "html" | 
 
 const titleOf = (markdown: string, slug: string) => /^#\s+(.+)$/m.exec(markdown)?.[1]?.trim() ?? slug;
 
+/** The Markdown files of a folder (not below it) as names without `.md`, each after `prefix`, sorted. */
+export const markdownNames = (dir: string, prefix: string): string[] =>
+  fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((file) => file.endsWith(".md"))
+        .sort()
+        .map((file) => `${prefix}${file.slice(0, -3)}`)
+    : [];
+
 /** Every served doc, the top-level ones first, then the decisions in order. */
 export function publicDocs(docsDir = DOCS_DIR): PublicDoc[] {
-  const list = (dir: string, prefix: string) =>
-    fs.existsSync(dir)
-      ? fs
-          .readdirSync(dir)
-          .filter((file) => file.endsWith(".md"))
-          .sort()
-          .map((file) => `${prefix}${file.slice(0, -3)}`)
-          .filter((slug) => SLUG.test(slug))
-      : [];
-  const slugs = [...list(docsDir, ""), ...list(path.join(docsDir, "decisions"), "decisions/")];
+  const slugs = [...markdownNames(docsDir, ""), ...markdownNames(path.join(docsDir, "decisions"), "decisions/")].filter((slug) => SLUG.test(slug));
   return slugs.map((slug) => ({ slug, title: titleOf(fs.readFileSync(path.join(docsDir, `${slug}.md`), "utf8"), slug) }));
 }
 
