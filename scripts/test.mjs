@@ -142,13 +142,14 @@ async function main() {
     // The two drivers' passes run side by side: the PostgreSQL pass waits on the server and on its
     // tests' timers, the PGlite pass is CPU-bound in-process, so together they take little more than
     // the longer of the two on 2 CPUs. Each test makes its own database (server/testing/db.ts).
-    await sideBySide(
-      runs.map((driver) => {
-        const whole = args.length === 0;
-        const excluded = [...(driver === "postgres" && whole ? pooledFiles : []), ...(driver === "pglite" && whole ? wireOnly : [])];
-        return { label: `unit and integration tests on ${driver}`, args: [...args, ...excluded.flatMap((f) => ["--exclude", f])], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
-      }),
-    );
+    const passes = runs.map((driver) => {
+      const whole = args.length === 0;
+      const excluded = [...(driver === "postgres" && whole ? pooledFiles : []), ...(driver === "pglite" && whole ? wireOnly : [])];
+      return { label: `unit and integration tests on ${driver}`, args: [...args, ...excluded.flatMap((f) => ["--exclude", f])], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
+    });
+    // RETASC_TEST_SERIAL=1 runs them one after the other (a slower machine, or to read one log).
+    if (process.env.RETASC_TEST_SERIAL === "1") for (const pass of passes) await sideBySide([pass]);
+    else await sideBySide(passes);
     // The concurrency suites and the swarm count on having the machine to themselves: alone, after,
     // through the pooler when there is one.
     if (args.length === 0) {
