@@ -19,6 +19,7 @@ import { readinessOf } from "./server/metrics/health.ts";
 import { startMetricsServer } from "./server/http/metrics.ts";
 import { createRequestGuard } from "./server/http/limits.ts";
 import { createEdge } from "./server/http/edge.ts";
+import { createHeavyReads } from "./server/http/heavy-reads.ts";
 import { refuse } from "./server/http/refuse.ts";
 import { handleMcpNodeRequest } from "./server/mcp/http.ts";
 import { runsInlineWorkers, startWorkers, type JobRunner } from "./workers/index.ts";
@@ -49,6 +50,7 @@ async function main() {
   const serveStatic = createStaticHandler(path.join(config.RETASC_BUILD_DIR, "client"));
 
   const guard = createRequestGuard(config, log);
+  const heavyReads = createHeavyReads(config);
   const server = http.createServer(
     {
       requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
@@ -59,13 +61,13 @@ async function main() {
     createEdge(config, log, guard, {
       serveStatic,
       // The agents' endpoint is answered here, not by React Router: it is the hot path and needs none of it.
-      mcp: (req, res, admission) => handleMcpNodeRequest(req, res, { services, log }, admission),
+      mcp: (req, res, admission) => handleMcpNodeRequest(req, res, { services, log, heavyReads }, admission),
       app: async (req, res, path) => {
         // A data request for the Dash's endless event stream: the router would wait for it to end.
         if (path === "/dash/events.data") refuse(res, false, 404, "NOT_FOUND", "no such data route", "The Dash's live events are at /dash/events.");
         else await handle(req, res);
       },
-    }),
+    }, heavyReads),
   );
   // Longer than the idle timeouts of load balancers (60 s is common) and clients, so the server is
   // never the side that closes an idle connection just as a request is sent on it (ECONNRESET).

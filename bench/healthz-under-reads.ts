@@ -4,7 +4,10 @@
  * and 250 people and 200 invites; eight readers in a tight loop, each on one of the largest
  * pages (list_comments pages of the long thread over /mcp, its Dash issue page, list_members
  * over /mcp, the Dash Members page), two readers a page, then eight on each page alone, while
- * /healthz is probed every 50 ms; beside the same probes with no reads, in the same run: `npm run bench:healthz -- [--quick] [--seconds N]`.
+ * /healthz is probed every 50 ms; beside the same probes with no reads, in the same run. All of it
+ * twice: on an instance without the heavy reads' limit (HEAVY_READS_AT_ONCE past the readers, the
+ * baseline) and on one with it as deployed (decision 058), on the same database:
+ * `npm run bench:healthz -- [--quick] [--seconds N] [--at-once N]`.
  */
 import os from "node:os";
 import path from "node:path";
@@ -16,9 +19,10 @@ import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 export const HEALTHZ_TARGET_MS = 100;
 const READERS = 8;
 
-export async function healthzUnderReadsBench(options: { comments: number; chars: number; seconds: number }) {
-  const bench = await startDashBenchApp();
-  const { services, app, cookie } = bench;
+export async function healthzUnderReadsBench(options: { comments: number; chars: number; seconds: number; atOnce: number }) {
+  const bench = await startDashBenchApp({ HEAVY_READS_AT_ONCE: "1000" });
+  const { services, cookie } = bench;
+  let app: { url: string } = bench.app;
   try {
     const { seedOwnedOrg } = await import("../server/testing/dash.ts");
     const { addPeople } = await import("../server/orgs/testing.ts");
@@ -103,8 +107,19 @@ export async function healthzUnderReadsBench(options: { comments: number; chars:
       return latencies;
     };
 
-    log(`probing /healthz for ${options.seconds} s with no reads`);
-    const quiet = distribution(await probe(options.seconds));
+    /** /healthz with no reads, under the mixed readers, then under each kind alone, on the app at `app.url`. */
+    const phases = async (name: string) => {
+      log(`${name}: probing /healthz for ${options.seconds} s with no reads`);
+      const quiet = distribution(await probe(options.seconds));
+      log(`${name}: probing /healthz for ${options.seconds} s under ${READERS} readers of the four pages`);
+      const mixed = await underReads((r) => kinds[r % kinds.length]!);
+      const byKind = {} as Record<keyof typeof reads, Awaited<ReturnType<typeof underReads>>>;
+      for (const kind of kinds) {
+        log(`${name}: probing /healthz for ${options.seconds} s under ${READERS} readers of ${kind}`);
+        byKind[kind] = await underReads(() => kind);
+      }
+      return { quiet, mixed, byKind };
+    };
     /** /healthz while READERS read in a tight loop, reader r the page `pick(r)`. */
     const underReads = async (pick: (r: number) => keyof typeof reads) => {
       let reading = true;
@@ -121,23 +136,19 @@ export async function healthzUnderReadsBench(options: { comments: number; chars:
       await Promise.all(readers);
       return { healthz, readsPerSecond: served / options.seconds };
     };
-    // All four kinds at once (two readers each), then each kind alone: which page costs /healthz its time.
-    log(`probing /healthz for ${options.seconds} s under ${READERS} readers of the four pages`);
-    const mixed = await underReads((r) => kinds[r % kinds.length]!);
-    const byKind = {} as Record<keyof typeof reads, Awaited<ReturnType<typeof underReads>>>;
-    for (const kind of kinds) {
-      log(`probing /healthz for ${options.seconds} s under ${READERS} readers of ${kind}`);
-      byKind[kind] = await underReads(() => kind);
-    }
+    const unlimited = await phases("no limit");
+    log(`starting an instance with HEAVY_READS_AT_ONCE=${options.atOnce}`);
+    app = await bench.another({ HEAVY_READS_AT_ONCE: String(options.atOnce) });
+    const limited = await phases(`limit ${options.atOnce}`);
     return {
       comments: options.comments,
       chars: options.chars,
       seconds: options.seconds,
+      atOnce: options.atOnce,
       alone,
-      quiet,
-      mixed,
-      byKind,
-      pass: mixed.healthz.p99 < HEALTHZ_TARGET_MS,
+      unlimited,
+      limited,
+      pass: limited.mixed.healthz.p99 < HEALTHZ_TARGET_MS,
       loadAverage: os.loadavg()[0]!,
     };
   } finally {
@@ -148,23 +159,29 @@ export type HealthzUnderReadsResult = Awaited<ReturnType<typeof healthzUnderRead
 
 export function formatHealthzUnderReads(result: HealthzUnderReadsResult): string {
   const ms = (d: Distribution) => `p50 ${String(round(d.p50, 1)).padStart(6)} ms  p99 ${String(round(d.p99, 1)).padStart(6)} ms  max ${String(round(d.max, 1)).padStart(6)} ms`;
-  const under = (name: string, u: HealthzUnderReadsResult["mixed"]) =>
-    `    ${name.padEnd(22)} ${ms(u.healthz)}  (${u.healthz.n} probes, ${round(u.readsPerSecond, 1)} reads/s; p99 ${round(u.healthz.p99 / result.quiet.p99, 1)}x the baseline's)`;
+  type Phases = HealthzUnderReadsResult["limited"];
+  const under = (name: string, u: Phases["mixed"], base: Phases["mixed"] | null) =>
+    `    ${name.padEnd(22)} ${ms(u.healthz)}  (${u.healthz.n} probes, ${round(u.readsPerSecond, 1)} reads/s` +
+    (base ? `; p50 ${round(u.healthz.p50 / base.healthz.p50, 2)}x, p99 ${round(u.healthz.p99 / base.healthz.p99, 2)}x without the limit)` : ")");
+  const phases = (title: string, p: Phases, base: Phases | null) => [
+    `  /healthz ${title}:`,
+    `    ${"no reads".padEnd(22)} ${ms(p.quiet)}  (${p.quiet.n} probes)`,
+    under(`${READERS} readers, mixed`, p.mixed, base?.mixed ?? null),
+    ...Object.entries(p.byKind).map(([kind, u]) => under(`${READERS} readers, ${kind.replace(/ \(MCP\)| page/, "")}`, u, base?.byKind[kind as keyof Phases["byKind"]] ?? null)),
+  ];
   return [
     `/healthz under the largest reads: ${result.comments} comments of ${result.chars} characters, 250 people, 200 invites; ${result.seconds} s of probes each`,
     "  each page alone, one read at a time:",
     ...Object.entries(result.alone).map(([kind, d]) => `    ${kind.padEnd(22)} ${ms(d)}  (${Math.round(d.kib)} KiB)`),
-    "  /healthz:",
-    `    ${"no reads (baseline)".padEnd(22)} ${ms(result.quiet)}  (${result.quiet.n} probes)`,
-    under(`${READERS} readers, mixed`, result.mixed),
-    ...Object.entries(result.byKind).map(([kind, u]) => under(`${READERS} readers, ${kind.replace(/ \(MCP\)| page/, "")}`, u)),
-    `  target: /healthz p99 < ${HEALTHZ_TARGET_MS} ms under the mixed reads: ${result.pass ? "PASS" : "FAIL"} (load average ${round(result.loadAverage, 1)} on ${os.cpus().length} cores)`,
+    ...phases("without the limit (baseline)", result.unlimited, null),
+    ...phases(`with HEAVY_READS_AT_ONCE=${result.atOnce}`, result.limited, result.unlimited),
+    `  target: /healthz p99 < ${HEALTHZ_TARGET_MS} ms under the mixed reads with the limit: ${result.pass ? "PASS" : "FAIL"} (load average ${round(result.loadAverage, 1)} on ${os.cpus().length} cores)`,
   ].join("\n");
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const quick = process.argv.includes("--quick");
-  healthzUnderReadsBench({ comments: quick ? 100 : 800, chars: 50_000, seconds: wholeNumberOption("seconds", quick ? 5 : 20) })
+  healthzUnderReadsBench({ comments: quick ? 100 : 800, chars: 50_000, seconds: wholeNumberOption("seconds", quick ? 5 : 20), atOnce: wholeNumberOption("at-once", 2) })
     .then((result) => {
       process.stdout.write(`\n${formatHealthzUnderReads(result)}\n`);
       process.exitCode = result.pass ? 0 : 1;

@@ -12,7 +12,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../
  * in-process services on the same database and master key for seeding what the page shows
  * (bench/dash-queue.ts, bench/fleet-render.ts); `get` times one page as that person.
  */
-export async function startDashBenchApp() {
+export async function startDashBenchApp(env: Record<string, string> = {}) {
   useBenchPostgres();
   process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
   const { createTestDatabase, servicesFor, testConfig } = await import("../../server/testing/db.ts");
@@ -29,7 +29,9 @@ export async function startDashBenchApp() {
     LOG_LEVEL: "warn",
     // React's production build, as a deployment runs it (unset, react-dom loads its development build).
     NODE_ENV: "production",
+    ...env,
   });
+  const others: Awaited<ReturnType<typeof startApp>>[] = [];
   try {
     const { cookie } = await signUpOverHttp(app.url, "bench@example.com", "Bench");
     const services = servicesFor(database.database, { keyring: new Keyring(masterKey), config: testConfig() });
@@ -47,7 +49,14 @@ export async function startDashBenchApp() {
       cookie,
       services,
       get,
+      /** Another instance of the app on the same database and master key (the same sessions and keys), with `more` in its environment. */
+      async another(more: Record<string, string>) {
+        const other = await startApp({ DATABASE_URL: database.url!, RETASC_MASTER_KEY: masterKey.toString("base64"), RETASC_EMAIL_PASSWORD: "on", LOG_LEVEL: "warn", NODE_ENV: "production", ...more });
+        others.push(other);
+        return other;
+      },
       async close() {
+        await Promise.all(others.map((other) => other.stop()));
         await app.stop();
         await database.close();
       },

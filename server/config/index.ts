@@ -134,6 +134,9 @@ export const configSchema = z.object({
   SESSION_KEY_TTL_SECONDS: positiveInt(86_400),
   /** Exports the Dash imports at once in one process; a person imports one at a time (decision 037). */
   IMPORT_UPLOADS_AT_ONCE: positiveInt(2),
+  /** Dash pages and large MCP list replies answered at once in one process, and waiting past those (decision 058). */
+  HEAVY_READS_AT_ONCE: positiveInt(2),
+  HEAVY_READS_QUEUED: positiveInt(64),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
   SLA_SWEEP_MS: positiveInt(60_000),

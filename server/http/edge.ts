@@ -4,6 +4,7 @@ import type { Logger } from "../log.ts";
 import { answerPreflight, corsFor, OAUTH_CLIENT_ENDPOINTS } from "./cors.ts";
 import { answerMetrics } from "./metrics.ts";
 import { observeRequest, type RequestRecord } from "../metrics/requests.ts";
+import { HEAVY_READS_FULL, isHeavyPage, type HeavyReads } from "./heavy-reads.ts";
 import type { Admission, RequestGuard } from "./limits.ts";
 import { clientIp } from "./limits.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
@@ -40,9 +41,11 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *    browsers send neither and go on. /mcp checks its Origin itself (a JSON-RPC answer);
  *    /webhooks/* are verified by signature; an allowed origin may POST to the OAuth token,
  *    registration and revocation endpoints, which read no cookie.
- * 5. Static files, then the request guard (server/http/limits.ts), then /mcp or React Router.
+ * 5. Static files, then the request guard (server/http/limits.ts), then /mcp or React Router; a
+ *    Dash page waits for a slot of the heavy reads first (server/http/heavy-reads.ts), /mcp
+ *    takes one for a large list's tool (server/mcp/protocol.ts), /healthz never does.
  */
-export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes) {
+export function createEdge(config: Config, log: Logger, guard: RequestGuard, routes: EdgeRoutes, heavyReads: HeavyReads) {
   const { hosts, trustedOrigins, publicUrl } = publicOrigin(config);
   const trusted = new Set(trustedOrigins);
   // Host names are case-insensitive; clients send them in lowercase, so that is tried first.
@@ -104,11 +107,27 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
       record.door = "static";
       return;
     }
+    const app = () => runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
     void guard
       .admit(req, res, path)
-      .then((admission) => {
+      .then(async (admission) => {
         if (!admission) return;
-        return runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
+        if (!isHeavyPage(method, path)) return app();
+        const release = await heavyReads.acquire();
+        if (!release) {
+          const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
+          return refuse(res, false, 503, "RATE_LIMITED", message, hint, { "retry-after": String(retryAfterSeconds) });
+        }
+        // A client that reads slowly (or not at all) keeps its answer coming but not its slot: once
+        // the answer waits on the client, the page is rendered.
+        const stalled = setInterval(() => res.writableNeedDrain && release(), 50);
+        try {
+          // A client that left while it waited is answered by nobody: its slot goes to the next.
+          if (!res.destroyed) await app();
+        } finally {
+          clearInterval(stalled);
+          release();
+        }
       })
       .catch((err) => fail(req, res, err));
   }

@@ -9,12 +9,14 @@ import { baseUrlOf, mcpResource, PROTECTED_RESOURCE_PATH } from "../auth/oauth.t
 import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens.ts";
 import { publicOrigin } from "../http/origin.ts";
 import { AUTH_FAILURES, type Admission } from "../http/limits.ts";
+import type { HeavyReads } from "../http/heavy-reads.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
 import { issueSessionId, sessionSecret, verifySessionId } from "./session-id.ts";
 
 export interface McpHttpDeps {
   services: Services;
   log: Logger;
+  heavyReads?: HeavyReads;
 }
 
 /** What the endpoint reads of an HTTP request, whichever server received it. */
@@ -82,6 +84,7 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
       services: deps.services,
       principal: session ? { ...principal, sessionId: session } : principal,
       log: deps.log,
+      heavyReads: deps.heavyReads,
       requestId,
       startSession: () => issueSessionId(secret, principal.keyId!).header,
     });

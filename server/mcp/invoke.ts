@@ -11,6 +11,7 @@ import { lowBalanceWarning } from "../usage/low-balance.ts";
 import { toolTiers } from "../usage/rate-card.ts";
 import { renewSessionLeases } from "../queue/session-renewal.ts";
 import { takeRiders } from "../verification/riders.ts";
+import type { HeavyReads } from "../http/heavy-reads.ts";
 
 /** Who is calling and where to log: fixed for one HTTP request. */
 export interface CallScope {
@@ -18,6 +19,8 @@ export interface CallScope {
   principal: Principal;
   log: Logger;
   requestId: string;
+  /** This process's slots for the largest replies (server/http/heavy-reads.ts); none in-process. */
+  heavyReads?: HeavyReads;
   /** Starts an MCP session for `initialize`: the Mcp-Session-Id to send back (server/mcp/session-id.ts). */
   startSession?: () => string;
 }

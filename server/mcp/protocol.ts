@@ -17,6 +17,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { billingEnabled } from "../usage/meter.ts";
+import { HEAVY_READS_FULL, HEAVY_TOOLS } from "../http/heavy-reads.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
 import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
 
@@ -91,13 +92,24 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
   if (requests.length > 1 && new Set(requests.map((r) => r.id)).size < requests.length) {
     return refused(scope, 400, ErrorCode.InvalidRequest, "Invalid Request: a batch repeats a request id; give every request its own id");
   }
-  const responses = await Promise.all(requests.map((request) => answer(request, scope)));
-  const session: Record<string, string> = initializing && scope.startSession ? { "mcp-session-id": scope.startSession() } : {};
-  return {
-    status: 200,
-    headers: { "content-type": "application/json", ...session },
-    body: JSON.stringify(responses.length === 1 ? responses[0] : responses),
-  };
+  // A large list's reply is built and serialised in a slot of the heavy reads, so few are at once.
+  const heavy = scope.heavyReads && requests.some((r) => r.method === "tools/call" && HEAVY_TOOLS.has(String(r.params?.name)));
+  const release = heavy ? await scope.heavyReads!.acquire() : null;
+  if (heavy && !release) {
+    const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
+    return rpcErrorReply(503, -32000, `${message} ${hint}`, { "retry-after": String(retryAfterSeconds) });
+  }
+  try {
+    const responses = await Promise.all(requests.map((request) => answer(request, scope)));
+    const session: Record<string, string> = initializing && scope.startSession ? { "mcp-session-id": scope.startSession() } : {};
+    return {
+      status: 200,
+      headers: { "content-type": "application/json", ...session },
+      body: JSON.stringify(responses.length === 1 ? responses[0] : responses),
+    };
+  } finally {
+    release?.();
+  }
 }
 
 type RpcResponse = { result: unknown; jsonrpc: "2.0"; id: RequestId } | { jsonrpc: "2.0"; id: RequestId; error: RpcError };

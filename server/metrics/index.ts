@@ -87,6 +87,16 @@ function createInstruments() {
       labelNames: ["provider", "result"] as const,
       registers: [registry],
     }),
+    heavyReadsRunning: new Gauge({
+      name: "retasc_heavy_reads_running",
+      help: "Dash pages and large MCP list replies being answered by this process (at most HEAVY_READS_AT_ONCE)",
+      registers: [registry],
+    }),
+    heavyReadsQueued: new Gauge({
+      name: "retasc_heavy_reads_queued",
+      help: "Dash pages and large MCP list replies waiting for a slot in this process (at most HEAVY_READS_QUEUED; past it, 503)",
+      registers: [registry],
+    }),
     gaugesFrom: null as null | { db: Db; database: Database },
   };
   // Both exposed from the start, at 0, so rate() and increase() see the first expiry.
@@ -132,6 +142,11 @@ export const metrics = {
   },
   job(job: string, result: "completed" | "retry" | "failed") {
     instruments.jobs.inc({ job, result });
+  },
+  /** The heavy reads running and queued now (server/http/heavy-reads.ts). */
+  heavyReads(running: number, queued: number) {
+    instruments.heavyReadsRunning.set(running);
+    instruments.heavyReadsQueued.set(queued);
   },
   /** For the webhook routes: one call per delivery received. */
   webhookDelivery(provider: string, result: "accepted" | "duplicate" | "refused" | "failed") {

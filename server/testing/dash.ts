@@ -42,7 +42,7 @@ export async function seedOwnedOrg<R extends string>(
 /**
  * The built app on a PostgreSQL database of its own, for the Dash's tests over real HTTP (call
  * inside a describe: it starts in beforeAll and stops in afterAll). `person` signs someone up
- * over HTTP and seeds an org they own with a codex agent connected over /mcp.
+ * over HTTP and seeds an org they own with a codex agent connected over /mcp (and its key).
  */
 export function useDashApp(env: Record<string, string> = {}) {
   let database: TestDatabase;
@@ -68,7 +68,7 @@ export function useDashApp(env: Record<string, string> = {}) {
       const email = `${tag}-${crypto.randomBytes(3).toString("hex")}@example.com`;
       const { cookie } = await signUpOverHttp(app.url, email);
       const org = await seedOwnedOrg(database.database.db, new Keyring(masterKey), { ownerEmail: email, orgName: tag, prefix, runtimes: ["codex"] });
-      return { cookie, orgId: org.orgId, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
+      return { cookie, orgId: org.orgId, key: org.keys.codex, agent: await connectClient(`${app.url}/mcp`, org.keys.codex) };
     },
   };
 }
