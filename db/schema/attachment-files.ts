@@ -3,7 +3,7 @@ import { attachments } from "./issues.ts";
 import { orgIdColumn } from "./orgs.ts";
 
 /** bytea as a Buffer (postgres.js hands back a Buffer, PGlite a Uint8Array). */
-const bytes = customType<{ data: Buffer; driverData: Uint8Array }>({
+export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
   dataType: () => "bytea",
   fromDriver: (value) => Buffer.from(value),
 });
@@ -22,5 +22,5 @@ export const attachmentFiles = pgTable("attachment_files", {
   orgId: orgIdColumn(),
   contentType: text("content_type").notNull(),
   sizeBytes: integer("size_bytes").notNull(),
-  contentEnc: bytes("content_enc").notNull(),
+  contentEnc: bytea("content_enc").notNull(),
 });

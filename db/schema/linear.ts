@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, pgTable, primaryKey, real, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { bytea } from "./attachment-files.ts";
 import { user } from "./auth.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
@@ -110,4 +111,25 @@ export const importGhosts = pgTable(
     uniqueIndex("import_ghosts_source_uq").on(t.orgId, t.source, t.sourceUserId),
     index("import_ghosts_email_idx").on(t.emailHash),
   ],
+);
+
+/**
+ * A file attachment downloaded while its run was fetching (by the process holding the source's
+ * credential), sealed under the org's key (OrgCipher.encryptBytes) until the apply copies it to
+ * `attachment_files` in the page's transaction and drops it (decision 060).
+ */
+export const importStagedFiles = pgTable(
+  "import_staged_files",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => linearImportRuns.id, { onDelete: "cascade" }),
+    /** The source's attachment id, as the staged page names it. */
+    sourceId: text("source_id").notNull(),
+    orgId: orgIdColumn(),
+    contentType: text("content_type").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    contentEnc: bytea("content_enc").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.sourceId] })],
 );

@@ -196,6 +196,8 @@ export const configSchema = z.object({
   GITHUB_API_URL: z.url().default("https://api.github.com"),
   /** Linear's GraphQL endpoint, where a Linear import reads a team (tests point it at a local fake). */
   LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
+  /** Where Linear serves uploaded files: a Linear attachment there comes over as a file, fetched with the import's key (decision 060). */
+  LINEAR_UPLOADS_URL: z.url().default("https://uploads.linear.app"),
   /**
    * Hosts (`host:port`, comma-separated) that URLs people and orgs enter may reach although they
    * are not public https addresses: a self-hosted GitLab on the office network, the tests' local

@@ -72,6 +72,8 @@ beforeAll(async () => {
       SMTP_URL: smtp.url,
       SMTP_FROM: "Retasc <retasc@example.com>",
       LINEAR_API_URL: linear.apiUrl,
+      LINEAR_UPLOADS_URL: linear.url,
+      RETASC_OUTBOUND_ALLOW_HOSTS: new URL(linear.url).host,
     }),
   });
   org = await seedOrg(services, { prefix: "SCAN" });
@@ -196,13 +198,15 @@ const probes: Probe[] = [
     },
   },
   {
-    columns: ["linear_import_pages.payload_enc"],
+    columns: ["linear_import_pages.payload_enc", "import_staged_files.content_enc"],
     async write() {
       markers.push(fakes.linear.apiKey);
+      // A file uploaded to Linear is downloaded into staging with the page (decision 060).
+      fakes.linear.addFile(fakes.linear.workspace.issues[1]!, { title: "notes.txt", bytes: Buffer.from(`staged file ${marker("linear-file")}`) });
       const team = fakes.linear.workspace.team;
       await startLinearImport((await peopleOf(services, org)).as.alice, { apiKey: fakes.linear.apiKey, teamId: team.id, newProject: { name: "From Linear" } });
       // No job runner here: the fetched pages stay staged, encrypted, until an apply job that never comes.
-      await waitFor(async () => (await count("linear_import_pages", "payload_enc")) > 0, 10_000, "a staged Linear page");
+      await waitFor(async () => (await count("linear_import_pages", "payload_enc")) > 0 && (await count("import_staged_files", "content_enc")) > 0, 10_000, "a staged Linear page and file");
     },
   },
   {

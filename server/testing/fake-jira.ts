@@ -8,7 +8,7 @@ import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "
  * `GET /rest/api/3/project/{key}`, `POST /rest/api/3/search/approximate-count`,
  * `GET /rest/api/3/search/jql` (nextPageToken pages; at most 20 comments embedded per issue, as
  * Jira does, with `total` telling there are more) and `GET /rest/api/3/issue/{id}/comment`. It
- * checks HTTP Basic auth (email:token), and answers a scripted request with a 429 carrying
+ * checks HTTP Basic auth (email:token), serves attachment content (below), and answers a scripted request with a 429 carrying
  * Retry-After or with a 503. The project is generated and mutable, so a test can change it.
  */
 export interface FakeJiraProject {
@@ -29,7 +29,24 @@ export interface FakeJira {
   /** The `n`th request from now (1-based) is answered with this status (a 429 with Retry-After seconds). */
   failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
   failures: number;
+  /**
+   * Attachment content by attachment id, served at `/rest/api/3/attachment/content/{id}` to the
+   * account's Basic auth: with `redirect=false` the bytes, otherwise a 303 to a media host, as
+   * Jira Cloud does. Every generated attachment has bytes here (a PDF of its `size`); a test may
+   * replace or delete them. Not counted by `failAt`, which scripts the API's answers.
+   */
+  files: Map<string, Buffer>;
+  /** Requests for attachment content: path with query, whether they carried the credentials. */
+  fileRequests: { path: string; withCredentials: boolean }[];
   close(): Promise<void>;
+}
+
+/** A PDF's header then filler: `size` bytes an attachment's content can be checked against. */
+export function fakeFileBytes(id: string, size: number): Buffer {
+  const head = Buffer.from(`%PDF-1.4\n% attachment ${id}\n`);
+  const out = Buffer.alloc(Math.max(size, head.length), 0x41 + (Number(id) % 26));
+  head.copy(out);
+  return out;
 }
 
 const EMBEDDED_COMMENTS = 20;
@@ -135,6 +152,8 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
     project,
     requests: [],
     failures: 0,
+    files: new Map(),
+    fileRequests: [],
     failAt(n, reply) {
       scripted.set(seen + n, reply);
     },
@@ -148,6 +167,19 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
     let body = "";
     for await (const chunk of req) body += chunk;
     const url = new URL(req.url ?? "/", "http://fake");
+    const content = /^\/rest\/api\/3\/attachment\/content\/([^/]+)$/.exec(url.pathname);
+    if (req.method === "GET" && content) {
+      fake.fileRequests.push({ path: `${url.pathname}${url.search}`, withCredentials: req.headers.authorization === expected });
+      if (req.headers.authorization !== expected) return json(res, 401, { errorMessages: ["You are not authenticated."] });
+      const bytes = fake.files.get(content[1]!);
+      if (!bytes) return json(res, 404, { errorMessages: ["The attachment with id does not exist"] });
+      if (url.searchParams.get("redirect") !== "false") {
+        res.writeHead(303, { location: `https://api.media.atlassian.example/file/${content[1]}/binary?token=media-token` });
+        return void res.end();
+      }
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytes.length) });
+      return void res.end(bytes);
+    }
     fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
     const reply = scripted.get(++seen);
     if (reply) {
@@ -204,5 +236,12 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // Jira serves content from the site itself: the generated urls name this server.
+  for (const issue of project.issues) {
+    for (const a of issue.fields.attachment ?? []) {
+      a.content = a.content.replace("https://jira.example", fake.url);
+      fake.files.set(a.id, fakeFileBytes(a.id, a.size ?? 0));
+    }
+  }
   return fake;
 }

@@ -63,6 +63,15 @@ export interface FakeLinear {
   rateLimited: number;
   /** Answer request number `n` (1-based, counting from now) with a rate limit. */
   rateLimitAt(n: number, reply: RateLimitReply): void;
+  /**
+   * Uploads `bytes` as Linear does (served from `<url>/uploads/…`, LINEAR_UPLOADS_URL = `url`, to
+   * the key as Authorization) and attaches it to `issue`. `host` names the server another way
+   * (`localhost`): a file on a host other than the uploads one. `chunked` sends it without a
+   * length, in pieces, as far as the reader keeps reading.
+   */
+  addFile(issue: FakeIssue, file: { title: string; bytes: Buffer; host?: string; chunked?: boolean }): FakeAttachment;
+  /** Requests for uploaded files: path, whether they carried the key, bytes sent before the response ended or was dropped. */
+  fileRequests: { path: string; host: string; withKey: boolean; sent: number }[];
   close(): Promise<void>;
 }
 
@@ -337,7 +346,33 @@ export async function startFakeLinear(options: { apiKey?: string; workspace?: Fa
   let served = 0;
   const limit = 1500;
   const complexityLimit = 3_000_000;
+  const files = new Map<string, { bytes: Buffer; chunked: boolean }>();
+  const fileRequests: FakeLinear["fileRequests"] = [];
+  const serveFile = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const path = (req.url ?? "/").split("?")[0]!;
+    const seen = { path, host: req.headers.host ?? "", withKey: req.headers.authorization === apiKey, sent: 0 };
+    fileRequests.push(seen);
+    const file = files.get(path);
+    if (req.headers.authorization !== apiKey) return void res.writeHead(401).end("Unauthorized");
+    if (!file) return void res.writeHead(404).end("Not found");
+    if (!file.chunked) {
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.bytes.length) });
+      seen.sent = file.bytes.length;
+      return void res.end(file.bytes);
+    }
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    const write = () => {
+      while (seen.sent < file.bytes.length && !res.destroyed) {
+        const piece = file.bytes.subarray(seen.sent, seen.sent + 64 * 1024);
+        seen.sent += piece.length;
+        if (!res.write(piece)) return void res.once("drain", write);
+      }
+      if (!res.destroyed) res.end();
+    };
+    write();
+  };
   const server = http.createServer((req, res) => {
+    if (req.method === "GET" && req.url?.startsWith("/uploads/")) return serveFile(req, res);
     let raw = "";
     req.on("data", (d: Buffer) => (raw += d.toString()));
     req.on("end", async () => {
@@ -394,6 +429,17 @@ export async function startFakeLinear(options: { apiKey?: string; workspace?: Fa
     rateLimited: 0,
     rateLimitAt(n, reply) {
       scripted.set(served + n, reply);
+    },
+    fileRequests,
+    addFile(issue, file) {
+      const n = files.size + 1;
+      const path = `/uploads/${uuid(9, 1)}/${uuid(10, n)}/${encodeURIComponent(file.title)}`;
+      files.set(path, { bytes: file.bytes, chunked: file.chunked ?? false });
+      const origin = file.host ? url.replace("127.0.0.1", file.host) : url;
+      const at = new Date(Date.parse(issue.createdAt) + 7_000 + n).toISOString();
+      const attachment: FakeAttachment = { id: uuid(11, n), title: file.title, subtitle: null, url: `${origin}${path}`, createdAt: at, updatedAt: at, creatorId: workspace.users[0]!.id };
+      issue.attachments.push(attachment);
+      return attachment;
     },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();

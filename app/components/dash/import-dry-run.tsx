@@ -6,8 +6,17 @@ export interface DryRunReport {
   known: Record<string, number>;
   statuses: { from: string; to: string; issues: number }[];
   priorities: { from: string; to: number; issues: number }[];
+  linkReasons: Record<string, number>;
   ghosts: { name: string; email: string | null }[];
   leftBehind: string[];
+}
+
+const reasonWords: Record<string, string> = { link: "links at the source", tooLarge: "over the 10 MiB attachment limit", failed: "could not be downloaded" };
+
+/** Attachments as files or links, and why the links stay links: the run's report and the dry run say it alike. */
+export function attachmentsLine(counts: Record<string, number>, linkReasons: Record<string, number> = {}): string {
+  const why = Object.entries(linkReasons).filter(([, n]) => n > 0).map(([reason, n]) => `${n} ${reasonWords[reason] ?? reason}`);
+  return `${counts.filesCopied ?? 0} attachment files copied, ${counts.linksKept ?? 0} kept as links${why.length > 0 ? ` (${why.join(", ")})` : ""}`;
 }
 
 const priorityWords = ["none", "urgent", "high", "medium", "low"];
@@ -20,6 +29,7 @@ export function ImportDryRun({ report }: { report: DryRunReport }) {
       <div className="flex flex-col gap-3 text-sm" data-testid="import-dry-run">
         <p>
           {c.issues} issues ({c.containers} with children), {c.comments} comments, {c.attachments} attachments, {c.relations} relations, {c.labels} labels.
+          {c.attachments > 0 ? ` ${attachmentsLine(c, report.linkReasons)}.` : ""}
           {report.known.issues > 0 ? ` ${report.known.issues} of the issues are here from an earlier import: they are updated in place.` : ""}
         </p>
         <table className="w-full text-left">

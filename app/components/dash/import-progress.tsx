@@ -1,6 +1,7 @@
 import { useLiveRevalidation } from "./live.ts";
 import { stamp } from "./format.ts";
 import { Card, ErrorNote } from "../ui.tsx";
+import { attachmentsLine } from "./import-dry-run.tsx";
 
 interface ImportStatus {
   runId: string;
@@ -9,6 +10,7 @@ interface ImportStatus {
   done: number;
   total: number;
   counts: Record<string, number> | null;
+  linkReasons?: Record<string, number>;
   error: string | null;
   finishedAt: string | null;
 }
@@ -47,7 +49,7 @@ export function ImportProgress({ status }: { status: ImportStatus }) {
         {status.phase === "done" ? (
           <p className="text-sm">
             Finished {stamp(status.finishedAt)}
-            {status.counts ? `: ${status.counts.created ?? 0} created, ${status.counts.updated ?? 0} updated, ${status.counts.unchanged ?? 0} unchanged` : ""}.{" "}
+            {status.counts ? `: ${status.counts.created ?? 0} created, ${status.counts.updated ?? 0} updated, ${status.counts.unchanged ?? 0} unchanged; ${attachmentsLine(status.counts, status.linkReasons)}` : ""}.{" "}
             <a className="font-medium underline" href="/dash/queue">
               See the {status.teamKey} issues
             </a>

@@ -22,12 +22,15 @@ interface Status {
   done: number;
   total: number;
   counts: Record<string, number> | null;
+  /** Why attachments stayed links: link (at the source), tooLarge, failed. */
+  linkReasons?: Record<string, number>;
   error: string | null;
   waitingUntil: string | null;
   lastImportAt: string | null;
 }
 interface DryRun {
   counts: Record<string, number>;
+  linkReasons?: Record<string, number>;
   known: Record<string, number>;
   statuses: { from: string; to: string; issues: number }[];
   priorities: { from: string; to: number; issues: number }[];
@@ -105,6 +108,7 @@ export async function importFrom(flags: ImportFlags, positionals: string[]) {
   if (status.phase === "failed") throw new CliError("UNAVAILABLE", `the import of ${picked.label} failed: ${status.error ?? "no reason given"}`, "Run the same command again: a re-import reconciles, it never duplicates.");
   if (flags.json) return printJson(status);
   ok(`Imported ${picked.label}: ${Object.entries(status.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ") || `${status.total} issues`}.`);
+  if (status.linkReasons && Object.keys(status.linkReasons).length > 0) note(`attachments kept as links: ${whyLinks(status.linkReasons)}`);
   say(`Run ${status.runId}.${source === "csv" ? "" : ` Issues keep their identifiers (${status.teamKey}-1 and on).`}`);
 }
 
@@ -181,12 +185,17 @@ async function sourceBody(source: Source, flags: ImportFlags & { json?: boolean 
 
 function printDryRun(report: DryRun) {
   say("Dry run: nothing was written.");
-  out(table(["ISSUES", "CONTAINERS", "COMMENTS", "ATTACHMENTS", "RELATIONS", "LABELS", "ALREADY HERE"], [[report.counts.issues, report.counts.containers, report.counts.comments, report.counts.attachments, report.counts.relations, report.counts.labels, report.known.issues]]));
+  const c = report.counts;
+  out(table(["ISSUES", "CONTAINERS", "COMMENTS", "ATTACHMENTS", "AS FILES", "AS LINKS", "RELATIONS", "LABELS", "ALREADY HERE"], [[c.issues, c.containers, c.comments, c.attachments, c.filesCopied ?? 0, c.linksKept ?? c.attachments, c.relations, c.labels, report.known.issues]]));
+  if (report.linkReasons && Object.keys(report.linkReasons).length > 0) note(`attachments kept as links: ${whyLinks(report.linkReasons)}`);
   out(table(["STATUS THERE", "STATUS HERE", "ISSUES"], report.statuses.map((s) => [s.from, s.to, s.issues])));
   out(table(["PRIORITY THERE", "PRIORITY HERE", "ISSUES"], report.priorities.map((p) => [p.from, p.to, p.issues])));
   if (report.ghosts.length > 0) out(table(["PLACEHOLDER FOR", "EMAIL"], report.ghosts.map((g) => [g.name, g.email ?? "(none given)"])));
   for (const line of report.leftBehind) note(`left behind: ${line}`);
 }
+
+const linkWords: Record<string, string> = { link: "links at the source", tooLarge: "over the 10 MiB attachment limit", failed: "could not be downloaded" };
+const whyLinks = (reasons: Record<string, number>) => Object.entries(reasons).map(([reason, n]) => `${n} ${linkWords[reason] ?? reason}`).join(", ");
 
 /** A project of the org by its prefix (or id). */
 async function projectIdOf(session: SignedIn, orgId: string, wanted: string): Promise<string> {

@@ -2,6 +2,7 @@ import { HttpException, Version3Client } from "jira.js";
 import type { Config } from "../../config/index.ts";
 import { DomainError, invalidInput } from "../../errors.ts";
 import { outboundNodeAgents, outboundRefusalOf, requireOutboundUrl } from "../../outbound/address.ts";
+import { downloadFile, type FetchFile } from "../pipeline/files.ts";
 import type { ReadNotice } from "../pipeline/stream.ts";
 
 /**
@@ -28,6 +29,8 @@ export interface JiraApi {
   /** The site's origin, as ids are namespaced with it. */
   site: string;
   call<T>(request: (client: Version3Client) => Promise<T>, notice?: ReadNotice): Promise<T>;
+  /** An attachment's content from the site itself, with the credentials, through the outbound guard; nothing elsewhere. */
+  fetchFile: FetchFile;
 }
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -49,8 +52,15 @@ export async function jiraApi(config: Pick<Config, "outboundAllowHosts">, creden
   });
   const sleep = backoff.sleep ?? sleepFor;
   const tries = backoff.tries ?? 6;
+  const basic = `Basic ${Buffer.from(`${credentials.email}:${credentials.apiToken}`).toString("base64")}`;
   return {
     site,
+    fetchFile(attachment) {
+      // Jira answers the content url with a redirect to its media host unless asked not to; the credentials never follow one.
+      const url = URL.canParse(attachment.url) ? new URL(attachment.url) : null;
+      url?.searchParams.set("redirect", "false");
+      return downloadFile(config, url?.href ?? "", site, { authorization: basic });
+    },
     async call<T>(request: (client: Version3Client) => Promise<T>, notice?: ReadNotice): Promise<T> {
       for (let attempt = 1; ; attempt++) {
         try {

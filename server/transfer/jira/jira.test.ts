@@ -9,7 +9,7 @@ import { servicesFor, testConfig } from "../../testing/db.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../testing/fake-jira.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
 import { waitFor } from "../../testing/wait.ts";
-import { snapshotProject } from "../linear/testing.ts";
+import { sha256Hex, snapshotProject } from "../linear/testing.ts";
 import { applyImportRun } from "../pipeline/apply-run.ts";
 import { importStatus } from "../pipeline/status.ts";
 import { jiraPriority, jiraStatus } from "./normalize.ts";
@@ -77,7 +77,9 @@ describe("the Jira import", () => {
     expect(report.statuses.find((s) => s.from === "In Progress")).toMatchObject({ to: "doing" });
     expect(report.priorities.find((s) => s.from === "Highest")).toMatchObject({ to: 1 });
     expect(report.ghosts.map((g) => g.name).sort()).toEqual(p.users.map((u) => u.displayName).sort());
-    expect(report.leftBehind.join(" ")).toMatch(/as links.*sprints/);
+    const attachments = p.issues.reduce((n, i) => n + (i.fields.attachment ?? []).length, 0);
+    expect(report.counts).toMatchObject({ filesCopied: attachments, linksKept: 0 });
+    expect(report.leftBehind.join(" ")).toMatch(/sprints/);
     expect(await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId}`)).toEqual(issuesBefore);
   }, 120_000);
 
@@ -91,6 +93,12 @@ describe("the Jira import", () => {
     expect(status).toMatchObject({ phase: "done", error: null, source: "jira", counts: { created: 260, updated: 0, unchanged: 0 } });
     projectId = status.projectId;
     expect(jira.failures - before).toBe(2);
+    const attachments = jira.project.issues.flatMap((i) => i.fields.attachment ?? []);
+    expect(attachments.length).toBeGreaterThan(30);
+    expect(status).toMatchObject({ counts: { filesCopied: attachments.length, linksKept: 0 }, linkReasons: {} });
+    // Each file fetched once, with the credentials, from the site itself (no redirect to follow).
+    expect(jira.fileRequests.map((r) => r.path).sort()).toEqual(attachments.map((a) => `/rest/api/3/attachment/content/${a.id}?redirect=false`).sort());
+    expect(jira.fileRequests.every((r) => r.withCredentials)).toBe(true);
     expect(events.some((e) => e.kind === "import.progress" && e.runId === started.runId && e.waitSeconds === 1)).toBe(true);
 
     const got = await snapshotProject(services, org.orgId, "JRA");
@@ -111,7 +119,8 @@ describe("the Jira import", () => {
       expect(mine.createdAt, i.key).toBe(new Date(f.created).toISOString());
       expect(mine.labels, i.key).toEqual([...(f.labels ?? []), ...(f.components ?? []).map((c) => c.name)].map((l) => `${l}:#6b778c`).sort());
       expect(mine.comments.length, i.key).toBe(f.comment!.comments.length);
-      expect(mine.attachments.map((a) => a.url), i.key).toEqual((f.attachment ?? []).map((a) => a.content));
+      // Files under the limit arrive as files with the same bytes.
+      expect(mine.attachments.map((a) => a.url), i.key).toEqual((f.attachment ?? []).map((a) => `file:sha256:${sha256Hex(jira.files.get(a.id)!)}`));
       const outward = (f.issuelinks ?? []).filter((l) => l.outwardIssue).map((l) => `${{ Blocks: "blocks", Duplicate: "duplicate" }[l.type.name] ?? "related"}:${l.outwardIssue!.key}`);
       expect(mine.relations, i.key).toEqual(outward.sort());
     }
@@ -150,8 +159,11 @@ describe("the Jira import", () => {
   });
 
   it("a second run reconciles: nothing changed writes nothing, a change is applied in place", async () => {
+    const fetched = jira.fileRequests.length;
     const again = await startJiraImport(ctxOf("alice"), { ...creds(), projectKey: "JRA", projectId });
-    expect(await finish(again.runId)).toMatchObject({ phase: "done", counts: { created: 0, updated: 0, unchanged: 260 } });
+    expect(await finish(again.runId)).toMatchObject({ phase: "done", counts: { created: 0, updated: 0, unchanged: 260, filesCopied: 0, linksKept: 0 } });
+    // Files already here are matched on the source's attachment id: not fetched again, not copied.
+    expect(jira.fileRequests.length).toBe(fetched);
     const issue = jira.project.issues[20]!;
     issue.fields.summary = "Renamed in Jira";
     issue.fields.updated = "2026-06-01T10:00:00.000+0000";

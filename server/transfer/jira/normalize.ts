@@ -173,7 +173,15 @@ export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = 
     assignee: person(site, f.assignee),
     labels,
     comments: (f.comment?.comments ?? []).map((c) => ({ id: id("comment", c.id), body: adfToMarkdown(c.body) ?? "", createdAt: c.created, retractedAt: null, parentId: null, author: person(site, c.author) })),
-    attachments: (f.attachment ?? []).map((a) => ({ id: id("attachment", a.id), title: a.filename.slice(0, 500), url: a.content, createdAt: a.created, author: person(site, a.author) })),
+    // Jira serves an attachment's content from the site itself: a file, fetched with the credentials; a content url elsewhere stays a link.
+    attachments: (f.attachment ?? []).map((a) => ({
+      id: id("attachment", a.id),
+      title: a.filename.slice(0, 500),
+      url: a.content,
+      createdAt: a.created,
+      author: person(site, a.author),
+      ...(URL.canParse(a.content) && new URL(a.content).host === site ? { file: { size: typeof a.size === "number" ? a.size : null } } : {}),
+    })),
     relations: (f.issuelinks ?? [])
       .filter((l) => l.outwardIssue)
       .map((l) => ({ id: id("link", l.id), type: relationType(l.type.name), targetId: id("issue", l.outwardIssue!.id), createdAt: f.created })),
@@ -189,5 +197,6 @@ export function jiraReader(api: JiraApi, projectKey: string, mapping: JiraMappin
       const page = await fetchJiraPage(api, projectKey, cursor, notice);
       return { issues: page.issues.map((i) => fromJira(host, i, mapping)), next: page.next };
     },
+    fetchFile: api.fetchFile,
   };
 }

@@ -1,6 +1,7 @@
 import { LinearClient, LinearError, LinearErrorType, RatelimitedLinearError } from "@linear/sdk";
 import type { Config } from "../../config/index.ts";
 import { DomainError, invalidInput } from "../../errors.ts";
+import { downloadFile, type FetchFile } from "../pipeline/files.ts";
 
 /**
  * Linear through its SDK, with explicit queries (`client.client.rawRequest`): the SDK's models
@@ -9,6 +10,10 @@ import { DomainError, invalidInput } from "../../errors.ts";
  */
 export interface LinearApi {
   request<T>(query: string, variables?: Record<string, unknown>): Promise<T>;
+  /** Where Linear serves uploaded files: an attachment there is a file. */
+  uploads: string;
+  /** A file from Linear's uploads host, with the key as Authorization (as Linear asks), through the outbound guard; nothing elsewhere. */
+  fetchFile: FetchFile;
 }
 
 export interface Backoff {
@@ -22,11 +27,14 @@ const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resol
 /** The longest single wait: a reset an hour away is waited out in steps the caller can show. */
 const MAX_WAIT_MS = 60_000;
 
-export function linearApi(config: Pick<Config, "LINEAR_API_URL">, apiKey: string, backoff: Backoff = {}): LinearApi {
+export function linearApi(config: Pick<Config, "LINEAR_API_URL" | "LINEAR_UPLOADS_URL" | "outboundAllowHosts">, apiKey: string, backoff: Backoff = {}): LinearApi {
   const client = new LinearClient({ apiKey, apiUrl: config.LINEAR_API_URL });
   const sleep = backoff.sleep ?? sleepFor;
   const tries = backoff.tries ?? 8;
+  const uploads = new URL(config.LINEAR_UPLOADS_URL).origin;
   return {
+    uploads,
+    fetchFile: (attachment) => downloadFile(config, attachment.url, uploads, { authorization: apiKey }),
     async request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
       for (let attempt = 1; ; attempt++) {
         try {

@@ -1,5 +1,6 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import type { SourceIssue, SourceReader, SourceRelationType } from "../pipeline/stream.ts";
+import { sameOrigin } from "../pipeline/files.ts";
 import type { LinearApi } from "./client.ts";
 import { fetchIssuePage, type LinearIssue } from "./fetch.ts";
 
@@ -17,7 +18,7 @@ export function relationTypeOf(type: string): SourceRelationType {
 }
 
 /** A Linear issue in the pipeline's terms; Linear's ids stay bare (links made before the pipeline hold them so). */
-export function fromLinear(li: LinearIssue, teamKey: string): SourceIssue {
+export function fromLinear(li: LinearIssue, teamKey: string, uploads: string): SourceIssue {
   return {
     id: li.id,
     number: li.number,
@@ -40,18 +41,20 @@ export function fromLinear(li: LinearIssue, teamKey: string): SourceIssue {
     assignee: li.assignee,
     labels: li.labels,
     comments: li.comments.map((c) => ({ id: c.id, body: c.body, createdAt: c.createdAt, retractedAt: c.archivedAt, parentId: c.parentId, author: c.user })),
-    attachments: li.attachments.map((a) => ({ id: a.id, title: a.title, url: a.url, createdAt: a.createdAt, author: a.creator })),
+    // A file uploaded to Linear is served from its uploads host; any other url is a link (a pull request, a design).
+    attachments: li.attachments.map((a) => ({ id: a.id, title: a.title, url: a.url, createdAt: a.createdAt, author: a.creator, ...(sameOrigin(a.url, uploads) ? { file: { size: null } } : {}) })),
     relations: li.relations.map((r) => ({ id: r.id, type: relationTypeOf(r.type), targetId: r.relatedIssueId, createdAt: r.createdAt })),
   };
 }
 
-/** A Linear team as the pipeline reads a source: Linear's cursor pages, mapped. */
+/** A Linear team as the pipeline reads a source: Linear's cursor pages, mapped, and its uploaded files. */
 export function linearReader(api: LinearApi, teamId: string, teamKey: string): SourceReader {
   return {
     source: "linear",
     async readPage(cursor) {
       const page = await fetchIssuePage(api, teamId, cursor);
-      return { issues: page.issues.map((li) => fromLinear(li, teamKey)), next: page.hasNextPage ? page.endCursor : null };
+      return { issues: page.issues.map((li) => fromLinear(li, teamKey, api.uploads)), next: page.hasNextPage ? page.endCursor : null };
     },
+    fetchFile: api.fetchFile,
   };
 }

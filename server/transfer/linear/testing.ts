@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import { query } from "../../../db/client.ts";
 import type { Services } from "../../context.ts";
@@ -23,10 +24,13 @@ export interface ImportedIssue {
   estimate: number | null;
   labels: string[];
   comments: { body: string; createdAt: string; retracted: boolean; parent: string | null; author: string | null }[];
+  /** A link's url, or a file as `file:sha256:<its content's digest>`. */
   attachments: { url: string; title: string | null; createdAt: string }[];
   relations: string[];
   history: string[];
 }
+
+export const sha256Hex = (bytes: Buffer) => crypto.createHash("sha256").update(bytes).digest("hex");
 
 export async function snapshotProject(services: Services, orgId: string, prefix: string): Promise<Map<string, ImportedIssue>> {
   const cipher = await services.keyring.forOrg(services.db, orgId);
@@ -75,8 +79,15 @@ export async function snapshotProject(services: Services, orgId: string, prefix:
   for (const c of comments) {
     byId.get(c.issue_id)?.comments.push({ body: cipher.decrypt(c.body_enc)!, createdAt: iso(c.created_at)!, retracted: c.retracted_at !== null, parent: cipher.decrypt(c.parent_enc), author: c.author });
   }
-  const attachments = await query<Record<string, any>>(services.db, sql`select issue_id, url_enc, title_enc, created_at from attachments where org_id = ${orgId} order by created_at, id`);
-  for (const a of attachments) byId.get(a.issue_id)?.attachments.push({ url: cipher.decrypt(a.url_enc)!, title: cipher.decrypt(a.title_enc), createdAt: iso(a.created_at)! });
+  const attachments = await query<Record<string, any>>(
+    services.db,
+    sql`select a.issue_id, a.url_enc, a.title_enc, a.created_at, f.content_enc from attachments a left join attachment_files f on f.attachment_id = a.id where a.org_id = ${orgId} order by a.created_at, a.id`,
+  );
+  for (const a of attachments) {
+    // A file by its content (its url is a Dash download naming a Retasc id).
+    const url = a.content_enc ? `file:sha256:${sha256Hex(cipher.decryptBytes(Buffer.from(a.content_enc)))}` : cipher.decrypt(a.url_enc)!;
+    byId.get(a.issue_id)?.attachments.push({ url, title: cipher.decrypt(a.title_enc), createdAt: iso(a.created_at)! });
+  }
   const relations = await query<{ source_id: string; type: string; target: string }>(services.db, sql`select r.source_id, r.type, t.identifier as target from relations r join issues t on t.id = r.target_id where r.org_id = ${orgId}`);
   for (const r of relations) byId.get(r.source_id)?.relations.push(`${r.type}:${r.target}`);
   const history = await query<{ issue_id: string; kind: string; created_at: string }>(services.db, sql`select issue_id, kind, created_at from activity where org_id = ${orgId} and issue_id is not null order by created_at, id`);

@@ -2,11 +2,12 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 import { orgTimeZone } from "../../issues/store.ts";
-import { applyPage, type ApplyCounts } from "./apply.ts";
+import { applyPage, noCounts, type ApplyCounts } from "./apply.ts";
+import type { LinkReason } from "./files.ts";
 import type { SourceIssue } from "./stream.ts";
 import { GhostBook } from "./ghosts.ts";
 import { linkAll } from "./link.ts";
-import { lockRun, publishProgress } from "./run-row.ts";
+import { dropStaging, lockRun, publishProgress } from "./run-row.ts";
 import { transactionWithNotices } from "../../events/index.ts";
 
 /**
@@ -23,7 +24,7 @@ export async function failImportRun(services: Services, runId: string, code: str
       .where(and(eq(linearImportRuns.id, runId), inArray(linearImportRuns.phase, ["applying", "linking"])))
       .returning();
     if (!run) return;
-    await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+    await dropStaging(tx, runId);
     await publishProgress(services, tx, { ...run, phase: "failed" });
   });
 }
@@ -42,7 +43,7 @@ export async function applyImportRun(services: Services, runId: string) {
       if (!run || (run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
       const cipher = await services.keyring.forOrg(tx, run.orgId);
       const now = services.clock.now();
-      const counts: ApplyCounts & { ghosts?: number } = run.counts ? JSON.parse(run.counts) : { created: 0, updated: 0, unchanged: 0, comments: 0 };
+      const counts: ApplyCounts & { ghosts?: number } = { ...noCounts(), ...(run.counts ? JSON.parse(run.counts) : {}) };
       const [page] = await tx
         .select()
         .from(linearImportPages)
@@ -52,9 +53,10 @@ export async function applyImportRun(services: Services, runId: string) {
       if (page) {
         const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as SourceIssue[];
         const ghosts = new GhostBook(tx, run.orgId, cipher, run.source);
-        const scope = { tx, cipher, orgId: run.orgId, projectId: run.projectId, prefix: project!.prefix, keepNumbers, source: run.source, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
+        const scope = { tx, runId, cipher, orgId: run.orgId, projectId: run.projectId, prefix: project!.prefix, keepNumbers, source: run.source, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
         const got = await applyPage(scope, issues);
-        for (const k of ["created", "updated", "unchanged", "comments"] as const) counts[k] += got[k];
+        for (const k of ["created", "updated", "unchanged", "comments", "filesCopied", "linksKept"] as const) counts[k] += got[k];
+        for (const [reason, n] of Object.entries(got.linkReasons) as [LinkReason, number][]) counts.linkReasons[reason] = (counts.linkReasons[reason] ?? 0) + n;
         counts.ghosts = (counts.ghosts ?? 0) + ghosts.made;
         const done = run.done + issues.length;
         await tx.update(linearImportRuns).set({ pagesApplied: run.pagesApplied + 1, done, counts: JSON.stringify(counts), updatedAt: now }).where(eq(linearImportRuns.id, runId));
@@ -65,7 +67,7 @@ export async function applyImportRun(services: Services, runId: string) {
       const all = pages.flatMap((p) => JSON.parse(cipher.decrypt(p.payloadEnc)) as SourceIssue[]);
       await linkAll(tx, run.orgId, run.projectId, all, keepNumbers);
       await tx.update(linearImportRuns).set({ phase: "done", finishedAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
-      await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+      await dropStaging(tx, runId);
       await publishProgress(services, tx, { ...run, phase: "done", done: run.done });
       return "finished" as const;
     }).catch(async (error: unknown) => {

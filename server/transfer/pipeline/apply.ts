@@ -1,11 +1,13 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../../db/client.ts";
-import { activity, attachments, comments, issueLabels, issues, labels, linearLinks } from "../../../db/schema/index.ts";
+import { activity, attachments, comments, importStagedFiles, issueLabels, issues, labels, linearLinks } from "../../../db/schema/index.ts";
 import { sha256, type OrgCipher } from "../../crypto/index.ts";
 import { endOfDayIn, rankingColumns } from "../../issues/levels.ts";
+import { downloadPath } from "../../issues/attachments-files.ts";
 import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
+import type { LinkReason } from "./files.ts";
 import type { GhostBook } from "./ghosts.ts";
 import type { SourceAttachment, SourceComment, SourceIssue } from "./stream.ts";
 
@@ -19,6 +21,8 @@ import type { SourceAttachment, SourceComment, SourceIssue } from "./stream.ts";
  */
 export interface ApplyScope {
   tx: Db;
+  /** The run: its staged files are copied from here. */
+  runId: string;
   cipher: OrgCipher;
   orgId: string;
   projectId: string;
@@ -38,7 +42,14 @@ export interface ApplyCounts {
   updated: number;
   unchanged: number;
   comments: number;
+  /** Files whose bytes this run copied. */
+  filesCopied: number;
+  /** Attachments this run read that stay links, and why (../pipeline/files.ts). */
+  linksKept: number;
+  linkReasons: Partial<Record<LinkReason, number>>;
 }
+
+export const noCounts = (): ApplyCounts => ({ created: 0, updated: 0, unchanged: 0, comments: 0, filesCopied: 0, linksKept: 0, linkReasons: {} });
 
 export const digest = (value: unknown) => sha256(JSON.stringify(value));
 const date = (iso: string | null) => (iso ? new Date(iso) : null);
@@ -91,7 +102,7 @@ async function upsertById<T extends PgTable>(tx: Db, table: T, rows: T["$inferIn
 
 export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise<ApplyCounts> {
   const { tx, cipher, orgId } = scope;
-  const counts: ApplyCounts = { created: 0, updated: 0, unchanged: 0, comments: 0 };
+  const counts = noCounts();
   const ids = page.flatMap((i) => [i.id, ...i.labels.map((l) => l.id), ...i.comments.map((c) => c.id), ...i.attachments.map((a) => a.id)]);
   const links = await linksOf(tx, orgId, [...new Set(ids)]);
   await scope.ghosts.resolve(page.flatMap((i) => [i.creator, i.assignee, ...i.comments.map((c) => c.author), ...i.attachments.map((a) => a.author)]));
@@ -185,7 +196,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   await inChunks(labelRows, (chunk) => tx.insert(issueLabels).values(chunk));
   const restored = await restoredChildren(scope, page, links, issueIds);
   await applyComments(scope, page, issueIds, links, restored, linkRows);
-  await applyAttachments(scope, page, issueIds, links, restored, linkRows);
+  await applyAttachments(scope, page, issueIds, links, restored, linkRows, counts);
   await writeLinks(tx, linkRows);
   await inChunks(history, (chunk) => tx.insert(activity).values(chunk));
   return counts;
@@ -326,21 +337,50 @@ function parentsFirst(list: SourceComment[]): SourceComment[] {
   return out;
 }
 
-async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, restored: Restored, linkRows: LinkRow[]) {
+/**
+ * Attachments as links or files: a file staged for this run (./files.ts) is written with its
+ * Dash download as its url and its sealed bytes copied from staging inside the page's
+ * transaction, then dropped from staging; one already a file here stays one. The hash tells a
+ * file from a link, so a link an earlier run kept becomes a file in place once its download works.
+ */
+async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, restored: Restored, linkRows: LinkRow[], counts: ApplyCounts) {
   const { tx, cipher, orgId } = scope;
   const writes: { row: typeof attachments.$inferInsert; update: boolean }[] = [];
+  const copies: { attachmentId: string; sourceId: string }[] = [];
   for (const si of page) {
     const issueId = issueIds.get(si.id)!;
     for (const a of si.attachments as SourceAttachment[]) {
-      const hash = digest([a.title, a.url, a.createdAt, a.author?.id ?? null]);
+      if (a.keptAsLink) {
+        counts.linksKept++;
+        counts.linkReasons[a.keptAsLink] = (counts.linkReasons[a.keptAsLink] ?? 0) + 1;
+      }
+      const fields = [a.title, a.url, a.createdAt, a.author?.id ?? null];
+      const hash = digest(a.asFile ? [...fields, "file"] : fields);
       const link = links.get(a.id);
       if (link?.hash === hash) continue;
       const known = link?.retascId ?? takeRestored(restored, "attachment", issueId, a.createdAt);
       const id = known ?? newId();
-      writes.push({ update: known !== undefined, row: { id, orgId, issueId, urlEnc: cipher.encrypt(a.url), titleEnc: cipher.encrypt(a.title), authorId: scope.ghosts.known(a.author), createdAt: new Date(a.createdAt) } });
+      if (a.asFile === "staged") copies.push({ attachmentId: id, sourceId: a.id });
+      const url = a.asFile ? downloadPath(id) : a.url;
+      writes.push({ update: known !== undefined, row: { id, orgId, issueId, urlEnc: cipher.encrypt(url), titleEnc: cipher.encrypt(a.title), authorId: scope.ghosts.known(a.author), createdAt: new Date(a.createdAt) } });
       linkRows.push({ orgId, linearId: a.id, kind: "attachment", retascId: id, hash });
     }
   }
   await inChunks(writes.filter((w) => !w.update).map((w) => w.row), (chunk) => tx.insert(attachments).values(chunk));
   await upsertById(tx, attachments, writes.filter((w) => w.update).map((w) => w.row), ["urlEnc", "titleEnc", "authorId", "createdAt"]);
+  // The bytes go from staging to the attachment in the database, never through this process; a restored org's file is replaced in place.
+  await inChunks(copies, async (chunk) => {
+    const pairs = sql.join(chunk.map((c) => sql`(${c.attachmentId}, ${c.sourceId})`), sql`, `);
+    const copied = await query<{ attachment_id: string }>(
+      tx,
+      sql`insert into attachment_files (attachment_id, org_id, content_type, size_bytes, content_enc)
+          select v.attachment_id, s.org_id, s.content_type, s.size_bytes, s.content_enc
+          from import_staged_files s join (values ${pairs}) as v(attachment_id, source_id) on v.source_id = s.source_id
+          where s.run_id = ${scope.runId}
+          on conflict (attachment_id) do update set content_type = excluded.content_type, size_bytes = excluded.size_bytes, content_enc = excluded.content_enc
+          returning attachment_id`,
+    );
+    counts.filesCopied += copied.length;
+    await tx.delete(importStagedFiles).where(and(eq(importStagedFiles.runId, scope.runId), inArray(importStagedFiles.sourceId, chunk.map((c) => c.sourceId))));
+  });
 }

@@ -2,6 +2,8 @@ import { and, eq, inArray } from "drizzle-orm";
 import { importGhosts } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { inChunks, linksOf } from "./apply.ts";
+import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
+import type { LinkReason } from "./files.ts";
 import type { SourceIssue, SourceReader } from "./stream.ts";
 
 /**
@@ -13,7 +15,9 @@ import type { SourceIssue, SourceReader } from "./stream.ts";
 export interface DryRunReport {
   dryRun: true;
   source: string;
-  counts: { issues: number; containers: number; comments: number; attachments: number; relations: number; labels: number };
+  counts: { issues: number; containers: number; comments: number; attachments: number; filesCopied: number; linksKept: number; relations: number; labels: number };
+  /** Why attachments would stay links: `link` (a link at the source, or on another host than the source's), `tooLarge` (the source gives a size over the limit). A download that fails is known only when the run makes it. */
+  linkReasons: Partial<Record<LinkReason, number>>;
   /** Items an earlier import of this source already brought: a run updates or leaves them. */
   known: { issues: number; comments: number };
   /** The source's status (or priority) name → ours, with how many issues carry it. */
@@ -54,7 +58,13 @@ export async function dryRun(ctx: Ctx, reader: SourceReader, notes: string[] = [
     const rows = await ctx.db.select({ id: importGhosts.sourceUserId }).from(importGhosts).where(and(eq(importGhosts.orgId, orgId), eq(importGhosts.source, reader.source), inArray(importGhosts.sourceUserId, chunk)));
     for (const r of rows) ghosted.add(r.id);
   });
-  const attachments = all.reduce((n, i) => n + i.attachments.length, 0);
+  const attachments = all.flatMap((i) => i.attachments);
+  const linkReasons: Partial<Record<LinkReason, number>> = {};
+  for (const a of attachments) {
+    const reason = !a.file || !reader.fetchFile ? "link" : a.file.size !== null && a.file.size > MAX_FILE_BYTES ? "tooLarge" : null;
+    if (reason) linkReasons[reason] = (linkReasons[reason] ?? 0) + 1;
+  }
+  const linksKept = (linkReasons.link ?? 0) + (linkReasons.tooLarge ?? 0);
   return {
     dryRun: true,
     source: reader.source,
@@ -62,18 +72,21 @@ export async function dryRun(ctx: Ctx, reader: SourceReader, notes: string[] = [
       issues: all.length,
       containers: parents.size,
       comments: all.reduce((n, i) => n + i.comments.length, 0),
-      attachments,
+      attachments: attachments.length,
+      filesCopied: attachments.length - linksKept,
+      linksKept,
       relations: all.reduce((n, i) => n + i.relations.length, 0) - outside,
       labels: new Set(all.flatMap((i) => i.labels.map((l) => l.name))).size,
     },
     known: { issues: all.filter((i) => links.has(i.id)).length, comments: all.flatMap((i) => i.comments).filter((c) => links.has(c.id)).length },
     statuses: tally((i) => [i.sourceStatus ?? i.status, i.status]),
     priorities: tally((i) => [i.sourcePriority ?? String(i.priority), i.priority]),
+    linkReasons,
     ghosts: [...people.values()].filter((p) => !ghosted.has(p.id)).map((p) => ({ name: p.name, email: p.email })),
     leftBehind: [
       ...(outside > 0 ? [`${outside} relation(s) to issues outside this import`] : []),
       ...(orphanParents > 0 ? [`${orphanParents} parent link(s) to issues outside this import (those issues come without a parent)`] : []),
-      ...(attachments > 0 ? [`${attachments} attachment(s) come as links to the source, not as files`] : []),
+      ...(linkReasons.tooLarge ? [`${linkReasons.tooLarge} attachment file(s) over the ${MAX_FILE_BYTES / 1024 / 1024} MiB attachment limit come as links to the source`] : []),
       ...notes,
     ],
   };

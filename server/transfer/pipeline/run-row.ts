@@ -1,6 +1,6 @@
 import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../db/client.ts";
-import { linearImportPages, linearImportRuns, type LinearImportPhase } from "../../../db/schema/index.ts";
+import { importStagedFiles, linearImportPages, linearImportRuns, type LinearImportPhase } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 
 /** A fetcher silent this long died with its process, and the key with it: its run cannot go on. */
@@ -24,7 +24,7 @@ export async function expireFailedApply(services: Pick<Services, "events">, tx: 
     )
     .returning();
   for (const run of failed) {
-    await tx.delete(linearImportPages).where(eq(linearImportPages.runId, run.id));
+    await dropStaging(tx, run.id);
     await publishProgress(services, tx, { ...run, phase: "failed" });
   }
 }
@@ -33,10 +33,12 @@ export type RunRow = typeof linearImportRuns.$inferSelect;
 
 /** Marks the org's run failed when its fetcher has gone quiet (its process crashed): the key is gone, so the owner starts again. */
 export async function expireStaleFetch(tx: Db, orgId: string, now: Date): Promise<void> {
-  await tx
+  const stale = await tx
     .update(linearImportRuns)
     .set({ phase: "failed", error: "FETCH_INTERRUPTED", finishedAt: now, updatedAt: now })
-    .where(and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - FETCH_STALE_MS))));
+    .where(and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - FETCH_STALE_MS))))
+    .returning({ id: linearImportRuns.id });
+  for (const run of stale) await dropStaging(tx, run.id);
 }
 
 /** Progress on the live stream the Dash listens to: ids and counts, never content. */
@@ -46,3 +48,9 @@ export async function publishProgress(services: Pick<Services, "events">, tx: Db
 
 export const lockRun = async (tx: Db, runId: string) =>
   (await tx.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId)).for("update"))[0] ?? null;
+
+/** A run's staging (pages and files) dropped: when it ends, either way. */
+export async function dropStaging(tx: Db, runId: string): Promise<void> {
+  await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+  await tx.delete(importStagedFiles).where(eq(importStagedFiles.runId, runId));
+}

@@ -9,7 +9,8 @@ import { actorOf, requireRole } from "../../orgs/access.ts";
 import { createProject, newId } from "../../orgs/index.ts";
 import { chargeOrgAction } from "../../usage/meter.ts";
 import type { MeteredTool } from "../../usage/rate-card.ts";
-import { expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
+import { stageFiles } from "./files.ts";
+import { dropStaging, expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
 import type { ReadNotice, SourceReader } from "./stream.ts";
 
 /** Where a run goes: an existing project (by id) or a new one, exactly one of them. */
@@ -95,6 +96,7 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
   try {
     for (;;) {
       const page = await reader.readPage(cursor, notice);
+      await stageFiles(services, cipher, runId, orgId, page.issues, reader.fetchFile);
       const more = page.next !== null;
       const alive = await transactionWithNotices(services.db, async (tx) => {
         const run = await lockRun(tx, runId);
@@ -118,7 +120,7 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
     await transactionWithNotices(services.db, async (tx) => {
       const now = services.clock.now();
       await tx.update(linearImportRuns).set({ phase: "failed", error: code, finishedAt: now, updatedAt: now }).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")));
-      await tx.delete(linearImportPages).where(eq(linearImportPages.runId, runId));
+      await dropStaging(tx, runId);
       await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase: "failed", done: 0, total: 0, error: code });
     }).catch(() => {});
   }

@@ -9,7 +9,7 @@ import { expireStaleFetch } from "./run-row.ts";
 export const statusInput = z.object({ runId: z.string({ error: "runId is required" }).trim().min(1, "runId is required").max(200) });
 
 /**
- * A run's progress (phase, done of total, a wait the source asked for) and, for the re-import
+ * A run's progress (phase, done of total, a wait the source asked for, its counts) and, for the re-import
  * warning, when this source (team, project) was last imported into the org before it. Owners
  * and admins, their own org only; any source's run.
  */
@@ -34,11 +34,22 @@ export async function importStatus(ctx: Ctx, raw: z.input<typeof statusInput>) {
     phase: run.phase,
     done: run.done,
     total: run.total,
-    counts: run.counts ? (JSON.parse(run.counts) as Record<string, number>) : null,
+    ...runCounts(run.counts),
     error: run.error,
     waitingUntil: run.phase === "fetching" && run.waitUntil && run.waitUntil > ctx.clock.now() ? run.waitUntil.toISOString() : null,
     startedAt: run.createdAt.toISOString(),
     finishedAt: run.finishedAt?.toISOString() ?? null,
     lastImportAt: previous?.finishedAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * The run's counts (created, updated, unchanged, comments, ghosts, filesCopied, linksKept) and,
+ * apart, why attachments stayed links (`linkReasons`: link, tooLarge, failed), so every count
+ * stays a number.
+ */
+export function runCounts(stored: string | null): { counts: Record<string, number> | null; linkReasons: Record<string, number> } {
+  if (!stored) return { counts: null, linkReasons: {} };
+  const { linkReasons = {}, ...counts } = JSON.parse(stored) as Record<string, number> & { linkReasons?: Record<string, number> };
+  return { counts, linkReasons };
 }

@@ -1,4 +1,5 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
+import type { FetchFile } from "./files.ts";
 
 /**
  * What every source's adapter yields, page by page (decision 047): people, labels, issues with
@@ -32,10 +33,17 @@ export interface SourceComment {
 
 export interface SourceAttachment {
   id: string;
+  /** A file's name when it is one. */
   title: string;
   url: string;
   createdAt: string;
   author: SourcePerson | null;
+  /** Set by the adapter when `url` is a file on the source's own host: fetched with the credential, `size` (when the source says) checked first. */
+  file?: { size: number | null };
+  /** Set by staging (./files.ts): the file is staged for this run, or came over in an earlier one. */
+  asFile?: "staged" | "here";
+  /** Set by staging: why it stays a link (a link at the source, over the size limit, a download that failed). */
+  keptAsLink?: "link" | "tooLarge" | "failed";
 }
 
 export type SourceRelationType = "blocks" | "related" | "duplicate";
@@ -96,6 +104,8 @@ export interface SourceReader {
   /** Ghosts are kept per (org, source, person id). */
   source: string;
   readPage(cursor: string | null, notice?: ReadNotice): Promise<SourcePage>;
+  /** Downloads a file attachment with the credential, from the source's own origin only (./files.ts); absent when the source has no files. */
+  fetchFile?: FetchFile;
 }
 
 /** A source already in memory (a file that came with the request) read in pages of `perPage`. */

@@ -3,6 +3,7 @@ import { linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { waitFor } from "../../testing/wait.ts";
 import { applyImportRun } from "./apply-run.ts";
+import { runCounts } from "./status.ts";
 import { beginImport, type RunTarget } from "./start.ts";
 import type { SourceReader } from "./stream.ts";
 
@@ -19,5 +20,5 @@ export async function importToEnd(ctx: Ctx, reader: SourceReader, target: RunTar
   );
   if (staged.phase === "applying") await applyImportRun(ctx, runId);
   const [run] = await ctx.db.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
-  return { ...run!, counts: run!.counts ? (JSON.parse(run!.counts) as Record<string, number>) : null };
+  return { ...run!, ...runCounts(run!.counts) };
 }

@@ -1,0 +1,112 @@
+import { and, eq, inArray } from "drizzle-orm";
+import { fetch } from "undici";
+import { attachmentFiles, importStagedFiles, linearLinks } from "../../../db/schema/index.ts";
+import type { Config } from "../../config/index.ts";
+import type { OrgCipher } from "../../crypto/index.ts";
+import type { Services } from "../../context.ts";
+import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
+import { sniffContentType } from "../../issues/attachments-sniff.ts";
+import { outboundAgent } from "../../outbound/address.ts";
+import { lockRun } from "./run-row.ts";
+import type { SourceAttachment, SourceIssue } from "./stream.ts";
+
+/**
+ * Attachments that are files at the source come over as files (decision 060): the process that
+ * holds the source's credential downloads them while it stages the pages, through the outbound
+ * guard, with the credential sent only to the source's own origin, the body read up to the
+ * attachment size limit and abandoned past it; the bytes are staged sealed under the org's key
+ * (`import_staged_files`) and the apply copies them to `attachment_files`. A file over the limit,
+ * one whose download fails, and a link (anything not on the source's own host) stay links.
+ */
+export type LinkReason = NonNullable<SourceAttachment["keptAsLink"]>;
+
+export type Download = { bytes: Buffer } | { keptAsLink: "tooLarge" | "failed" };
+
+/** How long one file may take to arrive. */
+const DOWNLOAD_MS = 120_000;
+
+/**
+ * GET `url` with `headers` (the source's credential), only when its origin is `home` (the
+ * source's own: the credential goes nowhere else, redirects included) and only through the
+ * outbound guard. The declared length and then the bytes as they stream are held to `limit`.
+ */
+export async function downloadFile(config: Pick<Config, "outboundAllowHosts">, url: string, home: string, headers: Record<string, string>, limit = MAX_FILE_BYTES): Promise<Download> {
+  if (!sameOrigin(url, home)) return { keptAsLink: "failed" };
+  let agent: ReturnType<typeof outboundAgent> | undefined;
+  try {
+    agent = outboundAgent(config, new URL(home).origin);
+    const res = await fetch(url, { headers, redirect: "manual", dispatcher: agent, signal: AbortSignal.timeout(DOWNLOAD_MS) });
+    if (res.status !== 200 || !res.body) {
+      await res.body?.cancel();
+      return { keptAsLink: "failed" };
+    }
+    if (Number(res.headers.get("content-length") ?? 0) > limit) {
+      await res.body.cancel();
+      return { keptAsLink: "tooLarge" };
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Leaving the loop cancels the stream: nothing past the limit is read.
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      if (size > limit) return { keptAsLink: "tooLarge" };
+      chunks.push(Buffer.from(chunk));
+    }
+    return { bytes: Buffer.concat(chunks, size) };
+  } catch {
+    return { keptAsLink: "failed" };
+  } finally {
+    await agent?.close();
+  }
+}
+
+export function sameOrigin(url: string, home: string): boolean {
+  return URL.canParse(url) && URL.canParse(home) && new URL(url).origin === new URL(home).origin;
+}
+
+/** A reader's way to fetch a file attachment with its credential (a source without files has none). */
+export type FetchFile = (attachment: SourceAttachment) => Promise<Download>;
+
+/**
+ * The page's file attachments staged before the page is: one already a file here (its link
+ * names an attachment with content, from an earlier run) is not fetched again; the rest are
+ * fetched one at a time, each staged as it arrives (so a page never holds more than one file in
+ * memory), while the run is still fetching. Marks every attachment with what the apply makes of
+ * it (`asFile` or `keptAsLink`).
+ */
+export async function stageFiles(services: Services, cipher: OrgCipher, runId: string, orgId: string, issues: SourceIssue[], fetchFile: FetchFile | undefined): Promise<void> {
+  const all = issues.flatMap((i) => i.attachments);
+  const files = all.filter((a) => a.file && fetchFile);
+  const here = await filesHere(services, orgId, files.map((a) => a.id));
+  for (const a of all) {
+    if (!a.file || !fetchFile) {
+      a.keptAsLink = "link";
+      continue;
+    }
+    if (here.has(a.id)) {
+      a.asFile = "here";
+      continue;
+    }
+    const got = a.file.size !== null && a.file.size > MAX_FILE_BYTES ? ({ keptAsLink: "tooLarge" } as const) : await fetchFile(a);
+    if ("keptAsLink" in got) {
+      a.keptAsLink = got.keptAsLink;
+      continue;
+    }
+    const row = { runId, sourceId: a.id, orgId, contentType: sniffContentType(got.bytes), sizeBytes: got.bytes.length, contentEnc: cipher.encryptBytes(got.bytes) };
+    await services.db.transaction(async (tx) => {
+      if ((await lockRun(tx, runId))?.phase === "fetching") await tx.insert(importStagedFiles).values(row).onConflictDoNothing();
+    });
+    a.asFile = "staged";
+  }
+}
+
+/** Which of these source attachment ids already came over as files into the org. */
+async function filesHere(services: Services, orgId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await services.db
+    .select({ id: linearLinks.linearId })
+    .from(linearLinks)
+    .innerJoin(attachmentFiles, eq(attachmentFiles.attachmentId, linearLinks.retascId))
+    .where(and(eq(linearLinks.orgId, orgId), eq(linearLinks.kind, "attachment"), inArray(linearLinks.linearId, ids)));
+  return new Set(rows.map((r) => r.id));
+}
