@@ -103,7 +103,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
       previous = part.identifier;
     }
     // One agents kept abandoning: quarantined, its page shows why and the release button (decision 055).
-    const poison = await callOk(codex, "save_issue", { title: "Run the flaky migration suite", work: true, changeType: "test", noDependency: "alone" });
+    const poison = await callOk(codex, "save_issue", { title: "Run the flaky migration suite", work: true, noDependency: "alone" });
     for (const note of ["the suite hangs at step 3", "hung again", "same hang"]) {
       const claimed = await callOk(codex, "claim_issue", { identifier: poison.identifier });
       await callOk(codex, "release_issue", { identifier: poison.identifier, claimToken: claimed.claimToken, note });

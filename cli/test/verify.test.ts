@@ -76,7 +76,7 @@ it("project verification --quarantine-after and issue unquarantine: a person rel
   const set = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--quarantine-after", "1", "--org-id", orgId, "--url", server.url, "--json"]);
   expect(set.code, set.stderr).toBe(0);
   expect(json(set)).toMatchObject({ mode: "off", quarantineAfter: 1 });
-  const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
+  const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, noDependency: "a test" })).identifier as string;
   const { claimToken } = await tool("claim_issue", { identifier: poison });
   expect(await tool("release_issue", { identifier: poison, claimToken, note: "the suite hangs" })).toMatchObject({ status: "blocked" });
   expect((await tool("claim_issue", { identifier: poison })).error).toMatchObject({ code: "STATUS_NOT_CLAIMABLE" });
