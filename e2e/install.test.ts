@@ -61,7 +61,7 @@ test("installed tarball: login approved in Chromium, bind in a fresh repo, the c
   const marker = fs.readFileSync(path.join(repo, ".mcp.json"), "utf8");
   expect(JSON.parse(marker)).toEqual({ mcpServers: { retasc: { type: "stdio", command: "retasc", args: ["mcp", "proxy"] } } });
   const agent = await connectAsFolder(ada, repo, machine(ada));
-  expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, changeType: "feat", noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
+  expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
   await agent.close();
 
   const invite = await retasc(ada, ["members", "invite", "--json"], { cwd: repo, bin, env: machine(ada) });

@@ -46,7 +46,7 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
     const { ctx } = org.agents.alice;
     type Claim = { identifier: string; claimToken: string; fence: number; expiresAt: string };
     const create = (title: string, priority: number, blockedBy?: string[]) =>
-      saveIssue(ctx, { title, work: true, changeType: "feat", priority, ...(blockedBy ? { blockedBy } : { noDependency: "alone" }) }) as Promise<{ identifier: string }>;
+      saveIssue(ctx, { title, work: true, priority, ...(blockedBy ? { blockedBy } : { noDependency: "alone" }) }) as Promise<{ identifier: string }>;
     const finish = (identifier: string, claimToken: string) => saveIssue(ctx, { identifier, status: "done", claimToken });
     const pause = () => new Promise((r) => setTimeout(r, 600)); // longer than the checker's in-flight window
 

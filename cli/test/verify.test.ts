@@ -48,8 +48,8 @@ it("project verification, key mint --ci and verify: CI's attestation lets the de
   const ciKey = json(minted).key as string;
   expect(ciKey).toMatch(/^rtci_/);
 
-  const blocker = (await tool("save_issue", { title: "Build it", work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
-  const dependent = (await tool("save_issue", { title: "Ship it", work: true, changeType: "feat", blockedBy: [blocker] })).identifier as string;
+  const blocker = (await tool("save_issue", { title: "Build it", work: true, noDependency: "a test" })).identifier as string;
+  const dependent = (await tool("save_issue", { title: "Ship it", work: true, blockedBy: [blocker] })).identifier as string;
   const { claimToken } = await tool("claim_issue", { identifier: blocker });
   const commit = "abcdef0123456789abcdef0123456789abcdef01";
   expect(await tool("save_issue", { identifier: blocker, claimToken, status: "done", evidence: { commit } })).toMatchObject({ verification: "pending" });

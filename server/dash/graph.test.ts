@@ -28,13 +28,12 @@ describe("the dependency graph's layout", () => {
   it("lays out a container of 200 issues with no two nodes overlapping, inside its box, and marks its longest open chain", async () => {
     const org = await seedOrg(env.services, { prefix: "BIG" });
     const a: Ctx = org.agents.alice.ctx;
-    const container = await saveIssue(a, { title: "the release", work: false, changeType: "feat", noDependency: "standalone" }); // BIG-1
+    const container = await saveIssue(a, { title: "the release", work: false, noDependency: "standalone" }); // BIG-1
     const made: string[] = [];
     const add = async (blockedBy?: string) => {
       const issue = await saveIssue(a, {
         title: `part ${made.length}`,
         work: true,
-        changeType: "feat",
         parent: container.identifier,
         ...(blockedBy ? { blockedBy: [blockedBy] } : { noDependency: "standalone" }),
       });

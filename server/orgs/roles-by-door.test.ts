@@ -200,7 +200,7 @@ const setExport = (allowed: boolean) => dash(people.owner, "/dash/settings/trans
 /** An issue claimed by the other member's agent, for the force-release row. */
 async function claimedIssue(): Promise<string> {
   const owner = actors.owner.agent;
-  const saved = await call(owner, "save_issue", { title: `stuck ${next()}`, work: true, changeType: "feat", noDependency: "alone" });
+  const saved = await call(owner, "save_issue", { title: `stuck ${next()}`, work: true, noDependency: "alone" });
   const claimed = await call(owner, "claim_issue", { identifier: saved.structuredContent.identifier });
   if (claimed.isError) throw new Error(JSON.stringify(claimed.structuredContent));
   return saved.structuredContent.identifier;
