@@ -99,7 +99,7 @@ describe("GitHub deliveries", () => {
     expect(await again.json()).toMatchObject({ outcome: "duplicate" });
     // Another delivery of the same source issue (a different id) is the same Retasc issue.
     await deliver("issues", opened, "delivery-opened-2");
-    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from intake_deliveries where connector_id = ${connector.connectorId} and processed_at is null`))[0]!.n === 0, 2_000, "processing");
+    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from intake_deliveries where connector_id = ${connector.connectorId} and processed_at is null`))[0]!.n === 0, 15_000, "processing");
     const count = await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from intake_links where connector_id = ${connector.connectorId}`);
     expect(Number(count[0]!.n)).toBe(1);
   });
@@ -110,15 +110,15 @@ describe("GitHub deliveries", () => {
     const edited = github("issues", "edited");
     Object.assign(edited.issue, { id: opened.issue.id, number: opened.issue.number, title: "Spelling error in the README file (edited)", labels: [{ name: "docs" }] });
     await deliver("issues", edited);
-    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).title.endsWith("(edited)"), 2_000, "the edit");
+    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).title.endsWith("(edited)"), 15_000, "the edit");
     expect((await getIssue(world.org.agents.alice.ctx, { identifier })).labels.sort()).toEqual(["docs", "support"]);
     const commented = github("issue_comment", "created");
     Object.assign(commented.issue, { id: opened.issue.id, number: opened.issue.number });
     await deliver("issue_comment", commented);
     await deliver("issue_comment", commented);
     const mine = async () => (await listComments(world.org.agents.alice.ctx, { issue: identifier })).comments.filter((c) => c.body.includes(commented.comment.body));
-    await waitFor(async () => (await mine()).length > 0, 2_000, "the comment");
-    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from intake_deliveries where processed_at is null`))[0]!.n === 0, 2_000, "processing");
+    await waitFor(async () => (await mine()).length > 0, 15_000, "the comment");
+    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from intake_deliveries where processed_at is null`))[0]!.n === 0, 15_000, "processing");
     const thread = await mine();
     expect(thread).toHaveLength(1);
     expect(thread[0]!.body.startsWith(`@${commented.comment.user.login} on GitHub:`)).toBe(true);
@@ -126,7 +126,7 @@ describe("GitHub deliveries", () => {
     const claim = (await claimIssue(world.org.agents.alice.ctx, { identifier })) as { claimToken: string };
     await saveIssue(world.org.agents.alice.ctx, { identifier, status: "done", claimToken: claim.claimToken });
     const key = `Codertocat/Hello-World#${opened.issue.number}`;
-    await waitFor(async () => world.fakeGithub.issues.get(key)?.state === "closed", 3_000, "the close on GitHub");
+    await waitFor(async () => world.fakeGithub.issues.get(key)?.state === "closed", 15_000, "the close on GitHub");
     const writes = world.fakeGithub.requests.filter((r) => r.method !== "GET");
     expect(writes.map((r) => `${r.method} ${r.path}`)).toEqual([`POST /repos/${key.replace("#", "/issues/")}/comments`, `PATCH /repos/${key.replace("#", "/issues/")}`]);
     expect(world.fakeGithub.issues.get(key)!.comments).toHaveLength(1);
@@ -134,7 +134,7 @@ describe("GitHub deliveries", () => {
     expect(world.fakeGithub.problems).toEqual([]);
     // GitHub's own closed event for that close changes nothing and writes nothing back.
     await deliver("issues", closedGithub(opened.issue.id, opened.issue.number));
-    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from outbox where completed_at is null and failed_at is null`))[0]!.n === 0, 2_000, "the outbox to drain");
+    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from outbox where completed_at is null and failed_at is null`))[0]!.n === 0, 15_000, "the outbox to drain");
     expect((await getIssue(world.org.agents.alice.ctx, { identifier })).status).toBe("done");
     expect(world.fakeGithub.requests.filter((r) => r.method !== "GET")).toHaveLength(2);
   });
@@ -143,12 +143,12 @@ describe("GitHub deliveries", () => {
     const opened = github("issues", "opened");
     Object.assign(opened.issue, { id: 9_000_001, number: 77, author_association: "NONE" });
     await deliver("issues", opened);
-    const found = await waitFor(() => issueOfSource(connector.connectorId, "9000001"), 2_000, "the outsider's issue");
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "9000001"), 15_000, "the outsider's issue");
     expect(found.triage).toBe("pending");
     const before = world.fakeGithub.requests.length;
     await deliver("issues", closedGithub(9_000_001, 77));
-    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier: found.identifier })).status === "canceled", 2_000, "the cancel");
-    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from outbox where completed_at is null and failed_at is null`))[0]!.n === 0, 2_000, "the outbox to drain");
+    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier: found.identifier })).status === "canceled", 15_000, "the cancel");
+    await waitFor(async () => (await query<{ n: number }>(world.services.db, sql`select count(*)::int as n from outbox where completed_at is null and failed_at is null`))[0]!.n === 0, 15_000, "the outbox to drain");
     expect(world.fakeGithub.requests.length).toBe(before);
   });
 });
@@ -166,7 +166,7 @@ describe("GitLab at a self-hosted base URL", () => {
     const opened = gitlabFixture("gitlab-issue-open.json");
     opened.object_attributes.due_date = "2026-12-24";
     expect((await deliver("Issue Hook", opened)).status).toBe(202);
-    const found = await waitFor(() => issueOfSource(connector.connectorId, "301"), 2_000, "the GitLab issue");
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "301"), 15_000, "the GitLab issue");
     expect(found.triage).toBeNull(); // author 51 is a Developer (30) on the fake
     const issue = await getIssue(world.org.agents.alice.ctx, { identifier: found.identifier });
     expect(issue).toMatchObject({ title: "New API: create/update/delete file", body: "Create new API for manipulations with repository" });
@@ -176,10 +176,10 @@ describe("GitLab at a self-hosted base URL", () => {
     Object.assign(note.issue, { id: 301, iid: 23, state: "opened" });
     note.object_attributes.author_id = 51; // a Developer's note: the team's, taken as it is
     await deliver("Note Hook", note);
-    await waitFor(async () => (await listComments(world.org.agents.alice.ctx, { issue: found.identifier })).comments.some((c) => c.body === "@root on GitLab:\n\nHello world"), 2_000, "the note");
+    await waitFor(async () => (await listComments(world.org.agents.alice.ctx, { issue: found.identifier })).comments.some((c) => c.body === "@root on GitLab:\n\nHello world"), 15_000, "the note");
 
     await saveIssue(world.org.agents.alice.ctx, { identifier: found.identifier, status: "canceled", cancelReason: "duplicate of the upload API" });
-    await waitFor(async () => world.fakeGitlab.issues.get("diaspora/diaspora#23")?.state === "closed", 3_000, "the close on GitLab");
+    await waitFor(async () => world.fakeGitlab.issues.get("diaspora/diaspora#23")?.state === "closed", 15_000, "the close on GitLab");
     const writes = world.fakeGitlab.requests.filter((r) => r.method !== "GET");
     expect(writes.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /api/v4/projects/diaspora/diaspora/issues/23/notes", "PUT /api/v4/projects/diaspora/diaspora/issues/23"]);
     expect(world.fakeGitlab.issues.get("diaspora/diaspora#23")!.comments[0]).toContain("Reason: duplicate of the upload API");
@@ -190,7 +190,7 @@ describe("GitLab at a self-hosted base URL", () => {
     const opened = gitlabFixture("gitlab-issue-open.json");
     Object.assign(opened.object_attributes, { id: 302, iid: 24, author_id: 99 });
     await deliver("Issue Hook", opened);
-    const found = await waitFor(() => issueOfSource(connector.connectorId, "302"), 2_000, "the outsider's GitLab issue");
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "302"), 15_000, "the outsider's GitLab issue");
     expect(found.triage).toBe("pending");
   });
 
@@ -198,13 +198,13 @@ describe("GitLab at a self-hosted base URL", () => {
     const opened = gitlabFixture("gitlab-issue-open.json");
     Object.assign(opened.object_attributes, { id: 303, iid: 25 });
     await deliver("Issue Hook", opened);
-    const found = await waitFor(() => issueOfSource(connector.connectorId, "303"), 2_000, "the issue");
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "303"), 15_000, "the issue");
     world.fakeGitlab.failWith = 401;
     try {
       await saveIssue(world.org.agents.alice.ctx, { identifier: found.identifier, status: "canceled", cancelReason: "not needed" });
-      const marked = await waitFor(async () => (await listConnectors(world.org.agents.alice.ctx, {})).connectors.find((c) => c.id === connector.connectorId)!.lastError, 3_000, "the connector's last error");
+      const marked = await waitFor(async () => (await listConnectors(world.org.agents.alice.ctx, {})).connectors.find((c) => c.id === connector.connectorId)!.lastError, 15_000, "the connector's last error");
       expect(marked).toBe("write-back token refused (401)");
-      const failed = await waitFor(async () => (await query<{ attempts: number }>(world.services.db, sql`select attempts from outbox where job = 'intake.write_back' and failed_at is not null`))[0], 3_000, "the failed job");
+      const failed = await waitFor(async () => (await query<{ attempts: number }>(world.services.db, sql`select attempts from outbox where job = 'intake.write_back' and failed_at is not null`))[0], 15_000, "the failed job");
       expect(Number(failed.attempts)).toBe(1);
     } finally {
       world.fakeGitlab.failWith = null;
@@ -218,7 +218,7 @@ describe("triage", () => {
     const opened = github("issues", "opened");
     Object.assign(opened.issue, { id: 9_100_001, number: 5, author_association: "CONTRIBUTOR" });
     await post("github", connector.connectorId, await githubDelivery(hookUrl("github", connector.connectorId), connector.secret, "issues", opened));
-    const { identifier } = await waitFor(() => issueOfSource(connector.connectorId, "9100001"), 2_000, "the outsider's issue");
+    const { identifier } = await waitFor(() => issueOfSource(connector.connectorId, "9100001"), 15_000, "the outsider's issue");
     expect(await getIssue(world.org.agents.bob.ctx, { identifier })).toMatchObject({ triage: "pending", status: "todo" });
     const next = (await nextIssue(world.org.agents.bob.ctx, {})) as { claimed: boolean; awaitingTriage?: number; identifier?: string };
     expect(next.identifier).not.toBe(identifier);
@@ -240,7 +240,7 @@ describe("triage", () => {
     const opened = github("issues", "opened");
     Object.assign(opened.issue, { id: 9_200_001, number: 6, author_association: "NONE" });
     await post("github", connector.connectorId, await githubDelivery(hookUrl("github", connector.connectorId), connector.secret, "issues", opened));
-    const found = await waitFor(() => issueOfSource(connector.connectorId, "9200001"), 2_000, "the issue");
+    const found = await waitFor(() => issueOfSource(connector.connectorId, "9200001"), 15_000, "the issue");
     expect(found.triage).toBeNull();
     expect((await getIssue(world.org.agents.bob.ctx, { identifier: found.identifier })).triage).toBeUndefined();
   });
