@@ -21,6 +21,9 @@ const onPostgres = testDriver === "postgres";
 const ISSUES = onPostgres ? 2000 : 200;
 const CLAIMERS = onPostgres ? 64 : 8;
 const SERIAL_ISSUES = onPostgres ? 250 : 120;
+
+/** The reference model has no quarantine (decision 055): these races' releases and lapses are chance, never an issue that kills agents. */
+const noQuarantine = (services: Services, projectId: string) => query(services.db, sql`update projects set quarantine_after = 100000 where id = ${projectId}`);
 const DAY = 86_400_000;
 const MINUTE = 60_000;
 
@@ -165,6 +168,7 @@ describe("concurrent drain", () => {
     const seed = Date.now() % 1_000_000;
     const rng = random(seed);
     const org = await seedOrg(poolA, { prefix: "DRAIN" });
+    await noQuarantine(poolA, org.projectId);
     const people = ["alice", "bob", "carol"] as const;
     const claimers: Ctx[] = [];
     for (let i = 0; i < CLAIMERS; i++) {
@@ -320,6 +324,7 @@ describe("concurrent drain", () => {
     const seed = Date.now() % 1_000_000;
     const rng = random(seed);
     const org = await seedOrg(poolA, { prefix: "CHURN" });
+    await noQuarantine(poolA, org.projectId);
     const onA = org.agents.alice.ctx;
     const onB = withPrincipal(poolB, org.agents.bob.principal);
     const identifiers = await fileRandomDag([onA, onB], rng, onPostgres ? 400 : 120);
@@ -388,6 +393,7 @@ describe("concurrent drain", () => {
 
   it("racing claim_issue on the same issues: exactly one winner each, the rest refused naming the winner", async () => {
     const org = await seedOrg(poolA, { prefix: "RACE" });
+    await noQuarantine(poolA, org.projectId);
     const open = await fileRandomDag([org.agents.alice.ctx], random(7), 8); // one wave: no blockers
     const agents: Ctx[] = [];
     for (let i = 0; i < CLAIMERS; i++) {
@@ -426,6 +432,7 @@ describe("concurrent drain", () => {
     const CAP = 7;
     const [a, b] = pools(systemClock, { LEASE_TTL_SECONDS: "600", CLAIM_CAP_DEFAULT: String(CAP) });
     const org = await seedOrg(a, { prefix: "CAP" });
+    await noQuarantine(a, org.projectId);
     // Half name one of carol's issues (claim_issue), half ask for the next in bob's lane, the
     // unassigned ones (next_issue's SQL): both count the key's claims under its lock, and never meet.
     const named: string[] = [];
@@ -465,6 +472,7 @@ describe("serial dispatch against a from-scratch recomputation", () => {
     const clock = new TestClock();
     const [services] = pools(clock, { LEASE_TTL_SECONDS: "600", CLAIM_CAP_DEFAULT: "50" });
     const org = await seedOrg(services, { prefix: "SER" });
+    await noQuarantine(services, org.projectId);
     const second = await org.agentFor("alice", "opencode");
     const agents = [
       { ctx: org.agents.alice.ctx, userId: org.agents.alice.userId },
@@ -548,6 +556,7 @@ describe("fencing under concurrency", () => {
     const clock = new TestClock();
     const [a, b] = pools(clock, { LEASE_TTL_SECONDS: "60" });
     const org = await seedOrg(a, { prefix: "FENCE" });
+    await noQuarantine(a, org.projectId);
     const count = onPostgres ? 32 : 8;
     const identifiers: string[] = [];
     for (let i = 0; i < count; i++) identifiers.push((await saveIssue(org.agents.alice.ctx, { title: `fenced ${i}`, work: true, noDependency: "alone" })).identifier);
@@ -669,6 +678,7 @@ describe("fencing under concurrency", () => {
     const clock = new TestClock();
     const [a, b] = pools(clock, { LEASE_TTL_SECONDS: "60" });
     const org = await seedOrg(a, { prefix: "CROWD" });
+    await noQuarantine(a, org.projectId);
     const identifiers: string[] = [];
     for (let i = 0; i < 8; i++) {
       const issue = await saveIssue(org.agents.alice.ctx, { title: `contested ${i}`, work: true, noDependency: "alone" });
