@@ -35,14 +35,17 @@ export async function startFakeGithub(options: { token: string }): Promise<FakeF
   });
 }
 
-/** `payload` as GitHub delivers `event` to `url`: the raw body, its HMAC signature, a delivery id. */
+/**
+ * `payload` as GitHub delivers `event` to `url`: the raw body, its HMAC signature, a delivery id.
+ * No Content-Length of ours: fetch adds its own, and once the npm undici is loaded (our outbound
+ * guard) it is the global dispatcher and refuses the doubled header.
+ */
 export async function githubDelivery(url: string, secret: string, event: string, payload: unknown, deliveryId: string = crypto.randomUUID()): Promise<Request> {
   const body = JSON.stringify(payload);
   return new Request(url, {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "content-length": String(Buffer.byteLength(body)),
       "x-github-event": event,
       "x-github-delivery": deliveryId,
       "x-hub-signature-256": await sign(secret, body),

@@ -44,7 +44,7 @@ export function gitlabDelivery(url: string, token: string, event: string, payloa
   const body = JSON.stringify(payload);
   return new Request(url, {
     method: "POST",
-    headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "x-gitlab-event": event, "x-gitlab-token": token, "x-gitlab-event-uuid": uuid },
+    headers: { "content-type": "application/json", "x-gitlab-event": event, "x-gitlab-token": token, "x-gitlab-event-uuid": uuid },
     body,
   });
 }
