@@ -137,6 +137,8 @@ export const configSchema = z.object({
   /** Dash pages and large MCP list replies answered at once in one process, and waiting past those (decision 058). */
   HEAVY_READS_AT_ONCE: positiveInt(2),
   HEAVY_READS_QUEUED: positiveInt(64),
+  /** Of those, what one caller may hold and wait for at once: a person, a key, a browser session (decision 061). */
+  HEAVY_READS_PER_CALLER: positiveInt(8),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
   SLA_SWEEP_MS: positiveInt(60_000),

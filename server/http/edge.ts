@@ -4,7 +4,7 @@ import type { Logger } from "../log.ts";
 import { answerPreflight, corsFor, OAUTH_CLIENT_ENDPOINTS } from "./cors.ts";
 import { answerMetrics } from "./metrics.ts";
 import { observeRequest, type RequestRecord } from "../metrics/requests.ts";
-import { HEAVY_READS_FULL, isHeavyPage, type HeavyReads } from "./heavy-reads.ts";
+import { dashCaller, HEAVY_READS_FULL, isHeavyPage, type HeavyReads } from "./heavy-reads.ts";
 import type { Admission, RequestGuard } from "./limits.ts";
 import { clientIp } from "./limits.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
@@ -107,13 +107,14 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
       record.door = "static";
       return;
     }
-    const app = () => runInScope({ nonce, address: clientIp(req, config.TRUST_PROXY_HOPS) }, () => routes.app(req, res, path));
+    const address = clientIp(req, config.TRUST_PROXY_HOPS);
+    const app = () => runInScope({ nonce, address }, () => routes.app(req, res, path));
     void guard
       .admit(req, res, path)
       .then(async (admission) => {
         if (!admission) return;
         if (!isHeavyPage(method, path)) return app();
-        const release = await heavyReads.acquire();
+        const release = await heavyReads.acquire(dashCaller(req.headers.cookie, address));
         if (!release) {
           const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
           return refuse(res, false, 503, "RATE_LIMITED", message, hint, { "retry-after": String(retryAfterSeconds) });

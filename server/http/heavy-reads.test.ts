@@ -4,6 +4,41 @@ import { query } from "../../db/client.ts";
 import { callOk } from "../mcp/testing.ts";
 import { testDriver } from "../testing/db.ts";
 import { useDashApp } from "../testing/dash.ts";
+import { createHeavyReads, dashCaller } from "./heavy-reads.ts";
+
+describe("one caller's share of the heavy reads (decision 061)", () => {
+  it("a caller holding its share is refused at once while another still queues; released, the share is free again", async () => {
+    const reads = createHeavyReads({ HEAVY_READS_AT_ONCE: 1, HEAVY_READS_QUEUED: 10, HEAVY_READS_PER_CALLER: 2 });
+    const order: string[] = [];
+    const first = (await reads.acquire("person:a"))!;
+    const secondOfA = reads.acquire("person:a").then((release) => (order.push("a"), release));
+    // A's two are one running and one queued: its third is refused without waiting.
+    expect(await reads.acquire("person:a")).toBeNull();
+    const ofB = reads.acquire("person:b").then((release) => (order.push("b"), release));
+    first();
+    first(); // a release is given back once only
+    const releaseSecond = (await secondOfA)!;
+    expect(order).toEqual(["a"]);
+    releaseSecond();
+    const releaseB = (await ofB)!;
+    expect(order).toEqual(["a", "b"]);
+    releaseB();
+    // Every share given back: A may hold two again.
+    const firstAgain = await reads.acquire("person:a");
+    const secondAgain = reads.acquire("person:a");
+    expect(firstAgain).not.toBeNull();
+    firstAgain!();
+    expect(await secondAgain).not.toBeNull();
+  });
+
+  it("a Dash caller is its session, by digest, else its address", () => {
+    const caller = dashCaller("theme=dark; better-auth.session_token=abc.def", "127.0.0.1");
+    expect(caller).toMatch(/^session:/);
+    expect(caller).not.toContain("abc");
+    expect(dashCaller("__Secure-better-auth.session_token=abc.def", "10.0.0.1")).toBe(caller);
+    expect(dashCaller(undefined, "127.0.0.1")).toBe("address:127.0.0.1");
+  });
+});
 
 /**
  * The heavy reads' slots (server/http/heavy-reads.ts) in the built app over real HTTP, one slot

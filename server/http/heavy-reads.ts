@@ -1,5 +1,6 @@
 import type { Config } from "../config/index.ts";
 import { metrics } from "../metrics/index.ts";
+import { keyId, SESSION_COOKIE } from "./limits.ts";
 
 /**
  * The largest reads of this process, at most HEAVY_READS_AT_ONCE at a time, the next
@@ -10,8 +11,12 @@ import { metrics } from "../metrics/index.ts";
  * the few that run. Per process: the event loop is the resource, whatever the cores.
  */
 export interface HeavyReads {
-  /** A slot: resolves to its release (idempotent) once one is free, or to null at once when the queue is full. */
-  acquire(): Promise<(() => void) | null>;
+  /**
+   * A slot for `caller` (a person, a key, or a browser session or address where none is known
+   * yet): resolves to its release (idempotent) once one is free, or to null at once when the
+   * queue is full or this caller already holds its share of slots and places (decision 061).
+   */
+  acquire(caller: string): Promise<(() => void) | null>;
 }
 
 /**
@@ -25,6 +30,15 @@ export function isHeavyPage(method: string, path: string): boolean {
 const STREAMED = /^\/dash\/(?:events|attachments\/|settings\/transfer\/export)/;
 export const HEAVY_TOOLS: ReadonlySet<string> = new Set(["list_comments", "list_issues", "list_members", "list_invites", "list_attachments"]);
 
+/**
+ * Who a Dash request is, before anything has read its session: the session cookie's digest, or
+ * the address for a browser without one. Digested so no session token is held in memory here.
+ */
+export function dashCaller(cookie: string | undefined, address: string): string {
+  const session = SESSION_COOKIE.exec(cookie ?? "")?.[1];
+  return session ? `session:${keyId(session)}` : `address:${address}`;
+}
+
 /** The refusal's words, the same on every door; a slot frees within a render, so a second is enough. */
 export const HEAVY_READS_FULL = {
   message: "The server is answering as many large pages as it queues.",
@@ -32,34 +46,44 @@ export const HEAVY_READS_FULL = {
   retryAfterSeconds: 1,
 } as const;
 
-export function createHeavyReads(config: Pick<Config, "HEAVY_READS_AT_ONCE" | "HEAVY_READS_QUEUED">): HeavyReads {
+export function createHeavyReads(config: Pick<Config, "HEAVY_READS_AT_ONCE" | "HEAVY_READS_QUEUED" | "HEAVY_READS_PER_CALLER">): HeavyReads {
   let running = 0;
   const waiting: (() => void)[] = [];
+  /** Slots held and places taken per caller; a caller at its share waits for none of them. */
+  const held = new Map<string, number>();
   const release = () => {
     const next = waiting.shift();
     if (next) next();
     else running--;
     metrics.heavyReads(running, waiting.length);
   };
-  /** Released once only, however often it is called. */
-  const slot = () => {
-    let held = true;
+  /** Released once only, however often it is called; the caller's share is given back with it. */
+  const slot = (caller: string) => {
+    let holding = true;
     return () => {
-      if (held) release();
-      held = false;
+      if (!holding) return;
+      holding = false;
+      const left = held.get(caller)! - 1;
+      if (left === 0) held.delete(caller);
+      else held.set(caller, left);
+      release();
     };
   };
   return {
-    acquire() {
+    acquire(caller) {
+      const mine = held.get(caller) ?? 0;
+      if (mine >= config.HEAVY_READS_PER_CALLER) return Promise.resolve(null);
       if (running < config.HEAVY_READS_AT_ONCE) {
         running++;
+        held.set(caller, mine + 1);
         metrics.heavyReads(running, waiting.length);
-        return Promise.resolve(slot());
+        return Promise.resolve(slot(caller));
       }
       if (waiting.length >= config.HEAVY_READS_QUEUED) return Promise.resolve(null);
+      held.set(caller, mine + 1);
       return new Promise((resolve) => {
         // The slot passes straight from the one releasing it: `running` stays as it is.
-        waiting.push(() => resolve(slot()));
+        waiting.push(() => resolve(slot(caller)));
         metrics.heavyReads(running, waiting.length);
       });
     },

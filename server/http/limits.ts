@@ -49,7 +49,7 @@ const SIGN_IN_PATH = /^\/(?:api\/auth\/sign-(?:in|up)(?:\/|$)|auth\/sign-(?:in|u
 /** The /device page (and its `.data` requests): a GET naming a user code looks it up, a POST decides one. */
 const DEVICE_PATH = /^\/device(?:\.data)?$/;
 /** The session cookie better-auth sets (`__Secure-` on https). */
-const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?better-auth\.session_token=([^;]+)/;
+export const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?better-auth\.session_token=([^;]+)/;
 
 export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const redis = config.REDIS_URL
@@ -170,7 +170,8 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
 export const AUTH_FAILURES = "failed authentications from your address";
 
 /** Counters are kept under a hash of the key, never the key itself. */
-const keyId = (token: string) => crypto.createHash("sha256").update(token).digest("base64url").slice(0, 32);
+/** A token's digest, to count or hold by it without keeping the token. */
+export const keyId = (token: string) => crypto.createHash("sha256").update(token).digest("base64url").slice(0, 32);
 
 /**
  * The client's address: the socket's peer, or behind `hops` trusted proxies the address the

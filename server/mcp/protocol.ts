@@ -94,7 +94,9 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
   }
   // A large list's reply is built and serialised in a slot of the heavy reads, so few are at once.
   const heavy = scope.heavyReads && requests.some((r) => r.method === "tools/call" && HEAVY_TOOLS.has(String(r.params?.name)));
-  const release = heavy ? await scope.heavyReads!.acquire() : null;
+  // The person behind the key is the caller: their agents share one share of the queue.
+  const caller = scope.principal.userId ? `person:${scope.principal.userId}` : `key:${scope.principal.keyId}`;
+  const release = heavy ? await scope.heavyReads!.acquire(caller) : null;
   if (heavy && !release) {
     const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
     return rpcErrorReply(503, -32000, `${message} ${hint}`, { "retry-after": String(retryAfterSeconds) });
