@@ -2,7 +2,10 @@ import { performance } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import type { Ctx } from "../context.ts";
 import { saveIssue } from "../issues/index.ts";
+import { and, eq } from "drizzle-orm";
+import { members } from "../../db/schema/index.ts";
 import { humanCtx } from "../orgs/access.ts";
+import { createProject } from "../orgs/index.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { layoutGraph, NODE_H, NODE_W } from "./graph-layout.ts";
@@ -89,5 +92,30 @@ describe("the dependency graph's layout", () => {
     const mixed = layoutGraph(["A-1", "A-2", "A-3"], [{ from: "A-1", to: "A-2" }]);
     expect(mixed.nodes["A-3"]!.y).toBeGreaterThan(mixed.nodes["A-2"]!.y); // under the laid-out part
     expect(overlapping(mixed.nodes)).toEqual([]);
+  });
+});
+
+describe("the dependency graph within a member's projects (decision 050)", () => {
+  it("walks no further than the viewer reaches: an out-of-scope blocker hides what lies beyond it, and nothing of it is counted", async () => {
+    const org = await seedOrg(env.services, { prefix: "GSC" });
+    const ops = await createProject(env.services.db, { orgId: org.orgId, name: "Ops", prefix: "GSO" });
+    await env.services.db
+      .update(members)
+      .set({ projectIds: [org.projectId] })
+      .where(and(eq(members.orgId, org.orgId), eq(members.userId, org.agents.carol.userId)));
+    const a = org.agents.alice.ctx;
+    const beyond = await saveIssue(a, { title: "seen, beyond the hidden one", work: true, noDependency: "standalone" });
+    const hidden = await saveIssue(a, { title: "ops work", work: true, project: ops.prefix, blockedBy: [beyond.identifier] });
+    const near = await saveIssue(a, { title: "seen, next to it", work: true, noDependency: "standalone" });
+    const center = await saveIssue(a, { title: "the center", work: true, blockedBy: [hidden.identifier, near.identifier] });
+
+    const graphOf = async (who: "alice" | "carol") =>
+      (await issueDetail((await humanCtx(env.services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx, { identifier: center.identifier })).graph;
+    const all = await graphOf("alice");
+    expect(all.nodes.map((n) => n.identifier).sort()).toEqual([beyond, hidden, near, center].map((i) => i.identifier).sort());
+    const scoped = await graphOf("carol");
+    expect(scoped.nodes.map((n) => n.identifier).sort()).toEqual([near, center].map((i) => i.identifier).sort());
+    expect(scoped.edges).toEqual([expect.objectContaining({ from: near.identifier, to: center.identifier })]);
+    expect(scoped.hidden).toBe(0);
   });
 });

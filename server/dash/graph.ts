@@ -5,7 +5,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { isTerminal } from "../issues/store.ts";
 import { idList } from "../issues/ranking.ts";
 import { layoutGraph, type LaidOut } from "./graph-layout.ts";
-import { reachable, type Reach } from "../orgs/scope.ts";
+import { inScope, reachable, type Reach } from "../orgs/scope.ts";
 
 /**
  * An issue's neighbourhood in the dependency graph: its blockers (up to three steps), what it
@@ -43,28 +43,35 @@ export interface Neighbourhood {
   layout: LaidOut;
 }
 
-async function reach(db: Db, issueId: string, direction: "up" | "down") {
+/**
+ * The walk steps only on issues the viewer reaches: an out-of-scope blocker is a wall, not a
+ * bridge, so nothing beyond it is drawn or counted (decision 050: it reads as if it did not exist).
+ */
+async function reach(db: Db, scope: Reach, issueId: string, direction: "up" | "down") {
   const [from, to] = direction === "up" ? [sql`source_id`, sql`target_id`] : [sql`target_id`, sql`source_id`];
+  const seen = inScope(scope, sql`i.project_id`);
   return query<{ id: string; depth: number }>(
     db,
     sql`with recursive walk(id, depth) as (
-          select ${from}, 1 from relations where ${to} = ${issueId} and type = 'blocks'
+          select r.${from}, 1 from relations r join issues i on i.id = r.${from}
+          where r.${to} = ${issueId} and r.type = 'blocks' and ${seen}
           union
-          select r.${from}, walk.depth + 1 from relations r join walk on r.${to} = walk.id
-          where r.type = 'blocks' and walk.depth < ${NEIGHBOURHOOD_DEPTH}
+          select r.${from}, walk.depth + 1 from relations r join walk on r.${to} = walk.id join issues i on i.id = r.${from}
+          where r.type = 'blocks' and walk.depth < ${NEIGHBOURHOOD_DEPTH} and ${seen}
         )
         select id, min(depth)::int as depth from walk group by id order by min(depth), id`,
   );
 }
 
-/** Every issue under a container, through nested containers, nearest first. */
+/** Every issue under a container that the viewer reaches, through nested containers, nearest first. */
 async function members(db: Db, scope: Reach, containerId: string) {
   return query<{ id: string }>(
     db,
     sql`with recursive tree(id, depth) as (
-          select id, 1 from issues where parent_id = ${containerId} and org_id = ${scope.orgId}
+          select id, 1 from issues where parent_id = ${containerId} and org_id = ${scope.orgId} and ${inScope(scope, sql`project_id`)}
           union all
-          select k.id, t.depth + 1 from tree t join issues k on k.parent_id = t.id where t.depth < 10
+          select k.id, t.depth + 1 from tree t join issues k on k.parent_id = t.id
+          where t.depth < 10 and ${inScope(scope, sql`k.project_id`)}
         )
         select id from tree order by depth, id limit ${MAX_MEMBERS + 1}`,
   );
@@ -73,8 +80,8 @@ async function members(db: Db, scope: Reach, containerId: string) {
 /** `scope`: what the viewer reaches; issues of other projects are left out (server/orgs/scope.ts). */
 export async function neighbourhood(db: Db, cipher: OrgCipher, scope: Reach, center: { id: string; work: boolean }): Promise<Neighbourhood> {
   const [up, down, inside] = await Promise.all([
-    reach(db, center.id, "up"),
-    reach(db, center.id, "down"),
+    reach(db, scope, center.id, "up"),
+    reach(db, scope, center.id, "down"),
     center.work ? Promise.resolve([]) : members(db, scope, center.id),
   ]);
   // Distance from the center: blockers negative, gated work positive, a container's issues none.
