@@ -179,18 +179,12 @@ export async function findPeople(ctx: Ctx, raw: z.input<typeof findPeopleInput> 
   const limit = input.limit ?? 50;
   const after = decodeCursor(input.cursor, personPosition);
   await actorOf(ctx);
-  const rows = await ctx.db
-    .select({ memberId: members.id, userId: members.userId, name: user.name, email: user.email })
-    .from(members)
-    .innerJoin(user, eq(user.id, members.userId))
-    .where(
-      and(
-        eq(members.orgId, ctx.principal.orgId),
-        input.includeSuspended ? undefined : eq(members.status, "active"),
-        matching(input.q?.toLowerCase() || undefined, [sql`${user.name}`, sql`${user.email}`]),
-        after ? sql`(${user.email}, ${members.id}) > (${after.e}, ${after.i})` : undefined,
-      ),
-    )
+  const rows = await peopleOfOrg(
+    ctx,
+    input.includeSuspended,
+    matching(input.q?.toLowerCase() || undefined, [sql`${user.name}`, sql`${user.email}`]),
+    after ? sql`(${user.email}, ${members.id}) > (${after.e}, ${after.i})` : undefined,
+  )
     .orderBy(asc(user.email), asc(members.id))
     .limit(limit + 1);
   const page = rows.slice(0, limit);
@@ -206,17 +200,18 @@ export async function peopleNamed(ctx: Ctx, keys: string[], options: { includeSu
   const wanted = [...new Set(keys.map((k) => k.trim()).filter((k) => k !== ""))].slice(0, 200);
   if (wanted.length === 0) return [];
   await actorOf(ctx);
+  const rows = await peopleOfOrg(ctx, options.includeSuspended, or(inArray(members.userId, wanted), inArray(user.email, wanted.map((k) => k.toLowerCase()))));
+  return rows.map(({ userId, name, email }) => ({ userId, name, email }));
+}
+
+/** The org's people (active, or any with `includeSuspended`) meeting `conditions`: the one query behind the pickers. */
+function peopleOfOrg(ctx: Ctx, includeSuspended: boolean | undefined, ...conditions: (SQL | undefined)[]) {
   return ctx.db
-    .select({ userId: members.userId, name: user.name, email: user.email })
+    .select({ memberId: members.id, userId: members.userId, name: user.name, email: user.email })
     .from(members)
     .innerJoin(user, eq(user.id, members.userId))
-    .where(
-      and(
-        eq(members.orgId, ctx.principal.orgId),
-        options.includeSuspended ? undefined : eq(members.status, "active"),
-        or(inArray(members.userId, wanted), inArray(user.email, wanted.map((k) => k.toLowerCase()))),
-      ),
-    );
+    .where(and(eq(members.orgId, ctx.principal.orgId), includeSuspended ? undefined : eq(members.status, "active"), ...conditions))
+    .$dynamic();
 }
 
 async function personInOrg(tx: Db, orgId: string, memberId: string) {
