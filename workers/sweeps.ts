@@ -6,6 +6,8 @@ import type { Logger } from "../server/log.ts";
 import { metrics } from "../server/metrics/index.ts";
 import { sampleQueueDepth } from "../server/dash/charts-record.ts";
 import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
+import { stallSweep } from "../server/queue/stall-sweep.ts";
+import { staleVerificationSweep } from "../server/verification/stale.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
 
@@ -72,6 +74,10 @@ export function retascSweeps(config: Config): SweepDefinition[] {
       },
     },
     { name: "sweep.sla", everyMs: config.SLA_SWEEP_MS, run: slaSweep },
+    // Stalled claims marked in their activity, and released where the project chose it (decision 062).
+    { name: "sweep.stall", everyMs: 60_000, run: stallSweep },
+    // Finishes CI left pending past their window: told of once (decision 062).
+    { name: "sweep.verification-stale", everyMs: 60_000, run: staleVerificationSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
     // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.
     { name: "sweep.fleet-sample", everyMs: 600_000, run: sampleQueueDepth },

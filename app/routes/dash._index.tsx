@@ -7,7 +7,7 @@ import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, SecretBox } from "../components/ui.tsx";
 import { cliInstallCommand } from "../../constants/cli-install.ts";
 import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
-import { ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
+import { AttentionList, ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
 import { PacePicture } from "../components/dash/pace.tsx";
 import { FleetChartsGrid, RangeToggle } from "../components/dash/charts.tsx";
 import { chartRange } from "../../constants/chart-ranges.ts";
@@ -86,6 +86,13 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
         </div>
         <PacePicture charts={fleet.charts} forecast={fleet.forecast} />
         <FleetChartsGrid charts={fleet.charts} />
+      </section>
+
+      <section aria-labelledby="attention-heading" className="flex flex-col gap-3">
+        <h2 id="attention-heading" className="text-lg font-semibold">
+          Waiting on a person
+        </h2>
+        <AttentionList attention={fleet.attention} claims={fleet.claims} now={now} />
       </section>
 
       <section aria-labelledby="claims-heading" className="flex flex-col gap-3">

@@ -34,6 +34,7 @@ export async function action({ request, context }: Route.ActionArgs) {
         windowMinutes: String(form.get("windowMinutes") ?? "120"),
         stallMinutes: String(form.get("stallMinutes") ?? "45"),
         quarantineAfter: String(form.get("quarantineAfter") ?? "3"),
+        releaseStalled: form.get("releaseStalled") === "on",
       }),
     );
     return set.ok ? { created: null, verified: set.value.prefix, error: null } : { created: null, verified: null, error: set.error };
@@ -81,6 +82,8 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
           <p className="text-sm text-stone-600">
             With CI on, a finish needs the commit or request it delivered, and nothing waiting on it starts until CI passes it (through the project's
             connector, or a CI key with <code>retasc verify</code>). A red run puts it back in the queue at High with the failing checks as gotchas.
+            A claim kept alive with no checkpoint, comment or status write for the stall window is marked stalled; a project may have it released instead,
+            as its holder's release would (it counts towards quarantine).
           </p>
           {actionData?.verified ? <Notice>Saved {actionData.verified}'s verification.</Notice> : null}
           {projects.map((p) => {
@@ -112,6 +115,10 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
                 <label className="flex flex-col text-sm">
                   Quarantine after (abandoned claims)
                   <input name="quarantineAfter" type="number" min={1} max={100} defaultValue={String(v?.quarantineAfter ?? 3)} className="w-28 rounded border border-stone-300 px-2 py-1.5" />
+                </label>
+                <label className="flex items-center gap-2 self-center text-sm" title="Off: a stalled claim is only marked on the Fleet and in the issue's activity">
+                  <input name="releaseStalled" type="checkbox" defaultChecked={v?.releaseStalled ?? false} />
+                  Release stalled claims
                 </label>
                 <Button>Save</Button>
               </Form>

@@ -185,13 +185,15 @@ export const commands: Record<string, Command> = {
   }),
   "project verification": command({
     summary: "how a project verifies finishes: ci holds dependents until CI passes a finish (owner or admin)",
-    usage: "retasc project verification --project-id <id> --mode ci|off [--checks test,lint] [--window <minutes>] [--quarantine-after <n>] [--org-id <id>] [--json]",
+    usage: "retasc project verification --project-id <id> --mode ci|off [--checks test,lint] [--window <minutes>] [--quarantine-after <n>] [--release-stalled | --no-release-stalled] [--org-id <id>] [--json]",
     options: {
       "project-id": { type: "string", value: "<id>", description: "the project" },
       mode: { type: "string", value: "ci|off", description: "ci: a done needs a commit or request and stays pending until CI passes it; off: done on the agent's word" },
       checks: { type: "string", value: "<a,b>", description: "the required checks (empty: every check reported on the commit)" },
       window: { type: "string", value: "<minutes>", description: "after this long a pending verification reads stale (default 120)" },
       "quarantine-after": { type: "string", value: "<n>", description: "claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is blocked until a person releases it (default 3)" },
+      "release-stalled": { type: "boolean", description: "release a stalled claim (kept alive, no checkpoint, comment or write for the stall window) as its holder's release would; default: only mark it" },
+      "no-release-stalled": { type: "boolean", description: "only mark stalled claims (the default)" },
       "org-id": orgId,
       url,
       json,

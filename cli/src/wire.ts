@@ -97,6 +97,7 @@ export interface VerificationSettings {
   windowMinutes: number;
   stallMinutes: number;
   quarantineAfter: number;
+  releaseStalled: boolean;
 }
 
 /** POST /api/cli/keys, action revoke */

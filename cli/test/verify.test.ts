@@ -72,10 +72,13 @@ it("project verification, key mint --ci and verify: CI's attestation lets the de
   expect(refused.status).toBe(403);
 });
 
-it("project verification --quarantine-after and issue unquarantine: a person releases an issue its agents abandoned (decision 055)", async () => {
-  const set = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--quarantine-after", "1", "--org-id", orgId, "--url", server.url, "--json"]);
+it("project verification --quarantine-after and issue unquarantine: a person releases an issue its agents abandoned (decision 055); --release-stalled is set and unset (decision 062)", async () => {
+  const set = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--quarantine-after", "1", "--release-stalled", "--org-id", orgId, "--url", server.url, "--json"]);
   expect(set.code, set.stderr).toBe(0);
-  expect(json(set)).toMatchObject({ mode: "off", quarantineAfter: 1 });
+  expect(json(set)).toMatchObject({ mode: "off", quarantineAfter: 1, releaseStalled: true });
+  const unset = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--no-release-stalled", "--org-id", orgId, "--url", server.url]);
+  expect(unset.code, unset.stderr).toBe(0);
+  expect(unset.stdout).toContain("is marked stalled");
   const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, noDependency: "a test" })).identifier as string;
   const { claimToken } = await tool("claim_issue", { identifier: poison });
   expect(await tool("release_issue", { identifier: poison, claimToken, note: "the suite hangs" })).toMatchObject({ status: "blocked" });

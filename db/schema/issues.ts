@@ -117,6 +117,8 @@ export const issues = pgTable(
     index("issues_evidence_commit_idx").on(t.orgId, t.evidenceCommit).where(sql`${t.evidenceCommit} is not null`),
     index("issues_evidence_branch_idx").on(t.orgId, t.evidenceBranch).where(sql`${t.evidenceBranch} is not null`),
     index("issues_org_status_idx").on(t.orgId, t.status),
+    // The finishes awaiting CI: the stale sweep and the Fleet read those past their window (decision 062).
+    index("issues_verification_pending_idx").on(t.verificationStaleAt).where(sql`${t.verification} = 'pending'`),
     // An org's (or project's) open issues, whatever has finished: the forecast, queue_status and
     // the Fleet page read these, and a new org the statistics do not know yet is planned as one row,
     // which on (org_id, status) meant reading every finished issue too.

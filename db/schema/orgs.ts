@@ -86,6 +86,8 @@ export const projects = pgTable(
     stallMinutes: integer("stall_minutes").notNull().default(45),
     /** Claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is quarantined (decision 055). */
     quarantineAfter: integer("quarantine_after").notNull().default(3),
+    /** Whether the stall sweep releases a stalled claim (as its holder's release would) instead of only marking it (decision 062). */
+    releaseStalled: boolean("release_stalled").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],

@@ -25,13 +25,14 @@ const usage = `usage: npm run admin -- <command> [options]
       mint an agent key for a person (added as a member if needed); --ci: a CI key for the
       project, which attests verification results (retasc verify) and does nothing else
   set-verification --project <projectId> --mode ci|off [--checks a,b] [--window-minutes <n>] [--stall-minutes <n>]
-                   [--quarantine-after <n>] [--json]
+                   [--quarantine-after <n>] [--release-stalled | --no-release-stalled] [--json]
       how the project verifies finishes: ci holds dependents until CI passes a finish;
       --checks names the required checks (none: every check reported on the commit);
       --stall-minutes: a live claim with no checkpoint, comment or status write for this long
       reads stalled in check_claim (default 45); --quarantine-after: claims abandoned in a row
       (lapsed or released, no checkpoint) after which an issue is blocked until a person
-      releases it (default 3)
+      releases it (default 3); --release-stalled: the stall sweep releases stalled claims
+      (as their holders' release would) instead of only marking them (default off)
   set-password --email <email> [--json] < password.txt
       set or replace a person's email + password sign-in; the password is one line
       on standard input (asked for without echo on a terminal), never a flag
@@ -105,6 +106,8 @@ async function main() {
       "window-minutes": { type: "string" },
       "stall-minutes": { type: "string" },
       "quarantine-after": { type: "string" },
+      "release-stalled": { type: "boolean" },
+      "no-release-stalled": { type: "boolean" },
       json: { type: "boolean", default: false },
     },
     strict: true,

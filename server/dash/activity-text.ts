@@ -68,7 +68,18 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
       return { label: "checkpoint", text: [join(`saved ${by ?? ""}`.trim(), fenceOf(d)), ...parts].join(" · ") };
     }
     case "released":
+      if (d.stalled === true) {
+        return {
+          label: "released, stalled",
+          text: join(`claim of ${str(d.holderRuntime) ?? "the holder"} released by Retasc`, fenceOf(d)) + `: no checkpoint, comment or status write for ${String(d.stallMinutes ?? "?")} minutes, and the project releases stalled claims`,
+        };
+      }
       return { label: "released", text: join(`given back ${by ?? ""}`.trim(), fenceOf(d)) + (str(d.note) ? `: ${str(d.note)}` : "") };
+    case "stalled":
+      return {
+        label: "stalled",
+        text: join(`claim of ${str(d.runtime) ?? "the holder"} kept alive with no checkpoint, comment or status write${clock(d.lastProgressAt) ? ` since ${clock(d.lastProgressAt)}` : ""}`, fenceOf(d), `the project's stall window is ${String(d.stallMinutes ?? "?")} minutes`),
+      };
     case "force_released":
       return {
         label: "taken back",
@@ -86,6 +97,11 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
       return { label: "quarantined", text: `${str(d.reason) ?? "quarantined"}: blocked, never dispatched until a person releases it` };
     case "unquarantined":
       return { label: "released from quarantine", text: join(`back in the queue ${by ?? ""}`.trim(), "its count of abandoned claims starts again") };
+    case "verification_stale":
+      return {
+        label: "CI stale",
+        text: `no CI result within the project's window (${String(d.windowMinutes ?? "?")} minutes): what waits on it stays blocked; check the run, or pass or fail it by hand`,
+      };
     case "verification_failed":
       return { label: "failed CI", text: `${list(d.checks).join(", ") || "failed by hand"} (${String(d.source ?? "?")}): back in the queue at High or above` };
     case "status_changed":

@@ -5,6 +5,8 @@ import { activityDetail } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { applyDueSla, queueStatus } from "../queue/index.ts";
 import { claimProgress } from "../queue/stall.ts";
+import { quarantinedIssues } from "../issues/quarantine.ts";
+import { staleVerifications } from "../verification/stale.ts";
 import { fleetCharts } from "./charts.ts";
 import { sessionLabel, type RenewedBy } from "./lease-session.ts";
 import type { ChartRange } from "../../constants/chart-ranges.ts";
@@ -16,7 +18,8 @@ import { inScope, reachable } from "../orgs/scope.ts";
  * time left, last heartbeat and latest checkpoint; the recent moves of work between
  * agents (claims, handoffs to another runtime, reclaims, releases, finishes) from the
  * activity log; the counts a person watches; and the charts of the last day or week (charts.ts). Leases that have run out but that the
- * reclaim sweep has not recorded yet are listed as expired, not hidden.
+ * reclaim sweep has not recorded yet are listed as expired, not hidden. What waits on a person is
+ * marked: stalled claims, finishes whose verification went stale, quarantined issues.
  */
 const MOVES = ["claimed", "reclaimed", "released", "force_released", "finished"] as const;
 const RECENT_MOVES = 25;
@@ -28,7 +31,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
   const cipher = await ctx.keyring.forOrg(db, orgId);
   await applyDueSla(ctx, now);
 
-  const [status, charts, blockedRows, claimRows, moveRows] = await Promise.all([
+  const [status, charts, blockedRows, claimRows, moveRows, stale, quarantined] = await Promise.all([
     queueStatus(ctx),
     fleetCharts(ctx, now, range),
     query<{ n: number }>(
@@ -78,6 +81,8 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       .where(and(eq(activity.orgId, orgId), inScope(ctx.principal, issues.projectId), inArray(activity.kind, [...MOVES])))
       .orderBy(desc(activity.id))
       .limit(RECENT_MOVES),
+    staleVerifications(ctx),
+    quarantinedIssues(ctx),
   ]);
 
   // Each move's detail is decrypted once: the fences feed the lease lookup, the rest the list.
@@ -155,6 +160,8 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
     }
     // A finish into review is a handoff to the reviewer, not the end of the work.
     if (m.kind === "finished" && detail.to === "review") return { ...base, kind: "review" as const, fromRuntime: null };
+    // A stalled claim the project releases (decision 062): the runtime that lost it, not Retasc.
+    if (m.kind === "released" && detail.stalled === true) return { ...base, kind: "stall_released" as const, fromRuntime: String(detail.holderRuntime ?? "") || null };
     return { ...base, kind: m.kind as "released" | "finished", fromRuntime: null };
   });
 
@@ -170,6 +177,8 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
       held: claims.filter((c) => !c.expired).length,
     },
     claims,
+    /** What waits on a person (decision 062): finishes CI left pending past their window, and quarantined issues; stalled claims are marked in `claims`. */
+    attention: { stale, quarantined },
     moves,
     charts,
     forecast: status.forecast,

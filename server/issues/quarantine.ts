@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, lte } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, lte } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { checkpoints, issues, leases } from "../../db/schema/index.ts";
@@ -8,6 +8,7 @@ import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
+import { reachable } from "../orgs/scope.ts";
 import { triagePlaceOf } from "./refusals.ts";
 import { identifierSchema } from "./schemas.ts";
 import { findIssue, inTransaction, type IssueRow, type WriteScope } from "./store.ts";
@@ -69,6 +70,29 @@ export async function quarantineOf(db: Db, cipher: OrgCipher, row: IssueRow) {
       .reverse(),
   };
 }
+
+/**
+ * The Fleet's list of quarantined issues in the viewer's projects (decision 062), newest first:
+ * each with its reason and how a person releases it (the issue page's button, or the command).
+ */
+export async function quarantinedIssues(ctx: Ctx, limit = 50) {
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  const rows = await ctx.db
+    .select({ identifier: issues.identifier, titleEnc: issues.titleEnc, reason: issues.quarantineReason, since: issues.quarantinedAt, claims: issues.abandonedClaims })
+    .from(issues)
+    .where(and(reachable(ctx.principal, issues), eq(issues.status, "blocked"), isNotNull(issues.quarantinedAt)))
+    .orderBy(desc(issues.quarantinedAt), asc(issues.identifier))
+    .limit(limit);
+  return rows.map((r) => ({
+    identifier: r.identifier,
+    title: cipher.decrypt(r.titleEnc) ?? "",
+    reason: r.reason ?? "quarantined",
+    since: r.since!.toISOString(),
+    abandonedClaims: r.claims,
+    release: { page: `/dash/issues/${encodeURIComponent(r.identifier)}#quarantine`, command: `retasc issue unquarantine ${r.identifier}` },
+  }));
+}
+export type QuarantinedIssue = Awaited<ReturnType<typeof quarantinedIssues>>[number];
 
 export const unquarantineInput = z.object({ identifier: identifierSchema });
 

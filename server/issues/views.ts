@@ -5,6 +5,7 @@ import { issues, user, type checkpoints, type relations } from "../../db/schema/
 import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
 import { quarantineOf } from "./quarantine.ts";
+import { verificationNow } from "../verification/stale.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
 import { reaches, type Reach } from "../orgs/scope.ts";
 
@@ -57,11 +58,6 @@ export function unheldText(row: Pick<IssueRow, "status" | "fence">): string {
   return `${row.status}, unheld: the next claim ${row.fence > 0 ? "resumes" : "starts"} it`;
 }
 
-/** CI's word on the last finish as it reads now: a pending one past the project's window reads "stale" (decision 045). */
-export function verificationNow(row: Pick<IssueRow, "verification" | "verificationStaleAt">, now: Date) {
-  if (row.verification === "pending" && row.verificationStaleAt && row.verificationStaleAt.getTime() <= now.getTime()) return "stale" as const;
-  return row.verification;
-}
 
 /** The evidence the last finish carried, or null. */
 export function evidenceOf(row: Pick<IssueRow, "evidenceCommit" | "evidenceBranch" | "evidencePr">) {

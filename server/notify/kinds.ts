@@ -13,5 +13,6 @@ export const kindDescriptions: Record<IssueEventKind, string> = {
   assigned: "An issue is assigned to you (with its urgency and deadline)",
   reclaimed: "Your agent's lease lapsed and the issue went back to the queue",
   verification_failed: "CI failed a finish you wrote or your agent made, and the issue went back to the queue",
+  verification_stale: "A finish you wrote or your agent made has waited for CI past its project's window",
   issue_quarantined: "Agents kept abandoning an issue you wrote or your agent held, and it is blocked until a person releases it",
 };

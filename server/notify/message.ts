@@ -87,6 +87,13 @@ export async function composeMessage(services: Services, db: Db, orgId: string, 
     case "issue_quarantined":
       headline = `is blocked: ${row.quarantineReason ?? "quarantined"}. No agent gets it until a person reads the notes and releases it.`;
       break;
+    case "verification_stale": {
+      headline = "was finished, but CI has not passed or failed it within the project's window: what waits on it is still blocked.";
+      const evidence = [row.evidenceCommit && `commit ${row.evidenceCommit}`, row.evidenceBranch && `branch ${row.evidenceBranch}`, row.evidencePr && `request ${row.evidencePr}`].filter(Boolean).join(", ");
+      if (evidence) details.push({ label: "Evidence", text: clip(evidence, MAX_DETAIL) });
+      details.push({ label: "What to do", text: "Check the CI run for it, or pass or fail it by hand on the issue page." });
+      break;
+    }
     case "verification_failed": {
       headline = "failed CI after it was finished: it is back in the queue, ranked High or above.";
       const [last] = await db.select({ gotchasEnc: checkpoints.gotchasEnc }).from(checkpoints).where(eq(checkpoints.issueId, issueId)).orderBy(desc(checkpoints.createdAt)).limit(1);

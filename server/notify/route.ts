@@ -11,7 +11,7 @@ type IssueEvent = JobPayload<"notify.issue_event">;
  * Who hears of an event: the humans tied to the issue by it. done and canceled: the author;
  * review: the reviewer (the issue's assignee in review); assigned: the assignee; reclaimed: the
  * person whose agent held the lapsed lease; verification_failed: the author and the human whose
- * agent finished it; issue_quarantined: the author and the human whose agent held its last claim. Never the actor, the human behind the acting key, and never a member scoped
+ * agent finished it; verification_stale: the same two; issue_quarantined: the author and the human whose agent held its last claim. Never the actor, the human behind the acting key, and never a member scoped
  * away from the issue's project (decision 042): the message names the issue and its title.
  */
 export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]> {
@@ -43,6 +43,7 @@ export async function recipientsOf(db: Db, event: IssueEvent): Promise<string[]>
       people = [await lastLeaseEnded("expired")];
       break;
     case "verification_failed":
+    case "verification_stale":
       people = [row.authorId, await lastLeaseEnded("finished")];
       break;
     case "issue_quarantined":

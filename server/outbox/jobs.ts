@@ -7,7 +7,7 @@ import { notifyChannels } from "../../db/schema/notify.ts";
  * Payloads are ids and enums only (strict objects), never content: they sit in the outbox
  * table and in Redis, where nothing is encrypted.
  */
-export const issueEventKinds = ["done", "canceled", "review", "assigned", "reclaimed", "verification_failed", "issue_quarantined"] as const;
+export const issueEventKinds = ["done", "canceled", "review", "assigned", "reclaimed", "verification_failed", "verification_stale", "issue_quarantined"] as const;
 
 const id = z.string().min(1).max(200);
 

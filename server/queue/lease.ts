@@ -153,24 +153,35 @@ export async function checkpoint(ctx: Ctx, raw: z.input<typeof checkpointInput>)
   });
 }
 
+/**
+ * A release, whoever asks for it: the holder (release_issue) or the stall sweep for a project
+ * that releases stalled claims (decision 062). The claim is counted towards quarantine before
+ * the holder's note is written (a release note is not progress, decision 055), the lease ends
+ * (the holder's next fenced write is refused STALE_CLAIM), and it is recorded as `released`,
+ * with `facts` saying why when it was not the holder. True when this release quarantined it.
+ */
+export async function releaseClaim(scope: WriteScope, row: IssueRow, why: { note?: string; facts?: Record<string, unknown> }): Promise<boolean> {
+  const quarantined = await countAbandonedClaim(scope, row);
+  if (why.note) await writeCheckpoint(scope, row, { note: why.note });
+  await endLease(scope, row, "released");
+  await recordActivity(scope, {
+    issueId: row.id,
+    kind: "released",
+    facts: { fence: row.fence, ...why.facts },
+    detail: { note: why.note },
+  });
+  await scope.ctx.events.publish(scope.tx, { orgId: scope.ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
+  return quarantined;
+}
+
 /** Returns held work to the pool; the checkpoint stays for the next claimant. */
 export async function releaseIssue(ctx: Ctx, raw: z.input<typeof releaseIssueInput>) {
   const input = releaseIssueInput.parse(raw);
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
-    // Counted before its note is written: a release note is not progress (decision 055).
-    const quarantined = await countAbandonedClaim(scope, row);
-    if (input.note) await writeCheckpoint(scope, row, { note: input.note });
-    await endLease(scope, row, "released");
+    const quarantined = await releaseClaim(scope, row, { note: input.note });
     meter(scope, "release_issue", "plumbing", row.id);
-    await recordActivity(scope, {
-      issueId: row.id,
-      kind: "released",
-      facts: { fence: row.fence },
-      detail: { note: input.note },
-    });
-    await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.released", issueId: row.id, identifier: row.identifier });
     if (quarantined) {
       const [after] = await scope.tx.select({ reason: issues.quarantineReason }).from(issues).where(eq(issues.id, row.id));
       return {

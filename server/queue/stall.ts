@@ -6,14 +6,14 @@ import type { Ctx } from "../context.ts";
  * Whether live claims are making progress (issue 35): when each last did (its claim, a
  * checkpoint, a comment, or a write to the issue; heartbeats and a session's renewals touch only
  * the lease), and whether that is longer ago than its project's stall window. One rule for every
- * door that says so: `check_claim` and the Fleet.
+ * door that says so: `check_claim`, the Fleet and the stall sweep (stall-sweep.ts).
  */
 export interface ClaimProgress {
   lastProgressAt: string;
   stalled: boolean;
 }
 
-export async function claimProgress(ctx: Ctx, issueIds: string[]): Promise<Map<string, ClaimProgress>> {
+export async function claimProgress(ctx: Pick<Ctx, "db" | "clock">, issueIds: string[]): Promise<Map<string, ClaimProgress>> {
   if (issueIds.length === 0) return new Map();
   const now = ctx.clock.now().getTime();
   const rows = await query<{ id: string; at: string | Date; stall_minutes: number }>(

@@ -252,7 +252,7 @@ class ImportRun {
           prefix: p.prefix,
           nextNumber: p.nextNumber,
           createdAt: new Date(p.createdAt),
-          ...(v ? { verificationMode: v.mode, verificationChecks: v.checks, verificationWindowMinutes: v.windowMinutes, stallMinutes: v.stallMinutes, quarantineAfter: v.quarantineAfter } : {}),
+          ...(v ? { verificationMode: v.mode, verificationChecks: v.checks, verificationWindowMinutes: v.windowMinutes, stallMinutes: v.stallMinutes, quarantineAfter: v.quarantineAfter, releaseStalled: v.releaseStalled } : {}),
         });
         this.projectByPrefix.set(p.prefix, id);
         this.counts.projects++;

@@ -111,7 +111,7 @@ export async function readProjects(db: Db, orgId: string): Promise<(ExportProjec
     name: p.name,
     nextNumber: p.nextNumber,
     createdAt: p.createdAt.toISOString(),
-    verification: { mode: p.verificationMode, checks: p.verificationChecks, windowMinutes: p.verificationWindowMinutes, stallMinutes: p.stallMinutes, quarantineAfter: p.quarantineAfter },
+    verification: { mode: p.verificationMode, checks: p.verificationChecks, windowMinutes: p.verificationWindowMinutes, stallMinutes: p.stallMinutes, quarantineAfter: p.quarantineAfter, releaseStalled: p.releaseStalled },
   }));
 }
 

@@ -31,7 +31,7 @@ describe("export → import → export", () => {
     // Its finish named what it delivered and CI passed it (decision 045).
     await env.services.db.update(issues).set({ verification: "passed", evidenceCommit: "0123abcd", evidenceBranch: "eng-2/fix", evidencePr: "12" }).where(eq(issues.id, eng2!.id));
     // ENG verifies finishes in CI with its own settings.
-    const engSettings = { mode: "ci" as const, checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 30, quarantineAfter: 5 };
+    const engSettings = { mode: "ci" as const, checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 30, quarantineAfter: 5, releaseStalled: true };
     await setVerification(asSystem(org.orgId), { projectId: org.projectId, ...engSettings });
     const dir = tempDir("retasc-transfer-");
     const first = await exportText(asSystem(org.orgId));
@@ -60,7 +60,7 @@ describe("export → import → export", () => {
     expect(thread.comments[1]!.parent).toBe(thread.comments[0]!.id);
     expect((await listVerificationSettings(alice)).map(({ projectId: _, ...s }) => s).sort((a, b) => a.mode.localeCompare(b.mode))).toEqual([
       engSettings,
-      { mode: "off", checks: [], windowMinutes: 120, stallMinutes: 45, quarantineAfter: 3 },
+      { mode: "off", checks: [], windowMinutes: 120, stallMinutes: 45, quarantineAfter: 3, releaseStalled: false },
     ]);
     expect(await getIssue(alice, { identifier: "ENG-2" })).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     const second3 = await getIssue(alice, { identifier: "ENG-3" });

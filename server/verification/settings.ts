@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import { projects, verificationModes } from "../../db/schema/index.ts";
 import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
-import { notFound } from "../errors.ts";
+import { invalidInput, notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 
 const checkName = z.string().trim().min(1).max(200);
@@ -16,6 +16,8 @@ export const verificationSettings = z.object({
   stallMinutes: minutes,
   /** Claims abandoned in a row after which an issue is quarantined (decision 055); absent in older exports: 3. */
   quarantineAfter: z.coerce.number().int().min(1).max(100).default(3),
+  /** Whether the stall sweep releases stalled claims (decision 062); absent in older exports: false. */
+  releaseStalled: z.boolean().default(false),
 });
 export type VerificationSettings = z.infer<typeof verificationSettings>;
 
@@ -34,6 +36,8 @@ export const setVerificationInput = z.object({
   stallMinutes: minutes.optional(),
   /** Claims abandoned in a row (lapsed or released, no checkpoint) after which an issue is quarantined (decision 055). */
   quarantineAfter: z.coerce.number().int().min(1).max(100).optional(),
+  /** Whether a stalled claim is released by the stall sweep, as its holder's release would be, rather than only marked (decision 062). */
+  releaseStalled: z.union([z.boolean(), z.enum(["true", "false", "on", "off"]).transform((v) => v === "true" || v === "on")]).optional(),
 });
 
 export type SetVerificationInput = z.input<typeof setVerificationInput>;
@@ -51,9 +55,10 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
         ...(input.windowMinutes !== undefined ? { verificationWindowMinutes: input.windowMinutes } : {}),
         ...(input.stallMinutes !== undefined ? { stallMinutes: input.stallMinutes } : {}),
         ...(input.quarantineAfter !== undefined ? { quarantineAfter: input.quarantineAfter } : {}),
+        ...(input.releaseStalled !== undefined ? { releaseStalled: input.releaseStalled } : {}),
       })
       .where(and(eq(projects.id, input.projectId), eq(projects.orgId, ctx.principal.orgId)))
-      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter });
+      .returning({ projectId: projects.id, prefix: projects.prefix, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter, releaseStalled: projects.releaseStalled });
     if (!row) throw notFound(`project ${input.projectId}`, "Pass a project id of this org (`retasc project list`).");
     await recordOrgActivity(ctx, tx, "project.verification", { ...row });
     return row;
@@ -63,12 +68,12 @@ export async function setVerification(ctx: Ctx, raw: SetVerificationInput) {
 /** Every project's verification settings, for the Dash's Projects page. */
 export async function listVerificationSettings(ctx: Ctx) {
   return ctx.db
-    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter })
+    .select({ projectId: projects.id, mode: projects.verificationMode, checks: projects.verificationChecks, windowMinutes: projects.verificationWindowMinutes, stallMinutes: projects.stallMinutes, quarantineAfter: projects.quarantineAfter, releaseStalled: projects.releaseStalled })
     .from(projects)
     .where(eq(projects.orgId, ctx.principal.orgId));
 }
 
-/** `npm run admin -- set-verification --project <id> --mode ci|off [--checks a,b] [--window-minutes N] [--stall-minutes N] [--quarantine-after N]`: as the operator. */
+/** `npm run admin -- set-verification --project <id> --mode ci|off [--checks a,b] [--window-minutes N] [--stall-minutes N] [--quarantine-after N] [--release-stalled | --no-release-stalled]`: as the operator. */
 export async function setVerificationCommand(services: Services, argv: Record<string, unknown>) {
   const projectId = z.string().trim().min(1, "--project is required").parse(argv.project);
   const [project] = await services.db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId));
@@ -80,5 +85,12 @@ export async function setVerificationCommand(services: Services, argv: Record<st
     ...(argv["window-minutes"] !== undefined ? { windowMinutes: Number(argv["window-minutes"]) } : {}),
     ...(argv["stall-minutes"] !== undefined ? { stallMinutes: Number(argv["stall-minutes"]) } : {}),
     ...(argv["quarantine-after"] !== undefined ? { quarantineAfter: Number(argv["quarantine-after"]) } : {}),
+    ...releaseStalledFlag(argv["release-stalled"], argv["no-release-stalled"]),
   });
+}
+
+/** `--release-stalled` / `--no-release-stalled` (the CLI's and the admin command's flags) as the input's field; neither: unchanged. */
+export function releaseStalledFlag(on: unknown, off: unknown): { releaseStalled?: boolean } {
+  if (on && off) throw invalidInput("--release-stalled and --no-release-stalled contradict each other", "Pass one of them.");
+  return on ? { releaseStalled: true } : off ? { releaseStalled: false } : {};
 }

@@ -56,7 +56,12 @@ describe("the settings", () => {
     await expect(setVerification(bob, { projectId: org.projectId, mode: "ci" })).rejects.toMatchObject({ code: "FORBIDDEN" });
     await expect(setVerification(org.agents.bob.ctx, { projectId: org.projectId, mode: "ci" })).rejects.toMatchObject({ code: "FORBIDDEN" });
     const set = await setVerificationCommand(env.services, { project: org.projectId, mode: "ci", checks: "test, lint", "window-minutes": "90" });
-    expect(set).toEqual({ projectId: org.projectId, prefix: "SET", mode: "ci", checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 45, quarantineAfter: 3 });
+    expect(set).toEqual({ projectId: org.projectId, prefix: "SET", mode: "ci", checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 45, quarantineAfter: 3, releaseStalled: false });
+    // Releasing stalled claims is chosen, and unchosen, with its flag; left out, it stays as it was (decision 062).
+    expect(await setVerificationCommand(env.services, { project: org.projectId, mode: "ci", "release-stalled": true })).toMatchObject({ releaseStalled: true, windowMinutes: 90 });
+    expect(await setVerificationCommand(env.services, { project: org.projectId, mode: "ci" })).toMatchObject({ releaseStalled: true });
+    expect(await setVerificationCommand(env.services, { project: org.projectId, mode: "ci", "no-release-stalled": true })).toMatchObject({ releaseStalled: false });
+    await expect(setVerificationCommand(env.services, { project: org.projectId, mode: "ci", "release-stalled": true, "no-release-stalled": true })).rejects.toMatchObject({ code: "INVALID_INPUT" });
     await expect(setVerificationCommand(env.services, { project: org.projectId, mode: "sometimes" })).rejects.toThrow();
   });
 

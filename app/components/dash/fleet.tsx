@@ -1,10 +1,11 @@
-import type { FleetClaim, FleetMove } from "../../../server/dash/fleet.ts";
-import { IssueLink, Pill, StatusBadge } from "./bits.tsx";
-import { ago, countdown, renewedByText } from "./format.ts";
+import { Link } from "react-router";
+import type { FleetClaim, FleetMove, FleetSnapshot } from "../../../server/dash/fleet.ts";
+import { IssueLink, Pill, StatusBadge, linkClass } from "./bits.tsx";
+import { ago, countdown, duration, renewedByText } from "./format.ts";
 import { EmptyState } from "../ui.tsx";
 import "./dash.css";
 
-/** The fleet view's two live lists: claims with ticking leases, and recent moves of work. */
+/** The fleet view's live lists: what waits on a person, claims with ticking leases, and recent moves of work. */
 
 const cell = "px-2 py-2 align-top";
 
@@ -96,7 +97,7 @@ export function ClaimsTable({ claims, now }: { claims: FleetClaim[]; now: number
                 {c.stalled && c.lastProgressAt ? (
                   <span data-testid="claim-stalled">
                     <Pill tone="doing" title="Kept alive, but no checkpoint, comment or write for the project's stall window">
-                      stalled: no progress for {ago(now - Date.parse(c.lastProgressAt))}
+                      stalled: no progress for {duration(now - Date.parse(c.lastProgressAt))}
                     </Pill>
                   </span>
                 ) : null}
@@ -129,6 +130,7 @@ const moveWords: Record<FleetMove["kind"], { label: string; tone: "claimed" | "d
   reclaimed: { label: "reclaimed", tone: "danger" },
   force_released: { label: "taken back", tone: "danger" },
   released: { label: "released", tone: "neutral" },
+  stall_released: { label: "released, stalled", tone: "danger" },
   finished: { label: "finished", tone: "neutral" },
   review: { label: "to review", tone: "resumed" },
 };
@@ -155,6 +157,10 @@ export function MovesList({ moves, now }: { moves: FleetMove[]; now: number }) {
                 <>
                   lease of <span className="font-mono">{m.fromRuntime}</span> expired
                 </>
+              ) : m.kind === "stall_released" ? (
+                <>
+                  from <span className="font-mono">{m.fromRuntime ?? "the holder"}</span>: no progress for the project's stall window
+                </>
               ) : m.kind === "force_released" ? (
                 <>
                   from <span className="font-mono">{m.fromRuntime}</span> by {m.who ?? "an admin"}
@@ -170,5 +176,60 @@ export function MovesList({ moves, now }: { moves: FleetMove[]; now: number }) {
         );
       })}
     </ol>
+  );
+}
+
+/**
+ * What waits on a person (decision 062): finishes CI left pending past their project's window
+ * (stale), quarantined issues with their reason and the way to release them, and stalled claims.
+ * Each mark is a word, never a colour alone.
+ */
+export function AttentionList({ attention, claims, now }: { attention: FleetSnapshot["attention"]; claims: FleetClaim[]; now: number }) {
+  const stalled = claims.filter((c) => c.stalled && c.lastProgressAt);
+  if (attention.stale.length + attention.quarantined.length + stalled.length === 0) {
+    return <EmptyState title="Nothing waits on a person.">Finishes CI has left pending too long, quarantined issues and stalled claims are listed here.</EmptyState>;
+  }
+  return (
+    <ul className="divide-y divide-stone-200 rounded-lg border border-stone-200 bg-white" aria-label="Issues that wait on a person">
+      {attention.stale.map((s) => (
+        <li key={`stale-${s.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="stale" data-identifier={s.identifier}>
+          <span className="inline-block w-28">
+            <Pill tone="danger" title="Finished, but CI has not passed or failed it within the project's window">stale</Pill>
+          </span>
+          <IssueLink identifier={s.identifier} row />
+          <span className="max-w-[22rem] truncate text-stone-700" title={s.title}>{s.title}</span>
+          <span className="text-stone-700">
+            CI verification pending for {duration(now - Date.parse(s.finishedAt))}, past the {s.windowMinutes}-minute window
+            {s.evidence.commit ? <> (commit <span className="font-mono">{s.evidence.commit.slice(0, 12)}</span>)</> : null}: what waits on it stays blocked.{" "}
+            <Link className={linkClass} to={`/dash/issues/${encodeURIComponent(s.identifier)}`}>Pass or fail it by hand</Link>
+          </span>
+        </li>
+      ))}
+      {attention.quarantined.map((q) => (
+        <li key={`quarantined-${q.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="quarantined" data-identifier={q.identifier}>
+          <span className="inline-block w-28">
+            <Pill tone="doing" title="Agents kept abandoning it: never dispatched until a person releases it">quarantined</Pill>
+          </span>
+          <IssueLink identifier={q.identifier} row />
+          <span className="max-w-[22rem] truncate text-stone-700" title={q.title}>{q.title}</span>
+          <span className="text-stone-700">
+            {q.reason}, {ago(now - Date.parse(q.since))}.{" "}
+            <Link className={linkClass} to={q.release.page}>Read the agents' notes and release it</Link>, or run <code className="break-all">{q.release.command}</code>
+          </span>
+        </li>
+      ))}
+      {stalled.map((c) => (
+        <li key={`stalled-${c.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="stalled" data-identifier={c.identifier}>
+          <span className="inline-block w-28">
+            <Pill tone="doing" title="Kept alive, but no checkpoint, comment or write for the project's stall window">stalled</Pill>
+          </span>
+          <IssueLink identifier={c.identifier} row />
+          <span className="max-w-[22rem] truncate text-stone-700" title={c.title}>{c.title}</span>
+          <span className="text-stone-700">
+            held by <span className="font-mono">{c.runtime}</span>, no progress for {duration(now - Date.parse(c.lastProgressAt!))}: ask its human, or take it back on its page
+          </span>
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -36,10 +36,15 @@ export async function verify(flags: VerifyFlags, positionals: string[]) {
   ok(`${attested.identifier}: ${flags.check} ${flags.status === "pass" ? "passed" : "failed"}; verification is ${attested.verification}.`);
 }
 
-/** `retasc project verification --project-id <id> --mode ci|off [--checks a,b] [--window <minutes>]` (owner or admin). */
-export async function projectVerification(flags: OrgFlags & { "project-id"?: string; mode?: string; checks?: string; window?: string; "quarantine-after"?: string }) {
+/** `retasc project verification --project-id <id> --mode ci|off [--checks a,b] [--window <minutes>] [--release-stalled | --no-release-stalled]` (owner or admin). */
+export async function projectVerification(
+  flags: OrgFlags & { "project-id"?: string; mode?: string; checks?: string; window?: string; "quarantine-after"?: string; "release-stalled"?: boolean; "no-release-stalled"?: boolean },
+) {
   if (!flags["project-id"] || !flags.mode) {
     throw new CliError("INVALID_INPUT", "project verification needs --project-id and --mode", "retasc project verification --project-id <id> --mode ci --checks test,lint --window 120");
+  }
+  if (flags["release-stalled"] && flags["no-release-stalled"]) {
+    throw new CliError("INVALID_INPUT", "--release-stalled and --no-release-stalled contradict each other", "Pass one of them.");
   }
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
@@ -52,6 +57,8 @@ export async function projectVerification(flags: OrgFlags & { "project-id"?: str
       ...(flags.checks !== undefined ? { checks: flags.checks } : {}),
       ...(flags.window !== undefined ? { windowMinutes: Number(flags.window) } : {}),
       ...(flags["quarantine-after"] !== undefined ? { quarantineAfter: Number(flags["quarantine-after"]) } : {}),
+      ...(flags["release-stalled"] ? { releaseStalled: true } : {}),
+      ...(flags["no-release-stalled"] ? { releaseStalled: false } : {}),
     },
   });
   if (flags.json) return printJson(settings);
@@ -59,6 +66,7 @@ export async function projectVerification(flags: OrgFlags & { "project-id"?: str
     (settings.mode === "ci"
       ? `${settings.prefix} verifies finishes in CI: ${settings.checks.length ? `required checks ${settings.checks.join(", ")}` : "every check reported on the commit"}, stale after ${settings.windowMinutes} minutes.`
       : `${settings.prefix} takes finishes on the agent's word (verification off).`) +
-      ` An issue is quarantined after ${settings.quarantineAfter} abandoned claims in a row.`,
+      ` An issue is quarantined after ${settings.quarantineAfter} abandoned claims in a row.` +
+      ` A claim with no progress for ${settings.stallMinutes} minutes is ${settings.releaseStalled ? "released" : "marked stalled"}.`,
   );
 }

@@ -1,0 +1,2 @@
+ALTER TABLE "projects" ADD COLUMN "release_stalled" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+CREATE INDEX "issues_verification_pending_idx" ON "issues" USING btree ("verification_stale_at") WHERE "issues"."verification" = 'pending';

@@ -1,0 +1,111 @@
+import { and, asc, eq, gte, lte, sql } from "drizzle-orm";
+import { activity, issues, projects } from "../../db/schema/index.ts";
+import { recordActivity } from "../activity/index.ts";
+import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { inTransaction, type IssueRow } from "../issues/store.ts";
+import { reachable } from "../orgs/scope.ts";
+import { enqueue } from "../outbox/index.ts";
+
+/**
+ * A finish CI has not settled past its project's window reads `stale` (issue 35, decisions 045
+ * and 062). This module is the rule's one home: `verificationNow` says it of one row (every read
+ * of an issue, the Fleet, the sweep), `pastWindow` is the same test in SQL, to find the rows it
+ * may hold for (the Fleet's list, the sweep's candidates), each of which is then read through
+ * `verificationNow`. `verification_stale_at` is set at the finish: the finish plus the window.
+ */
+
+/** CI's word on the last finish as it reads now: a pending one past the project's window reads "stale". */
+export function verificationNow(row: Pick<IssueRow, "verification" | "verificationStaleAt">, now: Date) {
+  if (row.verification === "pending" && row.verificationStaleAt && row.verificationStaleAt.getTime() <= now.getTime()) return "stale" as const;
+  return row.verification;
+}
+
+/** `verificationNow(row) === "stale"` in SQL: a done issue still pending at `now` past its window. */
+export function pastWindow(now: Date) {
+  return and(eq(issues.status, "done"), eq(issues.verification, "pending"), lte(issues.verificationStaleAt, now))!;
+}
+
+const FLEET_LIMIT = 50;
+
+/** The Fleet's list: finishes of the viewer's projects waiting on CI past their window, oldest first. */
+export async function staleVerifications(ctx: Ctx) {
+  const now = ctx.clock.now();
+  const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
+  const rows = await ctx.db
+    .select({
+      identifier: issues.identifier,
+      titleEnc: issues.titleEnc,
+      verification: issues.verification,
+      verificationAt: issues.verificationAt,
+      verificationStaleAt: issues.verificationStaleAt,
+      evidenceCommit: issues.evidenceCommit,
+      evidenceBranch: issues.evidenceBranch,
+      evidencePr: issues.evidencePr,
+      windowMinutes: projects.verificationWindowMinutes,
+    })
+    .from(issues)
+    .innerJoin(projects, eq(projects.id, issues.projectId))
+    .where(and(reachable(ctx.principal, issues), pastWindow(now)))
+    .orderBy(asc(issues.verificationStaleAt), asc(issues.identifier))
+    .limit(FLEET_LIMIT);
+  return rows
+    .filter((r) => verificationNow(r, now) === "stale")
+    .map((r) => ({
+      identifier: r.identifier,
+      title: cipher.decrypt(r.titleEnc) ?? "",
+      verification: "stale" as const,
+      finishedAt: (r.verificationAt ?? r.verificationStaleAt!).toISOString(),
+      staleSince: r.verificationStaleAt!.toISOString(),
+      windowMinutes: r.windowMinutes,
+      evidence: { commit: r.evidenceCommit, branch: r.evidenceBranch, pr: r.evidencePr },
+    }));
+}
+export type StaleVerification = Awaited<ReturnType<typeof staleVerifications>>[number];
+
+/**
+ * Tells of each finish that went stale, once: an activity entry `verification_stale` and one
+ * `verification_stale` notification (the author and the finisher's human, routed and muted like
+ * every kind). Once per finish: a finish already told of (an entry since its verification began)
+ * is passed over; a later finish that goes stale again is told of again. The issue's row is
+ * locked while it is read and told of, so two runs never both tell.
+ */
+export async function staleVerificationSweep(services: Services, options: { limit?: number } = {}): Promise<{ stale: number }> {
+  const now = services.clock.now();
+  const candidates = await services.db
+    .select({ id: issues.id, orgId: issues.orgId })
+    .from(issues)
+    .where(
+      and(
+        pastWindow(now),
+        sql`not exists (select 1 from ${activity} a where a.issue_id = ${issues.id} and a.kind = 'verification_stale' and a.created_at >= coalesce(${issues.verificationAt}, ${issues.updatedAt}))`,
+      ),
+    )
+    .orderBy(asc(issues.verificationStaleAt))
+    .limit(options.limit ?? 500);
+  let told = 0;
+  for (const candidate of candidates) {
+    const ctx = withPrincipal(services, systemPrincipal(candidate.orgId));
+    const done = await inTransaction(ctx, async (scope) => {
+      const [row] = await scope.tx.select().from(issues).where(eq(issues.id, candidate.id)).for("update", { skipLocked: true });
+      if (!row || row.status !== "done" || verificationNow(row, scope.now) !== "stale") return false;
+      const since = row.verificationAt ?? row.updatedAt;
+      const [already] = await scope.tx
+        .select({ id: activity.id })
+        .from(activity)
+        .where(and(eq(activity.issueId, row.id), eq(activity.kind, "verification_stale"), gte(activity.createdAt, since)))
+        .limit(1);
+      if (already) return false;
+      const [project] = await scope.tx.select({ windowMinutes: projects.verificationWindowMinutes }).from(projects).where(eq(projects.id, row.projectId));
+      await recordActivity(scope, {
+        issueId: row.id,
+        kind: "verification_stale",
+        facts: { verification: "stale", since: row.verificationStaleAt!.toISOString(), windowMinutes: project?.windowMinutes ?? null, commit: row.evidenceCommit },
+      });
+      await enqueue(scope.tx, "notify.issue_event", { orgId: row.orgId, issueId: row.id, kind: "verification_stale", actorId: null });
+      await ctx.events.publish(scope.tx, { orgId: row.orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: "done" });
+      return true;
+    });
+    if (done) told++;
+  }
+  return { stale: told };
+}
