@@ -10,6 +10,7 @@ import { LiveIndicator, Stat, linkClass } from "../components/dash/bits.tsx";
 import { AttentionList, ClaimsTable, MovesList } from "../components/dash/fleet.tsx";
 import { PacePicture } from "../components/dash/pace.tsx";
 import { FleetChartsGrid, RangeToggle } from "../components/dash/charts.tsx";
+import { FalseDoneTable } from "../components/dash/false-done.tsx";
 import { chartRange } from "../../constants/chart-ranges.ts";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 
@@ -93,6 +94,13 @@ export default function Fleet({ loaderData }: Route.ComponentProps) {
           Waiting on a person
         </h2>
         <AttentionList attention={fleet.attention} claims={fleet.claims} now={now} />
+      </section>
+
+      <section aria-labelledby="false-done-heading" className="flex flex-col gap-3">
+        <h2 id="false-done-heading" className="text-lg font-semibold">
+          Done you can trust
+        </h2>
+        <FalseDoneTable rows={fleet.falseDone} />
       </section>
 
       <section aria-labelledby="claims-heading" className="flex flex-col gap-3">

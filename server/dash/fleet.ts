@@ -182,6 +182,7 @@ export async function fleetSnapshot(ctx: Ctx, range: ChartRange = "day") {
     moves,
     charts,
     forecast: status.forecast,
+    falseDone: status.falseDone,
   };
 }
 export type FleetSnapshot = Awaited<ReturnType<typeof fleetSnapshot>>;

@@ -6,13 +6,17 @@ import { scopeOf } from "./dispatch.ts";
 import { inScope, reachable } from "../orgs/scope.ts";
 import { queueForecast } from "./forecast.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
+import { falseDoneRate } from "../analytics/false-done.ts";
 
-/** The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims, the drain forecast. */
+/**
+ * The fleet in one call: counts by status, ready work, deadline pressure, blocked-on, live claims,
+ * the drain forecast, the false-done rate of the last 30 days.
+ */
 export async function queueStatus(ctx: Ctx) {
   const now = ctx.clock.now();
   const db = ctx.db;
   const scope = scopeOf(ctx);
-  const [byStatus, sla, blocked, live, forecast] = await Promise.all([
+  const [byStatus, sla, blocked, live, forecast, falseDone] = await Promise.all([
     query<{ status: string; n: number }>(db, sql`select i.status, count(*)::int as n from issues i where ${scope} group by i.status`),
     query<{ sla_state: string; n: number }>(
       db,
@@ -49,6 +53,7 @@ export async function queueStatus(ctx: Ctx) {
       )
       .orderBy(leases.expiresAt),
     queueForecast(ctx, now),
+    falseDoneRate(ctx, now),
   ]);
   const blockedOn = new Map<string, { identifier: string; status: string }[]>();
   for (const b of blocked) {
@@ -73,5 +78,6 @@ export async function queueStatus(ctx: Ctx) {
       expiresAt: l.expiresAt.toISOString(),
     })),
     forecast,
+    falseDone: falseDone.rows,
   };
 }

@@ -46,6 +46,20 @@ const forecastOutput = z.object({
   reason: z.string().nullable(),
 });
 
+/**
+ * The false-done rate (server/analytics/false-done.ts), over the last 30 days. Typed loosely in
+ * tools/list (its budget, decision 012); the rows' fields are in the description, which
+ * docs/mcp-tools.md carries.
+ */
+const falseDoneOutput = z
+  .array(z.record(z.string(), z.unknown()))
+  .describe(
+    "the false-done rate of the last 30 days' finishes (reopened within 7 days: CI failed them): a row {by: all}, " +
+      "then one per runtime and per person (by: runtime | person, key: the runtime or user id, email), each with " +
+      "finishes, falseDone, rate (falseDone / finishes, 0 to 1, null with none), medianToVerifiedMs and " +
+      "p90ToVerifiedMs (finish to CI passed)",
+  );
+
 const countsOf = (keys: readonly string[]) =>
   z.record(z.string(), z.number().int()).describe(`non-zero counts keyed by ${keys.join(", ")}`);
 
@@ -57,7 +71,7 @@ export const queueTools = [
     description:
       "Call for the fleet at a glance (your key's project, or the org for an org-wide key): counts by status, " +
       "ready, open issues by SLA state, what blocks what, live claims (holder, runtime, last heartbeat, expiry), " +
-      "and the drain forecast.",
+      "the drain forecast, and the false-done rate.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -83,6 +97,7 @@ export const queueTools = [
         }),
       ),
       forecast: forecastOutput,
+      falseDone: falseDoneOutput,
     }),
     annotations: readOnly,
     handler: (ctx) => queueStatus(ctx),
