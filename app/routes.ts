@@ -85,6 +85,8 @@ export default [
   route("api/cli/import/:source", "routes/api.cli.import.$source.ts"),
   route("api/cli/triage", "routes/api.cli.triage.ts"),
   route("api/cli/issues", "routes/api.cli.issues.ts"),
+  // `retasc done`'s pull/merge request, with the folder's agent key (decision 063)
+  route("api/cli/open-request", "routes/api.cli.open-request.ts"),
   // CI attestations, with a CI key only (decision 045)
   route("api/ci/verify", "routes/api.ci.verify.ts"),
   // Billing: Stripe's signed webhook

@@ -37,13 +37,19 @@ export function currentBranch(cwd: string): string | null {
 
 /**
  * What a finish delivered, read from a checkout (decision 045's evidence): its HEAD commit and
- * branch. Null when `dir` is no repository or has no commit.
+ * branch (`retasc done` adds the open request, decision 063). Null when `dir` is no repository or has no commit.
  */
 export function evidenceOf(dir: string): { commit: string; branch?: string } | null {
   const head = run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], dir);
   if (!head.ok || !head.stdout) return null;
   const branch = currentBranch(dir);
   return { commit: head.stdout, ...(branch ? { branch } : {}) };
+}
+
+/** The URL of `origin`, or null when there is none. */
+export function remoteUrl(cwd: string): string | null {
+  const result = run(["remote", "get-url", "origin"], cwd);
+  return result.ok && result.stdout ? result.stdout : null;
 }
 
 export function refExists(ref: string, cwd: string): boolean {

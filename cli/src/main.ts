@@ -345,9 +345,10 @@ export const commands: Record<string, Command> = {
   }),
   done: command({
     summary: "finish the issue you hold, and remove the worktree its claim opened",
-    usage: "retasc done [--id <PFX-42>] [--keep-worktree] [--force] [--dry-run] [--json]",
+    usage: "retasc done [--id <PFX-42>] [--pr <number|url>] [--keep-worktree] [--force] [--dry-run] [--json]",
     options: {
       id: issueId,
+      pr: { type: "string", value: "<number|url>", description: "the pull/merge request to send as evidence (else the branch's open one is looked up)" },
       "keep-worktree": { type: "boolean", description: "leave the worktree where it is" },
       force: { type: "boolean", description: "finish even with uncommitted changes or no commits on the branch" },
       "dry-run": { type: "boolean", description: "say what it would do, change nothing" },
@@ -355,7 +356,7 @@ export const commands: Record<string, Command> = {
       url,
     },
     details:
-      "Sends the worktree's HEAD commit and branch as the finish's evidence (a project with verification on needs them; CI then verifies before dependents start). Refuses (UNFINISHED_WORK) while the issue's worktree has uncommitted changes (changed, staged or untracked files) or its branch has no commits of its own, unless --force. Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (with --force) is kept, and a note on stderr says so. --json adds worktree, worktreeRemoved and, when kept, worktreeKept (why).",
+      "Sends the worktree's HEAD commit and branch as the finish's evidence (a project with verification on needs them; CI then verifies before dependents start), with the branch's open pull/merge request: --pr, else the one the server finds through the project's GitHub or GitLab connector, else (no connector) the one GITHUB_TOKEN/GH_TOKEN or GITLAB_TOKEN finds for the `origin` remote; a line says what was found, or why none was. Refuses (UNFINISHED_WORK) while the issue's worktree has uncommitted changes (changed, staged or untracked files) or its branch has no commits of its own, unless --force. Finishes over MCP with the token of your claim, then removes the worktree `retasc claim` created; the branch stays. A worktree with uncommitted changes (with --force) is kept, and a note on stderr says so. --json adds requestLookup (the lookup's line, when one was made), worktree, worktreeRemoved and, when kept, worktreeKept (why).",
     run: done,
   }),
   heartbeat: command({

@@ -45,11 +45,14 @@ async function refusalsAsTokenRefused<T>(call: () => Promise<T>): Promise<T> {
  * A GitLab client for the connector: a base URL a person entered is called only through the
  * outbound guard (server/outbound/address.ts); GITLAB_URL is the operator's. Close it when done.
  */
-function gitlabFor(config: Config, source: SourceRepo & { token: string }) {
+function gitlabFor(config: Config, source: SourceRepo & { token: string }, queryTimeout?: number) {
   const host = gitlabHostOf(config, source.baseUrl);
   const agent = source.baseUrl ? outboundAgent(config, host) : undefined;
   // Gitbeaker types `agent` as Node's http.Agent but hands it to fetch as its undici `dispatcher`.
-  return { api: new Gitlab({ host, token: source.token, ...(agent ? { agent: agent as unknown as HttpAgent } : {}) }), close: () => void agent?.close() };
+  return {
+    api: new Gitlab({ host, token: source.token, ...(agent ? { agent: agent as unknown as HttpAgent } : {}), ...(queryTimeout ? { queryTimeout } : {}) }),
+    close: () => void agent?.close(),
+  };
 }
 
 /**
@@ -105,4 +108,47 @@ export async function gitlabAuthorIsOutsider(config: Config, source: SourceRepo,
   } finally {
     close();
   }
+}
+
+/** How long `retasc done` waits for the forge: it is a person at a terminal. */
+const LOOKUP_TIMEOUT_MS = 10_000;
+
+/** An open pull/merge request: its number and its page. */
+export interface OpenRequest {
+  number: number;
+  url: string;
+}
+
+/**
+ * The open pull (GitHub) or merge (GitLab) request whose source is `branch` in the connector's
+ * repository, or null: the newest when there are several. GitHub is asked at GITHUB_API_URL (the
+ * operator's); a GitLab base URL a person entered only through the outbound guard.
+ */
+export async function openRequestAtSource(config: Config, source: SourceRepo & { token: string }, branch: string): Promise<OpenRequest | null> {
+  return refusalsAsTokenRefused(async () => {
+    if (source.provider === "github") {
+      const octokit = new Octokit({ auth: source.token, baseUrl: config.GITHUB_API_URL, log: silent });
+      const [owner, repo] = source.repo.split("/") as [string, string];
+      const { data } = await octokit.rest.pulls.list({
+        owner,
+        repo,
+        head: `${owner}:${branch}`,
+        state: "open",
+        sort: "created",
+        direction: "desc",
+        per_page: 1,
+        request: { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS) },
+      });
+      const pull = data[0];
+      return pull ? { number: pull.number, url: pull.html_url } : null;
+    }
+    const { api, close } = gitlabFor(config, source, LOOKUP_TIMEOUT_MS);
+    try {
+      const found = await api.MergeRequests.all({ projectId: source.repo, sourceBranch: branch, state: "opened", orderBy: "created_at", sort: "desc", perPage: 1, maxPages: 1 });
+      const request = found[0] as { iid?: unknown; web_url?: unknown } | undefined;
+      return request ? { number: Number(request.iid), url: String(request.web_url) } : null;
+    } finally {
+      close();
+    }
+  });
 }

@@ -13,8 +13,18 @@ export interface ForgeRequest {
   body: unknown;
 }
 
+/** A pull (GitHub) or merge (GitLab) request: its repository, source branch, number and state. */
+export interface ForgeRequestItem {
+  repo: string;
+  branch: string;
+  number: number;
+  state: "open" | "closed";
+}
+
 export interface FakeForge {
   url: string;
+  /** Pull/merge requests a test seeds; listed by source branch and state. */
+  pulls: ForgeRequestItem[];
   /** Issues by `<repo>#<number>`; an issue not seeded is created open on first use. */
   issues: Map<string, ForgeIssue>;
   requests: ForgeRequest[];
@@ -25,11 +35,12 @@ export interface FakeForge {
   close(): Promise<void>;
 }
 
-export type ForgeRoute = (forge: FakeForge, req: { method: string; path: string; headers: http.IncomingHttpHeaders; body: unknown }) => { status: number; body: unknown } | null;
+export type ForgeRoute = (forge: FakeForge, req: { method: string; path: string; query: URLSearchParams; headers: http.IncomingHttpHeaders; body: unknown }) => { status: number; body: unknown } | null;
 
 export async function startForge(route: ForgeRoute): Promise<FakeForge> {
   const forge: FakeForge = {
     url: "",
+    pulls: [],
     issues: new Map(),
     requests: [],
     problems: [],
@@ -45,9 +56,10 @@ export async function startForge(route: ForgeRoute): Promise<FakeForge> {
     } catch {
       forge.problems.push(`${req.method} ${req.url}: body is not JSON`);
     }
-    const path = decodeURIComponent(new URL(req.url!, "http://fake").pathname);
+    const parsed = new URL(req.url!, "http://fake");
+    const path = decodeURIComponent(parsed.pathname);
     forge.requests.push({ method: req.method!, path, body });
-    const answer = forge.failWith ? { status: forge.failWith, body: { message: "refused" } } : route(forge, { method: req.method!, path, headers: req.headers, body });
+    const answer = forge.failWith ? { status: forge.failWith, body: { message: "refused" } } : route(forge, { method: req.method!, path, query: parsed.searchParams, headers: req.headers, body });
     const { status, body: out } = answer ?? { status: 404, body: { message: "Not Found" } };
     if (!answer) forge.problems.push(`${req.method} ${path}: no such endpoint`);
     res.writeHead(status, { "content-type": "application/json" });

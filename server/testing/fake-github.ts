@@ -4,7 +4,7 @@ import { issueOf, startForge, type FakeForge } from "./fake-git-forge.ts";
 
 /**
  * A local GitHub REST API for the write-back (@octokit/rest at GITHUB_API_URL): an issue's
- * comments (list, create), the issue (get, update). It checks the token as GitHub does
+ * comments (list, create), the issue (get, update), open pull requests by head branch (`pulls`). It checks the token as GitHub does
  * (`Authorization: token …` or `Bearer …`, 401 "Bad credentials" otherwise) and records every
  * request. `deliver` sends a webhook signed as GitHub signs it (X-Hub-Signature-256).
  */
@@ -14,6 +14,17 @@ export async function startFakeGithub(options: { token: string }): Promise<FakeF
     if (auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`) {
       forge.problems.push(`${req.method} ${req.path}: bad credentials`);
       return { status: 401, body: { message: "Bad credentials" } };
+    }
+    const pulls = /^\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(req.path);
+    if (pulls && req.method === "GET") {
+      // head is owner:branch, as GitHub takes it; newest first.
+      const [owner, branch] = (req.query.get("head") ?? ":").split(/:(.*)/s) as [string, string];
+      const state = req.query.get("state") ?? "open";
+      const found = forge.pulls
+        .filter((p) => p.repo === `${pulls[1]}/${pulls[2]}` && owner === pulls[1] && p.branch === branch && (state === "all" || p.state === state))
+        .sort((a, b) => b.number - a.number);
+      const repo = `${pulls[1]}/${pulls[2]}`;
+      return { status: 200, body: found.slice(0, Number(req.query.get("per_page") ?? 30)).map((p) => ({ number: p.number, state: p.state, html_url: `https://github.com/${repo}/pull/${p.number}`, head: { ref: p.branch } })) };
     }
     const m = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)(\/comments)?$/.exec(req.path);
     if (!m) return null;

@@ -4,7 +4,7 @@ import { issueOf, startForge, type FakeForge } from "./fake-git-forge.ts";
 /**
  * A local GitLab REST API (v4) for the write-back (@gitbeaker/rest at a connector's base URL or
  * GITLAB_URL): an issue's notes (list, create), the issue (show, edit with state_event), and a
- * project member's access level. It checks PRIVATE-TOKEN and records every request. `members`
+ * project member's access level, merge requests by source branch (`pulls`). It checks PRIVATE-TOKEN and records every request. `members`
  * maps a user id to an access level (30 is Developer).
  */
 export async function startFakeGitlab(options: { token: string; members?: Record<number, number> }): Promise<FakeForge> {
@@ -17,6 +17,14 @@ export async function startFakeGitlab(options: { token: string; members?: Record
     if (member && req.method === "GET") {
       const level = options.members?.[Number(member[2])];
       return level === undefined ? { status: 404, body: { message: "404 Not found" } } : { status: 200, body: { id: Number(member[2]), access_level: level } };
+    }
+    const merges = /^\/api\/v4\/projects\/(.+)\/merge_requests$/.exec(req.path);
+    if (merges && req.method === "GET") {
+      const state = req.query.get("state") ?? "all";
+      const found = forge.pulls
+        .filter((p) => p.repo === merges[1] && p.branch === req.query.get("source_branch") && (state === "all" || (state === "opened" ? p.state === "open" : p.state === state)))
+        .sort((a, b) => b.number - a.number);
+      return { status: 200, body: found.map((p) => ({ iid: p.number, state: p.state === "open" ? "opened" : "closed", source_branch: p.branch, web_url: `${forge.url}/${p.repo}/-/merge_requests/${p.number}` })) };
     }
     const m = /^\/api\/v4\/projects\/(.+)\/issues\/(\d+)(\/notes)?$/.exec(req.path);
     if (!m) return null;

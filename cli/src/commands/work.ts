@@ -6,6 +6,7 @@ import { findMarker, requireBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { commitsAhead, currentBranch, ensureWorktree, evidenceOf, issueOfBranch, removeWorktree, uncommitted, type Removal, type Worktree } from "../git.ts";
 import { withMcp } from "../mcp.ts";
+import { findOpenRequest } from "../open-request.ts";
 import { note, ok, out, printJson, say } from "../output.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
 import type { CheckedClaim, Claim, NoClaim, SavedIssue } from "../wire.ts";
@@ -129,6 +130,7 @@ interface DoneFlags extends UrlFlag {
   force?: boolean;
   "dry-run"?: boolean;
   json?: boolean;
+  pr?: string;
 }
 
 /**
@@ -174,7 +176,12 @@ export async function done(flags: DoneFlags) {
     throw new CliError("UNFINISHED_WORK", `${identifier} is not finished in ${work.dir}: ${work.problems.join("; ")}`, `Commit the work first, or finish anyway with \`retasc done --id ${identifier} --force\` (\`--dry-run\` shows what it would do).`);
   }
   // The evidence a project with verification on needs: the claim's worktree (else this checkout) as it stands.
-  const evidence = evidenceOf(record.worktree && fs.existsSync(record.worktree) ? record.worktree : process.cwd());
+  const dir = record.worktree && fs.existsSync(record.worktree) ? record.worktree : process.cwd();
+  const found = evidenceOf(dir);
+  // The branch's open pull/merge request (decision 063): --pr wins; else the server asks the project's connector.
+  const lookup = flags.pr || !found?.branch ? null : await findOpenRequest(binding, found.branch, dir);
+  const pr = flags.pr?.trim() || lookup?.pr || undefined;
+  const evidence = found || pr ? { ...found, ...(pr ? { pr } : {}) } : null;
   const issue = await withMcp(binding, (call) =>
     call<SavedIssue>("save_issue", { identifier, status: "done", claimToken: record.claimToken, ...(evidence ? { evidence } : {}) }),
   );
@@ -186,12 +193,14 @@ export async function done(flags: DoneFlags) {
   if (flags.json) {
     printJson({
       ...issue,
+      ...(lookup ? { requestLookup: lookup.note } : {}),
       worktree: record.worktree,
       worktreeRemoved: worktree?.removed ?? false,
       ...(worktree && !worktree.removed ? { worktreeKept: worktree.reason } : {}),
     });
   } else {
     ok(issue.alreadyFinished ? `${identifier} is already done.` : `${identifier} is done.`);
+    if (lookup) say(`  ${lookup.pr ? `Sent ${lookup.pr} as its pull/merge request` : lookup.note[0]!.toUpperCase() + lookup.note.slice(1)}.`);
     if (issue.verification === "pending") say("  CI verifies it before anything waiting on it starts; a red run puts it back in the queue.");
   }
   if (!worktree || !record.worktree) return;
