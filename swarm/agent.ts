@@ -10,7 +10,10 @@
  * Some go silent past their lease and then try their stale token; some release. Transport
  * failures, 5xx and UNAVAILABLE are retried (on another instance, in a new session). Everything
  * observed is appended to a log the invariant checker reads. Configured by SWARM_AGENT_CONFIG (JSON).
+ * With verification on, every finish carries evidence: a commit of its own per claim. An agent
+ * that takes a poison issue dies on it: nothing written, no further call of its session.
  */
+import crypto from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -40,6 +43,15 @@ export interface AgentProcessConfig {
   releaseRate: number;
   /** Share of a shared-key agent's pulls preceded by a tokenless write to a sibling's live lease. */
   probeRate: number;
+  /** Verification on (decision 045): every finish sends evidence, a commit per claim (commitFor). */
+  verify?: { seed: number };
+  /** Issues whose identifier starts with this are poison: every agent that takes one dies on it. */
+  poisonPrefix?: string;
+}
+
+/** The commit a claim's work ends in: one per (issue, fence), so a reopened issue's next finish names a new one. */
+export function commitFor(seed: number, identifier: string, fence: number): string {
+  return crypto.createHash("sha1").update(`${seed}:${identifier}:${fence}`).digest("hex");
 }
 
 type Outcome =
@@ -103,8 +115,14 @@ class Session {
     }
   }
 
+  /** Dead on a poison issue: the session is over; the next call starts a new one, logged under none until it connects. */
+  async die() {
+    this.session = null;
+    await this.reconnect();
+  }
+
   /** Drops the connection so the next call goes to a random instance (in a new session). */
-  private async reconnect() {
+  async reconnect() {
     const old = this.client;
     this.client = null;
     await old?.close().catch(() => {});
@@ -201,7 +219,8 @@ class Agent extends Session {
       }
       this.logClaim(outcome.value, allLanes, sentAt);
       const { identifier, fence, claimToken, expiresAt } = outcome.value;
-      await this.work({ identifier, fence, token: claimToken, expiresAt });
+      // Died on a poison issue: it comes back in a new session, as a replaced process would.
+      if ((await this.work({ identifier, fence, token: claimToken, expiresAt })) === "died") await this.die();
     });
   }
 
@@ -214,7 +233,7 @@ class Agent extends Session {
     const [kind, tool, args] = pick([
       ["heartbeat", "heartbeat", {}],
       ["checkpoint", "checkpoint", { done: `${this.spec.name} took it over`, note: "probe" }],
-      ["finish", "save_issue", { status: "done" }],
+      ["finish", "save_issue", { status: "done", ...this.evidence(identifier, 0) }],
     ] as const);
     const sentAt = Date.now();
     const outcome = await this.call(tool, { identifier, ...args });
@@ -222,10 +241,24 @@ class Agent extends Session {
     this.log(record);
   }
 
-  /** Works one claim with its token: checkpoint, heartbeat, finish; or silent past the lease; or release. */
-  async work(claim: Claim) {
+  /** A finish's evidence when the project verifies finishes: this claim's commit. */
+  evidence(identifier: string, fence: number): { evidence?: { commit: string } } {
+    return this.config.verify ? { evidence: { commit: commitFor(this.config.verify.seed, identifier, fence) } } : {};
+  }
+
+  /**
+   * Works one claim with its token: checkpoint, heartbeat, finish; or silent past the lease; or
+   * release. A poison issue kills the agent: it writes nothing and makes no call until the lease
+   * has lapsed, then answers "died" (its caller starts a new session).
+   */
+  async work(claim: Claim): Promise<"died" | void> {
     const { identifier, fence, token } = claim;
     let knownExpiry = Date.parse(claim.expiresAt);
+    if (this.config.poisonPrefix && identifier.startsWith(this.config.poisonPrefix)) {
+      this.log({ t: "died", agent: this.spec.name, session: this.session, identifier, fence, at: Date.now() });
+      await sleep(Math.max(0, knownExpiry - Date.now()) + 300 + (Math.random() * this.config.ttlMs) / 2);
+      return "died";
+    }
     const share = this.spec.role === "shared";
     if (share) held.set(identifier, { agent: this.spec.name, until: knownExpiry });
 
@@ -271,7 +304,7 @@ class Agent extends Session {
         held.delete(identifier);
         await write("heartbeat", "heartbeat", {});
         await write("checkpoint", "checkpoint", { ...notes(), note: "stale" });
-        await write("finish", "save_issue", { status: "done" });
+        await write("finish", "save_issue", { status: "done", ...this.evidence(identifier, fence) });
         return;
       }
       if (roll < this.config.silentRate + this.config.releaseRate) {
@@ -280,7 +313,7 @@ class Agent extends Session {
       }
       await sleep(Math.random() * 20);
       if (!(await write("heartbeat", "heartbeat", {}))) return;
-      await write("finish", "save_issue", { status: "done" });
+      await write("finish", "save_issue", { status: "done", ...this.evidence(identifier, fence) });
     } finally {
       if (held.get(identifier)?.agent === this.spec.name) held.delete(identifier);
     }
@@ -313,13 +346,16 @@ class Orchestrator extends Session {
       }
       for (const claim of claims) this.logClaim(claim, allLanes, sentAt, true);
       // Silent itself until the wave is done: a silent subagent's lease must lapse, not be kept by these calls.
-      await Promise.all(
+      const ends = await Promise.all(
         claims.map((c, i) =>
           this.team[i]!.work({ identifier: c.identifier, fence: c.fence, token: c.claimToken, expiresAt: c.expiresAt }).catch((error: unknown) =>
             this.log({ t: "retry", agent: this.team[i]!.spec.name, tool: "loop", reason: reasonOf(error), at: Date.now() }),
           ),
         ),
       );
+      // A subagent died on a poison issue this session claimed: it and the subagent come back in new sessions.
+      for (const [i, end] of ends.entries()) if (end === "died") await this.team[i]!.die();
+      if (ends.includes("died")) await this.die();
     });
   }
 }
@@ -328,7 +364,7 @@ function notesOf(checkpoint: unknown): CheckpointNotes | null {
   if (!checkpoint || typeof checkpoint !== "object") return null;
   const c = checkpoint as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === "string" ? v : null);
-  return { done: text(c.done), next: text(c.next), note: text(c.note) };
+  return { done: text(c.done), next: text(c.next), note: text(c.note), gotchas: text(c.gotchas) };
 }
 
 /** The error's code, or its cause's (fetch throws "fetch failed" with ECONNRESET, ECONNREFUSED... as the cause), and its message. */

@@ -12,6 +12,10 @@ import { checkInvariants } from "./checker.ts";
 import { PrivatePostgres, privatePostgresAvailable } from "./private-postgres.ts";
 import type { AgentRecord, ClaimRecord, ProbeRecord, WriteRecord } from "./records.ts";
 import { query } from "../db/client.ts";
+import { seedGraph } from "../bench/lib/seed.ts";
+import { authenticateAgentKey, authenticateCiKey, createProject, mintAgentKey } from "../server/orgs/index.ts";
+import { attestVerification } from "../server/verification/attest.ts";
+import { setVerificationCommand } from "../server/verification/settings.ts";
 
 /**
  * The invariant checker must be able to fail: a clean history passes, and each kind of
@@ -139,5 +143,99 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
     await db.execute(sql`update leases set end_reason = 'expired', expires_at = expires_at + interval '1 hour'
       where fence = 1 and issue_id = (select id from issues where identifier = ${first.identifier} and org_id = ${org.orgId})`);
     expect(await kinds()).toEqual(expect.arrayContaining(["finished-twice", "overlap", "order"]));
+  });
+
+  test("verified finishes and quarantine: a clean history passes; every planted violation is reported as its kind", async () => {
+    const { services } = booted;
+    const db = services.db;
+    const vorg = await seedOrg(services, { prefix: "CHV" });
+    // An org-wide key: dispatched from the verifying project and the poison project alike, as in the swarm.
+    const userId = vorg.agents.alice.userId;
+    const ctx = withPrincipal(services, (await authenticateAgentKey(db, (await mintAgentKey(db, { orgId: vorg.orgId, userId, runtime: "checker", projectId: null })).key))!);
+    await setVerificationCommand(services, { project: vorg.projectId, mode: "ci", checks: "test" });
+    const ci = withPrincipal(services, (await authenticateCiKey(db, (await mintAgentKey(db, { orgId: vorg.orgId, userId, runtime: "ci", projectId: vorg.projectId, ci: true })).key))!);
+    const attest = (identifier: string, commit: string, status: "pass" | "fail") =>
+      attestVerification(ci as Parameters<typeof attestVerification>[0], { identifier, commit, status, check: "test" });
+    type Claim = { identifier: string; claimToken: string; fence: number; expiresAt: string; checkpoint?: Record<string, string | null> | null };
+    const finish = (c: Claim, commit: string) => saveIssue(ctx, { identifier: c.identifier, claimToken: c.claimToken, status: "done", evidence: { commit } });
+    const [c1, c2, c3] = ["a", "b", "c"].map((x) => x.repeat(40)) as [string, string, string];
+
+    // The blocker's first finish is red: reopened, claimed again with the failing check as gotchas,
+    // finished green; only then is its dependent dispatched.
+    const blocker = (await saveIssue(ctx, { title: "blocker", work: true, priority: 4, noDependency: "alone" })) as { identifier: string };
+    const dependent = (await saveIssue(ctx, { title: "dependent", work: true, priority: 3, blockedBy: [blocker.identifier] })) as { identifier: string };
+    const b1 = (await nextIssue(ctx, {})) as Claim;
+    expect(b1.identifier).toBe(blocker.identifier);
+    await finish(b1, c1);
+    expect(await nextIssue(ctx, {})).not.toHaveProperty("claimToken");
+    await attest(blocker.identifier, c1, "fail");
+    const b2 = (await nextIssue(ctx, {})) as Claim;
+    expect(b2).toMatchObject({ identifier: blocker.identifier, fence: 2 });
+    await finish(b2, c2);
+    expect(await nextIssue(ctx, {})).not.toHaveProperty("claimToken");
+    await attest(blocker.identifier, c2, "pass");
+    const d = (await nextIssue(ctx, {})) as Claim;
+    expect(d.identifier).toBe(dependent.identifier);
+    await finish(d, c3);
+    await attest(dependent.identifier, c3, "pass");
+
+    // A poison issue in a project of its own (threshold 2): taken and abandoned twice, quarantined.
+    const poisonProject = await createProject(db, { orgId: vorg.orgId, name: "Poison", prefix: "CHP" });
+    await db.execute(sql`update projects set quarantine_after = 2 where id = ${poisonProject.id}`);
+    const [poison] = await seedGraph(services, { orgId: vorg.orgId, projectId: poisonProject.id, prefix: "CHP", authorId: userId }, {
+      issues: [{ title: "poison", priority: 1, dueAt: null, assigneeId: null, createdAt: new Date() }],
+      edges: [],
+    }, new Date());
+    for (let take = 0; take < 2; take++) {
+      const p = (await nextIssue(ctx, {})) as Claim;
+      expect(p.identifier).toBe(poison!.identifier);
+      await releaseIssue(ctx, { identifier: p.identifier, claimToken: p.claimToken });
+    }
+    expect(await nextIssue(ctx, {})).not.toHaveProperty("claimToken");
+
+    const check = (records: AgentRecord[] = [], poisoned = [poison!.identifier]) =>
+      checkInvariants({ db, keyring: services.keyring, orgId: vorg.orgId, ttlMs: TTL_MS, records, poison: poisoned, seededPriority: new Map([[blocker.identifier, 4], [dependent.identifier, 3], [poison!.identifier, 1]]) });
+    const kinds = async (records: AgentRecord[] = [], poisoned?: string[]) => Object.keys((await check(records, poisoned)).violationCounts).sort();
+    const reopened = (checkpoint: ClaimRecord["checkpoint"]): ClaimRecord => ({
+      t: "claim", agent: "alice", session: null, userId, identifier: blocker.identifier, fence: 2, expiresAt: b2.expiresAt,
+      allLanes: false, checkpoint, sentAt: Date.now() - 60_000, receivedAt: Date.now(),
+    });
+    const handed = { done: null, next: null, note: null, gotchas: b2.checkpoint?.gotchas ?? null };
+    expect(handed.gotchas).toMatch(/^CI failed the last finish; fix these first:\n- test: failure at aaaaaaaaaaaa/);
+    const clean = await check([reopened(handed)]);
+    expect(clean.violations).toEqual([]);
+    expect(clean.figures.verification).toEqual({ finishes: 3, failed: 1, passed: 2, redispatched: 1, reopenedWithGotchas: 1, gatedClaims: 1, claimsOnUnverifiedBlocker: 0 });
+    expect(clean.figures.quarantine).toMatchObject({ poison: 1, quarantined: 1, claims: 2, claimedAfter: 0 });
+
+    // The first claim after the failure handed no gotchas.
+    expect(await kinds([reopened({ ...handed, gotchas: null })])).toEqual(["checkpoint", "gotchas"]);
+    // Quarantined though it was not poison; poison that was never quarantined.
+    expect(await kinds([], [])).toEqual(["quarantined"]);
+    expect(await kinds([], [poison!.identifier, dependent.identifier])).toEqual(["quarantine"]);
+    // Quarantined after another count than the project's threshold.
+    await db.execute(sql`update projects set quarantine_after = 3 where id = ${poisonProject.id}`);
+    expect(await kinds()).toEqual(["quarantine"]);
+    await db.execute(sql`update projects set quarantine_after = 2 where id = ${poisonProject.id}`);
+    // Done with its verification still pending.
+    const setVerification = (identifier: string, value: string) => db.execute(sql`update issues set verification = ${value} where identifier = ${identifier} and org_id = ${vorg.orgId}`);
+    await setVerification(dependent.identifier, "pending");
+    expect(await kinds()).toEqual(["unverified"]);
+    await setVerification(dependent.identifier, "passed");
+    expect(await kinds()).toEqual([]);
+
+    // The blocker's pass committed after its dependent's claim: claimed on a pending blocker.
+    const issueId = (identifier: string) => sql`(select id from issues where identifier = ${identifier} and org_id = ${vorg.orgId})`;
+    await db.execute(sql`update activity set created_at = created_at where kind = 'verified' and issue_id = ${issueId(blocker.identifier)}`);
+    const pending = await check();
+    expect(Object.keys(pending.violationCounts)).toEqual(["blocked-dispatch"]);
+    expect(pending.violations[0]).toContain(`${dependent.identifier} fence 1 was claimed while its blocker ${blocker.identifier} was done, verification pending`);
+    expect(pending.figures.verification.claimsOnUnverifiedBlocker).toBe(1);
+    // A failure of the dependent's finish that nobody claimed again, and done on it.
+    await db.execute(sql`insert into activity (org_id, issue_id, kind, created_at, facts)
+      select org_id, ${issueId(dependent.identifier)}, kind, now(), facts from activity where kind = 'verification_failed' and issue_id = ${issueId(blocker.identifier)}`);
+    expect(await kinds()).toEqual(["blocked-dispatch", "redispatch", "unverified"]);
+    // The blocker's failure gone: its second finish is a second finish.
+    await db.execute(sql`delete from activity where kind = 'verification_failed' and issue_id = ${issueId(blocker.identifier)}`);
+    expect(await kinds()).toEqual(expect.arrayContaining(["blocked-dispatch", "finished-twice"]));
   });
 });

@@ -19,6 +19,18 @@ export interface CheckInput {
   ttlMs: number;
   records: AgentRecord[];
   /**
+   * The priority each issue was seeded with, by identifier. A failed verification floors an
+   * issue's priority at High (decision 045), so its stored priority is its rank only from that
+   * failure on. Without it, the stored priorities (right for a run with no failed verification).
+   */
+  seededPriority?: Map<string, number>;
+  /**
+   * Poison issues (identifiers): each must end quarantined after exactly its project's
+   * quarantine_after abandoned claims and never be claimed after (decision 055). Every other
+   * issue must end done (and, in a project that verifies finishes, passed).
+   */
+  poison?: string[];
+  /**
    * How long a claim transaction may plausibly have been in flight around its commit. A
    * competitor ahead in the order only counts against a dispatch if it was free and unlocked
    * for this long on both sides of the dispatch's commit (see checkDispatchOrder).
@@ -59,6 +71,29 @@ export interface CheckResult {
     /** Finishes retried and told alreadyFinished (only ever the finishing lease). */
     alreadyFinishedReplies: number;
     supersededAccepted: number;
+    /** Projects that verify finishes in CI (decision 045). */
+    verification: {
+      /** Finishes left pending, failed and passed. */
+      finishes: number;
+      failed: number;
+      passed: number;
+      /** Failures followed by a new claim of the issue. */
+      redispatched: number;
+      /** The first claims after a failure whose reply carried the failing checks as gotchas. */
+      reopenedWithGotchas: number;
+      /** Claims of issues with blockers (each checked to commit after every blocker was let go). */
+      gatedClaims: number;
+      /** ...committed while a blocker was open, pending or failed: the violations. */
+      claimsOnUnverifiedBlocker: number;
+    };
+    quarantine: {
+      poison: number;
+      quarantined: number;
+      /** Claims of poison issues, and agents that recorded they died on one. */
+      claims: number;
+      died: number;
+      claimedAfter: number;
+    };
   };
 }
 
@@ -70,6 +105,10 @@ interface IssueRow {
   assignee_id: string | null;
   created_ms: number;
   status: string;
+  project_id: string;
+  verification: string | null;
+  quarantined_ms: number | null;
+  quarantine_reason: string | null;
 }
 interface LeaseRow {
   id: string;
@@ -95,6 +134,8 @@ interface ActivityRow {
   committed_ms: number | null;
   fence: number | null;
   by: string | null;
+  /** verified: what the verification became (passed). */
+  verification: string | null;
 }
 interface CheckpointRow {
   issue_id: string;
@@ -122,9 +163,17 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
 
   const issues = await query<IssueRow>(
     db,
-    sql`select id, identifier, number, priority, assignee_id, ${ms("created_at")} as created_ms, status
+    sql`select id, identifier, number, priority, assignee_id, ${ms("created_at")} as created_ms, status,
+          project_id, verification, ${ms("quarantined_at")} as quarantined_ms, quarantine_reason
         from issues where org_id = ${orgId}`,
   );
+  const projectRows = await query<{ id: string; verification_mode: string; quarantine_after: number }>(
+    db,
+    sql`select id, verification_mode, quarantine_after from projects where org_id = ${orgId}`,
+  );
+  const projectOf = new Map(projectRows.map((p) => [p.id, p]));
+  const verifies = (issue: IssueRow) => projectOf.get(issue.project_id)?.verification_mode === "ci";
+  const poison = new Set(input.poison ?? []);
   const edges = await query<{ source_id: string; target_id: string }>(
     db,
     sql`select source_id, target_id from relations where org_id = ${orgId} and type = 'blocks'`,
@@ -140,12 +189,13 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     sql`select id, issue_id, kind, ${ms("created_at")} as created_ms,
           ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, detail_enc, facts
         from activity
-        where org_id = ${orgId} and kind in ('claimed', 'heartbeat', 'checkpoint', 'finished', 'released', 'reclaimed')`,
+        where org_id = ${orgId} and kind in ('claimed', 'heartbeat', 'checkpoint', 'finished', 'released', 'reclaimed',
+          'verified', 'verification_failed', 'quarantined')`,
   );
-  const checkpointRows = await query<{ issue_id: string; created_ms: number; committed_ms: number | null; done_enc: string | null; next_enc: string | null; note_enc: string | null }>(
+  const checkpointRows = await query<{ issue_id: string; created_ms: number; committed_ms: number | null; done_enc: string | null; next_enc: string | null; note_enc: string | null; gotchas_enc: string | null }>(
     db,
     sql`select issue_id, ${ms("created_at")} as created_ms, ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms,
-          done_enc, next_enc, note_enc
+          done_enc, next_enc, note_enc, gotchas_enc
         from checkpoints where org_id = ${orgId}`,
   );
   if (activityRows.some((a) => a.committed_ms === null)) {
@@ -161,8 +211,18 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     push(blocksOf, e.source_id, e.target_id);
   }
   const activity: ActivityRow[] = activityRows.map((a) => {
-    const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as { fence?: number; by?: string };
-    return { id: Number(a.id), issue_id: a.issue_id, kind: a.kind, created_ms: Number(a.created_ms), committed_ms: a.committed_ms === null ? null : Number(a.committed_ms), fence: detail.fence ?? null, by: detail.by ?? null };
+    const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as { fence?: number; by?: string; verification?: string };
+    return {
+      id: Number(a.id),
+      issue_id: a.issue_id,
+      kind: a.kind,
+      created_ms: Number(a.created_ms),
+      committed_ms: a.committed_ms === null ? null : Number(a.committed_ms),
+      // Only lease writes carry their fence; a verdict's or a quarantine's facts name none of ours.
+      fence: ["verified", "verification_failed", "quarantined"].includes(a.kind) ? null : (detail.fence ?? null),
+      by: detail.by ?? null,
+      verification: detail.verification ?? null,
+    };
   });
   const checkpointsOf = new Map<string, CheckpointRow[]>();
   for (const c of checkpointRows) {
@@ -170,7 +230,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
       issue_id: c.issue_id,
       created_ms: Number(c.created_ms),
       committed_ms: c.committed_ms === null ? null : Number(c.committed_ms),
-      notes: { done: cipher.decrypt(c.done_enc), next: cipher.decrypt(c.next_enc), note: cipher.decrypt(c.note_enc) },
+      notes: { done: cipher.decrypt(c.done_enc), next: cipher.decrypt(c.next_enc), note: cipher.decrypt(c.note_enc), gotchas: cipher.decrypt(c.gotchas_enc) },
     };
     push(checkpointsOf, c.issue_id, row);
   }
@@ -190,25 +250,87 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
 
   const callsOf = sessionCalls(input.records);
 
-  // 1. Every issue finished exactly once, by its last lease.
+  // 1. Every issue finished exactly once, by its last lease; where the project verifies finishes
+  //    (decision 045), once per verification round: finish, red verdict (reopened), finish, ...,
+  //    finish, green verdict, each failure followed by a new claim. Poison issues are checked in 10.
   const leasesOf = new Map<string, LeaseRow[]>();
   for (const l of leases) push(leasesOf, l.issue_id, l);
   for (const list of leasesOf.values()) list.sort((a, b) => a.fence - b.fence);
-  const finishCommit = new Map<string, number>();
   let finished = 0;
+  const byCommit = (a: ActivityRow, b: ActivityRow) => (a.committed_ms ?? a.created_ms) - (b.committed_ms ?? b.created_ms) || a.id - b.id;
   const finishesOf = new Map<string, ActivityRow[]>();
-  for (const a of activity) if (a.kind === "finished") push(finishesOf, a.issue_id, a);
+  const failuresOf = new Map<string, ActivityRow[]>();
+  const passesOf = new Map<string, ActivityRow[]>();
+  const claimsOf = new Map<string, ActivityRow[]>();
+  const quarantinesOf = new Map<string, ActivityRow[]>();
+  for (const a of activity) {
+    if (a.kind === "finished") push(finishesOf, a.issue_id, a);
+    else if (a.kind === "verification_failed") push(failuresOf, a.issue_id, a);
+    else if (a.kind === "verified" && a.verification === "passed") push(passesOf, a.issue_id, a);
+    else if (a.kind === "claimed") push(claimsOf, a.issue_id, a);
+    else if (a.kind === "quarantined") push(quarantinesOf, a.issue_id, a);
+  }
+  for (const map of [finishesOf, failuresOf, passesOf, claimsOf, quarantinesOf]) for (const list of map.values()) list.sort(byCommit);
+  /**
+   * When each issue stopped gating its dependents, by commit: its finish, or where the project
+   * verifies finishes, its pass. A claim locks its row, which either of them updates (the
+   * dependents' blocker counts), so commit order is exact.
+   */
+  const gateEnd = new Map<string, number>();
+  /** When each issue was out of dispatch: [finish, failure) per failed round, [last finish, ∞), [quarantine, ∞). */
+  const doneSpans = new Map<string, [number, number][]>();
+  let redispatched = 0;
   for (const issue of issues) {
     const finishes = finishesOf.get(issue.id) ?? [];
+    const failures = failuresOf.get(issue.id) ?? [];
+    const passes = passesOf.get(issue.id) ?? [];
+    const list = leasesOf.get(issue.id) ?? [];
+    const at = (a: ActivityRow) => a.committed_ms ?? a.created_ms;
+    // The rounds in commit order: each finish closes the issue until a failure reopens it.
+    const events = [...finishes.map((a) => ["finish", a] as const), ...failures.map((a) => ["fail", a] as const)].sort((x, y) => byCommit(x[1], y[1]));
+    let openedAt: number | null = null;
+    for (const [kind, a] of events) {
+      if (kind === "finish") {
+        if (openedAt !== null) violation("finished-twice", `${issue.identifier} finished again at ${iso(at(a))} with no failed verification since its finish at ${iso(openedAt)}`);
+        openedAt ??= at(a);
+      } else {
+        if (openedAt === null) violation("verification", `${issue.identifier}: a failed verification at ${iso(at(a))} of no pending finish`);
+        else push(doneSpans, issue.id, [openedAt, at(a)]);
+        openedAt = null;
+        // A red run reopens the work: it is dispatched again.
+        if ((claimsOf.get(issue.id) ?? []).some((c) => at(c) > at(a))) redispatched++;
+        else if (!poison.has(issue.identifier)) violation("redispatch", `${issue.identifier} failed verification at ${iso(at(a))} and was never claimed again`);
+      }
+    }
+    if (openedAt !== null) push(doneSpans, issue.id, [openedAt, Infinity]);
+    if (poison.has(issue.identifier)) continue;
+    if (issue.quarantined_ms !== null) {
+      violation("quarantined", `${issue.identifier} was quarantined (${issue.quarantine_reason}), and nothing made it fail`);
+      continue;
+    }
     if (issue.status === "done") finished++;
     else violation("unfinished", `${issue.identifier} is ${issue.status}, not done`);
-    if (finishes.length !== 1) violation(finishes.length === 0 ? "unfinished" : "finished-twice", `${issue.identifier} finished ${finishes.length} times`);
-    const list = leasesOf.get(issue.id) ?? [];
-    const finishedLeases = list.filter((l) => l.end_reason === "finished");
-    if (issue.status === "done" && (finishedLeases.length !== 1 || finishedLeases[0] !== list.at(-1))) {
-      violation("finished-twice", `${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected exactly one, the last`);
+    const rounds = verifies(issue) ? failures.length + 1 : 1;
+    if (finishes.length !== rounds) {
+      // Fewer finishes than rounds: done on a red verdict, never finished again.
+      violation(
+        finishes.length === 0 ? "unfinished" : finishes.length > rounds ? "finished-twice" : "unverified",
+        `${issue.identifier} finished ${finishes.length} times` + (failures.length > 0 ? ` with ${failures.length} failed verifications` : ""),
+      );
     }
-    if (finishes[0]?.committed_ms != null) finishCommit.set(issue.id, finishes[0].committed_ms);
+    if (!verifies(issue) && (failures.length > 0 || passes.length > 0)) violation("verification", `${issue.identifier}: verified in a project that does not verify finishes`);
+    if (verifies(issue) && issue.status === "done") {
+      const last = finishes.at(-1);
+      if (issue.verification !== "passed" || passes.length !== 1 || !last || at(passes[0]!) < at(last)) {
+        violation("unverified", `${issue.identifier} ended done with verification ${issue.verification} (${passes.length} passes recorded)`);
+      }
+    }
+    const finishedLeases = list.filter((l) => l.end_reason === "finished");
+    if (issue.status === "done" && (finishedLeases.length !== finishes.length || finishedLeases.at(-1) !== list.at(-1))) {
+      violation("finished-twice", `${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected ${finishes.length}, the last one last`);
+    }
+    const end = verifies(issue) ? passes[0] : finishes[0];
+    if (end?.committed_ms != null) gateEnd.set(issue.id, end.committed_ms);
   }
 
   // 2. Leases of one issue never overlap, and fences rise by one per claim.
@@ -286,30 +408,56 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     });
   }
 
-  // 4. No blocked issue was ever dispatched: each claim committed after every blocker's finish.
-  //    Finishing a blocker updates the blocked row, which a claim holds locked until it commits,
-  //    so commit order is exact here.
+  // 4. No blocked issue was ever dispatched: each claim committed after every blocker was let go,
+  //    its finish, or where the project verifies finishes, its pass: never while a blocker was
+  //    open, done with verification pending, or reopened by a failed verification.
+  let gatedClaims = 0;
+  let claimsOnUnverifiedBlocker = 0;
   for (const a of activity) {
     if (a.kind !== "claimed" || a.committed_ms === null) continue;
-    for (const blocker of blockersOf.get(a.issue_id) ?? []) {
-      const done = finishCommit.get(blocker);
-      if (done === undefined || done >= a.committed_ms) {
-        violation("blocked-dispatch", `${byId.get(a.issue_id)?.identifier} fence ${a.fence} was claimed while its blocker ${byId.get(blocker)?.identifier} was open`);
-      }
+    const blockers = blockersOf.get(a.issue_id) ?? [];
+    if (blockers.length > 0) gatedClaims++;
+    let held = false;
+    for (const blocker of blockers) {
+      const letGo = gateEnd.get(blocker);
+      if (letGo !== undefined && letGo < a.committed_ms) continue;
+      held = true;
+      const before = (b: ActivityRow) => (b.committed_ms ?? b.created_ms) < a.committed_ms!;
+      const lastFinish = (finishesOf.get(blocker) ?? []).filter(before).at(-1);
+      const lastFailure = (failuresOf.get(blocker) ?? []).filter(before).at(-1);
+      const state = !lastFinish
+        ? "open"
+        : lastFailure && byCommit(lastFailure, lastFinish) > 0
+          ? "reopened by a failed verification"
+          : byId.get(blocker) && verifies(byId.get(blocker)!)
+            ? "done, verification pending"
+            : "open";
+      violation("blocked-dispatch", `${byId.get(a.issue_id)?.identifier} fence ${a.fence} was claimed while its blocker ${byId.get(blocker)?.identifier} was ${state}`);
     }
+    if (held) claimsOnUnverifiedBlocker++;
   }
 
   // 5. Every dispatch was the top of the order in the claimant's lanes at its moment.
   const claimRecords = input.records.filter((r): r is ClaimRecord => r.t === "claim");
   const recordOf = new Map(claimRecords.map((r) => [`${r.identifier}#${r.fence}`, r]));
-  const order = computeOrder(issues, blocksOf);
+  const keyAt = rankKeys(issues, blocksOf, input.seededPriority, failuresOf);
+  // A quarantined issue leaves dispatch when the lapse that quarantines it is due: any claim from
+  // then on records it and takes nothing (decision 055).
+  for (const issue of issues) {
+    if (issue.quarantined_ms === null) continue;
+    const quarantined = quarantinesOf.get(issue.id)?.[0];
+    const last = leasesOf.get(issue.id)?.at(-1);
+    const from = Math.min(quarantined?.committed_ms ?? issue.quarantined_ms, last?.end_reason === "expired" ? last.expires_ms : Infinity);
+    push(doneSpans, issue.id, [from, Infinity]);
+  }
   const { checked, nearMisses } = checkDispatchOrder({
     issues,
-    order,
+    keyAt,
     activity,
     leasesOf,
     blockersOf,
-    finishCommit,
+    gateEnd,
+    doneSpans,
     claimOf,
     endOf,
     records: input.records,
@@ -326,9 +474,10 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   const liveUntil = (l: LeaseRow) =>
     l.end_reason === "expired" || l.end_reason === null ? l.expires_ms : (endOf(l.issue_id, l.fence)?.committed_ms ?? l.ended_ms ?? Infinity);
   const liveFrom = (l: LeaseRow) => claimOf(l.issue_id, l.fence)?.committed_ms ?? l.claimed_ms;
-  const finishedFence = (identifier: string) => {
+  /** The fences whose leases finished the issue: one, or one per verification round. */
+  const finishedFences = (identifier: string) => {
     const issue = byIdentifier.get(identifier);
-    return issue ? leasesOf.get(issue.id)?.find((l) => l.end_reason === "finished")?.fence : undefined;
+    return new Set(issue ? (leasesOf.get(issue.id) ?? []).filter((l) => l.end_reason === "finished").map((l) => l.fence) : []);
   };
 
   // 6. Stale writes: every write an agent sent after its lease's known expiry was refused:
@@ -364,22 +513,23 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   let alreadyFinishedReplies = 0;
   const finishedFor = new Map<string, Set<number>>();
   for (const w of writes) {
-    const finisher = finishedFence(w.identifier);
+    const finishers = finishedFences(w.identifier);
     if (w.alreadyFinished) alreadyFinishedReplies++;
     const toldFinished = w.alreadyFinished || (w.kind === "finish" && w.outcome === "ok");
-    if (toldFinished && w.fence !== finisher) {
-      violation("told-finished", `${w.agent}: its ${w.kind} of ${w.identifier} under fence ${w.fence} was told it finished the issue, which fence ${finisher ?? "none"} finished`);
+    if (toldFinished && !finishers.has(w.fence)) {
+      violation("told-finished", `${w.agent}: its ${w.kind} of ${w.identifier} under fence ${w.fence} was told it finished the issue, which fence ${[...finishers].join(", ") || "none"} finished`);
     }
     if (w.kind === "finish" && w.outcome === "ok" && !w.alreadyFinished) {
       const fences = finishedFor.get(w.identifier) ?? new Set<number>();
       finishedFor.set(w.identifier, fences.add(w.fence));
-      if (fences.size === 2) violation("finished-twice", `${w.identifier} was reported finished to fences ${[...fences].join(" and ")}`);
+      // One finish per verification round: more fences told than finished it is a second finish.
+      if (fences.size === Math.max(1, finishers.size) + 1) violation("finished-twice", `${w.identifier} was reported finished to fences ${[...fences].join(" and ")}`);
     }
     if (w.outcome !== "ok") continue;
     const own = leaseOf(w.identifier, w.fence);
     const later = own && leasesOf.get(own.issue_id)?.find((l) => l.fence === own.fence + 1);
     const ended = own && own.end_reason !== "expired" && own.end_reason !== null ? liveUntil(own) : Infinity;
-    const superseded = Math.min(later ? liveFrom(later) : Infinity, w.alreadyFinished && w.fence === finisher ? Infinity : ended);
+    const superseded = Math.min(later ? liveFrom(later) : Infinity, w.alreadyFinished && finishers.has(w.fence) ? Infinity : ended);
     if (w.sentAt > superseded) {
       supersededAccepted++;
       violation("superseded-accepted", `${w.agent}: a ${w.kind} of ${w.identifier} under fence ${w.fence} was accepted, sent ${Math.round(w.sentAt - superseded)} ms after that lease ended or was superseded`);
@@ -417,6 +567,7 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
   // 7. Every claim after an earlier lease was handed the last checkpoint committed before it.
   let resumedChecked = 0;
   let resumedAfterExpiry = 0;
+  let reopenedWithGotchas = 0;
   for (const record of claimRecords) {
     if (record.fence <= 1) continue;
     const issue = byIdentifier.get(record.identifier);
@@ -430,7 +581,14 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     resumedChecked++;
     const previous = leasesOf.get(issue.id)?.find((l) => l.fence === record.fence - 1);
     if (previous?.end_reason === "expired") resumedAfterExpiry++;
-    if (JSON.stringify(expected) !== JSON.stringify(record.checkpoint)) {
+    // The first claim after a failed verification: its checkpoint carries the failing checks.
+    const failure = (failuresOf.get(issue.id) ?? []).filter((f) => (f.committed_ms ?? f.created_ms) < claim.committed_ms!).at(-1);
+    const firstAfter = failure && !(claimsOf.get(issue.id) ?? []).some((c) => c !== claim && (c.committed_ms ?? 0) > (failure.committed_ms ?? 0) && (c.committed_ms ?? 0) < claim.committed_ms!);
+    if (firstAfter && record.checkpoint?.gotchas?.startsWith("CI failed")) reopenedWithGotchas++;
+    else if (firstAfter) violation("gotchas", `${record.identifier} fence ${record.fence}, the first claim after its failed verification, was handed gotchas ${JSON.stringify(record.checkpoint?.gotchas ?? null)}`);
+    // Notes as the agents record them: gotchas only where the reply carried them.
+    const notes = (n: CheckpointNotes | null) => n && { done: n.done, next: n.next, note: n.note, gotchas: n.gotchas ?? null };
+    if (JSON.stringify(notes(expected)) !== JSON.stringify(notes(record.checkpoint))) {
       violation(
         "checkpoint",
         `${record.identifier} fence ${record.fence}: the claim carried checkpoint ${JSON.stringify(record.checkpoint)}, ` +
@@ -439,7 +597,43 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
     }
   }
 
+  // 10. Poison issues: quarantined after exactly their project's quarantine_after claims, each
+  //     abandoned (lapsed or released, no checkpoint under it), and never claimed after.
+  let quarantined = 0;
+  let poisonClaims = 0;
+  let claimedAfter = 0;
+  for (const identifier of poison) {
+    const issue = byIdentifier.get(identifier);
+    if (!issue) {
+      violation("quarantine", `poison issue ${identifier} does not exist`);
+      continue;
+    }
+    const k = projectOf.get(issue.project_id)?.quarantine_after ?? 3;
+    const list = leasesOf.get(issue.id) ?? [];
+    const claims = claimsOf.get(issue.id) ?? [];
+    poisonClaims += claims.length;
+    if (issue.status !== "blocked" || issue.quarantined_ms === null) {
+      violation("quarantine", `poison issue ${identifier} is ${issue.status}${issue.quarantined_ms === null ? ", not quarantined" : ""} after ${list.length} claims`);
+      continue;
+    }
+    quarantined++;
+    if (list.length !== k || issue.quarantine_reason !== `quarantined after ${k} abandoned claims`) {
+      violation("quarantine", `${identifier} was quarantined after ${list.length} claims (${issue.quarantine_reason}), not ${k}`);
+    }
+    for (const lease of list) {
+      const progress = (underLease.get(key(issue.id, lease.fence)) ?? []).filter((a) => a.kind === "checkpoint" || a.kind === "finished");
+      if ((lease.end_reason !== "expired" && lease.end_reason !== "released") || progress.length > 0) {
+        violation("quarantine", `${identifier} fence ${lease.fence} was not abandoned (${lease.end_reason}, ${progress.length} checkpoints or finishes under it)`);
+      }
+    }
+    const at = (quarantinesOf.get(issue.id) ?? [])[0]?.committed_ms ?? issue.quarantined_ms;
+    const after = claims.filter((c) => (c.committed_ms ?? c.created_ms) > at);
+    claimedAfter += after.length;
+    if (after.length > 0) violation("quarantine", `${identifier} was claimed ${after.length} times after its quarantine at ${iso(at)}`);
+  }
+
   const claimsTotal = activity.filter((a) => a.kind === "claimed").length;
+  const count = (map: Map<string, ActivityRow[]>) => [...map.values()].reduce((n, list) => n + list.length, 0);
   return {
     violations,
     violationCounts,
@@ -465,41 +659,78 @@ export async function checkInvariants(input: CheckInput): Promise<CheckResult> {
       toldFinished: [...finishedFor.values()].reduce((n, fences) => n + fences.size, 0),
       alreadyFinishedReplies,
       supersededAccepted,
+      verification: {
+        finishes: activity.filter((a) => a.kind === "finished" && a.verification === "pending").length,
+        failed: count(failuresOf),
+        passed: count(passesOf),
+        redispatched,
+        reopenedWithGotchas,
+        gatedClaims,
+        claimsOnUnverifiedBlocker,
+      },
+      quarantine: {
+        poison: poison.size,
+        quarantined,
+        claims: poisonClaims,
+        died: input.records.filter((r) => r.t === "died").length,
+        claimedAfter,
+      },
     },
   };
 }
 
+/** An issue's place in the order: higher level first, then the oldest, then the lowest number. */
+type RankKey = [level: number, createdMs: number, number: number];
+const ahead = (a: RankKey, b: RankKey) => a[0] > b[0] || (a[0] === b[0] && (a[1] < b[1] || (a[1] === b[1] && a[2] < b[2])));
+
 /**
- * Dispatch order position of every issue (0 = first). In the swarm levels never change while an
- * issue is open (nothing has deadlines, priorities stay, and whatever an open issue transitively
- * blocks is still open), so one static order holds for the whole run: effective level (own level
- * raised to the highest of everything it transitively blocks), then the oldest, then the lowest number.
+ * Each issue's place in the order at a moment. In the swarm levels never change while an issue
+ * is open (nothing has deadlines, and whatever an open issue transitively blocks is still open,
+ * and has never been verified or failed), except where a failed verification floors an issue's
+ * priority at High (decision 045): from its first failure on it ranks by its stored priority,
+ * before that by its seeded one. An issue's effective level is its own level raised to the
+ * highest of everything it transitively blocks (at their seeded priorities: none of them can
+ * have started, so none has failed); then the oldest, then the lowest number.
  */
-function computeOrder(issues: IssueRow[], blocksOf: Map<string, string[]>): Map<string, number> {
+function rankKeys(
+  issues: IssueRow[],
+  blocksOf: Map<string, string[]>,
+  seeded: Map<string, number> | undefined,
+  failuresOf: Map<string, ActivityRow[]>,
+): (issue: IssueRow, at: number) => RankKey {
   const byId = new Map(issues.map((i) => [i.id, i]));
+  const priorityAtStart = (issue: IssueRow) => seeded?.get(issue.identifier) ?? issue.priority;
   const level = new Map<string, number>();
+  const below = new Map<string, number>();
   const visit = (id: string): number => {
     const known = level.get(id);
     if (known !== undefined) return known;
-    let value = LEVEL_OF_PRIORITY[byId.get(id)?.priority ?? 0] ?? 0;
-    for (const target of blocksOf.get(id) ?? []) value = Math.max(value, visit(target));
+    let raised = 0;
+    for (const target of blocksOf.get(id) ?? []) raised = Math.max(raised, visit(target));
+    below.set(id, raised);
+    const value = Math.max(LEVEL_OF_PRIORITY[priorityAtStart(byId.get(id)!)] ?? 0, raised);
     level.set(id, value);
     return value;
   };
   for (const issue of issues) visit(issue.id);
-  const ranked = [...issues].sort(
-    (a, b) => level.get(b.id)! - level.get(a.id)! || a.created_ms - b.created_ms || a.number - b.number,
-  );
-  return new Map(ranked.map((issue, position) => [issue.id, position]));
+  return (issue, at) => {
+    const failed = failuresOf.get(issue.id)?.[0];
+    const reopened = failed !== undefined && (failed.committed_ms ?? failed.created_ms) < at;
+    const own = reopened ? Math.max(LEVEL_OF_PRIORITY[issue.priority] ?? 0, below.get(issue.id)!) : level.get(issue.id)!;
+    return [own, issue.created_ms, issue.number];
+  };
 }
 
 interface OrderCheck {
   issues: IssueRow[];
-  order: Map<string, number>;
+  keyAt: (issue: IssueRow, at: number) => RankKey;
   activity: ActivityRow[];
   leasesOf: Map<string, LeaseRow[]>;
   blockersOf: Map<string, string[]>;
-  finishCommit: Map<string, number>;
+  /** When each issue stopped gating its dependents (its finish, or its verification's pass). */
+  gateEnd: Map<string, number>;
+  /** When each issue was out of dispatch: done (pending or passed) or quarantined. */
+  doneSpans: Map<string, [number, number][]>;
   claimOf: (issueId: string, fence: number) => ActivityRow | undefined;
   endOf: (issueId: string, fence: number) => ActivityRow | undefined;
   records: AgentRecord[];
@@ -517,7 +748,11 @@ interface OrderCheck {
  * means the dispatch was not the top of the order. Free only at T counts as a near miss.
  */
 function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: number } {
-  const ranked = [...c.issues].sort((a, b) => c.order.get(a.id)! - c.order.get(b.id)!);
+  // The order at the start; a failed verification only ever moves an issue up (priority floored at High).
+  const start = new Map(c.issues.map((i) => [i.id, c.keyAt(i, -Infinity)]));
+  const ranked = [...c.issues].sort((a, b) => (ahead(start.get(a.id)!, start.get(b.id)!) ? -1 : ahead(start.get(b.id)!, start.get(a.id)!) ? 1 : 0));
+  const failed = new Set(c.activity.filter((a) => a.kind === "verification_failed").map((a) => a.issue_id));
+  const reopened = c.issues.filter((i) => failed.has(i.id));
   const byId = new Map(c.issues.map((i) => [i.id, i]));
   const pullsOf = new Map<string, PullRecord[]>();
   // By session, which names the claimant where agents share a key.
@@ -558,11 +793,10 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
   }
   const freeDuring = (issue: IssueRow, from: number, to: number): boolean => {
     if (issue.created_ms > from) return false;
-    const finishedAt = c.finishCommit.get(issue.id);
-    if (finishedAt !== undefined && finishedAt <= to) return false;
+    for (const [doneFrom, doneTo] of c.doneSpans.get(issue.id) ?? []) if (doneFrom <= to && doneTo > from) return false;
     for (const blocker of c.blockersOf.get(issue.id) ?? []) {
-      const done = c.finishCommit.get(blocker);
-      if (done === undefined || done >= from) return false;
+      const letGo = c.gateEnd.get(blocker);
+      if (letGo === undefined || letGo >= from) return false;
     }
     for (const [start, end] of busy.get(issue.id) ?? []) if (start <= to && end >= from) return false;
     return true;
@@ -582,15 +816,21 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     const allLanes = record?.allLanes ?? lastPullBefore(lease.session_id, lease.claimed_ms)?.allLanes ?? false;
     const inLane = (other: IssueRow) => allLanes || other.assignee_id === null || other.assignee_id === lease.user_id;
     if (record && !inLane(issue)) c.violation("lane", `${issue.identifier} fence ${a.fence} went to ${record.agent}, outside its lanes`);
-    const position = c.order.get(issue.id)!;
     const T = a.committed_ms;
+    const own = c.keyAt(issue, T);
     // The claim read its candidates some time after its request went out: what became ready
     // after that may not have been in its snapshot.
     const sentAt = record?.sentAt ?? lastPullBefore(lease.session_id, lease.claimed_ms)?.sentAt ?? T - c.inFlight;
     const from = Math.min(T - c.inFlight, sentAt);
-    for (let p = 0; p < position; p++) {
-      const other = ranked[p]!;
-      if (!inLane(other)) continue;
+    // Ahead of it at T: ahead at the start (levels only rise), or reopened since and moved ahead.
+    const competitors: IssueRow[] = [];
+    for (const other of ranked) {
+      if (!ahead(start.get(other.id)!, own)) break;
+      competitors.push(other);
+    }
+    for (const other of reopened) if (!ahead(start.get(other.id)!, own) && other !== issue && ahead(c.keyAt(other, T), own)) competitors.push(other);
+    for (const other of competitors) {
+      if (other === issue || !inLane(other)) continue;
       if (!freeDuring(other, T - 1, T)) continue;
       if (freeDuring(other, from, T + c.inFlight)) {
         const nextBusy = Math.min(...(busy.get(other.id) ?? []).map(([start]) => start).filter((start) => start > T));
@@ -626,7 +866,7 @@ export function sessionCalls(records: AgentRecord[]): Map<string, [number, numbe
       push(byAgent, r.agent, r);
     }
   }
-  const startOf = (r: AgentRecord) => (r.t === "retry" || r.t === "session" || r.t === "killed" ? r.at : r.t === "claim" ? r.receivedAt : r.sentAt);
+  const startOf = (r: AgentRecord) => (r.t === "retry" || r.t === "session" || r.t === "killed" || r.t === "died" ? r.at : r.t === "claim" ? r.receivedAt : r.sentAt);
   const endOf = (r: AgentRecord) => (r.t === "write" || r.t === "probe" || r.t === "claim" ? r.receivedAt : startOf(r));
   const calls = new Map<string, [number, number][]>();
   for (const list of byAgent.values()) {
@@ -636,6 +876,8 @@ export function sessionCalls(records: AgentRecord[]): Map<string, [number, numbe
         if (r.session) push(calls, r.session, [r.sentAt, r.receivedAt]);
       } else if (r.t === "pull" && r.session) push(calls, r.session, [r.sentAt, next ? startOf(next) : Infinity]);
       const session = "session" in r ? r.session : null;
+      // An agent that died on a poison issue makes no call of that session after it (swarm/agent.ts).
+      if (r.t === "died") return;
       if (session && (!next || ("session" in next && next.session !== session))) {
         // The session's last record: a call may have followed it until its process died.
         const proc = procOf.get(session);

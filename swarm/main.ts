@@ -3,6 +3,9 @@
  * and the invariant checker (swarm/run.ts). Exits 1 on any violation. Other flags:
  * --seed N, --ttl SECONDS, --agent-kills N, --pg-restarts N, --app-restarts N, --no-redis,
  * --per-process N, --json (figures as JSON on stdout), --build DIR (reuse a react-router build).
+ * --verify: the project verifies finishes in CI and a fake CI attests them, failing a seeded
+ * share (--fail-rate, default 0.2; at most --max-failures red runs per issue, default 2);
+ * --poison N: N issues that kill every agent taking them, quarantined after --quarantine-after K (3).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -22,6 +25,11 @@ const { values } = parseArgs({
     "app-restarts": { type: "string", default: "1" },
     "per-process": { type: "string", default: "8" },
     "no-redis": { type: "boolean", default: false },
+    verify: { type: "boolean", default: false },
+    "fail-rate": { type: "string", default: "0.2" },
+    "max-failures": { type: "string", default: "2" },
+    poison: { type: "string", default: "0" },
+    "quarantine-after": { type: "string", default: "3" },
     json: { type: "boolean", default: false },
     build: { type: "string" },
   },
@@ -53,6 +61,8 @@ try {
     appRestarts: int("app-restarts"),
     agentsPerProcess: int("per-process"),
     redis: !values["no-redis"],
+    ...(values.verify ? { verify: { failRate: Number(values["fail-rate"]), maxFailures: int("max-failures") } } : {}),
+    ...(int("poison") > 0 ? { poison: { issues: int("poison"), quarantineAfter: int("quarantine-after") } } : {}),
   });
   process.stderr.write(`\n${formatSwarm(result)}\n`);
   if (values.json) process.stdout.write(JSON.stringify({ ...result, appOutput: undefined }) + "\n");

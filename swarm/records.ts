@@ -14,6 +14,8 @@ export interface CheckpointNotes {
   done: string | null;
   next: string | null;
   note: string | null;
+  /** What a failed verification left for the next claim (decision 045); absent where none was read. */
+  gotchas?: string | null;
 }
 
 export interface ClaimRecord {
@@ -120,7 +122,21 @@ export interface KilledRecord {
   at: number;
 }
 
-export type AgentRecord = ClaimRecord | PullRecord | WriteRecord | ProbeRecord | RetryRecord | SessionRecord | KilledRecord;
+/**
+ * An agent took a poison issue (one whose every taker dies) and died on it: no call of its
+ * session follows, nothing was written under the claim; it comes back in a new session once the
+ * lease has lapsed, as a replaced process would.
+ */
+export interface DiedRecord {
+  t: "died";
+  agent: string;
+  session: string | null;
+  identifier: string;
+  fence: number;
+  at: number;
+}
+
+export type AgentRecord = ClaimRecord | PullRecord | WriteRecord | ProbeRecord | RetryRecord | SessionRecord | KilledRecord | DiedRecord;
 
 export function appendRecord(file: string, record: AgentRecord): void {
   fs.appendFileSync(file, JSON.stringify(record) + "\n");

@@ -10,6 +10,9 @@ import { seededRandom } from "../bench/lib/stats.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { seedOrg } from "../server/testing/fixtures.ts";
+import { createProject, mintAgentKey } from "../server/orgs/index.ts";
+import { setVerificationCommand } from "../server/verification/settings.ts";
+import { FakeCi, type FakeCiFigures } from "./fake-ci.ts";
 import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
 import { MetricsWatch, type MetricsReport } from "./metrics.ts";
 import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
@@ -54,6 +57,20 @@ export interface SwarmOptions {
    * pooled, DATABASE_DIRECT_URL direct), as on a managed PostgreSQL.
    */
   pooler?: boolean;
+  /**
+   * Verification on (decision 045): the project verifies finishes in CI (mode ci, required check
+   * `test`), every finish carries its claim's commit, and a fake CI (swarm/fake-ci.ts) attests
+   * each pending finish over HTTP with a CI key, failing a seeded share of commits (failRate,
+   * default 0.2) and passing an issue's commits after maxFailures (default 2) red runs.
+   */
+  verify?: { failRate?: number; maxFailures?: number };
+  /**
+   * Poison issues: every agent that takes one dies on it (writes nothing, its session makes no
+   * further call). They live in a project of their own whose quarantine_after is K (default 3),
+   * and must be quarantined after exactly K abandoned claims (decision 055). The keys are then
+   * org-wide, so agents are dispatched from both projects.
+   */
+  poison?: { issues: number; quarantineAfter?: number };
   seed?: number;
   log?: (line: string) => void;
 }
@@ -72,6 +89,10 @@ export interface SwarmResult {
   metrics: MetricsReport;
   /** The agents' transport failures (ECONNRESET and the rest), each explained by a fault or not (swarm/transport.ts). */
   transport: TransportFigures;
+  /** The fake CI's figures, with verification on. */
+  ci?: FakeCiFigures;
+  /** Poison issues and their project's threshold. */
+  poison?: { issues: number; quarantineAfter: number };
 }
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -220,14 +241,28 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const { services } = booted;
     const org = await seedOrg(services, { prefix: "SWM", name: "Swarm" });
     // Its silent and releasing agents are chance, not an issue that kills them: none is quarantined (decision 055).
+    // Quarantine is shown on poison issues of a project of their own with a threshold of K (options.poison):
+    // a kill, a silent agent or a release without a checkpoint is abandoned too, and three of those
+    // in a row on one ordinary issue happen by chance in a long run, which the checker could not tell
+    // from a defect. A project's threshold is the one knob, so the two kinds of issue are two projects.
     await query(services.db, sql`update projects set quarantine_after = 100 where id = ${org.projectId}`);
+    const poisonCount = options.poison?.issues ?? 0;
+    const quarantineAfter = options.poison?.quarantineAfter ?? 3;
+    if (options.verify) await setVerificationCommand(services, { project: org.projectId, mode: "ci", checks: "test" });
     const humans = ["alice", "bob", "carol"] as const;
     const plan = planAgents(options.agents, perProcess);
     const keyFor = new Map<string, { key: string; userId: string }>();
     const mint = async (label: string, who: (typeof humans)[number]) => {
       if (!keyFor.has(label)) {
-        const agent = await org.agentFor(who, label);
-        keyFor.set(label, { key: agent.key, userId: agent.principal.userId! });
+        if (poisonCount > 0) {
+          // Org-wide keys: dispatched from the swarm's project and the poison project alike.
+          const userId = org.agents[who].userId;
+          const { key } = await mintAgentKey(services.db, { orgId: org.orgId, userId, runtime: label, projectId: null });
+          keyFor.set(label, { key, userId });
+        } else {
+          const agent = await org.agentFor(who, label);
+          keyFor.set(label, { key: agent.key, userId: agent.principal.userId! });
+        }
       }
       return keyFor.get(label)!;
     };
@@ -249,12 +284,43 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     agents.orchestrator = new Set(groups.flat().flatMap((s) => (s.team === undefined ? [] : [s.team]))).size;
     const graph = randomGraph(options.issues, random, { bob: org.agents.bob.userId, carol: org.agents.carol.userId });
     await seedGraph(services, { orgId: org.orgId, projectId: org.projectId, prefix: org.prefix, authorId: org.agents.alice.userId }, graph, new Date());
+    const seededPriority = new Map(graph.issues.map((issue, i) => [`${org.prefix}-${i + 1}`, issue.priority]));
     log(`swarm: seeded ${graph.issues.length} issues, ${graph.edges.length} dependency edges`);
+    const poison: string[] = [];
+    if (poisonCount > 0) {
+      const project = await createProject(services.db, { orgId: org.orgId, name: "Poison", prefix: "PSN" });
+      await query(services.db, sql`update projects set quarantine_after = ${quarantineAfter} where id = ${project.id}`);
+      // Urgent and older than every swarm issue: taken first, and no tie with them in the order.
+      const base = Date.now() - options.issues - 120_000;
+      const poisonGraph: SeedGraph = {
+        issues: Array.from({ length: poisonCount }, (_, i) => ({ title: `Poison issue ${i + 1}`, priority: 1, dueAt: null, assigneeId: null, createdAt: new Date(base + i) })),
+        edges: [],
+      };
+      for (const seeded of await seedGraph(services, { orgId: org.orgId, projectId: project.id, prefix: "PSN", authorId: org.agents.alice.userId }, poisonGraph, new Date())) {
+        poison.push(seeded.identifier);
+        seededPriority.set(seeded.identifier, 1);
+      }
+      log(`swarm: seeded ${poisonCount} poison issues (quarantine after ${quarantineAfter})`);
+    }
 
     // App instances on fixed ports (a restarted instance comes back where agents expect it), then workers.
     const ports = await Promise.all(Array.from({ length: options.instances }, () => freePort()));
     apps = await Promise.all(ports.map((port) => startApp(env, { port, timeoutMs: 120_000 })));
     const endpoints = ports.map((port) => `http://127.0.0.1:${port}/mcp`);
+    let ci: FakeCi | null = null;
+    if (options.verify) {
+      const { key } = await mintAgentKey(services.db, { orgId: org.orgId, userId: org.agents.alice.userId, runtime: "ci", projectId: org.projectId, ci: true });
+      ci = new FakeCi({
+        db: services.db,
+        orgId: org.orgId,
+        projectId: org.projectId,
+        bases: ports.map((port) => `http://127.0.0.1:${port}`),
+        ciKey: key,
+        seed,
+        failRate: options.verify.failRate ?? 0.2,
+        maxFailures: options.verify.maxFailures ?? 2,
+      });
+    }
     // Job and sweep series live in the worker processes: each serves them on its own METRICS_PORT.
     const workerMetricsPorts = redis ? await Promise.all([freePort(), freePort()]) : [];
     const workers = workerMetricsPorts.map((port) => spawnEntry("workers/main.ts", { ...env, METRICS_PORT: String(port) }));
@@ -287,6 +353,8 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
         silentRate: options.silentRate ?? 0.04,
         releaseRate: options.releaseRate ?? 0.03,
         probeRate: options.probeRate ?? 0.1,
+        ...(options.verify ? { verify: { seed } } : {}),
+        ...(poisonCount > 0 ? { poisonPrefix: "PSN-" } : {}),
       };
       agentProcs[group] = spawnEntry("swarm/agent.ts", { SWARM_AGENT_CONFIG: JSON.stringify(config) });
     };
@@ -367,14 +435,21 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     let done = 0;
     let lastReport = 0;
     let lastScrape = 0;
+    let ciTick: Promise<void> | null = null;
     while (done < options.issues && Date.now() < deadline) {
       await sleep(250);
+      if (ci && !ciTick) ciTick = ci.tick().finally(() => (ciTick = null));
       if (Date.now() - lastScrape > 3_000) {
         lastScrape = Date.now();
         running.push(watch.sample(metricsTargets()));
       }
       try {
-        const rows = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId} and status = 'done'`);
+        // Finished is done, and with verification on, passed: a pending or failed finish is work still to do.
+        const rows = await query<{ n: number }>(
+          services.db,
+          sql`select count(*)::int as n from issues where org_id = ${org.orgId} and project_id = ${org.projectId} and status = 'done'
+                and ${options.verify ? sql`verification = 'passed'` : sql`true`}`,
+        );
         done = Number(rows[0]?.n ?? 0);
       } catch {
         continue; // PostgreSQL is restarting
@@ -392,6 +467,8 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     const seconds = (Date.now() - started) / 1000;
     log(`swarm: ${done}/${options.issues} done in ${seconds.toFixed(1)}s; stopping`);
     await Promise.all(running);
+    await ciTick;
+    await ci?.settle();
     await watch.probeWebhooks(ports.map((port) => `http://127.0.0.1:${port}`));
     // A silent agent writes with its stale token up to two lease lifetimes after its claim, maybe
     // after the last issue was finished: those writes must be refused too, so wait for them.
@@ -403,11 +480,24 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     apps = [];
 
     const records = readRecords(logFiles);
-    const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records });
+    const check = await checkInvariants({ db: services.db, keyring: services.keyring, orgId: org.orgId, ttlMs: ttlSeconds * 1000, records, seededPriority, poison });
     if (done < options.issues) check.violations.unshift(`[time] only ${done} of ${options.issues} issues were finished within ${options.minutes} minutes`);
     for (const error of faults.faultErrors) check.violations.push(`[fault] fault injection failed: ${error}`);
+    for (const refusal of ci?.report().refused ?? []) check.violations.push(`[fake-ci] an attestation was refused: ${refusal}`);
     const transport = attributeTransportFailures(records, outages);
-    return { check, agents, seconds, issuesPerSecond: done / seconds, faults, seed, appOutput, metrics: watch.report(), transport };
+    return {
+      check,
+      agents,
+      seconds,
+      issuesPerSecond: done / seconds,
+      faults,
+      seed,
+      appOutput,
+      metrics: watch.report(),
+      transport,
+      ...(ci ? { ci: ci.report() } : {}),
+      ...(poisonCount > 0 ? { poison: { issues: poisonCount, quarantineAfter } } : {}),
+    };
   } finally {
     process.off("SIGINT", abort);
     process.off("SIGTERM", abort);
@@ -422,7 +512,7 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
 export function formatSwarm(result: SwarmResult): string {
   const f = result.check.figures;
   const lines = [
-    `issues finished     ${f.finished}/${f.issues} in ${result.seconds.toFixed(1)} s (${result.issuesPerSecond.toFixed(1)} issues/s)`,
+    `issues finished     ${f.finished}/${f.issues - f.quarantine.poison} in ${result.seconds.toFixed(1)} s (${result.issuesPerSecond.toFixed(1)} issues/s)`,
     `agents              ${result.agents.solo} solo (a key each), ${result.agents.shared} on one shared key, ${result.agents.subagent} subagents of ${result.agents.orchestrator} orchestrators (next_batch)`,
     `claims              ${f.claims} (reclaims after expiry ${f.reclaims}, releases ${f.releases}, by next_batch ${f.batchClaims})`,
     `refusals            ${Object.entries(f.refusals).map(([code, n]) => `${code} ${n}`).join(", ") || "none"}`,
@@ -435,6 +525,17 @@ export function formatSwarm(result: SwarmResult): string {
     `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
     `  by cause          ${Object.entries(result.transport.byCode).map(([code, n]) => `${code} ${n.failures} (${n.expected} in a fault)`).join(", ") || "none"}; unexpected ${result.transport.unexpected.length}`,
     ...result.transport.unexpected.slice(0, 20).map((u) => `  ? ${u}`),
+    ...(result.ci
+      ? [
+          `verification        ${f.verification.finishes} finishes with evidence, attested by the fake CI over POST /api/ci/verify: ${result.ci.failed} red (${Object.keys(result.ci.failuresByIssue).length} issues reopened, ${f.verification.redispatched} failures dispatched again, ${f.verification.reopenedWithGotchas} next claims handed the failing check as gotchas), ${result.ci.passed} green; ${result.ci.resent} attestations resent; finish to verdict median ${median(result.ci.finishToVerdictMs)} ms`,
+          `  gating            ${f.verification.gatedClaims} claims of issues with blockers, each committed after every blocker's pass; on a pending or failed blocker: ${f.verification.claimsOnUnverifiedBlocker}; ${f.verification.passed} of ${f.issues - f.quarantine.poison} issues done and passed`,
+        ]
+      : []),
+    ...(result.poison
+      ? [
+          `quarantine          ${f.quarantine.quarantined} of ${f.quarantine.poison} poison issues quarantined after exactly ${result.poison.quarantineAfter} abandoned claims (${f.quarantine.claims} claims, ${f.quarantine.died} agents died on them); claimed after quarantine: ${f.quarantine.claimedAfter}`,
+        ]
+      : []),
     `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
     ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
     `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}; an unsigned webhook delivery: ${result.metrics.webhookProbes.join(", ")}`,
@@ -443,4 +544,10 @@ export function formatSwarm(result: SwarmResult): string {
     `seed                ${result.seed}`,
   ];
   return lines.join("\n");
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.floor(sorted.length / 2)]!);
 }

@@ -58,4 +58,42 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
       ]),
     );
   }, 420_000);
+
+  test("verification on, a fake CI failing a seeded share of commits, poison issues: gated on passes, failures redone green, poison quarantined after K", async () => {
+    // The project verifies finishes in CI: agents finish with a commit per claim, and the fake CI
+    // attests each over POST /api/ci/verify with a CI key, red for a fifth of commits (at most two
+    // per issue). Two poison issues, in a project of their own with quarantine_after 3, kill every
+    // agent that takes them (swarm/agent.ts). Faults as above, fewer.
+    const pooler = testDirectUrl !== undefined;
+    const result = await runSwarm({
+      agents: 9,
+      issues: 80,
+      instances: 2,
+      minutes: 3,
+      agentKills: 2,
+      verify: { failRate: 0.2, maxFailures: 2 },
+      poison: { issues: 2, quarantineAfter: 3 },
+      pooler,
+      log: () => {},
+    });
+    process.stderr.write(`\n${formatSwarm(result)}\n`);
+    if (result.check.violations.length > 0) process.stderr.write(`app output:\n${result.appOutput}\n`);
+    expect(result.check.violations).toEqual([]);
+    const f = result.check.figures;
+    // Every issue done and passed; each red run reopened its issue, which was dispatched again
+    // (its next claim handed the failing check) and finished green in the end.
+    expect(f.finished).toBe(80);
+    expect(f.verification.passed).toBe(80);
+    expect(result.ci!.failed).toBeGreaterThan(0);
+    expect(f.verification.failed).toBe(f.verification.redispatched);
+    expect(f.verification.failed).toBeGreaterThan(0);
+    expect(f.verification.reopenedWithGotchas).toBeGreaterThan(0);
+    expect(result.ci!.refused).toEqual([]);
+    // No claim of an issue committed while a blocker was open, pending or failed.
+    expect(f.verification.gatedClaims).toBeGreaterThan(0);
+    expect(f.verification.claimsOnUnverifiedBlocker).toBe(0);
+    // Each poison issue quarantined after exactly three abandoned claims, never claimed after.
+    expect(f.quarantine).toMatchObject({ poison: 2, quarantined: 2, claims: 6, claimedAfter: 0 });
+    expect(f.quarantine.died).toBeGreaterThan(0);
+  }, 300_000);
 });
