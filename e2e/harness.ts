@@ -11,6 +11,7 @@ import { sql } from "drizzle-orm";
 import { openPglite, query } from "../db/client.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { folderLaunch } from "../server/testing/mcp-marker.ts";
 import { gitRepo, removeTemps, tempDir } from "../server/testing/temp-dirs.ts";
 
 /**
@@ -100,7 +101,8 @@ export interface CliResult {
   stderr: string;
 }
 
-function cliEnv(person: { retascDir: string }, extra: Record<string, string> = {}) {
+/** The CLI's environment for `person`: their keystore, no key or server from this process's. */
+export function cliEnv(person: { retascDir: string }, extra: Record<string, string> = {}) {
   const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: person.retascDir, ...extra };
   for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL"]) if (!(name in extra)) delete env[name];
   return env;
@@ -157,11 +159,11 @@ export async function mcp(endpoint: string, headers: Record<string, string>): Pr
 
 /**
  * The MCP client of a bound folder, connected as Claude Code would from its .mcp.json: the
- * `retasc mcp proxy` it runs (from PATH, as an installed CLI is), or its URL with the headers
- * its helper prints.
+ * `retasc mcp proxy` it runs (this workspace's CLI for the npx form: server/testing/mcp-marker.ts),
+ * or its URL with the headers its helper prints.
  */
 export async function connectAsFolder(person: { retascDir: string }, folder: string, extraEnv: Record<string, string> = {}): Promise<Client> {
-  const server = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
+  const server = folderLaunch(folder, retascBin) as ReturnType<typeof folderLaunch> & { url: string; headersHelper: string };
   const env = { ...cliEnv(person), PATH: `${path.dirname(retascBin)}${path.delimiter}${process.env.PATH}`, ...extraEnv } as Record<string, string>;
   if (server.type === "stdio") {
     const client = new Client({ name: "e2e", version: "1.0.0" });

@@ -3,16 +3,18 @@ import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { connectAsFolder, gitRepo, launchBrowser, loginThroughDevice, removeTemps, retasc, signUp, startE2eApp, tempDir, tool, type E2eApp, type Person } from "./harness.ts";
+import { cliEnv, connectAsFolder, gitRepo, launchBrowser, loginThroughDevice, removeTemps, retasc, signUp, startE2eApp, tempDir, tool, type E2eApp, type Person } from "./harness.ts";
 
 /**
  * A new user's first steps with the CLI as installed from the server itself (`npm install -g
  * <origin>/cli/latest`), not the workspace's link, on a machine whose npm reaches no registry:
  * `retasc login` approved on /device in Chromium, `retasc bind` in a fresh repository, and the
  * committed .mcp.json and .retasc.json working in a teammate's clone on another HOME once they
- * bind there.
+ * bind there: the .mcp.json runs the proxy through `npx -y <origin>/cli/latest`, with no install.
  */
 let app: E2eApp;
 let browser: Browser;
@@ -59,7 +61,8 @@ test("installed tarball: login approved in Chromium, bind in a fresh repo, the c
   const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB", "--json"], { cwd: repo, bin, env: machine(ada) });
   expect(bind.code, bind.stderr).toBe(0);
   const marker = fs.readFileSync(path.join(repo, ".mcp.json"), "utf8");
-  expect(JSON.parse(marker)).toEqual({ mcpServers: { retasc: { type: "stdio", command: "retasc", args: ["mcp", "proxy"] } } });
+  // The proxy runs through npx from this server: a teammate's clone needs no install.
+  expect(JSON.parse(marker)).toEqual({ mcpServers: { retasc: { type: "stdio", command: "npx", args: ["-y", `${app.url}/cli/latest`, "mcp", "proxy"] } } });
   const agent = await connectAsFolder(ada, repo, machine(ada));
   expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
   await agent.close();
@@ -75,7 +78,12 @@ test("installed tarball: login approved in Chromium, bind in a fresh repo, the c
   const bobBind = await retasc(bob, ["bind"], { cwd: clone, bin, env: machine(bob) });
   expect(bobBind.code, bobBind.stderr).toBe(0);
   expect(fs.readFileSync(path.join(clone, ".mcp.json"), "utf8")).toBe(marker);
-  const bobAgent = await connectAsFolder(bob, clone, machine(bob));
+  // Bob's agent runs the committed command as written, with no CLI installed on his PATH and no registry.
+  const bobAgent = new Client({ name: "bob's agent", version: "1.0.0" });
+  const { command, args } = JSON.parse(marker).mcpServers.retasc;
+  const env = { ...cliEnv(bob), ...npmEnv(bob.retascDir), HOME: bob.retascDir, PATH: `${path.dirname(process.execPath)}${path.delimiter}/usr/bin${path.delimiter}/bin` } as Record<string, string>;
+  expect(spawnSync("retasc", ["--version"], { env }).error, "no retasc on Bob's PATH").toBeDefined();
+  await bobAgent.connect(new StdioClientTransport({ command, args, cwd: clone, env, stderr: "pipe" }));
   expect(await tool(bobAgent, "whoami")).toMatchObject({ project: { prefix: "WEB" }, human: { email: bob.email } });
   expect(await tool(bobAgent, "next_issue")).toMatchObject({ identifier: "WEB-1" });
   await bobAgent.close();

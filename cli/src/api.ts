@@ -1,6 +1,7 @@
 import { CliError } from "./errors.ts";
 import { findProjectFile } from "./folder.ts";
 import { readConfig } from "./store.ts";
+import type { ServerCli } from "./wire.ts";
 
 export const DEFAULT_URL = "http://localhost:3000";
 export const CLI_CLIENT_ID = "retasc-cli";
@@ -92,4 +93,9 @@ export function refusal(pathname: string, status: number, body: unknown): CliErr
   const error = (body as ErrorBody | null)?.error;
   if (error && typeof error === "object" && error.code) return new CliError(error.code, error.message, error.hint, error.details);
   return new CliError("UNAVAILABLE", `${pathname} answered ${status}`, "Check the URL points at a Retasc server.");
+}
+
+/** The CLI the server serves at /cli/latest, or null when it serves none. */
+export async function serverCli(url: string): Promise<ServerCli | null> {
+  return request<ServerCli>(url, "/cli/latest.json").catch(() => null);
 }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { normalizeUrl } from "./api.ts";
+import { normalizeUrl, serverCli } from "./api.ts";
 import { CliError } from "./errors.ts";
 import { folderFileSettingKeyEnv } from "./folder-env.ts";
 import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
@@ -8,8 +8,9 @@ import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./
 
 /**
  * How a folder is wired to Retasc, in two files safe to commit: `./.mcp.json`, whose `retasc`
- * server runs `retasc mcp proxy` (or, in the HTTP form, names the MCP URL and the headers helper
- * `retasc mcp headers`), both from PATH; and `./.retasc.json`, naming the deployment, org and
+ * server runs `retasc mcp proxy` through `npx -y <server>/cli/latest` (or from PATH where the
+ * server serves no CLI; in the HTTP form it names the MCP URL and the headers helper
+ * `retasc mcp headers`); and `./.retasc.json`, naming the deployment, org and
  * project (no secret, nothing of this machine). The key is in this machine's keystore, found by
  * the folder's path (or, for a clone elsewhere, by the deployment and project of `.retasc.json`).
  * RETASC_MCP_KEY (explicit key) and RETASC_WORKSPACE override the folder.
@@ -267,10 +268,15 @@ export function onPath(command: string): string | null {
 /** The headers helper the HTTP form of `.mcp.json` runs. */
 export const HEADERS_HELPER_COMMAND = "retasc mcp headers";
 
-/** The `retasc` server entry of `.mcp.json`: commands from PATH, nothing of this machine. */
-export function markerServer(transport: Transport, mcpUrl: string): MarkerServer {
-  if (transport === "proxy") return { type: "stdio", command: "retasc", args: ["mcp", "proxy"] };
-  return { type: "http", url: mcpUrl, headersHelper: HEADERS_HELPER_COMMAND };
+/**
+ * The `retasc` server entry of `.mcp.json`: nothing of this machine. The proxy runs through
+ * `npx -y <server>/cli/latest` when the server serves its CLI, so a teammate who clones the
+ * repository needs no install (and gets the server's CLI); else `retasc` from PATH.
+ */
+export function markerServer(transport: Transport, mcpUrl: string, servedCli: string | null): MarkerServer {
+  if (transport === "http") return { type: "http", url: mcpUrl, headersHelper: HEADERS_HELPER_COMMAND };
+  if (servedCli) return { type: "stdio", command: "npx", args: ["-y", servedCli, "mcp", "proxy"] };
+  return { type: "stdio", command: "retasc", args: ["mcp", "proxy"] };
 }
 
 function writeFileAtomic(file: string, text: string): void {
@@ -303,10 +309,11 @@ export async function wireFolder(input: Bound & { dir: string; transport?: Trans
     };
     return id;
   });
+  const servedCli = transport === "proxy" && (await serverCli(url)) ? `${url}/cli/latest` : null;
   const file = path.join(dir, MARKER);
   const marker = readMarker(file) ?? {};
   marker.mcpServers ??= {};
-  marker.mcpServers[SERVER_NAME] = markerServer(transport, mcpUrlOf(url));
+  marker.mcpServers[SERVER_NAME] = markerServer(transport, mcpUrlOf(url), servedCli);
   writeFileAtomic(file, `${JSON.stringify(marker, null, 2)}\n`);
   const projectFile = path.join(dir, PROJECT_FILE);
   const project: ProjectFile = { url, orgId: input.orgId, projectId: input.projectId, prefix: input.prefix };

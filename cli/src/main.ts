@@ -121,7 +121,7 @@ export const commands: Record<string, Command> = {
       json,
     },
     details:
-      "Writes ./.mcp.json for Claude Code (it runs `retasc mcp proxy`, or with --transport http reads the key through `retasc mcp headers`) and ./.retasc.json (the deployment, org and project); neither holds a secret or anything of this machine, so both can be committed. The key stays in ~/.retasc/bindings.json. Prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project keeps the key; replacing another binding needs --yes without a terminal.",
+      "Writes ./.mcp.json for Claude Code (it runs `retasc mcp proxy` through `npx -y <server>/cli/latest`, so a clone needs no install, or from PATH where the server serves no CLI; with --transport http it reads the key through `retasc mcp headers`) and ./.retasc.json (the deployment, org and project); neither holds a secret or anything of this machine, so both can be committed. The key stays in ~/.retasc/bindings.json. Prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project keeps the key; replacing another binding needs --yes without a terminal.",
     run: bind,
   }),
   join: command({

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { folderLaunch } from "../../server/testing/mcp-marker.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
 
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 /** Connects as Claude Code would from `folder`: the command its .mcp.json names, run there. */
 async function connectAsFolder(person: Person, folder: string): Promise<Client> {
-  const entry = JSON.parse(fs.readFileSync(path.join(folder, ".mcp.json"), "utf8")).mcpServers.retasc;
+  const entry = folderLaunch(folder, workspaceBin);
   expect(entry.type).toBe("stdio");
   const client = new Client({ name: "test-agent", version: "1.0.0" });
   const env = cliEnv(person, { PATH });
@@ -45,7 +46,8 @@ describe("a committable .mcp.json", () => {
     const bound = JSON.parse(bind.stdout);
     expect(bound).toMatchObject({ transport: "proxy", prefix: "WEB" });
     const marker = JSON.parse(fs.readFileSync(path.join(repo, ".mcp.json"), "utf8"));
-    expect(marker).toEqual({ mcpServers: { retasc: { type: "stdio", command: "retasc", args: ["mcp", "proxy"] } } });
+    // The server serves its CLI, so a clone needs no install: npx runs it from there.
+    expect(marker).toEqual({ mcpServers: { retasc: { type: "stdio", command: "npx", args: ["-y", `${server.url}/cli/latest`, "mcp", "proxy"] } } });
     const project = JSON.parse(fs.readFileSync(path.join(repo, ".retasc.json"), "utf8"));
     expect(project).toEqual({ url: server.url, orgId: bound.orgId, projectId: bound.projectId, prefix: "WEB" });
     for (const text of [JSON.stringify(marker), JSON.stringify(project)]) {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { folderLaunch } from "../../server/testing/mcp-marker.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { alive, cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
@@ -24,7 +25,7 @@ const sdkClient = createRequire(import.meta.url).resolve("@modelcontextprotocol/
 const sdkStdio = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/stdio.js");
 
 /**
- * An agent in the folder: starts the server its .mcp.json names; with CLAIM set it claims the next
+ * An agent in the folder: starts the server its .mcp.json names (MCP_LAUNCH: folderLaunch); with CLAIM set it claims the next
  * issue, else it asks check_claim about WATCH until it holds it (or 8 s pass) and then, with FINISH,
  * gets its token back from its own session (a tokenless claim_issue) and finishes. Prints one JSON line.
  */
@@ -32,7 +33,7 @@ const agentScript = `
 import fs from "node:fs";
 const { Client } = await import(${JSON.stringify(sdkClient)});
 const { StdioClientTransport } = await import(${JSON.stringify(sdkStdio)});
-const entry = JSON.parse(fs.readFileSync(".mcp.json", "utf8")).mcpServers.retasc;
+const entry = JSON.parse(process.env.MCP_LAUNCH);
 const transport = new StdioClientTransport({ command: entry.command, args: entry.args, cwd: process.cwd(), env: process.env, stderr: "inherit" });
 const client = new Client({ name: "restarting-agent", version: "1.0.0" });
 await client.connect(transport);
@@ -79,7 +80,7 @@ const tool = async (name: string, args: Record<string, unknown> = {}): Promise<a
 async function startAgent(env: Record<string, string>): Promise<{ agent: ChildProcess; out: any }> {
   const script = path.join(tempDir("retasc-agent-"), "agent.mjs");
   fs.writeFileSync(script, agentScript);
-  const agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, ...env }), stdio: ["ignore", "pipe", "inherit"] });
+  const agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, MCP_LAUNCH: JSON.stringify(folderLaunch(repo, workspaceBin)), ...env }), stdio: ["ignore", "pipe", "inherit"] });
   agents.push(agent);
   const out = await new Promise((resolve, reject) => {
     let text = "";

@@ -4,6 +4,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { folderLaunch } from "../../server/testing/mcp-marker.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { alive, cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
@@ -23,12 +24,12 @@ const PATH = `${path.dirname(workspaceBin)}${path.delimiter}${process.env.PATH}`
 const sdkClient = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/index.js");
 const sdkStdio = createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/client/stdio.js");
 
-/** The agent: starts the server its folder's .mcp.json names, claims the next issue, prints it and the proxy's pid, then idles. */
+/** The agent: starts the server its folder's .mcp.json names (MCP_LAUNCH: folderLaunch), claims the next issue, prints it and the proxy's pid, then idles. */
 const agentScript = `
 import fs from "node:fs";
 const { Client } = await import(${JSON.stringify(sdkClient)});
 const { StdioClientTransport } = await import(${JSON.stringify(sdkStdio)});
-const entry = JSON.parse(fs.readFileSync(".mcp.json", "utf8")).mcpServers.retasc;
+const entry = JSON.parse(process.env.MCP_LAUNCH);
 const transport = new StdioClientTransport({ command: entry.command, args: entry.args, cwd: process.cwd(), env: process.env, stderr: "inherit" });
 const client = new Client({ name: "idle-agent", version: "1.0.0" });
 await client.connect(transport);
@@ -64,7 +65,7 @@ it("keeps an idle agent's lease alive while it lives, and lets it lapse once the
   const filed = await tool("save_issue", { title: "Run the long build", work: true, noDependency: "a long build", priority: 1 });
   const script = path.join(tempDir("retasc-agent-"), "agent.mjs");
   fs.writeFileSync(script, agentScript);
-  agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, RETASC_HEARTBEAT_MS: "1000" }), stdio: ["ignore", "pipe", "inherit"] });
+  agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, MCP_LAUNCH: JSON.stringify(folderLaunch(repo, workspaceBin)), RETASC_HEARTBEAT_MS: "1000" }), stdio: ["ignore", "pipe", "inherit"] });
   const started = await new Promise<{ proxyPid: number; claim: { identifier: string; expiresAt: string; fence: number } }>((resolve, reject) => {
     let text = "";
     agent!.stdout!.on("data", (d) => {

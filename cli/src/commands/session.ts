@@ -1,12 +1,11 @@
 import fs from "node:fs";
 import { spawnSync } from "node:child_process";
-import { CLI_CLIENT_ID, deploymentFromFolder, deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
+import { CLI_CLIENT_ID, deploymentFromFolder, deploymentUrl, normalizeUrl, request, serverCli, type UrlFlag } from "../api.ts";
 import { findMarker, HEADERS_HELPER_COMMAND, machineLocalParts, mcpUrlOf, onPath, originOf, resolveBinding, type ResolvedBinding } from "../binding.ts";
 import { findProjectFile } from "../folder.ts";
 import { CliError } from "../errors.ts";
 import { withMcp } from "../mcp.ts";
 import { cliVersion, olderThan } from "../version.ts";
-import { serverCli } from "./update.ts";
 import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";

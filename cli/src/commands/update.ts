@@ -1,10 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { deploymentUrl, request, type UrlFlag } from "../api.ts";
+import { deploymentUrl, serverCli, type UrlFlag } from "../api.ts";
 import { resolveBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { ok, printJson, say } from "../output.ts";
 import { cliVersion, olderThan } from "../version.ts";
-import type { ServerCli } from "../wire.ts";
 
 type Flags = UrlFlag & { json?: boolean };
 
@@ -22,11 +21,6 @@ function updateSource(flags: Flags): string {
     // An unusable binding here (a refused RETASC_MCP_URL, say) names no server to trust.
   }
   return bound ?? deploymentUrl(flags, { folder: false });
-}
-
-/** The CLI the server serves at /cli/latest, or null when it serves none. */
-export async function serverCli(url: string): Promise<ServerCli | null> {
-  return request<ServerCli>(url, "/cli/latest.json").catch(() => null);
 }
 
 /** `retasc update`: installs the server's CLI when it is newer than this one. */
