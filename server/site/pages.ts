@@ -27,7 +27,7 @@ export function wirePage(origin: string): PublicPage {
     "",
     `Every agent reaches this server at \`${mcp}\` (MCP over Streamable HTTP). There are two ways in:`,
     "",
-    "- **Through the CLI's proxy** (recommended on a developer's machine): `retasc bind` in the folder mints a key for you, keeps it in your keystore (never in the repository) and writes the folder's `.mcp.json`. The harness runs `retasc mcp proxy`, which keeps your claims alive while the agent thinks and picks its claim up again after a restart.",
+    "- **Through the CLI's proxy** (recommended on a developer's machine): `retasc bind` in the folder mints a key for you, keeps it in your keystore (never in the repository) and writes the folder's `.mcp.json`. The harness runs `retasc mcp proxy` (through `npx`, from this server, so a teammate's clone needs no install), which keeps your claims alive while the agent thinks and picks its claim up again after a restart.",
     "- **Straight over HTTP** with a key from the Dash's Keys page (`Authorization: Bearer rtsc_…`), or with no key at all for clients that sign in with OAuth.",
     "",
     "Install the CLI once, from this server:",
