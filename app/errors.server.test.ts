@@ -15,7 +15,7 @@ test("the Dash and CLI doors refuse a write the org cannot pay for with 402 and 
   const org = await seedOrg(env.services, { name: "Dry Org" });
   await setBalance(env.services.db, org.orgId, 0);
   const person = withPrincipal(env.services, humanPrincipal(org.orgId, org.agents.alice.userId, "dash"));
-  const error = await saveIssue(person, { title: "From the Dash", work: true, noDependency: "independent" }).catch((e: unknown) => e);
+  const error = await saveIssue(person, { title: "From the Dash", work: true, changeType: "feat", noDependency: "independent" }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(DomainError);
   const { status, body } = toErrorBody(error, pino({ level: "silent" }));
   expect(status).toBe(402);

@@ -53,7 +53,7 @@ export async function healthzUnderReadsBench(options: { comments: number; chars:
     };
 
     log(`seeding ${options.comments} comments of ${options.chars} characters, 250 people, 200 invites`);
-    const { identifier } = (await call("save_issue", { title: "A long thread", work: true, noDependency: "bench" })).content as { identifier: string };
+    const { identifier } = (await call("save_issue", { title: "A long thread", work: true, changeType: "feat", noDependency: "bench" })).content as { identifier: string };
     let next = 0;
     await Promise.all(
       Array.from({ length: 8 }, async () => {

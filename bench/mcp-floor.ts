@@ -97,7 +97,7 @@ try {
   for (let start = 0; start < total; start += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, total - start) }, (_, i) =>
-        callOk(parents[i % 3]!, "save_issue", { title: `Floor issue ${start + i}`, work: true, noDependency: "independent", priority: (i % 4) + 1 }),
+        callOk(parents[i % 3]!, "save_issue", { title: `Floor issue ${start + i}`, work: true, changeType: "feat", noDependency: "independent", priority: (i % 4) + 1 }),
       ),
     );
   }

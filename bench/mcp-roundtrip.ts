@@ -82,6 +82,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
         title: `Benchmark issue ${i}`,
         body: "A body of a realistic size. ".repeat(20),
         work: true,
+        changeType: "feat",
         noDependency: "benchmark",
         priority: (i % 4) + 1,
       });

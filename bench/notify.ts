@@ -64,8 +64,8 @@ try {
   const notified: string[] = [];
   const silent: string[] = [];
   for (let i = 0; i < EVENTS; i++) {
-    notified.push((await saveIssue(org.agents.alice.ctx, { title: `Heard ${i}`, work: true, noDependency: "none" })).identifier);
-    silent.push((await saveIssue(org.agents.carol.ctx, { title: `Silent ${i}`, work: true, noDependency: "none" })).identifier);
+    notified.push((await saveIssue(org.agents.alice.ctx, { title: `Heard ${i}`, work: true, changeType: "feat", noDependency: "none" })).identifier);
+    silent.push((await saveIssue(org.agents.carol.ctx, { title: `Silent ${i}`, work: true, changeType: "feat", noDependency: "none" })).identifier);
   }
 
   const log0 = createLogger("silent");

@@ -89,7 +89,7 @@ async function soak(label: string, orgs: number, prepared: Awaited<ReturnType<ty
           await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
           next += periodMs;
           try {
-            await callOk(person, "save_issue", { title: `Soak issue ${i}-${cycle}`, work: true, noDependency: "independent", priority: (cycle % 4) + 1 });
+            await callOk(person, "save_issue", { title: `Soak issue ${i}-${cycle}`, work: true, changeType: "feat", noDependency: "independent", priority: (cycle % 4) + 1 });
             const claim = await callOk(agent, "next_issue");
             if (claim.claimToken) await callOk(agent, "save_issue", { identifier: claim.identifier, status: "done", claimToken: claim.claimToken });
             if (cycle % 10 === 0) {

@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 test("an owner buys $25 on the Checkout page, the webhook arrives, and the Dash shows the balance", async () => {
-  const refused = await tool(agent, "save_issue", { title: "Write the parser", work: true, noDependency: "first" });
+  const refused = await tool(agent, "save_issue", { title: "Write the parser", work: true, changeType: "feat", noDependency: "first" });
   expect(refused.error).toMatchObject({ code: "BILLING_INACTIVE" });
   expect(refused.error.tellHuman).toContain(`localhost:${app.port}/dash/settings/billing`);
 
@@ -112,7 +112,7 @@ test("without JavaScript, Buy credit still takes the owner to the Checkout page 
 });
 
 test("with credit the agent works; at zero again its writes are refused and its heartbeat still succeeds", async () => {
-  const created = await tool(agent, "save_issue", { title: "Write the parser", work: true, noDependency: "first" });
+  const created = await tool(agent, "save_issue", { title: "Write the parser", work: true, changeType: "feat", noDependency: "first" });
   expect(created.error).toBeUndefined();
   const claim = await tool(agent, "claim_issue", { identifier: created.identifier });
   expect(claim.claimToken).toMatch(/^rtclm_/);

@@ -73,7 +73,7 @@ export async function startDashWorld(): Promise<DashWorld> {
   };
   const strangerAgent = await connectClient(`${main.url}/mcp`, strangerKey);
   clients.push(strangerAgent);
-  const secret = await strangerAgent.callTool({ name: "save_issue", arguments: { title: "Their secret plan", work: true, noDependency: "alone" } });
+  const secret = await strangerAgent.callTool({ name: "save_issue", arguments: { title: "Their secret plan", work: true, changeType: "feat", noDependency: "alone" } });
   const otherOrgIssue = (secret.structuredContent as { identifier: string }).identifier;
 
   return {

@@ -76,6 +76,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const gate = await callOk(codex, "save_issue", {
       title: "Publish the quarterly security report to every customer workspace before the audit window closes",
       work: true,
+      changeType: "feat",
       noDependency: "writing only",
       priority: 1,
       dueAt: new Date(Date.now() + 3 * 86_400_000).toISOString(),
@@ -83,24 +84,26 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const work = await callOk(claude, "save_issue", {
       title: "Rotate the signing keys",
       work: true,
+      changeType: "feat",
       blockedBy: [gate.identifier],
       body: "## Plan\n\n1. mint the new key\n2. **dual-sign** for a day\n\n- [x] keys listed\n- [ ] old key revoked\n\n```sh\nretasc-admin rotate --org northwind --kind signing --really-long-flag-that-keeps-going-and-going\n```",
     });
-    const held = await callOk(claude, "save_issue", { title: "Ship the login page", work: true, noDependency: "self-contained" });
+    const held = await callOk(claude, "save_issue", { title: "Ship the login page", work: true, changeType: "feat", noDependency: "self-contained" });
     // A container whose graph is wider than a phone: a chain of four and eight standalone issues.
-    const release = await callOk(claude, "save_issue", { title: "The spring release", work: false, noDependency: "container" });
+    const release = await callOk(claude, "save_issue", { title: "The spring release", work: false, changeType: "feat", noDependency: "container" });
     let previous: string | null = null;
     for (let i = 0; i < 12; i++) {
       const part: { identifier: string } = await callOk(claude, "save_issue", {
         title: `Release part ${i + 1}`,
         work: true,
+        changeType: "feat",
         parent: release.identifier,
         ...(previous && i < 4 ? { blockedBy: [previous] } : { noDependency: "standalone" }),
       });
       previous = part.identifier;
     }
     // One agents kept abandoning: quarantined, its page shows why and the release button (decision 055).
-    const poison = await callOk(codex, "save_issue", { title: "Run the flaky migration suite", work: true, noDependency: "alone" });
+    const poison = await callOk(codex, "save_issue", { title: "Run the flaky migration suite", work: true, changeType: "test", noDependency: "alone" });
     for (const note of ["the suite hangs at step 3", "hung again", "same hang"]) {
       const claimed = await callOk(codex, "claim_issue", { identifier: poison.identifier });
       await callOk(codex, "release_issue", { identifier: poison.identifier, claimToken: claimed.claimToken, note });

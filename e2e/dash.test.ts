@@ -35,7 +35,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("an agent's claim over /mcp shows on the open fleet view within 2 s, without a reload", async () => {
     const agent = await world.agent("claude-code");
-    await callOk(agent, "save_issue", { title: "Ship the login page", work: true, noDependency: "self-contained", priority: 2 });
+    await callOk(agent, "save_issue", { title: "Ship the login page", work: true, changeType: "feat", noDependency: "self-contained", priority: 2 });
     await openLive("/dash");
     await page.getByText("No agent holds any issue right now.").waitFor();
 
@@ -65,7 +65,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("a lapsed lease shows its reclaim, then the handoff to another runtime", async () => {
     const codexOnBrief = await world.agent("codex", "brief");
-    const created = await callOk(codexOnBrief, "save_issue", { title: "Rotate the signing keys", work: true, noDependency: "ops chore", priority: 1 });
+    const created = await callOk(codexOnBrief, "save_issue", { title: "Rotate the signing keys", work: true, changeType: "feat", noDependency: "ops chore", priority: 1 });
     await openLive("/dash");
     await callOk(codexOnBrief, "claim_issue", { identifier: created.identifier });
     const row = page.getByTestId(`claim-${created.identifier}`);
@@ -92,9 +92,9 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("queue filters live in the URL and survive a reload", async () => {
     const agent = await world.agent("claude-code");
-    const blocker = await callOk(agent, "save_issue", { title: "Add the sessions table", work: true, noDependency: "schema first", priority: 4 });
-    await callOk(agent, "save_issue", { title: "Remember me checkbox", work: true, blockedBy: [blocker.identifier], priority: 1 });
-    await callOk(agent, "save_issue", { title: "Waiting on the vendor", work: true, noDependency: "external", status: "blocked", priority: 3 });
+    const blocker = await callOk(agent, "save_issue", { title: "Add the sessions table", work: true, changeType: "feat", noDependency: "schema first", priority: 4 });
+    await callOk(agent, "save_issue", { title: "Remember me checkbox", work: true, changeType: "feat", blockedBy: [blocker.identifier], priority: 1 });
+    await callOk(agent, "save_issue", { title: "Waiting on the vendor", work: true, changeType: "feat", noDependency: "external", status: "blocked", priority: 3 });
 
     await openLive("/dash/queue");
     const blockerRow = page.getByTestId(`queue-row-${blocker.identifier}`);
@@ -137,15 +137,16 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("the drill-down shows the activity of MCP calls with their runtime, and acts through the same functions", async () => {
     const agent = await world.agent("codex");
-    const audit = await callOk(agent, "save_issue", { title: "Audit token storage", work: true, noDependency: "first look" });
+    const audit = await callOk(agent, "save_issue", { title: "Audit token storage", work: true, changeType: "feat", noDependency: "first look" });
     const issue = await callOk(agent, "save_issue", {
       title: "Harden the password reset",
       work: true,
+      changeType: "feat",
       blockedBy: [audit.identifier],
       body: "## Steps\n\n1. expire tokens\n2. rate-limit\n\n<script>window.pwned = 1</script>",
     });
-    const announce = await callOk(agent, "save_issue", { title: "Announce the new reset flow", work: true, blockedBy: [issue.identifier], priority: 1 });
-    await callOk(agent, "save_issue", { title: "Update the help center", work: true, blockedBy: [issue.identifier], priority: 4 });
+    const announce = await callOk(agent, "save_issue", { title: "Announce the new reset flow", work: true, changeType: "feat", blockedBy: [issue.identifier], priority: 1 });
+    await callOk(agent, "save_issue", { title: "Update the help center", work: true, changeType: "feat", blockedBy: [issue.identifier], priority: 4 });
     await callOk(agent, "save_issue", { identifier: audit.identifier, status: "canceled", cancelReason: "covered by the security review" });
     const claim = await callOk(agent, "claim_issue", { identifier: issue.identifier });
     await callOk(agent, "heartbeat", { identifier: issue.identifier, claimToken: claim.claimToken });
@@ -194,7 +195,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
 
   test("an owner releases a stuck claim; the holder's token is refused after", async () => {
     const agent = await world.agent("claude-code");
-    const issue = await callOk(agent, "save_issue", { title: "Stuck on a prompt", work: true, noDependency: "alone" });
+    const issue = await callOk(agent, "save_issue", { title: "Stuck on a prompt", work: true, changeType: "feat", noDependency: "alone" });
     const claim = await callOk(agent, "claim_issue", { identifier: issue.identifier });
     await openLive(`/dash/issues/${issue.identifier}`);
     await page.getByLabel("Why take the claim back").fill("agent waits for a human answer");

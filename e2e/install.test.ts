@@ -64,7 +64,7 @@ test("installed tarball: login approved in Chromium, bind in a fresh repo, the c
   // The proxy runs through npx from this server: a teammate's clone needs no install.
   expect(JSON.parse(marker)).toEqual({ mcpServers: { retasc: { type: "stdio", command: "npx", args: ["-y", `${app.url}/cli/latest`, "mcp", "proxy"] } } });
   const agent = await connectAsFolder(ada, repo, machine(ada));
-  expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
+  expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, changeType: "feat", noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
   await agent.close();
 
   const invite = await retasc(ada, ["members", "invite", "--json"], { cwd: repo, bin, env: machine(ada) });

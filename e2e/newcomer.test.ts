@@ -147,7 +147,7 @@ test("from npm start to an agent's claim on the Fleet page, without the README",
   // The agent the folder wires pulls work, and its claim shows on the Fleet page as the card said.
   const agent = await connectAsFolder(nora, repo, machine);
   try {
-    expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
+    expect(await tool(agent, "save_issue", { title: "Serve a health page", work: true, changeType: "feat", noDependency: "first issue" })).toMatchObject({ identifier: "WEB-1" });
     expect(await tool(agent, "next_issue")).toMatchObject({ identifier: "WEB-1" });
   } finally {
     await agent.close();

@@ -58,7 +58,7 @@ test("device login approved on /device, bind in a repo, next_issue with the fold
   const agent = await connectAsFolder(repo);
   const who = await tool(agent, "whoami");
   expect(who).toMatchObject({ kind: "agent", org: { name: "Acme" }, project: { prefix: "WEB" }, human: { email: ada.email, role: "owner" } });
-  const filed = await tool(agent, "save_issue", { title: "Serve a health page", work: true, noDependency: "first issue", priority: 2 });
+  const filed = await tool(agent, "save_issue", { title: "Serve a health page", work: true, changeType: "feat", noDependency: "first issue", priority: 2 });
   expect(filed.identifier).toBe("WEB-1");
   const claimed = await tool(agent, "next_issue");
   expect(claimed).toMatchObject({ identifier: "WEB-1", branch: expect.stringMatching(/^web-1\//) });
@@ -82,7 +82,7 @@ test("device login approved on /device, bind in a repo, next_issue with the fold
 
 test("retasc claim creates the worktree on the server's branch; retasc done finishes with that claim's token", async () => {
   const agent = await connectAsFolder(repo);
-  const filed = await tool(agent, "save_issue", { title: "Add the users table", work: true, noDependency: "schema work", priority: 1 });
+  const filed = await tool(agent, "save_issue", { title: "Add the users table", work: true, changeType: "feat", noDependency: "schema work", priority: 1 });
 
   const claim = await retasc(ada, ["claim", filed.identifier.split("-")[1], "--json"], { cwd: repo });
   expect(claim.code, claim.stderr).toBe(0);
@@ -123,7 +123,7 @@ test("retasc claim creates the worktree on the server's branch; retasc done fini
 
 test("retasc done refuses uncommitted or commit-less work unless --force; forced, it keeps a worktree with uncommitted changes (or --keep-worktree), says so, and finishes", async () => {
   const agent = await connectAsFolder(repo);
-  const dirty = await tool(agent, "save_issue", { title: "Add the orders table", work: true, noDependency: "schema work", priority: 1 });
+  const dirty = await tool(agent, "save_issue", { title: "Add the orders table", work: true, changeType: "feat", noDependency: "schema work", priority: 1 });
   const claim = await retasc(ada, ["claim", dirty.identifier, "--json"], { cwd: repo });
   expect(claim.code, claim.stderr).toBe(0);
   const { worktree } = JSON.parse(claim.stdout) as { worktree: string };
@@ -148,7 +148,7 @@ test("retasc done refuses uncommitted or commit-less work unless --force; forced
   expect(await tool(agent, "get_issue", { identifier: dirty.identifier })).toMatchObject({ status: "done" });
 
   // A clean one in --json mode says it was removed.
-  const clean = await tool(agent, "save_issue", { title: "Add the items table", work: true, noDependency: "schema work", priority: 1 });
+  const clean = await tool(agent, "save_issue", { title: "Add the items table", work: true, changeType: "feat", noDependency: "schema work", priority: 1 });
   const claimedClean = JSON.parse((await retasc(ada, ["claim", clean.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
   const cleanDone = await retasc(ada, ["done", "--id", clean.identifier, "--force", "--json"], { cwd: repo });
   expect(cleanDone.code, cleanDone.stderr).toBe(0);
@@ -157,7 +157,7 @@ test("retasc done refuses uncommitted or commit-less work unless --force; forced
   expect(fs.existsSync(claimedClean.worktree)).toBe(false);
 
   // --keep-worktree leaves even a clean one.
-  const kept = await tool(agent, "save_issue", { title: "Add the carts table", work: true, noDependency: "schema work", priority: 1 });
+  const kept = await tool(agent, "save_issue", { title: "Add the carts table", work: true, changeType: "feat", noDependency: "schema work", priority: 1 });
   const claimedKept = JSON.parse((await retasc(ada, ["claim", kept.identifier, "--json"], { cwd: repo })).stdout) as { worktree: string };
   const keptDone = await retasc(ada, ["done", "--id", kept.identifier, "--keep-worktree", "--force", "--json"], { cwd: repo });
   expect(keptDone.code, keptDone.stderr).toBe(0);
@@ -167,7 +167,7 @@ test("retasc done refuses uncommitted or commit-less work unless --force; forced
 
 test("retasc next takes the top of the queue into a worktree; an empty queue is said plainly", async () => {
   const agent = await connectAsFolder(repo);
-  await tool(agent, "save_issue", { title: "Write the README", work: true, noDependency: "docs", priority: 4 });
+  await tool(agent, "save_issue", { title: "Write the README", work: true, changeType: "feat", noDependency: "docs", priority: 4 });
   const next = await retasc(ada, ["next", "--print-path"], { cwd: repo });
   expect(next.code, next.stderr).toBe(0);
   const worktree = next.stdout.trim();

@@ -63,7 +63,7 @@ test("the owner invites; the teammate joins with retasc join and lands as a memb
 
   // Bob's lane: an issue assigned to him is his agent's, not Alice's.
   const aliceAgent = await folderAgent(alice, aliceRepo);
-  const forBob = await tool(aliceAgent, "save_issue", { title: "Tune the parser", work: true, noDependency: "solo", assignee: bob.email, priority: 2 });
+  const forBob = await tool(aliceAgent, "save_issue", { title: "Tune the parser", work: true, changeType: "feat", noDependency: "solo", assignee: bob.email, priority: 2 });
   const aliceNext = await tool(aliceAgent, "next_issue");
   expect(aliceNext.claimToken).toBeUndefined();
   expect(aliceNext.otherLanes).toBe(1);

@@ -25,7 +25,7 @@ describe("the Dash issue page", () => {
   });
 
   const page = (identifier: string) => fetch(`${world.url}/dash/issues/${identifier}`, { headers: { cookie: world.a.cookie } });
-  const save = (body: string) => callOk(world.a.client, "save_issue", { title: "hostile", body, work: true, noDependency: "fuzz" });
+  const save = (body: string) => callOk(world.a.client, "save_issue", { title: "hostile", body, work: true, changeType: "feat", noDependency: "fuzz" });
 
   test("renders every hostile body at the body limit with a 200 in bounded time, and other requests go on", async () => {
     let probing = true;

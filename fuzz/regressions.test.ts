@@ -71,10 +71,10 @@ describe("a NUL or an unpaired surrogate is refused before any query, at every d
 
   test("an MCP tool's arguments, on every tool: nothing is stored", async () => {
     for (const title of ["a NUL \u0000 here", "a lone \ud83d surrogate", "\udc00 reversed"]) {
-      const refused = await callError(world.a.client, "save_issue", { project: world.a.prefix, title, noDependency: "regression test" });
+      const refused = await callError(world.a.client, "save_issue", { project: world.a.prefix, title, changeType: "fix", noDependency: "regression test" });
       expect(refused).toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/title: contains a NUL character/) });
     }
-    const nested = await callError(world.a.client, "save_issue", { project: world.a.prefix, title: "ok", labels: ["fine", "bad\u0000"], noDependency: "regression test" });
+    const nested = await callError(world.a.client, "save_issue", { project: world.a.prefix, title: "ok", changeType: "fix", labels: ["fine", "bad\u0000"], noDependency: "regression test" });
     expect(nested).toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/labels\.1: contains/) });
     const listed = await callOk(world.a.client, "list_issues", { project: world.a.prefix, limit: 100 });
     expect(JSON.stringify(listed)).not.toMatch(/surrogate|NUL|\ufffd/);

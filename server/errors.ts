@@ -26,6 +26,7 @@ export const errorCodes = [
   "BILLING_INACTIVE",
   "SPEND_CAP",
   "EVIDENCE_REQUIRED",
+  "CHANGE_TYPE_REQUIRED",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -83,6 +84,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   BILLING_INACTIVE: 402,
   SPEND_CAP: 402,
   EVIDENCE_REQUIRED: 400,
+  CHANGE_TYPE_REQUIRED: 400,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

@@ -50,7 +50,7 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
     const { ctx } = org.agents.alice;
     type Claim = { identifier: string; claimToken: string; fence: number; expiresAt: string };
     const create = (title: string, priority: number, blockedBy?: string[]) =>
-      saveIssue(ctx, { title, work: true, priority, ...(blockedBy ? { blockedBy } : { noDependency: "alone" }) }) as Promise<{ identifier: string }>;
+      saveIssue(ctx, { title, work: true, changeType: "feat", priority, ...(blockedBy ? { blockedBy } : { noDependency: "alone" }) }) as Promise<{ identifier: string }>;
     const finish = (identifier: string, claimToken: string) => saveIssue(ctx, { identifier, status: "done", claimToken });
     const pause = () => new Promise((r) => setTimeout(r, 600)); // longer than the checker's in-flight window
 
@@ -162,8 +162,8 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
 
     // The blocker's first finish is red: reopened, claimed again with the failing check as gotchas,
     // finished green; only then is its dependent dispatched.
-    const blocker = (await saveIssue(ctx, { title: "blocker", work: true, priority: 4, noDependency: "alone" })) as { identifier: string };
-    const dependent = (await saveIssue(ctx, { title: "dependent", work: true, priority: 3, blockedBy: [blocker.identifier] })) as { identifier: string };
+    const blocker = (await saveIssue(ctx, { title: "blocker", work: true, changeType: "feat", priority: 4, noDependency: "alone" })) as { identifier: string };
+    const dependent = (await saveIssue(ctx, { title: "dependent", work: true, changeType: "feat", priority: 3, blockedBy: [blocker.identifier] })) as { identifier: string };
     const b1 = (await nextIssue(ctx, {})) as Claim;
     expect(b1.identifier).toBe(blocker.identifier);
     await finish(b1, c1);

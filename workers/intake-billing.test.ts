@@ -49,7 +49,7 @@ afterAll(async () => {
 it("with no credit, a delivery still files its issue and charges nothing; a person's acceptance is refused", async () => {
   // Connected as the operator's `connect` does (the system: no charge, so no credit is needed).
   const connector = await createConnector(withPrincipal(services, systemPrincipal(org.orgId)), { provider: "github", repo: "Codertocat/Hello-World", project: "BIL" });
-  await expect(saveIssue(org.agents.bob.ctx, { title: "A member's write", work: true, noDependency: "none" })).rejects.toMatchObject({ code: "BILLING_INACTIVE" });
+  await expect(saveIssue(org.agents.bob.ctx, { title: "A member's write", work: true, changeType: "feat", noDependency: "none" })).rejects.toMatchObject({ code: "BILLING_INACTIVE" });
   const charged = async () => (await services.db.select().from(billingCharges).where(eq(billingCharges.orgId, org.orgId))).map((c) => c.tool);
   expect(await charged()).toEqual([]);
 

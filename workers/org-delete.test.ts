@@ -66,7 +66,7 @@ async function fill(org: SeededOrg, marker: string, issues: number) {
   const ctx = org.agents.alice.ctx;
   const identifiers: string[] = [];
   for (let i = 0; i < issues; i++) {
-    const issue = await saveIssue(ctx, { title: `${marker} ${i}`, body: `body ${marker}`, work: true, noDependency: "fill" });
+    const issue = await saveIssue(ctx, { title: `${marker} ${i}`, body: `body ${marker}`, work: true, changeType: "feat", noDependency: "fill" });
     identifiers.push(issue.identifier);
   }
   for (const identifier of identifiers.slice(0, 20)) await saveComment(ctx, { issue: identifier, body: `comment ${marker}` });

@@ -31,7 +31,7 @@ async function arrange(services: Services) {
   const org = await seedOrg(services, { prefix: `S${crypto.randomBytes(3).toString("hex").toUpperCase()}` });
   const ctx = org.agents.alice.ctx;
   const create = (title: string, extra: Record<string, unknown> = {}) =>
-    saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
+    saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "standalone", ...extra });
   const held = await create("held by an agent that dies");
   await claimIssue(ctx, { identifier: held.identifier });
   const steady = await create("medium priority, no deadline", { priority: 3 });

@@ -40,8 +40,8 @@ afterAll(async () => {
 
 /** A unit of work and one that waits on it, filed over /mcp. */
 async function pair(title: string) {
-  const blocker = await callOk(finisher, "save_issue", { title, work: true, noDependency: "a test" });
-  const dependent = await callOk(finisher, "save_issue", { title: `after ${title}`, work: true, blockedBy: [blocker.identifier] });
+  const blocker = await callOk(finisher, "save_issue", { title, work: true, changeType: "feat", noDependency: "a test" });
+  const dependent = await callOk(finisher, "save_issue", { title: `after ${title}`, work: true, changeType: "feat", blockedBy: [blocker.identifier] });
   return { blocker: blocker.identifier as string, dependent: dependent.identifier as string };
 }
 

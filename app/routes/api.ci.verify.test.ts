@@ -46,8 +46,8 @@ describe("a CI key", () => {
   it("attests for its project's finishes, and is refused everything else", async () => {
     const minted = await mintKey(org.agents.alice.ctx, { projectId: org.projectId, runtime: "ci", ci: true });
     expect(minted.key).toMatch(/^rtci_/);
-    const blocker = (await callOk(agent, "save_issue", { title: "attested", work: true, noDependency: "a test" })).identifier as string;
-    const dependent = (await callOk(agent, "save_issue", { title: "after it", work: true, blockedBy: [blocker] })).identifier as string;
+    const blocker = (await callOk(agent, "save_issue", { title: "attested", work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
+    const dependent = (await callOk(agent, "save_issue", { title: "after it", work: true, changeType: "feat", blockedBy: [blocker] })).identifier as string;
     const { claimToken } = await callOk(agent, "claim_issue", { identifier: blocker });
     await callOk(agent, "save_issue", { identifier: blocker, claimToken, status: "done", evidence: { commit } });
 
@@ -71,7 +71,7 @@ describe("a CI key", () => {
 
     // Another project's issue is not its to attest.
     await env.services.db.transaction((tx) => createProject(tx, { orgId: org.orgId, name: "Other", prefix: "OTH" }));
-    const foreign = await callOk(agent, "save_issue", { title: "other project", work: true, noDependency: "a test", project: "OTH" });
+    const foreign = await callOk(agent, "save_issue", { title: "other project", work: true, changeType: "feat", noDependency: "a test", project: "OTH" });
     expect((await attest(minted.key, { identifier: foreign.identifier, commit, status: "pass", check: "test" })).status).toBe(404);
   });
 });

@@ -9,6 +9,7 @@ import { ErrorNote } from "../components/ui.tsx";
 import { focusRing, linkClass } from "../components/dash/bits.tsx";
 import { PRIORITIES } from "../components/dash/format.ts";
 import { readForm } from "../forms.server.ts";
+import { changeTypes } from "../../constants/change-types.ts";
 
 export function meta() {
   return [{ title: "New issue · Retasc" }];
@@ -125,6 +126,16 @@ export default function NewIssue({ loaderData, actionData }: Route.ComponentProp
             <select id="new-priority" name="priority" defaultValue="0" className={input}>
               {PRIORITIES.map((p) => (
                 <option key={p.value} value={p.value}>{p.label}</option>
+              ))}
+            </select>
+          </div>
+          <div className="flex flex-col gap-1">
+            <label htmlFor="new-change-type" className="text-sm font-medium">Kind of change</label>
+            {/* Optional for people: the rule is for agents' creates (decision 059). */}
+            <select id="new-change-type" name="changeType" defaultValue="" className={input}>
+              <option value="">not said</option>
+              {changeTypes.map((type) => (
+                <option key={type} value={type}>{type}</option>
               ))}
             </select>
           </div>

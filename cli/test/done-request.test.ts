@@ -49,7 +49,7 @@ const json = (result: { stdout: string }) => JSON.parse(result.stdout);
 
 /** Files an issue, claims it into a worktree and commits there; returns the claim. */
 async function claimWithCommit(title: string): Promise<{ identifier: string; branch: string; worktree: string }> {
-  const { identifier } = await tool("save_issue", { title, work: true, noDependency: "test work" });
+  const { identifier } = await tool("save_issue", { title, work: true, changeType: "feat", noDependency: "test work" });
   const claimed = json(await retasc(ada, ["claim", identifier, "--json"], { cwd: repo, env: noTokens }));
   fs.writeFileSync(path.join(claimed.worktree, `${identifier}.txt`), "work\n");
   git(claimed.worktree, "add", ".");

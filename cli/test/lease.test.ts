@@ -38,7 +38,7 @@ async function tool(name: string, args: Record<string, unknown> = {}): Promise<a
 }
 
 async function file(title: string): Promise<string> {
-  return (await tool("save_issue", { title, work: true, noDependency: "test work", priority: 2 })).identifier;
+  return (await tool("save_issue", { title, work: true, changeType: "feat", noDependency: "test work", priority: 2 })).identifier;
 }
 
 const json = (result: { stdout: string }) => JSON.parse(result.stdout);

@@ -44,7 +44,7 @@ beforeAll(async () => {
   const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
   agent = new Client({ name: "filer", version: "1.0.0" });
   await agent.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
-  for (let i = 0; i < ISSUES; i++) await agent.callTool({ name: "save_issue", arguments: { title: `Work ${i}`, work: true, noDependency: "bulk" } });
+  for (let i = 0; i < ISSUES; i++) await agent.callTool({ name: "save_issue", arguments: { title: `Work ${i}`, work: true, changeType: "feat", noDependency: "bulk" } });
 }, 300_000);
 afterAll(async () => {
   await agent?.close();

@@ -82,7 +82,7 @@ describe("deleting an org over its doors", () => {
     expect(dash.headers.get("location")).toBe("/dash/orgs/new");
     expect(await cli(b.token, "POST", "orgs/delete", { orgId: b.orgId, confirmName: orgName })).toMatchObject({ status: 404 });
 
-    const saved = await a.client.callTool({ name: "save_issue", arguments: { title: "Alma goes on", work: true, noDependency: "after" } });
+    const saved = await a.client.callTool({ name: "save_issue", arguments: { title: "Alma goes on", work: true, changeType: "feat", noDependency: "after" } });
     const { identifier } = saved.structuredContent as { identifier: string };
     const read = await a.client.callTool({ name: "get_issue", arguments: { identifier } });
     expect(read.structuredContent).toMatchObject({ title: "Alma goes on" });

@@ -101,7 +101,7 @@ async function kill(agent: ChildProcess, proxyPid: number) {
 }
 
 it("a sibling started while the agent runs takes nothing; after the agent dies, the next one resumes its claim at once, same fence, and finishes it", { timeout: 120_000 }, async () => {
-  const filed = await tool("save_issue", { title: "Survive a restart", work: true, noDependency: "restart test", priority: 1 });
+  const filed = await tool("save_issue", { title: "Survive a restart", work: true, changeType: "feat", noDependency: "restart test", priority: 1 });
   const first = await startAgent({ CLAIM: "1" });
   expect(first.out.claim).toMatchObject({ identifier: filed.identifier, renewal: "calls" });
 

@@ -62,7 +62,7 @@ async function tool(name: string, args: Record<string, unknown> = {}): Promise<a
 
 
 it("keeps an idle agent's lease alive while it lives, and lets it lapse once the agent is killed", { timeout: 120_000 }, async () => {
-  const filed = await tool("save_issue", { title: "Run the long build", work: true, noDependency: "a long build", priority: 1 });
+  const filed = await tool("save_issue", { title: "Run the long build", work: true, changeType: "feat", noDependency: "a long build", priority: 1 });
   const script = path.join(tempDir("retasc-agent-"), "agent.mjs");
   fs.writeFileSync(script, agentScript);
   agent = spawn(process.execPath, [script], { cwd: repo, env: cliEnv(ada, { PATH, MCP_LAUNCH: JSON.stringify(folderLaunch(repo, workspaceBin)), RETASC_HEARTBEAT_MS: "1000" }), stdio: ["ignore", "pipe", "inherit"] });

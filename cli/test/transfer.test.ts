@@ -38,7 +38,7 @@ beforeAll(async () => {
   const filed = await fetch(`${app.url}/mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "save_issue", arguments: { title: "Ship the export", work: true, noDependency: "first", body: "=1+1 stays text in CSV" } } }),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "save_issue", arguments: { title: "Ship the export", work: true, changeType: "feat", noDependency: "first", body: "=1+1 stays text in CSV" } } }),
   });
   expect((await filed.json()).result.structuredContent).toMatchObject({ identifier: "WEB-1" });
   const member = await signUp(app.url, "Mick");

@@ -48,8 +48,8 @@ it("project verification, key mint --ci and verify: CI's attestation lets the de
   const ciKey = json(minted).key as string;
   expect(ciKey).toMatch(/^rtci_/);
 
-  const blocker = (await tool("save_issue", { title: "Build it", work: true, noDependency: "a test" })).identifier as string;
-  const dependent = (await tool("save_issue", { title: "Ship it", work: true, blockedBy: [blocker] })).identifier as string;
+  const blocker = (await tool("save_issue", { title: "Build it", work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
+  const dependent = (await tool("save_issue", { title: "Ship it", work: true, changeType: "feat", blockedBy: [blocker] })).identifier as string;
   const { claimToken } = await tool("claim_issue", { identifier: blocker });
   const commit = "abcdef0123456789abcdef0123456789abcdef01";
   expect(await tool("save_issue", { identifier: blocker, claimToken, status: "done", evidence: { commit } })).toMatchObject({ verification: "pending" });
@@ -79,7 +79,7 @@ it("project verification --quarantine-after and issue unquarantine: a person rel
   const unset = await retasc(ada, ["project", "verification", "--project-id", projectId, "--mode", "off", "--no-release-stalled", "--org-id", orgId, "--url", server.url]);
   expect(unset.code, unset.stderr).toBe(0);
   expect(unset.stdout).toContain("is marked stalled");
-  const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, noDependency: "a test" })).identifier as string;
+  const poison = (await tool("save_issue", { title: "Hangs every agent", work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
   const { claimToken } = await tool("claim_issue", { identifier: poison });
   expect(await tool("release_issue", { identifier: poison, claimToken, note: "the suite hangs" })).toMatchObject({ status: "blocked" });
   expect((await tool("claim_issue", { identifier: poison })).error).toMatchObject({ code: "STATUS_NOT_CLAIMABLE" });

@@ -13,6 +13,7 @@ import {
 import { user } from "./auth.ts";
 import { dispatchCandidate, dispatchIndexOrder, isOpen } from "./dispatch.ts";
 import { issueStatuses } from "../../constants/statuses.ts";
+import { changeTypes } from "../../constants/change-types.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
 export { issueStatuses, type IssueStatus } from "../../constants/statuses.ts";
@@ -43,6 +44,8 @@ export const issues = pgTable(
     noDependencyEnc: text("no_dependency_enc"),
     cancelReasonEnc: text("cancel_reason_enc"),
     work: boolean("work").notNull(),
+    /** The Conventional Commits type an agent's create declared (decision 059); null: filed before, imported, or a person left it out. */
+    changeType: text("change_type", { enum: changeTypes }),
     status: text("status", { enum: issueStatuses }).notNull().default("todo"),
     priority: smallint("priority").notNull().default(0),
     assigneeId: text("assignee_id").references(() => user.id, { onDelete: "set null" }),

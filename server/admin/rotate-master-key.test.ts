@@ -20,7 +20,7 @@ describe("rotating the master key", () => {
 
   test("re-wraps every org's key: the content opens with the new key only, and is not rewritten", async () => {
     const org = await seedOrg(env.services);
-    const created = await createIssue(org.agents.alice.ctx, { title: "Keep this readable", work: true, noDependency: "independent" });
+    const created = await createIssue(org.agents.alice.ctx, { title: "Keep this readable", work: true, changeType: "feat", noDependency: "independent" });
     const [before] = await env.services.db.select().from(issues).where(eq(issues.identifier, created.identifier));
     const next = newKey();
 

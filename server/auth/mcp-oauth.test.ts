@@ -179,7 +179,7 @@ describe("MCP OAuth sign-in", () => {
     expect(tools.map((t) => t.name)).toContain("next_issue");
     const me = await call(client, "whoami");
     expect(me).toMatchObject({ kind: "agent", org: { id: alice.orgId }, project: { id: alice.projectId, prefix: "ALI" }, key: { runtime: "Retasc-Test-Agent" } });
-    const issue = await call(client, "save_issue", { title: "Signed in with OAuth", work: true, noDependency: "oauth test" });
+    const issue = await call(client, "save_issue", { title: "Signed in with OAuth", work: true, changeType: "feat", noDependency: "oauth test" });
     const claim = await call(client, "next_issue", {});
     expect(claim.issue?.identifier ?? claim.identifier).toBe(issue.identifier);
     await client.close();

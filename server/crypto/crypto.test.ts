@@ -23,7 +23,7 @@ describe("encryption at rest", () => {
   it("crypto-shreds an org: after deletion its ciphertext cannot be decrypted", async () => {
     const org = await seedOrg(services);
     const a = org.agents.alice.ctx;
-    const issue = await saveIssue(a, { title: "shred me", work: true, noDependency: "none" });
+    const issue = await saveIssue(a, { title: "shred me", work: true, changeType: "feat", noDependency: "none" });
     const [row] = await query<{ title_enc: string }>(services.db, sql`select title_enc from issues where org_id = ${org.orgId}`);
     const cipher = await services.keyring.forOrg(services.db, org.orgId);
     expect(cipher.decrypt(row!.title_enc)).toBe("shred me");
@@ -37,7 +37,7 @@ describe("encryption at rest", () => {
 
   it("re-wraps org keys under a new master key without touching content", async () => {
     const org = await seedOrg(services);
-    await saveIssue(org.agents.alice.ctx, { title: "survives rotation", work: true, noDependency: "none" });
+    await saveIssue(org.agents.alice.ctx, { title: "survives rotation", work: true, changeType: "feat", noDependency: "none" });
     const oldMaster = master;
     const newMaster = crypto.randomBytes(32);
     const [before] = await query<{ title_enc: string }>(services.db, sql`select title_enc from issues where org_id = ${org.orgId}`);

@@ -94,7 +94,7 @@ const probes: Probe[] = [
       const title = marker("title");
       const body = marker("body");
       const noDependency = marker("nodep");
-      const issue = await saveIssue(a, { title, body, work: true, noDependency });
+      const issue = await saveIssue(a, { title, body, work: true, changeType: "feat", noDependency });
       const claim = await claimIssue(a, { identifier: issue.identifier });
       markers.push(claim.claimToken, org.agents.alice.key);
       const note = marker("checkpoint");
@@ -108,7 +108,7 @@ const probes: Probe[] = [
     columns: ["issues.cancel_reason_enc"],
     async write() {
       const a = org.agents.alice.ctx;
-      const issue = await saveIssue(a, { title: "to cancel", work: true, noDependency: "none" });
+      const issue = await saveIssue(a, { title: "to cancel", work: true, changeType: "feat", noDependency: "none" });
       await saveIssue(a, { identifier: issue.identifier, status: "canceled", cancelReason: marker("cancel-reason") });
     },
   },
@@ -116,7 +116,7 @@ const probes: Probe[] = [
     columns: ["comments.body_enc", "comments.retract_note_enc"],
     async write() {
       const a = org.agents.alice.ctx;
-      const issue = await saveIssue(a, { title: "discussed", work: true, noDependency: "none" });
+      const issue = await saveIssue(a, { title: "discussed", work: true, changeType: "feat", noDependency: "none" });
       const comment = await saveComment(a, { issue: issue.identifier, body: marker("comment") });
       await retractComment(a, { comment: comment.id, note: marker("retract-note") });
     },
@@ -125,7 +125,7 @@ const probes: Probe[] = [
     columns: ["attachments.url_enc", "attachments.title_enc", "attachments.obsolete_reason_enc", "attachment_files.content_enc"],
     async write() {
       const a = org.agents.alice.ctx;
-      const issue = await saveIssue(a, { title: "attached", work: true, noDependency: "none" });
+      const issue = await saveIssue(a, { title: "attached", work: true, changeType: "feat", noDependency: "none" });
       const link = await saveAttachment(a, { issue: issue.identifier, url: `https://example.com/${marker("link-url")}`, title: marker("link-title") });
       await obsoleteAttachment(a, { attachment: link.id, reason: marker("obsolete-reason") });
       const content = Buffer.from(`file content ${marker("file-content")}\n`).toString("base64");
@@ -216,7 +216,7 @@ const probes: Probe[] = [
       const a = org.agents.alice.ctx;
       const owner = personCtx(services, org.orgId, org.agents.alice.userId);
       await setVerification(owner, { projectId: org.projectId, mode: "ci" });
-      const issue = await saveIssue(a, { title: "verified", work: true, noDependency: "none" });
+      const issue = await saveIssue(a, { title: "verified", work: true, changeType: "feat", noDependency: "none" });
       const claim = await claimIssue(a, { identifier: issue.identifier });
       const commit = crypto.randomBytes(20).toString("hex");
       await saveIssue(a, { identifier: issue.identifier, claimToken: claim.claimToken, status: "done", evidence: { commit } });

@@ -18,7 +18,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's attachment download (need
   it("downloads files for the org's members: images inline, HTML as opaque bytes; another org's is NOT_FOUND", async () => {
     const mine = await app.person("mine", "DLM");
     const theirs = await app.person("theirs", "DLT");
-    const { identifier } = await callOk(mine.agent, "save_issue", { title: "Broken page", work: true, noDependency: "alone" });
+    const { identifier } = await callOk(mine.agent, "save_issue", { title: "Broken page", work: true, changeType: "feat", noDependency: "alone" });
     const page = "<!doctype html><html><script>fetch('/api/cli/keys')</script></html>";
     const html = await callOk(mine.agent, "save_attachment_file", { issue: identifier, filename: "repro.html", contentBase64: Buffer.from(page).toString("base64") });
     const png = await callOk(mine.agent, "save_attachment_file", { issue: identifier, filename: "shot.png", contentBase64: PNG });

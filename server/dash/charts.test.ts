@@ -18,7 +18,7 @@ const MINUTE = 60_000;
 const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
 const at = (iso: string) => clock.set(new Date(iso));
 
-const create = (ctx: Ctx, title: string) => saveIssue(ctx, { title, work: true, noDependency: "standalone" });
+const create = (ctx: Ctx, title: string) => saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "standalone" });
 
 /** A save_issue over the whole /mcp path, so the door's counting of a stale refusal is what is tested. */
 async function mcpSave(key: string, args: Record<string, unknown>) {
@@ -99,7 +99,7 @@ describe("fleet charts", () => {
     const bob = org.agents.bob.ctx;
     at("2026-08-01T08:10:00Z");
     await create(alice, "seen");
-    for (const title of ["ops a", "ops b", "ops c"]) await saveIssue(alice, { title, work: true, noDependency: "standalone", project: ops.prefix });
+    for (const title of ["ops a", "ops b", "ops c"]) await saveIssue(alice, { title, work: true, changeType: "feat", noDependency: "standalone", project: ops.prefix });
     // A stale write in each project: a lapsed claim, reclaimed, then a finish under its old token.
     const lapsed = [await claimIssue(bob, { identifier: "SCP-1" }), await claimIssue(bob, { identifier: "OPX-1" })];
     at("2026-08-01T09:05:00Z");

@@ -18,7 +18,7 @@ const MINUTE = 60_000;
 const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
 
 const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
-  saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
+  saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "standalone", ...extra });
 
 async function dashAs(org: SeededOrg, who: "alice" | "bob" | "carol"): Promise<Ctx> {
   return (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx;

@@ -32,8 +32,8 @@ describe.skipIf(testDriver !== "postgres")("the Dash's event stream (needs TEST_
     };
     await until(": connected");
 
-    await callOk(theirs.agent, "save_issue", { title: "Their plan", work: true, noDependency: "alone" });
-    await callOk(mine.agent, "save_issue", { title: "My plan", work: true, noDependency: "alone" });
+    await callOk(theirs.agent, "save_issue", { title: "Their plan", work: true, changeType: "feat", noDependency: "alone" });
+    await callOk(mine.agent, "save_issue", { title: "My plan", work: true, changeType: "feat", noDependency: "alone" });
     await callOk(mine.agent, "claim_issue", { identifier: "MIN-1" });
     await until('"kind":"claim.taken"');
     expect(received).toContain('event: change\ndata: {"kind":"issue.created","identifier":"MIN-1"}\n\n');

@@ -19,4 +19,12 @@ describe("the new-issue form's Blocked by", () => {
     form.set("blockedBy", "WEB 1");
     expect(createIssueInput(form).blockedBy).toEqual(["WEB-1"]);
   });
+
+  it("sends the kind of change a person picked, and none when they left it unsaid", () => {
+    const form = new FormData();
+    form.set("changeType", "");
+    expect(createIssueInput(form).changeType).toBeUndefined();
+    form.set("changeType", "docs");
+    expect(createIssueInput(form).changeType).toBe("docs");
+  });
 });

@@ -54,6 +54,7 @@ export function createIssueInput(form: FormData): Record<string, unknown> {
     title: text(form, "title"),
     body: text(form, "body"),
     work: kind === undefined ? undefined : kind === "work",
+    changeType: text(form, "changeType"),
     // Only the declaration the person chose is sent; the server requires exactly one.
     blockedBy: dependency === "blockedBy" ? blockedBy : undefined,
     noDependency: dependency === "none" ? text(form, "noDependency") : undefined,

@@ -31,12 +31,13 @@ describe("the dependency graph's layout", () => {
   it("lays out a container of 200 issues with no two nodes overlapping, inside its box, and marks its longest open chain", async () => {
     const org = await seedOrg(env.services, { prefix: "BIG" });
     const a: Ctx = org.agents.alice.ctx;
-    const container = await saveIssue(a, { title: "the release", work: false, noDependency: "standalone" }); // BIG-1
+    const container = await saveIssue(a, { title: "the release", work: false, changeType: "feat", noDependency: "standalone" }); // BIG-1
     const made: string[] = [];
     const add = async (blockedBy?: string) => {
       const issue = await saveIssue(a, {
         title: `part ${made.length}`,
         work: true,
+        changeType: "feat",
         parent: container.identifier,
         ...(blockedBy ? { blockedBy: [blockedBy] } : { noDependency: "standalone" }),
       });
@@ -104,10 +105,10 @@ describe("the dependency graph within a member's projects (decision 050)", () =>
       .set({ projectIds: [org.projectId] })
       .where(and(eq(members.orgId, org.orgId), eq(members.userId, org.agents.carol.userId)));
     const a = org.agents.alice.ctx;
-    const beyond = await saveIssue(a, { title: "seen, beyond the hidden one", work: true, noDependency: "standalone" });
-    const hidden = await saveIssue(a, { title: "ops work", work: true, project: ops.prefix, blockedBy: [beyond.identifier] });
-    const near = await saveIssue(a, { title: "seen, next to it", work: true, noDependency: "standalone" });
-    const center = await saveIssue(a, { title: "the center", work: true, blockedBy: [hidden.identifier, near.identifier] });
+    const beyond = await saveIssue(a, { title: "seen, beyond the hidden one", work: true, changeType: "feat", noDependency: "standalone" });
+    const hidden = await saveIssue(a, { title: "ops work", work: true, changeType: "feat", project: ops.prefix, blockedBy: [beyond.identifier] });
+    const near = await saveIssue(a, { title: "seen, next to it", work: true, changeType: "feat", noDependency: "standalone" });
+    const center = await saveIssue(a, { title: "the center", work: true, changeType: "feat", blockedBy: [hidden.identifier, near.identifier] });
 
     const graphOf = async (who: "alice" | "carol") =>
       (await issueDetail((await humanCtx(env.services, { orgId: org.orgId, userId: org.agents[who].userId, runtime: "dash" })).ctx, { identifier: center.identifier })).graph;

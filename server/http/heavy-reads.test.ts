@@ -71,7 +71,7 @@ describe.skipIf(testDriver !== "postgres")("heavy reads wait their turn, /health
 
   it("queues a list_comments behind a Dash page, refuses past the queue, answers /healthz meanwhile, then serves both in order", async () => {
     const owner = await app.person("heavy", "HVY");
-    const { identifier } = await callOk(owner.agent, "save_issue", { title: "Read by many", work: true, noDependency: "test" });
+    const { identifier } = await callOk(owner.agent, "save_issue", { title: "Read by many", work: true, changeType: "feat", noDependency: "test" });
     await callOk(owner.agent, "save_comment", { issue: identifier, body: "the only comment" });
     await owner.agent.close();
     const dashPage = () => fetch(`${app.url}/dash/issues/${identifier}`, { headers: { cookie: owner.cookie } });

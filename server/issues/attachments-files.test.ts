@@ -18,7 +18,7 @@ const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 async function issueIn(prefix: string) {
   const org = await seedOrg(env.services, { prefix });
-  const issue = await saveIssue(org.agents.alice.ctx, { title: "Screenshots", work: true, noDependency: "alone" });
+  const issue = await saveIssue(org.agents.alice.ctx, { title: "Screenshots", work: true, changeType: "feat", noDependency: "alone" });
   return { org, ctx: org.agents.alice.ctx, identifier: issue.identifier };
 }
 

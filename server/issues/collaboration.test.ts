@@ -13,7 +13,7 @@ describe("comments, labels, attachments", () => {
   it("threads comments and retracts without deleting; only the author may retract", async () => {
     const org = await seedOrg(env.services);
     const { alice, bob } = org.agents;
-    const issue = await saveIssue(alice.ctx, { title: "t", work: true, noDependency: "none" });
+    const issue = await saveIssue(alice.ctx, { title: "t", work: true, changeType: "feat", noDependency: "none" });
     const top = await saveComment(alice.ctx, { issue: issue.identifier, body: "first" });
     const reply = await saveComment(bob.ctx, { issue: issue.identifier, body: "reply", parent: top.id });
     await expect(retractComment(bob.ctx, { comment: top.id, note: "nope" })).rejects.toMatchObject({ code: "FORBIDDEN" });
@@ -31,7 +31,7 @@ describe("comments, labels, attachments", () => {
     const a = org.agents.alice.ctx;
     await saveLabel(a, { name: "bug", color: "#ff0000" });
     await saveLabel(a, { name: "bug" });
-    const issue = await saveIssue(a, { title: "t", work: true, noDependency: "none", labels: ["bug", "ui"] });
+    const issue = await saveIssue(a, { title: "t", work: true, changeType: "feat", noDependency: "none", labels: ["bug", "ui"] });
     expect(issue.labels).toEqual(["bug", "ui"]);
     const relabeled = await saveIssue(a, { identifier: issue.identifier, labels: ["ui"] });
     expect(relabeled.labels).toEqual(["ui"]);
@@ -45,7 +45,7 @@ describe("comments, labels, attachments", () => {
     const org = await seedOrg(env.services);
     const other = await seedOrg(env.services);
     const a = org.agents.alice.ctx;
-    const issue = await saveIssue(a, { title: "t", work: true, noDependency: "none" });
+    const issue = await saveIssue(a, { title: "t", work: true, changeType: "feat", noDependency: "none" });
     const link = await saveAttachment(a, { issue: issue.identifier, url: "https://example.com/spec", title: "Spec" });
     await obsoleteAttachment(a, { attachment: link.id, reason: "superseded" });
     const listed = await listAttachments(a, { issue: issue.identifier });
@@ -57,7 +57,7 @@ describe("comments, labels, attachments", () => {
   it("save_attachment takes http(s) links only: script, data and file URLs are refused with INVALID_INPUT", async () => {
     const org = await seedOrg(env.services);
     const { alice } = org.agents;
-    const issue = await saveIssue(alice.ctx, { title: "t", work: true, noDependency: "none" });
+    const issue = await saveIssue(alice.ctx, { title: "t", work: true, changeType: "feat", noDependency: "none" });
     const client = await connectClient(`${inProcessOrigin}/mcp`, alice.key, { fetch: inProcessFetch(env.services) });
     try {
       for (const url of ["javascript:alert(document.cookie)", "JavaScript:alert(1)", "data:text/html,<script>alert(1)</script>", "file:///etc/passwd", "vbscript:msgbox(1)", "ftp://example.com/x"]) {

@@ -4,6 +4,7 @@ import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
+import { requireChangeType } from "./gates.ts";
 import { setLabels } from "./labels.ts";
 import { rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
@@ -34,6 +35,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
   if (input.claimToken) throw invalidInput("a new issue has no claim", "Omit claimToken when creating.");
   if (input.cancelReason) throw invalidInput("a new issue cannot be canceled", "Omit cancelReason when creating.");
   if (input.triage) throw invalidInput("only issues from intake await triage", "Omit triage when creating.");
+  requireChangeType(ctx.principal, input);
 
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
@@ -65,6 +67,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       bodyEnc: cipher.encrypt(input.body ?? null),
       noDependencyEnc: cipher.encrypt(input.noDependency ?? null),
       work: input.work!,
+      changeType: input.changeType ?? null,
       status: input.status ?? "todo",
       priority,
       assigneeId,
@@ -91,7 +94,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
     await recordActivity(scope, {
       issueId: id,
       kind: "created",
-      detail: { work: row.work, priority, blockedBy: blockers.map((b) => b.identifier) },
+      detail: { work: row.work, changeType: row.changeType, priority, blockedBy: blockers.map((b) => b.identifier) },
     });
     await ctx.events.publish(tx, { orgId, kind: "issue.created", issueId: id, identifier });
     const created = await findIssue(tx, ctx.principal, identifier);

@@ -72,8 +72,8 @@ describe("finishing held work", () => {
     const org = await seedOrg(env.services);
     const { alice } = org.agents;
     const due = new Date(env.services.clock.now().getTime() + 3_600_000).toISOString();
-    const fast = await saveIssue(alice.ctx, { title: "Fast", work: true, noDependency: "none", priority: 3, dueAt: due });
-    const general = await saveIssue(alice.ctx, { title: "General", work: true, noDependency: "none", priority: 3, dueAt: due });
+    const fast = await saveIssue(alice.ctx, { title: "Fast", work: true, changeType: "feat", noDependency: "none", priority: 3, dueAt: due });
+    const general = await saveIssue(alice.ctx, { title: "General", work: true, changeType: "feat", noDependency: "none", priority: 3, dueAt: due });
 
     const fastClaim = await claimIssue(alice.ctx, { identifier: fast.identifier });
     const fastDone = await saveIssue(alice.ctx, { identifier: fast.identifier, status: "done", claimToken: fastClaim.claimToken });
@@ -109,8 +109,8 @@ describe("finishing held work", () => {
   it("a finished blocker releases what it gated, and the release is announced after commit", async () => {
     const org = await seedOrg(env.services);
     const { alice } = org.agents;
-    const blocker = await saveIssue(alice.ctx, { title: "Schema", work: true, noDependency: "first", priority: 4 });
-    const gated = await saveIssue(alice.ctx, { title: "Feature", work: true, blockedBy: [blocker.identifier], priority: 1 });
+    const blocker = await saveIssue(alice.ctx, { title: "Schema", work: true, changeType: "feat", noDependency: "first", priority: 4 });
+    const gated = await saveIssue(alice.ctx, { title: "Feature", work: true, changeType: "feat", blockedBy: [blocker.identifier], priority: 1 });
     const events: { orgId: string; kind: string; identifier?: string; status?: string }[] = [];
     await new Promise((resolve) => setTimeout(resolve, 100)); // the creates' own notices, sent after their commits
     // Only this org's: the test before may still be announcing its own.
@@ -139,7 +139,7 @@ describe("finishing held work", () => {
     const org = await seedOrg(env.services);
     const other = await seedOrg(env.services);
     const { alice, bob } = org.agents;
-    const issue = await saveIssue(alice.ctx, { title: "Held", work: true, noDependency: "none" });
+    const issue = await saveIssue(alice.ctx, { title: "Held", work: true, changeType: "feat", noDependency: "none" });
     const first = await claimIssue(alice.ctx, { identifier: issue.identifier });
     await saveIssue(alice.ctx, { identifier: issue.identifier, status: "todo" });
     await expect(
@@ -148,7 +148,7 @@ describe("finishing held work", () => {
     await expect(
       saveIssue(other.agents.alice.ctx, { identifier: issue.identifier, status: "done", claimToken: first.claimToken }),
     ).rejects.toMatchObject({ code: "NOT_FOUND" });
-    const blocker = await saveIssue(alice.ctx, { title: "Later blocker", work: true, noDependency: "none" });
+    const blocker = await saveIssue(alice.ctx, { title: "Later blocker", work: true, changeType: "feat", noDependency: "none" });
     await addRelation(alice.ctx, { sourceId: blocker.identifier, targetId: issue.identifier, type: "blocks" });
     // Held, but a blocker was added meanwhile: not the fast path's case; the general path finishes it.
     const done = await saveIssue(alice.ctx, { identifier: issue.identifier, status: "done", claimToken: first.claimToken });

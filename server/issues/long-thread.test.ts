@@ -18,7 +18,7 @@ let world: World;
 let identifier: string;
 beforeAll(async () => {
   world = await startWorld();
-  ({ identifier } = await callOk(world.a.client, "save_issue", { title: "A thread nobody can read in one go", work: true, noDependency: "test" }));
+  ({ identifier } = await callOk(world.a.client, "save_issue", { title: "A thread nobody can read in one go", work: true, changeType: "feat", noDependency: "test" }));
   // Outsiders could fill an issue like this through intake for free.
   let next = 0;
   await Promise.all(
@@ -121,7 +121,7 @@ test("/healthz stays within a second of its time under the same traffic on a sho
   // The same readers on a thread of five short comments first: the machine's load and the cost
   // of a request are measured, and only what the long thread's pages add is counted (the finding's
   // eight reads of the whole thread stalled /healthz for 4.7 s).
-  const short = (await callOk(world.a.client, "save_issue", { title: "A short thread", work: true, noDependency: "test" })).identifier as string;
+  const short = (await callOk(world.a.client, "save_issue", { title: "A short thread", work: true, changeType: "feat", noDependency: "test" })).identifier as string;
   for (let i = 0; i < 5; i++) await callOk(world.a.client, "save_comment", { issue: short, body: `short ${i}` });
   const baseline = await healthWhileReading(short);
   const loaded = await healthWhileReading(identifier);

@@ -13,7 +13,7 @@ describe("list_comments", () => {
   it("pages oldest first by count and by bytes, every comment once; a forged cursor is INVALID_INPUT", async () => {
     const org = await seedOrg(env.services, { prefix: "PGC" });
     const ctx = org.agents.alice.ctx;
-    const { identifier } = (await saveIssue(ctx, { title: "thread", work: true, noDependency: "test" })) as { identifier: string };
+    const { identifier } = (await saveIssue(ctx, { title: "thread", work: true, changeType: "feat", noDependency: "test" })) as { identifier: string };
     for (let i = 0; i < 12; i++) await saveComment(ctx, { issue: identifier, body: `${String(i).padStart(2, "0")} ${i % 4 === 0 ? "y".repeat(45_000) : "short"}` });
     const seen: string[] = [];
     const sizes: number[] = [];
@@ -36,7 +36,7 @@ describe("list_issues", () => {
   it("pages in dispatch order with a cursor, each issue once", async () => {
     const org = await seedOrg(env.services, { prefix: "PGI" });
     const ctx = org.agents.alice.ctx;
-    for (let i = 0; i < 7; i++) await saveIssue(ctx, { title: `issue ${i}`, work: true, noDependency: "test", priority: (i % 4) + 1 });
+    for (let i = 0; i < 7; i++) await saveIssue(ctx, { title: `issue ${i}`, work: true, changeType: "feat", noDependency: "test", priority: (i % 4) + 1 });
     const all = (await listIssues(ctx, { limit: 200 })).issues.map((i) => i.identifier);
     const paged: string[] = [];
     let cursor: string | undefined;

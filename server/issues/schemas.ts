@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { issueStatuses, slaStates, type IssueStatus } from "../../db/schema/index.ts";
 import { openStatuses } from "../../constants/statuses.ts";
+import { changeTypes } from "../../constants/change-types.ts";
 import { pageArgs } from "../paging.ts";
 
 /** Input schemas of the issue surface, defined once and reused by MCP tools, the Dash and the CLI. */
@@ -12,7 +13,10 @@ export const identifierSchema = z
 
 export const statusSchema = z.enum(issueStatuses);
 
-/** Priority names as agents write them, by number. */
+/**
+ * Priority names as agents write them, by number. Published without a description: the names
+ * come in the order of their numbers, and tools/list has a budget (issue 32).
+ */
 const priorityNames = { none: 0, urgent: 1, high: 2, medium: 3, low: 4 } as const;
 const priorityError = 'a priority is 0-4 or a name: "none" (0), "urgent" (1), "high" (2), "medium" (3), "low" (4)';
 export const prioritySchema = z
@@ -24,8 +28,7 @@ export const prioritySchema = z
         .transform((name) => priorityNames[name]),
     ],
     { error: priorityError },
-  )
-  .describe("0 none, 1 urgent, 2 high, 3 medium, 4 low, or the name");
+  );
 
 /** list_issues' status groups, expanded to the statuses they stand for. */
 const statusGroups = { open: openStatuses, active: ["doing", "review"] } as const;
@@ -37,7 +40,7 @@ const statusFilter = z.enum(statusFilterValues, { error: statusFilterError });
 export const dueAtSchema = z
   .union([z.number().int().min(0).max(8.64e15), z.string().trim().max(40)])
   .nullable()
-  .describe("epoch ms, ISO 8601 instant, or YYYY-MM-DD (end of that day in the org's time zone); null clears");
+  .describe("epoch ms, ISO 8601, or YYYY-MM-DD (that day's end, org time zone); null clears");
 
 export const assigneeSchema = z
   .string()
@@ -78,9 +81,12 @@ export const saveIssueInput = z.object({
   identifier: identifierSchema.optional(),
   project: z.string().trim().min(1).max(10).optional().describe("a new issue's project prefix (default: your key's)"),
   title: shortText(500).optional(),
-  body: z.string().max(BODY_MAX_CHARS).optional().describe("Markdown"),
+  // Limits checked by refine are not published: tools/list has a budget (issue 32).
+  body: z.string().refine((v) => v.length <= BODY_MAX_CHARS, `a body is at most ${BODY_MAX_CHARS} characters`).optional().describe("Markdown"),
   // save_issue's description says what work means.
   work: z.boolean().optional(),
+  // save_issue's description says creating needs it.
+  changeType: z.enum(changeTypes).optional(),
   blockedBy: z.array(identifierSchema).max(100).optional(),
   noDependency: shortText(500).optional().describe("why this issue depends on nothing"),
   status: statusSchema.optional(),

@@ -169,6 +169,10 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
     patch.work = input.work;
     changed.push("work");
   }
+  if (input.changeType !== undefined && input.changeType !== row.changeType) {
+    patch.changeType = input.changeType;
+    changed.push("changeType");
+  }
   let assigneeId = row.assigneeId;
   if (input.assignee !== undefined) {
     assigneeId = await resolveAssignee(tx, ctx, input.assignee);

@@ -184,6 +184,7 @@ export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewRea
     title,
     body: cipher.decrypt(row.bodyEnc),
     work: row.work,
+    changeType: row.changeType,
     status: row.status,
     // Only intake's issues carry it: "pending" is an outsider's, not dispatched until accepted.
     ...(row.triage ? { triage: row.triage } : {}),

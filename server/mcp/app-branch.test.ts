@@ -28,7 +28,7 @@ async function session(who: "alice" | "bob" | "carol", org: string) {
   return c;
 }
 
-const task = (title: string) => ({ title, work: true, noDependency: "standalone test work" });
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "standalone test work" });
 
 test("the branch named at the first claim stays the issue's through renames, a release and a named checkpoint branch", async () => {
   const [alice, bob, carol] = [await session("alice", "BRA"), await session("bob", "BRA"), await session("carol", "BRA")];

@@ -29,6 +29,7 @@ test.skipIf(postgresOnly)(`${CLIENTS} concurrent MCP clients over two app instan
         callOk(parents[(start + i) % 3]!, "save_issue", {
           title: `Swarm task ${start + i}`,
           work: true,
+          changeType: "feat",
           noDependency: "independent",
           priority: ((start + i) % 4) + 1,
         }),

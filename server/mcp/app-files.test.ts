@@ -28,7 +28,7 @@ async function session(who: "alice" | "bob" | "carol", org = "FLA") {
   clients.push(c);
   return c;
 }
-const task = (title: string) => ({ title, work: true, noDependency: "standalone test work" });
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "standalone test work" });
 /** A real 1×1 PNG, named as a log: the type comes from the bytes. */
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const MIB = 1024 * 1024;

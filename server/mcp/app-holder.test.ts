@@ -29,7 +29,7 @@ async function session(who: "alice" | "bob" | "carol", org = "HOLD") {
   return c;
 }
 
-const task = (title: string) => ({ title, work: true, noDependency: "standalone test work" });
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "standalone test work" });
 
 test("a holder finishing without its token is told it holds the issue and how to get the token back; following the hint finishes it", async () => {
   const alice = await session("alice");

@@ -27,7 +27,7 @@ async function client(who: "alice" | "bob" | "carol") {
 
 test("an expired lease is reclaimed by the next claimant and every late write of the old holder is refused", async () => {
   const [alice, bob, carol] = [await client("alice"), await client("bob"), await client("carol")];
-  const issue = await callOk(alice, "save_issue", { title: "Flaky job", work: true, noDependency: "standalone" });
+  const issue = await callOk(alice, "save_issue", { title: "Flaky job", work: true, changeType: "feat", noDependency: "standalone" });
 
   const stale = await callOk(bob, "next_issue");
   expect(stale).toMatchObject({ identifier: issue.identifier, fence: 1 });

@@ -32,7 +32,7 @@ const connect = async (key: string, name: string) => {
   return client;
 };
 const post = (token: string, path: string, body: unknown) => cliPost(app.url, token, path, body);
-const work = (title: string, extra: Record<string, unknown> = {}) => ({ title, work: true, noDependency: "independent", ...extra });
+const work = (title: string, extra: Record<string, unknown> = {}) => ({ title, work: true, changeType: "feat", noDependency: "independent", ...extra });
 
 beforeAll(async () => {
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
@@ -106,7 +106,7 @@ async function walkEveryTool(agent: Client) {
   // Filing under the hidden project, or a child of the hidden issue, is as unknown as reading it.
   const filed: Record<string, Record<string, unknown>>[] = [
     { save_issue: work("x", { project: "HID" }) },
-    { save_issue: { title: "x", work: true, blockedBy: [hidden.identifier] } },
+    { save_issue: { title: "x", work: true, changeType: "feat", blockedBy: [hidden.identifier] } },
     { save_issue: work("x", { parent: hidden.identifier }) },
     { list_issues: { project: "HID" } },
     // Finishing with the hidden claim's live token (the one-statement finish path) is as unknown too.
@@ -236,16 +236,16 @@ describe("a member scoped to one project", () => {
 
   test("an issue of theirs related to the other project's issues shows none of them, on every door, and still waits on its hidden blocker", async () => {
     const hid = (title: string, extra: Record<string, unknown> = {}) => callOk(ownerAgent, "save_issue", work(title, { project: "HID", ...extra }));
-    const epic = await callOk(ownerAgent, "save_issue", { title: "Hidden epic", project: "HID", work: false, noDependency: "a container" });
+    const epic = await callOk(ownerAgent, "save_issue", { title: "Hidden epic", project: "HID", work: false, changeType: "feat", noDependency: "a container" });
     const blocker = await hid("Hidden blocker");
     const gated = await hid("Hidden gated", { priority: 1 });
     const relatedTo = await hid("Hidden related");
     const duplicate = await hid("Hidden duplicate");
     // Made by the unscoped owner across the two projects.
     const linked = (await callOk(ownerAgent, "save_issue", work("Linked work", { project: "SEE", priority: 4, parent: epic.identifier }))).identifier;
-    const container = (await callOk(ownerAgent, "save_issue", { title: "Linked epic", project: "SEE", work: false, noDependency: "a container" })).identifier;
+    const container = (await callOk(ownerAgent, "save_issue", { title: "Linked epic", project: "SEE", work: false, changeType: "feat", noDependency: "a container" })).identifier;
     await hid("Hidden child", { parent: container });
-    const waiting = (await callOk(ownerAgent, "save_issue", { title: "Waiting work", work: true, project: "SEE", blockedBy: [blocker.identifier] })).identifier;
+    const waiting = (await callOk(ownerAgent, "save_issue", { title: "Waiting work", work: true, changeType: "feat", project: "SEE", blockedBy: [blocker.identifier] })).identifier;
     await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: relatedTo.identifier, type: "related" });
     await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: duplicate.identifier, type: "duplicate" });
     await callOk(ownerAgent, "add_relation", { sourceId: linked, targetId: gated.identifier, type: "blocks" });

@@ -37,7 +37,7 @@ async function agent(on: SeededApp = app, options: { endpoint?: string; sessionI
   return client;
 }
 const sessionOf = (client: Client) => (client.transport as unknown as { sessionId?: string }).sessionId;
-const task = (title: string) => ({ title, work: true, noDependency: "session test work" });
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "session test work" });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A raw tools/call with no session (an anonymous client), or with the session id given. */

@@ -34,6 +34,7 @@ async function client(prefix: string, who: "alice" | "bob" | "carol"): Promise<C
 const newIssue = (title: string, extra: Record<string, unknown> = {}) => ({
   title,
   work: true,
+  changeType: "feat",
   ...(extra.blockedBy ? {} : { noDependency: "independent test work" }),
   ...extra,
 });

@@ -33,6 +33,7 @@ export const issueOutput = z.object({
   title: z.string(),
   body: z.string().nullable(),
   work: z.boolean(),
+  changeType: z.string().nullable(),
   status,
   priority: z.number().int().describe("0 none, 1 urgent, 2 high, 3 medium, 4 low"),
   assignee: personRef.nullable().describe("the lane: who this is for (the reviewer while in review)"),

@@ -36,7 +36,7 @@ beforeAll(async () => {
   services = servicesFor(testDb.database, { config: testConfig({ MCP_MAX_BODY_BYTES: "4096" }) });
   org = await seedOrg(services);
   scope = { services, principal: org.agents.alice.principal, log, requestId };
-  const issue = await saveIssue(withPrincipal(services, scope.principal), { title: "Parity", work: true, noDependency: "test" });
+  const issue = await saveIssue(withPrincipal(services, scope.principal), { title: "Parity", work: true, changeType: "feat", noDependency: "test" });
   identifier = (issue as { identifier: string }).identifier;
 });
 afterAll(() => testDb?.close());

@@ -214,7 +214,7 @@ describe("setup_status", () => {
 
     // Still no issues; filing one, as the state says, moves on.
     expect((await callOk(member, "setup_status")).state).toBe("EMPTY_PROJECT");
-    await callOk(member, "save_issue", { title: "First", work: true, noDependency: "the first" });
+    await callOk(member, "save_issue", { title: "First", work: true, changeType: "feat", noDependency: "the first" });
 
     // The import left a placeholder carrying the member's email: named, not blocking, claimed as it says.
     const cipher = await env.services.keyring.forOrg(env.services.db, fresh.orgId);

@@ -49,7 +49,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return total;
 }
 
-const task = (title: string) => ({ title, work: true, noDependency: "metrics test work" });
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "metrics test work" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("after MCP calls, every series moved; the scrape needs the token", async () => {

@@ -21,7 +21,7 @@ describe("claimsIn", () => {
     const org = await seedOrg(env.services, { prefix: "MET" });
     const a = org.agents.alice.ctx;
     const b = org.agents.bob.ctx;
-    const x = await saveIssue(a, { title: "x", work: true, noDependency: "metrics test" });
+    const x = await saveIssue(a, { title: "x", work: true, changeType: "feat", noDependency: "metrics test" });
     const before = {
       byClaim: await sample("retasc_lease_expiries_recorded_total", 'by="claim"'),
       reclaims: await sample("retasc_claims_total", 'tool="claim_issue",kind="reclaim"'),

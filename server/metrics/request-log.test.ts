@@ -56,7 +56,7 @@ test("a workload with planted secrets and content leaves none of them in the log
   secretsSeen.push(key);
   const alice = await connectClient(seeded.endpoint, key, { name: "alice" });
   clients.push(alice);
-  const issue = await callOk(alice, "save_issue", { title: planted.title, body: planted.body, work: true, noDependency: "log test" });
+  const issue = await callOk(alice, "save_issue", { title: planted.title, body: planted.body, work: true, changeType: "feat", noDependency: "log test" });
   const claim = await callOk(alice, "next_issue", {});
   expect(claim.identifier).toBe(issue.identifier);
   secretsSeen.push(claim.claimToken);

@@ -19,7 +19,7 @@ describe("who hears of an issue event", () => {
       .where(and(eq(members.orgId, org.orgId), eq(members.userId, org.agents.carol.userId)));
     const alice = org.agents.alice.ctx;
     const assigned = async (project: string) => {
-      const issue = await saveIssue(alice, { title: "for carol", work: true, noDependency: "standalone", project, assignee: org.agents.carol.userId });
+      const issue = await saveIssue(alice, { title: "for carol", work: true, changeType: "feat", noDependency: "standalone", project, assignee: org.agents.carol.userId });
       const [row] = await env.services.db.select({ id: issues.id }).from(issues).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, issue.identifier)));
       return recipientsOf(env.services.db, { orgId: org.orgId, issueId: row!.id, kind: "assigned", actorId: org.agents.alice.userId });
     };

@@ -200,7 +200,7 @@ const setExport = (allowed: boolean) => dash(people.owner, "/dash/settings/trans
 /** An issue claimed by the other member's agent, for the force-release row. */
 async function claimedIssue(): Promise<string> {
   const owner = actors.owner.agent;
-  const saved = await call(owner, "save_issue", { title: `stuck ${next()}`, work: true, noDependency: "alone" });
+  const saved = await call(owner, "save_issue", { title: `stuck ${next()}`, work: true, changeType: "feat", noDependency: "alone" });
   const claimed = await call(owner, "claim_issue", { identifier: saved.structuredContent.identifier });
   if (claimed.isError) throw new Error(JSON.stringify(claimed.structuredContent));
   return saved.structuredContent.identifier;
@@ -209,7 +209,7 @@ async function claimedIssue(): Promise<string> {
 /** An issue the owner's agent claimed and released three times with no checkpoint: quarantined (decision 055). */
 async function quarantinedIssue(): Promise<string> {
   const owner = actors.owner.agent;
-  const identifier = (await call(owner, "save_issue", { title: `poison ${next()}`, work: true, noDependency: "alone" })).structuredContent.identifier;
+  const identifier = (await call(owner, "save_issue", { title: `poison ${next()}`, work: true, changeType: "feat", noDependency: "alone" })).structuredContent.identifier;
   for (let i = 0; i < 3; i++) {
     const claimed = await call(owner, "claim_issue", { identifier });
     await call(owner, "release_issue", { identifier, claimToken: claimed.structuredContent.claimToken });

@@ -52,7 +52,7 @@ describe("a checkpoint's branch", () => {
   it("is refused with INVALID_INPUT unless git would accept it, and nothing is stored", async () => {
     const org = await seedOrg(env.services);
     const { alice } = org.agents;
-    const issue = await saveIssue(alice.ctx, { title: "Branchy", work: true, noDependency: "none" });
+    const issue = await saveIssue(alice.ctx, { title: "Branchy", work: true, changeType: "feat", noDependency: "none" });
     const { claimToken } = await claimIssue(alice.ctx, { identifier: issue.identifier });
     const client = await connectClient(`${inProcessOrigin}/mcp`, alice.key, { fetch: inProcessFetch(env.services) });
     try {

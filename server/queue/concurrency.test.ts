@@ -99,6 +99,7 @@ async function fileRandomDag(ctxs: Ctx[], rng: Random, count: number, options: {
       return {
         title: `task ${start + i}`,
         work: true,
+        changeType: "feat" as const,
         priority: rng.int(5),
         ...(blockers.size > 0 ? { blockedBy: [...blockers] } : { noDependency: "independent" }),
         ...(dueAt !== undefined ? { dueAt } : {}),
@@ -438,7 +439,7 @@ describe("concurrent drain", () => {
     const named: string[] = [];
     for (let i = 0; i < 16; i++) {
       const assignee = i % 2 ? { assignee: org.agents.carol.userId } : {};
-      const { identifier } = await saveIssue(org.agents.alice.ctx, { title: `capped ${i}`, work: true, noDependency: "alone", ...assignee });
+      const { identifier } = await saveIssue(org.agents.alice.ctx, { title: `capped ${i}`, work: true, changeType: "feat", noDependency: "alone", ...assignee });
       if (i % 2) named.push(identifier);
     }
     const key = (await org.agentFor("bob", "capped")).principal;
@@ -559,7 +560,7 @@ describe("fencing under concurrency", () => {
     await noQuarantine(a, org.projectId);
     const count = onPostgres ? 32 : 8;
     const identifiers: string[] = [];
-    for (let i = 0; i < count; i++) identifiers.push((await saveIssue(org.agents.alice.ctx, { title: `fenced ${i}`, work: true, noDependency: "alone" })).identifier);
+    for (let i = 0; i < count; i++) identifiers.push((await saveIssue(org.agents.alice.ctx, { title: `fenced ${i}`, work: true, changeType: "feat", noDependency: "alone" })).identifier);
     const agent = async (who: "alice" | "bob" | "carol", runtime: string, services: Services) =>
       withPrincipal(services, (await org.agentFor(who, runtime)).principal);
     const olds: { ctx: Ctx; token: string; identifier: string }[] = [];
@@ -681,7 +682,7 @@ describe("fencing under concurrency", () => {
     await noQuarantine(a, org.projectId);
     const identifiers: string[] = [];
     for (let i = 0; i < 8; i++) {
-      const issue = await saveIssue(org.agents.alice.ctx, { title: `contested ${i}`, work: true, noDependency: "alone" });
+      const issue = await saveIssue(org.agents.alice.ctx, { title: `contested ${i}`, work: true, changeType: "feat", noDependency: "alone" });
       await claimIssue(i % 2 ? org.agents.alice.ctx : org.agents.carol.ctx, { identifier: issue.identifier });
       identifiers.push(issue.identifier);
     }

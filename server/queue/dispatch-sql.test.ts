@@ -97,7 +97,7 @@ describe("what the dispatch functions write", () => {
     const org = await seedOrg(env.services);
     const { alice } = org.agents;
     for (const priority of [0, 1, 2, 3, 4]) {
-      const issue = await saveIssue(alice.ctx, { title: `P${priority}`, work: true, noDependency: "none", priority });
+      const issue = await saveIssue(alice.ctx, { title: `P${priority}`, work: true, changeType: "feat", noDependency: "none", priority });
       const claim = await claimIssue(alice.ctx, { identifier: issue.identifier });
       const done = await saveIssue(alice.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
       expect({ priority, level: done.effectiveLevel }).toEqual({ priority, level: levelOfPriority(priority) });
@@ -112,10 +112,10 @@ describe("what the dispatch functions write", () => {
   it("outbox rows written in SQL (a finish, a reclaim) pass the job's payload schema, as enqueue's would", async () => {
     const org = await seedOrg(env.services);
     const { alice, bob } = org.agents;
-    const finished = await saveIssue(alice.ctx, { title: "Finished", work: true, noDependency: "none" });
+    const finished = await saveIssue(alice.ctx, { title: "Finished", work: true, changeType: "feat", noDependency: "none" });
     const claim = await claimIssue(alice.ctx, { identifier: finished.identifier });
     await saveIssue(alice.ctx, { identifier: finished.identifier, status: "done", claimToken: claim.claimToken });
-    const expired = await saveIssue(alice.ctx, { title: "Expired", work: true, noDependency: "none" });
+    const expired = await saveIssue(alice.ctx, { title: "Expired", work: true, changeType: "feat", noDependency: "none" });
     await claimIssue(alice.ctx, { identifier: expired.identifier });
     clock.advance(61_000);
     await claimIssue(bob.ctx, { identifier: expired.identifier });

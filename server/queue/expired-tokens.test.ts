@@ -62,7 +62,7 @@ describe("a stale token is refused by the clock alone (no sweep, no re-claim)", 
       it(`${name} ${moment}: STALE_CLAIM, nothing changed`, async () => {
         const org = await seedOrg(env.services, { prefix: "EXP" });
         const ctx = org.agents.alice.ctx;
-        const { identifier } = await saveIssue(ctx, { title: `${name} ${moment}`, work: true, noDependency: "alone" });
+        const { identifier } = await saveIssue(ctx, { title: `${name} ${moment}`, work: true, changeType: "feat", noDependency: "alone" });
         const claim = await claimIssue(ctx, { identifier });
         const live = await checkpoint(ctx, { identifier, claimToken: claim.claimToken, done: "before expiry" }).then(() => "ACCEPTED", outcome);
         expect(live, "a live token accepted (before expiry)").toBe("ACCEPTED");

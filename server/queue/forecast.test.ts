@@ -15,19 +15,20 @@ describe("the drain forecast", () => {
     const org = await seedOrg(env.services, { prefix: "FCS" });
     const author = org.agents.alice.ctx;
     // A container holding a chain of 8 urgent issues, each blocked by the one before, and 7 independent issues.
-    const epic = await saveIssue(author, { title: "Chain", work: false, noDependency: "tracking" });
+    const epic = await saveIssue(author, { title: "Chain", work: false, changeType: "feat", noDependency: "tracking" });
     const chain: string[] = [];
     for (let k = 0; k < 8; k++) {
       const made = await saveIssue(author, {
         title: `chain ${k + 1}`,
         work: true,
+        changeType: "feat",
         priority: "urgent",
         parent: epic.identifier,
         ...(k === 0 ? { noDependency: "first link" } : { blockedBy: [chain[k - 1]!] }),
       });
       chain.push(made.identifier);
     }
-    for (let k = 0; k < 7; k++) await saveIssue(author, { title: `alone ${k + 1}`, work: true, noDependency: "standalone" });
+    for (let k = 0; k < 7; k++) await saveIssue(author, { title: `alone ${k + 1}`, work: true, changeType: "feat", noDependency: "standalone" });
 
     const before = await queueForecast(author);
     expect(before).toMatchObject({ open: 15, ready: 8, perHour: null, openEta: null, criticalChain: chain });

@@ -213,6 +213,7 @@ const createCmd = fc
         saveIssue(r.ctx[p.by], {
           title,
           work: p.work,
+          changeType: "feat",
           priority: p.priority,
           ...(blockedBy.length > 0 ? { blockedBy } : { noDependency: "independent" }),
           ...(p.assignee ? { assignee: r.userOf[p.assignee] } : {}),

@@ -33,7 +33,7 @@ afterAll(async () => {
   await Promise.all((agents ?? []).map((agent) => agent.close()));
 });
 
-const file = async (title: string) => (await callOk(agents[0]!, "save_issue", { title, work: true, noDependency: "a test" })).identifier as string;
+const file = async (title: string) => (await callOk(agents[0]!, "save_issue", { title, work: true, changeType: "feat", noDependency: "a test" })).identifier as string;
 /** An agent claims `identifier` by name and vanishes: its lease lapses. */
 const claimAndVanish = async (agent: Client, identifier: string) => {
   await callOk(agent, "claim_issue", { identifier });

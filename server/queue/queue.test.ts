@@ -33,7 +33,7 @@ type Ctx = SeededOrg["agents"]["alice"]["ctx"];
 /** The same agent in an MCP session (the door sets it from a verified Mcp-Session-Id). */
 const inSession = (ctx: Ctx, sessionId: string): Ctx => ({ ...ctx, principal: { ...ctx.principal, sessionId } });
 const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
-  saveIssue(ctx, { title, work: true, noDependency: "standalone", ...extra });
+  saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "standalone", ...extra });
 
 async function claimedIdentifier(ctx: Ctx, args: Record<string, unknown> = {}) {
   const reply = await nextIssue(ctx, args);
@@ -136,7 +136,7 @@ describe("dispatch order", () => {
     const first = await create(a, "first");
     await create(a, "waits", { priority: 1, blockedBy: [first.identifier], noDependency: undefined });
     await create(a, "flagged", { priority: 1, status: "blocked" });
-    await saveIssue(a, { title: "epic", work: false, noDependency: "tracking", priority: 1 });
+    await saveIssue(a, { title: "epic", work: false, changeType: "feat", noDependency: "tracking", priority: 1 });
     expect(await claimedIdentifier(a)).toBe(first.identifier);
     const empty = await nextIssue(a, {});
     expect(empty).toMatchObject({ claimed: false, ready: 0, otherLanes: 0 });
@@ -314,7 +314,7 @@ describe("claims and fencing", () => {
     const a = org.agents.alice.ctx;
     const first = await create(a, "first");
     const blocked = await create(a, "blocked", { blockedBy: [first.identifier], noDependency: undefined });
-    const epic = await saveIssue(a, { title: "epic", work: false, noDependency: "tracking" });
+    const epic = await saveIssue(a, { title: "epic", work: false, changeType: "feat", noDependency: "tracking" });
     const flagged = await create(a, "flagged", { status: "blocked" });
     await expect(claimIssue(a, { identifier: blocked.identifier })).rejects.toMatchObject({
       code: "BLOCKED",

@@ -19,7 +19,7 @@ const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: Str
 const interval = renewalIntervalMs(TTL_MS);
 let sessions = 0;
 const inSession = (ctx: Ctx): Ctx => ({ ...ctx, principal: { ...ctx.principal, sessionId: `renewal-${++sessions}` } });
-const task = (ctx: Ctx, title: string) => saveIssue(ctx, { title, work: true, noDependency: "renewal test" });
+const task = (ctx: Ctx, title: string) => saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "renewal test" });
 
 describe("renewal by a session's calls", () => {
   it("renews the session's due leases in one statement (in its own transaction), then issues none until the interval has passed", async () => {

@@ -27,7 +27,7 @@ const personOf = async (org: SeededOrg) => (await humanCtx(env.services, { orgId
 
 async function claimed(org: SeededOrg, who: "bob" | "carol", title: string) {
   const agent = org.agents[who].ctx;
-  const { identifier } = await saveIssue(agent, { title, work: true, noDependency: "a test" });
+  const { identifier } = await saveIssue(agent, { title, work: true, changeType: "feat", noDependency: "a test" });
   const { claimToken } = await claimIssue(agent, { identifier });
   return { org, agent, identifier, claimToken };
 }

@@ -15,7 +15,7 @@ const MINUTE = 60_000;
 it("a claim kept alive by heartbeats alone reads stalled after the project's window, in check_claim and on the Fleet; a checkpoint or a comment is progress", async () => {
   const org = await seedOrg(env.services, { prefix: "STA" });
   const agent = org.agents.bob.ctx;
-  const { identifier } = await saveIssue(agent, { title: "spin", work: true, noDependency: "a test" });
+  const { identifier } = await saveIssue(agent, { title: "spin", work: true, changeType: "feat", noDependency: "a test" });
   const { claimToken } = await claimIssue(agent, { identifier });
   expect(await checkClaim(agent, { identifier })).toMatchObject({ stalled: false });
   for (let minutes = 0; minutes < 45; minutes += 15) {
@@ -40,5 +40,5 @@ it("a claim kept alive by heartbeats alone reads stalled after the project's win
   clock.advance(2 * MINUTE);
   expect(await checkClaim(agent, { identifier })).toMatchObject({ stalled: false });
   // Unheld, nothing is said of stalling.
-  expect(await checkClaim(agent, { identifier: (await saveIssue(agent, { title: "idle", work: true, noDependency: "a test" })).identifier })).not.toHaveProperty("stalled");
+  expect(await checkClaim(agent, { identifier: (await saveIssue(agent, { title: "idle", work: true, changeType: "feat", noDependency: "a test" })).identifier })).not.toHaveProperty("stalled");
 });

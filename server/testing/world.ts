@@ -99,6 +99,7 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
       title: `${marker} secret ${i}`,
       body: `body ${marker}`,
       work: true,
+      changeType: "feat",
       noDependency: "planted",
       labels: [`${marker.toLowerCase()}-label`],
     });
@@ -111,7 +112,7 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
   const { members } = await callOk(b.client, "list_members");
   const invite = await cliPost(url, b.token, "members", { orgId: b.orgId, action: "invite" });
   // A has data of its own too, so its pages and lists are not empty.
-  await callOk(a.client, "save_issue", { title: "Alma's own work", work: true, noDependency: "alone" });
+  await callOk(a.client, "save_issue", { title: "Alma's own work", work: true, changeType: "feat", noDependency: "alone" });
 
   return {
     app,

@@ -13,8 +13,8 @@ describe.skipIf(testDriver !== "postgres")("the Dash's export downloads (needs T
   it("offers JSON and CSV downloads of the viewer's org, as attachments, and refuses a bad format", async () => {
     const mine = await app.person("exporter", "EXP");
     const theirs = await app.person("other", "OTH");
-    await callOk(mine.agent, "save_issue", { title: "Mine to export", work: true, noDependency: "alone" });
-    await callOk(theirs.agent, "save_issue", { title: "Not mine", work: true, noDependency: "alone" });
+    await callOk(mine.agent, "save_issue", { title: "Mine to export", work: true, changeType: "feat", noDependency: "alone" });
+    await callOk(theirs.agent, "save_issue", { title: "Not mine", work: true, changeType: "feat", noDependency: "alone" });
     const get = (query: string, cookie = mine.cookie) => fetch(`${app.url}/dash/settings/transfer/export?${query}`, { headers: { cookie }, redirect: "manual" });
 
     const page = await (await fetch(`${app.url}/dash/settings/transfer`, { headers: { cookie: mine.cookie } })).text();

@@ -104,7 +104,7 @@ describe("export → import → export", () => {
 
   it("CSV: a cell a spreadsheet would run as a formula is defused", async () => {
     const org = await seedOrg(env.services, { prefix: "FX" });
-    await saveIssue(org.agents.alice.ctx, { title: "=HYPERLINK(\"https://evil.example\")", work: true, noDependency: "x" });
+    await saveIssue(org.agents.alice.ctx, { title: "=HYPERLINK(\"https://evil.example\")", work: true, changeType: "feat", noDependency: "x" });
     const text = await exportText(asSystem(org.orgId), { format: "csv" });
     expect(text).toContain(`"'=HYPERLINK(""https://evil.example"")"`);
   });

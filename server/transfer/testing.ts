@@ -60,11 +60,11 @@ export async function furnishOrg(org: SeededOrg): Promise<void> {
   const a = alice.ctx;
   await saveLabel(a, { name: "bug", color: "#ff0000" });
   await saveLabel(a, { name: "ui", color: "#00aaff" });
-  const epic = await saveIssue(a, { title: "Epic", work: false, noDependency: "tracking", body: "the **whole** thing" });
-  const first = await saveIssue(a, { title: "First = step", work: true, noDependency: "starts", parent: epic.identifier, labels: ["bug"], priority: 2, dueAt: "2027-01-15" });
-  const second = await saveIssue(a, { title: "Second", work: true, blockedBy: [first.identifier], parent: epic.identifier, labels: ["bug", "ui"], assignee: "me" });
-  const third = await saveIssue(bob.ctx, { title: "Third", work: true, noDependency: "alone", priority: 1 });
-  const fourth = await saveIssue(bob.ctx, { title: "Fourth", work: true, noDependency: "alone" });
+  const epic = await saveIssue(a, { title: "Epic", work: false, changeType: "feat", noDependency: "tracking", body: "the **whole** thing" });
+  const first = await saveIssue(a, { title: "First = step", work: true, changeType: "feat", noDependency: "starts", parent: epic.identifier, labels: ["bug"], priority: 2, dueAt: "2027-01-15" });
+  const second = await saveIssue(a, { title: "Second", work: true, changeType: "feat", blockedBy: [first.identifier], parent: epic.identifier, labels: ["bug", "ui"], assignee: "me" });
+  const third = await saveIssue(bob.ctx, { title: "Third", work: true, changeType: "feat", noDependency: "alone", priority: 1 });
+  const fourth = await saveIssue(bob.ctx, { title: "Fourth", work: true, changeType: "feat", noDependency: "alone" });
   await addRelation(a, { sourceId: third.identifier, targetId: second.identifier, type: "related" });
   await addRelation(a, { sourceId: fourth.identifier, targetId: third.identifier, type: "duplicate" });
   await addRelation(a, { sourceId: fourth.identifier, targetId: second.identifier, type: "blocked_by" });
@@ -85,7 +85,7 @@ export async function furnishOrg(org: SeededOrg): Promise<void> {
   await saveIssue(bob.ctx, { identifier: fourth.identifier, status: "canceled", cancelReason: "a duplicate" });
   // A second project whose issue is blocked across projects; a suspended member.
   await createProject(a.db, { orgId: org.orgId, name: "Ops", prefix: "OPS" });
-  await saveIssue(a, { project: "OPS", title: "Deploy", work: true, blockedBy: [second.identifier] });
+  await saveIssue(a, { project: "OPS", title: "Deploy", work: true, changeType: "feat", blockedBy: [second.identifier] });
   const { memberIds } = await peopleOf(a, org);
   await suspendMember(a, { memberId: memberIds.carol });
 }

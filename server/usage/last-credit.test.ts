@@ -34,7 +34,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
   for (let start = 0; start < ISSUES; start += 26) {
     await Promise.all(
       Array.from({ length: 26 }, (_, i) =>
-        callOk(parents[(start + i) % 3]!, "save_issue", { title: `Task ${start + i}`, work: true, noDependency: "independent" }),
+        callOk(parents[(start + i) % 3]!, "save_issue", { title: `Task ${start + i}`, work: true, changeType: "feat", noDependency: "independent" }),
       ),
     );
   }

@@ -21,7 +21,7 @@ describe("the low-balance warning", () => {
     await addCredit(env.services.db, { orgId: org.orgId, kind: "given", microCredits: 20_000_000, source: "test", ref: "grant-20", at: env.services.clock.now() });
     // Under 10% of it ($2.00) once this write's 5,000 are paid: $1.80 left.
     await setBalance(env.services.db, org.orgId, 1_805_000);
-    const low = await callOk(alice, "save_issue", { title: "Written while low", work: true, noDependency: "independent" });
+    const low = await callOk(alice, "save_issue", { title: "Written while low", work: true, changeType: "feat", noDependency: "independent" });
     expect(low.billing).toMatch(/^Credit is low: \$1\.80 left of the last \$20\.00 added\. Tell your human: an owner can buy more at https?:\/\/\S+\/dash\/settings\/billing\.$/);
     expect((await callOk(alice, "get_issue", { identifier: low.identifier })).billing).toBeUndefined();
     const claim = await callOk(alice, "claim_issue", { identifier: low.identifier });

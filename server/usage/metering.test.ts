@@ -93,15 +93,15 @@ async function pricedFromActivity(): Promise<number> {
 describe("exactly-once metering over /mcp", () => {
   test("every metered tool, accepted, refused and retried: one ledger row per accepted write, at its tier, as the key that acted", async () => {
     const file = (title: string, extra: Record<string, unknown> = {}) =>
-      accepted<{ identifier: string }>(alice, "save_issue", "work", { title, work: true, noDependency: "independent", ...extra });
+      accepted<{ identifier: string }>(alice, "save_issue", "work", { title, work: true, changeType: "feat", noDependency: "independent", ...extra });
     const a = (await file("Alpha", { priority: 1 })).identifier;
     const b = (await file("Beta", { priority: 2 })).identifier;
     const d = (await file("Delta", { priority: 3 })).identifier;
     const e = (await file("Epsilon", { priority: 3 })).identifier;
-    const container = (await accepted<{ identifier: string }>(alice, "save_issue", "work", { title: "Box", work: false, noDependency: "a container" })).identifier;
+    const container = (await accepted<{ identifier: string }>(alice, "save_issue", "work", { title: "Box", work: false, changeType: "feat", noDependency: "a container" })).identifier;
 
     // Refused: nothing written, nothing charged.
-    await refused(alice, "save_issue", { title: "no dependency said", work: true }, "INVALID_INPUT");
+    await refused(alice, "save_issue", { title: "no dependency said", work: true, changeType: "feat" }, "INVALID_INPUT");
     await refused(alice, "claim_issue", { identifier: container }, "CONTAINER");
     await refused(alice, "save_comment", { issue: "RTSC-999", body: "hello" }, "NOT_FOUND");
     await refused(alice, "heartbeat", { identifier: a, claimToken: "rtclm_wrong" }, "STALE_CLAIM");
@@ -214,7 +214,7 @@ describe("exactly-once metering over /mcp", () => {
   });
 
   test("a file attachment pays the work tier per started MiB", async () => {
-    const { identifier } = await callOk(alice, "save_issue", { title: "Has a trace", work: true, noDependency: "independent" });
+    const { identifier } = await callOk(alice, "save_issue", { title: "Has a trace", work: true, changeType: "feat", noDependency: "independent" });
     const mib = 1024 * 1024;
     for (const size of [10, mib, mib + 1, 5 * mib + mib / 2]) {
       const before = (await ledgerOf(env.services.db, org.orgId)).length;

@@ -21,7 +21,7 @@ const env = useTestServices({ clock, config: billingOnConfig() });
 const endpoint = `${inProcessOrigin}/mcp`;
 
 const connect = (key: string) => connectClient(endpoint, key, { fetch: inProcessFetch(env.services) });
-const file = (client: Client, title: string) => callOk(client, "save_issue", { title, work: true, noDependency: "independent" });
+const file = (client: Client, title: string) => callOk(client, "save_issue", { title, work: true, changeType: "feat", noDependency: "independent" });
 
 describe("an org out of credit", () => {
   let org: SeededOrg;
@@ -38,7 +38,7 @@ describe("an org out of credit", () => {
     await setBalance(env.services.db, org.orgId, 2_000);
     const before = await ledgerOf(env.services.db, org.orgId);
 
-    const refusal = await callError(alice, "save_issue", { title: "Too late", work: true, noDependency: "independent" });
+    const refusal = await callError(alice, "save_issue", { title: "Too late", work: true, changeType: "feat", noDependency: "independent" });
     expect(refusal.code).toBe("BILLING_INACTIVE");
     expect(refusal.tellHuman).toContain("Alice");
     expect(refusal.tellHuman).toMatch(/alice-[a-z0-9]+@example\.com/);
@@ -82,7 +82,7 @@ describe("the monthly spend cap", () => {
     const alice = await connect(org.agents.alice.key);
     const first = await file(alice, "One");
     await file(alice, "Two");
-    const refusal = await callError(alice, "save_issue", { title: "Three", work: true, noDependency: "independent" });
+    const refusal = await callError(alice, "save_issue", { title: "Three", work: true, changeType: "feat", noDependency: "independent" });
     expect(refusal.code).toBe("SPEND_CAP");
     expect(refusal.tellHuman).toContain("spend cap");
     expect(refusal.tellHuman).toContain("https://retasc.example.com/dash/settings/billing");
@@ -167,7 +167,7 @@ describe("billing off", () => {
     const org = await seedOrg(off.services, { name: "Free Org" });
     await setBalance(off.services.db, org.orgId, 0);
     const alice = await connectClient(endpoint, org.agents.alice.key, { fetch: inProcessFetch(off.services) });
-    const issue = await callOk(alice, "save_issue", { title: "Free", work: true, noDependency: "independent" });
+    const issue = await callOk(alice, "save_issue", { title: "Free", work: true, changeType: "feat", noDependency: "independent" });
     const claim = await callOk(alice, "next_issue");
     await callOk(alice, "save_issue", { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
     expect(await ledgerOf(off.services.db, org.orgId)).toEqual([]);

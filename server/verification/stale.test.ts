@@ -28,7 +28,7 @@ it("a finish pending past its project's window reads stale on the Fleet and is t
   const org = await seedOrg(env.services, { prefix: "STV" });
   const person = (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents.alice.userId, runtime: "dash" })).ctx;
   await setVerification(person, { projectId: org.projectId, mode: "ci", windowMinutes: 30 });
-  const { identifier } = await saveIssue(org.agents.alice.ctx, { title: "ship the parser", work: true, noDependency: "a test" });
+  const { identifier } = await saveIssue(org.agents.alice.ctx, { title: "ship the parser", work: true, changeType: "feat", noDependency: "a test" });
   const { claimToken } = await claimIssue(org.agents.bob.ctx, { identifier });
   await saveIssue(org.agents.bob.ctx, { identifier, claimToken, status: "done", evidence: { commit: "abc1234" } });
   const [row] = await env.services.db.select({ id: issues.id }).from(issues).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, identifier)));

@@ -34,12 +34,12 @@ describe("a pending finish", () => {
     const org = await seedOrg(env.services, { prefix: "STL" });
     const alice = (await humanCtx(env.services, { orgId: org.orgId, userId: org.agents.alice.userId, runtime: "dash" })).ctx;
     const agent = org.agents.bob.ctx;
-    const plain = await saveIssue(agent, { title: "off mode", work: true, noDependency: "a test" });
+    const plain = await saveIssue(agent, { title: "off mode", work: true, changeType: "feat", noDependency: "a test" });
     const held = await claimIssue(agent, { identifier: plain.identifier });
     expect(await saveIssue(agent, { identifier: plain.identifier, claimToken: held.claimToken, status: "done" })).not.toHaveProperty("verification");
 
     await setVerification(alice, { projectId: org.projectId, mode: "ci", windowMinutes: 30 });
-    const issue = await saveIssue(agent, { title: "ci mode", work: true, noDependency: "a test" });
+    const issue = await saveIssue(agent, { title: "ci mode", work: true, changeType: "feat", noDependency: "a test" });
     const claim = await claimIssue(agent, { identifier: issue.identifier });
     await saveIssue(agent, { identifier: issue.identifier, claimToken: claim.claimToken, status: "done", evidence: { pr: 12 } });
     clock.advance(29 * MINUTE);

@@ -220,7 +220,7 @@ describe("binding", () => {
 
 describe("who hears what, on every channel", () => {
   it("done → the author, not the actor; escaped for each platform, linked to the Dash", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Fix <b>login</b> & @channel *now*", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Fix <b>login</b> & @channel *now*", work: true, changeType: "feat", noDependency: "none" });
     const claim = await claimIssue(org.agents.bob.ctx, { identifier: issue.identifier });
     await saveIssue(org.agents.bob.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
     const got = await heardEverywhere("alice", issue.identifier);
@@ -239,7 +239,7 @@ describe("who hears what, on every channel", () => {
   });
 
   it("a person is never told of their own action", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Own work", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Own work", work: true, changeType: "feat", noDependency: "none" });
     const claim = await claimIssue(org.agents.alice.ctx, { identifier: issue.identifier });
     await saveIssue(org.agents.alice.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
     await settled();
@@ -247,7 +247,7 @@ describe("who hears what, on every channel", () => {
   });
 
   it("canceled → the author, with the reason", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Maybe later", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Maybe later", work: true, changeType: "feat", noDependency: "none" });
     await saveIssue(as.bob, { identifier: issue.identifier, status: "canceled", cancelReason: "Superseded by <NTF-99>" });
     const got = await heardEverywhere("alice", issue.identifier);
     expect(got.telegram).toContain("was canceled.");
@@ -260,7 +260,7 @@ describe("who hears what, on every channel", () => {
   });
 
   it("review → the reviewer, with the last checkpoint", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Needs eyes", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Needs eyes", work: true, changeType: "feat", noDependency: "none" });
     const claim = await claimIssue(org.agents.carol.ctx, { identifier: issue.identifier });
     await checkpoint(org.agents.carol.ctx, { identifier: issue.identifier, claimToken: claim.claimToken, done: "wrote the parser", next: "review the edge cases", gotchas: "dates are UTC" });
     await saveIssue(org.agents.carol.ctx, { identifier: issue.identifier, status: "review", assignee: bobEmail, claimToken: claim.claimToken });
@@ -278,7 +278,7 @@ describe("who hears what, on every channel", () => {
 
   it("assigned → the assignee, with the urgency and deadline", async () => {
     const due = new Date(clock.now().getTime() + 2 * 86_400_000).toISOString();
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Urgent thing", work: true, noDependency: "none", priority: "urgent", dueAt: due });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Urgent thing", work: true, changeType: "feat", noDependency: "none", priority: "urgent", dueAt: due });
     await saveIssue(org.agents.alice.ctx, { identifier: issue.identifier, assignee: bobEmail });
     const got = await heardEverywhere("bob", issue.identifier);
     expect(got.email).toContain("Urgency: urgent");
@@ -289,7 +289,7 @@ describe("who hears what, on every channel", () => {
   });
 
   it("a lapsed lease → the person whose agent held it", async () => {
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Abandoned", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Abandoned", work: true, changeType: "feat", noDependency: "none" });
     await claimIssue(org.agents.carol.ctx, { identifier: issue.identifier });
     clock.advance(services.config.leaseTtlMs + 60_000);
     expect((await reclaimSweep(services)).reclaimed).toBeGreaterThanOrEqual(1);
@@ -303,7 +303,7 @@ describe("who hears what, on every channel", () => {
 describe("delivery", () => {
   it("a mute set between the enqueue and the send suppresses the message; unmuted, the next one arrives", async () => {
     await stopRunner();
-    const issue = await saveIssue(org.agents.alice.ctx, { title: "Muted one", work: true, noDependency: "none" });
+    const issue = await saveIssue(org.agents.alice.ctx, { title: "Muted one", work: true, changeType: "feat", noDependency: "none" });
     await saveIssue(as.bob, { identifier: issue.identifier, status: "canceled", cancelReason: "no" });
     await setMute(as.alice, { kind: "canceled", muted: true });
     await startRunner();
@@ -311,7 +311,7 @@ describe("delivery", () => {
     await waitFor(async () => (await deliveriesTo(org.agents.alice.userId)).find((d) => d.issueId === issueId)?.state === "muted", 10_000, "the muted delivery");
     heardNothing("alice", issue.identifier);
     await setMute(as.alice, { kind: "canceled", muted: false });
-    const next = await saveIssue(org.agents.alice.ctx, { title: "Heard one", work: true, noDependency: "none" });
+    const next = await saveIssue(org.agents.alice.ctx, { title: "Heard one", work: true, changeType: "feat", noDependency: "none" });
     await saveIssue(as.bob, { identifier: next.identifier, status: "canceled", cancelReason: "no" });
     await heardEverywhere("alice", next.identifier);
     await settled();

@@ -13,7 +13,7 @@ export const issueTools = [
     group: "issues",
     description:
       "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs " +
-      "title, work (true: a unit an agent executes; false: a container, never dispatched) and blockedBy " +
+      "title, work (true: a unit an agent executes; false: a container, never dispatched), changeType and blockedBy " +
       "(identifiers it waits on) or noDependency. Finish with your claimToken: status done with evidence (commit, " +
       "branch, pr), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
       "cancelReason.",
