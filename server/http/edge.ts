@@ -4,7 +4,7 @@ import type { Logger } from "../log.ts";
 import { answerPreflight, corsFor, OAUTH_CLIENT_ENDPOINTS } from "./cors.ts";
 import { answerMetrics } from "./metrics.ts";
 import { observeRequest, type RequestRecord } from "../metrics/requests.ts";
-import { dashCaller, HEAVY_READS_FULL, isHeavyPage, type HeavyReads } from "./heavy-reads.ts";
+import { dashCaller, isHeavyPage, type HeavyReads } from "./heavy-reads.ts";
 import type { Admission, RequestGuard } from "./limits.ts";
 import { clientIp } from "./limits.ts";
 import { newNonce, securityHeaders } from "./headers.ts";
@@ -115,9 +115,9 @@ export function createEdge(config: Config, log: Logger, guard: RequestGuard, rou
         if (!admission) return;
         if (!isHeavyPage(method, path)) return app();
         const release = await heavyReads.acquire(dashCaller(req.headers.cookie, address));
-        if (!release) {
-          const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
-          return refuse(res, false, 503, "RATE_LIMITED", message, hint, { "retry-after": String(retryAfterSeconds) });
+        if (typeof release !== "function") {
+          const { status, message, hint, retryAfterSeconds } = release;
+          return refuse(res, false, status, "RATE_LIMITED", message, hint, { "retry-after": String(retryAfterSeconds) });
         }
         // A client that reads slowly (or not at all) keeps its answer coming but not its slot: once
         // the answer waits on the client, the page is rendered.

@@ -4,31 +4,42 @@ import { query } from "../../db/client.ts";
 import { callOk } from "../mcp/testing.ts";
 import { testDriver } from "../testing/db.ts";
 import { useDashApp } from "../testing/dash.ts";
-import { createHeavyReads, dashCaller } from "./heavy-reads.ts";
+import { createHeavyReads, dashCaller, HEAVY_READS_FULL, HEAVY_READS_SHARE } from "./heavy-reads.ts";
 
 describe("one caller's share of the heavy reads (decision 061)", () => {
-  it("a caller holding its share is refused at once while another still queues; released, the share is free again", async () => {
+  it("a caller holding its share is refused at once (429) while another still queues; released, the share is free again", async () => {
     const reads = createHeavyReads({ HEAVY_READS_AT_ONCE: 1, HEAVY_READS_QUEUED: 10, HEAVY_READS_PER_CALLER: 2 });
+    const slot = async (caller: string) => {
+      const got = await reads.acquire(caller);
+      if (typeof got !== "function") throw new Error(`refused ${got.status}`);
+      return got;
+    };
     const order: string[] = [];
-    const first = (await reads.acquire("person:a"))!;
-    const secondOfA = reads.acquire("person:a").then((release) => (order.push("a"), release));
+    const first = await slot("person:a");
+    const secondOfA = slot("person:a").then((release) => (order.push("a"), release));
     // A's two are one running and one queued: its third is refused without waiting.
-    expect(await reads.acquire("person:a")).toBeNull();
-    const ofB = reads.acquire("person:b").then((release) => (order.push("b"), release));
+    expect(await reads.acquire("person:a")).toBe(HEAVY_READS_SHARE);
+    const ofB = slot("person:b").then((release) => (order.push("b"), release));
     first();
     first(); // a release is given back once only
-    const releaseSecond = (await secondOfA)!;
+    const releaseSecond = await secondOfA;
     expect(order).toEqual(["a"]);
     releaseSecond();
-    const releaseB = (await ofB)!;
+    const releaseB = await ofB;
     expect(order).toEqual(["a", "b"]);
     releaseB();
     // Every share given back: A may hold two again.
-    const firstAgain = await reads.acquire("person:a");
-    const secondAgain = reads.acquire("person:a");
-    expect(firstAgain).not.toBeNull();
-    firstAgain!();
-    expect(await secondAgain).not.toBeNull();
+    const firstAgain = await slot("person:a");
+    const secondAgain = slot("person:a");
+    firstAgain();
+    expect(typeof (await secondAgain)).toBe("function");
+  });
+
+  it("past the queue, anyone is refused 503", async () => {
+    const reads = createHeavyReads({ HEAVY_READS_AT_ONCE: 1, HEAVY_READS_QUEUED: 1, HEAVY_READS_PER_CALLER: 8 });
+    await reads.acquire("person:a");
+    void reads.acquire("person:b");
+    expect(await reads.acquire("person:c")).toBe(HEAVY_READS_FULL);
   });
 
   it("a Dash caller is its session, by digest, else its address", () => {

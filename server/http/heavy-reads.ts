@@ -13,10 +13,18 @@ import { keyId, SESSION_COOKIE } from "./limits.ts";
 export interface HeavyReads {
   /**
    * A slot for `caller` (a person, a key, or a browser session or address where none is known
-   * yet): resolves to its release (idempotent) once one is free, or to null at once when the
-   * queue is full or this caller already holds its share of slots and places (decision 061).
+   * yet): resolves to its release (idempotent) once one is free, or at once to the refusal: the
+   * queue is full (503), or this caller already holds its share of slots and places (429,
+   * decision 061).
    */
-  acquire(caller: string): Promise<(() => void) | null>;
+  acquire(caller: string): Promise<(() => void) | HeavyReadsRefusal>;
+}
+
+export interface HeavyReadsRefusal {
+  status: 429 | 503;
+  message: string;
+  hint: string;
+  retryAfterSeconds: number;
 }
 
 /**
@@ -39,12 +47,19 @@ export function dashCaller(cookie: string | undefined, address: string): string 
   return session ? `session:${keyId(session)}` : `address:${address}`;
 }
 
-/** The refusal's words, the same on every door; a slot frees within a render, so a second is enough. */
-export const HEAVY_READS_FULL = {
+/** The refusals' words, the same on every door; a slot frees within a render, so a second is enough. */
+export const HEAVY_READS_FULL: HeavyReadsRefusal = {
+  status: 503,
   message: "The server is answering as many large pages as it queues.",
   hint: "Retry after 1 s.",
   retryAfterSeconds: 1,
-} as const;
+};
+export const HEAVY_READS_SHARE: HeavyReadsRefusal = {
+  status: 429,
+  message: "You have as many large pages being answered and waiting as one caller may.",
+  hint: "Retry after 1 s, once one of them has been answered.",
+  retryAfterSeconds: 1,
+};
 
 export function createHeavyReads(config: Pick<Config, "HEAVY_READS_AT_ONCE" | "HEAVY_READS_QUEUED" | "HEAVY_READS_PER_CALLER">): HeavyReads {
   let running = 0;
@@ -72,14 +87,14 @@ export function createHeavyReads(config: Pick<Config, "HEAVY_READS_AT_ONCE" | "H
   return {
     acquire(caller) {
       const mine = held.get(caller) ?? 0;
-      if (mine >= config.HEAVY_READS_PER_CALLER) return Promise.resolve(null);
+      if (mine >= config.HEAVY_READS_PER_CALLER) return Promise.resolve(HEAVY_READS_SHARE);
       if (running < config.HEAVY_READS_AT_ONCE) {
         running++;
         held.set(caller, mine + 1);
         metrics.heavyReads(running, waiting.length);
         return Promise.resolve(slot(caller));
       }
-      if (waiting.length >= config.HEAVY_READS_QUEUED) return Promise.resolve(null);
+      if (waiting.length >= config.HEAVY_READS_QUEUED) return Promise.resolve(HEAVY_READS_FULL);
       held.set(caller, mine + 1);
       return new Promise((resolve) => {
         // The slot passes straight from the one releasing it: `running` stays as it is.

@@ -17,7 +17,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { billingEnabled } from "../usage/meter.ts";
-import { HEAVY_READS_FULL, HEAVY_TOOLS } from "../http/heavy-reads.ts";
+import { HEAVY_TOOLS } from "../http/heavy-reads.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
 import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
 
@@ -96,10 +96,10 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
   const heavy = scope.heavyReads && requests.some((r) => r.method === "tools/call" && HEAVY_TOOLS.has(String(r.params?.name)));
   // The person behind the key is the caller: their agents share one share of the queue.
   const caller = scope.principal.userId ? `person:${scope.principal.userId}` : `key:${scope.principal.keyId}`;
-  const release = heavy ? await scope.heavyReads!.acquire(caller) : null;
-  if (heavy && !release) {
-    const { message, hint, retryAfterSeconds } = HEAVY_READS_FULL;
-    return rpcErrorReply(503, -32000, `${message} ${hint}`, { "retry-after": String(retryAfterSeconds) });
+  const slot = heavy ? await scope.heavyReads!.acquire(caller) : null;
+  if (slot !== null && typeof slot !== "function") {
+    const { status, message, hint, retryAfterSeconds } = slot;
+    return rpcErrorReply(status, -32000, `${message} ${hint}`, { "retry-after": String(retryAfterSeconds) });
   }
   try {
     const responses = await Promise.all(requests.map((request) => answer(request, scope)));
@@ -110,7 +110,7 @@ export async function exchange(post: McpPost, scope: CallScope): Promise<McpRepl
       body: JSON.stringify(responses.length === 1 ? responses[0] : responses),
     };
   } finally {
-    release?.();
+    slot?.();
   }
 }
 
