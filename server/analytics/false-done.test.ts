@@ -50,16 +50,16 @@ it("counts the finishes reopened (CI failed them) within 7 days, per runtime and
     const claim = await claimIssue(agent, { identifier });
     await saveIssue(agent, { identifier, claimToken: claim.claimToken, status: "done", evidence: { commit: "abc1234" } });
   };
-  const file = async (title: string, project?: string) =>
-    (await saveIssue(alice, { title, work: true, noDependency: "a test", ...(project ? { project } : {}) })).identifier;
+  const file = async (title: string, changeType?: "fix" | "feat", project?: string) =>
+    (await saveIssue(alice, { title, work: true, noDependency: "a test", ...(changeType ? { changeType } : {}), ...(project ? { project } : {}) })).identifier;
   const [failed, passed, failedSoon, failedLate, passedLater] = [
-    await file("failed by CI at once"),
-    await file("passed"),
-    await file("failed on day 3"),
-    await file("failed on day 8"),
-    await file("passed later"),
+    await file("failed by CI at once", "fix"),
+    await file("passed", "feat"),
+    await file("failed on day 3", "fix"),
+    await file("failed on day 8", "feat"),
+    await file("passed later", "feat"),
   ];
-  const elsewhere = await file("another project, verification off", ops.prefix);
+  const elsewhere = await file("another project, verification off", undefined, ops.prefix);
 
   await finish(bob, failed);
   await finish(carol, passed);
@@ -78,7 +78,7 @@ it("counts the finishes reopened (CI failed them) within 7 days, per runtime and
   await finish(bob, failed);
   at(80 * MINUTE);
   await verifyByHand(alice, { identifier: failed, verdict: "passed" });
-  // Left pending, then failed: reopened within 7 days counts, after 7 days does not.
+  // Left pending, then failed: counted however late CI fails it.
   at(3 * DAY);
   await verifyByHand(alice, { identifier: failedSoon, verdict: "failed" });
   at(8 * DAY);
@@ -86,27 +86,31 @@ it("counts the finishes reopened (CI failed them) within 7 days, per runtime and
   at(9 * DAY);
 
   const everything = await falseDoneRate(alice, clock.now());
-  // 7 finishes; false: the first finish of `failed` and `failedSoon`. Not `failedLate` (8 days), nor the refinish.
+  // 7 finishes; false: the first finish of `failed`, `failedSoon` and `failedLate` (CI failed it on day 8), not the refinish.
   expect(row(everything.rows, "all")).toEqual({
-    by: "all", key: null, email: null, finishes: 7, falseDone: 2, rate: 0.2857,
+    by: "all", key: null, email: null, finishes: 7, falseDone: 3, rate: 0.4286,
     // CI passed after 20, 30 and 50 minutes.
     medianToVerifiedMs: 30 * MINUTE, p90ToVerifiedMs: 46 * MINUTE,
   });
   expect(row(everything.rows, "runtime", "codex")).toMatchObject({ finishes: 5, falseDone: 2, rate: 0.4, medianToVerifiedMs: 35 * MINUTE, p90ToVerifiedMs: 47 * MINUTE });
-  expect(row(everything.rows, "runtime", "cursor")).toMatchObject({ finishes: 2, falseDone: 0, rate: 0, medianToVerifiedMs: 30 * MINUTE });
+  expect(row(everything.rows, "runtime", "cursor")).toMatchObject({ finishes: 2, falseDone: 1, rate: 0.5, medianToVerifiedMs: 30 * MINUTE });
   expect(row(everything.rows, "person", org.agents.bob.userId)).toMatchObject({ finishes: 5, falseDone: 2, rate: 0.4, email: expect.stringMatching(/^bob-/) });
-  expect(row(everything.rows, "person", org.agents.carol.userId)).toMatchObject({ finishes: 2, falseDone: 0, email: expect.stringMatching(/^carol-/) });
+  expect(row(everything.rows, "person", org.agents.carol.userId)).toMatchObject({ finishes: 2, falseDone: 1, email: expect.stringMatching(/^carol-/) });
   expect(everything.rows.filter((r) => r.by === "runtime").map((r) => r.key)).toEqual(["codex", "cursor"]);
+  // By changeType: fix (both finishes of `failed`, `failedSoon`), feat (`passed`, `failedLate`, `passedLater`), none (`elsewhere`).
+  expect(row(everything.rows, "changeType", "fix")).toMatchObject({ finishes: 3, falseDone: 2, rate: 0.6667 });
+  expect(row(everything.rows, "changeType", "feat")).toMatchObject({ finishes: 3, falseDone: 1, rate: 0.3333 });
+  expect(row(everything.rows, "changeType", null)).toMatchObject({ finishes: 1, falseDone: 0 });
 
   // Carol, scoped to the main project, does not see the other project's finish.
   const scoped = await falseDoneRate(await dashOf("carol"), clock.now());
-  expect(row(scoped.rows, "all")).toMatchObject({ finishes: 6, falseDone: 2, rate: 0.3333 });
+  expect(row(scoped.rows, "all")).toMatchObject({ finishes: 6, falseDone: 3, rate: 0.5 });
   expect(row(scoped.rows, "runtime", "codex")).toMatchObject({ finishes: 4, falseDone: 2, rate: 0.5 });
 
   // The doors: the Dash's Fleet page, and queue_status over /mcp (a key bound to the main project reads its project).
   expect((await fleetSnapshot(alice)).falseDone).toEqual(everything.rows);
   const overMcp = await queueStatusOverMcp(org.agents.bob.key);
-  expect(row(overMcp.falseDone, "all")).toMatchObject({ finishes: 6, falseDone: 2, rate: 0.3333 });
+  expect(row(overMcp.falseDone, "all")).toMatchObject({ finishes: 6, falseDone: 3, rate: 0.5 });
 
   // Past the range (30 days), nothing is counted.
   at(40 * DAY);

@@ -7,14 +7,13 @@ import { FALSE_DONE_RANGE_DAYS, REOPEN_WINDOW_DAYS } from "../../constants/false
 /**
  * The false-done rate (issue 35), its one home. Over the range (the last 30 days, ending now:
  * long enough for most finishes' 7 days to have passed), each finish counts once, for the runtime
- * and person whose claim it ended: a lease ended `finished` whose activity entry says `to: done`
+ * person and changeType of the claim it ended: a lease ended `finished` whose activity entry says `to: done`
  * (found by leases_org_finished_idx, then per issue; every done of work ends its holder's lease,
  * so only intake closing unheld work and containers' dones are left out).
- * A finish is false when, within 7 days of it and before the issue's next finish, the issue
- * went back from done to an open status: today only CI failing it does that (`verification_failed`,
- * by a check or a person's hand; terminal issues otherwise stay closed), and any later way of
- * reopening done work counts the same. A failure after 7 days (a finish left pending that long)
- * is not counted. Rate = false finishes / finishes (0 to 1). Time to verified: from the finish to
+ * A finish is false when, before the issue's next finish, CI failed it (`verification_failed`, by
+ * a check or a person's hand, however late), or the issue went back from done to an open status
+ * within 7 days of it (today only CI failing does that: terminal issues otherwise stay closed;
+ * any later way of reopening done work counts the same). Rate = false finishes / finishes (0 to 1). Time to verified: from the finish to
  * its `verified` (passed) entry, over the finishes CI passed: median and 90th percentile, in ms.
  * A finish younger than 7 days may still turn false. Scoped as the Fleet is: a scoped member's
  * projects (decision 042), and a project-bound key's project.
@@ -23,9 +22,9 @@ export { FALSE_DONE_RANGE_DAYS, REOPEN_WINDOW_DAYS };
 
 // A type, not an interface: rows are plain records (queue_status's output types them so).
 export type FalseDoneRow = {
-  /** What the row is split by: every finish of the range, or one runtime's, or one person's. */
-  by: "all" | "runtime" | "person";
-  /** The runtime, or the person's user id; null on the "all" row (and for a finish with none, e.g. the system's). */
+  /** What the row is split by: every finish of the range, or one runtime's, one person's, one changeType's. */
+  by: "all" | "runtime" | "person" | "changeType";
+  /** The runtime, the person's user id or the changeType; null on the "all" row (and for a finish with none: the system's, an issue with no changeType). */
   key: string | null;
   /** The person's email (by person only). */
   email: string | null;
@@ -45,7 +44,7 @@ export interface FalseDone {
 }
 
 interface Row {
-  by: "all" | "runtime" | "person";
+  by: FalseDoneRow["by"];
   key: string | null;
   email: string | null;
   finishes: number;
@@ -63,7 +62,7 @@ export async function falseDoneRate(ctx: Ctx, now: Date, days: number = FALSE_DO
   const rows = await query<Row>(
     ctx.db,
     sql`with finishes as (
-          select l.issue_id, l.ended_at as at, l.runtime, l.user_id as actor_id,
+          select l.issue_id, l.ended_at as at, l.runtime, l.user_id as actor_id, i.change_type,
                  lead(l.ended_at) over (partition by l.issue_id order by l.ended_at, l.id) as next_at
           from leases l join issues i on i.id = l.issue_id
           where l.org_id = ${orgId} and l.end_reason = 'finished' and l.ended_at >= ${from}
@@ -71,27 +70,30 @@ export async function falseDoneRate(ctx: Ctx, now: Date, days: number = FALSE_DO
             and exists (select 1 from activity a where a.issue_id = l.issue_id and a.kind = 'finished'
                           and a.created_at = l.ended_at and a.facts->>'to' = 'done')
         ), judged as (
-          select f.runtime, f.actor_id,
+          select f.runtime, f.actor_id, f.change_type,
                  exists (select 1 from activity r where r.issue_id = f.issue_id
                            and r.facts->>'from' = 'done' and r.facts->>'to' not in ('done', 'canceled')
-                           and r.created_at >= f.at and r.created_at <= f.at + interval '${sql.raw(String(REOPEN_WINDOW_DAYS))} days'
-                           and (f.next_at is null or r.created_at <= f.next_at)) as false_done,
+                           and r.created_at >= f.at and (f.next_at is null or r.created_at <= f.next_at)
+                           and (r.kind = 'verification_failed'
+                                or r.created_at <= f.at + interval '${sql.raw(String(REOPEN_WINDOW_DAYS))} days')) as false_done,
                  (select min(v.created_at) from activity v where v.issue_id = f.issue_id and v.kind = 'verified'
                     and v.created_at >= f.at and (f.next_at is null or v.created_at <= f.next_at)) - f.at as to_verified
           from finishes f where f.at <= ${to}
         ), summed as (
-          select case when grouping(j.runtime) = 0 then 'runtime' when grouping(j.actor_id) = 0 then 'person' else 'all' end as by,
-                 case when grouping(j.runtime) = 0 then j.runtime when grouping(j.actor_id) = 0 then j.actor_id end as key,
+          select case when grouping(j.runtime) = 0 then 'runtime' when grouping(j.actor_id) = 0 then 'person'
+                      when grouping(j.change_type) = 0 then 'changeType' else 'all' end as by,
+                 case when grouping(j.runtime) = 0 then j.runtime when grouping(j.actor_id) = 0 then j.actor_id
+                      when grouping(j.change_type) = 0 then j.change_type end as key,
                  count(*)::int as finishes,
                  count(*) filter (where j.false_done)::int as false_done,
                  (percentile_cont(0.5) within group (order by extract(epoch from j.to_verified)) * 1000)::float8 as median_ms,
                  (percentile_cont(0.9) within group (order by extract(epoch from j.to_verified)) * 1000)::float8 as p90_ms
           from judged j
-          group by grouping sets ((), (j.runtime), (j.actor_id))
+          group by grouping sets ((), (j.runtime), (j.actor_id), (j.change_type))
         )
         select s.by, s.key, case when s.by = 'person' then u.email end as email, s.finishes, s.false_done, s.median_ms, s.p90_ms
         from summed s left join "user" u on s.by = 'person' and u.id = s.key
-        order by case s.by when 'all' then 0 when 'runtime' then 1 else 2 end, s.finishes desc, s.key nulls last`,
+        order by case s.by when 'all' then 0 when 'runtime' then 1 when 'person' then 2 else 3 end, s.finishes desc, s.key nulls last`,
   );
   const ms = (v: number | null) => (v == null ? null : Math.round(Number(v)));
   const all = rows.some((r) => r.by === "all");

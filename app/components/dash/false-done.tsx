@@ -7,20 +7,20 @@ const time = (ms: number | null) => (ms === null ? "–" : duration(ms));
 const label = (row: FalseDoneRow) => (row.by === "all" ? "every finish" : row.by === "person" ? (row.email ?? row.key ?? "no one") : (row.key ?? "none"));
 
 /**
- * The false-done rate (server/analytics/false-done.ts) as a table, split by runtime and by
- * person: what share of the range's finishes were reopened (CI failed them) within 7 days, and how
- * long CI took to pass the rest.
+ * The false-done rate (server/analytics/false-done.ts) as a table, split by runtime, by person
+ * and by changeType: what share of the range's finishes CI failed or were reopened within 7
+ * days, and how long CI took to pass the rest.
  */
 export function FalseDoneTable({ rows }: { rows: FalseDoneRow[] }) {
   const span = `${FALSE_DONE_RANGE_DAYS} days`;
   return (
     <div className="flex flex-col gap-2" data-testid="false-done">
       <p className="text-sm text-muted">
-        False-done rate: the share of the finishes of the last {span} that went back to open within {REOPEN_WINDOW_DAYS} days of
-        finishing (CI failed them; a finish younger than that may still turn false). Time to verified: from the finish to CI passing it.
+        False-done rate: the share of the finishes of the last {span} that CI failed, or that went back to open within{" "}
+        {REOPEN_WINDOW_DAYS} days of finishing (a finish younger than that, or still pending, may still turn false). Time to verified: from the finish to CI passing it.
       </p>
       <table className="w-full border-collapse text-left text-sm">
-        <caption className="sr-only">False-done rate over the last {span}, by runtime and by person</caption>
+        <caption className="sr-only">False-done rate over the last {span}, by runtime, by person and by changeType</caption>
         <thead className="border-b border-stone-300 text-stone-600">
           <tr>
             <th scope="col" className="px-2 py-2 font-medium">Split</th>

@@ -54,8 +54,8 @@ const forecastOutput = z.object({
 const falseDoneOutput = z
   .array(z.record(z.string(), z.unknown()))
   .describe(
-    "the false-done rate of the last 30 days' finishes (reopened within 7 days: CI failed them): a row {by: all}, " +
-      "then one per runtime and per person (by: runtime | person, key: the runtime or user id, email), each with " +
+    "the false-done rate of the last 30 days' finishes (CI failed them, or reopened within 7 days): a row {by: all}, " +
+      "then one per runtime, person and changeType (by: runtime | person | changeType, key: its value; email), each with " +
       "finishes, falseDone, rate (falseDone / finishes, 0 to 1, null with none), medianToVerifiedMs and " +
       "p90ToVerifiedMs (finish to CI passed)",
   );
