@@ -3,7 +3,7 @@ import { cliJson, readBody } from "../cli-api.server.ts";
 import { withPrincipal } from "../../server/context.ts";
 import { DomainError } from "../../server/errors.ts";
 import { authenticateAgentKey, bearerKeyOf } from "../../server/orgs/index.ts";
-import { openRequestFor } from "../../server/verification/open-request.ts";
+import { openRequestFor } from "../../server/intake/open-request.ts";
 
 /**
  * POST /api/cli/open-request `{ branch }`: `retasc done` asks for the open pull/merge request of

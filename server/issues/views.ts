@@ -5,7 +5,7 @@ import { issues, user, type checkpoints, type relations } from "../../db/schema/
 import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
 import { quarantineOf } from "./quarantine.ts";
-import { verificationNow } from "../verification/stale.ts";
+import { verificationNow } from "./verification-state.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
 import { reaches, type Reach } from "../orgs/scope.ts";
 

@@ -3,27 +3,14 @@ import { activity, issues, projects } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
 import { inTransaction, type IssueRow } from "../issues/store.ts";
+import { pastWindow, verificationNow } from "../issues/verification-state.ts";
 import { reachable } from "../orgs/scope.ts";
 import { enqueue } from "../outbox/index.ts";
 
 /**
- * A finish CI has not settled past its project's window reads `stale` (issue 35, decisions 045
- * and 062). This module is the rule's one home: `verificationNow` says it of one row (every read
- * of an issue, the Fleet, the sweep), `pastWindow` is the same test in SQL, to find the rows it
- * may hold for (the Fleet's list, the sweep's candidates), each of which is then read through
- * `verificationNow`. `verification_stale_at` is set at the finish: the finish plus the window.
+ * Stale finishes (issue 35, decision 062): the Fleet's list and the sweep that tells of each once.
+ * The rule itself is server/issues/verification-state.ts.
  */
-
-/** CI's word on the last finish as it reads now: a pending one past the project's window reads "stale". */
-export function verificationNow(row: Pick<IssueRow, "verification" | "verificationStaleAt">, now: Date) {
-  if (row.verification === "pending" && row.verificationStaleAt && row.verificationStaleAt.getTime() <= now.getTime()) return "stale" as const;
-  return row.verification;
-}
-
-/** `verificationNow(row) === "stale"` in SQL: a done issue still pending at `now` past its window. */
-export function pastWindow(now: Date) {
-  return and(eq(issues.status, "done"), eq(issues.verification, "pending"), lte(issues.verificationStaleAt, now))!;
-}
 
 const FLEET_LIMIT = 50;
 

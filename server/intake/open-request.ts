@@ -3,7 +3,7 @@ import { z } from "zod";
 import { connectors } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { OutboundRefused } from "../outbound/address.ts";
-import { openRequestAtSource, TokenRefused } from "../intake/providers.ts";
+import { openRequestAtSource, TokenRefused } from "./providers.ts";
 import { shortReason } from "../outbound/failure.ts";
 
 export const openRequestInput = z.object({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
-import { createConnector } from "../intake/create.ts";
+import { createConnector } from "./create.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
 import type { FakeForge } from "../testing/fake-git-forge.ts";
