@@ -26,7 +26,7 @@ process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/r
 const { startSeededApp } = await import("../server/mcp/testing.ts");
 const { cleanEnv, freePort, runEntry } = await import("../server/testing/app-process.ts");
 const { PrivateRedis } = await import("../server/testing/redis.ts");
-const { githubDelivery } = await import("../server/testing/fake-github.ts");
+const { githubDelivery } = await import("../test/fakes/github.ts");
 
 const examples = JSON.parse(fs.readFileSync(path.join(repoRoot, "node_modules/@octokit/webhooks-examples/api.github.com/index.json"), "utf8")) as {
   name: string;

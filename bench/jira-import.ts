@@ -24,7 +24,7 @@ const { retascJobs } = await import("../workers/catalog.ts");
 const { createLogger } = await import("../server/log.ts");
 
 const fakeScript = `
-  const { startFakeJira, generateJiraProject } = await import(${JSON.stringify(new URL("../server/testing/fake-jira.ts", import.meta.url).href)});
+  const { startFakeJira, generateJiraProject } = await import(${JSON.stringify(new URL("../test/fakes/jira.ts", import.meta.url).href)});
   const fake = await startFakeJira({ project: generateJiraProject({ issues: ${size}, key: "BJ" }) });
   process.stdout.write(JSON.stringify({ url: fake.url, email: fake.email, apiToken: fake.apiToken }) + "\\n");
 `;

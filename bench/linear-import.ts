@@ -33,7 +33,7 @@ const { retascJobs } = await import("../workers/catalog.ts");
 const { createLogger } = await import("../server/log.ts");
 
 const fakeScript = `
-  const { startFakeLinear, generateWorkspace } = await import(${JSON.stringify(new URL("../server/testing/fake-linear.ts", import.meta.url).href)});
+  const { startFakeLinear, generateWorkspace } = await import(${JSON.stringify(new URL("../test/fakes/linear.ts", import.meta.url).href)});
   const fake = await startFakeLinear({ workspace: generateWorkspace({ issues: ${size} }) });
   process.stdout.write(JSON.stringify({ apiUrl: fake.apiUrl, apiKey: fake.apiKey, teamId: fake.workspace.team.id }) + "\\n");
 `;

@@ -30,9 +30,9 @@ const { query } = await import("../db/client.ts");
 const { createLogger } = await import("../server/log.ts");
 const { startInlineRunner } = await import("../workers/inline.ts");
 const { retascJobs } = await import("../workers/catalog.ts");
-const { startFakeTelegram } = await import("../server/testing/fake-telegram.ts");
-const { startFakeSlack } = await import("../server/testing/fake-slack.ts");
-const { startFakeDiscord, dmChannelOf } = await import("../server/testing/fake-discord.ts");
+const { startFakeTelegram } = await import("../test/fakes/telegram.ts");
+const { startFakeSlack } = await import("../test/fakes/slack.ts");
+const { startFakeDiscord, dmChannelOf } = await import("../test/fakes/discord.ts");
 
 const [telegram, slack, discord, tdb] = await Promise.all([startFakeTelegram(), startFakeSlack(), startFakeDiscord(), createTestDatabase({ max: 20 })]);
 const services = servicesFor(tdb.database, {

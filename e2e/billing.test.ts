@@ -3,7 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
-import { startFakeStripe, type FakeStripe } from "../server/testing/fake-stripe.ts";
+import { startFakeStripe, type FakeStripe } from "../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../server/testing/world.ts";
 import { launchBrowser, mcp, tool } from "./harness.ts";
 

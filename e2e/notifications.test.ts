@@ -1,9 +1,9 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { startFakeDiscord, type FakeDiscord } from "../server/testing/fake-discord.ts";
-import { startFakeSlack, type FakeSlack } from "../server/testing/fake-slack.ts";
-import { startFakeSmtp, type FakeSmtp } from "../server/testing/fake-smtp.ts";
-import { startFakeTelegram, type FakeTelegram } from "../server/testing/fake-telegram.ts";
+import { startFakeDiscord, type FakeDiscord } from "../test/fakes/discord.ts";
+import { startFakeSlack, type FakeSlack } from "../test/fakes/slack.ts";
+import { startFakeSmtp, type FakeSmtp } from "../test/fakes/smtp.ts";
+import { startFakeTelegram, type FakeTelegram } from "../test/fakes/telegram.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 import { notifyEnv } from "../server/testing/notify-env.ts";
 

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { generateJiraProject, startFakeJira, type FakeJira } from "../server/testing/fake-jira.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../test/fakes/jira.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 

@@ -2,10 +2,10 @@ import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { hostileString, hostileValue, noteSent, problemsWith, hostileJson } from "./hostile.ts";
 import { fuzzSeeds } from "./seeds.ts";
-import { startFakeDiscord, type FakeDiscord } from "../server/testing/fake-discord.ts";
-import { startFakeSlack, type FakeSlack } from "../server/testing/fake-slack.ts";
-import { startFakeSmtp, type FakeSmtp } from "../server/testing/fake-smtp.ts";
-import { startFakeTelegram, type FakeTelegram } from "../server/testing/fake-telegram.ts";
+import { startFakeDiscord, type FakeDiscord } from "../test/fakes/discord.ts";
+import { startFakeSlack, type FakeSlack } from "../test/fakes/slack.ts";
+import { startFakeSmtp, type FakeSmtp } from "../test/fakes/smtp.ts";
+import { startFakeTelegram, type FakeTelegram } from "../test/fakes/telegram.ts";
 import { startWorld, type World } from "../server/testing/world.ts";
 import { notifyEnv } from "../server/testing/notify-env.ts";
 

@@ -19,9 +19,11 @@ export function partOf(file: string): string {
 }
 
 /** Which parts each part may import (its own files always). Tooling at the top reads what it measures. */
-const tooling = ["constants", "db", "server", "workers"];
+const tooling = ["constants", "db", "server", "workers", "test"];
 export const allowed: Record<string, readonly string[]> = {
   constants: [],
+  // Fakes of outside services (test/fakes/): test support, which may read the product's types.
+  test: ["constants", "db", "server"],
   db: ["constants"],
   server: ["constants", "db"],
   workers: ["constants", "db", "server"],
@@ -38,8 +40,8 @@ export const allowed: Record<string, readonly string[]> = {
 };
 
 export const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);
-/** Test support: files under a testing/ folder, a domain's testing.ts, and the test suites themselves. */
-export const isTestSupport = (file: string) => isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file);
+/** Test support: files under a testing/ folder or test/, a domain's testing.ts, and the test suites themselves. */
+export const isTestSupport = (file: string) => isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file) || file.startsWith("test/");
 const toolingPart = (part: string) => ["e2e", "bench", "swarm", "fuzz", "scripts"].includes(part);
 
 export interface Edge {
@@ -57,7 +59,7 @@ function sourceFiles(dir = root): string[] {
 }
 
 /** Our folders: an import that names one without a leading `.` goes through an alias, which the table cannot see. */
-const aliased = /^(~|@\/|(app|server|db|workers|constants|cli)\/)/;
+const aliased = /^(~|@\/|(app|server|db|workers|constants|cli|test)\/)/;
 
 /** Every import of ours in the tree (relative specifiers: there is no path alias), as repository-relative paths. */
 export function importEdges(): Edge[] {
@@ -81,8 +83,8 @@ export function violations(edges: Edge[]): string[] {
       continue;
     }
     const [a, b] = [partOf(from), partOf(to)];
-    // Tests anywhere may use the shared test helpers; production code never imports test support.
-    if (isTestSupport(from) && to.startsWith("server/testing/")) continue;
+    // Tests anywhere may use the shared test helpers and the fakes; production code never imports test support.
+    if (isTestSupport(from) && (to.startsWith("server/testing/") || b === "test")) continue;
     if (!isTestSupport(from) && !toolingPart(a) && isTestSupport(to)) {
       found.push(`${from} → ${to}: production code imports test support`);
       continue;
@@ -143,7 +145,7 @@ describe("import directions", () => {
 
   it("reads the whole tree", () => {
     // A walk that silently found nothing would pass everything.
-    for (const part of ["app", "server", "db", "workers", "cli"]) expect(edges.some((e) => partOf(e.from) === part)).toBe(true);
+    for (const part of ["app", "server", "db", "workers", "cli", "test"]) expect(edges.some((e) => partOf(e.from) === part)).toBe(true);
   });
 
   it("every import points the way the table allows", () => {
@@ -182,5 +184,33 @@ describe("import directions", () => {
         { from: "server/d/v.ts", to: "server/a/x.ts" },
       ]),
     ).toEqual([["a", "b", "c"]]);
+  });
+
+  it("only test support imports the fakes of outside services in test/", () => {
+    // The product's code (server, workers, app, main.ts) never imports test/, even for a type.
+    expect(
+      violations([
+        { from: "server/billing/stripe/client.ts", to: "test/fakes/stripe.ts" },
+        { from: "workers/handlers/notify-delivery.ts", to: "test/fakes/slack.ts" },
+        { from: "app/routes/dash.tsx", to: "test/fakes/linear.ts" },
+        { from: "main.ts", to: "test/fakes/smtp.ts" },
+        { from: "test/fakes/jira.ts", to: "workers/catalog.ts" },
+        { from: "test/fakes/jira.ts", to: "app/root.tsx" },
+      ]),
+    ).toHaveLength(6);
+    expect(
+      violations([
+        { from: "server/billing/stripe/webhook.test.ts", to: "test/fakes/stripe.ts" },
+        { from: "server/testing/notify-env.ts", to: "test/fakes/slack.ts" },
+        { from: "workers/testing/intake.ts", to: "test/fakes/github.ts" },
+        { from: "cli/test/billing.test.ts", to: "test/fakes/stripe.ts" },
+        { from: "e2e/billing.test.ts", to: "test/fakes/stripe.ts" },
+        { from: "bench/notify.ts", to: "test/fakes/slack.ts" },
+        { from: "test/fakes/jira.ts", to: "server/transfer/jira/fetch.ts" },
+        { from: "test/fakes/github.ts", to: "test/fakes/git-forge.ts" },
+      ]),
+    ).toEqual([]);
+    // The fakes live in test/ only: none is left under server/.
+    expect(edges.filter((e) => /(^|\/)fake-[^/]*\.ts$/.test(e.to) && e.to.startsWith("server/"))).toEqual([]);
   });
 });

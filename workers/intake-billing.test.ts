@@ -13,7 +13,7 @@ import { saveIssue } from "../server/issues/index.ts";
 import { createLogger } from "../server/log.ts";
 import { servicesFor, testConfig } from "../server/testing/db.ts";
 import { useTestServices } from "../server/testing/database.ts";
-import { githubDelivery } from "../server/testing/fake-github.ts";
+import { githubDelivery } from "../test/fakes/github.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
 import { createConnector } from "../server/intake/create.ts";
 import { intakeWebhookResponse } from "../server/intake/http.ts";

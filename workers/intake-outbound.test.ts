@@ -7,7 +7,7 @@ import { saveIssue } from "../server/issues/index.ts";
 import { listConnectors } from "../server/intake/connectors.ts";
 import { createConnector } from "../server/intake/create.ts";
 import { freePort } from "../server/testing/app-process.ts";
-import { gitlabDelivery } from "../server/testing/fake-gitlab.ts";
+import { gitlabDelivery } from "../test/fakes/gitlab.ts";
 import { waitFor } from "../server/testing/wait.ts";
 import { gitlabFixture, hookUrl, useIntakeWorld } from "./testing/intake.ts";
 

@@ -7,7 +7,7 @@ import { waitFor } from "../server/testing/wait.ts";
 import { callOk, connectClient, useTwoInstances } from "../server/mcp/testing.ts";
 import { runEntry } from "../server/testing/app-process.ts";
 import { testDriver } from "../server/testing/db.ts";
-import { githubDelivery } from "../server/testing/fake-github.ts";
+import { githubDelivery } from "../test/fakes/github.ts";
 
 /**
  * Intake over real HTTP on two app instances sharing one PostgreSQL database: the operator's

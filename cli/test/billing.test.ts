@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
-import { startFakeStripe, type FakeStripe } from "../../server/testing/fake-stripe.ts";
+import { startFakeStripe, type FakeStripe } from "../../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
 import { retasc as runCli } from "./testing.ts";
 

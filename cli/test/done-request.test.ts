@@ -3,8 +3,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { FakeForge } from "../../server/testing/fake-git-forge.ts";
-import { startFakeGithub } from "../../server/testing/fake-github.ts";
+import type { FakeForge } from "../../test/fakes/git-forge.ts";
+import { startFakeGithub } from "../../test/fakes/github.ts";
 import { git, gitRepo, login, removeTemps, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { generateJiraProject, startFakeJira, type FakeJira } from "../../server/testing/fake-jira.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../server/testing/fake-linear.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**

@@ -19,10 +19,10 @@ import { peopleOf } from "../orgs/testing.ts";
 import { completeSlackInstall, slackInstallUrl } from "../notify/slack.ts";
 import { checkpoint, claimIssue, releaseIssue } from "../queue/index.ts";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
-import { githubDelivery, startFakeGithub } from "../testing/fake-github.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../testing/fake-linear.ts";
-import { startFakeSlack, type FakeSlack } from "../testing/fake-slack.ts";
-import { startFakeSmtp, type FakeSmtp } from "../testing/fake-smtp.ts";
+import { githubDelivery, startFakeGithub } from "../../test/fakes/github.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
+import { startFakeSlack, type FakeSlack } from "../../test/fakes/slack.ts";
+import { startFakeSmtp, type FakeSmtp } from "../../test/fakes/smtp.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { tempDir } from "../testing/temp-dirs.ts";
 import { waitFor } from "../testing/wait.ts";
@@ -31,7 +31,7 @@ import { setVerification } from "../verification/settings.ts";
 import { importExport } from "../transfer/import.ts";
 import { writeExport } from "../transfer/testing.ts";
 import { startLinearImport } from "../transfer/linear/start.ts";
-import type { FakeForge } from "../testing/fake-git-forge.ts";
+import type { FakeForge } from "../../test/fakes/git-forge.ts";
 
 /**
  * Encryption at rest, column by column: a marker goes into every kind of encrypted column

@@ -9,7 +9,7 @@ import { callOk, connectClient } from "../mcp/testing.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { githubDelivery } from "../testing/fake-github.ts";
+import { githubDelivery } from "../../test/fakes/github.ts";
 
 /**
  * Triage in the Dash over real HTTP against the built app with its in-process workers: an

@@ -3,9 +3,9 @@ import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
 import { createConnector } from "./create.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
-import type { FakeForge } from "../testing/fake-git-forge.ts";
-import { startFakeGithub } from "../testing/fake-github.ts";
-import { startFakeGitlab } from "../testing/fake-gitlab.ts";
+import type { FakeForge } from "../../test/fakes/git-forge.ts";
+import { startFakeGithub } from "../../test/fakes/github.ts";
+import { startFakeGitlab } from "../../test/fakes/gitlab.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { openRequestFor } from "./open-request.ts";
 

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { user } from "../../db/schema/index.ts";
 import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import { signUpOverHttp } from "../testing/dash.ts";
-import { startFakeSmtp, type FakeSmtp } from "../testing/fake-smtp.ts";
+import { startFakeSmtp, type FakeSmtp } from "../../test/fakes/smtp.ts";
 import { TestClock, testConfig } from "../testing/db.ts";
 import type { Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";

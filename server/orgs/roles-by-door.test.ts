@@ -7,9 +7,9 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { connectClient } from "../mcp/testing.ts";
 import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { githubDelivery } from "../testing/fake-github.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../testing/fake-linear.ts";
-import { startFakeStripe, type FakeStripe } from "../testing/fake-stripe.ts";
+import { githubDelivery } from "../../test/fakes/github.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
+import { startFakeStripe, type FakeStripe } from "../../test/fakes/stripe.ts";
 import { waitFor } from "../testing/wait.ts";
 import { cliPost, signUp } from "../testing/world.ts";
 

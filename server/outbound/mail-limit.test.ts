@@ -5,7 +5,7 @@ import { createInvite, emailInvite } from "../orgs/invites.ts";
 import { peopleOf, refusal } from "../orgs/testing.ts";
 import { useTestServices } from "../testing/database.ts";
 import { testConfig } from "../testing/db.ts";
-import { startFakeSmtp, type FakeSmtp } from "../testing/fake-smtp.ts";
+import { startFakeSmtp, type FakeSmtp } from "../../test/fakes/smtp.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 
 /**

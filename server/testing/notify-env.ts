@@ -1,7 +1,7 @@
-import type { FakeDiscord } from "./fake-discord.ts";
-import type { FakeSlack } from "./fake-slack.ts";
-import type { FakeSmtp } from "./fake-smtp.ts";
-import type { FakeTelegram } from "./fake-telegram.ts";
+import type { FakeDiscord } from "../../test/fakes/discord.ts";
+import type { FakeSlack } from "../../test/fakes/slack.ts";
+import type { FakeSmtp } from "../../test/fakes/smtp.ts";
+import type { FakeTelegram } from "../../test/fakes/telegram.ts";
 
 /** The environment that points every notification channel at its local fake (server/notify's settings). */
 export function notifyEnv(

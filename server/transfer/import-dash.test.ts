@@ -4,7 +4,7 @@ import { Keyring } from "../crypto/index.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { generateJiraProject, startFakeJira, type FakeJira } from "../testing/fake-jira.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { waitFor } from "../testing/wait.ts";
 
 /**

@@ -8,7 +8,7 @@ import { ensureMember } from "../orgs/index.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../testing/fake-linear.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 
 /**
  * The Dash's Linear import page over real HTTP against the built app and the fake Linear API:

@@ -7,7 +7,7 @@ import { humanPrincipal } from "../../server/orgs/access.ts";
 import { markOutboxFailed } from "../../server/outbox/index.ts";
 import { useTestServices } from "../../server/testing/database.ts";
 import { servicesFor, testConfig } from "../../server/testing/db.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../server/testing/fake-linear.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import { seedOrg } from "../../server/testing/fixtures.ts";
 import { waitFor } from "../../server/testing/wait.ts";
 import { linearImportStatus, startLinearImport } from "../../server/transfer/linear/index.ts";

@@ -6,7 +6,7 @@ import { withPrincipal, type Services } from "../../server/context.ts";
 import { Keyring } from "../../server/crypto/index.ts";
 import { humanPrincipal } from "../../server/orgs/access.ts";
 import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../../server/testing/db.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../server/testing/fake-linear.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import { seedOrg } from "../../server/testing/fixtures.ts";
 import { linearImportStatus, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { snapshotProject } from "../../server/transfer/linear/testing.ts";

@@ -6,7 +6,7 @@ const clients = new WeakMap<Config, Stripe>();
 
 /**
  * The Stripe API client of this process, at STRIPE_API_URL (its protocol, host and port: tests
- * point it at server/testing/fake-stripe.ts). Built once per Config. The SDK retries network
+ * point it at test/fakes/stripe.ts). Built once per Config. The SDK retries network
  * failures with idempotency keys of its own, so a retried create makes one session.
  */
 export function stripeOf(config: Config): Stripe {

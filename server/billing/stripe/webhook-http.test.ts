@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, tempDataDir, type AppProcess } from "../../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
-import { startFakeStripe, type FakeStripe } from "../../testing/fake-stripe.ts";
+import { startFakeStripe, type FakeStripe } from "../../../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../../testing/world.ts";
 
 /**

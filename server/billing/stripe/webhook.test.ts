@@ -6,7 +6,7 @@ import { createLogger } from "../../log.ts";
 import { refusal, peopleOf } from "../../orgs/testing.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig, testDriver } from "../../testing/db.ts";
-import { startFakeStripe, type FakeStripe, type StripeEvent } from "../../testing/fake-stripe.ts";
+import { startFakeStripe, type FakeStripe, type StripeEvent } from "../../../test/fakes/stripe.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
 import type { Ctx } from "../../context.ts";
 import { buyCredit, listPurchases } from "../purchases.ts";

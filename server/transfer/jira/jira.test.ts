@@ -6,7 +6,7 @@ import { endOfDayIn } from "../../issues/levels.ts";
 import { renderHtml } from "../../markdown/render.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
-import { generateJiraProject, startFakeJira, type FakeJira } from "../../testing/fake-jira.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../../../test/fakes/jira.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
 import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";

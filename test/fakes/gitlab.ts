@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { issueOf, startForge, type FakeForge } from "./fake-git-forge.ts";
+import { issueOf, startForge, type FakeForge } from "./git-forge.ts";
 
 /**
  * A local GitLab REST API (v4) for the write-back (@gitbeaker/rest at a connector's base URL or

@@ -1,6 +1,6 @@
 import { sign } from "@octokit/webhooks-methods";
 import crypto from "node:crypto";
-import { issueOf, startForge, type FakeForge } from "./fake-git-forge.ts";
+import { issueOf, startForge, type FakeForge } from "./git-forge.ts";
 
 /**
  * A local GitHub REST API for the write-back (@octokit/rest at GITHUB_API_URL): an issue's

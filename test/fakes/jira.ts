@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "../transfer/jira/fetch.ts";
+import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "../../server/transfer/jira/fetch.ts";
 
 /**
  * A local stand-in for Jira Cloud's REST v3 (the shapes of Atlassian's API reference and
