@@ -99,7 +99,8 @@ export function renderToolReference(): string {
     `There are ${tools.length} tools. Each returns \`structuredContent\` matching its output schema. tools/list ` +
       "publishes the schemas compactly, since agents read it on every session (docs/decisions/012): output schemas " +
       "give each field's type, without descriptions (the results below carry them) and without `required` (every " +
-      "field listed is present, null rather than missing, unless it says otherwise), and a claim's `issue` (like " +
+      "field listed is present, null rather than missing, unless it says otherwise), fields of one type named together " +
+      "in a `patternProperties` pattern like `^(title|branch)$` (docs/decisions/067), and a claim's `issue` (like " +
       "save_issue's result) is an object whose full schema is get_issue's. Issues are addressed by identifier, " +
       "like `RTSC-42`.",
     "",

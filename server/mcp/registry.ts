@@ -109,7 +109,38 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
     delete out.anyOf;
     out.type = types.flat();
   }
-  return out;
+  return direction === "output" && out.properties ? foldProperties(out) : out;
+}
+
+/**
+ * An output object's fields that share a schema (most are `{type: "string"}` or nullable) are
+ * published as one `patternProperties` entry, `"^(title|branch)$": {type: "string"}`, which a
+ * validator checks exactly as it checks `properties`: same names, same schema, the object still
+ * open to fields added later. A field with a schema of its own stays in `properties` (decision 067).
+ */
+function foldProperties(node: Record<string, unknown>): Record<string, unknown> {
+  const byShape = new Map<string, string[]>();
+  for (const [name, schema] of Object.entries(node.properties as object)) {
+    // A name with a regex metacharacter would need escaping in a pattern; ours are plain identifiers.
+    const shape = /^\w+$/.test(name) ? JSON.stringify(schema) : `${name}\0${JSON.stringify(schema)}`;
+    byShape.set(shape, [...(byShape.get(shape) ?? []), name]);
+  }
+  const properties: Record<string, unknown> = {};
+  const patternProperties: Record<string, unknown> = {};
+  for (const names of byShape.values()) {
+    const schema = (node.properties as Record<string, unknown>)[names[0]!];
+    if (names.length === 1) properties[names[0]!] = schema;
+    else patternProperties[`^(${names.join("|")})$`] = schema;
+  }
+  const folded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== "properties") folded[key] = value;
+    else {
+      if (Object.keys(properties).length > 0) folded.properties = properties;
+      if (Object.keys(patternProperties).length > 0) folded.patternProperties = patternProperties;
+    }
+  }
+  return folded;
 }
 const enumOfType = (node: object, type: unknown) =>
   "enum" in node && Array.isArray(node.enum) && typeof type === "string" && node.enum.every((value) => jsonTypeOf(value) === type);

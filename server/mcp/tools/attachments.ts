@@ -39,9 +39,7 @@ export const attachmentTools = [
     name: "list_attachments",
     title: "List attachments",
     group: "attachments",
-    description:
-      "Call to see what is linked to an issue, oldest first; obsolete ones are flagged with their reason, not " +
-      "hidden.",
+    description: "Call to see what is linked to an issue, oldest first, obsolete ones flagged with their reason.",
     input: listAttachmentsInput,
     output: z.object({ issue: z.string(), attachments: z.array(attachmentOutput) }),
     annotations: readOnly,
@@ -51,9 +49,7 @@ export const attachmentTools = [
     name: "get_attachment",
     title: "Get an attachment",
     group: "attachments",
-    description:
-      "Call for one attachment by id (from list_attachments): URL, title, who attached it, whether and why " +
-      "obsolete.",
+    description: "Call for one attachment by id (from list_attachments): URL, title, who attached it, why obsolete.",
     input: getAttachmentInput,
     output: attachmentOutput,
     annotations: readOnly,

@@ -62,9 +62,7 @@ export const collaborationTools = [
     name: "save_label",
     title: "Create or recolor a label",
     group: "collaboration",
-    description:
-      "Call to create a label or set its color (by name). save_issue's labels also attaches labels, creating " +
-      "missing ones.",
+    description: "Call to create a label or set its color (by name); save_issue's labels creates missing ones too.",
     input: saveLabelInput,
     output: labelOutput,
     annotations: idempotentWrite,
@@ -74,8 +72,7 @@ export const collaborationTools = [
     name: "list_labels",
     title: "List labels",
     group: "collaboration",
-    description:
-      "Call before labelling, to reuse the org's label names: each with its color and issue count.",
+    description: "Call before labelling, to reuse the org's label names (with color and issue count).",
     input: z.object({}),
     output: z.object({ labels: z.array(labelOutput.extend({ issues: z.number().int() })) }),
     annotations: readOnly,

@@ -30,8 +30,8 @@ export const identityTools = [
     title: "Who am I",
     group: "identity",
     description:
-      "Call first in every session: who you act as (your human and their role), the org, your key's project, " +
-      "runtime label, claim cap, lease length and your human's pending invites.",
+      "Call first in every session: who you act as (your human, their role), the org, your key's project, runtime, " +
+      "claim cap, lease length, your human's pending invites.",
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,
@@ -43,8 +43,8 @@ export const identityTools = [
     group: "identity",
     description:
       "Call at session start when sessions share one agent key, so claims and the activity log tell them apart: a " +
-      "key with your identity, shown once, your Bearer token from then on; it expires in a day (default) or with " +
-      "its parent. Not from an OAuth token. SESSION_KEY_CAP: retire unused ones.",
+      "key with your identity, shown once, your Bearer token until it expires (in a day by default, or with its " +
+      "parent). Not from an OAuth token. SESSION_KEY_CAP: retire unused ones.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

@@ -27,8 +27,8 @@ export const issueTools = [
     title: "Get an issue",
     group: "issues",
     description:
-      "Call before working on an issue handed to you: the whole issue (like RTSC-42): body, status, lane, labels, " +
-      "relations, open blockers, deadline, effective level, lease, checkpoint, branch.",
+      "Call before working on an issue handed to you: the whole issue (like RTSC-42) with its relations, open " +
+      "blockers, deadline, effective level, lease, checkpoint and branch.",
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,

@@ -69,9 +69,8 @@ export const queueTools = [
     title: "Queue status",
     group: "observability",
     description:
-      "Call for the fleet at a glance (your key's project, or the org for an org-wide key): counts by status, " +
-      "ready, open issues by SLA state, what blocks what, live claims (holder, runtime, last heartbeat, expiry), " +
-      "the drain forecast, and the false-done rate.",
+      "Call for the fleet at a glance (your key's project, or the org for an org-wide key): counts by status and " +
+      "SLA state, what blocks what, live claims, the drain forecast, the false-done rate.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -110,8 +109,8 @@ export const projectTools = [
     title: "Get a project",
     group: "observability",
     description:
-      "Call to size up a project before filing or pulling work: one project by prefix with its issues counted by " +
-      "status; queue_status has the live dispatch picture.",
+      "Call to size up a project before filing or pulling work: its issues counted by status; queue_status has the " +
+      "live picture.",
     input: getProjectInput,
     output: z.object({ ...projectFields, byStatus: countsByStatus, open: z.number().int() }),
     annotations: readOnly,
@@ -122,8 +121,7 @@ export const projectTools = [
     title: "List projects",
     group: "observability",
     description:
-      "Call to find the prefix to pass as project when filing outside your key's project: the org's projects with " +
-      "prefix, name and issue counter.",
+      "Call to find the prefix to pass as project when filing outside your key's project: the org's projects.",
     input: listProjectsInput,
     output: z.object({ projects: z.array(z.object(projectFields)) }),
     annotations: readOnly,

@@ -44,8 +44,8 @@ export const memberTools = [
     title: "List members",
     group: "org",
     description:
-      "Call to find people (role, status) and agent keys (runtime, human, last use); query matches name, email, " +
-      "role, runtime or key prefix; paged. Emails serve as assignee values, memberIds in the admin tools.",
+      "Call to find people and agent keys (query: name, email, role, runtime or key prefix); paged. Emails serve as " +
+      "assignee values, memberIds in the admin tools.",
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -56,9 +56,9 @@ export const memberTools = [
     title: "Suspend a person",
     group: "org",
     description:
-      "Call (owner or admin; admins act on members only) to cut a person off: suspends them (memberId of a human) " +
-      "and retires their agent keys. Not yourself or the last active owner. reactivate_member reverses it; keys " +
-      "stay retired.",
+      "Call (owner or admin; admins act on members only) to cut a person off (memberId of a human): suspends them " +
+      "and retires their agent keys. Not yourself or the last active owner. reactivate_member reverses all but the " +
+      "keys.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -85,8 +85,8 @@ export const memberTools = [
     title: "Retire an agent",
     group: "org",
     description:
-      "Call to end an agent key for good (memberId of an agent): it stops at once, with no reactivation. Anyone " +
-      "retires their own; owners any agent, admins those of members. People are suspended instead.",
+      "Call to end an agent key (memberId of an agent) at once and for good. Anyone retires their own; owners any " +
+      "agent, admins those of members. People are suspended instead.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
@@ -115,8 +115,8 @@ export const connectorTools = [
     title: "List intake connectors",
     group: "org",
     description:
-      "Call to see which GitHub or GitLab repositories feed issues into projects: the org's intake connectors " +
-      "(provider, repository, project, label, token on file, active), never secrets.",
+      "Call to see which GitHub or GitLab repositories feed issues into which projects: the org's intake " +
+      "connectors, never their secrets.",
     input: listConnectorsInput,
     output: z.object({
       connectors: z.array(

@@ -21,9 +21,9 @@ export const workTools = [
     group: "work loop",
     description:
       "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or unassigned; " +
-      "reviews you did not submit too) and returns its claimToken, lease, branch, latest checkpoint, the issue, " +
-      "latest comments and attachments. In an MCP session your calls renew the lease. Nothing claimable: " +
-      "claimed:false, otherLanes counts ready issues in others' lanes; allLanes:true takes those.",
+      "reviews you did not submit too) and returns its claimToken, lease, branch, latest checkpoint, the issue with " +
+      "its latest comments and attachments. Your calls in an MCP session renew the lease. Nothing claimable: " +
+      "claimed:false; otherLanes counts ready issues in others' lanes, which allLanes:true takes.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
@@ -104,7 +104,7 @@ export const workTools = [
     group: "work loop",
     description:
       "Call at every meaningful step of work you hold: records handoff notes and renews the lease. The latest " +
-      "checkpoint survives release and reclaim and goes to the next claimant, who resumes instead of restarting.",
+      "survives release and reclaim and goes to the next claimant, who resumes instead of restarting.",
     input: checkpointInput,
     output: z.object({
       identifier: z.string(),
@@ -121,7 +121,7 @@ export const workTools = [
     group: "work loop",
     description:
       "Call to stop working on an issue you hold without finishing it: gives it back to the pool (a status write " +
-      "never frees a lease). note becomes a checkpoint for the next claimant; your claimToken dies.",
+      "never frees a lease); your claimToken dies.",
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses), held: z.literal(false), message: z.string() }),
     annotations: idempotentWrite,
