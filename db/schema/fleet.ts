@@ -4,7 +4,7 @@ import { orgIdColumn, projects } from "./orgs.ts";
 /**
  * The Fleet page's hourly facts that the activity log does not hold (decision 027): the queue's
  * depth by status, sampled by the `sweep.fleet-sample` sweep (the last sample of the hour wins),
- * and the fenced writes refused as stale (STALE_CLAIM, counted at the MCP door; a refused write
+ * and the fenced writes refused as stale (STALE_CLAIM, counted by the refused write's transaction whatever the door; a refused write
  * rolls back, so it leaves no activity row). One row per project and clock hour, so a member
  * scoped to some projects (decision 042) is shown theirs; kept eight days.
  */

@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
-import { query, type Db } from "../../db/client.ts";
+import { query } from "../../db/client.ts";
 import type { Services } from "../context.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 
 /**
  * Writers of fleet_hours (decision 027): the queue depth sample, run by the `sweep.fleet-sample`
- * sweep, and the count of fenced writes refused as stale, bumped by the MCP door.
+ * sweep. The count of fenced writes refused as stale is bumped by the refusal itself, whatever the
+ * door (server/issues/stale-refusals.ts).
  */
 const KEEP = sql`interval '8 days'`;
 
@@ -34,15 +35,4 @@ export async function sampleQueueDepth(services: Services): Promise<Record<strin
         select (select count(*)::int from sampled) as projects, (select count(*)::int from pruned) as pruned`,
   );
   return { projects: Number(row?.projects ?? 0), pruned: Number(row?.pruned ?? 0) };
-}
-
-/** One more stale write refused this hour, counted in the project of the issue it named (org-wide when it named none). */
-export async function recordStaleRefusal(db: Db, orgId: string, identifier: string | null, now: Date): Promise<void> {
-  const hour = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000).toISOString();
-  await query(
-    db,
-    sql`insert into fleet_hours (org_id, project_id, hour, stale_refused)
-        values (${orgId}, (select project_id from issues where org_id = ${orgId} and identifier = ${identifier}), ${hour}::timestamptz, 1)
-        on conflict (org_id, hour, project_id) do update set stale_refused = fleet_hours.stale_refused + 1`,
-  );
 }

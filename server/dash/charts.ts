@@ -10,7 +10,7 @@ import { inScope } from "../orgs/scope.ts";
  * - finished issues and the median first-claim-to-done time of each bucket's finishes, from the
  *   leases a finish ended (done, or a handoff to review; leases_org_finished_idx);
  * - reclaims of lapsed leases, from the activity log (activity_org_reclaimed_idx);
- * - stale writes refused and the queue depth by status, from fleet_hours (charts-record.ts), one
+ * - stale writes refused and the queue depth by status, from fleet_hours (../issues/stale-refusals.ts, charts-record.ts), one
  *   row per project and hour: the bucket's refusals and its last sample, summed over the projects.
  * A scoped member (decision 042) counts only their projects' rows in each.
  */

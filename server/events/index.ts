@@ -28,7 +28,8 @@ export interface Notice {
 const REGISTRY = Symbol.for("retasc.events.afterCommit");
 const afterCommit: WeakMap<Db, Notice[]> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new WeakMap()) as WeakMap<Db, Notice[]>;
 
-const isTransaction = (db: Db) => typeof (db as { rollback?: unknown }).rollback === "function";
+/** A handle inside a transaction (it can roll back), not the pool. */
+export const isTransaction = (db: Db) => typeof (db as { rollback?: unknown }).rollback === "function";
 
 /**
  * Runs `run` in a transaction whose notices (change events, outbox wake-ups, what a dispatch

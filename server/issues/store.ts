@@ -6,6 +6,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput, notFound } from "../errors.ts";
 import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
+import { countIfStale } from "./stale-refusals.ts";
 import { endOfDayIn } from "./levels.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 import { projectReach, reachable, reaches, type Reach } from "../orgs/scope.ts";
@@ -41,17 +42,24 @@ export const gatesDependentsNow = (row: { status: string; verification: string |
  * Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization
  * failure. What `fn` metered is charged before the commit, in the same transaction, so a
  * refusal (BILLING_INACTIVE, SPEND_CAP) rolls the write back and a failed write costs nothing.
+ * A STALE_CLAIM refusal is counted after the rollback (server/issues/stale-refusals.ts).
  */
 export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  return retryingConflicts(() =>
-    transactionWithNotices(ctx.db, async (tx) => {
-      const scope: WriteScope = { tx, ctx, cipher, now: ctx.clock.now() };
-      const result = await fn(scope);
-      await settleCharge(scope);
-      return result;
-    }),
-  );
+  try {
+    return await retryingConflicts(() =>
+      transactionWithNotices(ctx.db, async (tx) => {
+        const scope: WriteScope = { tx, ctx, cipher, now: ctx.clock.now() };
+        const result = await fn(scope);
+        await settleCharge(scope);
+        return result;
+      }),
+    );
+  } catch (error) {
+    // Rolled back by now: a stale write refused is counted for the Fleet page outside it, whatever the door.
+    await countIfStale(ctx, error);
+    throw error;
+  }
 }
 
 /** Reruns a transaction (or a one-statement write) that hit a deadlock, a serialization failure or RetryTransaction. */

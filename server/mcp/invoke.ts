@@ -6,7 +6,6 @@ import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
 import type { ToolDefinition } from "./tool.ts";
-import { recordStaleRefusal } from "../dash/charts-record.ts";
 import { lowBalanceWarning } from "../usage/low-balance.ts";
 import { toolTiers } from "../usage/rate-card.ts";
 import { renewSessionLeases } from "../queue/session-renewal.ts";
@@ -89,13 +88,6 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     const durationMs = observed(tool.name, started, internal ? "INTERNAL" : toolError.code, internal);
     if (internal) scope.log.error({ ...logFields, outcome: "failed", durationMs, err: error }, "mcp tool call failed");
     else scope.log.debug({ ...logFields, outcome: "refused", code: toolError.code, durationMs }, "mcp tool call");
-    // The refused write rolled back; the Fleet page's chart counts it here (decision 027). Losing a count never fails the reply.
-    if (toolError.code === "STALE_CLAIM") {
-      const identifier = typeof toolError.details?.identifier === "string" ? toolError.details.identifier : null;
-      await recordStaleRefusal(scope.services.db, principal.orgId, identifier, scope.services.clock.now()).catch((err: unknown) =>
-        scope.log.warn({ ...logFields, err }, "stale refusal not counted"),
-      );
-    }
     return errorResult(toolError);
   }
 }
