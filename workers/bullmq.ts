@@ -1,7 +1,8 @@
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed, outboxRowCanceled } from "../server/outbox/index.ts";
-import { errorLabel, executeJob, isPermanent } from "./catalog.ts";
+import { errorLabel, executeJob } from "./catalog.ts";
+import { isPermanent } from "./job.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
 import { SHUTDOWN_GRACE_MS, settleWithin, type JobRunner, type RunnerOptions } from "./runner.ts";
 import { runSweepTick, type SweepDefinition } from "./sweeps.ts";

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { testConfig } from "../server/testing/db.ts";
 import { DomainError } from "../server/errors.ts";
-import { backoffMs, errorLabel, isPermanent } from "./catalog.ts";
+import { backoffMs, errorLabel } from "./catalog.ts";
+import { isPermanent } from "./job.ts";
 
 describe("job failure policy", () => {
   it("retries what may pass and gives up on what cannot", () => {

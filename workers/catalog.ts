@@ -1,8 +1,6 @@
 import { UnrecoverableError } from "bullmq";
 import { z } from "zod";
-import type { Services } from "../server/context.ts";
-import { DomainError, type ErrorCode } from "../server/errors.ts";
-import type { Logger } from "../server/log.ts";
+import { DomainError } from "../server/errors.ts";
 import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
 import { intakeDelivery } from "./handlers/intake-delivery.ts";
 import { linearApply } from "./handlers/linear-apply.ts";
@@ -10,18 +8,7 @@ import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 import { notifySend } from "./handlers/notify-send.ts";
 import { orgPurge } from "./handlers/org-purge.ts";
 import { writeBackClose } from "./handlers/writeback-close.ts";
-
-/** What a handler gets besides its payload. `key` is its idempotency key (`outbox:<id>`). */
-export interface JobContext {
-  services: Services;
-  log: Logger;
-  key: string;
-  outboxId: number;
-  /** 1 on the first delivery, counting retries and takeovers from crashed workers. */
-  attempt: number;
-}
-
-export type JobHandler<S extends z.ZodType> = (ctx: JobContext, payload: z.output<S>) => Promise<unknown>;
+import type { JobContext, JobHandler } from "./job.ts";
 
 /** Job schemas with one handler each: what a runner can execute. */
 export interface JobCatalog {
@@ -61,15 +48,6 @@ export async function executeJob(catalog: JobCatalog, ctx: JobContext, name: str
   const parsed = schema.safeParse(payload);
   if (!parsed.success) throw new UnrecoverableError(`invalid payload for job ${name}`);
   return handler(ctx, parsed.data);
-}
-
-/** Domain refusals that a retry cannot change; anything else (a database blip, a timeout) is retried. */
-const retryableCodes: readonly ErrorCode[] = ["UNAVAILABLE", "RATE_LIMITED", "CONFLICT"];
-
-export function isPermanent(error: unknown): boolean {
-  if (error instanceof UnrecoverableError || error instanceof z.ZodError) return true;
-  if (error instanceof DomainError) return !retryableCodes.includes(error.code);
-  return false;
 }
 
 /** A short label for a failure, stored in the database: the error class or code, never its message. */

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
 import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL } from "../server/outbox/index.ts";
-import { backoffMs, errorLabel, executeJob, isPermanent } from "./catalog.ts";
+import { backoffMs, errorLabel, executeJob } from "./catalog.ts";
+import { isPermanent } from "./job.ts";
 import { nextTick, settleWithin, SHUTDOWN_GRACE_MS, type JobRunner, type RunnerOptions } from "./runner.ts";
 import { runSweepTick } from "./sweeps.ts";
 

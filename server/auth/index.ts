@@ -21,14 +21,14 @@ import { AUTH_BASE_PATH, clientRegistrationBounds, mcpOAuthProvider, mcpResource
 import { unstorableTextGuard } from "./input-guard.ts";
 import { DEVICE_DECISION_PATHS } from "./device.ts";
 import { hashSessionTokens, SESSION_LISTING_PATHS } from "./session-tokens.ts";
-import { socialProviders } from "./social.ts";
+import { socialProviders, type SocialProvider } from "./social.ts";
 
 /** The OAuth client id the `retasc` CLI presents in the device flow. */
 export const CLI_CLIENT_ID = "retasc-cli";
 /** Where a person enters or confirms a device code (RFC 8628 verification_uri). */
 export const DEVICE_PATH = "/device";
 
-export type SocialProvider = "github" | "google";
+export type { SocialProvider } from "./social.ts";
 
 /** Which ways to sign in this deployment offers, from its configuration. */
 export function signInMethods(config: Services["config"]) {

@@ -1,6 +1,7 @@
 import type { GenericOAuthConfig } from "better-auth/plugins";
 import type { Config } from "../config/index.ts";
-import type { SocialProvider } from "./index.ts";
+
+export type SocialProvider = "github" | "google";
 
 /**
  * GitHub and Google sign-in as better-auth generic OAuth providers. better-auth's built-in

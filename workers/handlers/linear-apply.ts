@@ -1,6 +1,6 @@
 import type { JobPayload } from "../../server/outbox/jobs.ts";
 import { applyImportRun, failImportRun } from "../../server/transfer/pipeline/apply-run.ts";
-import { isPermanent, type JobContext } from "../catalog.ts";
+import { isPermanent, type JobContext } from "../job.ts";
 
 /**
  * An import's staged pages applied, any source's (server/transfer/pipeline/apply-run.ts; the job

@@ -1,6 +1,6 @@
 import { fanOut } from "../../server/notify/route.ts";
 import type { JobPayload } from "../../server/outbox/jobs.ts";
-import type { JobContext } from "../catalog.ts";
+import type { JobContext } from "../job.ts";
 import { onceByReceipt } from "../receipts.ts";
 
 /**

@@ -8,7 +8,7 @@ import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
 import { sniffContentType } from "../../issues/attachments-sniff.ts";
 import { outboundAgent } from "../../outbound/address.ts";
 import { lockRun } from "./run-row.ts";
-import type { SourceAttachment, SourceIssue } from "./stream.ts";
+import type { Download, FetchFile, SourceAttachment, SourceIssue } from "./stream.ts";
 
 /**
  * Attachments that are files at the source come over as files (decision 060): the process that
@@ -20,7 +20,7 @@ import type { SourceAttachment, SourceIssue } from "./stream.ts";
  */
 export type LinkReason = NonNullable<SourceAttachment["keptAsLink"]>;
 
-export type Download = { bytes: Buffer } | { keptAsLink: "tooLarge" | "failed" };
+export type { Download, FetchFile } from "./stream.ts";
 
 /** How long one file may take to arrive. */
 const DOWNLOAD_MS = 120_000;
@@ -63,9 +63,6 @@ export async function downloadFile(config: Pick<Config, "outboundAllowHosts">, u
 export function sameOrigin(url: string, home: string): boolean {
   return URL.canParse(url) && URL.canParse(home) && new URL(url).origin === new URL(home).origin;
 }
-
-/** A reader's way to fetch a file attachment with its credential (a source without files has none). */
-export type FetchFile = (attachment: SourceAttachment) => Promise<Download>;
 
 /**
  * The page's file attachments staged before the page is: one already a file here (its link

@@ -1,5 +1,4 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
-import type { FetchFile } from "./files.ts";
 
 /**
  * What every source's adapter yields, page by page (decision 047): people, labels, issues with
@@ -98,6 +97,12 @@ export interface SourcePage {
 export interface ReadNotice {
   waiting(ms: number): Promise<void>;
 }
+
+/** A downloaded file attachment, or why it stays a link (./files.ts downloads it). */
+export type Download = { bytes: Buffer } | { keptAsLink: "tooLarge" | "failed" };
+
+/** A reader's way to fetch a file attachment with its credential (a source without files has none). */
+export type FetchFile = (attachment: SourceAttachment) => Promise<Download>;
 
 /** A source read for one run: its pages in order, the credential held inside it for the run only. */
 export interface SourceReader {
