@@ -206,9 +206,7 @@ describe("import directions", () => {
   });
 
   it("no file imports itself back through others, anywhere in the tree (type-only imports too)", () => {
-    // Known, being broken (issue 31): the knot around server/context.ts. Any other circle fails.
-    const known = (cycle: string) => cycle.includes("server/context.ts");
-    expect(fileCycles(edges).filter((c) => !known(c))).toEqual([]);
+    expect(fileCycles(edges)).toEqual([]);
   });
 
   it("finds a planted circle of files and prints the loop", () => {

@@ -3,7 +3,7 @@ import type { Db } from "../../db/client.ts";
 import { leases } from "../../db/schema/index.ts";
 import { sha256 } from "../crypto/index.ts";
 import type { IssueRow } from "../issues/store.ts";
-import { isLeaseLive } from "../issues/views.ts";
+import { isLeaseLive } from "../issues/fencing.ts";
 
 /**
  * How a live lease is held and kept (decision 036), for people watching the fleet: the MCP session

@@ -5,7 +5,6 @@ import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import type { Principal } from "../context.ts";
 import { latestCheckpoint, type IssueRow, type WriteScope } from "./store.ts";
-import { isLeaseLive } from "./views.ts";
 
 /**
  * Fencing (decision 036): the claim token is the capability. A lease is held by the MCP session
@@ -13,6 +12,11 @@ import { isLeaseLive } from "./views.ts";
  * session of the same key is another holder, told CLAIM_MISMATCH; the holding session is
  * recognized without its token only where its docs say so (heartbeat, checkpoint, release, claim).
  */
+
+/** Whether the issue is held now: its row names a lease whose expiry is still ahead. */
+export function isLeaseLive(row: Pick<IssueRow, "leaseId" | "leaseExpiresAt">, now: Date): boolean {
+  return row.leaseId !== null && row.leaseExpiresAt !== null && row.leaseExpiresAt.getTime() > now.getTime();
+}
 
 /** Who holds an issue right now, for refusals and check_claim. */
 export async function currentHolder(tx: Db, row: IssueRow, now: Date) {

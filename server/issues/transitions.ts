@@ -4,11 +4,10 @@ import { members } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { enqueue } from "../outbox/index.ts";
-import { currentHolder, requireLiveToken } from "./fencing.ts";
+import { currentHolder, isLeaseLive, requireLiveToken } from "./fencing.ts";
 import { alreadyClaimed, selfReview } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
 import type { IssueRow, WriteScope } from "./store.ts";
-import { isLeaseLive } from "./views.ts";
 
 /** People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost. */
 export function notices(scope: WriteScope, row: IssueRow, change: { statusChanged: boolean; to: string; assigned: boolean }) {

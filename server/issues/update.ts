@@ -3,7 +3,7 @@ import { issues } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
-import { currentHolder, endLease, finishedByCaller, lastLeaseOf, requireLiveToken } from "./fencing.ts";
+import { currentHolder, endLease, finishedByCaller, isLeaseLive, lastLeaseOf, requireLiveToken } from "./fencing.ts";
 import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
 import { setLabels } from "./labels.ts";
 import { branchName, rankingColumns } from "./levels.ts";
@@ -27,7 +27,7 @@ import {
 } from "./store.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
 import { quarantinedRefusal } from "./quarantine.ts";
-import { isLeaseLive, issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
+import { issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 
 /** The issue row, locked, and which graph lock the update holds. */

@@ -6,6 +6,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { issueBranch, slaOf } from "./levels.ts";
 import { quarantineOf } from "./quarantine.ts";
 import { verificationNow } from "./verification-state.ts";
+import { isLeaseLive } from "./fencing.ts";
 import { isTerminal, type IssueRow } from "./store.ts";
 import { reaches, type Reach } from "../orgs/scope.ts";
 
@@ -43,10 +44,6 @@ export function slaView(row: IssueRow, now: Date) {
   if (isTerminal(row.status)) return { slaState: "none" as const, timeRemainingMs: null };
   const sla = slaOf(row.dueAt, row.dueSetAt ?? row.createdAt, now);
   return { slaState: sla.state, timeRemainingMs: sla.remainingMs };
-}
-
-export function isLeaseLive(row: Pick<IssueRow, "leaseId" | "leaseExpiresAt">, now: Date): boolean {
-  return row.leaseId !== null && row.leaseExpiresAt !== null && row.leaseExpiresAt.getTime() > now.getTime();
 }
 
 /**

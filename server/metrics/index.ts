@@ -3,7 +3,15 @@ import { sql } from "drizzle-orm";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { query, type Database, type Db } from "../../db/client.ts";
 import type { Config } from "../config/index.ts";
-import { RECORDED_EXPIRY } from "../queue/claim.ts";
+
+/**
+ * Marks a claim reply whose claim ended an expired lease and recorded it (retasc_record_expiry
+ * said so with its outbox notice) before the reclaim sweep got there: set by the claim
+ * (server/queue/claim.ts), counted here (claimsIn), so metrics import nothing of the queue. Keyed
+ * by a symbol, it never reaches the wire, so the tools' output schemas stay as they are.
+ * Symbol.for: the app's bundle and main.ts each hold a copy of this module.
+ */
+export const RECORDED_EXPIRY = Symbol.for("retasc.claim.recordedExpiry");
 
 /**
  * The Prometheus metrics of this process (`/metrics`, docs/operations.md lists each series and

@@ -2,9 +2,20 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
-import type { Principal } from "../context.ts";
 import type { Logger } from "../log.ts";
 import { metrics } from "./index.ts";
+
+/**
+ * Who a request acts as, as far as its log line names them: the fields of a Principal
+ * (server/context.ts) it reads, so the metrics import nothing of the domain, the context included.
+ */
+export interface NotedPrincipal {
+  kind: "agent" | "human" | "system";
+  orgId: string;
+  userId: string | null;
+  keyId: string | null;
+  runtime: string | null;
+}
 
 /** The doors a request comes in by, as /metrics and the request log name them. */
 export type Door = "mcp" | "dash" | "api-cli" | "auth" | "webhooks" | "static" | "other";
@@ -18,7 +29,7 @@ export interface RequestRecord {
   readonly id: string;
   door: Door;
   orgId?: string;
-  principal?: { kind: Principal["kind"]; userId: string | null; keyId: string | null };
+  principal?: { kind: NotedPrincipal["kind"]; userId: string | null; keyId: string | null };
   runtime?: string | null;
   /** The MCP tools called (a JSON-RPC batch can call several). */
   tools?: string[];
@@ -31,7 +42,7 @@ const storage: AsyncLocalStorage<RequestRecord> = ((globalThis as Record<symbol,
   new AsyncLocalStorage<RequestRecord>()) as AsyncLocalStorage<RequestRecord>;
 
 /** Notes the principal the request acts as (server/context.ts withPrincipal); outside a request, nothing. */
-export function notePrincipal(principal: Principal): void {
+export function notePrincipal(principal: NotedPrincipal): void {
   const record = storage.getStore();
   if (!record || principal.kind === "system") return;
   record.orgId = principal.orgId;

@@ -7,11 +7,12 @@ import type { Ctx } from "../context.ts";
 import { constantTimeEqual, randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import { noticeAfterCommit, type Notice } from "../events/index.ts";
-import { claimMismatch, currentHolder, holderSession, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
+import { claimMismatch, currentHolder, holderSession, isLeaseLive, requireLiveToken, sameKey, sameSession, type Holder } from "../issues/fencing.ts";
 import { quarantinedRefusal } from "../issues/quarantine.ts";
 import { alreadyClaimed, selfReview } from "../issues/refusals.ts";
 import { findIssue, inOrder, inTransaction, issueRowFrom, openBlockersOf, type IssueRow, type WriteScope } from "../issues/store.ts";
-import { isLeaseLive, issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
+import { issueViewReads, renderIssueView, viewReadsFrom, type ViewReads, type ViewReadsJson } from "../issues/views.ts";
+import { RECORDED_EXPIRY } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
 import { OUTBOX_CHANNEL } from "../outbox/index.ts";
 import { claimDiscussion, readClaimDiscussion, type ClaimDiscussionJson } from "./claim-discussion.ts";
@@ -82,15 +83,6 @@ export function leaseFields(ctx: Ctx, now: Date, claimToken: string) {
     ttlMs: ctx.config.leaseTtlMs,
   };
 }
-
-/**
- * Marks a claim reply whose claim ended an expired lease and recorded it (retasc_record_expiry
- * said so with its outbox notice) before the reclaim sweep got there. The door counts it in
- * /metrics (server/metrics/index.ts claimsIn); keyed by a symbol, it never reaches the wire, so
- * the tools' output schemas stay as they are. Symbol.for: the app's bundle and main.ts each hold
- * a copy of this module.
- */
-export const RECORDED_EXPIRY = Symbol.for("retasc.claim.recordedExpiry");
 
 /**
  * What keeps a lease alive: `calls` when the claim came in an MCP session (its own calls renew it;

@@ -18,7 +18,7 @@ import {
   releaseIssue,
   slaSweep,
 } from "./index.ts";
-import { RECORDED_EXPIRY } from "./claim.ts";
+import { RECORDED_EXPIRY } from "../metrics/index.ts";
 
 const clock = new TestClock();
 const MINUTE = 60_000;

@@ -3,7 +3,7 @@ import { activity, issues, leases, projects } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
 import { inTransaction } from "../issues/store.ts";
-import { isLeaseLive } from "../issues/views.ts";
+import { isLeaseLive } from "../issues/fencing.ts";
 import { releaseClaim } from "./lease.ts";
 import { claimProgress } from "./stall.ts";
 
