@@ -2,24 +2,27 @@ import { createRequire } from "node:module";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../test/fakes/jira.ts";
+import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../test/fakes/asana.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 
 /**
- * An owner imports a Jira project and a CSV from the Dash in Chromium against the local Jira:
+ * An owner imports a Jira project, an Asana project and a CSV from the Dash in Chromium against the local Jira:
  * the dry run (counts, the mapping, placeholders, what stays behind), then the run's progress
  * to its end; the CSV uploaded, its columns picked from the preview. The dry run and the CSV
  * mapping are checked at 1280 and 390 px for overflow and axe's serious violations.
  */
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 let jira: FakeJira;
+let asana: FakeAsana;
 let app: E2eApp;
 let browser: Browser;
 let ada: Person;
 
 beforeAll(async () => {
   jira = await startFakeJira({ project: generateJiraProject({ issues: 60, key: "EJ" }) });
-  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: new URL(jira.url).host }), launchBrowser()]);
+  asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
+  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host}`, ASANA_API_URL: asana.url }), launchBrowser()]);
   ada = await signUp(browser, app, "Ada");
   await ada.page.getByLabel("Org name").fill("Analytical");
   await ada.page.getByRole("button", { name: "Create org" }).click();
@@ -29,6 +32,7 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
   await jira?.close();
+  await asana?.close();
   removeTemps();
 });
 
@@ -76,6 +80,28 @@ test("Jira: the dry run, then the run's progress to its end", async () => {
   await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
   expect(await page.getByTestId("import-count").innerText()).toBe("60 of 60");
   expect(await page.content()).not.toContain(jira.apiToken);
+  expect(found).toEqual([]);
+  expect(errors).toEqual([]);
+}, 240_000);
+
+test("Asana: the dry run, then the run's progress to its end", async () => {
+  const page = await checkedPage();
+  const { errors } = watchConsole(page);
+  await page.goto(`${app.url}/dash/settings/import?source=asana`);
+  await page.getByLabel("Asana personal access token").fill(asana.token);
+  await page.getByLabel("Asana project").fill(`https://app.asana.com/0/${asana.project.gid}/list`);
+  await page.getByLabel("New project's prefix").fill("ASN");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  const tasks = 30 + [...asana.project.subtasks.values()].flat().length;
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain(`${tasks} issues`);
+  const found = await problems(page, "asana-dry-run");
+  await page.getByLabel("Asana personal access token").fill(asana.token);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByTestId("import-progress").waitFor();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe(`${tasks} of ${tasks}`);
+  expect(await page.content()).not.toContain(asana.token);
   expect(found).toEqual([]);
   expect(errors).toEqual([]);
 }, 240_000);

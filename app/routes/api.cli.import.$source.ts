@@ -4,6 +4,7 @@ import { DomainError } from "../../server/errors.ts";
 import { importStatus } from "../../server/transfer/pipeline/status.ts";
 import { dryRunLinearImport, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "../../server/transfer/jira/index.ts";
+import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "../../server/transfer/asana/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 
 /** `retasc import <source>` polls its run: `?orgId=&runId=` answers phase, done of total, a wait the source asked for, and the last import's date. */
@@ -26,6 +27,11 @@ const sources = {
     "dry-run": dryRunJiraImport,
     start: startJiraImport,
   },
+  asana: {
+    projects: listAsanaProjects,
+    "dry-run": dryRunAsanaImport,
+    start: startAsanaImport,
+  },
   csv: {
     preview: previewCsvImport,
     "dry-run": dryRunCsvImport,
@@ -34,15 +40,15 @@ const sources = {
 } as const;
 
 /**
- * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|csv>`: credentials (a Linear key, a
- * Jira email and API token) and CSV text travel in the body only (never a URL, so no access log
+ * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|asana|csv>`: credentials (a Linear
+ * key, a Jira email and API token, an Asana access token) and CSV text travel in the body only (never a URL, so no access log
  * holds them) and are used for this run alone (decisions 025 and 047).
  */
 export function action({ request, context, params }: Route.ActionArgs) {
   const source = params.source;
   if (!Object.hasOwn(sources, source)) {
     return cliJson(context, async () => {
-      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira or csv.");
+      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira, asana or csv.");
     });
   }
   // Each service parses its own input (zod), so the body's fields go to it as they came.

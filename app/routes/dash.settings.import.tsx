@@ -5,6 +5,7 @@ import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, startJiraImport } from "../../server/transfer/jira/index.ts";
+import { dryRunAsanaImport, startAsanaImport } from "../../server/transfer/asana/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, ErrorNote, Notice } from "../components/ui.tsx";
@@ -12,11 +13,12 @@ import { ImportProgress } from "../components/dash/import-progress.tsx";
 import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
 import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
+import { AsanaImportForm } from "../components/dash/import-asana-form.tsx";
 import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
 import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
 import "../components/dash/dash.css";
 
-const sources = { linear: "Linear", jira: "Jira", csv: "a CSV file" } as const;
+const sources = { linear: "Linear", jira: "Jira", asana: "Asana", csv: "a CSV file" } as const;
 type Source = keyof typeof sources;
 const sourceOf = (value: string | null): Source => (value && Object.hasOwn(sources, value) ? (value as Source) : "linear");
 
@@ -52,7 +54,7 @@ export async function action({ request, context }: Route.ActionArgs) {
   const source = sourceOf(text("source"));
   const target = text("target");
   // What the form had, given back so a step keeps it (never a credential).
-  const values = Object.fromEntries([...form].filter(([k, v]) => typeof v === "string" && !["apiToken", "apiKey", "csv", "intent"].includes(k)).map(([k, v]) => [k, String(v)]));
+  const values = Object.fromEntries([...form].filter(([k, v]) => typeof v === "string" && !["apiToken", "apiKey", "accessToken", "csv", "intent"].includes(k)).map(([k, v]) => [k, String(v)]));
   const result = await attempt(context.log, async () => {
     if (intent === "claim") {
       await claimGhost(ctx, { ghostId: text("ghostId") });
@@ -63,6 +65,12 @@ export async function action({ request, context }: Route.ActionArgs) {
       if (intent === "dry-run") return { values, dryRun: await dryRunJiraImport(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.projectKey.toUpperCase() } };
       return { runId: (await startJiraImport(ctx, { ...input, ...into })).runId };
+    }
+    if (source === "asana") {
+      const input = { accessToken: text("accessToken"), projectGid: text("projectGid") };
+      if (intent === "dry-run") return { values, dryRun: await dryRunAsanaImport(ctx, input) };
+      const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
+      return { runId: (await startAsanaImport(ctx, { ...input, ...into })).runId };
     }
     if (source === "csv") {
       const file = form.get("file");
@@ -119,7 +127,9 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           ? "A Linear team's issues, sub-issues, relations, comments, labels and attachments, with their identifiers and times."
           : source === "jira"
             ? "A Jira project's issues, sub-tasks and epics, links, comments, labels and components, with their keys and times."
-            : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
+            : source === "asana"
+              ? "An Asana project's tasks and subtasks, dependencies, comments, tags and files, with their sections as statuses and their times."
+              : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
       </p>
       <ErrorNote error={actionData?.error ?? statusError} />
       {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
@@ -129,9 +139,10 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           {!status || status.phase === "done" || status.phase === "failed" ? (
             <>
               {dryRun ? <ImportDryRun report={dryRun} /> : null}
-              <Card title={source === "linear" ? "Import a team" : source === "jira" ? "Import a project" : "Import a file"}>
+              <Card title={source === "linear" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
                 {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} /> : null}
                 {source === "jira" ? <JiraImportForm projects={projects} values={values} /> : null}
+                {source === "asana" ? <AsanaImportForm projects={projects} values={values} /> : null}
                 {source === "csv" ? <CsvImportForm projects={projects} preview={preview} csv={csv} values={values} /> : null}
               </Card>
             </>

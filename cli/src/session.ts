@@ -26,7 +26,8 @@ export function requireSession(flags: UrlFlag = {}): SignedIn {
 /** Calls an /api/cli endpoint as the signed-in person; `T` is the endpoint's reply. */
 export function asSession<T>(session: { url: string; token: string }, path: string, options: Pick<RequestOptions, "body" | "query"> = {}): Promise<T> {
   return request<T>(session.url, `/api/cli${path}`, { ...options, token: session.token }).catch((error: unknown) => {
-    if (error instanceof CliError && error.code === "UNAUTHORIZED") {
+    // Only the session's own refusal: an import source refusing its token is UNAUTHORIZED too, with its own hint.
+    if (error instanceof CliError && error.code === "UNAUTHORIZED" && /not signed in|session/i.test(error.message)) {
       error.hint = "Your session ended; run `retasc login` again.";
     }
     throw error;

@@ -200,6 +200,8 @@ export const configSchema = z.object({
   LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
   /** Where Linear serves uploaded files: a Linear attachment there comes over as a file, fetched with the import's key (decision 060). */
   LINEAR_UPLOADS_URL: z.url().default("https://uploads.linear.app"),
+  /** Asana's REST API, where an Asana import reads a project with a personal access token (tests point it at a local fake). */
+  ASANA_API_URL: z.url().default("https://app.asana.com/api/1.0"),
   /**
    * Hosts (`host:port`, comma-separated) that URLs people and orgs enter may reach although they
    * are not public https addresses: a self-hosted GitLab on the office network, the tests' local

@@ -5,23 +5,26 @@ import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
+import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
 import { waitFor } from "../testing/wait.ts";
 
 /**
- * The Dash's Import page for Jira and CSV over real HTTP against the built app: plain form posts,
+ * The Dash's Import page for Jira, Asana and CSV over real HTTP against the built app: plain form posts,
  * as a browser without JavaScript sends them (the CSV as a multipart upload): a dry run that
  * writes nothing, then the run with its progress to the end. The token is never in an answer.
  */
-describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (needs TEST_DATABASE_URL)", () => {
+describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV import (needs TEST_DATABASE_URL)", () => {
   let database: TestDatabase;
   let app: AppProcess;
   let jira: FakeJira;
+  let asana: FakeAsana;
   let owner: { cookie: string };
   const seen: string[] = [];
   const masterKey = crypto.randomBytes(32);
 
   beforeAll(async () => {
     jira = await startFakeJira({ project: generateJiraProject({ issues: 40, key: "DJ" }) });
+    asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
     database = await createTestDatabase({ max: 2 });
     app = await startApp({
       DATABASE_URL: database.url!,
@@ -29,7 +32,8 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (need
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_WORKERS: "inline",
       OUTBOX_POLL_MS: "200",
-      RETASC_IMPORT_ALLOW_HOSTS: new URL(jira.url).host,
+      RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host}`,
+      ASANA_API_URL: asana.url,
     });
     const email = `owner-${crypto.randomBytes(3).toString("hex")}@example.com`;
     owner = await signUpOverHttp(app.url, email, "Owner");
@@ -39,6 +43,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (need
     await app?.stop();
     await database?.close();
     await jira?.close();
+    await asana?.close();
   });
 
   const page = (source: string) => `${app.url}/dash/settings/import?source=${source}`;
@@ -72,6 +77,25 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (need
     expect(await finished(started.location!)).toContain("40 created");
   });
 
+  it("Asana: a dry run shows the sections' mapping and writes nothing; the import runs to its end", async () => {
+    const shown = await record(await fetch(page("asana"), { headers: { cookie: owner.cookie } }));
+    expect(shown.body).toContain("Import from Asana");
+    expect(shown.body).toContain('name="accessToken"');
+    const fields = { source: "asana", accessToken: asana.token, projectGid: `https://app.asana.com/0/${asana.project.gid}/list`, target: "new", projectName: "", prefix: "ASN" };
+    const dry = await post("asana", new URLSearchParams({ ...fields, intent: "dry-run" }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toMatch(/<td>In Progress<\/td><td>doing<\/td>/);
+    expect(dry.body).not.toContain(asana.token);
+    const wrong = await post("asana", new URLSearchParams({ ...fields, accessToken: "nope", intent: "dry-run" }));
+    expect(wrong.body).toContain("Asana refused the token");
+    const started = await post("asana", new URLSearchParams({ ...fields, intent: "start" }));
+    expect(started.status, started.body.slice(0, 400)).toBe(302);
+    expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=asana$/);
+    const tasks = 30 + [...asana.project.subtasks.values()].flat().length;
+    expect(await finished(started.location!)).toContain(`${tasks} created`);
+  });
+
   it("CSV: the upload is previewed with a guessed mapping, changed, dry run, then imported", async () => {
     const upload = new FormData();
     upload.set("source", "csv");
@@ -93,5 +117,6 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira and CSV import (need
 
   it("never answers with the token", () => {
     for (const answer of seen) expect(answer).not.toContain(jira.apiToken);
+    for (const answer of seen) expect(answer).not.toContain(asana.token);
   });
 });

@@ -65,6 +65,7 @@ export const toolTiers = {
   import_linear: ["plumbing"],
   import_jira: ["plumbing"],
   import_csv: ["plumbing"],
+  import_asana: ["plumbing"],
   claim_ghost: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;

@@ -7,9 +7,9 @@ import { asSession, requireSession, type SignedIn } from "../session.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
 
 /**
- * `retasc import <linear|jira|csv>`: another tracker's backlog into a project, through
+ * `retasc import <linear|jira|asana|csv>`: another tracker's backlog into a project, through
  * /api/cli/import/<source> (app/routes/api.cli.import.$source.ts) as the signed-in owner or
- * admin. A credential (Linear key, Jira API token) comes from RETASC_IMPORT_TOKEN or standard
+ * admin. A credential (Linear key, Jira API token, Asana access token) comes from RETASC_IMPORT_TOKEN or standard
  * input, never a flag (flags land in shell history), and travels in a request body only; the
  * server uses it for this run alone. `--dry-run` prints what the run would do and writes
  * nothing; otherwise progress is polled and drawn on stderr until the run is done.
@@ -43,6 +43,7 @@ type ImportFlags = OrgFlags & {
   site?: string;
   email?: string;
   "project-key"?: string;
+  "asana-project"?: string;
   file?: string;
   name?: string;
   prefix?: string;
@@ -53,8 +54,10 @@ type ImportFlags = OrgFlags & {
   "poll-ms"?: string;
 };
 
-const SOURCES = ["linear", "jira", "csv"] as const;
+const SOURCES = ["linear", "jira", "asana", "csv"] as const;
 type Source = (typeof SOURCES)[number];
+/** Sources without a key of their own: a new project is given a prefix, and issues take its next numbers. */
+const KEYLESS: readonly Source[] = ["asana", "csv"];
 
 const PHASE_WORDS: Record<Status["phase"], string> = {
   fetching: "reading the source",
@@ -80,7 +83,7 @@ function readJson(file: string, what: string): Record<string, unknown> {
 
 export async function importFrom(flags: ImportFlags, positionals: string[]) {
   const source = positionals[0] as Source;
-  if (!SOURCES.includes(source)) throw new CliError("INVALID_INPUT", `retasc import takes linear, jira or csv, not ${positionals[0] ?? "nothing"}`, "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
+  if (!SOURCES.includes(source)) throw new CliError("INVALID_INPUT", `retasc import takes linear, jira, asana or csv, not ${positionals[0] ?? "nothing"}`, "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
   if (flags.project && flags["new-project"]) throw new CliError("INVALID_INPUT", "pass --project or --new-project, not both", `retasc import ${source} … --new-project Engineering`);
   const pollMs = Number(flags["poll-ms"] ?? 1000);
   if (!Number.isInteger(pollMs) || pollMs < 50) throw new CliError("INVALID_INPUT", "--poll-ms takes a whole number of milliseconds, at least 50", `retasc import ${source} … --poll-ms 1000`);
@@ -98,18 +101,19 @@ export async function importFrom(flags: ImportFlags, positionals: string[]) {
     return printDryRun(report);
   }
   if (!flags.project && !flags["new-project"]) {
-    throw new CliError("INVALID_INPUT", `name the project: --new-project <name>${source === "csv" ? " --prefix <PFX>" : ""}, or --project <PREFIX> of an earlier import`, `retasc import ${source} … --new-project Engineering${source === "csv" ? " --prefix ENG" : ""}`);
+    const keyless = KEYLESS.includes(source);
+    throw new CliError("INVALID_INPUT", `name the project: --new-project <name>${keyless ? " --prefix <PFX>" : ""}, or --project <PREFIX> of an earlier import`, `retasc import ${source} … --new-project Engineering${keyless ? " --prefix ENG" : ""}`);
   }
   if (picked.lastImportAt) note(`${picked.label} was imported on ${picked.lastImportAt}: fields edited in Retasc since are overwritten by the source's.`);
   const projectId = flags.project ? await projectIdOf(session, orgId, flags.project) : undefined;
-  const target = projectId ? { projectId } : { newProject: { name: flags["new-project"], ...(source === "csv" ? { prefix: flags.prefix } : {}) } };
+  const target = projectId ? { projectId } : { newProject: { name: flags["new-project"], ...(KEYLESS.includes(source) ? { prefix: flags.prefix } : {}) } };
   const started = await call<{ runId: string; total: number }>("start", { ...picked.input, ...target });
   const status = await follow(session, endpoint, orgId, started.runId, pollMs, Boolean(flags.json));
   if (status.phase === "failed") throw new CliError("UNAVAILABLE", `the import of ${picked.label} failed: ${status.error ?? "no reason given"}`, "Run the same command again: a re-import reconciles, it never duplicates.");
   if (flags.json) return printJson(status);
   ok(`Imported ${picked.label}: ${Object.entries(status.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ") || `${status.total} issues`}.`);
   if (status.linkReasons && Object.keys(status.linkReasons).length > 0) note(`attachments kept as links: ${whyLinks(status.linkReasons)}`);
-  say(`Run ${status.runId}.${source === "csv" ? "" : ` Issues keep their identifiers (${status.teamKey}-1 and on).`}`);
+  say(`Run ${status.runId}.${KEYLESS.includes(source) ? "" : ` Issues keep their identifiers (${status.teamKey}-1 and on).`}`);
 }
 
 type Call = <T>(action: string, extra?: Record<string, unknown>) => Promise<T>;
@@ -157,6 +161,25 @@ async function sourceBody(source: Source, flags: ImportFlags & { json?: boolean 
         }
         if (!flags.json) out(table(["KEY", "NAME", "ISSUES", "LAST IMPORT"], projects.map((p) => [p.key, p.name, p.issueCount, p.lastImportAt ?? "never"])));
         throw new CliError(wanted ? "NOT_FOUND" : "INVALID_INPUT", wanted ? `the account sees no Jira project ${wanted}` : "pick a project with --project-key <KEY>", `retasc import jira --site ${flags.site} --email ${flags.email} --project-key ${projects[0]?.key ?? "ENG"} --dry-run < token.txt`);
+      },
+    };
+  }
+  if (source === "asana") {
+    const accessToken = await secret("Asana personal access token", "retasc import asana --asana-project 1200000000000000 --dry-run < asana-token.txt");
+    return {
+      input: { accessToken },
+      async pick(call) {
+        const projects = await call<{ id: string; name: string; workspace: string; issueCount: number; lastImportAt: string | null }[]>("projects");
+        const wanted = flags["asana-project"]?.trim();
+        const gid = wanted ? (/^\d+$/.test(wanted) ? wanted : (/\/(?:project|0)\/(\d+)/.exec(wanted)?.[1] ?? "")) : "";
+        const project = wanted ? projects.find((p) => p.id === gid || p.name.toLowerCase() === wanted.toLowerCase()) : undefined;
+        if (project) return { label: `${project.name} (Asana)`, lastImportAt: project.lastImportAt, input: { projectGid: project.id, ...(mapping ? { mapping } : {}) } };
+        if (flags.json && !wanted) {
+          printJson({ projects });
+          return null;
+        }
+        if (!flags.json) out(table(["GID", "NAME", "WORKSPACE", "TASKS", "LAST IMPORT"], projects.map((p) => [p.id, p.name, p.workspace, p.issueCount, p.lastImportAt ?? "never"])));
+        throw new CliError(wanted ? "NOT_FOUND" : "INVALID_INPUT", wanted ? `the token sees no Asana project ${wanted}` : "pick a project with --asana-project <gid or name>", `retasc import asana --asana-project ${projects[0]?.id ?? "1200000000000000"} --dry-run < asana-token.txt`);
       },
     };
   }

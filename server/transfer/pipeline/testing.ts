@@ -1,4 +1,5 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
+import { query } from "../../../db/client.ts";
 import { linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { waitFor } from "../../testing/wait.ts";
@@ -21,4 +22,10 @@ export async function importToEnd(ctx: Ctx, reader: SourceReader, target: RunTar
   if (staged.phase === "applying") await applyImportRun(ctx, runId);
   const [run] = await ctx.db.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
   return { ...run!, ...runCounts(run!.counts) };
+}
+
+/** Each imported issue's identifier here by its source id (`linear_links`), for sources whose numbers are ours. */
+export async function identifiersBySourceId(ctx: Pick<Ctx, "db">, orgId: string): Promise<Map<string, string>> {
+  const rows = await query<{ source_id: string; identifier: string }>(ctx.db, sql`select l.linear_id as source_id, i.identifier from linear_links l join issues i on i.id = l.retasc_id where l.org_id = ${orgId} and l.kind = 'issue'`);
+  return new Map(rows.map((r) => [r.source_id, r.identifier]));
 }

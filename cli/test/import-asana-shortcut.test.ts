@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
+import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
+
+/**
+ * `retasc import asana` against the built app over HTTP and a local Asana: the token from
+ * standard input or RETASC_IMPORT_TOKEN (never a flag, never printed), the projects listed when
+ * none is named, a dry run that writes nothing, progress until done, a re-run that reconciles.
+ */
+let server: Server;
+let asana: FakeAsana;
+let person: Person;
+let orgId: string;
+
+beforeAll(async () => {
+  asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 40 }) });
+  server = await startServer({ ASANA_API_URL: asana.url, RETASC_IMPORT_ALLOW_HOSTS: new URL(asana.url).host, RETASC_WORKERS: "inline", OUTBOX_POLL_MS: "200" });
+  person = await signUp(server, "Asa");
+  expect((await login(server, person)).code).toBe(0);
+  orgId = (JSON.parse((await retasc(person, ["org", "create", "--name", "Asa's org", "--url", server.url, "--json"])).stdout) as { orgId: string }).orgId;
+});
+afterAll(async () => {
+  await server?.close();
+  await asana?.close();
+});
+
+const common = () => ["--org-id", orgId, "--url", server.url, "--poll-ms", "100"];
+
+it("asana: lists the projects, a dry run prints the mapping, the import takes the project's numbers, a re-run reconciles; the token is never printed", async () => {
+  const listed = await retasc(person, ["import", "asana", "--dry-run", ...common()], { input: `${asana.token}\n` });
+  expect(listed.code).toBe(1);
+  expect(listed.stdout).toMatch(new RegExp(`${asana.project.gid} +Launch plan +Acme +40`));
+  expect(listed.stderr).toContain("--asana-project");
+  const args = ["import", "asana", "--asana-project", asana.project.gid, ...common()];
+  const dry = await retasc(person, [...args, "--dry-run"], { input: `${asana.token}\n` });
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(dry.stdout).toContain("Dry run: nothing was written.");
+  expect(dry.stdout).toMatch(/In Progress +doing/);
+  expect(dry.stdout).toMatch(/Urgent +1/);
+  expect(dry.stdout).toContain("Asana Person 1");
+  const noPrefix = await retasc(person, [...args, "--new-project", "Launch"], { input: `${asana.token}\n` });
+  expect(noPrefix.code).toBe(1);
+  const run = await retasc(person, [...args, "--new-project", "Launch", "--prefix", "LCH"], { input: `${asana.token}\n` });
+  expect(run.code, run.stderr).toBe(0);
+  const tasks = 40 + [...asana.project.subtasks.values()].flat().length;
+  expect(run.stdout).toContain(`Imported Launch plan (Asana): ${tasks} created`);
+  expect(run.stdout + run.stderr + dry.stdout + dry.stderr + listed.stdout + listed.stderr).not.toContain(asana.token);
+  const again = await retasc(person, [...args, "--project", "LCH", "--json"], { env: { RETASC_IMPORT_TOKEN: asana.token } });
+  expect(again.code, again.stderr).toBe(0);
+  expect(JSON.parse(again.stdout)).toMatchObject({ phase: "done", source: "asana", counts: { created: 0, unchanged: tasks } });
+  const exported = await retasc(person, ["export", "--org-id", orgId, "--url", server.url]);
+  expect(exported.stdout).toMatch(new RegExp(`"identifier":\\s*"LCH-${tasks}"`));
+  const wrong = await retasc(person, [...args, "--dry-run"], { input: "0/not-the-token\n" });
+  expect(wrong.code).toBe(1);
+  expect(wrong.stderr).toContain("UNAUTHORIZED");
+  expect(wrong.stderr).toContain("personal access token");
+});
