@@ -2,9 +2,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import type { SQL } from "drizzle-orm";
+import { sql as drizzleSql, type SQL } from "drizzle-orm";
 import type { Sql as PostgresClient } from "postgres";
 import { tightenDataDir } from "./data-dir.ts";
+import { applyMigrations, type MigrateOptions, type MigrationRunner } from "./migrator.ts";
 import * as schema from "./schema/index.ts";
 
 export { schema };
@@ -184,25 +185,35 @@ export async function openPglite(dataDir?: string): Promise<Database> {
   };
 }
 
-/** Applies pending migrations. On PostgreSQL, an advisory lock lets many instances start at once. */
-export async function migrateDatabase(database: Database, url?: string): Promise<void> {
-  if (database.driver === "pglite") {
-    const { migrate } = await import("drizzle-orm/pglite/migrator");
-    await migrate(database.db as never, { migrationsFolder });
-    return;
-  }
+/**
+ * Applies pending migrations, each in a transaction of its own under a lock timeout, retried
+ * (db/migrator.ts, decision 069). On PostgreSQL, an advisory lock lets many instances start at
+ * once; the migrations run on a connection of their own. PGlite has one connection: the same
+ * files apply there, through the app's.
+ */
+export async function migrateDatabase(database: Database, url?: string, options: MigrateOptions & { folder?: string } = {}): Promise<{ tag: string; attempts: number }[]> {
+  const folder = options.folder ?? migrationsFolder;
+  if (database.driver === "pglite") return applyMigrations(drizzleRunner(database.db), folder, options);
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
-  const { migrate } = await import("drizzle-orm/postgres-js/migrator");
   if (!url) throw new Error("migrateDatabase needs the PostgreSQL url");
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
   try {
     await sql`select pg_advisory_lock(7318201)`;
-    await migrate(drizzle(sql), { migrationsFolder });
+    return await applyMigrations(drizzleRunner(drizzle(sql) as unknown as Db), folder, options);
   } finally {
     await sql`select pg_advisory_unlock(7318201)`.catch(() => {});
     await sql.end({ timeout: 5 });
   }
+}
+
+/** Raw statements as drizzle's migrator sent them (postgres.js: the simple protocol; PGlite: one statement each). */
+function drizzleRunner(db: Db): MigrationRunner {
+  const run = async (on: Db, statement: string) => rowsOf<Record<string, unknown>>(await on.execute(drizzleSql.raw(statement)));
+  return {
+    execute: (statement) => run(db, statement),
+    transaction: (body) => db.transaction((tx) => body((statement) => run(tx as unknown as Db, statement))),
+  };
 }
 
 /** Number of migrations in the journal vs applied, for /healthz. */

@@ -34,7 +34,10 @@ export async function boot(
     masterKey = resolveMasterKey(config.RETASC_MASTER_KEY, undefined, warn);
     database = await openPostgres(config.DATABASE_URL, { max: options.poolSize, directUrl: config.DATABASE_DIRECT_URL });
     // Under a session advisory lock, which a pooler in transaction mode cannot hold: on the direct URL.
-    await migrateDatabase(database, config.DATABASE_DIRECT_URL ?? config.DATABASE_URL);
+    await migrateDatabase(database, config.DATABASE_DIRECT_URL ?? config.DATABASE_URL, {
+      // A migration behind a long transaction gives way to the claims and tries again (decision 069).
+      onRetry: (e) => warn(`migration ${e.tag} waits for a lock on its tables (try ${e.attempt} of ${e.attempts}); trying again in ${e.pauseMs} ms`),
+    });
   } else {
     const dataDir = path.resolve(config.RETASC_DATA_DIR);
     unlock = lockDataDir(dataDir);
