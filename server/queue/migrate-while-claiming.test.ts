@@ -176,7 +176,7 @@ describe.skipIf(testDriver !== "postgres")("migrations while agents claim (needs
     let control;
     try {
       control = await measured(async () => {
-        const blocker = await longTransaction(600);
+        const blocker = await longTransaction(800);
         const applied = await migrateDatabase(tdb.database, url, { folder: unbounded.folder, lockTimeoutMs: 0 });
         await blocker.done;
         return applied;
@@ -192,7 +192,8 @@ describe.skipIf(testDriver !== "postgres")("migrations while agents claim (needs
         `longest claim ${round(migration.longestClaimMs)} ms during vs ${round(baseline.longestClaimMs)} ms with none ` +
         `(${migration.claims}, ${baseline.claims} and ${control.claims} claims)`,
     );
-    expect(migration.claims).toBeGreaterThan(50);
+    // The loop kept going through the migration (dozens of claims on a loaded 2-core machine, hundreds idle).
+    expect(migration.claims).toBeGreaterThan(20);
     expect(migration.longestWaitMs).toBeLessThan(100);
     // The poller sees a wait when there is one: without the timeout, claims waited for the long transaction.
     expect(control.result).toEqual([{ tag: "9103_issues_flag", attempts: 1 }]);
