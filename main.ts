@@ -15,7 +15,7 @@ import { EventHub } from "./server/events/index.ts";
 import { createStaticHandler } from "./app/static.server.ts";
 import type { RetascLoadContext } from "./app/context.server.ts";
 import { registerDatabaseGauges } from "./server/metrics/index.ts";
-import { readinessOf } from "./server/metrics/health.ts";
+import { readinessOf } from "./server/http/health.ts";
 import { startMetricsServer } from "./server/http/metrics.ts";
 import { createRequestGuard } from "./server/http/limits.ts";
 import { createEdge } from "./server/http/edge.ts";

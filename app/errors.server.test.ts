@@ -1,6 +1,6 @@
 import pino from "pino";
 import { expect, test } from "vitest";
-import { withPrincipal } from "../server/context.ts";
+import { withPrincipal } from "../server/with-principal.ts";
 import { DomainError } from "../server/errors.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { humanPrincipal } from "../server/orgs/access.ts";

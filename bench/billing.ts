@@ -7,7 +7,8 @@
  */
 import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
-import { withPrincipal, type Ctx } from "../server/context.ts";
+import type { Ctx } from "../server/context.ts";
+import { withPrincipal } from "../server/with-principal.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { nextIssue } from "../server/queue/index.ts";
 import { billingOnConfig } from "../server/usage/testing.ts";

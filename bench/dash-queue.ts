@@ -29,7 +29,7 @@ export interface DashQueueResult {
 export async function dashQueueBench(options: { issues: number; iterations: number }): Promise<DashQueueResult> {
   // Before anything imports server/testing/db.ts, which reads the database settings once.
   useBenchPostgres();
-  const { withPrincipal } = await import("../server/context.ts");
+  const { withPrincipal } = await import("../server/with-principal.ts");
   const { authenticateAgentKey } = await import("../server/orgs/index.ts");
   const { seedOwnedOrg } = await import("../server/testing/dash.ts");
   const { claimIssue, checkpoint } = await import("../server/queue/index.ts");

@@ -52,7 +52,8 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
   const { testConfig } = await import("../server/testing/db.ts");
   const { Keyring } = await import("../server/crypto/index.ts");
   const { authenticateAgentKey } = await import("../server/orgs/index.ts");
-  const { withPrincipal, systemClock } = await import("../server/context.ts");
+  const { systemClock } = await import("../server/context.ts");
+  const { withPrincipal } = await import("../server/with-principal.ts");
   const { notifyPublisher } = await import("../server/events/index.ts");
   const { getIssue } = await import("../server/issues/index.ts");
   const { nextIssue, releaseIssue } = await import("../server/queue/index.ts");

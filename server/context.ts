@@ -1,7 +1,6 @@
 import type { Db } from "../db/client.ts";
 import type { Config } from "./config/index.ts";
 import type { Keyring } from "./crypto/index.ts";
-import { notePrincipal } from "./metrics/requests.ts";
 
 export interface Clock {
   now(): Date;
@@ -65,9 +64,3 @@ export interface Ctx extends Services {
 export function systemPrincipal(orgId: string): Principal {
   return { kind: "system", orgId, userId: null, keyId: null, runtime: "retasc", projectId: null, projectIds: null, claimCap: null };
 }
-
-/** The context a door acts in; the request's log line names the principal (server/metrics/requests.ts). */
-export const withPrincipal = (services: Services, principal: Principal): Ctx => {
-  notePrincipal(principal);
-  return { ...services, principal };
-};

@@ -7,7 +7,7 @@ import { loadConfig } from "../server/config/index.ts";
 import { saveIssue } from "../server/issues/index.ts";
 import { checkpoint, claimIssue, nextIssue, releaseIssue } from "../server/queue/index.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
-import { withPrincipal } from "../server/context.ts";
+import { withPrincipal } from "../server/with-principal.ts";
 import { checkInvariants } from "./checker.ts";
 import { PrivatePostgres, privatePostgresAvailable } from "./private-postgres.ts";
 import type { AgentRecord, ClaimRecord, ProbeRecord, WriteRecord } from "./records.ts";

@@ -4,7 +4,7 @@ import { boot } from "../server/boot.ts";
 import { describeFatal } from "../server/fatal.ts";
 import { createLogger } from "../server/log.ts";
 import { registerDatabaseGauges } from "../server/metrics/index.ts";
-import { readinessOf } from "../server/metrics/health.ts";
+import { readinessOf } from "../server/http/health.ts";
 import { startMetricsServer } from "../server/http/metrics.ts";
 import type { JobCatalog } from "./catalog.ts";
 import { startWorkers } from "./index.ts";

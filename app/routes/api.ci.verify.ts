@@ -1,6 +1,6 @@
 import type { Route } from "./+types/api.ci.verify";
 import { cliJson, readBody } from "../cli-api.server.ts";
-import { withPrincipal } from "../../server/context.ts";
+import { withPrincipal } from "../../server/with-principal.ts";
 import { DomainError } from "../../server/errors.ts";
 import { authenticateCiKey, bearerKeyOf } from "../../server/orgs/index.ts";
 import { attestVerification, type AttestInput } from "../../server/verification/attest.ts";

@@ -1,6 +1,6 @@
 import type { Route } from "./+types/api.cli.open-request";
 import { cliJson, readBody } from "../cli-api.server.ts";
-import { withPrincipal } from "../../server/context.ts";
+import { withPrincipal } from "../../server/with-principal.ts";
 import { DomainError } from "../../server/errors.ts";
 import { authenticateAgentKey, bearerKeyOf } from "../../server/orgs/index.ts";
 import { openRequestFor } from "../../server/intake/open-request.ts";

@@ -2,7 +2,7 @@ import { Form, redirect } from "react-router";
 import type { Route } from "./+types/dash.orgs.new";
 import { currentOrgCookie, requireUser } from "../auth.server.ts";
 import { toErrorBody } from "../errors.server.ts";
-import { withPrincipal } from "../../server/context.ts";
+import { withPrincipal } from "../../server/with-principal.ts";
 import { humanPrincipal } from "../../server/orgs/access.ts";
 import { addProject, createOrgFor, createOrgInput, createProjectInput } from "../../server/orgs/account.ts";
 import { Button, ErrorNote, Field } from "../components/ui.tsx";

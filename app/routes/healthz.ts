@@ -1,5 +1,5 @@
 import { hasMetricsToken } from "../../server/metrics/index.ts";
-import { healthBody } from "../../server/metrics/health.ts";
+import { healthBody } from "../../server/http/health.ts";
 import type { Route } from "./+types/healthz";
 
 /**

@@ -2,7 +2,8 @@ import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../../server/testing/db.ts";
-import { withPrincipal, type Ctx, type Services } from "../../server/context.ts";
+import type { Ctx, Services } from "../../server/context.ts";
+import { withPrincipal } from "../../server/with-principal.ts";
 import { Keyring } from "../../server/crypto/index.ts";
 import { seedOrg, type SeededOrg } from "../../server/testing/fixtures.ts";
 

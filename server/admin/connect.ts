@@ -1,7 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import { orgs, projects } from "../../db/schema/index.ts";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { notFound } from "../errors.ts";
 import { createConnector } from "../intake/create.ts";
 

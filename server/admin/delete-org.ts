@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { deleteOrg } from "../orgs/delete.ts";
 
 export const deleteOrgCommandInput = z.object({ org: z.string().trim().min(1, "--org is required") });

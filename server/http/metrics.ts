@@ -2,7 +2,7 @@ import http from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
-import { healthBody, type Readiness } from "../metrics/health.ts";
+import { healthBody, type Readiness } from "./health.ts";
 import { hasMetricsToken, renderMetrics } from "../metrics/index.ts";
 import { refuse } from "./refuse.ts";
 

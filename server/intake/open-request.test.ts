@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { createConnector } from "./create.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";

@@ -1,4 +1,5 @@
-import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { humanPrincipal } from "../orgs/access.ts";
 import { acceptTriage, heldForIssue, releaseHeldComment } from "./triage.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withPrincipal } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { humanPrincipal } from "../orgs/access.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";

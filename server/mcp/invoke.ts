@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
-import { withPrincipal, type Principal, type Services } from "../context.ts";
+import type { Principal, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import type { Logger } from "../log.ts";
 import { describeZodError, unstorableText, unstorableTextIn } from "../errors.ts";
 import { metrics } from "../metrics/index.ts";

@@ -2,7 +2,8 @@ import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { members, type MemberRole } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
-import { withPrincipal, type Ctx, type Principal, type Services } from "../context.ts";
+import type { Ctx, Principal, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { memberProjectIds } from "./scope.ts";
 

@@ -1,7 +1,8 @@
 import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import { members, orgs, projects } from "../../db/schema/index.ts";
-import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
 import { createOrg, createProject, prefixSchema } from "./index.ts";
 

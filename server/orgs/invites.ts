@@ -5,7 +5,8 @@ import { invites, members, orgs, projects, user } from "../../db/schema/index.ts
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
 import { admitMail } from "../outbound/mail-limit.ts";
 import { SendFailure } from "../outbound/failure.ts";
-import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";

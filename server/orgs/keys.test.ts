@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { withPrincipal, type Ctx } from "../context.ts";
+import type { Ctx } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { authenticateAgentKey } from "./index.ts";

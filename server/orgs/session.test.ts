@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import { authenticateAgentKey } from "./index.ts";

@@ -1,7 +1,8 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { orgs, projects, setupCodes } from "../../db/schema/index.ts";
-import { withPrincipal, type Ctx, type Services } from "../context.ts";
+import type { Ctx, Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";

@@ -1,7 +1,8 @@
 import { and, eq, isNull, lte, sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import { issues, leases } from "../../db/schema/index.ts";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { noticeAfterCommit } from "../events/index.ts";
 import { inTransaction, type WriteScope } from "../issues/store.ts";
 import { OUTBOX_CHANNEL } from "../outbox/index.ts";

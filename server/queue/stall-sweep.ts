@@ -1,7 +1,8 @@
 import { and, eq, gt, gte, isNotNull } from "drizzle-orm";
 import { activity, issues, leases, projects } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { inTransaction } from "../issues/store.ts";
 import { isLeaseLive } from "../issues/fencing.ts";
 import { releaseClaim } from "./lease.ts";

@@ -1,5 +1,6 @@
 import type { Principal, Services } from "../context.ts";
-import { withPrincipal, type Ctx } from "../context.ts";
+import type { Ctx } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { createOrg, createProject, ensureMember, ensureUser, mintAgentKey, authenticateAgentKey } from "../orgs/index.ts";
 
 export interface SeededOrg {

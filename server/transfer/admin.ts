@@ -1,7 +1,8 @@
 import { once } from "node:events";
 import type { Writable } from "node:stream";
 import { z } from "zod";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { exportInput, exportOrg } from "./export.ts";
 
 export const adminExportInput = exportInput.extend({

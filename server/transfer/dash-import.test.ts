@@ -1,7 +1,8 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemPrincipal, withPrincipal } from "../context.ts";
+import { systemPrincipal } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { residentBytes, startApp, type AppProcess } from "../testing/app-process.ts";
 import { signUpOverHttp } from "../testing/dash.ts";
 import { useTestServices } from "../testing/database.ts";

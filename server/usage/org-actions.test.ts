@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { withPrincipal } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { saveLabel } from "../issues/labels.ts";
 import { humanPrincipal } from "../orgs/access.ts";
 import { createInvite, revokeInvite } from "../orgs/invites.ts";

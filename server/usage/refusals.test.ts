@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, test } from "vitest";
 import { billingCredits, issues, orgs } from "../../db/schema/index.ts";
 import { grantCredit } from "../admin/commands.ts";
 import { setSpendCap } from "../billing/index.ts";
-import { withPrincipal } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { DomainError } from "../errors.ts";
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
 import { createOrgFor } from "../orgs/account.ts";

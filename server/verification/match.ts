@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
-import { systemPrincipal, withPrincipal, type Services } from "../context.ts";
+import { systemPrincipal, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { recordReports, type ReportSource, type SettleOutcome } from "./settle.ts";
 import type { CheckReport } from "./verdict.ts";
 

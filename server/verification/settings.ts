@@ -1,7 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import { projects, verificationModes } from "../../db/schema/index.ts";
-import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { systemPrincipal, type Ctx, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { invalidInput, notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 

@@ -1,7 +1,8 @@
 import { and, asc, eq, gte, lte, sql } from "drizzle-orm";
 import { activity, issues, projects } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
-import { systemPrincipal, withPrincipal, type Ctx, type Services } from "../context.ts";
+import { systemPrincipal, type Ctx, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { inTransaction, type IssueRow } from "../issues/store.ts";
 import { pastWindow, verificationNow } from "../issues/verification-state.ts";
 import { reachable } from "../orgs/scope.ts";

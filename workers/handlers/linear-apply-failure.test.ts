@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
-import { withPrincipal, type Ctx, type RetascEvent, type Services } from "../../server/context.ts";
+import type { Ctx, RetascEvent, Services } from "../../server/context.ts";
+import { withPrincipal } from "../../server/with-principal.ts";
 import { createLogger } from "../../server/log.ts";
 import { humanPrincipal } from "../../server/orgs/access.ts";
 import { markOutboxFailed } from "../../server/outbox/index.ts";

@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../../db/client.ts";
-import { withPrincipal, type Ctx, type Services } from "../../context.ts";
+import type { Ctx, Services } from "../../context.ts";
+import { withPrincipal } from "../../with-principal.ts";
 import { downloadAttachmentFile, MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
 import { listAttachments } from "../../issues/attachments.ts";
 import { humanCtx, humanPrincipal } from "../../orgs/access.ts";
