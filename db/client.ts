@@ -48,7 +48,10 @@ export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
  * LISTEN, which needs a session of its own for as long as it listens, opens on `directUrl`.
  * Migrations take a session advisory lock, so they run on the direct URL too (boot.ts).
  */
-export async function openPostgres(url: string, options: { max?: number; directUrl?: string } = {}): Promise<Database> {
+export async function openPostgres(
+  url: string,
+  options: { max?: number; directUrl?: string; /** Told each statement's text as it is sent (the statement-budget test counts them). */ onStatement?: (text: string) => void } = {},
+): Promise<Database> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const pooled = options.directUrl !== undefined;
@@ -58,6 +61,7 @@ export async function openPostgres(url: string, options: { max?: number; directU
     onnotice: () => {},
     connect_timeout: 10,
     idle_timeout: 30,
+    ...(options.onStatement ? { debug: (_connection: number, text: string) => options.onStatement!(text) } : {}),
     ...(pooled
       ? { prepare: false }
       : {

@@ -1,0 +1,94 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { openPostgres, type Database } from "../../db/client.ts";
+import type { Services } from "../context.ts";
+import { renewalIntervalMs } from "../queue/session-renewal.ts";
+import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { callOk, connectClient, inProcessFetch, inProcessOrigin } from "./testing.ts";
+
+/**
+ * What one agent call costs PostgreSQL, held to a budget (issue 30; docs/operations.md, "Statements
+ * per call"): every statement the call sends, from the key's lookup to the notices sent after
+ * its commit, BEGIN and COMMIT included, counted on the wire as postgres.js sends them. Named
+ * prepared statements make each one round trip once warm (db/client.ts), so on a warm
+ * connection statements are round trips. A feature that adds a statement to the hot path fails
+ * here until the budget below is raised on purpose, with docs/operations.md.
+ */
+const budget = {
+  // The key's lookup, retasc_next_issues(), the notices after commit.
+  next_issue: 3,
+  // The key's lookup, then a transaction: the issue's row, its lease_expires_at, the lease, an
+  // activity row; the notices after commit. A function in SQL would make it three (issue 30).
+  heartbeat: 8,
+  // The key's lookup, the finishing function, the notices after commit.
+  finish: 3,
+  // The key's lookup and the issue view's statements.
+  read: 3,
+  // The read, plus the renewal of the session's leases in a transaction of its own (decision 036).
+  renewingRead: 7,
+};
+
+const LEASE_SECONDS = 600;
+const clock = new TestClock();
+let testDb: TestDatabase;
+let counted: Database;
+let services: Services;
+let org: SeededOrg;
+let agent: Client;
+let sent: string[] = [];
+
+beforeAll(async () => {
+  if (testDriver !== "postgres") return;
+  testDb = await createTestDatabase();
+  counted = await openPostgres(testDb.url!, { max: 10, directUrl: testDb.directUrl, onStatement: (text) => sent.push(text) });
+  services = servicesFor(counted, { clock, config: testConfig({ LEASE_TTL_SECONDS: String(LEASE_SECONDS) }) });
+  org = await seedOrg(services, { prefix: "STMT" });
+  agent = await connectClient(`${inProcessOrigin}/mcp`, org.agents.alice.key, { fetch: inProcessFetch(services) });
+});
+afterAll(async () => {
+  await agent?.close().catch(() => {});
+  await counted?.close();
+  await testDb?.close();
+});
+
+/** The statements one call sends, its after-commit notices included (they leave within a tick or two). */
+async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
+  await settle();
+  sent = [];
+  await call();
+  await settle();
+  return sent;
+}
+const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "statement budget" });
+
+/** One claim, heartbeat, renewing read and finish, each measured; the first round warms the prepared statements. */
+async function cycle(n: number) {
+  const issue = await callOk(agent, "save_issue", task(`cycle ${n}`));
+  const costs: Record<keyof typeof budget, string[]> = { next_issue: [], heartbeat: [], finish: [], renewingRead: [], read: [] };
+  let claim: Record<string, any> = {};
+  costs.next_issue = await statementsOf(async () => (claim = await callOk(agent, "next_issue")));
+  expect(claim.issue?.identifier ?? claim.identifier).toBe(issue.identifier);
+  costs.heartbeat = await statementsOf(() => callOk(agent, "heartbeat", { identifier: issue.identifier, claimToken: claim.claimToken }));
+  costs.read = await statementsOf(() => callOk(agent, "get_issue", { identifier: issue.identifier }));
+  // Past the renewal interval this session's next call renews its leases (decision 036).
+  clock.advance(renewalIntervalMs(LEASE_SECONDS * 1000) + 1);
+  costs.renewingRead = await statementsOf(() => callOk(agent, "get_issue", { identifier: issue.identifier }));
+  costs.finish = await statementsOf(() => callOk(agent, "save_issue", { identifier: issue.identifier, status: "done", claimToken: claim.claimToken }));
+  return costs;
+}
+
+describe.skipIf(testDriver !== "postgres")("statements per agent call (needs TEST_DATABASE_URL)", () => {
+  test("next_issue, heartbeat, a read, a session-renewing read and the finish each stay within their budget", async () => {
+    await cycle(0);
+    const costs = await cycle(1);
+    const counts = Object.fromEntries(Object.entries(costs).map(([call, statements]) => [call, statements.length]));
+    process.stdout.write(`statements per call: ${JSON.stringify(counts)}\n`);
+    for (const [call, statements] of Object.entries(costs)) {
+      expect(statements.length, `${call} sent:\n${statements.map((s) => `  ${s.replace(/\s+/g, " ").slice(0, 160)}`).join("\n")}`).toBeLessThanOrEqual(budget[call as keyof typeof budget]);
+    }
+    // A renewing read costs the read and the renewal's own statement(s), not every read.
+    expect(costs.renewingRead.length).toBeGreaterThan(costs.read.length);
+  });
+});
