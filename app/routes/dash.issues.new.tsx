@@ -7,9 +7,9 @@ import { newIssueOptions } from "../../server/dash/issue.ts";
 import { saveIssue } from "../../server/issues/index.ts";
 import { ErrorNote } from "../components/ui.tsx";
 import { focusRing, linkClass } from "../components/dash/bits.tsx";
+import { ChangeTypeSelect } from "../components/dash/change-type.tsx";
 import { PRIORITIES } from "../components/dash/format.ts";
 import { readForm } from "../forms.server.ts";
-import { changeTypes } from "../../constants/change-types.ts";
 
 export function meta() {
   return [{ title: "New issue · Retasc" }];
@@ -131,13 +131,7 @@ export default function NewIssue({ loaderData, actionData }: Route.ComponentProp
           </div>
           <div className="flex flex-col gap-1">
             <label htmlFor="new-change-type" className="text-sm font-medium">Kind of change</label>
-            {/* Optional for people: the rule is for agents' creates (decision 059). */}
-            <select id="new-change-type" name="changeType" defaultValue="" className={input}>
-              <option value="">not said</option>
-              {changeTypes.map((type) => (
-                <option key={type} value={type}>{type}</option>
-              ))}
-            </select>
+            <ChangeTypeSelect id="new-change-type" defaultValue="" className={input} />
           </div>
           <div className="flex flex-col gap-1">
             <label htmlFor="new-assignee" className="text-sm font-medium">Lane (assignee)</label>

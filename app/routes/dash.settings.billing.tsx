@@ -4,6 +4,7 @@ import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
 import { billingSummary, listLedger, setSpendCap } from "../../server/billing/index.ts";
+import { usageSummary } from "../../server/usage/index.ts";
 import { buyCredit, CREDIT_PACKS_USD } from "../../server/billing/purchases.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { findPeople, peopleNamed } from "../../server/orgs/members.ts";
@@ -24,8 +25,9 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const seesAll = membership.role !== "member";
   const q = params.get("q")?.trim() ?? "";
   // The person menu offers one page of people matching `q` (the search finds anyone else), and the person filtered on wherever they sort.
-  const [summary, listed, found, named] = await Promise.all([
+  const [summary, usage, listed, found, named] = await Promise.all([
     billingSummary(ctx, {}),
+    usageSummary(ctx, {}),
     // Filters come from the URL: a bad one is said on the page, over an empty ledger.
     attempt(context.log, () => listLedger(ctx, { ...filters, cursor: params.get("cursor") ?? undefined })),
     seesAll ? findPeople(ctx, { q, includeSuspended: true }) : { people: [], nextCursor: undefined },
@@ -36,6 +38,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const people = [...(person ? [person] : []), ...found.people.flatMap((p) => (p.userId === named[0]?.userId ? [] : [{ value: p.userId, label: p.email }]))];
   return {
     summary,
+    byChangeType: usage.byChangeType,
     ledger,
     ledgerError: listed.error ?? null,
     people,
@@ -83,7 +86,7 @@ function usd(microCredits: number): string {
 }
 
 export default function Billing({ loaderData, actionData }: Route.ComponentProps) {
-  const { summary, ledger, ledgerError, people, peopleShown, morePeople, q, packs, filters, paged, role, checkout } = loaderData;
+  const { summary, byChangeType, ledger, ledgerError, people, peopleShown, morePeople, q, packs, filters, paged, role, checkout } = loaderData;
   const seesAll = role !== "member";
   const notice = actionData && "done" in actionData ? actionData.done : null;
   const nextPage = ledger.nextCursor ? `?${new URLSearchParams({ ...filters, cursor: ledger.nextCursor })}` : null;
@@ -146,6 +149,28 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
         </div>
       ) : summary.enabled ? (
         <p className="text-sm" data-testid="your-spend">You spent {usd(summary.yourSpendThisMonthMicroCredits)} this month.</p>
+      ) : null}
+
+      {summary.enabled && byChangeType.length > 0 ? (
+        <table className="w-full border-collapse text-left text-sm" data-testid="by-change-type">
+          <caption className="mb-2 text-left text-lg font-semibold">Your spend this month by kind of change</caption>
+          <thead>
+            <tr className="border-b border-stone-300">
+              <th scope="col" className="py-2">Kind of change</th>
+              <th scope="col" className="text-right">Writes</th>
+              <th scope="col" className="text-right">Charged</th>
+            </tr>
+          </thead>
+          <tbody>
+            {byChangeType.map((row) => (
+              <tr key={row.changeType} className="border-b border-stone-200">
+                <td className="py-2">{row.changeType}</td>
+                <td className="text-right">{row.writes}</td>
+                <td className="text-right">{usd(row.microCredits)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       ) : null}
 
       {seesAll && summary.purchases.length > 0 ? (

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createIssueInput, issueReferences } from "./forms.ts";
+import { createIssueInput, editIssueInput, issueReferences } from "./forms.ts";
 
 describe("the new-issue form's Blocked by", () => {
   it("reads issues as people type them, with the form's project for bare numbers", () => {
@@ -26,5 +26,18 @@ describe("the new-issue form's Blocked by", () => {
     expect(createIssueInput(form).changeType).toBeUndefined();
     form.set("changeType", "docs");
     expect(createIssueInput(form).changeType).toBe("docs");
+  });
+});
+
+describe("the edit form's kind of change", () => {
+  it("sends a changeType only when the person picked another one, never a blank", () => {
+    const form = new FormData();
+    form.set("was.changeType", "");
+    form.set("changeType", "");
+    expect(editIssueInput("WEB-1", form)).toEqual({ identifier: "WEB-1" });
+    form.set("changeType", "fix");
+    expect(editIssueInput("WEB-1", form)).toEqual({ identifier: "WEB-1", changeType: "fix" });
+    form.set("was.changeType", "fix");
+    expect(editIssueInput("WEB-1", form)).toEqual({ identifier: "WEB-1" });
   });
 });

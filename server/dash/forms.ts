@@ -81,6 +81,8 @@ export function editIssueInput(identifier: string, form: FormData): Record<strin
   if (changed("assignee")) input.assignee = text(form, "assignee") ?? null;
   if (changed("dueAt")) input.dueAt = text(form, "dueAt") ?? null;
   if (changed("labels")) input.labels = labelList(text(form, "labels"));
+  // Correctable, not removable: "not said" is only offered while the issue has none.
+  if (changed("changeType") && text(form, "changeType")) input.changeType = text(form, "changeType");
   return input;
 }
 

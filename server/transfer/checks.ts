@@ -62,6 +62,8 @@ const issue = z.looseObject({
   title: saveIssueInput.shape.title.unwrap(),
   body: z.string().max(BODY_MAX_CHARS).nullable(),
   work: z.boolean(),
+  // The same list save_issue takes; absent from exports written before it was added.
+  changeType: saveIssueInput.shape.changeType.unwrap().nullable().optional(),
   status: z.enum(issueStatuses),
   priority: z.number().int().min(0).max(4),
   triage: z.enum(["pending", "accepted"]).nullable().optional(),

@@ -109,7 +109,7 @@ const csv = (rows: unknown[][], header: string[] | null) =>
 async function* issuesCsv(db: Db, cipher: OrgCipher, orgId: string): AsyncGenerator<string> {
   const emails = new Map((await readPeople(db, orgId)).map((p) => [p.id, p.email]));
   const email = (id: string | null) => (id ? (emails.get(id) ?? id) : "");
-  yield csv([], ["identifier", "project", "title", "status", "priority", "work", "assignee", "author", "parent", "labels", "blocked_by", "due_at", "created_at", "updated_at", "cancel_reason", "body", "estimate"]);
+  yield csv([], ["identifier", "project", "title", "status", "priority", "work", "assignee", "author", "parent", "labels", "blocked_by", "due_at", "created_at", "updated_at", "cancel_reason", "body", "estimate", "change_type"]);
   for (const project of await readProjects(db, orgId)) {
     for await (const page of issueRowPages(db, project.id)) {
       const [full, blockers] = await Promise.all([fullIssues(db, cipher, page, project.prefix, { attachments: false }), blockersOf(db, page.map((i) => i.id))]);
@@ -132,6 +132,7 @@ async function* issuesCsv(db: Db, cipher: OrgCipher, orgId: string): AsyncGenera
           i.cancelReason ?? "",
           i.body ?? "",
           i.linear?.estimate ?? "",
+          i.changeType ?? "",
         ]),
         null,
       );

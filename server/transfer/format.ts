@@ -1,3 +1,4 @@
+import type { ChangeType } from "../../constants/change-types.ts";
 import type { VerificationSettings } from "../verification/settings.ts";
 /**
  * The JSON export format, version 1 (docs/export-format.md). One JSON document whose records
@@ -114,6 +115,8 @@ export interface ExportIssue {
   title: string;
   body: string | null;
   work: boolean;
+  /** The kind of change (decision 059), one of constants/change-types.ts; null when none was said. Absent in exports written before it. */
+  changeType?: ChangeType | null;
   status: "todo" | "doing" | "blocked" | "review" | "done" | "canceled";
   priority: number;
   /** An outsider's issue (intake) waiting for a member to accept it, or accepted; null for the team's own. */

@@ -375,6 +375,7 @@ class ImportRun {
       noDependencyEnc: cipher.encrypt(i.noDependency),
       cancelReasonEnc: cipher.encrypt(i.cancelReason),
       work: i.work,
+      changeType: i.changeType ?? null,
       status: i.status,
       priority: i.priority,
       triage: i.triage ?? null,

@@ -193,6 +193,7 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
     title: cipher.decrypt(i.titleEnc)!,
     body: cipher.decrypt(i.bodyEnc),
     work: i.work,
+    changeType: i.changeType,
     status: i.status,
     priority: i.priority,
     triage: i.triage,

@@ -31,6 +31,9 @@ describe("export → import → export", () => {
     await setLink(env.services.db, org.orgId, "5b0c1e2a-0000-4000-8000-00000000e002", "issue", eng2!.id, "h", 3.5);
     // Its finish named what it delivered and CI passed it (decision 045).
     await env.services.db.update(issues).set({ verification: "passed", evidenceCommit: "0123abcd", evidenceBranch: "eng-2/fix", evidencePr: "12" }).where(eq(issues.id, eng2!.id));
+    // ENG-2 is a fix (decision 059); ENG-4 was filed before changeType existed: none.
+    await env.services.db.update(issues).set({ changeType: "fix" }).where(eq(issues.id, eng2!.id));
+    await env.services.db.update(issues).set({ changeType: null }).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, "ENG-4")));
     // ENG verifies finishes in CI with its own settings.
     const engSettings = { mode: "ci" as const, checks: ["test", "lint"], windowMinutes: 90, stallMinutes: 30, quarantineAfter: 5, releaseStalled: true };
     await setVerification(asSystem(org.orgId), { projectId: org.projectId, ...engSettings });
@@ -38,7 +41,7 @@ describe("export → import → export", () => {
     const first = await exportText(asSystem(org.orgId));
     const exportedEng2 = JSON.parse(first.split("\n").find((l) => l.includes('"identifier":"ENG-2"'))!.replace(/,$/, ""));
     expect(exportedEng2.linear).toEqual({ id: "5b0c1e2a-0000-4000-8000-00000000e002", estimate: 3.5 });
-    expect(exportedEng2).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
+    expect(exportedEng2).toMatchObject({ changeType: "fix", verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     expect(JSON.parse(first).projects.find((p: { prefix: string }) => p.prefix === "ENG").verification).toEqual(engSettings);
     const file = await writeExport(asSystem(org.orgId), dir);
     const imported = await importExport(env.services, { file, "org-name": "Restored" });
@@ -48,7 +51,7 @@ describe("export → import → export", () => {
     expect(comparable(second)).toEqual(comparable(first));
     expect(JSON.parse(second).org.name).toBe("Restored");
     const csv = await exportText(asSystem(imported.orgId), { format: "csv", table: "issues" });
-    expect(csv.split("\n").find((l) => l.startsWith("ENG-2,"))).toMatch(/,3\.5$/);
+    expect(csv.split("\n").find((l) => l.startsWith("ENG-2,"))).toMatch(/,3\.5,fix$/);
 
     // Identifiers, threads and history are there, and the queue ranks the imported graph.
     const alice = (await humanCtx(env.services, { orgId: imported.orgId, userId: org.agents.alice.userId, runtime: "dash" })).ctx;
@@ -63,7 +66,8 @@ describe("export → import → export", () => {
       engSettings,
       { mode: "off", checks: [], windowMinutes: 120, stallMinutes: 45, quarantineAfter: 3, releaseStalled: false },
     ]);
-    expect(await getIssue(alice, { identifier: "ENG-2" })).toMatchObject({ verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
+    expect(await getIssue(alice, { identifier: "ENG-4" })).toMatchObject({ changeType: null });
+    expect(await getIssue(alice, { identifier: "ENG-2" })).toMatchObject({ changeType: "fix", verification: "passed", evidence: { commit: "0123abcd", branch: "eng-2/fix", pr: "12" } });
     const second3 = await getIssue(alice, { identifier: "ENG-3" });
     expect(second3).toMatchObject({ parent: "ENG-1", labels: ["bug", "ui"], status: "todo" });
     const listed = await listIssues(alice, {});
@@ -92,7 +96,7 @@ describe("export → import → export", () => {
     await furnishOrg(org);
     const issuesCsv = await exportText(asSystem(org.orgId), { format: "csv" });
     const lines = issuesCsv.trimEnd().split("\n");
-    expect(lines[0]).toBe("identifier,project,title,status,priority,work,assignee,author,parent,labels,blocked_by,due_at,created_at,updated_at,cancel_reason,body,estimate");
+    expect(lines[0]).toBe("identifier,project,title,status,priority,work,assignee,author,parent,labels,blocked_by,due_at,created_at,updated_at,cancel_reason,body,estimate,change_type");
     expect(lines.filter((l) => /^CSV-\d+,/.test(l))).toHaveLength(5);
     const row = (identifier: string) => lines.find((l) => l.startsWith(`${identifier},`))!.split(",");
     expect(row("CSV-1").slice(0, 6)).toEqual(["CSV-1", "CSV", "Epic", "todo", "0", "false"]);
@@ -174,6 +178,7 @@ describe("a malformed export", () => {
       ["data:", (i) => (i.attachments.find((a: { url: string | null }) => a.url)!.url = "data:text/html,<script>alert(1)</script>"), /attachments\.\d+\.url only http/],
       ["a comment over 50,000 characters", (i) => (i.comments[0].body = "x".repeat(50_001)), /issue CHK-2: comments\.0\.body /],
       ["a title over 500 characters", (i) => (i.title = "t".repeat(501)), /issue CHK-2: title /],
+      ["a changeType save_issue refuses", (i) => (i.changeType = "feature"), /issue CHK-2: changeType /],
       ["a branch git refuses", (i) => (i.checkpoints[0].branch = "-x..y"), /issue CHK-2: checkpoints\.0\.branch not a branch name git accepts/],
       ["a NUL in a comment", (i) => (i.comments[0].body = "before\u0000after"), /issues: comments\.0\.body: contains a NUL character/],
       ["a file that is not base64", (i) => (i.attachments.find((a: { file: unknown }) => a.file)!.file.contentBase64 = "not base64!"), /contentBase64 is not valid base64/],

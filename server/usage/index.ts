@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query } from "../../db/client.ts";
-import { activity, billingCharges } from "../../db/schema/index.ts";
+import { activity, billingCharges, issues } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { billingEnabled } from "./meter.ts";
 import { rateCardView } from "./rate-card.ts";
@@ -11,7 +11,9 @@ export const usageSummaryInput = z.object({});
 /**
  * The caller's own meter this month (the month starts in the org's time zone): with billing
  * on, its charges from the ledger by tool and tier, as the person and key that acted; off,
- * the writes it made, counted from the activity log. Beside the rate card.
+ * the writes it made, counted from the activity log. Beside the rate card. `byChangeType` splits
+ * what touched an issue by the issue's changeType ("none" when it has none; decision 059): what
+ * touched no issue (a key, a member) is in neither.
  */
 export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInput>) {
   usageSummaryInput.parse(raw);
@@ -29,7 +31,8 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
     writes: eq(activity.actorId, userId ?? ""),
   };
   const metered = billingEnabled(ctx.config);
-  const [byTool, byKind] = await Promise.all([
+  const changeType = sql<string>`coalesce(${issues.changeType}, 'none')`;
+  const [byTool, byKind, chargedByType, writtenByType] = await Promise.all([
     metered
       ? ctx.db
           .select({ tool: billingCharges.tool, tier: billingCharges.tier, calls: sql<string>`count(*)`, microCredits: sql<string>`sum(${billingCharges.microCredits})` })
@@ -44,7 +47,27 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
       .where(and(eq(activity.orgId, orgId), mine.writes, gte(activity.createdAt, from)))
       .groupBy(activity.kind)
       .orderBy(desc(sql`count(*)`), activity.kind),
+    metered
+      ? ctx.db
+          .select({ changeType, microCredits: sql<string>`sum(${billingCharges.microCredits})` })
+          .from(billingCharges)
+          .innerJoin(issues, eq(issues.id, billingCharges.issueId))
+          .where(and(eq(billingCharges.orgId, orgId), mine.charges, gte(billingCharges.createdAt, from)))
+          .groupBy(changeType)
+      : Promise.resolve([]),
+    ctx.db
+      .select({ changeType, n: sql<string>`count(*)` })
+      .from(activity)
+      .innerJoin(issues, eq(issues.id, activity.issueId))
+      .where(and(eq(activity.orgId, orgId), mine.writes, gte(activity.createdAt, from)))
+      .groupBy(changeType),
   ]);
+  // A heartbeat is charged and writes no activity: the two are joined on the changeType.
+  const charged = new Map(chargedByType.map((row) => [row.changeType, Number(row.microCredits)]));
+  const written = new Map(writtenByType.map((row) => [row.changeType, Number(row.n)]));
+  const byChangeType = [...new Set([...charged.keys(), ...written.keys()])]
+    .map((type) => ({ changeType: type, writes: written.get(type) ?? 0, microCredits: charged.get(type) ?? 0 }))
+    .sort((a, b) => b.microCredits - a.microCredits || b.writes - a.writes || a.changeType.localeCompare(b.changeType));
   const charges = byTool.map((row) => ({ tool: row.tool, tier: row.tier, calls: Number(row.calls), microCredits: Number(row.microCredits) }));
   const writes = byKind.map((row) => ({ kind: row.kind, count: Number(row.n) }));
   return {
@@ -54,6 +77,7 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
     byTool: charges,
     writesThisMonth: writes.reduce((sum, row) => sum + row.count, 0),
     byKind: writes,
+    byChangeType,
     rateCard: rateCardView(),
     note: metered
       ? "Your charges this month, from the ledger (billing_summary has the org's balance and cap)."

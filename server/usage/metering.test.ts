@@ -204,6 +204,22 @@ describe("exactly-once metering over /mcp", () => {
     expect((await callOk(bob, "usage_summary")).spentMicroCredits).toBe(0);
   });
 
+  test("usage_summary splits what touched an issue by its changeType, with none as \"none\" (decision 059)", async () => {
+    // One of the issues was filed before changeType existed.
+    const [filed] = await env.services.db.select({ id: issues.id }).from(issues).where(eq(issues.orgId, org.orgId)).limit(1);
+    await env.services.db.update(issues).set({ changeType: null }).where(eq(issues.id, filed!.id));
+    const typeOf = new Map((await env.services.db.select({ id: issues.id, changeType: issues.changeType }).from(issues).where(eq(issues.orgId, org.orgId))).map((i) => [i.id, i.changeType ?? "none"]));
+    const expected: Record<string, number> = {};
+    for (const row of await ledgerOf(env.services.db, org.orgId)) {
+      if (row.issueId) expected[typeOf.get(row.issueId)!] = (expected[typeOf.get(row.issueId)!] ?? 0) + row.microCredits;
+    }
+    expect(Object.keys(expected)).toContain("none");
+    const usage = await callOk(alice, "usage_summary");
+    const split = Object.fromEntries(usage.byChangeType.map((r: { changeType: string; microCredits: number }) => [r.changeType, r.microCredits]));
+    expect(split).toEqual(expected);
+    expect(usage.byChangeType.every((r: { writes: number }) => r.writes > 0)).toBe(true);
+  });
+
   test("billing_summary: the owner sees balance and cap; a member only their own spend", async () => {
     const owner = await callOk(alice, "billing_summary");
     expect(owner).toMatchObject({ enabled: true, spendCap: { monthlyMicroCredits: null, timeZone: "UTC" }, purchases: [] });

@@ -1,6 +1,7 @@
 import { Form, Link, useNavigation } from "react-router";
 import type { IssueDetail } from "../../../server/dash/issue.ts";
 import { IssueLink, StatusBadge, focusRing } from "./bits.tsx";
+import { ChangeTypeSelect } from "./change-type.tsx";
 import "./dash.css";
 import { PRIORITIES, ago, countdown, priorityName, renewedByText, stamp } from "./format.ts";
 
@@ -216,6 +217,7 @@ export function EditForm({ detail }: { detail: Detail }) {
     assignee: issue.assignee?.email ?? "",
     dueAt: issue.dueAt ? issue.dueAt.slice(0, 10) : "",
     labels: issue.labels.join(", "),
+    changeType: issue.changeType ?? "",
   };
   const terminal = issue.status === "done" || issue.status === "canceled";
   const statuses = [...new Set([issue.status, "todo", "doing", "blocked"])];
@@ -261,6 +263,10 @@ export function EditForm({ detail }: { detail: Detail }) {
         <div className="flex flex-col gap-1">
           <label htmlFor="edit-labels" className="text-sm font-medium">Labels</label>
           <input id="edit-labels" name="labels" defaultValue={values.labels} placeholder="bug, backend" className={input} />
+        </div>
+        <div className="flex flex-col gap-1">
+          <label htmlFor="edit-change-type" className="text-sm font-medium">Kind of change</label>
+          <ChangeTypeSelect id="edit-change-type" defaultValue={values.changeType} className={input} unsaid={values.changeType === ""} />
         </div>
       </div>
       <div>

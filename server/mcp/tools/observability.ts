@@ -136,7 +136,7 @@ export const usageTools = [
     group: "observability",
     description:
       "Call when your human asks what you spent or did: your own meter this month (charges by tool and tier, or " +
-      "writes by kind with billing off) and the rate card.",
+      "writes by kind with billing off), split by changeType, and the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),
@@ -145,6 +145,7 @@ export const usageTools = [
       byTool: z.array(z.object({ tool: z.string(), tier: z.string(), calls: z.number().int(), microCredits: z.number().int() })),
       writesThisMonth: z.number().int(),
       byKind: z.array(z.object({ kind: z.string(), count: z.number().int() })),
+      byChangeType: z.array(z.object({ changeType: z.string(), writes: z.number().int(), microCredits: z.number().int() })),
       rateCard: rateCardOutput,
       note: z.string(),
     }),
