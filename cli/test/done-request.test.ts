@@ -1,11 +1,10 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { FakeForge } from "../../test/fakes/git-forge.ts";
 import { startFakeGithub } from "../../test/fakes/github.ts";
-import { git, gitRepo, login, removeTemps, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
+import { boundFolder, git, removeTemps, retasc, startServer, type Person, type Server } from "./testing.ts";
 
 /**
  * `retasc done` sends the branch's open pull request as evidence (decision 063), against the
@@ -27,14 +26,7 @@ const noTokens = { GITHUB_TOKEN: undefined, GH_TOKEN: undefined, GITLAB_TOKEN: u
 beforeAll(async () => {
   github = await startFakeGithub({ token: TOKEN });
   server = await startServer({ GITHUB_API_URL: github.url });
-  ada = await signUp(server, "Ada");
-  expect((await login(server, ada)).code).toBe(0);
-  repo = gitRepo();
-  const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
-  expect(bind.code, bind.stderr).toBe(0);
-  const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
-  agent = new Client({ name: "filer", version: "1.0.0" });
-  await agent.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  ({ person: ada, repo, client: agent } = await boundFolder(server, "Ada"));
   orgId = ((await agent.callTool({ name: "whoami", arguments: {} })).structuredContent as { org: { id: string } }).org.id;
 });
 afterAll(async () => {

@@ -2,11 +2,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { folderLaunch } from "../../server/testing/mcp-marker.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { alive, cliEnv, gitRepo, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
+import { alive, boundFolder, cliEnv, removeTemps, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
 /**
  * A bound folder's agent survives a restart (decision 036): its `retasc mcp proxy` keeps the MCP
@@ -59,14 +58,7 @@ setInterval(() => {}, 1 << 30);
 
 beforeAll(async () => {
   server = await startServer({ LEASE_TTL_SECONDS: "60" });
-  ada = await signUp(server, "Ada");
-  expect((await login(server, ada)).code).toBe(0);
-  repo = gitRepo();
-  const bind = await retasc(ada, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
-  expect(bind.code, bind.stderr).toBe(0);
-  const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
-  observer = new Client({ name: "observer", version: "1.0.0" });
-  await observer.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  ({ person: ada, repo, client: observer } = await boundFolder(server, "Ada"));
 });
 afterAll(async () => {
   for (const agent of agents) agent.kill("SIGKILL");

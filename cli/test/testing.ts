@@ -1,3 +1,5 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -128,6 +130,31 @@ export async function login(server: Server, person: Person, options: RunOptions 
   });
   await approveDevice(server, person, code);
   return exited;
+}
+
+/** A person logged in with the CLI, a git repository bound to a new org's project, and an MCP client on /mcp with the folder's key. */
+export interface BoundFolder {
+  person: Person;
+  repo: string;
+  client: Client;
+}
+
+/**
+ * `name` signs up and logs in, binds a fresh git repository (`retasc bind`: org Acme, project
+ * Web, prefix WEB), and connects an SDK client to /mcp with the key `retasc mcp key` prints: what
+ * the tests of the folder's agent start from. Close `client` in afterAll.
+ */
+export async function boundFolder(server: Server, name: string): Promise<BoundFolder> {
+  const person = await signUp(server, name);
+  const loggedIn = await login(server, person);
+  if (loggedIn.code !== 0) throw new Error(`retasc login exited ${loggedIn.code}:\n${loggedIn.stderr}`);
+  const repo = gitRepo();
+  const bind = await retasc(person, ["bind", "--org-name", "Acme", "--project", "Web", "--prefix", "WEB"], { cwd: repo });
+  if (bind.code !== 0) throw new Error(`retasc bind exited ${bind.code}:\n${bind.stderr}`);
+  const key = (await retasc(person, ["mcp", "key"], { cwd: repo })).stdout.trim();
+  const client = new Client({ name: `${name.toLowerCase()}-tests`, version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  return { person, repo, client };
 }
 
 /** Whether a process is still running. */
