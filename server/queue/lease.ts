@@ -12,6 +12,7 @@ import { newId } from "../orgs/index.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
 import { claimProgress } from "./stall.ts";
+import { heartbeatHeld } from "./heartbeat-held.ts";
 
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
@@ -76,9 +77,17 @@ export async function renew(scope: WriteScope, row: IssueRow, rebind?: { tokenHa
   return expiresAt;
 }
 
-/** Renews the lease explicitly (the watchdog proxy, long silences); the holding session may omit the token. */
+/**
+ * Renews the lease explicitly (the watchdog proxy, long silences); the holding session may omit the
+ * token. With the live token it is one statement (heartbeat-held.ts); otherwise the general path.
+ */
 export async function heartbeat(ctx: Ctx, raw: z.input<typeof heartbeatInput>) {
   const input = heartbeatInput.parse(raw);
+  return (input.claimToken ? await heartbeatHeld(ctx, input.identifier, input.claimToken) : null) ?? renewByHeartbeat(ctx, input);
+}
+
+/** The general path: the lease found by the token or by the holding session, every refusal, the charge settled with the write. */
+export async function renewByHeartbeat(ctx: Ctx, input: z.output<typeof heartbeatInput>) {
   return inTransaction(ctx, async (scope) => {
     const row = await findIssue(scope.tx, ctx.principal, input.identifier, { forUpdate: true });
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
