@@ -3,11 +3,12 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../test/fakes/asana.ts";
+import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../test/fakes/shortcut.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 
 /**
- * An owner imports a Jira project, an Asana project and a CSV from the Dash in Chromium against the local Jira:
+ * An owner imports a Jira project, an Asana project, a Shortcut team and a CSV from the Dash in Chromium against the local Jira:
  * the dry run (counts, the mapping, placeholders, what stays behind), then the run's progress
  * to its end; the CSV uploaded, its columns picked from the preview. The dry run and the CSV
  * mapping are checked at 1280 and 390 px for overflow and axe's serious violations.
@@ -15,6 +16,7 @@ import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Pers
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 let jira: FakeJira;
 let asana: FakeAsana;
+let shortcut: FakeShortcut;
 let app: E2eApp;
 let browser: Browser;
 let ada: Person;
@@ -22,7 +24,9 @@ let ada: Person;
 beforeAll(async () => {
   jira = await startFakeJira({ project: generateJiraProject({ issues: 60, key: "EJ" }) });
   asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
-  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host}`, ASANA_API_URL: asana.url }), launchBrowser()]);
+  shortcut = await startFakeShortcut({ workspace: generateShortcutWorkspace({ stories: 30 }) });
+  const hosts = [jira.url, asana.url, shortcut.url].map((u) => new URL(u).host).join(",");
+  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: hosts, ASANA_API_URL: asana.url, SHORTCUT_API_URL: shortcut.url }), launchBrowser()]);
   ada = await signUp(browser, app, "Ada");
   await ada.page.getByLabel("Org name").fill("Analytical");
   await ada.page.getByRole("button", { name: "Create org" }).click();
@@ -33,6 +37,7 @@ afterAll(async () => {
   await app?.close();
   await jira?.close();
   await asana?.close();
+  await shortcut?.close();
   removeTemps();
 });
 
@@ -102,6 +107,28 @@ test("Asana: the dry run, then the run's progress to its end", async () => {
   await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
   expect(await page.getByTestId("import-count").innerText()).toBe(`${tasks} of ${tasks}`);
   expect(await page.content()).not.toContain(asana.token);
+  expect(found).toEqual([]);
+  expect(errors).toEqual([]);
+}, 240_000);
+
+test("Shortcut: the dry run, then the run's progress to its end", async () => {
+  const page = await checkedPage();
+  const { errors } = watchConsole(page);
+  await page.goto(`${app.url}/dash/settings/import?source=shortcut`);
+  await page.getByLabel("Shortcut API token").fill(shortcut.token);
+  await page.getByLabel("Shortcut team").fill("@mobile");
+  await page.getByLabel("New project's prefix").fill("SHC");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  const total = 30 + new Set(shortcut.workspace.stories.map((s) => s.epic_id).filter((e) => e)).size;
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain(`${total} issues`);
+  const found = await problems(page, "shortcut-dry-run");
+  await page.getByLabel("Shortcut API token").fill(shortcut.token);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByTestId("import-progress").waitFor();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe(`${total} of ${total}`);
+  expect(await page.content()).not.toContain(shortcut.token);
   expect(found).toEqual([]);
   expect(errors).toEqual([]);
 }, 240_000);

@@ -5,6 +5,7 @@ import { importStatus } from "../../server/transfer/pipeline/status.ts";
 import { dryRunLinearImport, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "../../server/transfer/asana/index.ts";
+import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 
 /** `retasc import <source>` polls its run: `?orgId=&runId=` answers phase, done of total, a wait the source asked for, and the last import's date. */
@@ -32,6 +33,11 @@ const sources = {
     "dry-run": dryRunAsanaImport,
     start: startAsanaImport,
   },
+  shortcut: {
+    teams: listShortcutTeams,
+    "dry-run": dryRunShortcutImport,
+    start: startShortcutImport,
+  },
   csv: {
     preview: previewCsvImport,
     "dry-run": dryRunCsvImport,
@@ -40,15 +46,15 @@ const sources = {
 } as const;
 
 /**
- * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|asana|csv>`: credentials (a Linear
- * key, a Jira email and API token, an Asana access token) and CSV text travel in the body only (never a URL, so no access log
+ * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|asana|shortcut|csv>`: credentials (a
+ * Linear key, a Jira email and API token, an Asana access token, a Shortcut API token) and CSV text travel in the body only (never a URL, so no access log
  * holds them) and are used for this run alone (decisions 025 and 047).
  */
 export function action({ request, context, params }: Route.ActionArgs) {
   const source = params.source;
   if (!Object.hasOwn(sources, source)) {
     return cliJson(context, async () => {
-      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira, asana or csv.");
+      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira, asana, shortcut or csv.");
     });
   }
   // Each service parses its own input (zod), so the body's fields go to it as they came.

@@ -6,6 +6,7 @@ import { readForm } from "../forms.server.ts";
 import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, startAsanaImport } from "../../server/transfer/asana/index.ts";
+import { dryRunShortcutImport, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, ErrorNote, Notice } from "../components/ui.tsx";
@@ -14,11 +15,12 @@ import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
 import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
 import { AsanaImportForm } from "../components/dash/import-asana-form.tsx";
+import { ShortcutImportForm } from "../components/dash/import-shortcut-form.tsx";
 import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
 import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
 import "../components/dash/dash.css";
 
-const sources = { linear: "Linear", jira: "Jira", asana: "Asana", csv: "a CSV file" } as const;
+const sources = { linear: "Linear", jira: "Jira", asana: "Asana", shortcut: "Shortcut", csv: "a CSV file" } as const;
 type Source = keyof typeof sources;
 const sourceOf = (value: string | null): Source => (value && Object.hasOwn(sources, value) ? (value as Source) : "linear");
 
@@ -71,6 +73,12 @@ export async function action({ request, context }: Route.ActionArgs) {
       if (intent === "dry-run") return { values, dryRun: await dryRunAsanaImport(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
       return { runId: (await startAsanaImport(ctx, { ...input, ...into })).runId };
+    }
+    if (source === "shortcut") {
+      const input = { apiToken: text("apiToken"), team: text("team") };
+      if (intent === "dry-run") return { values, dryRun: await dryRunShortcutImport(ctx, input) };
+      const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
+      return { runId: (await startShortcutImport(ctx, { ...input, ...into })).runId };
     }
     if (source === "csv") {
       const file = form.get("file");
@@ -129,7 +137,9 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
             ? "A Jira project's issues, sub-tasks and epics, links, comments, labels and components, with their keys and times."
             : source === "asana"
               ? "An Asana project's tasks and subtasks, dependencies, comments, tags and files, with their sections as statuses and their times."
-              : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
+              : source === "shortcut"
+                ? "A Shortcut team's stories and their epics, story links, threaded comments, labels, tasks and files, with their workflow states and times."
+                : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
       </p>
       <ErrorNote error={actionData?.error ?? statusError} />
       {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
@@ -139,10 +149,11 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           {!status || status.phase === "done" || status.phase === "failed" ? (
             <>
               {dryRun ? <ImportDryRun report={dryRun} /> : null}
-              <Card title={source === "linear" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
+              <Card title={source === "linear" || source === "shortcut" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
                 {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} /> : null}
                 {source === "jira" ? <JiraImportForm projects={projects} values={values} /> : null}
                 {source === "asana" ? <AsanaImportForm projects={projects} values={values} /> : null}
+                {source === "shortcut" ? <ShortcutImportForm projects={projects} values={values} /> : null}
                 {source === "csv" ? <CsvImportForm projects={projects} preview={preview} csv={csv} values={values} /> : null}
               </Card>
             </>

@@ -1,20 +1,24 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
+import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**
- * `retasc import asana` against the built app over HTTP and a local Asana: the token from
+ * `retasc import asana` and `retasc import shortcut` against the built app over HTTP and a local
+ * Asana and Shortcut: the token from
  * standard input or RETASC_IMPORT_TOKEN (never a flag, never printed), the projects listed when
  * none is named, a dry run that writes nothing, progress until done, a re-run that reconciles.
  */
 let server: Server;
 let asana: FakeAsana;
+let shortcut: FakeShortcut;
 let person: Person;
 let orgId: string;
 
 beforeAll(async () => {
   asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 40 }) });
-  server = await startServer({ ASANA_API_URL: asana.url, RETASC_IMPORT_ALLOW_HOSTS: new URL(asana.url).host, RETASC_WORKERS: "inline", OUTBOX_POLL_MS: "200" });
+  shortcut = await startFakeShortcut({ workspace: generateShortcutWorkspace({ stories: 30 }) });
+  server = await startServer({ ASANA_API_URL: asana.url, SHORTCUT_API_URL: shortcut.url, RETASC_IMPORT_ALLOW_HOSTS: `${new URL(asana.url).host},${new URL(shortcut.url).host}`, RETASC_WORKERS: "inline", OUTBOX_POLL_MS: "200" });
   person = await signUp(server, "Asa");
   expect((await login(server, person)).code).toBe(0);
   orgId = (JSON.parse((await retasc(person, ["org", "create", "--name", "Asa's org", "--url", server.url, "--json"])).stdout) as { orgId: string }).orgId;
@@ -22,6 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await asana?.close();
+  await shortcut?.close();
 });
 
 const common = () => ["--org-id", orgId, "--url", server.url, "--poll-ms", "100"];
@@ -54,4 +59,29 @@ it("asana: lists the projects, a dry run prints the mapping, the import takes th
   expect(wrong.code).toBe(1);
   expect(wrong.stderr).toContain("UNAUTHORIZED");
   expect(wrong.stderr).toContain("personal access token");
+});
+
+it("shortcut: lists the teams, a dry run prints the mapping, the import brings stories and epics, a re-run reconciles; the token is never printed", async () => {
+  const listed = await retasc(person, ["import", "shortcut", "--dry-run", ...common()], { input: `${shortcut.token}\n` });
+  expect(listed.code).toBe(1);
+  expect(listed.stdout).toMatch(/Mobile +@mobile +30/);
+  expect(listed.stderr).toContain("--team");
+  const args = ["import", "shortcut", "--team", "@mobile", ...common()];
+  const dry = await retasc(person, [...args, "--dry-run"], { input: `${shortcut.token}\n` });
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(dry.stdout).toMatch(/In Development +doing/);
+  expect(dry.stdout).toMatch(/Epic: in progress +doing/);
+  expect(dry.stdout).toContain("Shortcut Person 1");
+  const epics = new Set(shortcut.workspace.stories.map((s) => s.epic_id).filter((e) => e)).size;
+  const run = await retasc(person, [...args, "--new-project", "Mobile", "--prefix", "MOB"], { input: `${shortcut.token}\n` });
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain(`Imported Mobile (Shortcut): ${30 + epics} created`);
+  const again = await retasc(person, [...args, "--project", "MOB", "--json"], { env: { RETASC_IMPORT_TOKEN: shortcut.token } });
+  expect(again.code, again.stderr).toBe(0);
+  expect(JSON.parse(again.stdout)).toMatchObject({ phase: "done", source: "shortcut", counts: { created: 0, unchanged: 30 + epics } });
+  expect(run.stdout + run.stderr + dry.stdout + dry.stderr + listed.stdout + listed.stderr + again.stdout).not.toContain(shortcut.token);
+  const wrong = await retasc(person, [...args, "--dry-run"], { input: "not-the-token\n" });
+  expect(wrong.code).toBe(1);
+  expect(wrong.stderr).toContain("UNAUTHORIZED");
+  expect(wrong.stderr).toContain("API Tokens");
 });

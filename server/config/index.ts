@@ -202,6 +202,8 @@ export const configSchema = z.object({
   LINEAR_UPLOADS_URL: z.url().default("https://uploads.linear.app"),
   /** Asana's REST API, where an Asana import reads a project with a personal access token (tests point it at a local fake). */
   ASANA_API_URL: z.url().default("https://app.asana.com/api/1.0"),
+  /** Shortcut's REST API v3, where a Shortcut import reads a team's stories with an API token (tests point it at a local fake). */
+  SHORTCUT_API_URL: z.url().default("https://api.app.shortcut.com/api/v3"),
   /**
    * Hosts (`host:port`, comma-separated) that URLs people and orgs enter may reach although they
    * are not public https addresses: a self-hosted GitLab on the office network, the tests' local

@@ -40,6 +40,7 @@ export function connectorsPage(config: Config, origin: string): PublicPage {
     "- **Linear**: a team, with its comments, relations and people, from a personal API key.",
     "- **Jira Cloud**: a project, from a site, an email and an API token.",
     "- **Asana**: a project with its subtasks, dependencies and comments, from a personal access token.",
+    "- **Shortcut**: a team's stories with their epics, story links and threaded comments, from an API token.",
     "- **CSV**: any export (Trello, GitHub Projects, a spreadsheet), with a column picked for each field.",
     "",
     `Each runs from the Dash (Settings › Import) or \`retasc import <linear|jira|csv>\`, with a dry run first. What comes over: ${origin}/migrate.`,

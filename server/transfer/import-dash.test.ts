@@ -6,18 +6,20 @@ import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
+import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
 import { waitFor } from "../testing/wait.ts";
 
 /**
- * The Dash's Import page for Jira, Asana and CSV over real HTTP against the built app: plain form posts,
+ * The Dash's Import page for Jira, Asana, Shortcut and CSV over real HTTP against the built app: plain form posts,
  * as a browser without JavaScript sends them (the CSV as a multipart upload): a dry run that
  * writes nothing, then the run with its progress to the end. The token is never in an answer.
  */
-describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV import (needs TEST_DATABASE_URL)", () => {
+describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and CSV import (needs TEST_DATABASE_URL)", () => {
   let database: TestDatabase;
   let app: AppProcess;
   let jira: FakeJira;
   let asana: FakeAsana;
+  let shortcut: FakeShortcut;
   let owner: { cookie: string };
   const seen: string[] = [];
   const masterKey = crypto.randomBytes(32);
@@ -25,6 +27,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV impor
   beforeAll(async () => {
     jira = await startFakeJira({ project: generateJiraProject({ issues: 40, key: "DJ" }) });
     asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
+    shortcut = await startFakeShortcut({ workspace: generateShortcutWorkspace({ stories: 30 }) });
     database = await createTestDatabase({ max: 2 });
     app = await startApp({
       DATABASE_URL: database.url!,
@@ -32,8 +35,9 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV impor
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_WORKERS: "inline",
       OUTBOX_POLL_MS: "200",
-      RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host}`,
+      RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host},${new URL(shortcut.url).host}`,
       ASANA_API_URL: asana.url,
+      SHORTCUT_API_URL: shortcut.url,
     });
     const email = `owner-${crypto.randomBytes(3).toString("hex")}@example.com`;
     owner = await signUpOverHttp(app.url, email, "Owner");
@@ -44,6 +48,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV impor
     await database?.close();
     await jira?.close();
     await asana?.close();
+    await shortcut?.close();
   });
 
   const page = (source: string) => `${app.url}/dash/settings/import?source=${source}`;
@@ -96,6 +101,23 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV impor
     expect(await finished(started.location!)).toContain(`${tasks} created`);
   });
 
+  it("Shortcut: a dry run shows the workflow states' mapping and writes nothing; the import runs to its end", async () => {
+    const shown = await record(await fetch(page("shortcut"), { headers: { cookie: owner.cookie } }));
+    expect(shown.body).toContain("Import from Shortcut");
+    const fields = { source: "shortcut", apiToken: shortcut.token, team: "Mobile", target: "new", projectName: "", prefix: "SHC" };
+    const dry = await post("shortcut", new URLSearchParams({ ...fields, intent: "dry-run" }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toMatch(/<td>In Development<\/td><td>doing<\/td>/);
+    const wrong = await post("shortcut", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
+    expect(wrong.body).toContain("Shortcut refused the token");
+    const started = await post("shortcut", new URLSearchParams({ ...fields, intent: "start" }));
+    expect(started.status, started.body.slice(0, 400)).toBe(302);
+    expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=shortcut$/);
+    const epics = new Set(shortcut.workspace.stories.map((s) => s.epic_id).filter((e) => e)).size;
+    expect(await finished(started.location!)).toContain(`${30 + epics} created`);
+  });
+
   it("CSV: the upload is previewed with a guessed mapping, changed, dry run, then imported", async () => {
     const upload = new FormData();
     upload.set("source", "csv");
@@ -118,5 +140,6 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana and CSV impor
   it("never answers with the token", () => {
     for (const answer of seen) expect(answer).not.toContain(jira.apiToken);
     for (const answer of seen) expect(answer).not.toContain(asana.token);
+    for (const answer of seen) expect(answer).not.toContain(shortcut.token);
   });
 });

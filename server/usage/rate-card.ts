@@ -66,6 +66,7 @@ export const toolTiers = {
   import_jira: ["plumbing"],
   import_csv: ["plumbing"],
   import_asana: ["plumbing"],
+  import_shortcut: ["plumbing"],
   claim_ghost: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;

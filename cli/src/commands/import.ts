@@ -7,9 +7,9 @@ import { asSession, requireSession, type SignedIn } from "../session.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
 
 /**
- * `retasc import <linear|jira|asana|csv>`: another tracker's backlog into a project, through
+ * `retasc import <linear|jira|asana|shortcut|csv>`: another tracker's backlog into a project, through
  * /api/cli/import/<source> (app/routes/api.cli.import.$source.ts) as the signed-in owner or
- * admin. A credential (Linear key, Jira API token, Asana access token) comes from RETASC_IMPORT_TOKEN or standard
+ * admin. A credential (Linear key, Jira API token, Asana access token, Shortcut API token) comes from RETASC_IMPORT_TOKEN or standard
  * input, never a flag (flags land in shell history), and travels in a request body only; the
  * server uses it for this run alone. `--dry-run` prints what the run would do and writes
  * nothing; otherwise progress is polled and drawn on stderr until the run is done.
@@ -54,10 +54,10 @@ type ImportFlags = OrgFlags & {
   "poll-ms"?: string;
 };
 
-const SOURCES = ["linear", "jira", "asana", "csv"] as const;
+const SOURCES = ["linear", "jira", "asana", "shortcut", "csv"] as const;
 type Source = (typeof SOURCES)[number];
 /** Sources without a key of their own: a new project is given a prefix, and issues take its next numbers. */
-const KEYLESS: readonly Source[] = ["asana", "csv"];
+const KEYLESS: readonly Source[] = ["asana", "shortcut", "csv"];
 
 const PHASE_WORDS: Record<Status["phase"], string> = {
   fetching: "reading the source",
@@ -83,7 +83,7 @@ function readJson(file: string, what: string): Record<string, unknown> {
 
 export async function importFrom(flags: ImportFlags, positionals: string[]) {
   const source = positionals[0] as Source;
-  if (!SOURCES.includes(source)) throw new CliError("INVALID_INPUT", `retasc import takes linear, jira, asana or csv, not ${positionals[0] ?? "nothing"}`, "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
+  if (!SOURCES.includes(source)) throw new CliError("INVALID_INPUT", `retasc import takes linear, jira, asana, shortcut or csv, not ${positionals[0] ?? "nothing"}`, "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
   if (flags.project && flags["new-project"]) throw new CliError("INVALID_INPUT", "pass --project or --new-project, not both", `retasc import ${source} … --new-project Engineering`);
   const pollMs = Number(flags["poll-ms"] ?? 1000);
   if (!Number.isInteger(pollMs) || pollMs < 50) throw new CliError("INVALID_INPUT", "--poll-ms takes a whole number of milliseconds, at least 50", `retasc import ${source} … --poll-ms 1000`);
@@ -180,6 +180,24 @@ async function sourceBody(source: Source, flags: ImportFlags & { json?: boolean 
         }
         if (!flags.json) out(table(["GID", "NAME", "WORKSPACE", "TASKS", "LAST IMPORT"], projects.map((p) => [p.id, p.name, p.workspace, p.issueCount, p.lastImportAt ?? "never"])));
         throw new CliError(wanted ? "NOT_FOUND" : "INVALID_INPUT", wanted ? `the token sees no Asana project ${wanted}` : "pick a project with --asana-project <gid or name>", `retasc import asana --asana-project ${projects[0]?.id ?? "1200000000000000"} --dry-run < asana-token.txt`);
+      },
+    };
+  }
+  if (source === "shortcut") {
+    const apiToken = await secret("Shortcut API token", "retasc import shortcut --team Mobile --dry-run < shortcut-token.txt");
+    return {
+      input: { apiToken },
+      async pick(call) {
+        const teams = await call<{ id: string; name: string; mentionName: string; issueCount: number; lastImportAt: string | null }[]>("teams");
+        const wanted = flags.team?.trim().replace(/^@/, "").toLowerCase();
+        const team = wanted ? teams.find((t) => t.id.toLowerCase() === wanted || t.name.toLowerCase() === wanted || t.mentionName.toLowerCase() === wanted) : undefined;
+        if (team) return { label: `${team.name} (Shortcut)`, lastImportAt: team.lastImportAt, input: { team: team.id, ...(mapping ? { mapping } : {}) } };
+        if (flags.json && !wanted) {
+          printJson({ teams });
+          return null;
+        }
+        if (!flags.json) out(table(["NAME", "MENTION", "STORIES", "LAST IMPORT", "ID"], teams.map((t) => [t.name, `@${t.mentionName}`, t.issueCount, t.lastImportAt ?? "never", t.id])));
+        throw new CliError(wanted ? "NOT_FOUND" : "INVALID_INPUT", wanted ? `the token sees no Shortcut team ${flags.team}` : "pick a team with --team <name>", `retasc import shortcut --team ${JSON.stringify(teams[0]?.name ?? "Mobile")} --dry-run < shortcut-token.txt`);
       },
     };
   }

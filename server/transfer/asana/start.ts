@@ -1,12 +1,12 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import { issueStatuses, linearImportRuns } from "../../../db/schema/index.ts";
+import { linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { prefixSchema } from "../../orgs/index.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
-import { beginImport, oneProject, projectTarget } from "../pipeline/start.ts";
+import { beginImport, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
 import { asanaApi } from "./client.ts";
 import { asanaProjectGid, fetchAsanaProject, fetchAsanaProjects } from "./fetch.ts";
 import { asanaReader } from "./normalize.ts";
@@ -14,12 +14,6 @@ import { asanaReader } from "./normalize.ts";
 const credentials = {
   accessToken: z.string({ error: "accessToken is required" }).trim().min(1, "accessToken is required").max(1000).describe("an Asana personal access token"),
 };
-export const sourceMappingInput = z
-  .object({
-    statuses: z.record(z.string().max(200), z.enum(issueStatuses)).optional(),
-    priorities: z.record(z.string().max(200), z.number().int().min(0).max(4)).optional(),
-  })
-  .optional();
 
 export const listAsanaProjectsInput = z.object(credentials);
 export const dryRunAsanaInput = z.object({

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
+import { issueStatuses, linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
 import type { Ctx, Services } from "../../context.ts";
 import { DomainError, invalidInput, notFound } from "../../errors.ts";
 import { transactionWithNotices } from "../../events/index.ts";
@@ -18,6 +18,13 @@ export const projectTarget = {
   projectId: z.string().trim().min(1).max(200).optional(),
   newProject: z.object({ name: z.string().trim().min(1, "newProject.name is required").max(100) }).optional(),
 };
+/** The owner's mapping of a source's status and priority names to ours (`mapping` of a source's dry run and start). */
+export const sourceMappingInput = z
+  .object({
+    statuses: z.record(z.string().max(200), z.enum(issueStatuses)).optional(),
+    priorities: z.record(z.string().max(200), z.number().int().min(0).max(4)).optional(),
+  })
+  .optional();
 export const oneProject = [(v: { projectId?: string; newProject?: object }) => Boolean(v.projectId) !== Boolean(v.newProject), { message: "pass projectId or newProject, one of them" }] as const;
 
 export interface RunTarget {

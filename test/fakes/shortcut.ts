@@ -1,0 +1,215 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ShortcutComment, ShortcutEpic, ShortcutFile, ShortcutGroup, ShortcutLinkedFile, ShortcutMember, ShortcutState, ShortcutStory } from "../../server/transfer/shortcut/fetch.ts";
+
+/**
+ * A local stand-in for Shortcut's REST API v3 (https://api.app.shortcut.com/api/v3, the shapes
+ * of Shortcut's API reference and its client's types): the token in the `Shortcut-Token` header
+ * (401 otherwise); `GET /member` (the token's member and workspace), `/members`, `/workflows`,
+ * `/custom-fields` (a Priority field, canonical name `priority`), `/groups`, `/groups/{id}/stories`
+ * (slim stories, `limit` up to 1000 and `offset`), `/stories/{id}` (the whole story: comments with
+ * `parent_id`, files, linked files, story links on both sides, tasks), `/epics/{id}` (threaded
+ * comments). Uploaded files are served from this host to the token, as Shortcut's media host does.
+ * A scripted request is answered with a 429 (with Retry-After) or a 503.
+ */
+export interface FakeShortcutWorkspace {
+  slug: string;
+  members: ShortcutMember[];
+  workflow: { id: number; name: string; states: ShortcutState[] };
+  priority: { id: string; name: string; canonical_name: string; values: { id: string; value: string }[] };
+  team: ShortcutGroup;
+  otherTeam: ShortcutGroup;
+  stories: ShortcutStory[];
+  epics: ShortcutEpic[];
+}
+
+export interface FakeShortcut {
+  /** The API base, for SHORTCUT_API_URL. */
+  url: string;
+  origin: string;
+  token: string;
+  workspace: FakeShortcutWorkspace;
+  requests: string[];
+  failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
+  failures: number;
+  /** Uploaded files' bytes by file id. */
+  files: Map<number, Buffer>;
+  fileRequests: { path: string; withToken: boolean }[];
+  close(): Promise<void>;
+}
+
+export function generateShortcutWorkspace({ stories: count = 150, seed = 5 }: { stories?: number; seed?: number } = {}): FakeShortcutWorkspace {
+  let state = seed;
+  const rand = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const uuid = (n: number, kind: string) => `5f${kind.padStart(6, "0")}-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const members: ShortcutMember[] = Array.from({ length: 5 }, (_, n) => ({ id: uuid(n, "aa"), disabled: false, profile: { name: `Shortcut Person ${n}`, mention_name: `person${n}`, email_address: n % 3 === 2 ? null : `sc.person${n}@shortcut-customer.example`, deactivated: false } }));
+  const states: ShortcutState[] = [
+    { id: 500000001, name: "Backlog", type: "backlog" },
+    { id: 500000002, name: "To Do", type: "unstarted" },
+    { id: 500000003, name: "In Development", type: "started" },
+    { id: 500000004, name: "Ready for Review", type: "started" },
+    { id: 500000005, name: "Completed", type: "done" },
+  ];
+  const priority = { id: uuid(1, "cf"), name: "Priority", canonical_name: "priority", values: ["Highest", "High", "Medium", "Low"].map((value, i) => ({ id: uuid(i, "cv"), value })) };
+  const at = (n: number, minutes = 0) => new Date(Date.UTC(2025, 4, 1) + n * 3_600_000 + minutes * 60_000).toISOString();
+  const team: ShortcutGroup = { id: uuid(1, "bb"), name: "Mobile", mention_name: "mobile", archived: false, num_stories: count };
+  const otherTeam: ShortcutGroup = { id: uuid(2, "bb"), name: "Web", mention_name: "web", archived: false, num_stories: 0 };
+  const epics: ShortcutEpic[] = Array.from({ length: 6 }, (_, e) => ({
+    id: 9000 + e,
+    name: `Epic ${e}`,
+    description: `What epic ${e} is for`,
+    state: ["to do", "in progress", "done"][e % 3]!,
+    deadline: e % 2 ? `2026-07-1${e}T12:00:00Z` : null,
+    labels: [],
+    owner_ids: [members[e % members.length]!.id],
+    requested_by_id: members[(e + 1) % members.length]!.id,
+    created_at: at(0, e),
+    updated_at: at(0, e + 10),
+    started_at: e % 3 ? at(0, e + 5) : null,
+    completed_at: e % 3 === 2 ? at(0, e + 9) : null,
+    comments: e % 2 === 0 ? [{ id: 80000 + e * 10, author_id: members[0]!.id, text: `On epic ${e}`, created_at: at(0, 20), updated_at: at(0, 20), comments: [{ id: 80001 + e * 10, author_id: members[1]!.id, text: `A reply on epic ${e}`, created_at: at(0, 21), updated_at: at(0, 21), comments: [] }] }] : [],
+  }));
+  let commentId = 10000;
+  let fileId = 70000;
+  const stories: ShortcutStory[] = [];
+  for (let n = 1; n <= count; n++) {
+    const id = 100 + n;
+    const st = states[Math.floor(rand() * states.length)]!;
+    const comments: ShortcutComment[] = [];
+    for (let c = 0; c < n % 4; c++) {
+      const reply = n % 10 === 3 && c === 1;
+      comments.push({ id: commentId++, author_id: members[(n + c) % members.length]!.id, text: `Comment ${c} on sc-${id} with **bold**`, created_at: at(n, c + 1), updated_at: at(n, c + 1), deleted: n % 13 === 0 && c === 0, parent_id: reply ? comments[0]!.id : null });
+    }
+    const fid = n % 6 === 0 ? fileId++ : 0;
+    const files: ShortcutFile[] = n % 6 === 0 ? [{ id: fid, name: `design-${n}.png`, filename: `design-${n}.png`, size: 3000, url: `https://media.shortcut.example/api/attachments/files/clubhouse-assets/${fid}/design-${n}.png`, uploader_id: members[n % members.length]!.id, created_at: at(n, 7) }] : [];
+    const linked: ShortcutLinkedFile[] = n % 12 === 0 ? [{ id: fileId++, name: `Spec ${n}`, url: `https://docs.google.com/document/d/${n}/edit`, type: "google", uploader_id: members[0]!.id, created_at: at(n, 8) }] : [];
+    const priorityValue = n % 9 === 0 ? null : priority.values[n % 4]!;
+    stories.push({
+      id,
+      name: n % 50 === 0 ? `<img src=x onerror=alert(${n})> Hostile ${n}` : `Story ${n}`,
+      description: n % 50 === 0 ? "<script>alert(1)</script>\n\n[click](javascript:alert(2))" : n % 2 ? `Description of sc-${id}, [a link](https://example.com/${n})` : "",
+      story_type: ["feature", "bug", "chore"][n % 3]!,
+      workflow_state_id: st.id,
+      epic_id: n % 3 === 0 ? epics[(n / 3) % epics.length]!.id : null,
+      group_id: team.id,
+      deadline: n % 4 === 0 ? `2026-0${1 + (n % 9)}-1${n % 10}T23:00:00Z` : null,
+      estimate: n % 5 === 0 ? 3 : null,
+      archived: n % 17 === 0,
+      labels: [...(n % 3 === 0 ? [{ id: 1, name: "ios", color: "#1F8DE0" }] : []), ...(n % 4 === 1 ? [{ id: 2, name: "tech debt", color: null }] : [])],
+      owner_ids: n % 2 ? [members[(n + 2) % members.length]!.id] : [],
+      requested_by_id: members[n % members.length]!.id,
+      created_at: at(n),
+      updated_at: at(n, 30),
+      started_at: st.type === "started" || st.type === "done" ? at(n, 20) : null,
+      completed_at: st.type === "done" ? at(n, 40) : null,
+      custom_fields: priorityValue ? [{ field_id: priority.id, value_id: priorityValue.id, value: priorityValue.value }] : [],
+      comments,
+      files,
+      linked_files: linked,
+      story_links: [],
+      tasks: n % 5 === 1 ? [{ id: n * 10, description: "Write the test", complete: true }, { id: n * 10 + 1, description: "Ship it", complete: false }] : [],
+      app_url: `https://app.shortcut.com/acme/story/${id}`,
+    });
+  }
+  // Links as Shortcut shows them: on both stories, the subject's side and the object's.
+  let linkId = 40000;
+  const link = (subject: ShortcutStory, verb: string, object: ShortcutStory) => {
+    const base = { id: linkId++, subject_id: subject.id, object_id: object.id, verb, created_at: subject.created_at };
+    subject.story_links!.push({ ...base, type: "subject" });
+    object.story_links!.push({ ...base, type: "object" });
+  };
+  for (let n = 2; n < stories.length; n += 5) link(stories[n]!, "blocks", stories[n - 1]!);
+  for (let n = 10; n < stories.length; n += 11) link(stories[n]!, "duplicates", stories[n - 3]!);
+  for (let n = 6; n + 1 < stories.length; n += 7) link(stories[n]!, "relates to", stories[n + 1]!);
+  return { slug: "acme", members, workflow: { id: 500000000, name: "Engineering", states }, priority, team, otherTeam, stories, epics };
+}
+
+const slim = (s: ShortcutStory) => {
+  const { comments, files, linked_files, tasks, ...rest } = s;
+  return { ...rest, entity_type: "story", comment_ids: (comments ?? []).map((c) => c.id), file_ids: (files ?? []).map((f) => f.id), linked_file_ids: (linked_files ?? []).map((f) => f.id), task_ids: (tasks ?? []).map((t) => t.id), num_tasks_completed: (tasks ?? []).filter((t) => t.complete).length };
+};
+
+export async function startFakeShortcut({ workspace = generateShortcutWorkspace() }: { workspace?: FakeShortcutWorkspace } = {}): Promise<FakeShortcut> {
+  const token = crypto.randomUUID();
+  const scripted = new Map<number, { status: number; retryAfterSeconds?: number }>();
+  let seen = 0;
+  const fake: FakeShortcut = {
+    url: "",
+    origin: "",
+    token,
+    workspace,
+    requests: [],
+    failures: 0,
+    files: new Map(),
+    fileRequests: [],
+    failAt(n, reply) {
+      scripted.set(seen + n, reply);
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+    res.end(JSON.stringify(body));
+  };
+  const server = http.createServer(async (req, res) => {
+    for await (const _ of req);
+    const url = new URL(req.url ?? "/", "http://fake");
+    const file = /^\/api\/attachments\/files\/clubhouse-assets\/([0-9]+)\/[^/]+$/.exec(url.pathname);
+    if (req.method === "GET" && file) {
+      fake.fileRequests.push({ path: url.pathname, withToken: req.headers["shortcut-token"] === token });
+      if (req.headers["shortcut-token"] !== token) return json(res, 401, { message: "Unauthorized" });
+      const bytes = fake.files.get(Number(file[1]));
+      if (!bytes) return json(res, 404, { message: "Resource does not exist" });
+      res.writeHead(200, { "content-type": "image/png", "content-length": String(bytes.length) });
+      return void res.end(bytes);
+    }
+    fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    const reply = scripted.get(++seen);
+    if (reply) {
+      fake.failures++;
+      if (reply.status === 429) return json(res, 429, { message: "Rate limit exceeded" }, { "retry-after": String(reply.retryAfterSeconds ?? 1) });
+      return json(res, reply.status, { message: "Service Unavailable" });
+    }
+    if (req.headers["shortcut-token"] !== token) return json(res, 401, { message: "Unauthorized" });
+    const w = fake.workspace;
+    const path = url.pathname.replace(/^\/api\/v3/, "");
+    if (req.method !== "GET") return json(res, 404, { message: "Resource does not exist" });
+    if (path === "/member") return json(res, 200, { id: w.members[0]!.id, name: w.members[0]!.profile.name, mention_name: w.members[0]!.profile.mention_name, workspace2: { url_slug: w.slug, estimate_scale: [0, 1, 2, 3, 5, 8] } });
+    if (path === "/members") return json(res, 200, w.members.map((m) => ({ ...m, entity_type: "member", role: "member", created_at: "2024-01-01T00:00:00Z" })));
+    if (path === "/workflows") return json(res, 200, [{ ...w.workflow, entity_type: "workflow", states: w.workflow.states.map((s, position) => ({ ...s, position, entity_type: "workflow-state" })) }]);
+    if (path === "/custom-fields") return json(res, 200, [{ ...w.priority, field_type: "enum", enabled: true, entity_type: "custom-field" }, { id: "5f000000-cf00-4000-8000-000000000002", name: "Skill Set", field_type: "enum", enabled: true, values: [] }]);
+    if (path === "/groups") return json(res, 200, [w.team, w.otherTeam].map((g) => ({ ...g, entity_type: "group" })));
+    const groupStories = /^\/groups\/([^/]+)\/stories$/.exec(path);
+    if (groupStories) {
+      const id = decodeURIComponent(groupStories[1]!);
+      if (id !== w.team.id && id !== w.otherTeam.id) return json(res, 404, { message: "Resource does not exist" });
+      const limit = Number(url.searchParams.get("limit") ?? 1000);
+      const offset = Number(url.searchParams.get("offset") ?? 0);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0) return json(res, 400, { message: "Schema mismatch" });
+      const all = id === w.team.id ? w.stories : [];
+      return json(res, 200, all.slice(offset, offset + limit).map(slim));
+    }
+    const story = /^\/stories\/([0-9]+)$/.exec(path);
+    if (story) {
+      const s = w.stories.find((x) => x.id === Number(story[1]));
+      return s ? json(res, 200, { ...s, entity_type: "story" }) : json(res, 404, { message: "Resource does not exist" });
+    }
+    const epic = /^\/epics\/([0-9]+)$/.exec(path);
+    if (epic) {
+      const e = w.epics.find((x) => x.id === Number(epic[1]));
+      return e ? json(res, 200, { ...e, entity_type: "epic" }) : json(res, 404, { message: "Resource does not exist" });
+    }
+    return json(res, 404, { message: "Resource does not exist" });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.url = `${fake.origin}/api/v3`;
+  // Uploaded files are served from this server (as Shortcut's media host), so their urls name it.
+  for (const s of workspace.stories) {
+    for (const f of s.files ?? []) {
+      f.url = f.url.replace("https://media.shortcut.example", fake.origin);
+      fake.files.set(f.id, Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc((f.size ?? 100) - 8, f.id % 251)]));
+    }
+  }
+  return fake;
+}
