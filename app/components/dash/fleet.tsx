@@ -1,3 +1,4 @@
+import type { ReactNode } from "react";
 import { Link } from "react-router";
 import type { FleetClaim, FleetMove, FleetSnapshot } from "../../../server/dash/fleet.ts";
 import { IssueLink, Pill, StatusBadge, linkClass } from "./bits.tsx";
@@ -192,44 +193,37 @@ export function AttentionList({ attention, claims, now }: { attention: FleetSnap
   return (
     <ul className="divide-y divide-stone-200 rounded-lg border border-stone-200 bg-white" aria-label="Issues that wait on a person">
       {attention.stale.map((s) => (
-        <li key={`stale-${s.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="stale" data-identifier={s.identifier}>
-          <span className="inline-block w-28">
-            <Pill tone="danger" title="Finished, but CI has not passed or failed it within the project's window">stale</Pill>
-          </span>
-          <IssueLink identifier={s.identifier} row />
-          <span className="max-w-[22rem] truncate text-stone-700" title={s.title}>{s.title}</span>
-          <span className="text-stone-700">
-            CI verification pending for {duration(now - Date.parse(s.finishedAt))}, past the {s.windowMinutes}-minute window
-            {s.evidence.commit ? <> (commit <span className="font-mono">{s.evidence.commit.slice(0, 12)}</span>)</> : null}: what waits on it stays blocked.{" "}
-            <Link className={linkClass} to={`/dash/issues/${encodeURIComponent(s.identifier)}`}>Pass or fail it by hand</Link>
-          </span>
-        </li>
+        <AttentionRow key={`stale-${s.identifier}`} kind="stale" tone="danger" why="Finished, but CI has not passed or failed it within the project's window" identifier={s.identifier} title={s.title}>
+          CI verification pending for {duration(now - Date.parse(s.finishedAt))}, past the {s.windowMinutes}-minute window
+          {s.evidence.commit ? <> (commit <span className="font-mono">{s.evidence.commit.slice(0, 12)}</span>)</> : null}: what waits on it stays blocked.{" "}
+          <Link className={linkClass} to={`/dash/issues/${encodeURIComponent(s.identifier)}`}>Pass or fail it by hand</Link>
+        </AttentionRow>
       ))}
       {attention.quarantined.map((q) => (
-        <li key={`quarantined-${q.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="quarantined" data-identifier={q.identifier}>
-          <span className="inline-block w-28">
-            <Pill tone="doing" title="Agents kept abandoning it: never dispatched until a person releases it">quarantined</Pill>
-          </span>
-          <IssueLink identifier={q.identifier} row />
-          <span className="max-w-[22rem] truncate text-stone-700" title={q.title}>{q.title}</span>
-          <span className="text-stone-700">
-            {q.reason}, {ago(now - Date.parse(q.since))}.{" "}
-            <Link className={linkClass} to={q.release.page}>Read the agents' notes and release it</Link>, or run <code className="break-all">{q.release.command}</code>
-          </span>
-        </li>
+        <AttentionRow key={`quarantined-${q.identifier}`} kind="quarantined" tone="doing" why="Agents kept abandoning it: never dispatched until a person releases it" identifier={q.identifier} title={q.title}>
+          {q.reason}, {ago(now - Date.parse(q.since))}.{" "}
+          <Link className={linkClass} to={q.release.page}>Read the agents' notes and release it</Link>, or run <code className="break-all">{q.release.command}</code>
+        </AttentionRow>
       ))}
       {stalled.map((c) => (
-        <li key={`stalled-${c.identifier}`} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind="stalled" data-identifier={c.identifier}>
-          <span className="inline-block w-28">
-            <Pill tone="doing" title="Kept alive, but no checkpoint, comment or write for the project's stall window">stalled</Pill>
-          </span>
-          <IssueLink identifier={c.identifier} row />
-          <span className="max-w-[22rem] truncate text-stone-700" title={c.title}>{c.title}</span>
-          <span className="text-stone-700">
-            held by <span className="font-mono">{c.runtime}</span>, no progress for {duration(now - Date.parse(c.lastProgressAt!))}: ask its human, or take it back on its page
-          </span>
-        </li>
+        <AttentionRow key={`stalled-${c.identifier}`} kind="stalled" tone="doing" why="Kept alive, but no checkpoint, comment or write for the project's stall window" identifier={c.identifier} title={c.title}>
+          held by <span className="font-mono">{c.runtime}</span>, no progress for {duration(now - Date.parse(c.lastProgressAt!))}: ask its human, or take it back on its page
+        </AttentionRow>
       ))}
     </ul>
+  );
+}
+
+/** One row of what waits on a person: the mark as a word (with why on hover), the issue, its title, and what to do. */
+function AttentionRow({ kind, tone, why, identifier, title, children }: { kind: "stale" | "quarantined" | "stalled"; tone: "danger" | "doing"; why: string; identifier: string; title: string; children: ReactNode }) {
+  return (
+    <li className="flex flex-wrap items-center gap-x-3 gap-y-1 px-3 py-2 text-sm" data-testid="attention" data-kind={kind} data-identifier={identifier}>
+      <span className="inline-block w-28">
+        <Pill tone={tone} title={why}>{kind}</Pill>
+      </span>
+      <IssueLink identifier={identifier} row />
+      <span className="max-w-[22rem] truncate text-stone-700" title={title}>{title}</span>
+      <span className="text-stone-700">{children}</span>
+    </li>
   );
 }
