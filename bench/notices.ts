@@ -40,7 +40,7 @@ try {
   const agents = await makeAgents(bench, CLIENTS);
   const held = await Promise.all(
     agents.map(async (agent, i) => {
-      const issue = await saveIssue(agent, { title: `notice bench ${i}`, work: true, changeType: "feat", noDependency: "bench" });
+      const issue = await saveIssue(agent, { title: `Notices ${i}`, work: true, changeType: "feat", noDependency: "bench" });
       const claim = await claimIssue(agent, { identifier: issue.identifier });
       return { agent, identifier: issue.identifier, claimToken: claim.claimToken };
     }),

@@ -92,6 +92,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     // A container whose graph is wider than a phone: a chain of four and eight standalone issues.
     const release = await callOk(claude, "save_issue", { title: "The spring release", work: false, changeType: "feat", noDependency: "container" });
     let previous: string | null = null;
+    const parts: string[] = [];
     for (let i = 0; i < 12; i++) {
       const part: { identifier: string } = await callOk(claude, "save_issue", {
         title: `Release part ${i + 1}`,
@@ -99,8 +100,11 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
         changeType: "feat",
         parent: release.identifier,
         ...(previous && i < 4 ? { blockedBy: [previous] } : { noDependency: "standalone" }),
+        // Alike by design: the parts before it are read (the duplicate gate, decision 066).
+        reviewedSimilar: [...parts],
       });
       previous = part.identifier;
+      parts.push(part.identifier);
     }
     // One agents kept abandoning: quarantined, its page shows why and the release button (decision 055).
     const poison = await callOk(codex, "save_issue", { title: "Run the flaky migration suite", work: true, changeType: "test", noDependency: "alone" });

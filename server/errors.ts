@@ -27,6 +27,7 @@ export const errorCodes = [
   "SPEND_CAP",
   "EVIDENCE_REQUIRED",
   "CHANGE_TYPE_REQUIRED",
+  "DUPLICATE_CHECK_REQUIRED",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -85,6 +86,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   SPEND_CAP: 402,
   EVIDENCE_REQUIRED: 400,
   CHANGE_TYPE_REQUIRED: 400,
+  DUPLICATE_CHECK_REQUIRED: 409,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

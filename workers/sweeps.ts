@@ -8,6 +8,7 @@ import { sampleQueueDepth } from "../server/dash/charts-record.ts";
 import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
 import { stallSweep } from "../server/queue/stall-sweep.ts";
 import { staleVerificationSweep } from "../server/verification/stale.ts";
+import { issueTermsSweep } from "../server/issues/similar.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
 
@@ -78,6 +79,8 @@ export function retascSweeps(config: Config): SweepDefinition[] {
     { name: "sweep.stall", everyMs: 60_000, run: stallSweep },
     // Finishes CI left pending past their window: told of once (decision 062).
     { name: "sweep.verification-stale", everyMs: 60_000, run: staleVerificationSweep },
+    // The duplicate gate's term index for issues filed before it or written by an import (decision 066).
+    { name: "sweep.issue-terms", everyMs: 60_000, run: issueTermsSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
     // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.
     { name: "sweep.fleet-sample", everyMs: 600_000, run: sampleQueueDepth },

@@ -11,3 +11,4 @@ export * from "./notify.ts";
 export * from "./oauth.ts";
 export * from "./fleet.ts";
 export * from "./linear.ts";
+export * from "./issue-terms.ts";

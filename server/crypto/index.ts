@@ -78,6 +78,20 @@ export class OrgCipher {
     return crypto.createHmac("sha256", key).update(value, "utf8").digest("hex");
   }
 
+  private termKey: Buffer | undefined;
+
+  /**
+   * The duplicate gate's keyed digest of a normalized term (decision 066): the first 8 bytes of an
+   * HMAC-SHA256 under its own key derived from the org's first data key, as a signed 64-bit integer
+   * in decimal. Equal terms match within the org; without its key a digest confirms no guessed word,
+   * and the same word digests differently in another org.
+   */
+  termDigest(term: string): string {
+    const first = Math.min(...this.keys.keys());
+    this.termKey ??= Buffer.from(crypto.hkdfSync("sha256", this.keys.get(first)!, Buffer.alloc(0), "retasc:terms", 32));
+    return crypto.createHmac("sha256", this.termKey).update(term, "utf8").digest().readBigInt64BE(0).toString();
+  }
+
   /**
    * Bytes (file attachments): the same sealing with the key version in four leading bytes
    * instead of the text prefix, so a 10 MB file is stored as bytea, not as 13 MB of base64.

@@ -4,7 +4,8 @@ import { recordActivity } from "../activity/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
-import { requireChangeType } from "./gates.ts";
+import { catchUpTermsFor, gatesApply, requireChangeType, requireDuplicateCheck } from "./gates.ts";
+import { indexTerms } from "./similar.ts";
 import { setLabels } from "./labels.ts";
 import { rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
@@ -36,6 +37,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
   if (input.cancelReason) throw invalidInput("a new issue cannot be canceled", "Omit cancelReason when creating.");
   if (input.triage) throw invalidInput("only issues from intake await triage", "Omit triage when creating.");
   requireChangeType(ctx.principal, input);
+  if (gatesApply(ctx.principal)) await catchUpTermsFor(ctx);
 
   return inTransaction(ctx, async (scope) => {
     const { tx, now, cipher } = scope;
@@ -49,6 +51,9 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       .returning({ number: sql<number>`${projects.nextNumber} - 1` });
     const number = Number(numbered!.number);
     const identifier = `${project.prefix}-${number}`;
+    // After the numbering, which locks the project's row: two creates there take turns, so the
+    // second one's check sees the first one's issue (decision 066).
+    await requireDuplicateCheck(scope, input);
     // Blockers are share-locked so a concurrent finish cannot slip between our read of their status and our edge.
     const blockers = hasBlockers ? await lockIssues(tx, ctx.principal, input.blockedBy!, "share") : [];
     const assigneeId = input.assignee !== undefined ? await resolveAssignee(tx, ctx, input.assignee) : null;
@@ -83,6 +88,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       updatedAt: now,
     };
     await tx.insert(issues).values(row);
+    await indexTerms(tx, cipher, orgId, [{ id, title: input.title!, body: input.body ?? null, status: row.status! }], { fresh: true });
     meter(scope, "save_issue", "work", id);
     if (blockers.length > 0) {
       await tx

@@ -99,6 +99,8 @@ export const saveIssueInput = z.object({
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("to finish or cancel an issue you hold"),
   evidence: evidenceSchema.optional(),
+  // Creating only (decision 066): the issues DUPLICATE_CHECK_REQUIRED named, read; its hint says so.
+  reviewedSimilar: z.array(identifierSchema).max(50).optional().describe("the look-alikes a create's refusal named, read"),
 });
 /** save_issue's arguments as parsed. */
 export type SaveInput = z.output<typeof saveIssueInput>;

@@ -6,6 +6,7 @@ import { DomainError, invalidInput } from "../errors.ts";
 import { currentHolder, endLease, finishedByCaller, isLeaseLive, lastLeaseOf, requireLiveToken } from "./fencing.ts";
 import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
 import { setLabels } from "./labels.ts";
+import { indexTerms } from "./similar.ts";
 import { branchName, rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import { alreadyClaimed, personOnly } from "./refusals.ts";
@@ -57,6 +58,9 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
       throw new RetryTransaction();
     }
     const { row } = locked;
+    if (input.reviewedSimilar) {
+      throw invalidInput("reviewedSimilar is for creating an issue", "Omit reviewedSimilar when changing an existing issue; relate it with add_relation.");
+    }
     if (input.blockedBy || input.noDependency) {
       throw invalidInput("dependencies of an existing issue change through add_relation / remove_relation", "Call add_relation with type blocked_by.");
     }
@@ -228,6 +232,12 @@ async function write(scope: WriteScope, { row, graphLocked }: Locked, input: Sav
             where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
         : Promise.resolve(),
     async () => {
+      // The duplicate gate's index follows the words (decision 066); its open flag follows the status by trigger.
+      if (input.title !== undefined || input.body !== undefined) {
+        const { cipher } = scope;
+        const body = input.body !== undefined ? input.body : cipher.decrypt(row.bodyEnc);
+        await indexTerms(tx, cipher, row.orgId, [{ id: row.id, title: input.title ?? cipher.decrypt(row.titleEnc), body, status: to }]);
+      }
       if (input.labels) await setLabels(scope, row.id, input.labels);
       if (finishLease) await endLease(scope, row, finishLease);
       if (closed ? graphLocked : changesRank(input)) await rerank(tx, [row.id]);

@@ -115,7 +115,7 @@ test("a scripted agent that restarts mid-issue continues by its saved token, or 
 
   // A process that kept its session id (the watchdog proxy) is recognized without any token.
   const first = await session("carol");
-  const other = await callOk(first, "save_issue", task("Another long job"));
+  const other = await callOk(first, "save_issue", task("A second lengthy build"));
   await callOk(first, "claim_issue", { identifier: other.identifier });
   const id = (first as unknown as { transport: { sessionId?: string } }).transport.sessionId!;
   const resumed = await connectClient(seeded.endpoint, seeded.orgs.HOLD!.people.carol.key, { name: "carol", sessionId: id });

@@ -43,7 +43,7 @@ it("marks each stalled claim once per stall, and releases it only in a project t
   const plain = await seedOrg(env.services, { prefix: "KPT" });
   await setVerification(await personOf(opted), { projectId: opted.projectId, mode: "off", releaseStalled: true, quarantineAfter: 1 });
   const optedStalled = await claimed(opted, "bob", "spins in the opted project");
-  const optedBusy = await claimed(opted, "carol", "works in the opted project");
+  const optedBusy = await claimed(opted, "carol", "checkpoints busily where release is opted");
   const plainStalled = await claimed(plain, "bob", "spins in the other project");
   const plainBusy = await claimed(plain, "carol", "works in the other project");
   const all = [optedStalled, optedBusy, plainStalled, plainBusy];

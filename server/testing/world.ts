@@ -104,6 +104,8 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
       work: true,
       changeType: "feat",
       noDependency: "planted",
+      // Alike by design: each names the ones before it as read (the duplicate gate, decision 066).
+      reviewedSimilar: [...issues],
       labels: [`${marker.toLowerCase()}-label`],
     });
     issues.push(issue.identifier);

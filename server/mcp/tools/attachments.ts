@@ -81,7 +81,7 @@ export const attachmentTools = [
     group: "attachments",
     description:
       "Call when a link no longer applies (a superseded pull request, a stale log): marks it obsolete with a " +
-      "reason; the record stays.",
+      "reason, keeping the record.",
     input: obsoleteAttachmentInput,
     output: attachmentOutput,
     annotations: idempotentDestructiveWrite,

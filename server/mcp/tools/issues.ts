@@ -14,9 +14,9 @@ export const issueTools = [
     description:
       "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs " +
       "title, work (true: a unit an agent executes; false: a container, never dispatched), changeType and blockedBy " +
-      "(identifiers it waits on) or noDependency. Finish with your claimToken: status done with evidence (commit, " +
-      "branch, pr), or review with a reviewer other than you as assignee; either frees your lease. canceled needs " +
-      "cancelReason.",
+      "(identifiers it waits on) or noDependency; open look-alikes refuse it until reviewedSimilar names them. " +
+      "Finish with your claimToken: status done with evidence (commit, branch, pr), or review with a reviewer other " +
+      "than you as assignee; either frees your lease. canceled needs cancelReason.",
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,

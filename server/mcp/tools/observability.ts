@@ -135,8 +135,8 @@ export const usageTools = [
     title: "Usage summary",
     group: "observability",
     description:
-      "Call when your human asks what you spent or did: your own meter this month (charges by tool and tier, or " +
-      "writes by kind with billing off), split by changeType, and the rate card.",
+      "Call when your human asks what you spent or did: your own meter this month, by tool and tier (writes by kind " +
+      "with billing off) and by changeType, and the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),

@@ -33,9 +33,8 @@ export const teamTools = [
     title: "Setup status",
     group: "team",
     description:
-      "Call when unsure what to do next: one state from the server (the first that holds of PENDING_INVITE, " +
-      "IMPORT_FAILED, IMPORT_RUNNING, EMPTY_PROJECT, GHOSTS_UNCLAIMED, READY), what to do next, and any askHuman " +
-      "for your human.",
+      "Call when unsure what to do next: the first state that holds of PENDING_INVITE, IMPORT_FAILED, " +
+      "IMPORT_RUNNING, EMPTY_PROJECT, GHOSTS_UNCLAIMED, READY, what to do next, and any askHuman for your human.",
     input: z.object({}),
     output: z.object({
       state: z.enum(setupStates),
@@ -53,8 +52,8 @@ export const teamTools = [
     group: "team",
     description:
       "Call (owner or admin) when your human wants someone in the org. Without decided it returns askHuman: put " +
-      "those questions to your human as they stand, then call again with their answers and decided:true. Returns " +
-      "the join link, mailed when this server can.",
+      "those questions to your human as they stand, then call again with their answers and decided:true for the " +
+      "join link, mailed when this server can.",
     input: createInviteInput.pick({ email: true, role: true, projectIds: true }).extend({
       decided: z.boolean().optional().describe("true: your human gave these answers"),
     }),

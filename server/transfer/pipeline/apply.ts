@@ -5,6 +5,7 @@ import { activity, attachments, comments, importStagedFiles, issueLabels, issues
 import { sha256, type OrgCipher } from "../../crypto/index.ts";
 import { endOfDayIn, rankingColumns } from "../../issues/levels.ts";
 import { downloadPath } from "../../issues/attachments-files.ts";
+import { indexTerms, type TermsEntry } from "../../issues/similar.ts";
 import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
 import type { LinkReason } from "./files.ts";
@@ -112,6 +113,8 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   const created: (typeof issues.$inferInsert)[] = [];
   const changed: { id: string; columns: Omit<typeof issues.$inferInsert, "id" | "orgId" | "projectId" | "number" | "identifier" | "work"> }[] = [];
   const labelRows: (typeof issueLabels.$inferInsert)[] = [];
+  // What the duplicate gate reads of each issue written here (decision 066).
+  const terms: TermsEntry[] = [];
   const fresh = page.filter((si) => !links.has(si.id));
   const numbers = await numbersFor(scope, fresh);
   const issueIds = new Map<string, string>();
@@ -160,6 +163,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       issueId = newId();
       const number = numbers.get(si.id)!;
       created.push({ id: issueId, orgId, projectId: scope.projectId, number, identifier: `${scope.prefix}-${number}`, work: true, ...columns });
+      terms.push({ id: issueId, title: si.title, body: si.body, status });
       for (const labelId of labelSet) labelRows.push({ issueId, labelId });
       const at = (kind: string, when: string | null, actorId: string | null) => {
         if (when) history.push({ orgId, issueId, kind, actorId, runtime, facts: { source: scope.source, status: kind === "created" ? "todo" : status }, createdAt: new Date(when) });
@@ -173,6 +177,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       issueId = link.retascId;
       if (link.hash !== hash) {
         changed.push({ id: issueId, columns });
+        terms.push({ id: issueId, title: si.title, body: si.body, status });
         for (const labelId of labelSet) labelRows.push({ issueId, labelId });
         history.push({ orgId, issueId, kind: "updated", actorId: null, runtime, facts: { source: scope.source, status }, createdAt: new Date(si.updatedAt) });
         counts.updated++;
@@ -194,6 +199,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
     await inChunks(changed, (chunk) => tx.delete(issueLabels).where(inArray(issueLabels.issueId, chunk.map((c) => c.id))));
   }
   await inChunks(labelRows, (chunk) => tx.insert(issueLabels).values(chunk));
+  await inChunks(terms, (chunk) => indexTerms(tx, cipher, orgId, chunk));
   const restored = await restoredChildren(scope, page, links, issueIds);
   await applyComments(scope, page, issueIds, links, restored, linkRows);
   await applyAttachments(scope, page, issueIds, links, restored, linkRows, counts);
