@@ -10,7 +10,7 @@ import { addRelation, removeRelation, saveIssue } from "../issues/index.ts";
 import { loadDispatchSnapshot, rankingDrift } from "../testing/dispatch-snapshot.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, reclaimSweep, releaseIssue, type ClaimReply } from "./index.ts";
-import { dispatchCompare, lanes, rankAll, readyInOrder } from "./reference-model.ts";
+import { dispatchCompare, lanes, rankAll, readyInOrder } from "./reference-ranking.ts";
 
 /**
  * Adversarial concurrency suite for dispatch. Two connection pools on one database stand for

@@ -9,17 +9,9 @@ import { addRelation, removeRelation, saveIssue } from "../issues/index.ts";
 import { loadDispatchSnapshot, rankingDrift } from "../testing/dispatch-snapshot.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, reclaimSweep, releaseIssue, slaSweep, type ClaimReply } from "./index.ts";
-import {
-  DispatchModel,
-  isClosed,
-  type ModelAgent,
-  type ModelCheckpoint,
-  type ModelClaim,
-  type ModelEmpty,
-  type Outcome,
-  type RelationKind,
-  type Status,
-} from "./reference-model.ts";
+import { DispatchModel } from "./reference-model.ts";
+import { isClosed, type Status } from "./reference-ranking.ts";
+import type { ModelAgent, ModelCheckpoint, ModelClaim, ModelEmpty, Outcome, RelationKind } from "./reference-state.ts";
 
 /**
  * Model-based test: random sequences of issue writes, claims, lease operations, review and

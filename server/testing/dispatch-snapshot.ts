@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
-import { rankAll, type DispatchFacts, type Rank, type Status } from "../queue/reference-model.ts";
+import { rankAll, type DispatchFacts, type Rank, type Status } from "../queue/reference-ranking.ts";
 
 /** One issue as stored: the raw facts dispatch depends on, and the ranking columns the engine keeps. */
 export interface StoredIssue extends DispatchFacts {
