@@ -20,7 +20,9 @@ const BATCH = 50;
 let world: World;
 beforeAll(async () => {
   // Unknown keys are part of the fuzz; the failed-authentication limit would otherwise turn them into 429s.
-  world = await startWorld({ RATE_LIMIT_AUTH_FAILURES_PER_MIN: "100000000" });
+  // BATCH requests go at once on one key; a caller's share of the heavy reads (decision 061) would
+  // answer most of its list tools 429 before they reach the code under test.
+  world = await startWorld({ RATE_LIMIT_AUTH_FAILURES_PER_MIN: "100000000", HEAVY_READS_PER_CALLER: "64" });
 });
 afterAll(async () => {
   await world?.close();

@@ -86,9 +86,6 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
   const app = await startApp({
     ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
     RETASC_EMAIL_PASSWORD: "on",
-    // The fuzzers send 25 requests at once as one person; a caller's share of the heavy reads
-    // (decision 061) would answer most of them 429 before they reach the code under test.
-    HEAVY_READS_PER_CALLER: "64",
     ...env,
   });
   const url = app.url;
