@@ -4,7 +4,9 @@ import { requireMember } from "../auth.server.ts";
 import { toErrorBody } from "../errors.server.ts";
 import { queueInputFromSearch, queuePage, queuePageInput } from "../../server/dash/queue.ts";
 import { LiveIndicator, linkClass } from "../components/dash/bits.tsx";
-import { Pager, QueueFilters, QueueTable, QueueTabs, TriageNote } from "../components/dash/queue.tsx";
+import { Pager, QueueTabs, TriageNote } from "../components/dash/queue.tsx";
+import { QueueFilters } from "../components/dash/queue-filters.tsx";
+import { QueueTable } from "../components/dash/queue-table.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 import { Link } from "react-router";
 
