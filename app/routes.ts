@@ -52,6 +52,7 @@ export default [
     index("routes/dash._index.tsx"),
     // The live Dash: fleet (index), queue, issue drill-down and creation, and its event stream
     route("queue", "routes/dash.queue.tsx"),
+    route("analytics", "routes/dash.analytics.tsx"),
     route("issues/new", "routes/dash.issues.new.tsx"),
     route("issues/:identifier", "routes/dash.issues.$identifier.tsx"),
     route("attachments/:id", "routes/dash.attachments.$id.ts"),

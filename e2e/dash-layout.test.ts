@@ -148,8 +148,8 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     // The Fleet page's four charts, each an image with a name.
     expect(await page.getByRole("img", { name: /^(Issues finished|Median time from first claim|Reclaims of lapsed leases|Open issues by status)/ }).count()).toBe(4);
     const navPaths = await page.getByRole("navigation", { name: "Dash" }).getByRole("link").evaluateAll((links) => links.map((l) => new URL((l as HTMLAnchorElement).href).pathname));
-    expect(navPaths).toEqual(expect.arrayContaining(["/dash", "/dash/queue", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/projects"]));
-    const dashPages = [...new Set([...navPaths, ...issueIds.map((id) => `/dash/issues/${id}`), "/dash/issues/new", "/dash/orgs/new", inviteLink, "/dash?range=week"])];
+    expect(navPaths).toEqual(expect.arrayContaining(["/dash", "/dash/queue", "/dash/analytics", "/dash/settings/members", "/dash/settings/keys", "/dash/settings/projects"]));
+    const dashPages = [...new Set([...navPaths, ...issueIds.map((id) => `/dash/issues/${id}`), "/dash/issues/new", "/dash/orgs/new", inviteLink, "/dash?range=week", "/dash/analytics?days=30"])];
     const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
 
     const findings: Finding[] = [];
@@ -167,7 +167,7 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     }
     // Dark mode (the system setting): the same pages keep their contrast.
     const dark = await signedInDark.newPage();
-    for (const path of ["/dash", "/dash/queue", `/dash/issues/${issueIds[0]}`, "/dash/settings/members"]) {
+    for (const path of ["/dash", "/dash/queue", "/dash/analytics", `/dash/issues/${issueIds[0]}`, "/dash/settings/members"]) {
       findings.push(...(await inspect(dark, path, 1280, `dark-${slug(path)}`)));
     }
     expect(findings).toEqual([]);

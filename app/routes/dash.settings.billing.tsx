@@ -173,6 +173,12 @@ export default function Billing({ loaderData, actionData }: Route.ComponentProps
         </table>
       ) : null}
 
+      {summary.enabled && seesAll ? (
+        <p className="text-sm text-stone-600">
+          The org's cost by kind of change and by runtime, over a range you choose, is on the <Link className="underline" to="/dash/analytics">Analytics</Link> page.
+        </p>
+      ) : null}
+
       {seesAll && summary.purchases.length > 0 ? (
         <table className="w-full border-collapse text-left text-sm" data-testid="purchases">
           <caption className="mb-2 text-left text-lg font-semibold">Purchases</caption>

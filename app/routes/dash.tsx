@@ -25,6 +25,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 const links = [
   { to: "/dash", label: "Fleet", end: true },
   { to: "/dash/queue", label: "Queue" },
+  { to: "/dash/analytics", label: "Analytics" },
   { to: "/dash/issues/new", label: "New issue" },
   { to: "/dash/settings/projects", label: "Projects" },
   { to: "/dash/settings/members", label: "Members" },

@@ -102,6 +102,7 @@ async function walkEveryTool(agent: Client) {
     save_attachment_file: { issue: hidden.identifier, filename: "x.txt", contentBase64: Buffer.from("x").toString("base64") },
     get_attachment_file: { attachment: hidden.attachmentId },
     get_project: { prefix: "HID" },
+    analytics_overview: { project: "HID" },
   };
   // Filing under the hidden project, or a child of the hidden issue, is as unknown as reading it.
   const filed: Record<string, Record<string, unknown>>[] = [
@@ -127,6 +128,7 @@ async function walkEveryTool(agent: Client) {
     list_projects: {},
     usage_summary: {},
     billing_summary: {},
+    analytics_issues: { figure: "created", days: 90 },
   };
   // Tools about people and connectors, which belong to no project: refused to a member anyway, or nothing to claim.
   const unrelated: Record<string, Record<string, unknown>> = {

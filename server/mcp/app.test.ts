@@ -20,6 +20,7 @@ const designTools = [
   "list_members", "suspend_member", "reactivate_member", "retire_member", "claim_ghost", "list_connectors", "revoke_connector",
   "setup_status", "invite_member", "list_invites", "revoke_invite", "accept_invite",
   "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
+  "analytics_overview", "analytics_issues",
 ];
 
 let seeded: SeededApp;
@@ -221,6 +222,7 @@ describe("tenant isolation", () => {
       retire_member: { memberId: bobAgent.memberId },
       revoke_connector: { connectorId: victim.connectorId },
       get_project: { prefix: victim.prefix },
+      analytics_overview: { project: victim.prefix },
       // No org here has imported anyone: claiming by email finds nothing of the intruder's own, and an id
       // is looked up in the caller's org only (a placeholder of another org: workers/linear-import.test.ts).
       claim_ghost: {},
@@ -245,6 +247,7 @@ describe("tenant isolation", () => {
       usage_summary: {},
       billing_summary: {},
       list_invites: {},
+      analytics_issues: { figure: "created", days: 90 },
     };
     expect([...Object.keys(addressed), ...Object.keys(unaddressed)].sort()).toEqual(registeredTools.map((t) => t.name).sort());
 

@@ -7,7 +7,7 @@ import { attachmentTools } from "./tools/attachments.ts";
 import { collaborationTools } from "./tools/collaboration.ts";
 import { identityTools } from "./tools/identity.ts";
 import { graphTools, issueTools } from "./tools/issues.ts";
-import { queueTools, projectTools, rateCardOutput, usageTools } from "./tools/observability.ts";
+import { analyticsTools, queueTools, projectTools, rateCardOutput, usageTools } from "./tools/observability.ts";
 import { connectorTools, memberTools } from "./tools/org.ts";
 import { askHumanOutput, teamTools } from "./tools/team.ts";
 import { workTools } from "./tools/work.ts";
@@ -37,6 +37,7 @@ export const tools: readonly ToolDefinition[] = [
   ...queueTools,
   ...projectTools,
   ...usageTools,
+  ...analyticsTools,
 ];
 
 export const toolsByName: ReadonlyMap<string, ToolDefinition> = new Map(tools.map((tool) => [tool.name, tool]));

@@ -5,6 +5,8 @@ import { queueStatus } from "../../queue/index.ts";
 import { getProject, getProjectInput, listProjects, listProjectsInput } from "../../orgs/projects.ts";
 import { billingSummary, billingSummaryInput } from "../../billing/index.ts";
 import { usageSummary, usageSummaryInput } from "../../usage/index.ts";
+import { analyticsOverview, analyticsOverviewInput } from "../../analytics/overview.ts";
+import { analyticsIssues, analyticsIssuesInput } from "../../analytics/issues.ts";
 import { meterTiers } from "../../usage/rate-card.ts";
 import { defineTool, readOnly } from "../tool.ts";
 
@@ -193,5 +195,65 @@ export const usageTools = [
     }),
     annotations: readOnly,
     handler: (ctx, input) => billingSummary(ctx, input),
+  }),
+];
+
+const int = z.number().int();
+const ms = int.nullable();
+
+/**
+ * analytics_overview and analytics_issues (server/analytics, decision 071): the Dash's Analytics
+ * page in two reads. Their outputs are typed briefly in tools/list (its budget): the rows' and the
+ * cost's fields are listed in docs/mcp-tools.md, and `definitions` in every answer says each
+ * figure's unit and meaning.
+ */
+export const analyticsTools = [
+  defineTool({
+    name: "analytics_overview",
+    title: "Analytics overview",
+    group: "observability",
+    description:
+      "Call when your human asks how work went lately: created, finished, canceled, cycle and lead time, " +
+      "false-done rate, cost, by changeType and runtime.",
+    input: analyticsOverviewInput,
+    output: z.object({
+      from: z.string(),
+      to: z.string(),
+      project: z.string().nullable(),
+      totals: z.record(z.string(), int).describe("created, finished, canceled, reclaims"),
+      perDay: z.array(int).describe("finishes on each day of the period, oldest first"),
+      rows: z
+        .array(z.record(z.string(), z.unknown()))
+        .describe("{by: all | changeType | runtime, key, created, finished, canceled, cycleP50Ms, cycleP90Ms, leadP50Ms, leadP90Ms}"),
+      falseDone: z.record(z.string(), z.number().nullable()).describe("finishes, falseDone, rate (0 to 1)"),
+      cost: z.record(z.string(), z.unknown()).nullable().describe("{microCredits, perFinishedMicroCredits, rows: [{by, key, microCredits}]}; null: billing off or not an owner or admin"),
+      definitions: z.record(z.string(), z.string()),
+    }),
+    annotations: readOnly,
+    handler: (ctx, input) => analyticsOverview(ctx, input),
+  }),
+  defineTool({
+    name: "analytics_issues",
+    title: "Analytics issues",
+    group: "observability",
+    description: "Call to list the issues behind an analytics_overview figure, paged.",
+    input: analyticsIssuesInput,
+    output: z.object({
+      issues: z.array(
+        z.object({
+          identifier: z.string(),
+          title: z.string(),
+          status: z.string(),
+          changeType: z.string().nullable(),
+          runtime: z.string().nullable(),
+          at: z.string(),
+          cycleMs: ms,
+          leadMs: ms,
+        }),
+      ),
+      nextCursor: z.string().optional(),
+    }),
+    annotations: readOnly,
+    handler: (ctx, input) => analyticsIssues(ctx, input),
   }),
 ];
