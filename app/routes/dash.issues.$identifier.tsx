@@ -16,23 +16,9 @@ import { ErrorNote, Notice } from "../components/ui.tsx";
 import { IssueLink, LevelName, LiveIndicator, SlaText, StatusBadge, WorkPills, linkClass } from "../components/dash/bits.tsx";
 import { stamp, timeLeft, priorityName } from "../components/dash/format.ts";
 import { DependencyGraph } from "../components/dash/graph.tsx";
-import {
-  ActivityLog,
-  CancelForm,
-  CheckpointTimeline,
-  CommentThread,
-  EditForm,
-  LeaseLine,
-  MarkdownBody,
-  PriorityForm,
-  RelateForm,
-  RelationList,
-  ReleaseForm,
-  Section,
-  QuarantineBox,
-  VerificationRows,
-  VerifyByHandForm,
-} from "../components/dash/issue.tsx";
+import { CheckpointTimeline, LeaseLine, MarkdownBody, Section, VerificationRows } from "../components/dash/issue.tsx";
+import { ActivityLog, CommentThread } from "../components/dash/issue-thread.tsx";
+import { CancelForm, EditForm, PriorityForm, QuarantineBox, RelateForm, RelationList, ReleaseForm, VerifyByHandForm } from "../components/dash/issue-forms.tsx";
 import { useLiveRevalidation, useServerNow } from "../components/dash/live.ts";
 import { HeldComments, TriageBox } from "../components/dash/triage.tsx";
 import { WhyText } from "../components/dash/why.tsx";
