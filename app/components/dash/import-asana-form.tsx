@@ -1,5 +1,6 @@
 import { Form } from "react-router";
-import { Button, Field, Select } from "../ui.tsx";
+import { Field } from "../ui.tsx";
+import { ImportTarget } from "./import-target.tsx";
 
 /**
  * An Asana personal access token, the project (its gid or its URL) and the target: a dry run,
@@ -13,17 +14,7 @@ export function AsanaImportForm(props: { projects: { id: string; prefix: string;
       <input type="hidden" name="source" value="asana" />
       <Field label="Asana personal access token" name="accessToken" type="password" required autoComplete="off" hint="From Asana's My settings → Apps → Developer apps. Used for this import only, never stored; paste it again for each step without JavaScript." />
       <Field label="Asana project" name="projectGid" required defaultValue={values.projectGid} placeholder="https://app.asana.com/0/1200000000000000/list" hint="The project's URL, or its gid (the digits after /project/ or /0/)." />
-      <Select label="Into" name="target" defaultValue={values.target ?? "new"} options={[{ value: "new", label: "A new project" }, ...projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }))]} />
-      <Field label="New project's name" name="projectName" defaultValue={values.projectName} hint="Only for a new project. Empty: the Asana project's name." />
-      <Field label="New project's prefix" name="prefix" defaultValue={values.prefix} pattern="[A-Za-z][A-Za-z0-9]*" hint="Only for a new project: its issues are PREFIX-1 and on." />
-      <div className="flex gap-2">
-        <Button name="intent" value="dry-run" tone="secondary">
-          Dry run
-        </Button>
-        <Button name="intent" value="start">
-          Start import
-        </Button>
-      </div>
+      <ImportTarget projects={projects} values={values} nameHint="Only for a new project. Empty: the Asana project's name." askPrefix />
     </Form>
   );
 }

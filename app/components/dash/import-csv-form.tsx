@@ -1,5 +1,6 @@
 import { Form } from "react-router";
 import { Button, Field, Select } from "../ui.tsx";
+import { ImportTarget } from "./import-target.tsx";
 
 export interface CsvPreview {
   columns: string[];
@@ -95,17 +96,7 @@ export function CsvImportForm(props: { projects: { id: string; prefix: string; n
         </fieldset>
       ) : null}
       <Field label="File name" name="name" required defaultValue={values.name} hint="The same name imported again updates the issues it made." />
-      <Select label="Into" name="target" defaultValue={values.target ?? "new"} options={[{ value: "new", label: "A new project" }, ...projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }))]} />
-      <Field label="New project's name" name="projectName" defaultValue={values.projectName} />
-      <Field label="New project's prefix" name="prefix" defaultValue={values.prefix} pattern="[A-Za-z][A-Za-z0-9]*" hint="Only for a new project: its issues are PREFIX-1 and on." />
-      <div className="flex gap-2">
-        <Button name="intent" value="dry-run" tone="secondary">
-          Dry run
-        </Button>
-        <Button name="intent" value="start">
-          Start import
-        </Button>
-      </div>
+      <ImportTarget projects={projects} values={values} askPrefix />
     </Form>
   );
 }

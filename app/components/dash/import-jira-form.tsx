@@ -1,5 +1,6 @@
 import { Form } from "react-router";
-import { Button, Field, Select } from "../ui.tsx";
+import { Field } from "../ui.tsx";
+import { ImportTarget } from "./import-target.tsx";
 
 /**
  * A Jira site, the account's email and API token, the project's key and the target: a dry run,
@@ -14,16 +15,7 @@ export function JiraImportForm(props: { projects: { id: string; prefix: string; 
       <Field label="Atlassian account email" name="email" type="email" required defaultValue={values.email} autoComplete="off" />
       <Field label="Jira API token" name="apiToken" type="password" required autoComplete="off" hint="From id.atlassian.com → Security → API tokens. Used for this import only, never stored; paste it again for each step without JavaScript." />
       <Field label="Jira project key" name="projectKey" required defaultValue={values.projectKey} placeholder="ENG" pattern="[A-Za-z][A-Za-z0-9_]*" />
-      <Select label="Into" name="target" defaultValue={values.target ?? "new"} options={[{ value: "new", label: "A new project, its prefix the Jira key" }, ...projects.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name}` }))]} />
-      <Field label="New project's name" name="projectName" defaultValue={values.projectName} hint="Only for a new project. Empty: the Jira project's key." />
-      <div className="flex gap-2">
-        <Button name="intent" value="dry-run" tone="secondary">
-          Dry run
-        </Button>
-        <Button name="intent" value="start">
-          Start import
-        </Button>
-      </div>
+      <ImportTarget projects={projects} values={values} newLabel="A new project, its prefix the Jira key" nameHint="Only for a new project. Empty: the Jira project's key." askPrefix={false} />
     </Form>
   );
 }
