@@ -36,7 +36,8 @@ export function isHeavyPage(method: string, path: string): boolean {
   return (method === "GET" || method === "HEAD") && path.startsWith("/dash") && !STREAMED.test(path);
 }
 const STREAMED = /^\/dash\/(?:events|attachments\/|settings\/transfer\/export)/;
-export const HEAVY_TOOLS: ReadonlySet<string> = new Set(["list_comments", "list_issues", "list_members", "list_invites", "list_attachments"]);
+// The analytics read a whole period of the org's activity (decision 071): the same turns.
+export const HEAVY_TOOLS: ReadonlySet<string> = new Set(["list_comments", "list_issues", "list_members", "list_invites", "list_attachments", "analytics_overview", "analytics_issues"]);
 
 /**
  * Who a Dash request is, before anything has read its session: the session cookie's digest, or
