@@ -611,6 +611,9 @@ const openTools = new Set([
   "get_project",
   "list_projects",
   "usage_summary",
+  // Figures over the caller's reach (a member's key: its project); cost only for owners and admins (server/analytics/overview.test.ts).
+  "analytics_overview",
+  "analytics_issues",
 ]);
 /** The tools the rows walk (save_issue also, for its triage argument). */
 const walkedTools = new Set(["invite_member", "list_invites", "revoke_invite", "billing_summary", "retire_member", "suspend_member", "reactivate_member", "revoke_connector", "mint_session_key", "save_issue"]);
