@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AsanaAttachment, AsanaStory, AsanaTask, AsanaUser } from "../../server/transfer/asana/fetch.ts";
+import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-failures.ts";
 
 /**
  * A local stand-in for Asana's REST API (https://app.asana.com/api/1.0, the shapes of Asana's
@@ -27,17 +28,12 @@ export interface FakeAsanaProject {
   attachments: Map<string, AsanaAttachment[]>;
 }
 
-export interface FakeAsana {
+export interface FakeAsana extends ScriptedFailures {
   /** The API base, for ASANA_API_URL. */
   url: string;
   origin: string;
   token: string;
   project: FakeAsanaProject;
-  /** API requests answered, in order (method, path and query; never the token). */
-  requests: string[];
-  /** The `n`th API request from now (1-based) is answered with this status. */
-  failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
-  failures: number;
   /** Bytes of the files Asana stores, by attachment gid. */
   files: Map<string, Buffer>;
   /** Downloads of stored files: path, and whether the token came along (it must not). */
@@ -156,27 +152,23 @@ const MAX_LIMIT = 100;
 
 export async function startFakeAsana({ project = generateAsanaProject() }: { project?: FakeAsanaProject } = {}): Promise<FakeAsana> {
   const token = `2/1200000000000000/1209${Math.random().toString().slice(2, 12)}:${Math.random().toString(36).slice(2)}`;
-  const scripted = new Map<number, { status: number; retryAfterSeconds?: number }>();
   const signatures = new Map<string, string>();
-  let seen = 0;
+  const failing = scriptedFailures((res, reply) => (reply.status === 429 ? error(res, 429, "You have made too many requests recently. Please, be chill.", { "retry-after": String(reply.retryAfterSeconds) }) : error(res, reply.status, "Server Error")));
   const fake: FakeAsana = {
+    requests: failing.requests,
+    failAt: failing.failAt,
+    get failures() {
+      return failing.failures;
+    },
     url: "",
     origin: "",
     token,
     project,
-    requests: [],
-    failures: 0,
     files: new Map(),
     fileRequests: [],
-    failAt(n, reply) {
-      scripted.set(seen + n, reply);
-    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { "content-type": "application/json; charset=UTF-8", ...headers });
-    res.end(JSON.stringify(body));
-  };
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => sendJson(res, status, body, headers, "application/json; charset=UTF-8");
   const error = (res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}) => json(res, status, { errors: [{ message, help: "For more information on API status codes and how to handle them, read the docs on errors: https://developers.asana.com/docs/errors" }] }, headers);
   /** A list answered a page at a time, the offset an opaque token as Asana's are. */
   const list = (res: http.ServerResponse, url: URL, items: unknown[]) => {
@@ -203,13 +195,7 @@ export async function startFakeAsana({ project = generateAsanaProject() }: { pro
       res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytes.length) });
       return void res.end(bytes);
     }
-    fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
-    const reply = scripted.get(++seen);
-    if (reply) {
-      fake.failures++;
-      if (reply.status === 429) return error(res, 429, "You have made too many requests recently. Please, be chill.", { "retry-after": String(reply.retryAfterSeconds ?? 1) });
-      return error(res, reply.status, "Server Error");
-    }
+    if (failing.answer(req, url, res)) return;
     if (req.headers.authorization !== `Bearer ${token}`) return error(res, 401, "Not Authorized");
     const path = url.pathname.replace(/^\/api\/1\.0/, "");
     const p = fake.project;

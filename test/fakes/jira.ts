@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "../../server/transfer/jira/fetch.ts";
+import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-failures.ts";
 
 /**
  * A local stand-in for Jira Cloud's REST v3 (the shapes of Atlassian's API reference and
@@ -19,16 +20,11 @@ export interface FakeJiraProject {
   issues: JiraIssue[];
 }
 
-export interface FakeJira {
+export interface FakeJira extends ScriptedFailures {
   url: string;
   email: string;
   apiToken: string;
   project: FakeJiraProject;
-  /** Requests answered, in order (method and path with query; never the Authorization header). */
-  requests: string[];
-  /** The `n`th request from now (1-based) is answered with this status (a 429 with Retry-After seconds). */
-  failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
-  failures: number;
   /**
    * Attachment content by attachment id, served at `/rest/api/3/attachment/content/{id}` to the
    * account's Basic auth: with `redirect=false` the bytes, otherwise a 303 to a media host, as
@@ -143,26 +139,22 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
   const email = "owner@jira-customer.example";
   const apiToken = `ATATT3x-fake-${Math.random().toString(36).slice(2)}`;
   const expected = `Basic ${Buffer.from(`${email}:${apiToken}`).toString("base64")}`;
-  const scripted = new Map<number, { status: number; retryAfterSeconds?: number }>();
-  let seen = 0;
+  const failing = scriptedFailures((res, reply) => (reply.status === 429 ? json(res, 429, { errorMessages: ["Rate limit exceeded."] }, { "retry-after": String(reply.retryAfterSeconds) }) : json(res, reply.status, { errorMessages: ["Service unavailable"] })));
   const fake: FakeJira = {
+    requests: failing.requests,
+    failAt: failing.failAt,
+    get failures() {
+      return failing.failures;
+    },
     url: "",
     email,
     apiToken,
     project,
-    requests: [],
-    failures: 0,
     files: new Map(),
     fileRequests: [],
-    failAt(n, reply) {
-      scripted.set(seen + n, reply);
-    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { "content-type": "application/json;charset=UTF-8", ...headers });
-    res.end(JSON.stringify(body));
-  };
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => sendJson(res, status, body, headers, "application/json;charset=UTF-8");
   const server = http.createServer(async (req, res) => {
     let body = "";
     for await (const chunk of req) body += chunk;
@@ -180,13 +172,7 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
       res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytes.length) });
       return void res.end(bytes);
     }
-    fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
-    const reply = scripted.get(++seen);
-    if (reply) {
-      fake.failures++;
-      if (reply.status === 429) return json(res, 429, { errorMessages: ["Rate limit exceeded."] }, { "retry-after": String(reply.retryAfterSeconds ?? 1) });
-      return json(res, reply.status, { errorMessages: ["Service unavailable"] });
-    }
+    if (failing.answer(req, url, res)) return;
     if (req.headers.authorization !== expected) return json(res, 401, { errorMessages: ["You are not authenticated. Authentication required to perform this operation."] });
     const p = fake.project;
     const path = url.pathname;

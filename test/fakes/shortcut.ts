@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ShortcutComment, ShortcutEpic, ShortcutFile, ShortcutGroup, ShortcutLinkedFile, ShortcutMember, ShortcutState, ShortcutStory } from "../../server/transfer/shortcut/fetch.ts";
+import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-failures.ts";
 
 /**
  * A local stand-in for Shortcut's REST API v3 (https://api.app.shortcut.com/api/v3, the shapes
@@ -23,15 +24,12 @@ export interface FakeShortcutWorkspace {
   epics: ShortcutEpic[];
 }
 
-export interface FakeShortcut {
+export interface FakeShortcut extends ScriptedFailures {
   /** The API base, for SHORTCUT_API_URL. */
   url: string;
   origin: string;
   token: string;
   workspace: FakeShortcutWorkspace;
-  requests: string[];
-  failAt(n: number, reply: { status: 429; retryAfterSeconds: number } | { status: 500 | 502 | 503 }): void;
-  failures: number;
   /** Uploaded files' bytes by file id. */
   files: Map<number, Buffer>;
   fileRequests: { path: string; withToken: boolean }[];
@@ -131,26 +129,22 @@ const slim = (s: ShortcutStory) => {
 
 export async function startFakeShortcut({ workspace = generateShortcutWorkspace() }: { workspace?: FakeShortcutWorkspace } = {}): Promise<FakeShortcut> {
   const token = crypto.randomUUID();
-  const scripted = new Map<number, { status: number; retryAfterSeconds?: number }>();
-  let seen = 0;
+  const failing = scriptedFailures((res, reply) => (reply.status === 429 ? json(res, 429, { message: "Rate limit exceeded" }, { "retry-after": String(reply.retryAfterSeconds) }) : json(res, reply.status, { message: "Service Unavailable" })));
   const fake: FakeShortcut = {
+    requests: failing.requests,
+    failAt: failing.failAt,
+    get failures() {
+      return failing.failures;
+    },
     url: "",
     origin: "",
     token,
     workspace,
-    requests: [],
-    failures: 0,
     files: new Map(),
     fileRequests: [],
-    failAt(n, reply) {
-      scripted.set(seen + n, reply);
-    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
-    res.end(JSON.stringify(body));
-  };
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => sendJson(res, status, body, headers, "application/json; charset=utf-8");
   const server = http.createServer(async (req, res) => {
     for await (const _ of req);
     const url = new URL(req.url ?? "/", "http://fake");
@@ -163,13 +157,7 @@ export async function startFakeShortcut({ workspace = generateShortcutWorkspace(
       res.writeHead(200, { "content-type": "image/png", "content-length": String(bytes.length) });
       return void res.end(bytes);
     }
-    fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
-    const reply = scripted.get(++seen);
-    if (reply) {
-      fake.failures++;
-      if (reply.status === 429) return json(res, 429, { message: "Rate limit exceeded" }, { "retry-after": String(reply.retryAfterSeconds ?? 1) });
-      return json(res, reply.status, { message: "Service Unavailable" });
-    }
+    if (failing.answer(req, url, res)) return;
     if (req.headers["shortcut-token"] !== token) return json(res, 401, { message: "Unauthorized" });
     const w = fake.workspace;
     const path = url.pathname.replace(/^\/api\/v3/, "");
