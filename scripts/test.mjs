@@ -163,10 +163,10 @@ async function main() {
     // the longer of the two on 2 CPUs. Each test makes its own database (server/testing/db.ts).
     const passes = runs.map((driver) => {
       const whole = args.length === 0;
-      const excluded = [...(whole ? pooledFiles : [])].flatMap((f) => ["--exclude", f]);
-      const selected = driver === "pglite" && whole ? pgliteSuites : args;
-      const label = driver === "pglite" && whole ? "the data layer's tests on pglite" : `unit and integration tests on ${driver}`;
-      return { label, args: [...selected, ...excluded], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
+      const excluded = (whole ? pooledFiles : []).flatMap((f) => ["--exclude", f]);
+      const dataLayerOnly = driver === "pglite" && whole;
+      const label = dataLayerOnly ? "the data layer's tests on pglite" : `unit and integration tests on ${driver}`;
+      return { label, args: [...(dataLayerOnly ? pgliteSuites : args), ...excluded], env: { RETASC_TEST_DRIVER: driver, TEST_DATABASE_URL: url } };
     });
     // RETASC_TEST_SERIAL=1 runs them one after the other (a slower machine, or to read one log).
     if (process.env.RETASC_TEST_SERIAL === "1") for (const pass of passes) await sideBySide([pass]);
