@@ -129,6 +129,8 @@ describe.skipIf(testDriver !== "postgres")("the Dash (needs TEST_DATABASE_URL)",
     await page.getByRole("link", { name: /^Backlog/ }).click();
     await page.waitForURL(/tab=backlog/);
     expect(new URL(page.url()).searchParams.get("runtime")).toBe("claude-code");
+    // The URL commits before the page renders the new tab; Clear keeps the tab it renders with.
+    await eventually(() => page.getByRole("link", { name: /^Backlog/ }).getAttribute("aria-current")).toBe("page");
     await page.getByRole("link", { name: "Clear" }).click();
     await page.waitForURL(/tab=backlog$/);
     await page.getByTestId(`queue-row-${blocker.identifier}`).waitFor();
