@@ -9,6 +9,7 @@ import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
 import { stallSweep } from "../server/queue/stall-sweep.ts";
 import { staleVerificationSweep } from "../server/verification/stale.ts";
 import { issueTermsSweep } from "../server/issues/similar.ts";
+import { pruneActivity } from "../server/activity/retention.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
 
@@ -82,6 +83,8 @@ export function retascSweeps(config: Config): SweepDefinition[] {
     // The duplicate gate's term index for issues filed before it or written by an import (decision 066).
     { name: "sweep.issue-terms", everyMs: 60_000, run: issueTermsSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
+    // The activity log past ACTIVITY_RETENTION_DAYS, in bounded batches (decision 077).
+    { name: "sweep.activity-retention", everyMs: 600_000, run: pruneActivity },
     // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.
     { name: "sweep.fleet-sample", everyMs: 600_000, run: sampleQueueDepth },
   ];

@@ -4,7 +4,8 @@ import { orgIdColumn } from "./orgs.ts";
 
 /**
  * Append-only log of every write: who (human principal, key, runtime), what (kind),
- * plaintext facts and encrypted detail. Never updated or deleted except by deleting the org.
+ * plaintext facts and encrypted detail. Never updated; deleted by deleting the org, and past
+ * ACTIVITY_RETENTION_DAYS by sweep.activity-retention (decision 077).
  */
 export const activity = pgTable(
   "activity",

@@ -141,6 +141,12 @@ export const configSchema = z.object({
   HEAVY_READS_PER_CALLER: positiveInt(8),
   // Background jobs (workers/). The intervals are configurable so tests can run in seconds.
   RECLAIM_SWEEP_MS: positiveInt(30_000),
+  /**
+   * Days the activity log keeps a row (by its created_at); older rows are deleted in batches, in
+   * the order they were written, by sweep.activity-retention. 0 keeps every row. The default
+   * covers analytics' longest period, 90 days (decision 077).
+   */
+  ACTIVITY_RETENTION_DAYS: z.coerce.number().int("must be a whole number").min(0, "must be at least 0 (0 keeps every row)").max(36_500, "must be at most 36500").default(90),
   SLA_SWEEP_MS: positiveInt(60_000),
   /** Fallback poll of the outbox; NOTIFY normally wakes the relay at once. */
   OUTBOX_POLL_MS: positiveInt(5_000),
