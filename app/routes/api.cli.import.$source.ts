@@ -6,6 +6,7 @@ import { dryRunLinearImport, listLinearTeams, startLinearImport } from "../../se
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "../../server/transfer/asana/index.ts";
 import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
+import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from "../../server/transfer/clickup/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 
 /** `retasc import <source>` polls its run: `?orgId=&runId=` answers phase, done of total, a wait the source asked for, and the last import's date. */
@@ -38,6 +39,11 @@ const sources = {
     "dry-run": dryRunShortcutImport,
     start: startShortcutImport,
   },
+  clickup: {
+    locations: listClickUpLocations,
+    "dry-run": dryRunClickUpImport,
+    start: startClickUpImport,
+  },
   csv: {
     preview: previewCsvImport,
     "dry-run": dryRunCsvImport,
@@ -46,15 +52,15 @@ const sources = {
 } as const;
 
 /**
- * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|asana|shortcut|csv>`: credentials (a
- * Linear key, a Jira email and API token, an Asana access token, a Shortcut API token) and CSV text travel in the body only (never a URL, so no access log
+ * `{ orgId, action, ... }` to `/api/cli/import/<linear|jira|asana|shortcut|clickup|csv>`: credentials (a
+ * Linear key, a Jira email and API token, an Asana access token, a Shortcut API token, a ClickUp personal token) and CSV text travel in the body only (never a URL, so no access log
  * holds them) and are used for this run alone (decisions 025 and 047).
  */
 export function action({ request, context, params }: Route.ActionArgs) {
   const source = params.source;
   if (!Object.hasOwn(sources, source)) {
     return cliJson(context, async () => {
-      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira, asana, shortcut or csv.");
+      throw new DomainError("NOT_FOUND", `no import source ${source.slice(0, 40)}`, "Import from linear, jira, asana, shortcut, clickup or csv.");
     });
   }
   // Each service parses its own input (zod), so the body's fields go to it as they came.

@@ -7,6 +7,7 @@ import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinea
 import { dryRunJiraImport, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, startAsanaImport } from "../../server/transfer/asana/index.ts";
 import { dryRunShortcutImport, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
+import { dryRunClickUpImport, startClickUpImport } from "../../server/transfer/clickup/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, ErrorNote, Notice } from "../components/ui.tsx";
@@ -14,14 +15,20 @@ import { ImportProgress } from "../components/dash/import-progress.tsx";
 import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
 import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
-import { AsanaImportForm } from "../components/dash/import-asana-form.tsx";
-import { ShortcutImportForm } from "../components/dash/import-shortcut-form.tsx";
+import { TOKEN_SOURCES, TokenImportForm, type TokenSource } from "../components/dash/import-token-form.tsx";
 import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
 import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
 import "../components/dash/dash.css";
 
-const sources = { linear: "Linear", jira: "Jira", asana: "Asana", shortcut: "Shortcut", csv: "a CSV file" } as const;
+const sources = { linear: "Linear", jira: "Jira", asana: "Asana", shortcut: "Shortcut", clickup: "ClickUp", csv: "a CSV file" } as const;
 type Source = keyof typeof sources;
+/** The sources of one token and one choice (../components/dash/import-token-form.tsx), by their services. */
+const tokenImports = {
+  asana: { dryRun: dryRunAsanaImport, start: startAsanaImport },
+  shortcut: { dryRun: dryRunShortcutImport, start: startShortcutImport },
+  clickup: { dryRun: dryRunClickUpImport, start: startClickUpImport },
+} satisfies Record<TokenSource, unknown>;
+const isTokenSource = (s: Source): s is TokenSource => Object.hasOwn(TOKEN_SOURCES, s);
 const sourceOf = (value: string | null): Source => (value && Object.hasOwn(sources, value) ? (value as Source) : "linear");
 
 export function meta({ location }: Route.MetaArgs) {
@@ -68,17 +75,13 @@ export async function action({ request, context }: Route.ActionArgs) {
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.projectKey.toUpperCase() } };
       return { runId: (await startJiraImport(ctx, { ...input, ...into })).runId };
     }
-    if (source === "asana") {
-      const input = { accessToken: text("accessToken"), projectGid: text("projectGid") };
-      if (intent === "dry-run") return { values, dryRun: await dryRunAsanaImport(ctx, input) };
+    if (isTokenSource(source)) {
+      const { token, what } = TOKEN_SOURCES[source];
+      // Each service parses its own input (zod): the form's two fields go to it by their names.
+      const input = { [token.name]: text(token.name), [what.name]: text(what.name) } as never;
+      if (intent === "dry-run") return { values, dryRun: await tokenImports[source].dryRun(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
-      return { runId: (await startAsanaImport(ctx, { ...input, ...into })).runId };
-    }
-    if (source === "shortcut") {
-      const input = { apiToken: text("apiToken"), team: text("team") };
-      if (intent === "dry-run") return { values, dryRun: await dryRunShortcutImport(ctx, input) };
-      const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
-      return { runId: (await startShortcutImport(ctx, { ...input, ...into })).runId };
+      return { runId: (await tokenImports[source].start(ctx, { ...(input as object), ...into } as never)).runId };
     }
     if (source === "csv") {
       const file = form.get("file");
@@ -135,11 +138,9 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           ? "A Linear team's issues, sub-issues, relations, comments, labels and attachments, with their identifiers and times."
           : source === "jira"
             ? "A Jira project's issues, sub-tasks and epics, links, comments, labels and components, with their keys and times."
-            : source === "asana"
-              ? "An Asana project's tasks and subtasks, dependencies, comments, tags and files, with their sections as statuses and their times."
-              : source === "shortcut"
-                ? "A Shortcut team's stories and their epics, story links, threaded comments, labels, tasks and files, with their workflow states and times."
-                : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
+            : isTokenSource(source)
+              ? TOKEN_SOURCES[source].about
+              : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
       </p>
       <ErrorNote error={actionData?.error ?? statusError} />
       {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
@@ -149,11 +150,10 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           {!status || status.phase === "done" || status.phase === "failed" ? (
             <>
               {dryRun ? <ImportDryRun report={dryRun} /> : null}
-              <Card title={source === "linear" || source === "shortcut" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
+              <Card title={isTokenSource(source) ? TOKEN_SOURCES[source].title : source === "linear" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
                 {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} /> : null}
                 {source === "jira" ? <JiraImportForm projects={projects} values={values} /> : null}
-                {source === "asana" ? <AsanaImportForm projects={projects} values={values} /> : null}
-                {source === "shortcut" ? <ShortcutImportForm projects={projects} values={values} /> : null}
+                {isTokenSource(source) ? <TokenImportForm source={source} projects={projects} values={values} /> : null}
                 {source === "csv" ? <CsvImportForm projects={projects} preview={preview} csv={csv} values={values} /> : null}
               </Card>
             </>

@@ -210,6 +210,8 @@ export const configSchema = z.object({
   ASANA_API_URL: z.url().default("https://app.asana.com/api/1.0"),
   /** Shortcut's REST API v3, where a Shortcut import reads a team's stories with an API token (tests point it at a local fake). */
   SHORTCUT_API_URL: z.url().default("https://api.app.shortcut.com/api/v3"),
+  /** ClickUp's REST API v2, where a ClickUp import reads a List's or a Space's tasks with a personal API token (tests point it at a local fake). */
+  CLICKUP_API_URL: z.url().default("https://api.clickup.com/api/v2"),
   /**
    * Hosts (`host:port`, comma-separated) that URLs people and orgs enter may reach although they
    * are not public https addresses: a self-hosted GitLab on the office network, the tests' local

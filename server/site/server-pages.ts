@@ -41,9 +41,10 @@ export function connectorsPage(config: Config, origin: string): PublicPage {
     "- **Jira Cloud**: a project, from a site, an email and an API token.",
     "- **Asana**: a project with its subtasks, dependencies and comments, from a personal access token.",
     "- **Shortcut**: a team's stories with their epics, story links and threaded comments, from an API token.",
+    "- **ClickUp**: a List or a Space with its subtasks, dependencies and threaded comments, from a personal API token.",
     "- **CSV**: any export (Trello, GitHub Projects, a spreadsheet), with a column picked for each field.",
     "",
-    `Each runs from the Dash (Settings › Import) or \`retasc import <linear|jira|csv>\`, with a dry run first. What comes over: ${origin}/migrate.`,
+    `Each runs from the Dash (Settings › Import) or \`retasc import <linear|jira|asana|shortcut|clickup|csv>\`, with a dry run first. What comes over: ${origin}/migrate.`,
     "",
   ].join("\n");
   return { path: "/connectors", title: "Connectors · Retasc", description: `What the Retasc server at ${origin} connects to: GitHub and GitLab intake, CI verification, notifications and importers.`, markdown };

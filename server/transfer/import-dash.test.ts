@@ -7,6 +7,7 @@ import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
 import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
+import { generateClickUpWorkspace, startFakeClickUp, type FakeClickUp } from "../../test/fakes/clickup.ts";
 import { waitFor } from "../testing/wait.ts";
 
 /**
@@ -14,12 +15,13 @@ import { waitFor } from "../testing/wait.ts";
  * as a browser without JavaScript sends them (the CSV as a multipart upload): a dry run that
  * writes nothing, then the run with its progress to the end. The token is never in an answer.
  */
-describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and CSV import (needs TEST_DATABASE_URL)", () => {
+describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, ClickUp and CSV import (needs TEST_DATABASE_URL)", () => {
   let database: TestDatabase;
   let app: AppProcess;
   let jira: FakeJira;
   let asana: FakeAsana;
   let shortcut: FakeShortcut;
+  let clickup: FakeClickUp;
   let owner: { cookie: string };
   const seen: string[] = [];
   const masterKey = crypto.randomBytes(32);
@@ -28,6 +30,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and
     jira = await startFakeJira({ project: generateJiraProject({ issues: 40, key: "DJ" }) });
     asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
     shortcut = await startFakeShortcut({ workspace: generateShortcutWorkspace({ stories: 30 }) });
+    clickup = await startFakeClickUp({ workspace: generateClickUpWorkspace({ tasks: 30, inFolder: 3 }) });
     database = await createTestDatabase({ max: 2 });
     app = await startApp({
       DATABASE_URL: database.url!,
@@ -35,9 +38,10 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_WORKERS: "inline",
       OUTBOX_POLL_MS: "200",
-      RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host},${new URL(shortcut.url).host}`,
+      RETASC_IMPORT_ALLOW_HOSTS: `${new URL(jira.url).host},${new URL(asana.url).host},${new URL(shortcut.url).host},${new URL(clickup.url).host}`,
       ASANA_API_URL: asana.url,
       SHORTCUT_API_URL: shortcut.url,
+      CLICKUP_API_URL: clickup.url,
     });
     const email = `owner-${crypto.randomBytes(3).toString("hex")}@example.com`;
     owner = await signUpOverHttp(app.url, email, "Owner");
@@ -49,6 +53,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and
     await jira?.close();
     await asana?.close();
     await shortcut?.close();
+    await clickup?.close();
   });
 
   const page = (source: string) => `${app.url}/dash/settings/import?source=${source}`;
@@ -118,6 +123,23 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and
     expect(await finished(started.location!)).toContain(`${30 + epics} created`);
   });
 
+  it("ClickUp: a dry run shows the statuses' mapping and writes nothing; the import runs to its end", async () => {
+    const shown = await record(await fetch(page("clickup"), { headers: { cookie: owner.cookie } }));
+    expect(shown.body).toContain("Import from ClickUp");
+    expect(shown.body).toContain('name="location"');
+    const fields = { source: "clickup", apiToken: clickup.token, location: `https://app.clickup.com/${clickup.workspace.team.id}/v/s/${clickup.workspace.space.id}`, target: "new", projectName: "", prefix: "CUP" };
+    const dry = await post("clickup", new URLSearchParams({ ...fields, intent: "dry-run" }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toMatch(/<td>in progress<\/td><td>doing<\/td>/);
+    const wrong = await post("clickup", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
+    expect(wrong.body).toContain("ClickUp refused the token");
+    const started = await post("clickup", new URLSearchParams({ ...fields, intent: "start" }));
+    expect(started.status, started.body.slice(0, 400)).toBe(302);
+    expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=clickup$/);
+    expect(await finished(started.location!)).toContain(`${clickup.workspace.tasks.length} created`);
+  });
+
   it("CSV: the upload is previewed with a guessed mapping, changed, dry run, then imported", async () => {
     const upload = new FormData();
     upload.set("source", "csv");
@@ -141,5 +163,6 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut and
     for (const answer of seen) expect(answer).not.toContain(jira.apiToken);
     for (const answer of seen) expect(answer).not.toContain(asana.token);
     for (const answer of seen) expect(answer).not.toContain(shortcut.token);
+    for (const answer of seen) expect(answer).not.toContain(clickup.token);
   });
 });

@@ -67,6 +67,7 @@ export const toolTiers = {
   import_csv: ["plumbing"],
   import_asana: ["plumbing"],
   import_shortcut: ["plumbing"],
+  import_clickup: ["plumbing"],
   claim_ghost: ["plumbing"],
   heartbeat: ["heartbeat"],
 } as const satisfies Record<string, readonly MeterTier[]>;

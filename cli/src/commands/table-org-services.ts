@@ -93,23 +93,25 @@ export const serviceCommands: Record<string, Command> = {
     run: exportOrg,
   }),
   import: command({
-    summary: "bring a Linear or Shortcut team, a Jira or Asana project or a CSV into a project: identifiers, threads and history kept (owners and admins)",
+    summary: "bring a Linear or Shortcut team, a Jira or Asana project, a ClickUp List or Space or a CSV into a project: identifiers, threads and history kept (owners and admins)",
     usage:
-      "retasc import linear --team <KEY> | jira --site <url> --email <address> --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | csv --file <path> [--mapping <file.json>]  " +
+      "retasc import linear --team <KEY> | jira --site <url> --email <address> --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
       "(--dry-run | --new-project <name> [--prefix <PFX>] | --project <PREFIX>) [--org-id <id>] [--json]",
-    positionals: "linear|jira|asana|shortcut|csv",
+    positionals: "linear|jira|asana|shortcut|clickup|csv",
     options: {
       team: { type: "string", value: "<KEY>", description: "linear: the team's key (ENG) or id; shortcut: the team's name, @mention or id; without it, the teams the credential sees are listed" },
       site: { type: "string", value: "<url>", description: "jira: your site, https://your-team.atlassian.net" },
       email: { type: "string", value: "<address>", description: "jira: the email of your Atlassian account (the API token comes from RETASC_IMPORT_TOKEN or standard input)" },
       "project-key": { type: "string", value: "<KEY>", description: "jira: the project's key; without it, the projects the account sees are listed" },
       "asana-project": { type: "string", value: "<gid>", description: "asana: the project's gid (or its URL, or its name); without it, the projects the token sees are listed" },
+      list: { type: "string", value: "<id>", description: "clickup: the List's id or URL; without it or --space, the Spaces and Lists the token sees are listed" },
+      space: { type: "string", value: "<id>", description: "clickup: the Space's id or URL: every List in it" },
       file: { type: "string", value: "<path>", description: "csv: the file to import" },
       name: { type: "string", value: "<name>", description: "csv: what the file is (default: its file name); the same name imported again reconciles" },
-      mapping: { type: "string", value: "<file.json>", description: "jira, asana, shortcut, csv: {statuses, priorities} by the source's names (csv also {columns}); csv without it uses the mapping guessed from the header, printed" },
+      mapping: { type: "string", value: "<file.json>", description: "jira, asana, shortcut, clickup, csv: {statuses, priorities} by the source's names (csv also {columns}); csv without it uses the mapping guessed from the header, printed" },
       "dry-run": { type: "boolean", description: "print the counts, the status and priority mapping, the people to be placeholders and what stays behind; write nothing" },
-      "new-project": { type: "string", value: "<name>", description: "import into a new project, its prefix the source's key (asana, shortcut, csv: --prefix)" },
-      prefix: { type: "string", value: "<PFX>", description: "asana, shortcut, csv: the new project's prefix" },
+      "new-project": { type: "string", value: "<name>", description: "import into a new project, its prefix the source's key (asana, shortcut, clickup, csv: --prefix)" },
+      prefix: { type: "string", value: "<PFX>", description: "asana, shortcut, clickup, csv: the new project's prefix" },
       project: { type: "string", value: "<PREFIX>", description: "import into this existing project (again: reconciles in place); linear and jira need the source's key as its prefix" },
       "poll-ms": { type: "string", value: "<ms>", description: "how often progress is read (default 1000)" },
       "org-id": orgId,
@@ -117,7 +119,7 @@ export const serviceCommands: Record<string, Command> = {
       json: { type: "boolean", description: "print the dry run or the finished run's status as JSON (no progress lines)" },
     },
     details:
-      "A Linear personal API key, a Jira API token, an Asana personal access token or a Shortcut API token comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
+      "A Linear personal API key, a Jira API token, an Asana personal access token, a Shortcut API token or a ClickUp personal API token comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
       "the server uses it for this run only and stores it nowhere. Progress is drawn on stderr until the import is done.",
     run: importFrom,
   }),

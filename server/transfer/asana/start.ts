@@ -1,12 +1,9 @@
-import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import { linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
-import { prefixSchema } from "../../orgs/index.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
-import { beginImport, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
+import { beginImport, keylessTarget, lastImports, oneProject, sourceMappingInput } from "../pipeline/start.ts";
 import { asanaApi } from "./client.ts";
 import { asanaProjectGid, fetchAsanaProject, fetchAsanaProjects } from "./fetch.ts";
 import { asanaReader } from "./normalize.ts";
@@ -22,20 +19,14 @@ export const dryRunAsanaInput = z.object({
   mapping: sourceMappingInput,
 });
 /** Asana has no project key: a new project is given its prefix, and tasks take its next numbers. */
-export const startAsanaInput = dryRunAsanaInput
-  .extend({ ...projectTarget, newProject: z.object({ name: z.string().trim().max(100).optional().describe("empty: the Asana project's name"), prefix: prefixSchema }).optional() })
-  .refine(...oneProject);
+export const startAsanaInput = dryRunAsanaInput.extend(keylessTarget("the Asana project's name")).refine(...oneProject);
 
 /** The Asana projects of every workspace the token sees, each with when it was last imported into this org. */
 export async function listAsanaProjects(ctx: Ctx, raw: z.input<typeof listAsanaProjectsInput>, backoff?: RestBackoff) {
   const input = listAsanaProjectsInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Asana");
   const projects = await fetchAsanaProjects(asanaApi(ctx.config, input.accessToken, backoff));
-  const runs = await ctx.db
-    .select({ teamId: linearImportRuns.teamId, finishedAt: linearImportRuns.finishedAt })
-    .from(linearImportRuns)
-    .where(and(eq(linearImportRuns.orgId, ctx.principal.orgId), eq(linearImportRuns.source, "asana"), eq(linearImportRuns.phase, "done")));
-  const last = (gid: string) => runs.filter((r) => r.teamId === gid && r.finishedAt).map((r) => r.finishedAt!.toISOString()).sort().at(-1) ?? null;
+  const last = await lastImports(ctx, "asana");
   return projects.map((p) => ({ ...p, lastImportAt: last(p.id) }));
 }
 

@@ -3,7 +3,7 @@ import { DomainError } from "../../errors.ts";
 import type { ReadNotice } from "./stream.ts";
 
 /**
- * A JSON REST API read with a credential for one run (Asana, Shortcut): GET only, the base URL
+ * A JSON REST API read with a credential for one run (Asana, Shortcut, ClickUp): GET only, the base URL
  * the operator's (an env var, like LINEAR_API_URL: not outside input, so not the outbound guard's),
  * redirects never followed (the credential goes to the base's origin only). A 429 is waited out
  * by its Retry-After (at most 60 s a time, shown on the run), a 5xx or a dropped connection
@@ -47,7 +47,7 @@ export function restApi(options: { base: string; headers: Record<string, string>
           status = res.status;
           if (status === 200) return (await res.json()) as T;
           await res.body?.cancel();
-          if (status === 429) wait = retryAfterMs(res.headers.get("retry-after"), attempt);
+          if (status === 429) wait = retryAfterMs(res.headers.get("retry-after"), attempt, res.headers.get("x-ratelimit-reset"));
         } catch (error) {
           if (status !== null) throw options.refusal(status);
           if (!isNetworkError(error)) throw options.refusal(null);
@@ -61,12 +61,17 @@ export function restApi(options: { base: string; headers: Record<string, string>
   };
 }
 
-/** Retry-After as seconds or an HTTP date, else exponential; at most a minute a time. */
-export function retryAfterMs(header: string | null, attempt: number): number {
+/**
+ * Retry-After as seconds or an HTTP date, else X-RateLimit-Reset (the Unix second the window
+ * reopens: ClickUp sends only this), else exponential; at most a minute a time.
+ */
+export function retryAfterMs(header: string | null, attempt: number, resetAt: string | null = null): number {
   const seconds = Number(header);
   if (header !== null && header.trim() !== "" && Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, MAX_WAIT_MS);
   const date = header ? Date.parse(header) : NaN;
   if (Number.isFinite(date)) return Math.min(Math.max(date - Date.now(), 0), MAX_WAIT_MS);
+  const reset = resetAt !== null && /^\d+$/.test(resetAt.trim()) ? Number(resetAt) * 1000 : NaN;
+  if (Number.isFinite(reset)) return Math.min(Math.max(reset - Date.now(), 0), MAX_WAIT_MS);
   return Math.min(1000 * 2 ** (attempt - 1), MAX_WAIT_MS);
 }
 

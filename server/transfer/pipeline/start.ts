@@ -6,7 +6,7 @@ import { DomainError, invalidInput, notFound } from "../../errors.ts";
 import { transactionWithNotices } from "../../events/index.ts";
 import { enqueue } from "../../outbox/index.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
-import { createProject, newId } from "../../orgs/index.ts";
+import { createProject, newId, prefixSchema } from "../../orgs/index.ts";
 import { chargeOrgAction } from "../../usage/meter.ts";
 import type { MeteredTool } from "../../usage/rate-card.ts";
 import { stageFiles } from "./files.ts";
@@ -25,7 +25,18 @@ export const sourceMappingInput = z
     priorities: z.record(z.string().max(200), z.number().int().min(0).max(4)).optional(),
   })
   .optional();
+/** The target of a source without a key of its own (Asana, Shortcut, ClickUp): a new project is given its prefix; `emptyName` says what an empty name becomes. */
+export const keylessTarget = (emptyName: string) => ({ ...projectTarget, newProject: z.object({ name: z.string().trim().max(100).optional().describe(`empty: ${emptyName}`), prefix: prefixSchema }).optional() });
 export const oneProject = [(v: { projectId?: string; newProject?: object }) => Boolean(v.projectId) !== Boolean(v.newProject), { message: "pass projectId or newProject, one of them" }] as const;
+
+/** When each source id of `source` was last imported into the caller's org (finished runs), by source id. */
+export async function lastImports(ctx: Ctx, source: string): Promise<(sourceId: string) => string | null> {
+  const runs = await ctx.db
+    .select({ teamId: linearImportRuns.teamId, finishedAt: linearImportRuns.finishedAt })
+    .from(linearImportRuns)
+    .where(and(eq(linearImportRuns.orgId, ctx.principal.orgId), eq(linearImportRuns.source, source), eq(linearImportRuns.phase, "done")));
+  return (id) => runs.filter((r) => r.teamId === id && r.finishedAt).map((r) => r.finishedAt!.toISOString()).sort().at(-1) ?? null;
+}
 
 export interface RunTarget {
   /** What is read: a Linear team's id, a Jira project's key. */

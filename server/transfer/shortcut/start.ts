@@ -1,13 +1,10 @@
-import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import { linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { DomainError } from "../../errors.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
-import { prefixSchema } from "../../orgs/index.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
-import { beginImport, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
+import { beginImport, keylessTarget, lastImports, oneProject, sourceMappingInput } from "../pipeline/start.ts";
 import { shortcutApi, type ShortcutApi } from "./client.ts";
 import { fetchShortcutGroups, type ShortcutGroup } from "./fetch.ts";
 import { shortcutReader } from "./normalize.ts";
@@ -23,9 +20,7 @@ export const dryRunShortcutInput = z.object({
   mapping: sourceMappingInput,
 });
 /** Shortcut has no project key: a new project is given its prefix, and stories and epics take its next numbers. */
-export const startShortcutInput = dryRunShortcutInput
-  .extend({ ...projectTarget, newProject: z.object({ name: z.string().trim().max(100).optional().describe("empty: the team's name"), prefix: prefixSchema }).optional() })
-  .refine(...oneProject);
+export const startShortcutInput = dryRunShortcutInput.extend(keylessTarget("the team's name")).refine(...oneProject);
 
 const teamOf = (g: ShortcutGroup) => ({ id: g.id, name: g.name, mentionName: g.mention_name, issueCount: g.num_stories ?? 0 });
 
@@ -34,11 +29,7 @@ export async function listShortcutTeams(ctx: Ctx, raw: z.input<typeof listShortc
   const input = listShortcutTeamsInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Shortcut");
   const groups = await fetchShortcutGroups(shortcutApi(ctx.config, input.apiToken, backoff));
-  const runs = await ctx.db
-    .select({ teamId: linearImportRuns.teamId, finishedAt: linearImportRuns.finishedAt })
-    .from(linearImportRuns)
-    .where(and(eq(linearImportRuns.orgId, ctx.principal.orgId), eq(linearImportRuns.source, "shortcut"), eq(linearImportRuns.phase, "done")));
-  const last = (id: string) => runs.filter((r) => r.teamId === id && r.finishedAt).map((r) => r.finishedAt!.toISOString()).sort().at(-1) ?? null;
+  const last = await lastImports(ctx, "shortcut");
   return groups.map((g) => ({ ...teamOf(g), lastImportAt: last(g.id) }));
 }
 
