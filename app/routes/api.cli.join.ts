@@ -1,6 +1,6 @@
 import type { Route } from "./+types/api.cli.join";
 import { cliCtx, cliJson, readBody, requireCliUser } from "../cli-api.server.ts";
-import { redeemInvite } from "../../server/orgs/invites.ts";
+import { redeemInvite } from "../../server/orgs/invite-redeem.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 
 /** Redeems an invite for the signed-in person; replies with the org and its projects to bind to. */

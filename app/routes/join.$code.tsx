@@ -2,7 +2,7 @@ import { Form, redirect } from "react-router";
 import type { Route } from "./+types/join.$code";
 import { currentOrgCookie, requireUser } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
-import { describeInvite, redeemInvite } from "../../server/orgs/invites.ts";
+import { describeInvite, redeemInvite } from "../../server/orgs/invite-redeem.ts";
 import { Button, ErrorNote } from "../components/ui.tsx";
 
 export function meta() {

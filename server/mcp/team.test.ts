@@ -6,7 +6,7 @@ import { humanCtx } from "../orgs/access.ts";
 import { createProject, ensureUser, newId } from "../orgs/index.ts";
 import { setMemberScope } from "../orgs/members.ts";
 import { emailHash, placeholderUser } from "../transfer/pipeline/ghosts.ts";
-import { redeemInvite } from "../orgs/invites.ts";
+import { redeemInvite } from "../orgs/invite-redeem.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { billingOnConfig, ledgerOf, setBalance } from "../usage/testing.ts";

@@ -5,7 +5,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { recordOrgActivity } from "./access.ts";
 import { mintAgentKey } from "./index.ts";
-import { pendingInvites } from "./invites.ts";
+import { pendingInvites } from "./invite-redeem.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 
 /** The calling agent's identity: the human it acts for, the org, the key's project and runtime. */

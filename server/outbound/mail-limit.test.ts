@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Ctx } from "../context.ts";
 import { startEmail } from "../notify/bindings.ts";
-import { createInvite, emailInvite } from "../orgs/invites.ts";
+import { createInvite } from "../orgs/invites.ts";
+import { emailInvite } from "../orgs/invite-mail.ts";
 import { peopleOf, refusal } from "../orgs/testing.ts";
 import { useTestServices } from "../testing/database.ts";
 import { testConfig } from "../testing/db.ts";

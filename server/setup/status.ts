@@ -3,7 +3,8 @@ import { issues, linearImportRuns, orgs, projects } from "../../db/schema/index.
 import type { Ctx } from "../context.ts";
 import { claimableGhosts } from "../transfer/pipeline/ghosts.ts";
 import { expireStaleFetch } from "../transfer/pipeline/run-row.ts";
-import { pendingInvites, type AskHuman } from "../orgs/invites.ts";
+import { pendingInvites } from "../orgs/invite-redeem.ts";
+import type { AskHuman } from "../orgs/invite-questions.ts";
 import { inScope, reachable } from "../orgs/scope.ts";
 
 /** setup_status's states, in the order they win: the first that holds is the answer. */

@@ -2,16 +2,10 @@ import { z } from "zod";
 import { memberRoles } from "../../../db/schema/index.ts";
 import { publicBaseUrl } from "../../http/origin.ts";
 import { requestScope } from "../../http/scope.ts";
-import {
-  acceptInvite,
-  createInviteInput,
-  inviteAndMail,
-  inviteIdInput,
-  inviteQuestions,
-  listInvites,
-  listInvitesInput,
-  revokeInvite,
-} from "../../orgs/invites.ts";
+import { acceptInvite } from "../../orgs/invite-redeem.ts";
+import { createInviteInput, inviteIdInput, listInvites, listInvitesInput, revokeInvite } from "../../orgs/invites.ts";
+import { inviteAndMail } from "../../orgs/invite-mail.ts";
+import { inviteQuestions } from "../../orgs/invite-questions.ts";
 import { setupStates, setupStatus } from "../../setup/status.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, readOnly } from "../tool.ts";
 
