@@ -28,6 +28,8 @@ export const errorCodes = [
   "EVIDENCE_REQUIRED",
   "CHANGE_TYPE_REQUIRED",
   "DUPLICATE_CHECK_REQUIRED",
+  "HANDOFF_REQUIRED",
+  "CLAIM_REQUIRED",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -87,6 +89,8 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   EVIDENCE_REQUIRED: 400,
   CHANGE_TYPE_REQUIRED: 400,
   DUPLICATE_CHECK_REQUIRED: 409,
+  HANDOFF_REQUIRED: 400,
+  CLAIM_REQUIRED: 409,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

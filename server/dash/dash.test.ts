@@ -149,6 +149,7 @@ describe("fleet snapshot", () => {
       status: "review",
       assignee: org.agents.carol.userId,
       claimToken: held.claimToken,
+      handoff: "reviewed copy on its branch",
     });
     await claimIssue(other.agents.bob.ctx, { identifier: (await create(other.agents.alice.ctx, "elsewhere")).identifier });
     clock.advance(9.5 * MINUTE);
@@ -264,7 +265,7 @@ describe("queue page", () => {
     await create(a, "to review", { priority: 2 });
     const work = await claimIssue(org.agents.bob.ctx, { identifier: "RSM-5" });
     const carol = (await issueDetail(dash, { identifier: "RSM-1" })).members.find((m) => m.email.startsWith("carol-"))!;
-    await saveIssue(org.agents.bob.ctx, { identifier: "RSM-5", claimToken: work.claimToken, status: "review", assignee: carol.email });
+    await saveIssue(org.agents.bob.ctx, { identifier: "RSM-5", claimToken: work.claimToken, status: "review", assignee: carol.email, handoff: "on its branch" });
     const review = await claimIssue(org.agents.carol.ctx, { identifier: "RSM-5" });
     expect(review.fence).toBe(2);
     expect((await issueDetail(dash, { identifier: "RSM-5" })).pills).toEqual({ claimed: true, unheld: null, resumed: false });

@@ -36,6 +36,7 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
   if (input.claimToken) throw invalidInput("a new issue has no claim", "Omit claimToken when creating.");
   if (input.cancelReason) throw invalidInput("a new issue cannot be canceled", "Omit cancelReason when creating.");
   if (input.triage) throw invalidInput("only issues from intake await triage", "Omit triage when creating.");
+  if (input.handoff) throw invalidInput("handoff goes with entering review", "Omit handoff when creating.");
   requireChangeType(ctx.principal, input);
   if (gatesApply(ctx.principal)) await catchUpTermsFor(ctx);
 

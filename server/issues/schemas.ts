@@ -52,6 +52,8 @@ export const assigneeSchema = z
 
 const shortText = (max: number) => z.string().trim().min(1).max(max);
 export const claimTokenSchema = z.string().trim().min(1).max(200);
+/** A checkpoint's text (and a review's handoff, stored as one). */
+export const noteText = z.string().trim().max(20_000);
 
 /** The longest issue body, in characters (the Dash renders no longer Markdown). */
 export const BODY_MAX_CHARS = 100_000;
@@ -99,6 +101,8 @@ export const saveIssueInput = z.object({
   parent: identifierSchema.nullable().optional().describe("a container (work:false) issue"),
   claimToken: claimTokenSchema.optional().describe("to finish or cancel an issue you hold"),
   evidence: evidenceSchema.optional(),
+  // Entering review only (decision 073): save_issue's description says what it holds.
+  handoff: noteText.min(1).optional(),
   // Creating only (decision 066): the issues DUPLICATE_CHECK_REQUIRED named, read; its hint says so.
   reviewedSimilar: z.array(identifierSchema).max(50).optional().describe("the look-alikes a create's refusal named, read"),
 });

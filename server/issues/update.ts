@@ -5,6 +5,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { currentHolder, endLease, finishedByCaller, isLeaseLive, lastLeaseOf, requireLiveToken } from "./fencing.ts";
 import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
+import { checkHandoff, writeCheckpoint } from "./checkpoints.ts";
 import { setLabels } from "./labels.ts";
 import { indexTerms } from "./similar.ts";
 import { branchName, rankingColumns } from "./levels.ts";
@@ -92,7 +93,7 @@ async function finishedByAnother(scope: WriteScope, row: IssueRow): Promise<Doma
   });
 }
 
-const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason", "evidence"]);
+const RETRY_FIELDS = new Set(["identifier", "status", "claimToken", "assignee", "cancelReason", "evidence", "handoff"]);
 
 /**
  * The finish (done, review, cancel) that put the issue where it is, sent again (with its token,
@@ -156,6 +157,7 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
     patch.status = to;
     changed.push("status");
   }
+  await checkHandoff(scope, row, input, finishLease !== null && patch.status === "review");
   checkEvidenceGoesWithFinish(input, to);
   if (finishLease && patch.status) Object.assign(patch, await finishEvidence(scope, row, input, to));
   if (input.title !== undefined) {
@@ -239,6 +241,8 @@ async function write(scope: WriteScope, { row, graphLocked }: Locked, input: Sav
         await indexTerms(tx, cipher, row.orgId, [{ id: row.id, title: input.title ?? cipher.decrypt(row.titleEnc), body, status: to }]);
       }
       if (input.labels) await setLabels(scope, row.id, input.labels);
+      // The handoff is the checkpoint the reviewer's claim returns, written under the lease that entered review.
+      if (input.handoff !== undefined) await writeCheckpoint(scope, row, { done: input.handoff });
       if (finishLease) await endLease(scope, row, finishLease);
       if (closed ? graphLocked : changesRank(input)) await rerank(tx, [row.id]);
     },
@@ -256,7 +260,11 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
         issueId: row.id,
         kind: finishLease ? "finished" : "status_changed",
         facts: { from, to, fence: row.fence, ...(patch.verification ? { verification: patch.verification } : {}) },
-        ...(to === "canceled" ? { detail: { reason: input.cancelReason } } : input.evidence ? { detail: { evidence: input.evidence } } : {}),
+        ...(to === "canceled"
+          ? { detail: { reason: input.cancelReason } }
+          : input.evidence || input.handoff
+            ? { detail: { evidence: input.evidence, handoff: input.handoff } }
+            : {}),
       }),
     );
   }

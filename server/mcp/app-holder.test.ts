@@ -175,7 +175,7 @@ test("after a handoff to review, the author's late heartbeat says the issue went
   const bobEmail = (await callOk(bob, "whoami")).human.email as string;
   const issue = await callOk(alice, "save_issue", task("Hand off to review"));
   const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
-  const handoff = { identifier: issue.identifier, status: "review", assignee: bobEmail, claimToken: claim.claimToken };
+  const handoff = { identifier: issue.identifier, status: "review", assignee: bobEmail, claimToken: claim.claimToken, handoff: "done on its branch" };
   expect(await callOk(alice, "save_issue", handoff)).toMatchObject({ status: "review" });
 
   const late = await callError(alice, "heartbeat", { identifier: issue.identifier, claimToken: claim.claimToken });

@@ -24,6 +24,7 @@ import { measureToolsList } from "../testing/tokens.ts";
  * object's fields that share a schema into one `patternProperties` entry (decision 067) and shorter
  * descriptions: 9,147 / 9,111 (4,675 / 4,609 read), room for the duplicate gate and analytics (issue 32).
  * With save_issue's reviewedSimilar (decision 066) and usage by changeType: 9,231 / 9,193 (4,719 / 4,651 read).
+ * With save_issue's handoff and its description's review clauses (decision 073): 9,693 / 9,656 (4,962 / 4,893 read).
  * `npx tsx scripts/mcp-tokens.ts` prints today's figures, tool by tool.
  */
 const budget = { total: 10_000, read: 5_000 };

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { eq, sql } from "drizzle-orm";
-import { checkpoints, issues, leases } from "../../db/schema/index.ts";
+import { issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { invalidInput } from "../errors.ts";
 import type { Ctx } from "../context.ts";
@@ -8,7 +8,7 @@ import { currentHolder, endLease, lastLeaseOf, recoverHint, requireLiveToken, sa
 import { findIssue, inTransaction, latestCheckpoint, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { countAbandonedClaim } from "../issues/quarantine.ts";
 import { checkpointView, unheldText } from "../issues/views.ts";
-import { newId } from "../orgs/index.ts";
+import { NOTE_FIELDS, writeCheckpoint } from "../issues/checkpoints.ts";
 import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
 import { claimProgress } from "./stall.ts";
@@ -100,37 +100,6 @@ export async function renewByHeartbeat(ctx: Ctx, input: z.output<typeof heartbea
     });
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.renewed", issueId: row.id, identifier: row.identifier });
     return { identifier: row.identifier, expiresAt: expiresAt.toISOString(), fence: row.fence };
-  });
-}
-
-const NOTE_FIELDS = ["done", "next", "gotchas", "note", "branch"] as const;
-type Notes = Partial<Record<(typeof NOTE_FIELDS)[number], string>>;
-
-/**
- * Checkpoints merge: a field left out keeps the latest checkpoint's value (an empty string
- * clears it), so a note alone never erases the handoff. The free note belongs to its checkpoint.
- */
-async function writeCheckpoint(scope: WriteScope, row: IssueRow, notes: Notes) {
-  const { tx, ctx, now, cipher } = scope;
-  const previous = await latestCheckpoint(tx, row.id);
-  const merged = (sent: string | undefined, kept: string | null | undefined) =>
-    sent !== undefined ? cipher.encrypt(sent || null) : (kept ?? null);
-  await tx.insert(checkpoints).values({
-    id: newId(),
-    orgId: ctx.principal.orgId,
-    issueId: row.id,
-    leaseId: row.leaseId,
-    userId: ctx.principal.userId,
-    keyId: ctx.principal.keyId,
-    runtime: ctx.principal.runtime,
-    doneEnc: merged(notes.done, previous?.doneEnc),
-    nextEnc: merged(notes.next, previous?.nextEnc),
-    gotchasEnc: merged(notes.gotchas, previous?.gotchasEnc),
-    noteEnc: cipher.encrypt(notes.note || null),
-    branch: notes.branch ?? previous?.branch ?? null,
-    // Strictly after the previous one (same millisecond, or another instance's clock behind),
-    // so "latest" is always the last written; the issue's row lock serialises these writes.
-    createdAt: previous && previous.createdAt.getTime() >= now.getTime() ? new Date(previous.createdAt.getTime() + 1) : now,
   });
 }
 

@@ -372,6 +372,8 @@ const finishCmd = fc
     t: fc.nat(),
     to: fc.constantFrom<Status>("done", "done", "review", "review", "todo", "canceled"),
     reviewer: fc.option(personArb, { nil: undefined, freq: 4 }),
+    // Mostly sent with a review, sometimes forgotten (HANDOFF_REQUIRED unless a checkpoint says what is done), rarely misplaced.
+    handoff: fc.option(fc.constantFrom("built it on its branch", "PR #7, commit 3f2a9c1"), { nil: undefined, freq: 3 }),
   })
   .map((p) =>
     cmd(
@@ -385,9 +387,14 @@ const finishCmd = fc
             status: p.to,
             ...(p.to === "canceled" ? { cancelReason: "not needed" } : {}),
             ...(p.reviewer ? { assignee: r.userOf[p.reviewer] } : {}),
+            ...(p.handoff ? { handoff: p.handoff } : {}),
           }),
         );
-        const model = m.setStatus(modelAgent(agent), identifier, p.to, { token, ...(p.reviewer ? { reviewer: p.reviewer } : {}) });
+        const model = m.setStatus(modelAgent(agent), identifier, p.to, {
+          token,
+          ...(p.reviewer ? { reviewer: p.reviewer } : {}),
+          ...(p.handoff ? { handoff: p.handoff } : {}),
+        });
         compare(`finish->${p.to} ${token}`, r, model, engine, (_, view) => expect(view.status).toBe(p.to));
       },
       hasTokens,

@@ -418,7 +418,7 @@ describe("notices", () => {
     const c1 = await claimIssue(alice.ctx, { identifier: done.identifier });
     await saveIssue(alice.ctx, { identifier: done.identifier, claimToken: c1.claimToken, status: "done" });
     const c2 = await claimIssue(alice.ctx, { identifier: reviewed.identifier });
-    await saveIssue(alice.ctx, { identifier: reviewed.identifier, claimToken: c2.claimToken, status: "review", assignee: bob.userId });
+    await saveIssue(alice.ctx, { identifier: reviewed.identifier, claimToken: c2.claimToken, status: "review", assignee: bob.userId, handoff: "built on its branch" });
     await saveIssue(alice.ctx, { identifier: canceled.identifier, status: "canceled", cancelReason: "not needed" });
     await saveIssue(alice.ctx, { identifier: lapsed.identifier, assignee: bob.userId });
     await saveIssue(alice.ctx, { identifier: lapsed.identifier, title: "renamed" }); // no notice

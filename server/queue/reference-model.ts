@@ -17,7 +17,7 @@
  * - sending review work back (review -> todo with the reviewer's token) frees the lease.
  */
 import { lanes, readyInOrder } from "./reference-ranking.ts";
-import { ok, refuse, type Lease, type ModelAgent, type ModelCheckpoint, type ModelClaim, type ModelEmpty, type ModelIssue, type Outcome } from "./reference-state.ts";
+import { mergedCheckpoint, ok, refuse, type Lease, type ModelAgent, type ModelCheckpoint, type ModelClaim, type ModelEmpty, type ModelIssue, type Outcome } from "./reference-state.ts";
 import { ModelWrites } from "./reference-writes.ts";
 
 /** `rtsc-7/some-title`: lower-case identifier and a slug of the title. */
@@ -130,16 +130,7 @@ export class DispatchModel extends ModelWrites {
     if (Object.values(notes).every((value) => value === undefined)) return refuse("INVALID_INPUT");
     const { issue, lease, live } = this.holding(token);
     if (!live) return refuse("STALE_CLAIM", { holder: lease?.agent.name ?? null });
-    // Checkpoints merge: what is left out keeps the latest value; "" clears done, next or gotchas; the note is its own.
-    const kept = issue.checkpoint;
-    const merged = (sent: string | null | undefined, before: string | null | undefined) => (sent !== undefined ? sent || null : (before ?? null));
-    issue.checkpoint = {
-      done: merged(notes.done, kept?.done),
-      next: merged(notes.next, kept?.next),
-      gotchas: merged(notes.gotchas, kept?.gotchas),
-      note: notes.note || null,
-      branch: notes.branch ?? kept?.branch ?? null,
-    };
+    issue.checkpoint = mergedCheckpoint(issue.checkpoint, notes);
     lease!.expiresAt = this.now + this.ttlMs;
     return ok(lease!.expiresAt);
   }

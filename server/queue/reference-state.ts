@@ -15,7 +15,9 @@ export type RefusalCode =
   | "CLAIM_CAP"
   | "STALE_CLAIM"
   | "INVALID_INPUT"
-  | "CYCLE";
+  | "CYCLE"
+  | "HANDOFF_REQUIRED"
+  | "CLAIM_REQUIRED";
 
 export interface ModelAgent {
   name: string;
@@ -71,6 +73,18 @@ export interface ModelEmpty {
   identifier: null;
   ready: number;
   otherLanes: number;
+}
+
+/** Checkpoints merge: what is left out keeps the latest value; "" clears done, next or gotchas; the note is its own. */
+export function mergedCheckpoint(kept: ModelCheckpoint | null, notes: Partial<ModelCheckpoint>): ModelCheckpoint {
+  const merged = (sent: string | null | undefined, before: string | null | undefined) => (sent !== undefined ? sent || null : (before ?? null));
+  return {
+    done: merged(notes.done, kept?.done),
+    next: merged(notes.next, kept?.next),
+    gotchas: merged(notes.gotchas, kept?.gotchas),
+    note: notes.note || null,
+    branch: notes.branch ?? kept?.branch ?? null,
+  };
 }
 
 export const ok = <T>(value: T): Outcome<T> => ({ ok: true, value });

@@ -1,5 +1,5 @@
 import { isClosed, type Status } from "./reference-ranking.ts";
-import { ModelState, ok, refuse, type ModelAgent, type Outcome, type RelationKind } from "./reference-state.ts";
+import { mergedCheckpoint, ModelState, ok, refuse, type ModelAgent, type Outcome, type RelationKind } from "./reference-state.ts";
 
 /** The reference model's writes of issues and relations: create, relate, unrelate, priority, deadline, status. */
 export class ModelWrites extends ModelState {
@@ -84,15 +84,18 @@ export class ModelWrites extends ModelState {
     by: ModelAgent,
     identifier: string,
     to: Status,
-    options: { token?: string; reviewer?: string | null } = {},
+    options: { token?: string; reviewer?: string | null; handoff?: string } = {},
   ): Outcome<null> {
     const issue = this.find(identifier)!;
     const lease = this.live(issue);
     const tokenIsLive = options.token !== undefined && lease?.token === options.token;
     const stale = () => refuse("STALE_CLAIM", { holder: lease?.agent.name ?? null });
-    const retried = to === issue.status && (isClosed(to) || to === "review") && !lease && issue.finishedBy === by.key;
-    if (options.token !== undefined && !tokenIsLive && retried) return ok(null);
+    // The finish that put it where it is, sent again: a success for the lease that finished it (with its
+    // dead token or without one), refused for anyone else who sends no live token.
+    const refinish = to === issue.status && (isClosed(to) || to === "review") && !lease;
+    if (refinish && !tokenIsLive && issue.finishedBy === by.key) return ok(null);
     if (options.token !== undefined && !tokenIsLive) return stale();
+    if (refinish && options.token === undefined) return stale();
     const reviewer = options.reviewer !== undefined ? options.reviewer : issue.assignee;
     const from = issue.status;
     let frees = false;
@@ -113,6 +116,11 @@ export class ModelWrites extends ModelState {
         frees = true;
       }
     }
+    // Entering review says what was built (handoff), unless the latest checkpoint already says what is done.
+    const entersReview = frees && to === "review";
+    if (options.handoff === undefined ? entersReview && !issue.checkpoint?.done : !entersReview) {
+      return refuse(options.handoff === undefined ? "HANDOFF_REQUIRED" : "INVALID_INPUT");
+    }
     if (to === "review") {
       const submitter = from === "review" ? issue.submitter : by.person;
       if (reviewer === null) return refuse("INVALID_INPUT");
@@ -122,6 +130,7 @@ export class ModelWrites extends ModelState {
     if (to === "review" && from !== "review") issue.submitter = by.person;
     if (from === "review" && to === "todo") issue.submitter = null;
     issue.status = to;
+    if (options.handoff !== undefined) issue.checkpoint = mergedCheckpoint(issue.checkpoint, { done: options.handoff });
     if (frees) {
       issue.finishedBy = issue.lease!.agent.key;
       issue.lease = null;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { claimTokenSchema, identifierSchema } from "../issues/schemas.ts";
+import { claimTokenSchema, identifierSchema, noteText } from "../issues/schemas.ts";
 import { isBranchName } from "./branch-name.ts";
 
 export const nextIssueInput = z.object({
@@ -13,7 +13,6 @@ export const nextBatchInput = z.object({
 export const claimIssueInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema.optional() });
 export const checkClaimInput = z.object({ identifier: identifierSchema });
 export const heartbeatInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema.optional() });
-const noteText = z.string().trim().max(20_000);
 export const checkpointInput = z.object({
   identifier: identifierSchema,
   claimToken: claimTokenSchema.optional(),

@@ -16,7 +16,8 @@ export const issueTools = [
       "title, work (true: a unit an agent executes; false: a container, never dispatched), changeType and blockedBy " +
       "(identifiers it waits on) or noDependency; open look-alikes refuse it until reviewedSimilar names them. " +
       "Finish with your claimToken: status done with evidence (commit, branch, pr), or review with a reviewer other " +
-      "than you as assignee; either frees your lease. canceled needs cancelReason.",
+      "than you as assignee and handoff (what you built, where); either frees your lease. Accept a review by " +
+      "claiming it, then done. canceled needs cancelReason.",
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,
