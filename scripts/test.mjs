@@ -11,7 +11,8 @@
 // through it instead of straight to PostgreSQL (TEST_DATABASE_DIRECT_URL for LISTEN and
 // migrations), so the pooler adds little time. A missing browser fails the run; only an explicit
 // RETASC_SKIP_E2E=1 skips those, loudly. The app is built once for every run. At the end it names
-// every test that no run ran (a test skipped on one driver and run on the other counts as run) and
+// every test that no run ran (a test skipped on one driver and run on the other counts as run), the
+// slowest files of each run, and
 // the time of each stage. Extra args go to the unit runs only (and skip the rest).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -58,7 +59,7 @@ async function sideBySide(runs) {
       const log = index === 0 ? undefined : path.join(reportDir, `${reports.length}.log`);
       process.stderr.write(`\n=== ${label}${log ? " (side by side; its output follows when it ends)" : ""} ===\n`);
       const out = log ? fs.openSync(log, "w") : "inherit";
-      const child = spawn("npx", ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/skipped-reporter.mjs"], {
+      const child = spawn("npx", ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/run-reporter.mjs"], {
         stdio: ["ignore", out, out],
         env: { ...process.env, ...env, RETASC_SKIP_REPORT: report },
       });
@@ -77,6 +78,17 @@ async function sideBySide(runs) {
   );
   const failed = ended.find((r) => r.status !== 0);
   if (failed) throw new RunFailed(failed.label, failed.status);
+}
+
+/** The slowest files of each vitest run, from the reporter's files: where the next cut of CI time is. */
+function printSlowestFiles(count = 8) {
+  for (const { label, report } of reports) {
+    if (!fs.existsSync(report)) continue;
+    const files = JSON.parse(fs.readFileSync(report, "utf8")).files.sort((a, b) => b.seconds - a.seconds);
+    const total = files.reduce((sum, f) => sum + f.seconds, 0);
+    process.stderr.write(`\n=== slowest files of ${label} (${files.length} files, ${total.toFixed(0)} s summed over workers) ===\n`);
+    for (const f of files.slice(0, count)) process.stderr.write(`  ${f.seconds.toFixed(0).padStart(5)} s  ${f.file}\n`);
+  }
 }
 
 function printStages() {
@@ -206,6 +218,7 @@ async function main() {
     process.stderr.write(`\n✗ ${error.message} failed\n`);
     return error.status;
   } finally {
+    printSlowestFiles();
     printStages();
     await cluster?.stop();
     fs.rmSync(reportDir, { recursive: true, force: true });
