@@ -4,6 +4,7 @@ import { members } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { enqueue } from "../outbox/index.ts";
+import { actorOf } from "../orgs/access.ts";
 import { currentHolder, isLeaseLive, requireLiveToken } from "./fencing.ts";
 import { alreadyClaimed, selfReview } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
@@ -38,6 +39,13 @@ export async function checkTransition(scope: WriteScope, row: IssueRow, input: S
     // Intake settles unheld work its source settled (a merged pull request is done, an outsider's
     // one goes to its reviewer): no claim, no lease to end. Held work still needs its holder.
     if (ctx.principal.kind === "system" && !held) return null;
+    // Accepting a review is the reviewer's claim's to do (decision 073); a person on the Dash who is
+    // its reviewer, or an owner or admin, accepts an unheld one without a claim.
+    if (to === "done" && row.status === "review" && !held && !input.claimToken) {
+      if (row.submitterId && row.submitterId === ctx.principal.userId) throw selfReview(row.identifier);
+      if (await personAccepts(scope, row)) return "finished";
+      throw claimRequired(row.identifier);
+    }
     await requireLiveToken(scope, row, input.claimToken);
     if (to === "done" && row.status === "review" && row.submitterId && row.submitterId === ctx.principal.userId) {
       throw selfReview(row.identifier);
@@ -51,6 +59,25 @@ export async function checkTransition(scope: WriteScope, row: IssueRow, input: S
   }
   if (row.status === "review" && to === "todo" && input.claimToken) return "finished";
   return null;
+}
+
+/** A person (never an agent) who is the review's reviewer, or who runs the org. */
+async function personAccepts(scope: WriteScope, row: IssueRow): Promise<boolean> {
+  const { principal } = scope.ctx;
+  if (principal.kind !== "human" || !principal.userId) return false;
+  if (row.assigneeId === principal.userId) return true;
+  const actor = await actorOf(scope.ctx, scope.tx);
+  return actor.role === "owner" || actor.role === "admin";
+}
+
+/** A review is accepted under the reviewer's claim, which dispatch hands out like any work. */
+export function claimRequired(identifier: string): DomainError {
+  return new DomainError(
+    "CLAIM_REQUIRED",
+    `${identifier} is in review and nobody holds it: accepting it needs your claim of the review`,
+    `Claim it first: claim_issue {identifier:"${identifier}"} (or next_issue, which hands reviews in your lane out ahead of new work), read its checkpoint, then save_issue {identifier:"${identifier}", status:"done", claimToken} with the claimToken you get.`,
+    { identifier },
+  );
 }
 
 /** A review lane is an active member other than the principal who submitted the work. */

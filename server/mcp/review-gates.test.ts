@@ -67,3 +67,25 @@ test("a checkpoint that says what is done is the handoff; handoff on any other w
   expect(inReview.status).toBe("review");
   expect((await callOk(bob, "claim_issue", { identifier: issue.identifier })).checkpoint).toMatchObject({ done: "keys rotated on rtsc-2/rotate" });
 });
+
+test("accepting a review nobody holds is refused CLAIM_REQUIRED; claiming it as the hint says, the reviewer accepts it", async () => {
+  const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+  const bobEmail = await emailOf(bob);
+  const issue = await callOk(alice, "save_issue", task("Cache the rate card"));
+  const claim = await callOk(alice, "claim_issue", { identifier: issue.identifier });
+  await callOk(alice, "save_issue", { identifier: issue.identifier, claimToken: claim.claimToken, status: "review", assignee: bobEmail, handoff: "cached on rtsc-3/cache" });
+
+  const accept = { identifier: issue.identifier, status: "done" };
+  const refused = await callError(bob, "save_issue", accept);
+  expect(refused.code).toBe("CLAIM_REQUIRED");
+  expect(refused.message).toContain("in review");
+  expect(refused.hint).toContain(`claim_issue {identifier:"${issue.identifier}"}`);
+  expect(refused.hint).toContain("next_issue");
+  expect((await callOk(bob, "get_issue", { identifier: issue.identifier })).status).toBe("review");
+  // The submitter is told it is not theirs to accept, claim or not.
+  expect((await callError(alice, "save_issue", accept)).code).toBe("SELF_REVIEW");
+
+  const review = await callOk(bob, "next_issue");
+  expect(review).toMatchObject({ identifier: issue.identifier });
+  expect(await callOk(bob, "save_issue", { ...accept, claimToken: review.claimToken })).toMatchObject({ status: "done" });
+});

@@ -105,6 +105,10 @@ export class ModelWrites extends ModelState {
         if (!issue.work) {
           if (to === "review") return refuse("CONTAINER");
         } else {
+          // An unheld review is accepted under the reviewer's claim only (the model's agents are never people on the Dash).
+          const unclaimedReview = to === "done" && from === "review" && !lease && options.token === undefined;
+          if (unclaimedReview && issue.submitter === by.person) return refuse("SELF_REVIEW");
+          if (unclaimedReview) return refuse("CLAIM_REQUIRED");
           if (!tokenIsLive) return stale();
           if (to === "done" && from === "review" && issue.submitter === by.person) return refuse("SELF_REVIEW");
           frees = true;
