@@ -4,6 +4,7 @@ import type { Config } from "../server/config/index.ts";
 import type { Services } from "../server/context.ts";
 import type { Logger } from "../server/log.ts";
 import { metrics } from "../server/metrics/index.ts";
+import { foldIssueCounts } from "../server/metrics/issue-counts.ts";
 import { sampleQueueDepth } from "../server/dash/charts-record.ts";
 import { reclaimSweep, slaSweep } from "../server/queue/index.ts";
 import { stallSweep } from "../server/queue/stall-sweep.ts";
@@ -83,6 +84,8 @@ export function retascSweeps(config: Config): SweepDefinition[] {
     // The duplicate gate's term index for issues filed before it or written by an import (decision 066).
     { name: "sweep.issue-terms", everyMs: 60_000, run: issueTermsSweep },
     { name: "sweep.prune", everyMs: 3_600_000, run: pruneJobHistory },
+    // The issue counts /metrics reads: the changes the triggers appended, folded (decision 077).
+    { name: "sweep.issue-counts", everyMs: 10_000, run: foldIssueCounts },
     // The activity log past ACTIVITY_RETENTION_DAYS, in bounded batches (decision 077).
     { name: "sweep.activity-retention", everyMs: 600_000, run: pruneActivity },
     // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.

@@ -12,3 +12,4 @@ export * from "./oauth.ts";
 export * from "./fleet.ts";
 export * from "./linear.ts";
 export * from "./issue-terms.ts";
+export * from "./issue-counts.ts";
