@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testDatabaseUrl, testDirectUrl, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { migrateDatabase, migrationsFolder, openPglite, openPostgres, query, type Database } from "./client.ts";
 import { concurrentStatement, MigrationLockTimeout, planMigrations } from "./migrator.ts";
-import { journalRows, migrationsWith, schemaFingerprint } from "./testing/migration-folder.ts";
+import { journalRows, migrationsWith, migrationsWithoutConcurrently, schemaFingerprint } from "./testing/migration-folder.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,17 +70,24 @@ async function emptyDatabases(): Promise<{ drizzle: Database; ours: Database; ou
 }
 
 async function migrateWithDrizzle(database: Database, url?: string) {
-  if (database.driver === "pglite") {
-    const { migrate } = await import("drizzle-orm/pglite/migrator");
-    return migrate(database.db as never, { migrationsFolder });
-  }
-  const { drizzle } = await import("drizzle-orm/postgres-js");
-  const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-  const client = postgres(url!, { max: 1, onnotice: () => {} });
+  const copy = migrationsWithoutConcurrently();
   try {
-    await migrate(drizzle(client), { migrationsFolder });
+    if (database.driver === "pglite") {
+      const { migrate } = await import("drizzle-orm/pglite/migrator");
+      await migrate(database.db as never, { migrationsFolder: copy.folder });
+    } else {
+      const { drizzle } = await import("drizzle-orm/postgres-js");
+      const { migrate } = await import("drizzle-orm/postgres-js/migrator");
+      const client = postgres(url!, { max: 1, onnotice: () => {} });
+      try {
+        await migrate(drizzle(client), { migrationsFolder: copy.folder });
+      } finally {
+        await client.end({ timeout: 5 });
+      }
+    }
+    await copy.restoreHashes(database.db);
   } finally {
-    await client.end({ timeout: 5 });
+    copy.remove();
   }
 }
 

@@ -53,6 +53,7 @@ export const workFlags = {
   "no-worktree": { type: "boolean", description: "claim only; no git" },
   "print-path": { type: "boolean", description: "print only the worktree path (cd \"$(retasc next --print-path)\")" },
   shell: { type: "boolean", description: "open a shell inside the worktree" },
+  wait: { type: "boolean", description: "nothing claimable: poll again after the server's retryAfter until something is" },
   json,
   url,
 } as const satisfies Record<string, Option>;

@@ -1,4 +1,5 @@
 import type { ResolvedBinding } from "./binding.ts";
+import { PollQuiet } from "./poll-quiet.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "./store.ts";
 
 /**
@@ -111,8 +112,10 @@ export async function runProxy(binding: ResolvedBinding, log: (line: string) => 
     }
   };
 
+  const quiet = new PollQuiet();
   const observe = (call: { name: string; args: Record<string, unknown> }, reply: Message) => {
     const result = reply.result;
+    if (call.name === "next_issue") quiet.heard(call.args, result && !result.isError ? result.structuredContent : undefined);
     if (!result || result.isError) return;
     if (["next_issue", "claim_issue", "next_batch"].includes(call.name)) {
       const seen = claimsIn(result.structuredContent);
@@ -167,7 +170,14 @@ export async function runProxy(binding: ResolvedBinding, log: (line: string) => 
   local.onmessage = (message) => {
     const request = message as Message;
     if (request.method === "tools/call" && request.id !== undefined && request.params?.name) {
-      calls.set(request.id, { name: request.params.name, args: request.params.arguments ?? {} });
+      const args = request.params.arguments ?? {};
+      if (request.params.name !== "next_issue") quiet.clear();
+      else {
+        // Polled again before the retryAfter of an empty reply: answered here, the server is spared.
+        const empty = quiet.answer(args);
+        if (empty) return void local.send({ jsonrpc: "2.0", id: request.id, result: { content: [{ type: "text", text: JSON.stringify(empty) }], structuredContent: empty } });
+      }
+      calls.set(request.id, { name: request.params.name, args });
     }
     upstream.send(message).catch((error: Error) => {
       log(`retasc mcp proxy: ${binding.mcpUrl}: ${error.message}`);

@@ -221,6 +221,8 @@ export interface NoClaim {
   claimToken?: undefined;
   message?: string;
   otherLanes?: number;
+  /** Seconds to wait before polling again. */
+  retryAfter?: number;
 }
 
 /** MCP save_issue: the issue as saved (printed as it is). */

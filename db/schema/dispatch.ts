@@ -115,6 +115,24 @@ export function dispatchable(c: DispatchColumns, now: SQL): SQL {
   return sql`${dispatchCandidate(c)} and (${c.leaseExpiresAt} is null or ${c.leaseExpiresAt} <= ${now})`;
 }
 
+/**
+ * The two halves of `dispatchable`, each with an index of its own so a pick never walks held
+ * work (decision 076): a candidate with no lease (the claimable indexes, in dispatch order)...
+ */
+export function unleased(c: DispatchColumns): SQL {
+  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} is null`;
+}
+
+/** ...and a candidate whose lease has lapsed by `now` and is not swept yet (few: the held index, by expiry). */
+export function lapsed(c: DispatchColumns, now: SQL): SQL {
+  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} <= ${now}`;
+}
+
+/** What the held index holds: candidates under a lease, live or lapsed. */
+export function leased(c: DispatchColumns): SQL {
+  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} is not null`;
+}
+
 /** Nobody is handed work they submitted to review. `userId` is the caller's human, or null. */
 function notOwnReview(c: DispatchColumns, userId: SQL): SQL {
   return sql`(${userId} is null or not (${c.status} = 'review' and ${c.submitterId} is not distinct from ${userId}))`;

@@ -11,7 +11,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { dispatchCandidate, dispatchIndexOrder, isOpen } from "./dispatch.ts";
+import { dispatchCandidate, dispatchIndexOrder, isOpen, leased, unleased } from "./dispatch.ts";
 import { issueStatuses } from "../../constants/statuses.ts";
 import { changeTypes } from "../../constants/change-types.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
@@ -108,6 +108,23 @@ export const issues = pgTable(
     index("issues_dispatch_idx")
       .on(t.projectId, ...dispatchIndexOrder(t))
       .where(dispatchCandidate(t)),
+    // What a pick reads (decision 076): the dispatch order over unleased candidates only, so a
+    // pick never walks held work; lapsed leases, few until swept, come from the held index by expiry,
+    // which also tells an empty poll when the next lease lapses.
+    index("issues_claimable_idx")
+      .on(t.projectId, ...dispatchIndexOrder(t))
+      .where(unleased(t))
+      .concurrently(),
+    index("issues_org_claimable_idx")
+      .on(t.orgId, ...dispatchIndexOrder(t))
+      .where(unleased(t))
+      .concurrently(),
+    index("issues_held_idx").on(t.orgId, t.leaseExpiresAt).where(leased(t)).concurrently(),
+    // An empty poll counts what awaits triage without reading the open issues.
+    index("issues_triage_pending_idx")
+      .on(t.orgId, t.projectId)
+      .where(sql`${t.triage} = 'pending' and ${isOpen(t.status)}`)
+      .concurrently(),
     // The Dash's queue: the whole org in dispatch order, every status (its filters narrow it),
     // so a page is an index range read instead of a sort of the org's issues.
     index("issues_org_dispatch_idx").on(t.orgId, ...dispatchIndexOrder(t)),

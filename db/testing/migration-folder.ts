@@ -55,3 +55,29 @@ export async function schemaFingerprint(db: Db): Promise<Record<string, string[]
     views: await list(sql`select viewname || ' ' || definition as item from pg_views where schemaname = 'public' order by 1`),
   };
 }
+
+/**
+ * A copy of db/migrations that drizzle's migrator can apply: it runs every migration in one
+ * transaction, where CREATE/DROP INDEX CONCURRENTLY cannot run, so the word is dropped (the
+ * index built is the same). `restoreHashes` then writes each row's hash as the committed file's,
+ * which is what drizzle records for the files themselves.
+ */
+export function migrationsWithoutConcurrently(): { folder: string; restoreHashes(db: Db): Promise<void>; remove(): void } {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "retasc-migrations-"));
+  fs.cpSync(migrationsFolder, folder, { recursive: true });
+  const changed: { hash: string; file: string }[] = [];
+  for (const file of fs.readdirSync(folder).filter((f) => f.endsWith(".sql"))) {
+    const text = fs.readFileSync(path.join(folder, file), "utf8");
+    const plain = text.replace(/\b(index)\s+concurrently\b/gi, "$1");
+    if (plain === text) continue;
+    fs.writeFileSync(path.join(folder, file), plain);
+    changed.push({ hash: crypto.createHash("sha256").update(text).digest("hex"), file: crypto.createHash("sha256").update(plain).digest("hex") });
+  }
+  return {
+    folder,
+    async restoreHashes(db) {
+      for (const { hash, file } of changed) await query(db, sql`update drizzle.__drizzle_migrations set hash = ${hash} where hash = ${file}`);
+    },
+    remove: () => fs.rmSync(folder, { recursive: true, force: true }),
+  };
+}

@@ -144,6 +144,7 @@ export const nothingClaimableOutput = z.object({
   ready: z.number().int().describe("dispatchable issues in your lanes (claimed concurrently if not zero)"),
   otherLanes: z.number().int().describe("ready issues assigned to other people; allLanes:true takes them"),
   holding: z.array(z.string()).optional().describe("issues you already hold: resume them"),
+  retryAfter: z.number().int().describe("seconds to wait before polling again"),
   message: z.string(),
 });
 

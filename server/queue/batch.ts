@@ -6,7 +6,7 @@ import { idList } from "../issues/ranking.ts";
 import { inOrder, type IssueRow, type WriteScope } from "../issues/store.ts";
 import { summarize } from "../issues/views.ts";
 import { claimBudget, claimCapError, claimRow, type Budget, type ClaimReply } from "./claim.ts";
-import { dispatchableAt, dispatchWithCurrentSla, emptyReply, i, laneOf, order, scopeOf, SlaThresholdPassed, slaThresholdPassed } from "./dispatch.ts";
+import { dispatchableAt, dispatchWithCurrentSla, emptyFigures, emptyReply, i, laneOf, order, scopeOf, SlaThresholdPassed, slaThresholdPassed } from "./dispatch.ts";
 import { nextBatchInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
 
@@ -93,6 +93,7 @@ export async function nextBatch(ctx: Ctx, raw: z.input<typeof nextBatchInput> = 
     return { claimed: true as const, claims };
   });
   if (result) return result;
-  const empty = await emptyReply(ctx, ctx.clock.now(), input.allLanes);
+  const now = ctx.clock.now();
+  const empty = emptyReply(await emptyFigures(ctx, now, input.allLanes), now);
   return input.claim ? { ...empty, claims: [] } : { ...empty, issues: [] };
 }

@@ -2,7 +2,7 @@ import { sql, TransactionRollbackError, type Column, type SQL } from "drizzle-or
 import { alias, PgDialect } from "drizzle-orm/pg-core";
 import { describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
-import { dispatchable, dispatchCandidate, dispatchIndexOrder, dispatchOrder, inLanes } from "../../db/schema/dispatch.ts";
+import { dispatchable, dispatchCandidate, dispatchIndexOrder, dispatchOrder, inLanes, lapsed, leased, unleased } from "../../db/schema/dispatch.ts";
 import { issues } from "../../db/schema/index.ts";
 import { saveIssue } from "../issues/index.ts";
 import { levelOfPriority } from "../issues/levels.ts";
@@ -49,15 +49,21 @@ const occurrences = (haystack: string, needle: string) => haystack.split(needle)
 
 describe("the dispatch functions and indexes follow the TypeScript dispatch rule", () => {
   it("retasc_next_issue picks with the rule's predicate, lanes and order, for both scopes", async () => {
-    const pick = sql`${dispatchable(i, sql.raw("p_now"))} and ${inLanes(i, sql.raw("p_user_id"), sql.raw("p_all_lanes"))}
-      order by ${sql.join(dispatchOrder(i), sql`, `)} limit 1 for update skip locked`;
+    const lanes = inLanes(i, sql.raw("p_user_id"), sql.raw("p_all_lanes"));
+    const ordered = sql`order by ${sql.join(dispatchOrder(i), sql`, `)} limit 1`;
     const body = await functionText("retasc_next_issue");
-    // One pick for a project key, one for an org-wide key, each locking the row it picks (FOR UPDATE SKIP LOCKED).
-    const exclusive = "claim exclusivity (next_issue): the pick is the dispatch rule's and locks its row";
-    expect(occurrences(body, `where i.project_id = p_project_id and ${normal(text(pick))}`), exclusive).toBe(1);
-    // The org-wide pick within the member's project scope (decision 042); a project key's project is checked against it first.
+    // The two halves of the rule (decision 076): unleased candidates and lapsed leases, the better of the two in the rule's order.
     const scoped = "(p_project_ids is null or i.project_id = any(p_project_ids))";
-    expect(occurrences(body, normal(`where i.org_id = p_org_id and ${scoped} and ${text(pick)}`)), exclusive).toBe(1);
+    for (const scope of ["i.project_id = p_project_id", `i.org_id = p_org_id and ${scoped}`]) {
+      expect(occurrences(body, normal(`where ${scope} and ${text(unleased(i))} and ${text(lanes)} and i.id <> all(v_passed) ${text(ordered)}`))).toBe(1);
+    }
+    for (const scope of ["i.org_id = p_org_id and i.project_id = p_project_id", `i.org_id = p_org_id and ${scoped}`]) {
+      expect(occurrences(body, normal(`where ${scope} and ${text(lapsed(i, sql.raw("p_now")))} offset 0) i where ${text(lanes)} and i.id <> all(v_passed) ${text(ordered)}`))).toBe(1);
+    }
+    expect(occurrences(body, normal(`) i ${text(ordered)};`))).toBe(2);
+    // Claim exclusivity (next_issue): the row picked is locked only while still dispatchable in the caller's lanes.
+    const lock = sql`where i.id = v_id and ${dispatchable(i, sql.raw("p_now"))} and ${lanes} for update skip locked`;
+    expect(occurrences(body, normal(text(lock))), "claim exclusivity (next_issue): the pick locks its row").toBe(1);
     expect(body).toContain(normal("if v_foreign or not (p_project_ids is null or p_project_id = any(p_project_ids)) then"));
   });
 
@@ -72,6 +78,9 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     const probes = {
       issues_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(dispatchCandidate(issues))}`),
       issues_org_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")})`),
+      issues_claimable_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(unleased(issues))}`),
+      issues_org_claimable_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")}) where ${text(unleased(issues))}`),
+      issues_held_idx: sql.raw(`create index probe_idx on issues using btree (org_id, lease_expires_at) where ${text(leased(issues))}`),
     };
     for (const [name, probe] of Object.entries(probes)) {
       const [stored] = await query<{ def: string }>(env.services.db, sql`select indexdef as def from pg_indexes where indexname = ${name}`);

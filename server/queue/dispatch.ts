@@ -69,30 +69,62 @@ async function pendingVerifications(ctx: Ctx): Promise<string[]> {
   return rows.map((row) => row.identifier);
 }
 
-export async function emptyReply(ctx: Ctx, now: Date, allLanes: boolean | undefined) {
+/** What an empty pick found: in retasc_empty_poll's words, or counted here (next_batch). */
+export interface EmptyFigures {
+  ready: number;
+  otherLanes: number;
+  awaitingTriage: number;
+  awaitingVerification: string[];
+  /** When the org's next live lease lapses (ISO), or null when none is held. */
+  nextLapse: string | null;
+}
+
+/** The longest an empty poll asks the caller to wait: new work and finishes can come at any moment. */
+export const RETRY_AFTER_MAX_SECONDS = 30;
+
+/**
+ * Seconds until the next poll can find something (decision 076): at once when ready work was
+ * claimed concurrently, else when the org's next lease lapses, at most RETRY_AFTER_MAX_SECONDS.
+ */
+export function retryAfterSeconds(figures: Pick<EmptyFigures, "ready" | "nextLapse">, now: Date): number {
+  if (figures.ready > 0) return 1;
+  if (!figures.nextLapse) return RETRY_AFTER_MAX_SECONDS;
+  const seconds = Math.ceil((new Date(figures.nextLapse).getTime() - now.getTime()) / 1000);
+  return Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, seconds));
+}
+
+/** Counted by separate statements, for next_batch; next_issue has retasc_empty_poll count them inside its pick. */
+export async function emptyFigures(ctx: Ctx, now: Date, allLanes: boolean | undefined): Promise<EmptyFigures> {
   const [ready, otherLanes, awaitingTriage, awaitingVerification] = await Promise.all([
     countReady(ctx.db, ctx, now, laneOf(ctx, allLanes)),
     allLanes ? 0 : countReady(ctx.db, ctx, now, othersLanes(i, me(ctx))),
     countAwaitingTriage(ctx),
     pendingVerifications(ctx),
   ]);
+  return { ready, otherLanes, awaitingTriage, awaitingVerification, nextLapse: null };
+}
+
+export function emptyReply(figures: EmptyFigures, now: Date) {
+  const { ready, otherLanes, awaitingTriage, awaitingVerification } = figures;
   const triage = awaitingTriage > 0 ? ` ${awaitingTriage} issue(s) from outside the team await a person's triage; no agent is handed them or their text.` : "";
   const verification =
     awaitingVerification.length > 0
       ? ` Work waits on finishes CI has not verified yet (${awaitingVerification.join(", ")}): their dependents start once CI passes them.`
       : "";
+  const retryAfter = retryAfterSeconds(figures, now);
   return {
     claimed: false as const,
     ready,
     otherLanes,
     awaitingTriage,
     ...(awaitingVerification.length > 0 ? { awaitingVerification } : {}),
+    retryAfter,
     message:
       (otherLanes > 0
         ? `Nothing claimable in your lane; ${otherLanes} ready issue(s) sit in other people's lanes. Call again with allLanes:true to take one.`
         : ready > 0
           ? "Ready work exists but was claimed concurrently; call next_issue again."
-          : "Nothing is claimable right now: everything is held, blocked, or done.") + triage + verification,
+          : `Nothing is claimable right now: everything is held, blocked, or done. Poll again in ${retryAfter}s.`) + triage + verification,
   };
 }
 

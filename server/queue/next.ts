@@ -7,13 +7,15 @@ import { sendNotices } from "../events/index.ts";
 import { batching, inCallOrder } from "../issues/batching.ts";
 import { retryingConflicts } from "../issues/store.ts";
 import { claimCapError, claimReply, leaseFields, type QuarantinedAtClaim, type TakenLease } from "./claim.ts";
-import { emptyReply } from "./dispatch.ts";
+import { emptyReply, type EmptyFigures } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
 import { slaSweepOrg } from "./sla.ts";
 import { billingRefusal, sqlCharge } from "../usage/meter.ts";
 
 type NextIssueOutcome =
-  | { outcome: "sla" | "empty" | "cap" }
+  | { outcome: "sla" | "cap" }
+  /** The figures retasc_empty_poll counted; none when the key's project is outside its scope. */
+  | ({ outcome: "empty" } & Partial<EmptyFigures>)
   | { outcome: "billing"; code: "BILLING_INACTIVE" | "SPEND_CAP" }
   | (TakenLease & { outcome: "claimed"; otherClaims: number })
   | (QuarantinedAtClaim & { outcome: "claimed" });
@@ -89,7 +91,8 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         await slaSweepOrg(ctx, principal.orgId);
         continue;
       case "empty": {
-        const [empty, holding] = await Promise.all([emptyReply(ctx, ctx.clock.now(), input.allLanes), heldBySession(ctx, null)]);
+        const empty = emptyReply({ ready: 0, otherLanes: 0, awaitingTriage: 0, awaitingVerification: [], nextLapse: null, ...result }, ctx.clock.now());
+        const holding = await heldBySession(ctx, null);
         if (holding.length === 0) return empty;
         return { ...empty, holding, message: `${empty.message} You already hold ${holding.join(", ")}: resume ${holding.length > 1 ? "those" : "it"}.` };
       }

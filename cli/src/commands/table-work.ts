@@ -6,13 +6,13 @@ import { claim, done, next } from "./work.ts";
 export const workCommands: Record<string, Command> = {
   next: command({
     summary: "claim whatever dispatch hands you, and open its worktree",
-    usage: "retasc next [--all-lanes] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
+    usage: "retasc next [--all-lanes] [--wait] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
     options: workFlags,
     run: next,
   }),
   claim: command({
     summary: "claim an issue over MCP and create its git worktree on the server's branch",
-    usage: "retasc claim [PFX-42 | 42] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
+    usage: "retasc claim [PFX-42 | 42] [--wait] [--no-worktree] [--base <ref>] [--dir <path>] [--print-path] [--json]",
     positionals: "[issue]",
     options: { id: { type: "string", value: "<issue>", description: "the issue (same as the positional)" }, ...workFlags },
     details: "Without an issue it claims the top of your queue, like `retasc next`. The claim is a lease: `retasc heartbeat` or `retasc checkpoint` renews it.",

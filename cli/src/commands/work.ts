@@ -20,6 +20,7 @@ interface WorkFlags extends UrlFlag {
   "print-path"?: boolean;
   shell?: boolean;
   json?: boolean;
+  wait?: boolean;
 }
 
 /**
@@ -46,12 +47,19 @@ async function claimAndCheckout(flags: WorkFlags, mode: "next" | "claim", target
   const binding = requireBinding(process.cwd());
   const prefix = binding.workspace?.prefix;
   const identifier = target ? normalizeIdentifier(target, prefix) : undefined;
-  const reply = await withMcp(binding, (call) =>
-    identifier ? call<Claim>("claim_issue", { identifier }) : call<Claim | NoClaim>("next_issue", flags["all-lanes"] ? { allLanes: true } : {}),
-  );
+  const reply = await withMcp(binding, async (call) => {
+    if (identifier) return call<Claim>("claim_issue", { identifier });
+    for (;;) {
+      const polled = await call<Claim | NoClaim>("next_issue", flags["all-lanes"] ? { allLanes: true } : {});
+      if (isClaim(polled) || !flags.wait) return polled;
+      // --wait: poll again no sooner than the server's retryAfter (decision 076).
+      await new Promise((resolve) => setTimeout(resolve, (polled.retryAfter ?? 30) * 1000));
+    }
+  });
   if (!isClaim(reply)) {
     if (flags.json) return printJson(reply);
     say(reply.message ?? "Nothing to claim right now.");
+    if (reply.retryAfter) say(`Poll again in ${reply.retryAfter}s, or \`retasc ${mode} --wait\` polls until something is claimable.`);
     if ((reply.otherLanes ?? 0) > 0 && !flags["all-lanes"]) say(`${reply.otherLanes} ready issue(s) sit in other people's lanes; \`retasc ${mode} --all-lanes\` takes them.`);
     return;
   }

@@ -23,7 +23,7 @@ export const workTools = [
       "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or unassigned; " +
       "reviews you did not submit too) and returns its claimToken, lease, branch, latest checkpoint, the issue with " +
       "its latest comments and attachments. Your calls in an MCP session renew the lease. Nothing claimable: " +
-      "claimed:false; otherLanes counts ready issues in others' lanes, which allLanes:true takes.",
+      "claimed:false; wait retryAfter seconds before calling again; otherLanes counts ready issues in others' lanes, which allLanes:true takes.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
