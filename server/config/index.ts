@@ -168,6 +168,12 @@ export const configSchema = z.object({
   // Abuse limits (server/http/limits.ts, docs/decisions/005-rate-limits.md): per minute; far above what a fleet does.
   /** Requests per agent key on /mcp. */
   RATE_LIMIT_KEY_PER_MIN: positiveInt(60_000),
+  /**
+   * Each org's token bucket over /mcp, all its keys and tokens together, dispatch included
+   * (server/http/org-limits.ts, decision 075): tokens a second (0 turns it off), and how many it saves up.
+   */
+  RATE_LIMIT_ORG_PER_SEC: z.coerce.number().int("must be a whole number").min(0, "must be 0 (off) or more").default(3_000),
+  RATE_LIMIT_ORG_BURST: positiveInt(6_000),
   /** Requests per client address, every route. */
   RATE_LIMIT_IP_PER_MIN: positiveInt(300_000),
   /** Password sign-in and sign-up attempts per client address. */

@@ -7,8 +7,8 @@ import { startApp, type AppProcess } from "../testing/app-process.ts";
 
 /**
  * The default limits never stop a real fleet: 64 agents (official SDK clients), eight on each
- * of eight keys, all from one address, poll next_issue in a tight loop against the built app
- * (two instances on PostgreSQL) with no limit configured. None may see a 429, and what they
+ * of eight keys, all from one address and one org, poll next_issue in a tight loop against the built
+ * app (two instances on PostgreSQL) with no limit configured. None may see a 429, and what they
  * reach must stay well under the defaults, so a faster machine has room too.
  */
 const AGENTS = 64;
@@ -70,10 +70,12 @@ test("64 agents polling next_issue in a tight loop, eight on one key, stay under
   process.stderr.write(
     `fleet: ${perKey.reduce((a, b) => a + b, 0)} next_issue calls in ${(minutes * 60).toFixed(1)} s on ${endpoints.length} instance(s); ` +
       `busiest key ${Math.round(busiestKeyPerMin)}/min (limit ${defaults.RATE_LIMIT_KEY_PER_MIN}), ` +
-      `one address ${Math.round(addressPerMin)}/min (limit ${defaults.RATE_LIMIT_IP_PER_MIN})\n`,
+      `one address ${Math.round(addressPerMin)}/min (limit ${defaults.RATE_LIMIT_IP_PER_MIN}), ` +
+      `one org ${Math.round(addressPerMin / 60)}/s (limit ${defaults.RATE_LIMIT_ORG_PER_SEC}/s)\n`,
   );
   expect(failures).toEqual([]);
   // Headroom: a machine several times faster still stays under the defaults.
   expect(busiestKeyPerMin * 4).toBeLessThan(defaults.RATE_LIMIT_KEY_PER_MIN);
   expect(addressPerMin * 2).toBeLessThan(defaults.RATE_LIMIT_IP_PER_MIN);
+  expect((addressPerMin / 60) * 2).toBeLessThan(defaults.RATE_LIMIT_ORG_PER_SEC);
 }, 180_000);

@@ -6,7 +6,8 @@ import type { Config } from "../config/index.ts";
 import type { Logger } from "../log.ts";
 import { bearerKeyOf } from "../orgs/index.ts";
 import { UPLOAD_FORM_SLACK_BYTES, UPLOAD_MAX_BYTES, UPLOAD_PATH } from "../transfer/import.ts";
-import { refuse } from "./refuse.ts";
+import { createOrgBuckets, ORG_LIMIT } from "./org-limits.ts";
+import { refuse, retryAfterSeconds } from "./refuse.ts";
 
 /**
  * Abuse limits at the HTTP entry, before a request reaches a route: body size (413/411), and
@@ -34,9 +35,17 @@ export interface Admission {
    * lock out every valid key behind the address); a request without a valid key gets 429.
    */
   readonly authFailureWait: number | null;
+  /**
+   * Set on /mcp when the guard did not know the key's org (its first call on this instance in a
+   * minute): takes a token from the org's bucket once the key is looked up, null when taken, else
+   * the ms to wait (server/http/org-limits.ts). Otherwise the guard has taken it, beside the key's count.
+   */
+  readonly takeOrgToken: ((orgId: string) => Promise<number | null>) | null;
 }
 
-const ADMITTED: Admission = { authFailureWait: null };
+const ADMITTED: Admission = { authFailureWait: null, takeOrgToken: null };
+/** How long the guard trusts what it learnt of a key's org: a revoked key stops drawing on its org's bucket within this. */
+const KEY_ORG_TTL_MS = 60_000;
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /**
@@ -81,6 +90,23 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
   const deviceBySession = limiter("devicesession", config.RATE_LIMIT_DEVICE_PER_MIN);
   const authFailures = limiter("authfail", config.RATE_LIMIT_AUTH_FAILURES_PER_MIN);
   const registrations = limiter("oauthreg", config.RATE_LIMIT_OAUTH_REGISTER_PER_HOUR, 3600);
+  const orgBuckets = createOrgBuckets(config, redis, log);
+  /**
+   * The org of each key digest seen authenticated lately, so its org's token is taken beside the
+   * key's count, in the same round trip to Redis, rather than after the key's look-up.
+   */
+  const keyOrgs = new Map<string, { orgId: string; until: number }>();
+  const orgOfKey = (digest: string): string | null => {
+    const known = keyOrgs.get(digest);
+    if (known && known.until > Date.now()) return known.orgId;
+    keyOrgs.delete(digest);
+    return null;
+  };
+  const takeOrgTokenFor = (digest: string) => (orgId: string) => {
+    if (keyOrgs.size > 50_000) keyOrgs.clear();
+    keyOrgs.set(digest, { orgId, until: Date.now() + KEY_ORG_TTL_MS });
+    return orgBuckets!.take(orgId);
+  };
 
   /** null when admitted, else how long until the limit lets this key through again. */
   const consume = async (rl: RateLimiterAbstract, key: string): Promise<number | null> => {
@@ -121,7 +147,7 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       }
       const ip = clientIp(req, config.TRUST_PROXY_HOPS);
       const tooMany = (wait: number, what: string) => {
-        const seconds = Math.max(1, Math.ceil(wait / 1000));
+        const seconds = retryAfterSeconds(wait);
         refuse(res, mcp, 429, "RATE_LIMITED", `Too many ${what}.`, `Retry after ${seconds} s.`, { "retry-after": String(seconds) });
         return null;
       };
@@ -150,15 +176,21 @@ export function createRequestGuard(config: Config, log: Logger): RequestGuard {
       if (failing !== null && !token) return tooMany(failing, AUTH_FAILURES);
       // Counted whatever the failed-authentication state, or a key's owner could lift its own
       // limit by failing first; a key is counted only once its address is admitted.
+      let takeOrgToken: Admission["takeOrgToken"] = null;
       if (token) {
-        const wait = await consume(perKey, keyId(token));
+        const digest = keyId(token);
+        const orgId = orgBuckets ? orgOfKey(digest) : null;
+        // Both at once: one round trip to Redis when the key's org is known.
+        const [wait, orgWait] = await Promise.all([consume(perKey, digest), orgId ? orgBuckets!.take(orgId) : null]);
         if (wait !== null) return tooMany(wait, "requests with this agent key");
+        if (orgWait != null) return tooMany(orgWait, ORG_LIMIT);
+        if (orgBuckets && !orgId) takeOrgToken = takeOrgTokenFor(digest);
       }
-      if (failing !== null) return { authFailureWait: failing };
+      if (failing !== null) return { authFailureWait: failing, takeOrgToken };
       res.once("finish", () => {
         if (res.statusCode === 401) void consume(authFailures, ip);
       });
-      return ADMITTED;
+      return takeOrgToken ? { authFailureWait: null, takeOrgToken } : ADMITTED;
     },
     async close() {
       if (redis) await redis.quit().catch(() => redis.disconnect());

@@ -9,6 +9,8 @@ import { baseUrlOf, mcpResource, PROTECTED_RESOURCE_PATH } from "../auth/oauth.t
 import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens.ts";
 import { publicOrigin } from "../http/origin.ts";
 import { AUTH_FAILURES, type Admission } from "../http/limits.ts";
+import { ORG_LIMIT } from "../http/org-limits.ts";
+import { retryAfterSeconds } from "../http/refuse.ts";
 import type { HeavyReads } from "../http/heavy-reads.ts";
 import { exchange, rpcErrorReply, type McpPost, type McpReply } from "./protocol.ts";
 import { issueSessionId, sessionSecret, verifySessionId } from "./session-id.ts";
@@ -53,10 +55,7 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
     const principal = await authenticate(request, deps.services);
     if (!principal) {
       const wait = admission?.authFailureWait;
-      if (wait != null) {
-        const seconds = String(Math.max(1, Math.ceil(wait / 1000)));
-        return rpcError(429, -32000, `Too many ${AUTH_FAILURES}. Retry after ${seconds} s.`, requestId, { "retry-after": seconds });
-      }
+      if (wait != null) return tooMany(AUTH_FAILURES, wait, requestId);
       const presented = /^bearer\s+\S/i.test(request.header("authorization") ?? "");
       const challenge = `Bearer realm="retasc", resource_metadata="${baseUrlOf(deps.services.config, request.header("host"))}${PROTECTED_RESOURCE_PATH}"`;
       return rpcError(
@@ -73,6 +72,8 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
         },
       );
     }
+    const orgWait = admission?.takeOrgToken ? await admission.takeOrgToken(principal.orgId) : null;
+    if (orgWait !== null) return tooMany(ORG_LIMIT, orgWait, requestId);
     recordKeyUse(principal.keyId!, deps);
     const session = sessionOf(request, principal, deps.services);
     if (session === undefined) {
@@ -220,12 +221,19 @@ function requestIdOf(given: string | null): string {
   return given && /^[A-Za-z0-9._:-]{1,100}$/.test(given) ? given : crypto.randomUUID();
 }
 
+/** A 429 as the request guard answers it (server/http/refuse.ts): Retry-After, and the code and wait in `data`. */
+function tooMany(what: string, waitMs: number, requestId: string): McpReply {
+  const seconds = retryAfterSeconds(waitMs);
+  return rpcError(429, -32000, `Too many ${what}. Retry after ${seconds} s.`, requestId, { "retry-after": String(seconds) }, { code: "RATE_LIMITED", retryAfter: seconds });
+}
+
 function rpcError(
   status: number,
   code: number,
   message: string,
   requestId: string,
   headers: Record<string, string> = {},
+  data?: Record<string, unknown>,
 ): McpReply {
-  return rpcErrorReply(status, code, message, { ...headers, "x-request-id": requestId });
+  return rpcErrorReply(status, code, message, { ...headers, "x-request-id": requestId }, data);
 }

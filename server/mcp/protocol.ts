@@ -190,10 +190,10 @@ function refused(scope: CallScope, status: number, code: number, message: string
 }
 
 /** A JSON-RPC error that answers no request in particular (`id: null`). */
-export function rpcErrorReply(status: number, code: number, message: string, headers: Record<string, string> = {}): McpReply {
+export function rpcErrorReply(status: number, code: number, message: string, headers: Record<string, string> = {}, data?: Record<string, unknown>): McpReply {
   return {
     status,
     headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
+    body: JSON.stringify({ jsonrpc: "2.0", error: data ? { code, message, data } : { code, message }, id: null }),
   };
 }
