@@ -4,7 +4,7 @@ import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal, Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { authenticateAgentKey, bearerKeyOf, CI_KEY_PREFIX, touchKey } from "../orgs/index.ts";
+import { authenticateAgentKeyCached, bearerKeyOf, CI_KEY_PREFIX, touchKey } from "../orgs/index.ts";
 import { baseUrlOf, mcpResource, PROTECTED_RESOURCE_PATH } from "../auth/oauth.ts";
 import { authenticateOAuthToken, isOAuthAccessToken } from "../auth/oauth-tokens.ts";
 import { publicOrigin } from "../http/origin.ts";
@@ -195,7 +195,7 @@ function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
 async function authenticate(request: McpRequest, services: Services): Promise<Principal | null> {
   const token = bearerKeyOf(request.header("authorization"));
   if (token === null) return null;
-  if (!isOAuthAccessToken(token)) return authenticateAgentKey(services.db, token);
+  if (!isOAuthAccessToken(token)) return authenticateAgentKeyCached(services.db, token, services.clock.now().getTime());
   const resource = mcpResource(baseUrlOf(services.config, request.header("host")));
   return authenticateOAuthToken(services.db, token, resource, services.clock.now());
 }

@@ -2,6 +2,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openPostgres, type Database } from "../../db/client.ts";
 import type { Services } from "../context.ts";
+import { forgetCachedKeys, KEY_CACHE_MS } from "../orgs/key-cache.ts";
 import { renewalIntervalMs } from "../queue/session-renewal.ts";
 import { createTestDatabase, servicesFor, TestClock, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
@@ -53,8 +54,10 @@ afterAll(async () => {
 });
 
 /** The statements one call sends, its after-commit notices included (they leave within a tick or two). */
-async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
+async function statementsOf(call: () => Promise<unknown>, { keyCached = false } = {}): Promise<string[]> {
   await settle();
+  // Measured cold unless asked: the key's lookup is in every budget (decision 078).
+  if (!keyCached) forgetCachedKeys();
   sent = [];
   await call();
   await settle();
@@ -90,5 +93,18 @@ describe.skipIf(testDriver !== "postgres")("statements per agent call (needs TES
     }
     // A renewing read costs the read and the renewal's own statement(s), not every read.
     expect(costs.renewingRead.length).toBeGreaterThan(costs.read.length);
+  });
+
+  test("a call within KEY_CACHE_MS of the key's last lookup sends no lookup of its own", async () => {
+    const issue = await callOk(agent, "save_issue", task("cached key"));
+    const cold = await statementsOf(() => callOk(agent, "get_issue", { identifier: issue.identifier }));
+    // The test's clock stands still, so the lookup just made is fresh.
+    const warm = await statementsOf(() => callOk(agent, "get_issue", { identifier: issue.identifier }), { keyCached: true });
+    const lookups = (statements: string[]) => statements.filter((s) => /from "agent_keys"/.test(s)).length;
+    expect(lookups(cold)).toBe(1);
+    expect(lookups(warm)).toBe(0);
+    expect(warm.length).toBe(cold.length - 1);
+    clock.advance(KEY_CACHE_MS);
+    expect(lookups(await statementsOf(() => callOk(agent, "get_issue", { identifier: issue.identifier }), { keyCached: true }))).toBe(1);
   });
 });

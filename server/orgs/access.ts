@@ -6,6 +6,7 @@ import type { Ctx, Principal, Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { memberProjectIds } from "./scope.ts";
+import { forgetCachedKeys } from "./key-cache.ts";
 
 /**
  * Who may do what in an org. Roles: owner > admin > member. Every check reads the acting
@@ -132,6 +133,9 @@ export async function recordOrgActivity(
   kind: string,
   detail: Record<string, unknown>,
 ): Promise<void> {
+  // Every change to a key or a membership records its activity here: the one place that tells this
+  // process's key cache to read keys again (decision 078).
+  if (/^(key|member|agent)\./.test(kind)) forgetCachedKeys();
   const cipher = await ctx.keyring.forOrg(tx, ctx.principal.orgId);
   await recordActivity({ tx, ctx, cipher, now: ctx.clock.now() }, { kind, detail });
 }

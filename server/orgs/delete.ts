@@ -7,6 +7,7 @@ import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { actorOf, requireRole } from "./access.ts";
+import { forgetCachedKeys } from "./key-cache.ts";
 
 export const deleteOrgInput = z.object({
   /** The org's name as the person typed it; operators (the system principal) need none. */
@@ -57,6 +58,7 @@ export async function deleteOrg(ctx: Ctx, raw: z.input<typeof deleteOrgInput>): 
       tx,
       sql`update agent_keys set revoked_at = now() where org_id = ${orgId} and revoked_at is null returning 1`,
     );
+    forgetCachedKeys();
     // OAuth tokens of the org's grants: revoked too, not only unusable through their revoked key.
     await tx.execute(sql`update oauth_access_token set revoked = now()
       where revoked is null and reference_id in (select id from agent_keys where org_id = ${orgId})`);

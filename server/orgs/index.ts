@@ -7,6 +7,7 @@ import type { Principal, Services } from "../context.ts";
 import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, invalidInput, notFound } from "../errors.ts";
 import { grantSignupCredit } from "../usage/credit.ts";
+import { cachedPrincipal, keepPrincipal } from "./key-cache.ts";
 import { memberProjectIds, projectReach, reachable, type Reach } from "./scope.ts";
 
 export const newId = () => crypto.randomUUID();
@@ -280,6 +281,20 @@ export async function authenticateAgentKey(db: Db, secret: string): Promise<Prin
   const row = (await statement.execute({ keyHash: sha256(secret) }))[0];
   if (!row) return null;
   return { kind: "agent", ...row };
+}
+
+/**
+ * The /mcp door's key lookup: a principal read within the last KEY_CACHE_MS is used again
+ * (./key-cache.ts), so an agent's calls in a burst share one lookup. A miss is never kept: a key
+ * minted a moment ago works at once, and garbage presented as keys takes no room.
+ */
+export async function authenticateAgentKeyCached(db: Db, secret: string, nowMs: number): Promise<Principal | null> {
+  const keyHash = sha256(secret);
+  const hit = cachedPrincipal(keyHash, nowMs);
+  if (hit) return hit;
+  const principal = await authenticateAgentKey(db, secret);
+  if (principal) keepPrincipal(keyHash, principal, nowMs);
+  return principal;
 }
 
 const keyLookups = new WeakMap<Db, ReturnType<typeof keyLookup>>();

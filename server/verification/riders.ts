@@ -3,6 +3,7 @@ import { agentKeys, keyRiders, leases } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import type { IssueRow, WriteScope } from "../issues/store.ts";
 import { newId } from "../orgs/index.ts";
+import { forgetCachedKeys } from "../orgs/key-cache.ts";
 
 /**
  * Leaves a line for the key whose lease finished the issue last, told on its next MCP call
@@ -19,6 +20,8 @@ export async function leaveRider(scope: WriteScope, row: IssueRow, text: string)
   if (!finisher?.keyId) return;
   await tx.insert(keyRiders).values({ id: newId(), orgId: row.orgId, keyId: finisher.keyId, textEnc: cipher.encrypt(text), createdAt: now });
   await tx.update(agentKeys).set({ riderWaiting: true }).where(eq(agentKeys.id, finisher.keyId));
+  // The flag rides in the key's principal: this process reads it again on the key's next call.
+  forgetCachedKeys();
 }
 
 /**
@@ -30,6 +33,7 @@ export async function takeRiders(ctx: Ctx): Promise<string | null> {
   if (!keyId) return null;
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   await ctx.db.update(agentKeys).set({ riderWaiting: false }).where(eq(agentKeys.id, keyId));
+  forgetCachedKeys();
   const taken = await ctx.db.delete(keyRiders).where(eq(keyRiders.keyId, keyId)).returning({ textEnc: keyRiders.textEnc, createdAt: keyRiders.createdAt });
   if (taken.length === 0) return null;
   return taken
