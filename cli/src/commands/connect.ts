@@ -1,37 +1,22 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import {
-  clientBlocks,
-  findMarker,
-  headersHelperTargets,
-  mcpUrlOf,
-  originOf,
-  refuseOtherMcpUrl,
-  requireBinding,
-  resolveBinding,
-  urlMismatch,
-  wireFolder,
-  type Bound,
-  type McpClient,
-  type ResolvedBinding,
-  type Transport,
-} from "../binding.ts";
+import { clientBlocks, findMarker, resolveBinding, wireFolder, type Bound, type McpClient, type Transport } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
-import { runProxy } from "../proxy.ts";
-import { note, ok, out, printJson, say } from "../output.ts";
-import { choose, confirm, interactive, ask, needFlags, readStdinSecret } from "../prompt.ts";
+import { ok, printJson, say } from "../output.ts";
+import { choose, confirm, interactive, ask, needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
-import { readBindings, updateConfig } from "../store.ts";
+import { updateConfig } from "../store.ts";
 import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { login } from "./session.ts";
 
-interface JsonFlag {
+export interface JsonFlag {
   json?: boolean;
 }
+
 /** Flags of the commands that may replace a folder's binding. */
-interface RebindFlags extends UrlFlag {
+export interface RebindFlags extends UrlFlag {
   yes?: boolean;
 }
 interface ProjectFlags {
@@ -56,7 +41,7 @@ export function derivePrefix(name: string): string {
 }
 
 /** Refuses to silently replace a folder's binding to another org or project. */
-async function checkRebind(flags: RebindFlags, target: { orgId: string; projectId: string }): Promise<"same" | "new" | "replace"> {
+export async function checkRebind(flags: RebindFlags, target: { orgId: string; projectId: string }): Promise<"same" | "new" | "replace"> {
   const current = resolveBinding(process.cwd());
   const workspace = current?.workspace;
   if (!workspace) return "new";
@@ -82,7 +67,7 @@ export function transportOf(flags: { transport?: string }): Transport {
  * Stores the key, writes the folder's files, remembers the deployment (for `doctor`, `join`
  * and the rest, here and elsewhere), and tells the person how every client connects.
  */
-async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bound, extra: Record<string, unknown> = {}) {
+export async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bound, extra: Record<string, unknown> = {}) {
   const transport = transportOf(flags);
   const wired = await wireFolder({ dir: process.cwd(), ...bound, transport });
   await updateConfig((config) => {
@@ -122,11 +107,11 @@ async function finishBinding(flags: JsonFlag & { transport?: string }, bound: Bo
 }
 
 /** The shell line that hands the folder's key to other clients, with the only URL it goes to. */
-const exportLine = (mcpUrl: string) => `export RETASC_MCP_URL=${mcpUrl} RETASC_MCP_KEY="$(retasc mcp key)"`;
+export const exportLine = (mcpUrl: string) => `export RETASC_MCP_URL=${mcpUrl} RETASC_MCP_KEY="$(retasc mcp key)"`;
 
 const clientNames: Record<McpClient, string> = { codex: "Codex", opencode: "OpenCode", cursor: "Cursor", cline: "Cline", gemini: "Gemini CLI" };
 
-function printBlocks(mcpUrl: string): void {
+export function printBlocks(mcpUrl: string): void {
   for (const [name, block] of Object.entries(clientBlocks(mcpUrl))) {
     say(`\n# ${clientNames[name as McpClient]} (${block.file})`);
     say(block.text);
@@ -318,91 +303,3 @@ export async function init(flags: InitFlags) {
   ok(`Created project ${created.prefix}.`);
   return mintAndBind(flags, session, org, { id: created.projectId, prefix: created.prefix });
 }
-
-/** Wires this folder with a key you already have (stdin or RETASC_MCP_KEY; never a flag). */
-export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: string }) {
-  if (flags.scope && flags.scope !== "project") {
-    throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org; there is no machine-wide (user) registration. Use the default, project.");
-  }
-  const piped = await readStdinSecret();
-  const key = piped ?? process.env.RETASC_MCP_KEY;
-  if (!key) throw new CliError("INVALID_INPUT", "no key given", "Pipe it in (`retasc mcp install < key.txt`) or set RETASC_MCP_KEY. Keys are never flags.");
-  if (!/^rtsc_/.test(key)) throw new CliError("INVALID_INPUT", "that is not an agent key", "Agent keys start with rtsc_.");
-  const url = piped ? installUrl(flags) : requireBinding(process.cwd()).url;
-  const who = await withMcp({ key, mcpUrl: mcpUrlOf(url) }, (call) => call<McpWhoami>("whoami"));
-  if (!who.project) throw new CliError("INVALID_INPUT", "this key is not scoped to a project", "Mint one for a project: `retasc key mint --project-id <id>`.");
-  await checkRebind(flags, { orgId: who.org.id, projectId: who.project.id });
-  return finishBinding(flags, {
-    url,
-    key,
-    keyId: who.key.id,
-    orgId: who.org.id,
-    orgName: who.org.name,
-    projectId: who.project.id,
-    prefix: who.project.prefix,
-    runtime: who.key.runtime,
-  });
-}
-
-/**
- * Where a key piped to `mcp install` goes: --url, RETASC_DEPLOYMENT_URL or the last deployment
- * used, never the one the folder's `.retasc.json` names; when that file names another, the
- * person says which with --url.
- */
-function installUrl(flags: UrlFlag): string {
-  const url = deploymentUrl(flags, { folder: false });
-  const named = findProjectFile(process.cwd());
-  if (!flags.url && named && originOf(named.value.url) !== originOf(url)) {
-    throw new CliError(
-      "URL_MISMATCH",
-      `${named.file} names ${originOf(named.value.url)}, but the key would go to ${originOf(url)}; a key goes only to a server you name`,
-      `Pass --url with the server the key is for (\`retasc mcp install --url ${originOf(named.value.url)}\` if it is that one).`,
-      { bound: originOf(url), named: originOf(named.value.url) },
-    );
-  }
-  return url;
-}
-
-/** Prints the other clients' config blocks again. */
-export async function mcpConfig(flags: JsonFlag) {
-  const binding = requireBinding(process.cwd());
-  if (flags.json) return printJson(clientBlocks(binding.mcpUrl));
-  say(`Other clients read the key from RETASC_MCP_KEY:  ${exportLine(binding.mcpUrl)}`);
-  printBlocks(binding.mcpUrl);
-}
-
-/**
- * The headersHelper Claude Code runs: `{"Authorization":"Bearer …"}` for the folder's key, only
- * when every server of the folder's `.mcp.json` that runs this helper, and the URL the client
- * says it will send the headers to, is on the origin the key was bound with (URL_MISMATCH).
- */
-export async function mcpHeaders(flags: { workspace?: string }) {
-  let binding: ResolvedBinding | null = null;
-  if (flags.workspace && !process.env.RETASC_MCP_KEY) {
-    const workspace = readBindings().workspaces[flags.workspace];
-    if (workspace) binding = { key: workspace.key, url: workspace.url, mcpUrl: mcpUrlOf(workspace.url), source: "keystore", workspaceId: flags.workspace, workspace };
-    if (binding) refuseOtherMcpUrl(binding);
-  }
-  binding ??= requireBinding(process.cwd());
-  for (const target of headersHelperTargets(process.cwd())) {
-    if (originOf(target.url) !== originOf(binding.url)) throw urlMismatch(`${target.file} (its "${target.name}" server)`, target.url, binding.url);
-  }
-  const client = process.env.CLAUDE_CODE_MCP_SERVER_URL;
-  if (client && originOf(client) !== originOf(binding.url)) throw urlMismatch("the MCP client (CLAUDE_CODE_MCP_SERVER_URL)", client, binding.url);
-  out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
-}
-
-/** The stdio MCP server `.mcp.json` runs: relays to /mcp with the folder's key, heartbeating the claims made through it. */
-export async function mcpProxy() {
-  const binding = requireBinding(process.cwd());
-  await runProxy(binding, note);
-}
-
-/** Prints the folder's key, for `export RETASC_MCP_KEY="$(retasc mcp key)"`. */
-export async function mcpKey(flags: JsonFlag) {
-  const binding = requireBinding(process.cwd());
-  if (flags.json) return printJson({ key: binding.key, keyId: binding.workspace?.keyId ?? null, mcpUrl: binding.mcpUrl });
-  if (process.stdout.isTTY) note("(this is a secret: prefer piping it into an environment variable)");
-  out(binding.key);
-}
-

@@ -1,5 +1,5 @@
 import { type Command, command, url, json, yes, transport } from "../command.ts";
-import { mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./connect.ts";
+import { mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./mcp-wiring.ts";
 
 /** The command table's part for the MCP client's side: install, config blocks, the key, and the proxy and headers helper .mcp.json runs. */
 export const mcpCommands: Record<string, Command> = {
