@@ -53,6 +53,8 @@ export const issues = pgTable(
     authorId: text("author_id").references(() => user.id, { onDelete: "set null" }),
     /** The human principal whose work went into review; never its reviewer. */
     submitterId: text("submitter_id"),
+    /** When the issue last entered review: its age floor counts from here while it is in review (decision 073). */
+    reviewSince: timestamp("review_since", { withTimezone: true }),
     dueAt: timestamp("due_at", { withTimezone: true }),
     dueSetAt: timestamp("due_set_at", { withTimezone: true }),
     ownLevel: smallint("own_level").notNull().default(0),

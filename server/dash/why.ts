@@ -47,8 +47,9 @@ interface OriginRow {
   due_match: boolean;
 }
 
+/** The deadline state that raised the own level, if one did (a review's age raises it too, decision 073). */
 const deadlineRaise = (priority: number, ownLevel: number, sla: SlaState): SlaState | null =>
-  ownLevel > levelOfPriority(priority) ? sla : null;
+  ownLevel > levelOfPriority(priority) && sla !== "none" && sla !== "ok" ? sla : null;
 
 const inheritsDeadline = (row: RankedRow) =>
   row.effectiveDueAt !== null && (row.dueAt === null || row.effectiveDueAt.getTime() < row.dueAt.getTime());

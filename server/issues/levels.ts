@@ -39,20 +39,46 @@ export function slaOf(dueAt: Date | null, windowStart: Date | null, now: Date): 
   return { state: "ok", floor: 0, nextAt: new Date(t75), remainingMs };
 }
 
-export function ownLevelOf(priority: number, sla: SlaInfo): number {
-  return Math.max(levelOfPriority(priority), sla.floor);
+/** How long a review waits before it ranks above everything (decision 073). */
+export const REVIEW_DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A review's age floor (decision 073): finished work is accepted before new work starts. Deadline
+ * pressure over the day from entering review: at least high from entry, urgent from 90% of it
+ * (about 21.6 hours), above urgent past it. `since` is when it entered review, null for any other status.
+ */
+export function reviewAgeOf(since: Date | null, now: Date): { floor: number; nextAt: Date | null } {
+  if (!since) return { floor: 0, nextAt: null };
+  const pressure = slaOf(new Date(since.getTime() + REVIEW_DAY_MS), since, now);
+  // Its warning (75%) raises nothing a review does not already have: the next moment that moves it is urgent's.
+  const nextAt = pressure.state === "ok" ? new Date(since.getTime() + Math.ceil(REVIEW_DAY_MS * 0.9)) : pressure.nextAt;
+  return { floor: Math.max(LEVEL_HIGH, pressure.floor), nextAt };
 }
 
-/** The stored ranking columns an issue's own priority and deadline set (its effective ones follow its graph). */
-export function rankingColumns(priority: number, dueAt: Date | null, dueSetAt: Date | null, terminal: boolean, now: Date) {
+/** The earlier of two moments, either possibly absent. */
+const earlier = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a.getTime() <= b.getTime() ? a : b);
+
+export function ownLevelOf(priority: number, sla: SlaInfo, reviewFloor = 0): number {
+  return Math.max(levelOfPriority(priority), sla.floor, reviewFloor);
+}
+
+/**
+ * The stored ranking columns an issue's own priority, deadline and review age set (its effective
+ * ones follow its graph). `slaNextAt` is the next moment time moves either: the sweep reads it.
+ */
+export function rankingColumns(priority: number, dueAt: Date | null, dueSetAt: Date | null, terminal: boolean, now: Date, reviewSince: Date | null = null) {
   if (terminal) {
     // A closed issue feels no deadline pressure and gates nothing: it ranks by its priority alone.
     const level = levelOfPriority(priority);
     return { ownLevel: level, effectiveLevel: level, effectiveDueAt: null, slaState: "none" as const, slaNextAt: null };
   }
   const sla = slaOf(dueAt, dueSetAt, now);
-  return { ownLevel: ownLevelOf(priority, sla), slaState: sla.state, slaNextAt: sla.nextAt };
+  const review = reviewAgeOf(reviewSince, now);
+  return { ownLevel: ownLevelOf(priority, sla, review.floor), slaState: sla.state, slaNextAt: earlier(sla.nextAt, review.nextAt) };
 }
+
+/** When an issue's review age counts from: its entry into review, while it is in review. */
+export const reviewClockOf = (row: { status: string; reviewSince: Date | null }): Date | null => (row.status === "review" ? row.reviewSince : null);
 
 /** The last millisecond of a calendar date in an IANA time zone. */
 export function endOfDayIn(date: string, timeZone: string): Date {

@@ -8,7 +8,7 @@ import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
 import { checkHandoff, writeCheckpoint } from "./checkpoints.ts";
 import { setLabels } from "./labels.ts";
 import { indexTerms } from "./similar.ts";
-import { branchName, rankingColumns } from "./levels.ts";
+import { branchName, rankingColumns, reviewClockOf } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import { alreadyClaimed, personOnly } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
@@ -47,7 +47,9 @@ interface Change {
   to: IssueRow["status"];
 }
 
-const changesRank = (input: SaveInput) => input.priority !== undefined || input.dueAt !== undefined;
+/** Priority, deadline, and any status but a close (entering or leaving review moves the review's age floor, decision 073). */
+const changesRank = (input: SaveInput) =>
+  input.priority !== undefined || input.dueAt !== undefined || (input.status !== undefined && !isTerminal(input.status));
 
 /** Updates an existing issue (status changes included) under its row lock, and the graph lock when ranking can move. */
 export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
@@ -208,8 +210,11 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
     patch.cancelReasonEnc = cipher.encrypt(input.cancelReason);
   }
   const terminalNow = isTerminal(to);
+  const entersReview = to === "review" && from !== "review";
+  if (entersReview) patch.reviewSince = now;
   if (changesRank(input) || terminalNow !== isTerminal(from)) {
-    Object.assign(patch, rankingColumns(priority, dueAt, dueSetAt ?? row.createdAt, terminalNow, now));
+    const reviewSince = entersReview ? now : reviewClockOf({ status: to, reviewSince: row.reviewSince });
+    Object.assign(patch, rankingColumns(priority, dueAt, dueSetAt ?? row.createdAt, terminalNow, now, reviewSince));
   }
   if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
   if (from === "review" && to === "todo") patch.submitterId = null;

@@ -434,9 +434,9 @@ const clockCmd = fc.integer({ min: 1_000, max: 120_000 }).map((ms) =>
   }),
 );
 
-/** Moves the clock to the exact instant (or 1 ms before) an SLA threshold or a lease expiry of an issue. */
+/** Moves the clock to the exact instant (or 1 ms before) an SLA threshold, a review age threshold or a lease expiry of an issue. */
 const boundaryCmd = fc
-  .record({ i: fc.nat(), which: fc.constantFrom("warning", "breaching", "due", "lease"), early: fc.boolean() })
+  .record({ i: fc.nat(), which: fc.constantFrom("warning", "breaching", "due", "lease", "reviewUrgent", "reviewDay"), early: fc.boolean() })
   .map((p) =>
     cmd(
       `boundary(${JSON.stringify(p)})`,
@@ -444,7 +444,10 @@ const boundaryCmd = fc
         const issue = pickIssue(m, p.i);
         let at: number | null = null;
         if (p.which === "lease") at = issue.lease?.expiresAt ?? null;
-        else if (issue.dueAt !== null && issue.windowStart !== null) {
+        // A review's age: urgent once 90% of a day has passed since it entered review, above urgent past the day.
+        else if (p.which === "reviewUrgent" || p.which === "reviewDay") {
+          at = issue.status === "review" && issue.reviewSince !== null ? issue.reviewSince + (p.which === "reviewDay" ? 86_400_000 : 77_760_000) : null;
+        } else if (issue.dueAt !== null && issue.windowStart !== null) {
           const start = Math.min(issue.windowStart, issue.dueAt);
           const window = issue.dueAt - start;
           // The first whole millisecond at which 75% / 90% of the window has passed.

@@ -20,6 +20,8 @@ export interface RankFacts {
   dueAt: number | null;
   /** When the deadline was set (creation when set at creation). */
   windowStart: number | null;
+  /** When it last entered review (counted only while it is in review). */
+  reviewSince: number | null;
   createdAt: number;
 }
 
@@ -45,6 +47,16 @@ export function deadlinePressure(dueAt: number | null, windowStart: number | nul
   return { sla: "ok", floor: 0 };
 }
 
+const DAY_MS = 86_400_000;
+
+/** A review's age floor: high from entry, urgent once 90% of a day has passed, 5 (above urgent) past a day. */
+export function reviewAgeFloor(status: Status, since: number | null, now: number): number {
+  if (status !== "review" || since === null) return 0;
+  const elapsed = now - since;
+  if (elapsed >= DAY_MS) return 5;
+  return elapsed * 10 >= DAY_MS * 9 ? 4 : 3;
+}
+
 /** Own level, effective level and effective deadline of every issue. `blocks` pairs are [blocker, blocked]. */
 export function rankAll(issues: readonly RankFacts[], blocks: Iterable<readonly [string, string]>, now: number): Map<string, Rank> {
   const byKey = new Map(issues.map((i) => [i.key, i]));
@@ -57,7 +69,9 @@ export function rankAll(issues: readonly RankFacts[], blocks: Iterable<readonly 
     const issue = byKey.get(key)!;
     const pressure = deadlinePressure(issue.dueAt, issue.windowStart, now);
     // A closed issue feels no deadline pressure: it ranks by its priority alone.
-    const own = isClosed(issue.status) ? LEVEL_BY_PRIORITY[issue.priority]! : Math.max(LEVEL_BY_PRIORITY[issue.priority]!, pressure.floor);
+    const own = isClosed(issue.status)
+      ? LEVEL_BY_PRIORITY[issue.priority]!
+      : Math.max(LEVEL_BY_PRIORITY[issue.priority]!, pressure.floor, reviewAgeFloor(issue.status, issue.reviewSince, now));
     let level = own;
     let due = isClosed(issue.status) ? null : issue.dueAt;
     if (!isClosed(issue.status)) {

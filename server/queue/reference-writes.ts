@@ -24,6 +24,7 @@ export class ModelWrites extends ModelState {
       priority: input.priority,
       dueAt: input.dueAt,
       windowStart: input.dueAt === null ? null : this.now,
+      reviewSince: null,
       createdAt: this.now,
       assignee: input.assignee,
       submitter: null,
@@ -131,7 +132,10 @@ export class ModelWrites extends ModelState {
       if (reviewer === submitter) return refuse("SELF_REVIEW");
     }
     if (options.reviewer !== undefined) issue.assignee = options.reviewer;
-    if (to === "review" && from !== "review") issue.submitter = by.person;
+    if (to === "review" && from !== "review") {
+      issue.submitter = by.person;
+      issue.reviewSince = this.now;
+    }
     if (from === "review" && to === "todo") issue.submitter = null;
     issue.status = to;
     if (options.handoff !== undefined) issue.checkpoint = mergedCheckpoint(issue.checkpoint, { done: options.handoff });

@@ -4,13 +4,14 @@ import { issues } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, type Ctx, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
-import { ownLevelOf, slaOf } from "../issues/levels.ts";
+import { rankingColumns, reviewClockOf, slaOf } from "../issues/levels.ts";
 import { inTransaction } from "../issues/store.ts";
 import { lockOrgGraph, rerank } from "../issues/ranking.ts";
 
 /**
- * Time moves issues across deadline thresholds (75% warning, 90% breaching, past due).
- * Each issue stores when that next happens; this re-ranks the ones whose moment has come.
+ * Time moves issues across deadline thresholds (75% warning, 90% breaching, past due), and a
+ * review across its age's (decision 073). Each issue stores when that next happens; this
+ * re-ranks the ones whose moment has come.
  */
 export async function slaSweepOrg(ctx: Ctx, orgId: string): Promise<number> {
   const system = withPrincipal(ctx, systemPrincipal(orgId));
@@ -25,10 +26,11 @@ export async function slaSweepOrg(ctx: Ctx, orgId: string): Promise<number> {
     const moved: string[] = [];
     for (const row of due) {
       const sla = slaOf(row.dueAt, row.dueSetAt ?? row.createdAt, now);
-      const ownLevel = ownLevelOf(row.priority, sla);
+      // The deadline's state, and the level it and a review's age set (decision 073).
+      const { ownLevel, slaNextAt } = rankingColumns(row.priority, row.dueAt, row.dueSetAt ?? row.createdAt, false, now, reviewClockOf(row));
       await tx
         .update(issues)
-        .set({ ownLevel, slaState: sla.state, slaNextAt: sla.nextAt })
+        .set({ ownLevel, slaState: sla.state, slaNextAt })
         .where(eq(issues.id, row.id));
       if (sla.state !== row.slaState) {
         await recordActivity(scope, {

@@ -33,6 +33,7 @@ export async function loadDispatchSnapshot(db: Db, orgId: string, now: number): 
     created_at: string | Date;
     assignee_id: string | null;
     submitter_id: string | null;
+    review_since: string | Date | null;
     lease_id: string | null;
     lease_expires_at: string | Date | null;
     own_level: number;
@@ -42,7 +43,7 @@ export async function loadDispatchSnapshot(db: Db, orgId: string, now: number): 
     sla_state: string;
   }>(
     db,
-    sql`select id, identifier, number, work, status, priority, due_at, due_set_at, created_at, assignee_id, submitter_id,
+    sql`select id, identifier, number, work, status, priority, due_at, due_set_at, created_at, assignee_id, submitter_id, review_since,
                lease_id, lease_expires_at, own_level, effective_level, effective_due_at, open_blocker_count, sla_state
         from issues where org_id = ${orgId} order by number`,
   );
@@ -64,6 +65,7 @@ export async function loadDispatchSnapshot(db: Db, orgId: string, now: number): 
       priority: Number(r.priority),
       dueAt: ms(r.due_at),
       windowStart: ms(r.due_set_at) ?? ms(r.created_at),
+      reviewSince: ms(r.review_since),
       createdAt: ms(r.created_at)!,
       assignee: r.assignee_id,
       submitter: r.submitter_id,

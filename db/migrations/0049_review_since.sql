@@ -1,0 +1,1 @@
+ALTER TABLE "issues" ADD COLUMN "review_since" timestamp with time zone;
