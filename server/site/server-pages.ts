@@ -38,7 +38,7 @@ export function connectorsPage(config: Config, origin: string): PublicPage {
     "## Importers",
     "",
     "- **Linear**: a team, with its comments, relations and people, from a personal API key.",
-    "- **Jira Cloud**: a project, from a site, an email and an API token.",
+    "- **Jira Cloud and Data Center**: a project, from a site and an email with an API token (Cloud) or a personal access token (Data Center).",
     "- **Asana**: a project with its subtasks, dependencies and comments, from a personal access token.",
     "- **Shortcut**: a team's stories with their epics, story links and threaded comments, from an API token.",
     "- **ClickUp**: a List or a Space with its subtasks, dependencies and threaded comments, from a personal API token.",

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AdfNode, JiraAttachment, JiraComment, JiraIssue, JiraUser } from "../../server/transfer/jira/fetch.ts";
+import { asDataCenter, dataCenterRoute } from "./jira-dc.ts";
 import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-failures.ts";
 
 /**
@@ -11,6 +12,9 @@ import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-fa
  * Jira does, with `total` telling there are more) and `GET /rest/api/3/issue/{id}/comment`. It
  * checks HTTP Basic auth (email:token), serves attachment content (below), and answers a scripted request with a 429 carrying
  * Retry-After or with a 503. The project is generated and mutable, so a test can change it.
+ * `/rest/api/2/serverInfo` answers anyone with the deployment type, uncounted by `failAt`. With
+ * `deployment: "dataCenter"` it is a Data Center site instead (./jira-dc.ts): REST v2, a personal
+ * access token as a Bearer (`apiToken`), wiki markup bodies, the Epic Link field.
  */
 export interface FakeJiraProject {
   id: string;
@@ -22,7 +26,10 @@ export interface FakeJiraProject {
 
 export interface FakeJira extends ScriptedFailures {
   url: string;
+  deployment: "cloud" | "dataCenter";
+  /** Cloud's account email (a Data Center site takes none). */
   email: string;
+  /** Cloud: the account's API token; Data Center: a personal access token. */
   apiToken: string;
   project: FakeJiraProject;
   /**
@@ -135,10 +142,11 @@ export function generateJiraProject({ issues: count = 300, key = "JRA", seed = 7
   return { id: "10001", key, name: `Project ${key}`, users, issues: list };
 }
 
-export async function startFakeJira({ project = generateJiraProject() }: { project?: FakeJiraProject } = {}): Promise<FakeJira> {
+export async function startFakeJira({ project: generated = generateJiraProject(), deployment = "cloud" }: { project?: FakeJiraProject; deployment?: "cloud" | "dataCenter" } = {}): Promise<FakeJira> {
+  const project = deployment === "dataCenter" ? asDataCenter(generated) : generated;
   const email = "owner@jira-customer.example";
-  const apiToken = `ATATT3x-fake-${Math.random().toString(36).slice(2)}`;
-  const expected = `Basic ${Buffer.from(`${email}:${apiToken}`).toString("base64")}`;
+  const apiToken = deployment === "dataCenter" ? `NjQ${Math.random().toString(36).slice(2)}fakePAT` : `ATATT3x-fake-${Math.random().toString(36).slice(2)}`;
+  const expected = deployment === "dataCenter" ? `Bearer ${apiToken}` : `Basic ${Buffer.from(`${email}:${apiToken}`).toString("base64")}`;
   const failing = scriptedFailures((res, reply) => (reply.status === 429 ? json(res, 429, { errorMessages: ["Rate limit exceeded."] }, { "retry-after": String(reply.retryAfterSeconds) }) : json(res, reply.status, { errorMessages: ["Service unavailable"] })));
   const fake: FakeJira = {
     requests: failing.requests,
@@ -147,6 +155,7 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
       return failing.failures;
     },
     url: "",
+    deployment,
     email,
     apiToken,
     project,
@@ -159,7 +168,10 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
     let body = "";
     for await (const chunk of req) body += chunk;
     const url = new URL(req.url ?? "/", "http://fake");
-    const content = /^\/rest\/api\/3\/attachment\/content\/([^/]+)$/.exec(url.pathname);
+    if (req.method === "GET" && url.pathname === "/rest/api/2/serverInfo") {
+      return json(res, 200, { baseUrl: fake.url, version: deployment === "dataCenter" ? "9.12.2" : "1001.0.0-SNAPSHOT", versionNumbers: deployment === "dataCenter" ? [9, 12, 2] : [1001, 0, 0], deploymentType: deployment === "dataCenter" ? "DataCenter" : "Cloud", buildNumber: 100221, serverTitle: "Jira" });
+    }
+    const content = (deployment === "dataCenter" ? /^\/secure\/attachment\/([^/]+)\/[^/]+$/ : /^\/rest\/api\/3\/attachment\/content\/([^/]+)$/).exec(url.pathname);
     if (req.method === "GET" && content) {
       fake.fileRequests.push({ path: `${url.pathname}${url.search}`, withCredentials: req.headers.authorization === expected });
       if (req.headers.authorization !== expected) return json(res, 401, { errorMessages: ["You are not authenticated."] });
@@ -176,6 +188,10 @@ export async function startFakeJira({ project = generateJiraProject() }: { proje
     if (req.headers.authorization !== expected) return json(res, 401, { errorMessages: ["You are not authenticated. Authentication required to perform this operation."] });
     const p = fake.project;
     const path = url.pathname;
+    if (deployment === "dataCenter") {
+      if (!dataCenterRoute(p, url, req, res, json)) json(res, 404, { errorMessages: [`No route for ${req.method} ${path}`] });
+      return;
+    }
     if (req.method === "GET" && path === "/rest/api/3/project/search") {
       const startAt = Number(url.searchParams.get("startAt") ?? 0);
       const values = startAt === 0 ? [{ id: p.id, key: p.key, name: p.name, projectTypeKey: "software", self: `${fake.url}/rest/api/3/project/${p.id}` }, { id: "10002", key: "OTHER", name: "Other", projectTypeKey: "business" }] : [];

@@ -114,11 +114,12 @@ export async function sourceBody(source: Source, flags: ImportFlags): Promise<So
     };
   }
   if (source === "jira") {
-    if (!flags.site || !flags.email) throw new CliError("INVALID_INPUT", "name the Jira site and your Atlassian email: --site <url> --email <address>", "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
-    const apiToken = await secret("Jira API token", "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG < token.txt");
+    // Cloud takes the account's email with an API token; a Data Center site a personal access token alone (the server tells them apart).
+    if (!flags.site) throw new CliError("INVALID_INPUT", "name the Jira site: --site <url> (and --email <address> on Jira Cloud)", "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
+    const apiToken = await secret("Jira API token or personal access token", "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG < token.txt");
     const wanted = flags["project-key"]?.trim();
     return {
-      input: { site: flags.site, email: flags.email, apiToken },
+      input: { site: flags.site, ...(flags.email ? { email: flags.email } : {}), apiToken },
       pick: (call) =>
         pickListed<{ key: string; name: string; issueCount: number; lastImportAt: string | null }>(call, flags.json, {
           action: "projects",
@@ -129,7 +130,7 @@ export async function sourceBody(source: Source, flags: ImportFlags): Promise<So
           row: (p) => [p.key, p.name, p.issueCount, p.lastImportAt ?? "never"],
           unknown: `the account sees no Jira project ${wanted}`,
           missing: "pick a project with --project-key <KEY>",
-          example: (projects) => `retasc import jira --site ${flags.site} --email ${flags.email} --project-key ${projects[0]?.key ?? "ENG"} --dry-run < token.txt`,
+          example: (projects) => `retasc import jira --site ${flags.site}${flags.email ? ` --email ${flags.email}` : ""} --project-key ${projects[0]?.key ?? "ENG"} --dry-run < token.txt`,
         }),
     };
   }

@@ -95,13 +95,13 @@ export const serviceCommands: Record<string, Command> = {
   import: command({
     summary: "bring a Linear or Shortcut team, a Jira or Asana project, a ClickUp List or Space or a CSV into a project: identifiers, threads and history kept (owners and admins)",
     usage:
-      "retasc import linear --team <KEY> | jira --site <url> --email <address> --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
+      "retasc import linear --team <KEY> | jira --site <url> [--email <address>] --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
       "(--dry-run | --new-project <name> [--prefix <PFX>] | --project <PREFIX>) [--org-id <id>] [--json]",
     positionals: "linear|jira|asana|shortcut|clickup|csv",
     options: {
       team: { type: "string", value: "<KEY>", description: "linear: the team's key (ENG) or id; shortcut: the team's name, @mention or id; without it, the teams the credential sees are listed" },
-      site: { type: "string", value: "<url>", description: "jira: your site, https://your-team.atlassian.net" },
-      email: { type: "string", value: "<address>", description: "jira: the email of your Atlassian account (the API token comes from RETASC_IMPORT_TOKEN or standard input)" },
+      site: { type: "string", value: "<url>", description: "jira: your site, https://your-team.atlassian.net or your Data Center's URL" },
+      email: { type: "string", value: "<address>", description: "jira: Cloud: the email of your Atlassian account (the API token comes from RETASC_IMPORT_TOKEN or standard input); a Data Center site takes a personal access token alone" },
       "project-key": { type: "string", value: "<KEY>", description: "jira: the project's key; without it, the projects the account sees are listed" },
       "asana-project": { type: "string", value: "<gid>", description: "asana: the project's gid (or its URL, or its name); without it, the projects the token sees are listed" },
       list: { type: "string", value: "<id>", description: "clickup: the List's id or URL; without it or --space, the Spaces and Lists the token sees are listed" },
@@ -119,7 +119,7 @@ export const serviceCommands: Record<string, Command> = {
       json: { type: "boolean", description: "print the dry run or the finished run's status as JSON (no progress lines)" },
     },
     details:
-      "A Linear personal API key, a Jira API token, an Asana personal access token, a Shortcut API token or a ClickUp personal API token comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
+      "A Linear personal API key, a Jira API token (Cloud) or personal access token (Data Center), an Asana personal access token, a Shortcut API token or a ClickUp personal API token comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
       "the server uses it for this run only and stores it nowhere. Progress is drawn on stderr until the import is done.",
     run: importFrom,
   }),

@@ -3,13 +3,18 @@ import type { ReadNotice } from "../pipeline/stream.ts";
 import type { JiraApi } from "./client.ts";
 
 /**
- * Reading a Jira project: its issues through the enhanced JQL search (`/rest/api/3/search/jql`,
+ * Reading a Jira Cloud project: its issues through the enhanced JQL search (`/rest/api/3/search/jql`,
  * paged by `nextPageToken`), ordered by creation, with the fields the import maps; an issue's
  * comments past the ones the search embeds are read with follow-up pages of
- * `/rest/api/3/issue/{id}/comment`, so nothing is cut off.
+ * `/rest/api/3/issue/{id}/comment`, so nothing is cut off. A Data Center site is read through
+ * REST v2 (./fetch-dc.ts) into the same shapes, its bodies wiki markup instead of ADF; ./read.ts
+ * picks the reader by the site's deployment.
  */
 export interface JiraUser {
-  accountId: string;
+  /** Cloud's id of a person; Data Center has `key` and `name` instead. */
+  accountId?: string;
+  key?: string;
+  name?: string;
   displayName?: string;
   /** Often hidden by the person's privacy settings. */
   emailAddress?: string | null;
@@ -25,7 +30,8 @@ export interface AdfNode {
 export interface JiraComment {
   id: string;
   author?: JiraUser | null;
-  body?: AdfNode | null;
+  /** ADF (Cloud), wiki markup (Data Center). */
+  body?: AdfNode | string | null;
   created: string;
   updated?: string;
 }
@@ -49,7 +55,7 @@ export interface JiraIssue {
   key: string;
   fields: {
     summary: string;
-    description?: AdfNode | null;
+    description?: AdfNode | string | null;
     status: { name: string; statusCategory: { key: string } };
     resolution?: { name: string } | null;
     priority?: { name: string } | null;
@@ -76,8 +82,8 @@ export interface JiraPage {
 }
 
 export const JIRA_ISSUES_PER_PAGE = 100;
-const COMMENTS_PER_PAGE = 100;
-const FIELDS = [
+export const JIRA_COMMENTS_PER_PAGE = 100;
+export const JIRA_FIELDS = [
   "summary", "description", "status", "resolution", "priority", "duedate", "labels", "components", "issuetype", "parent", "issuelinks",
   "created", "updated", "resolutiondate", "statuscategorychangedate", "creator", "reporter", "assignee", "comment", "attachment",
 ];
@@ -90,7 +96,7 @@ export function projectJql(projectKey: string): string {
 
 export async function fetchJiraPage(api: JiraApi, projectKey: string, cursor: string | null, notice?: ReadNotice): Promise<JiraPage> {
   const page = await api.call(
-    (c) => c.issueSearch.searchForIssuesUsingJqlEnhancedSearch<{ issues?: JiraIssue[]; nextPageToken?: string | null; isLast?: boolean }>({ jql: projectJql(projectKey), nextPageToken: cursor ?? undefined, maxResults: JIRA_ISSUES_PER_PAGE, fields: FIELDS }),
+    (c) => c.issueSearch.searchForIssuesUsingJqlEnhancedSearch<{ issues?: JiraIssue[]; nextPageToken?: string | null; isLast?: boolean }>({ jql: projectJql(projectKey), nextPageToken: cursor ?? undefined, maxResults: JIRA_ISSUES_PER_PAGE, fields: JIRA_FIELDS }),
     notice,
   );
   const issues = page.issues ?? [];
@@ -99,7 +105,7 @@ export async function fetchJiraPage(api: JiraApi, projectKey: string, cursor: st
     if (!thread || thread.comments.length >= thread.total) continue;
     const all: JiraComment[] = [];
     for (let startAt = 0; startAt < thread.total; ) {
-      const more = await api.call((c) => c.issueComments.getComments<{ comments: JiraComment[]; total: number }>({ issueIdOrKey: issue.id, startAt, maxResults: COMMENTS_PER_PAGE, orderBy: "created" }), notice);
+      const more = await api.call((c) => c.issueComments.getComments<{ comments: JiraComment[]; total: number }>({ issueIdOrKey: issue.id, startAt, maxResults: JIRA_COMMENTS_PER_PAGE, orderBy: "created" }), notice);
       if (more.comments.length === 0) break;
       all.push(...more.comments);
       startAt += more.comments.length;

@@ -3,7 +3,10 @@ import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
 import type { ReadNotice, SourceIssue, SourceLabel, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
 import type { JiraApi } from "./client.ts";
-import { fetchJiraPage, type AdfNode, type JiraIssue, type JiraUser } from "./fetch.ts";
+import { dcRun } from "./fetch-dc.ts";
+import type { AdfNode, JiraIssue, JiraUser } from "./fetch.ts";
+import { readJiraPage } from "./read.ts";
+import { wikiToMarkdown } from "./wiki.ts";
 
 const { convert } = createRequire(import.meta.url)("adf-to-md") as { convert(doc: AdfNode & { version: number }): { result: string } };
 
@@ -136,8 +139,13 @@ function cleanMarks(marks: AdfNode["marks"]): AdfNode["marks"] {
   return out;
 }
 
-const person = (site: string, u: JiraUser | null | undefined): SourcePerson | null =>
-  u?.accountId ? { id: `jira:${site}:user:${u.accountId}`, name: u.displayName || "Jira user", email: u.emailAddress || null } : null;
+/** Cloud's accountId, Data Center's user key (stable across renames) or name. */
+const person = (site: string, u: JiraUser | null | undefined): SourcePerson | null => {
+  const id = u?.accountId || u?.key || u?.name;
+  return id ? { id: `jira:${site}:user:${id}`, name: u!.displayName || u!.name || "Jira user", email: u!.emailAddress || null } : null;
+};
+/** A body as Markdown: ADF from Cloud, wiki markup from Data Center. */
+const markdown = (body: AdfNode | string | null | undefined) => (typeof body === "string" ? wikiToMarkdown(body) : adfToMarkdown(body));
 const issueNumber = (key: string) => Number(key.slice(key.lastIndexOf("-") + 1)) || null;
 /** Jira's label colours are not in its API; imported labels get one colour. */
 const LABEL_COLOR = "#6b778c";
@@ -156,7 +164,7 @@ export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = 
     number: issueNumber(issue.key),
     key: issue.key,
     title: (f.summary || issue.key).slice(0, 500),
-    body: adfToMarkdown(f.description),
+    body: markdown(f.description),
     status,
     priority: jiraPriority(f.priority?.name, mapping),
     sourceStatus: f.status.name,
@@ -172,7 +180,7 @@ export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = 
     creator: person(site, f.reporter ?? f.creator),
     assignee: person(site, f.assignee),
     labels,
-    comments: (f.comment?.comments ?? []).map((c) => ({ id: id("comment", c.id), body: adfToMarkdown(c.body) ?? "", createdAt: c.created, retractedAt: null, parentId: null, author: person(site, c.author) })),
+    comments: (f.comment?.comments ?? []).map((c) => ({ id: id("comment", c.id), body: markdown(c.body) ?? "", createdAt: c.created, retractedAt: null, parentId: null, author: person(site, c.author) })),
     // Jira serves an attachment's content from the site itself: a file, fetched with the credentials; a content url elsewhere stays a link.
     attachments: (f.attachment ?? []).map((a) => ({
       id: id("attachment", a.id),
@@ -191,10 +199,11 @@ export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = 
 /** A Jira project as the pipeline reads a source. */
 export function jiraReader(api: JiraApi, projectKey: string, mapping: JiraMapping = {}): SourceReader {
   const host = new URL(api.site).host;
+  const dc = dcRun();
   return {
     source: "jira",
     async readPage(cursor: string | null, notice?: ReadNotice) {
-      const page = await fetchJiraPage(api, projectKey, cursor, notice);
+      const page = await readJiraPage(api, projectKey, cursor, dc, notice);
       return { issues: page.issues.map((i) => fromJira(host, i, mapping)), next: page.next };
     },
     fetchFile: api.fetchFile,

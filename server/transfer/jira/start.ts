@@ -1,31 +1,23 @@
-import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import { issueStatuses, linearImportRuns } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
-import { beginImport, oneProject, projectTarget } from "../pipeline/start.ts";
+import { beginImport, lastImports, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
 import { jiraApi, type JiraBackoff } from "./client.ts";
-import { fetchJiraProject, fetchJiraProjects, projectJql } from "./fetch.ts";
+import { projectJql } from "./fetch.ts";
+import { readJiraProject, readJiraProjects } from "./read.ts";
 import { jiraReader } from "./normalize.ts";
 
 const credentials = {
   site: z.string({ error: "site is required" }).trim().min(1, "site is required").max(500).describe("the Jira site's URL, https://your-team.atlassian.net"),
-  email: z.string({ error: "email is required" }).trim().min(3, "email is required").max(320),
-  apiToken: z.string({ error: "apiToken is required" }).trim().min(1, "apiToken is required").max(1000),
+  email: z.string().trim().max(320).optional().describe("Jira Cloud: the Atlassian account's email; Data Center: none"),
+  apiToken: z.string({ error: "apiToken is required" }).trim().min(1, "apiToken is required").max(1000).describe("Jira Cloud: an API token; Data Center: a personal access token"),
 };
-export const jiraMappingInput = z
-  .object({
-    statuses: z.record(z.string().max(200), z.enum(issueStatuses)).optional(),
-    priorities: z.record(z.string().max(200), z.number().int().min(0).max(4)).optional(),
-  })
-  .optional();
-
 export const listJiraProjectsInput = z.object(credentials);
 export const dryRunJiraInput = z.object({
   ...credentials,
   projectKey: z.string({ error: "projectKey is required" }).trim().min(1, "projectKey is required").max(50),
-  mapping: jiraMappingInput,
+  mapping: sourceMappingInput,
 });
 export const startJiraInput = dryRunJiraInput.extend(projectTarget).refine(...oneProject);
 
@@ -33,12 +25,8 @@ export const startJiraInput = dryRunJiraInput.extend(projectTarget).refine(...on
 export async function listJiraProjects(ctx: Ctx, raw: z.input<typeof listJiraProjectsInput>, backoff?: JiraBackoff) {
   const input = listJiraProjectsInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Jira");
-  const projects = await fetchJiraProjects(await jiraApi(ctx.config, input, backoff));
-  const runs = await ctx.db
-    .select({ teamId: linearImportRuns.teamId, finishedAt: linearImportRuns.finishedAt })
-    .from(linearImportRuns)
-    .where(and(eq(linearImportRuns.orgId, ctx.principal.orgId), eq(linearImportRuns.source, "jira"), eq(linearImportRuns.phase, "done")));
-  const last = (key: string) => runs.filter((r) => r.teamId === key && r.finishedAt).map((r) => r.finishedAt!.toISOString()).sort().at(-1) ?? null;
+  const projects = await readJiraProjects(await jiraApi(ctx.config, input, backoff));
+  const last = await lastImports(ctx, "jira");
   return projects.map((p) => ({ ...p, lastImportAt: last(p.key) }));
 }
 
@@ -47,7 +35,7 @@ async function jiraSource(ctx: Ctx, input: z.output<typeof dryRunJiraInput>, bac
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Jira");
   projectJql(input.projectKey);
   const api = await jiraApi(ctx.config, input, backoff);
-  const project = await fetchJiraProject(api, input.projectKey);
+  const project = await readJiraProject(api, input.projectKey);
   return { project, reader: jiraReader(api, project.key, input.mapping) };
 }
 
