@@ -275,12 +275,7 @@ export function bearerKeyOf(authorization: string | null | undefined): string | 
  * authentication cost).
  */
 export async function authenticateAgentKey(db: Db, secret: string): Promise<Principal | null> {
-  if (!secret.startsWith("rtsc_") || secret.length > 200) return null;
-  let statement = keyLookups.get(db);
-  if (!statement) keyLookups.set(db, (statement = keyLookup(db)));
-  const row = (await statement.execute({ keyHash: sha256(secret) }))[0];
-  if (!row) return null;
-  return { kind: "agent", ...row };
+  return isAgentKeyShaped(secret) ? lookUpKey(db, sha256(secret)) : null;
 }
 
 /**
@@ -289,12 +284,24 @@ export async function authenticateAgentKey(db: Db, secret: string): Promise<Prin
  * minted a moment ago works at once, and garbage presented as keys takes no room.
  */
 export async function authenticateAgentKeyCached(db: Db, secret: string, nowMs: number): Promise<Principal | null> {
+  if (!isAgentKeyShaped(secret)) return null;
   const keyHash = sha256(secret);
   const hit = cachedPrincipal(keyHash, nowMs);
   if (hit) return hit;
-  const principal = await authenticateAgentKey(db, secret);
+  const principal = await lookUpKey(db, keyHash);
   if (principal) keepPrincipal(keyHash, principal, nowMs);
   return principal;
+}
+
+/** Only what could be a key is hashed and looked up. */
+const isAgentKeyShaped = (secret: string) => secret.startsWith("rtsc_") && secret.length <= 200;
+
+async function lookUpKey(db: Db, keyHash: string): Promise<Principal | null> {
+  let statement = keyLookups.get(db);
+  if (!statement) keyLookups.set(db, (statement = keyLookup(db)));
+  const row = (await statement.execute({ keyHash }))[0];
+  if (!row) return null;
+  return { kind: "agent", ...row };
 }
 
 const keyLookups = new WeakMap<Db, ReturnType<typeof keyLookup>>();
