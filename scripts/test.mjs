@@ -225,6 +225,8 @@ async function main() {
     await cluster?.stop();
     fs.rmSync(reportDir, { recursive: true, force: true });
     fs.rmSync(buildDir, { recursive: true, force: true });
+    // The test entries' bundles (server/testing/entry-bundle.ts).
+    fs.rmSync(`${buildDir}.entries`, { recursive: true, force: true });
   }
 }
 

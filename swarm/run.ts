@@ -14,6 +14,7 @@ import { createProject, mintAgentKey } from "../server/orgs/index.ts";
 import { setVerificationCommand } from "../server/verification/settings.ts";
 import { FakeCi, type FakeCiFigures } from "./fake-ci.ts";
 import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { entryArgs, type Entry } from "../server/testing/entry-bundle.ts";
 import { MetricsWatch, type MetricsReport } from "./metrics.ts";
 import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
@@ -153,8 +154,8 @@ function randomGraph(count: number, random: () => number, lanes: { bob: string; 
   return { issues, edges };
 }
 
-function spawnEntry(entry: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
+function spawnEntry(entry: Entry, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, entryArgs(entry), { cwd: root, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const keep = (d: Buffer) => {
     output = (output + d.toString()).slice(-20_000);

@@ -4,10 +4,12 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { entryArgs } from "./entry-bundle.ts";
+import { makeOnce } from "./once.ts";
 
 /**
  * The real app as a separate process, for tests that go over HTTP: built once per test
- * run (see global-setup.ts), started with `tsx main.ts` on a free port.
+ * run (see global-setup.ts), started from its bundle (entry-bundle.ts) on a free port.
  */
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -16,29 +18,12 @@ const built = (dir: string) => fs.existsSync(path.join(dir, "server/index.js")) 
 
 export function testBuildDir(): string {
   const dir = process.env.RETASC_TEST_BUILD_DIR ?? path.join(root, "node_modules/.cache/retasc-test-build/adhoc");
-  if (built(dir)) return dir;
-  const lock = `${dir}.lock`;
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
-  for (;;) {
-    try {
-      fs.mkdirSync(lock);
-      break;
-    } catch {
-      // Another worker is building: wait for it.
-      if (built(dir)) return dir;
-      spawnSync("sleep", ["0.2"]);
+  makeOnce(`${dir}.lock`, () => built(dir), () => {
+    for (const [command, args] of [["npx", ["react-router", "build"]], [process.execPath, ["scripts/pack-cli.mjs", dir]]] as const) {
+      const result = spawnSync(command, args, { cwd: root, env: { ...process.env, RETASC_BUILD_DIR: dir }, encoding: "utf8" });
+      if (result.status !== 0) throw new Error(`${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
     }
-  }
-  try {
-    if (!built(dir)) {
-      for (const [command, args] of [["npx", ["react-router", "build"]], [process.execPath, ["scripts/pack-cli.mjs", dir]]] as const) {
-        const result = spawnSync(command, args, { cwd: root, env: { ...process.env, RETASC_BUILD_DIR: dir }, encoding: "utf8" });
-        if (result.status !== 0) throw new Error(`${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
-      }
-    }
-  } finally {
-    fs.rmSync(lock, { recursive: true, force: true });
-  }
+  });
   return dir;
 }
 
@@ -100,7 +85,7 @@ export async function startApp(
   const buildDir = testBuildDir();
   // A fixed port lets a test restart the app where its clients expect it.
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
+  const child = spawn(process.execPath, entryArgs("main.ts"), {
     cwd: root,
     env: {
       ...cleanEnv(),

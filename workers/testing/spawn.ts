@@ -1,8 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), "worker-process.ts");
+import { entryArgs } from "../../server/testing/entry-bundle.ts";
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -19,7 +16,7 @@ export interface WorkerProcess {
  * `env` is its whole configuration on top of this process's environment.
  */
 export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture], {
+  const child = spawn(process.execPath, entryArgs("workers/testing/worker-process.ts"), {
     env: { ...process.env, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
