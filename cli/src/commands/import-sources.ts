@@ -104,7 +104,7 @@ export async function sourceBody(source: Source, flags: ImportFlags): Promise<So
           action: "teams",
           wanted,
           matches: (t, w) => t.key.toLowerCase() === w.toLowerCase() || t.id === w,
-          picked: (t) => ({ label: t.key, input: { teamId: t.id } }),
+          picked: (t) => ({ label: t.key, input: { teamId: t.id, ...withMapping } }),
           columns: ["KEY", "NAME", "ISSUES", "LAST IMPORT", "ID"],
           row: (t) => [t.key, t.name, t.issueCount, t.lastImportAt ?? "never", t.id],
           unknown: `the key sees no Linear team ${wanted}`,

@@ -108,7 +108,7 @@ export const serviceCommands: Record<string, Command> = {
       space: { type: "string", value: "<id>", description: "clickup: the Space's id or URL: every List in it" },
       file: { type: "string", value: "<path>", description: "csv: the file to import" },
       name: { type: "string", value: "<name>", description: "csv: what the file is (default: its file name); the same name imported again reconciles" },
-      mapping: { type: "string", value: "<file.json>", description: "jira, asana, shortcut, clickup, csv: {statuses, priorities} by the source's names (csv also {columns}); csv without it uses the mapping guessed from the header, printed" },
+      mapping: { type: "string", value: "<file.json>", description: "every source: {statuses, priorities} by the source's names (csv also {columns}); csv without it uses the mapping guessed from the header, printed" },
       "dry-run": { type: "boolean", description: "print the counts, the status and priority mapping, the people to be placeholders and what stays behind; write nothing" },
       "new-project": { type: "string", value: "<name>", description: "import into a new project, its prefix the source's key (asana, shortcut, clickup, csv: --prefix)" },
       prefix: { type: "string", value: "<PFX>", description: "asana, shortcut, clickup, csv: the new project's prefix" },

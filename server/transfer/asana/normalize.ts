@@ -1,6 +1,6 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
-import type { ReadNotice, SourceIssue, SourcePerson, SourceReader } from "../pipeline/stream.ts";
+import type { ReadNotice, SourceIssue, SourceMapping, SourcePerson, SourceReader } from "../pipeline/stream.ts";
 import type { AsanaApi } from "./client.ts";
 import { fetchAsanaPage, type AsanaTaskRead, type AsanaUser } from "./fetch.ts";
 
@@ -15,11 +15,6 @@ import { fetchAsanaPage, type AsanaTaskRead, type AsanaUser } from "./fetch.ts";
  * are the tasks it blocks; comments are the stories of type comment; an attachment Asana stores
  * is a file, one on Dropbox, Drive, Box… a link.
  */
-export interface AsanaMapping {
-  statuses?: Record<string, IssueStatus>;
-  priorities?: Record<string, number>;
-}
-
 export const COMPLETED = "Completed";
 export const NO_SECTION = "No section";
 
@@ -31,13 +26,13 @@ export function sectionStatus(name: string): IssueStatus {
   return "todo";
 }
 
-export function asanaStatus(sourceStatus: string, mapping: AsanaMapping = {}): IssueStatus {
+export function asanaStatus(sourceStatus: string, mapping: SourceMapping = {}): IssueStatus {
   return mapping.statuses?.[sourceStatus] ?? (sourceStatus === COMPLETED ? "done" : sectionStatus(sourceStatus));
 }
 
 const defaultPriorities: Record<string, number> = { urgent: 1, highest: 1, critical: 1, p0: 1, high: 2, p1: 2, medium: 3, normal: 3, p2: 3, low: 4, lowest: 4, p3: 4, p4: 4 };
 
-export function asanaPriority(name: string | undefined, mapping: AsanaMapping = {}): number {
+export function asanaPriority(name: string | undefined, mapping: SourceMapping = {}): number {
   if (!name) return 0;
   return mapping.priorities?.[name] ?? defaultPriorities[name.toLowerCase()] ?? 0;
 }
@@ -54,7 +49,7 @@ const person = (u: AsanaUser | null | undefined): SourcePerson | null => (u?.gid
 const id = (kind: string, gid: string) => `asana:${kind}:${gid}`;
 const calendarDate = (v: string | null | undefined) => (v && /^\d{4}-\d{2}-\d{2}/.test(v) ? v.slice(0, 10) : null);
 
-export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: AsanaMapping = {}): SourceIssue {
+export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: SourceMapping = {}): SourceIssue {
   const { task } = read;
   const section = task.memberships?.find((m) => m.project?.gid === projectGid)?.section?.name;
   const sourceStatus = task.completed ? COMPLETED : (section ?? NO_SECTION);
@@ -105,7 +100,7 @@ export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: Asan
 }
 
 /** An Asana project as the pipeline reads a source. */
-export function asanaReader(api: AsanaApi, projectGid: string, mapping: AsanaMapping = {}): SourceReader {
+export function asanaReader(api: AsanaApi, projectGid: string, mapping: SourceMapping = {}): SourceReader {
   return {
     source: "asana",
     async readPage(cursor: string | null, notice?: ReadNotice) {

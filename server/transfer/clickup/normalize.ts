@@ -1,6 +1,6 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
-import type { ReadNotice, SourceIssue, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
+import type { ReadNotice, SourceIssue, SourceMapping, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
 import type { ClickUpApi } from "./client.ts";
 import { fetchClickUpPage, type ClickUpTarget, type ClickUpTaskRead, type ClickUpUser } from "./fetch.ts";
 
@@ -13,11 +13,6 @@ import { fetchClickUpPage, type ClickUpTarget, type ClickUpTaskRead, type ClickU
  * `task_id`); linked tasks are related; comments keep their threaded replies; checklists become a
  * Markdown checklist under the description; uploads on ClickUp's hosts are files, anything else a link.
  */
-export interface ClickUpMapping {
-  statuses?: Record<string, IssueStatus>;
-  priorities?: Record<string, number>;
-}
-
 export function statusTypeStatus(name: string, type: string): IssueStatus {
   if (/cancel|won'?t|wont|abandon|declin|obsolete|rejected/i.test(name)) return "canceled";
   if (type === "done" || type === "closed") return "done";
@@ -25,13 +20,13 @@ export function statusTypeStatus(name: string, type: string): IssueStatus {
   return "todo";
 }
 
-export function clickupStatus(name: string, type: string, mapping: ClickUpMapping = {}): IssueStatus {
+export function clickupStatus(name: string, type: string, mapping: SourceMapping = {}): IssueStatus {
   return mapping.statuses?.[name] ?? statusTypeStatus(name, type);
 }
 
 const defaultPriorities: Record<string, number> = { urgent: 1, high: 2, normal: 3, low: 4 };
 
-export function clickupPriority(name: string | undefined, mapping: ClickUpMapping = {}): number {
+export function clickupPriority(name: string | undefined, mapping: SourceMapping = {}): number {
   if (!name) return 0;
   return mapping.priorities?.[name] ?? defaultPriorities[name.toLowerCase()] ?? 0;
 }
@@ -42,7 +37,7 @@ const id = (kind: string, value: string | number) => `clickup:${kind}:${value}`;
 const iso = (ms: string | number | null | undefined) => (ms !== null && ms !== undefined && Number.isFinite(Number(ms)) && String(ms).trim() !== "" ? new Date(Number(ms)).toISOString() : null);
 const person = (u: ClickUpUser | null | undefined): SourcePerson | null => (u && typeof u.id === "number" && u.id > 0 ? { id: id("user", u.id), name: u.username || u.email || "ClickUp user", email: u.email || null } : null);
 
-export function fromClickUp(read: ClickUpTaskRead, onClickUp: (url: string) => boolean, mapping: ClickUpMapping = {}): SourceIssue {
+export function fromClickUp(read: ClickUpTaskRead, onClickUp: (url: string) => boolean, mapping: SourceMapping = {}): SourceIssue {
   const { task } = read;
   const status = clickupStatus(task.status.status, task.status.type, mapping);
   const sourcePriority = task.priority?.priority;
@@ -104,7 +99,7 @@ export function fromClickUp(read: ClickUpTaskRead, onClickUp: (url: string) => b
 }
 
 /** A ClickUp List or Space as the pipeline reads a source; a task in two of the Space's Lists comes once. */
-export function clickupReader(api: ClickUpApi, target: ClickUpTarget, mapping: ClickUpMapping = {}): SourceReader {
+export function clickupReader(api: ClickUpApi, target: ClickUpTarget, mapping: SourceMapping = {}): SourceReader {
   const seen = new Set<string>();
   return {
     source: "clickup",

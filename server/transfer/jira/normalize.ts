@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
-import type { ReadNotice, SourceIssue, SourceLabel, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
+import type { ReadNotice, SourceIssue, SourceLabel, SourceMapping, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
 import type { JiraApi } from "./client.ts";
 import { dcRun } from "./fetch-dc.ts";
 import type { AdfNode, JiraIssue, JiraUser } from "./fetch.ts";
@@ -18,15 +18,10 @@ const { convert } = createRequire(import.meta.url)("adf-to-md") as { convert(doc
  * so every link comes once. The owner's mapping (`statuses`, `priorities` by Jira's names)
  * overrides the defaults.
  */
-export interface JiraMapping {
-  statuses?: Record<string, IssueStatus>;
-  priorities?: Record<string, number>;
-}
-
 const canceledResolutions = new Set(["won't do", "won't fix", "duplicate", "cannot reproduce", "declined", "abandoned", "obsolete", "rejected"]);
 const defaultPriorities: Record<string, number> = { highest: 1, blocker: 1, critical: 1, high: 2, major: 2, medium: 3, low: 4, minor: 4, lowest: 4, trivial: 4 };
 
-export function jiraStatus(issue: JiraIssue, mapping: JiraMapping = {}): IssueStatus {
+export function jiraStatus(issue: JiraIssue, mapping: SourceMapping = {}): IssueStatus {
   const byName = mapping.statuses?.[issue.fields.status.name];
   if (byName) return byName;
   const category = issue.fields.status.statusCategory.key;
@@ -35,7 +30,7 @@ export function jiraStatus(issue: JiraIssue, mapping: JiraMapping = {}): IssueSt
   return "todo";
 }
 
-export function jiraPriority(name: string | undefined, mapping: JiraMapping = {}): number {
+export function jiraPriority(name: string | undefined, mapping: SourceMapping = {}): number {
   if (!name) return 0;
   return mapping.priorities?.[name] ?? defaultPriorities[name.toLowerCase()] ?? 0;
 }
@@ -150,7 +145,7 @@ const issueNumber = (key: string) => Number(key.slice(key.lastIndexOf("-") + 1))
 /** Jira's label colours are not in its API; imported labels get one colour. */
 const LABEL_COLOR = "#6b778c";
 
-export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = {}): SourceIssue {
+export function fromJira(site: string, issue: JiraIssue, mapping: SourceMapping = {}): SourceIssue {
   const f = issue.fields;
   const id = (kind: string, value: string) => `jira:${site}:${kind}:${value}`;
   const status = jiraStatus(issue, mapping);
@@ -197,7 +192,7 @@ export function fromJira(site: string, issue: JiraIssue, mapping: JiraMapping = 
 }
 
 /** A Jira project as the pipeline reads a source. */
-export function jiraReader(api: JiraApi, projectKey: string, mapping: JiraMapping = {}): SourceReader {
+export function jiraReader(api: JiraApi, projectKey: string, mapping: SourceMapping = {}): SourceReader {
   const host = new URL(api.site).host;
   const dc = dcRun();
   return {

@@ -46,6 +46,8 @@ export interface LinearIssue {
   canceledAt: string | null;
   archivedAt: string | null;
   stateType: string;
+  /** The workflow state's own name (In Review), which the owner's mapping names. */
+  stateName: string;
   parentId: string | null;
   creator: LinearPerson | null;
   assignee: LinearPerson | null;
@@ -79,7 +81,7 @@ const issuesQuery = `query RetascImportIssues($teamId: String!, $first: Int!, $a
     issues(first: $first, after: $after, includeArchived: true, orderBy: createdAt) {
       nodes {
         id number title description priority estimate dueDate createdAt updatedAt startedAt completedAt canceledAt archivedAt
-        state { type } parent { id } creator { ...RetascPerson } assignee { ...RetascPerson }
+        state { type name } parent { id } creator { ...RetascPerson } assignee { ...RetascPerson }
         ${Object.values(nested).join("\n        ")}
       }
       pageInfo { hasNextPage endCursor }
@@ -98,8 +100,8 @@ interface Connection<T> {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 type RawPerson = { id: string; name: string; email?: string | null } | null;
-type RawIssue = Omit<LinearIssue, "stateType" | "parentId" | "labels" | "comments" | "attachments" | "relations" | "creator" | "assignee"> & {
-  state: { type: string };
+type RawIssue = Omit<LinearIssue, "stateType" | "stateName" | "parentId" | "labels" | "comments" | "attachments" | "relations" | "creator" | "assignee"> & {
+  state: { type: string; name: string };
   parent: { id: string } | null;
   creator: RawPerson;
   assignee: RawPerson;
@@ -148,6 +150,7 @@ export async function fetchIssuePage(api: LinearApi, teamId: string, cursor: str
       canceledAt: raw.canceledAt,
       archivedAt: raw.archivedAt,
       stateType: raw.state.type,
+      stateName: raw.state.name,
       parentId: raw.parent?.id ?? null,
       creator: toPerson(raw.creator),
       assignee: toPerson(raw.assignee),

@@ -1,5 +1,5 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
-import type { SourceIssue, SourceReader, SourceRelationType } from "../pipeline/stream.ts";
+import type { SourceIssue, SourceMapping, SourceReader, SourceRelationType } from "../pipeline/stream.ts";
 import { sameOrigin } from "../pipeline/files.ts";
 import type { LinearApi } from "./client.ts";
 import { fetchIssuePage, type LinearIssue } from "./fetch.ts";
@@ -17,25 +17,36 @@ export function relationTypeOf(type: string): SourceRelationType {
   return type === "blocks" ? "blocks" : type === "duplicate" ? "duplicate" : "related";
 }
 
-/** A Linear issue in the pipeline's terms; Linear's ids stay bare (links made before the pipeline hold them so). */
-export function fromLinear(li: LinearIssue, teamKey: string, uploads: string): SourceIssue {
+const priorityNames = ["none", "urgent", "high", "medium", "low"];
+
+/**
+ * A Linear issue in the pipeline's terms; Linear's ids stay bare (links made before the pipeline
+ * hold them so). The owner's mapping names workflow states (In Review) and priorities (urgent);
+ * an issue it moves to done or canceled ends when Linear ended or last updated it.
+ */
+export function fromLinear(li: LinearIssue, teamKey: string, uploads: string, mapping: SourceMapping = {}): SourceIssue {
+  const byType = statusOf(li.stateType);
+  const status = mapping.statuses?.[li.stateName] ?? byType;
+  const sourcePriority = priorityNames[li.priority] ?? String(li.priority);
+  const ended = li.completedAt ?? li.canceledAt ?? li.updatedAt;
   return {
     id: li.id,
     number: li.number,
     key: `${teamKey}-${li.number}`,
     title: li.title,
     body: li.description,
-    status: statusOf(li.stateType),
-    priority: li.priority,
-    sourceStatus: li.stateType,
-    sourcePriority: ["none", "urgent", "high", "medium", "low"][li.priority] ?? String(li.priority),
+    status,
+    priority: mapping.priorities?.[sourcePriority] ?? li.priority,
+    sourceStatus: li.stateName,
+    sourcePriority,
     estimate: li.estimate,
     dueDate: li.dueDate,
     createdAt: li.createdAt,
     updatedAt: li.updatedAt,
     startedAt: li.startedAt,
-    completedAt: li.completedAt,
-    canceledAt: li.canceledAt,
+    // Linear's own times while its state type stands; a mapped status takes the issue's end.
+    completedAt: status === byType ? li.completedAt : status === "done" ? ended : null,
+    canceledAt: status === byType ? li.canceledAt : status === "canceled" ? ended : null,
     parentId: li.parentId,
     creator: li.creator,
     assignee: li.assignee,
@@ -48,12 +59,12 @@ export function fromLinear(li: LinearIssue, teamKey: string, uploads: string): S
 }
 
 /** A Linear team as the pipeline reads a source: Linear's cursor pages, mapped, and its uploaded files. */
-export function linearReader(api: LinearApi, teamId: string, teamKey: string): SourceReader {
+export function linearReader(api: LinearApi, teamId: string, teamKey: string, mapping: SourceMapping = {}): SourceReader {
   return {
     source: "linear",
     async readPage(cursor) {
       const page = await fetchIssuePage(api, teamId, cursor);
-      return { issues: page.issues.map((li) => fromLinear(li, teamKey, api.uploads)), next: page.hasNextPage ? page.endCursor : null };
+      return { issues: page.issues.map((li) => fromLinear(li, teamKey, api.uploads, mapping)), next: page.hasNextPage ? page.endCursor : null };
     },
     fetchFile: api.fetchFile,
   };

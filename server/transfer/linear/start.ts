@@ -5,7 +5,7 @@ import type { Ctx } from "../../context.ts";
 import { notFound } from "../../errors.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
-import { beginImport, oneProject, projectTarget } from "../pipeline/start.ts";
+import { beginImport, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
 import { linearApi, type Backoff } from "./client.ts";
 import { fetchTeams } from "./fetch.ts";
 import { linearReader } from "./normalize.ts";
@@ -13,7 +13,7 @@ import { linearReader } from "./normalize.ts";
 const apiKey = z.string({ error: "apiKey is required" }).trim().min(1, "apiKey is required").max(500);
 
 export const listTeamsInput = z.object({ apiKey });
-export const dryRunInput = z.object({ apiKey, teamId: z.string({ error: "teamId is required" }).trim().min(1, "teamId is required").max(200) });
+export const dryRunInput = z.object({ apiKey, teamId: z.string({ error: "teamId is required" }).trim().min(1, "teamId is required").max(200), mapping: sourceMappingInput });
 export const startInput = dryRunInput.extend(projectTarget).refine(...oneProject);
 
 /** The teams the key sees, each with the date it was last imported into this org (the Dash's re-import warning names it). */
@@ -36,7 +36,7 @@ async function linearSource(ctx: Ctx, input: z.output<typeof dryRunInput>, backo
   const api = linearApi(ctx.config, input.apiKey, backoff);
   const team = (await fetchTeams(api)).find((t) => t.id === input.teamId);
   if (!team) throw notFound(`Linear team ${input.teamId}`, "listLinearTeams names the teams this key sees.");
-  return { team, reader: linearReader(api, team.id, team.key.toUpperCase()) };
+  return { team, reader: linearReader(api, team.id, team.key.toUpperCase(), input.mapping) };
 }
 
 /** What importing the team would do, read but not written (../pipeline/dry-run.ts). */

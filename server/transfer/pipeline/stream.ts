@@ -87,6 +87,16 @@ export interface SourceIssue {
   relations: SourceRelation[];
 }
 
+/**
+ * The owner's mapping of a source's own status and priority names (`sourceStatus`,
+ * `sourcePriority`) to ours, over the adapter's defaults; the dry run shows both, the apply takes
+ * what the run was started with.
+ */
+export interface SourceMapping {
+  statuses?: Record<string, IssueStatus>;
+  priorities?: Record<string, number>;
+}
+
 export interface SourcePage {
   issues: SourceIssue[];
   /** Where the next page starts, null on the last one. */

@@ -1,6 +1,6 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
-import type { ReadNotice, SourceComment, SourceIssue, SourceLabel, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
+import type { ReadNotice, SourceComment, SourceIssue, SourceLabel, SourceMapping, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
 import type { ShortcutApi } from "./client.ts";
 import { fetchShortcutPage, fetchShortcutWorkspace, type ShortcutEpic, type ShortcutLabel, type ShortcutStory, type ShortcutThreadedComment, type ShortcutWorkspace } from "./fetch.ts";
 
@@ -15,11 +15,6 @@ import { fetchShortcutPage, fetchShortcutWorkspace, type ShortcutEpic, type Shor
  * a story's tasks are a checklist under its description; uploaded files on Shortcut's hosts are
  * files, linked files (Drive, Dropbox…) links.
  */
-export interface ShortcutMapping {
-  statuses?: Record<string, IssueStatus>;
-  priorities?: Record<string, number>;
-}
-
 export function stateTypeStatus(type: string): IssueStatus {
   if (type === "started") return "doing";
   if (type === "done") return "done";
@@ -29,13 +24,13 @@ export function stateTypeStatus(type: string): IssueStatus {
 const epicStates: Record<string, IssueStatus> = { "to do": "todo", "in progress": "doing", done: "done" };
 export const epicSourceStatus = (state: string) => `Epic: ${state}`;
 
-export function shortcutStatus(name: string, type: string, mapping: ShortcutMapping = {}): IssueStatus {
+export function shortcutStatus(name: string, type: string, mapping: SourceMapping = {}): IssueStatus {
   return mapping.statuses?.[name] ?? stateTypeStatus(type);
 }
 
 const defaultPriorities: Record<string, number> = { urgent: 1, highest: 1, critical: 1, high: 2, medium: 3, normal: 3, low: 4, lowest: 4 };
 
-export function shortcutPriority(name: string | undefined, mapping: ShortcutMapping = {}): number {
+export function shortcutPriority(name: string | undefined, mapping: SourceMapping = {}): number {
   if (!name) return 0;
   return mapping.priorities?.[name] ?? defaultPriorities[name.toLowerCase()] ?? 0;
 }
@@ -55,7 +50,7 @@ function idsOf(ws: ShortcutWorkspace) {
   return { id, person, labels };
 }
 
-export function fromShortcutStory(ws: ShortcutWorkspace, story: ShortcutStory, fileOrigins: string[], mapping: ShortcutMapping = {}): SourceIssue {
+export function fromShortcutStory(ws: ShortcutWorkspace, story: ShortcutStory, fileOrigins: string[], mapping: SourceMapping = {}): SourceIssue {
   const { id, person, labels } = idsOf(ws);
   const state = ws.states.get(story.workflow_state_id) ?? { id: story.workflow_state_id, name: `State ${story.workflow_state_id}`, type: "unstarted" };
   const status = shortcutStatus(state.name, state.type, mapping);
@@ -105,7 +100,7 @@ export function fromShortcutStory(ws: ShortcutWorkspace, story: ShortcutStory, f
   };
 }
 
-export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapping: ShortcutMapping = {}): SourceIssue {
+export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapping: SourceMapping = {}): SourceIssue {
   const { id, person, labels } = idsOf(ws);
   const sourceStatus = epicSourceStatus(epic.state);
   const status = mapping.statuses?.[sourceStatus] ?? epicStates[epic.state] ?? "todo";
@@ -146,7 +141,7 @@ export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapp
 }
 
 /** A Shortcut team as the pipeline reads a source: its stories, and their epics as they are first named. */
-export function shortcutReader(api: ShortcutApi, groupId: string, mapping: ShortcutMapping = {}): SourceReader {
+export function shortcutReader(api: ShortcutApi, groupId: string, mapping: SourceMapping = {}): SourceReader {
   let workspace: ShortcutWorkspace | null = null;
   const epicsSeen = new Set<number>();
   return {
