@@ -3,7 +3,7 @@ import type { Route } from "./+types/dash.settings.import";
 import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { readForm } from "../forms.server.ts";
-import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
+import { claimGhost, dryRunLinearImport, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, startAsanaImport } from "../../server/transfer/asana/index.ts";
 import { dryRunShortcutImport, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
@@ -18,6 +18,7 @@ import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
 import { TOKEN_SOURCES, TokenImportForm, type TokenSource } from "../components/dash/import-token-form.tsx";
 import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
 import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
+import { carriedMapping, ImportMapping, mappingOf } from "../components/dash/import-mapping.tsx";
 import "../components/dash/dash.css";
 
 const sources = { linear: "Linear", jira: "Jira", asana: "Asana", shortcut: "Shortcut", clickup: "ClickUp", csv: "a CSV file" } as const;
@@ -50,9 +51,11 @@ export async function loader({ request, context }: Route.LoaderArgs) {
 }
 
 /**
- * `teams`: the teams the pasted key sees; `start`: the import (a re-import only once its
- * warning is confirmed); `claim`: "That's me". The key is read from the form and passed on,
- * never returned, logged or put in a URL; the services check the role.
+ * `teams`: the teams the pasted key sees; `dry-run`: what the import would do; `start`: the
+ * import (a Linear re-import only once its warning is confirmed); `claim`: "That's me". Every
+ * source's dry run and start take the status and priority mapping the form carries (the dry
+ * run's selects). The key is read from the form and passed on, never returned, logged or put in
+ * a URL; the services check the role.
  */
 export async function action({ request, context }: Route.ActionArgs) {
   const { ctx } = await requireMember(request, context);
@@ -62,6 +65,7 @@ export async function action({ request, context }: Route.ActionArgs) {
   const apiKey = text("apiKey");
   const source = sourceOf(text("source"));
   const target = text("target");
+  const mapping = mappingOf(form);
   // What the form had, given back so a step keeps it (never a credential).
   const values = Object.fromEntries([...form].filter(([k, v]) => typeof v === "string" && !["apiToken", "apiKey", "accessToken", "csv", "intent"].includes(k)).map(([k, v]) => [k, String(v)]));
   const result = await attempt(context.log, async () => {
@@ -70,7 +74,7 @@ export async function action({ request, context }: Route.ActionArgs) {
       return { claimed: "Claimed: that history is yours now." };
     }
     if (source === "jira") {
-      const input = { site: text("site"), email: text("email"), apiToken: text("apiToken"), projectKey: text("projectKey") };
+      const input = { site: text("site"), email: text("email"), apiToken: text("apiToken"), projectKey: text("projectKey"), mapping };
       if (intent === "dry-run") return { values, dryRun: await dryRunJiraImport(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.projectKey.toUpperCase() } };
       return { runId: (await startJiraImport(ctx, { ...input, ...into })).runId };
@@ -78,7 +82,7 @@ export async function action({ request, context }: Route.ActionArgs) {
     if (isTokenSource(source)) {
       const { token, what } = TOKEN_SOURCES[source];
       // Each service parses its own input (zod): the form's two fields go to it by their names.
-      const input = { [token.name]: text(token.name), [what.name]: text(what.name) } as never;
+      const input = { [token.name]: text(token.name), [what.name]: text(what.name), mapping } as never;
       if (intent === "dry-run") return { values, dryRun: await tokenImports[source].dryRun(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
       return { runId: (await tokenImports[source].start(ctx, { ...(input as object), ...into } as never)).runId };
@@ -89,20 +93,21 @@ export async function action({ request, context }: Route.ActionArgs) {
       const preview = await previewCsvImport(ctx, { csv });
       if (intent === "preview") return { values: { ...values, name: file && typeof file !== "string" ? file.name : "" }, csv, preview };
       const columns = Object.fromEntries([...form].filter(([k, v]) => k.startsWith("column.") && v).map(([k, v]) => [k.slice("column.".length), String(v)]));
-      const statuses = Object.fromEntries([...form].filter(([k]) => k.startsWith("status.")).map(([k, v]) => [k.slice("status.".length), String(v)]));
-      const input = { csv, name: text("name"), mapping: { columns, statuses, priorities: preview.priorities } } as Parameters<typeof startCsvImport>[1];
+      const input = { csv, name: text("name"), mapping: { columns, ...mapping } } as Parameters<typeof startCsvImport>[1];
       if (intent === "dry-run") return { values, csv, preview, dryRun: await dryRunCsvImport(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.name, prefix: text("prefix") } };
       return { runId: (await startCsvImport(ctx, { ...input, ...into })).runId };
     }
     const teams = await listLinearTeams(ctx, { apiKey });
-    if (intent !== "start") return { teams };
+    if (intent !== "start" && intent !== "dry-run") return { teams };
     const teamId = text("teamId");
+    if (intent === "dry-run") return { teams, values, dryRun: await dryRunLinearImport(ctx, { apiKey, teamId, mapping }) };
     const team = teams.find((t) => t.id === teamId);
-    if (team?.lastImportAt && form.get("confirm") !== "on") return { teams, confirm: { teamId, lastImportAt: team.lastImportAt } };
+    if (team?.lastImportAt && form.get("confirm") !== "on") return { teams, values, confirm: { teamId, lastImportAt: team.lastImportAt } };
     const started = await startLinearImport(ctx, {
       apiKey,
       teamId,
+      mapping,
       ...(target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || team?.name || "" } }),
     });
     return { runId: started.runId };
@@ -119,6 +124,8 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
   const csv = actionData && "csv" in actionData ? (actionData.csv as string) : null;
   const teams = actionData && "teams" in actionData ? (actionData.teams ?? null) : null;
   const confirm = actionData && "confirm" in actionData ? (actionData.confirm ?? null) : null;
+  // A step that answered without a dry run (a refusal, the re-import warning) draws the mapping it was sent again, so it is not lost.
+  const carried = dryRun ? null : carriedMapping(values);
   return (
     <div className="flex flex-col gap-6">
       <h1 className="text-2xl font-semibold">{`Import from ${sources[source]}`}</h1>
@@ -150,8 +157,15 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
           {!status || status.phase === "done" || status.phase === "failed" ? (
             <>
               {dryRun ? <ImportDryRun report={dryRun} /> : null}
+              {carried && carried.statuses.length + carried.priorities.length > 0 ? (
+                <Card title="Mapping">
+                  <div className="flex flex-col gap-3 text-sm">
+                    <ImportMapping statuses={carried.statuses} priorities={carried.priorities} />
+                  </div>
+                </Card>
+              ) : null}
               <Card title={isTokenSource(source) ? TOKEN_SOURCES[source].title : source === "linear" ? "Import a team" : source === "csv" ? "Import a file" : "Import a project"}>
-                {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} /> : null}
+                {source === "linear" ? <LinearKeyForm teams={teams} projects={projects} confirm={confirm} values={values} /> : null}
                 {source === "jira" ? <JiraImportForm projects={projects} values={values} /> : null}
                 {isTokenSource(source) ? <TokenImportForm source={source} projects={projects} values={values} /> : null}
                 {source === "csv" ? <CsvImportForm projects={projects} preview={preview} csv={csv} values={values} /> : null}

@@ -72,3 +72,10 @@ export function useDashApp(env: Record<string, string> = {}) {
     },
   };
 }
+
+/** The value a server-rendered page's `<select name=…>` has selected (its default), or null without one; `name` as the form sends it. */
+export function selectedIn(html: string, name: string): string | null {
+  const escaped = name.replace(/&/g, "&amp;").replace(/'/g, "&#x27;").replace(/"/g, "&quot;").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const select = new RegExp(`<select[^>]*name="${escaped}"[^>]*>(.*?)</select>`, "s").exec(html);
+  return select ? (/<option value="([^"]*)" selected="">/.exec(select[1]!)?.[1] ?? null) : null;
+}

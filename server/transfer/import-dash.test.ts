@@ -1,8 +1,10 @@
 import crypto from "node:crypto";
+import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Keyring } from "../crypto/index.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { seedOwnedOrg, selectedIn, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
@@ -78,7 +80,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const dry = await post("jira", new URLSearchParams({ ...fields, intent: "dry-run" }));
     expect(dry.status).toBe(200);
     expect(dry.body).toContain("Dry run: nothing was written");
-    expect(dry.body).toMatch(/<td>In Progress<\/td><td>doing<\/td>/);
+    expect(selectedIn(dry.body, "status.In Progress")).toBe("doing");
     const wrong = await post("jira", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
     expect(wrong.body).toContain("Jira refused the email and API token");
     const started = await post("jira", new URLSearchParams({ ...fields, intent: "start" }));
@@ -95,7 +97,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const dry = await post("asana", new URLSearchParams({ ...fields, intent: "dry-run" }));
     expect(dry.status).toBe(200);
     expect(dry.body).toContain("Dry run: nothing was written");
-    expect(dry.body).toMatch(/<td>In Progress<\/td><td>doing<\/td>/);
+    expect(selectedIn(dry.body, "status.In Progress")).toBe("doing");
     expect(dry.body).not.toContain(asana.token);
     const wrong = await post("asana", new URLSearchParams({ ...fields, accessToken: "nope", intent: "dry-run" }));
     expect(wrong.body).toContain("Asana refused the token");
@@ -113,7 +115,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const dry = await post("shortcut", new URLSearchParams({ ...fields, intent: "dry-run" }));
     expect(dry.status).toBe(200);
     expect(dry.body).toContain("Dry run: nothing was written");
-    expect(dry.body).toMatch(/<td>In Development<\/td><td>doing<\/td>/);
+    expect(selectedIn(dry.body, "status.In Development")).toBe("doing");
     const wrong = await post("shortcut", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
     expect(wrong.body).toContain("Shortcut refused the token");
     const started = await post("shortcut", new URLSearchParams({ ...fields, intent: "start" }));
@@ -123,7 +125,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     expect(await finished(started.location!)).toContain(`${30 + epics} created`);
   });
 
-  it("ClickUp: a dry run shows the statuses' mapping and writes nothing; the import runs to its end", async () => {
+  it("ClickUp: a dry run shows the statuses' mapping and writes nothing; the mapping changed there is the one the import applies", async () => {
     const shown = await record(await fetch(page("clickup"), { headers: { cookie: owner.cookie } }));
     expect(shown.body).toContain("Import from ClickUp");
     expect(shown.body).toContain('name="location"');
@@ -131,13 +133,27 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const dry = await post("clickup", new URLSearchParams({ ...fields, intent: "dry-run" }));
     expect(dry.status).toBe(200);
     expect(dry.body).toContain("Dry run: nothing was written");
-    expect(dry.body).toMatch(/<td>in progress<\/td><td>doing<\/td>/);
-    const wrong = await post("clickup", new URLSearchParams({ ...fields, apiToken: "nope", intent: "dry-run" }));
+    expect(selectedIn(dry.body, "status.in progress")).toBe("doing");
+    expect(selectedIn(dry.body, "status.review")).toBe("doing");
+    expect(selectedIn(dry.body, "priority.urgent")).toBe("1");
+    // The dry run's selects, changed: sent with the next dry run, they are what it shows; refused, they are drawn again.
+    const mapping = { "status.review": "canceled", "priority.urgent": "4" };
+    const remapped = await post("clickup", new URLSearchParams({ ...fields, ...mapping, intent: "dry-run" }));
+    expect(selectedIn(remapped.body, "status.review")).toBe("canceled");
+    expect(selectedIn(remapped.body, "priority.urgent")).toBe("4");
+    const wrong = await post("clickup", new URLSearchParams({ ...fields, ...mapping, apiToken: "nope", intent: "dry-run" }));
     expect(wrong.body).toContain("ClickUp refused the token");
-    const started = await post("clickup", new URLSearchParams({ ...fields, intent: "start" }));
+    expect(selectedIn(wrong.body, "status.review")).toBe("canceled");
+    const started = await post("clickup", new URLSearchParams({ ...fields, ...mapping, intent: "start" }));
     expect(started.status, started.body.slice(0, 400)).toBe(302);
     expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=clickup$/);
     expect(await finished(started.location!)).toContain(`${clickup.workspace.tasks.length} created`);
+    const tasks = clickup.workspace.tasks;
+    const [counts] = await query<{ canceled: number; low: number }>(database.database.db, sql`select count(*) filter (where i.status = 'canceled')::int as canceled, count(*) filter (where i.priority = 4)::int as low from issues i join projects p on p.id = i.project_id where p.prefix = 'CUP'`);
+    expect(counts).toEqual({
+      canceled: tasks.filter((t) => t.status.status === "review" || t.status.status === "won't do").length,
+      low: tasks.filter((t) => t.priority?.priority === "urgent" || t.priority?.priority === "low").length,
+    });
   });
 
   it("CSV: the upload is previewed with a guessed mapping, changed, dry run, then imported", async () => {
@@ -153,7 +169,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const mapping = { source: "csv", csv: csv.replace(/^\n/, ""), "column.id": "Key", "column.title": "Summary", "column.status": "State", "status.Done": "canceled", "status.Open": "todo", name: "tasks.csv", target: "new", projectName: "Tasks", prefix: "TSK" };
     const dry = await post("csv", new URLSearchParams({ ...mapping, intent: "dry-run" }));
     expect(dry.body).toContain("Dry run: nothing was written");
-    expect(dry.body).toMatch(/<td>Done<\/td><td>canceled<\/td>/);
+    expect(selectedIn(dry.body, "status.Done")).toBe("canceled");
     const started = await post("csv", new URLSearchParams({ ...mapping, intent: "start" }));
     expect(started.status, started.body.slice(0, 400)).toBe(302);
     expect(await finished(started.location!)).toContain("2 created");

@@ -1,12 +1,13 @@
 import crypto from "node:crypto";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { user } from "../../db/schema/index.ts";
 import { waitFor } from "../testing/wait.ts";
 import { Keyring } from "../crypto/index.ts";
 import { ensureMember } from "../orgs/index.ts";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
-import { seedOwnedOrg, signUpOverHttp } from "../testing/dash.ts";
+import { query } from "../../db/client.ts";
+import { seedOwnedOrg, selectedIn, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 
@@ -80,7 +81,7 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Linear import (needs TEST
     expect(refused.body).not.toContain("Engineering");
   });
 
-  it("lists the key's teams, refuses a wrong key in words, imports with progress, then warns before a re-import and refuses a second run", async () => {
+  it("lists the key's teams, refuses a wrong key in words, dry runs with the owner's mapping, imports with it and progress, then warns before a re-import (the mapping kept) and refuses a second run", async () => {
     const form = await get(owner.cookie);
     expect(form.body).toMatch(/<input[^>]*name="apiKey"[^>]*type="password"|<input[^>]*type="password"[^>]*name="apiKey"/);
 
@@ -95,7 +96,18 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Linear import (needs TEST
     expect(teams.body).not.toContain("last imported");
 
     const teamId = linear.workspace.team.id;
-    const started = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: "new", projectName: "Engineering" });
+    // The dry run shows Linear's states by name, each a select of the form; the mapping sent is the one shown and the one applied.
+    const plain = await post(owner.cookie, { intent: "dry-run", apiKey: linear.apiKey, teamId, target: "new", projectName: "Engineering" });
+    expect(plain.body).toContain("Dry run: nothing was written");
+    expect(selectedIn(plain.body, "status.In Review")).toBe("doing");
+    expect(selectedIn(plain.body, "priority.urgent")).toBe("1");
+    expect(plain.body).toMatch(/<select form="import-form" name="status.In Review"/);
+    const mapping = { "status.In Review": "done", "priority.urgent": "4" };
+    const dry = await post(owner.cookie, { intent: "dry-run", apiKey: linear.apiKey, teamId, target: "new", projectName: "Engineering", ...mapping });
+    expect(selectedIn(dry.body, "status.In Review")).toBe("done");
+    expect(selectedIn(dry.body, "priority.urgent")).toBe("4");
+    expect(dry.body).toMatch(new RegExp(`<input(?=[^>]*value="${teamId}")(?=[^>]*checked="")[^>]*name="teamId"`));
+    const started = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: "new", projectName: "Engineering", ...mapping });
     expect(started.status).toBe(302);
     const runPath = new URL(started.location!, app.url).pathname + new URL(started.location!, app.url).search;
     expect(runPath).toMatch(/^\/dash\/settings\/import\?run=[0-9a-f-]{36}$/);
@@ -105,6 +117,13 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Linear import (needs TEST
     expect(progressOf(done)?.slice(1)).toEqual(["50", "50"]);
     expect(done).toContain("50 created, 0 updated, 0 unchanged");
     expect(done).toContain('href="/dash/queue"');
+    const w = linear.workspace;
+    const inReview = new Set(w.issues.filter((i) => w.states.find((s) => s.id === i.stateId)!.name === "In Review").map((i) => i.number));
+    const urgent = new Set(w.issues.filter((i) => i.priority === 1).map((i) => i.number));
+    expect(inReview.size * urgent.size).toBeGreaterThan(0);
+    const rows = await query<{ number: number; status: string; priority: number }>(database.database.db, sql`select i.number, i.status, i.priority from issues i join projects p on p.id = i.project_id where p.prefix = 'ENG'`);
+    expect(rows.filter((r) => r.status === "done" && inReview.has(r.number)).length).toBe(inReview.size);
+    expect(rows.filter((r) => urgent.has(r.number)).map((r) => r.priority)).toEqual([...urgent].map(() => 4));
 
     // Again: the page names the last import's date and asks first; unconfirmed, nothing starts.
     const again = await post(owner.cookie, { intent: "teams", apiKey: linear.apiKey });
@@ -112,13 +131,14 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Linear import (needs TEST
     expect(lastImport).toBeDefined();
     const projectId = /<option value="([0-9a-f-]{36})"[^>]*>ENG · Engineering \(an earlier import of ENG\)<\/option>/.exec(again.body.replaceAll("<!-- -->", ""))?.[1];
     expect(projectId).toBeDefined();
-    const asked = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: projectId! });
+    const asked = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: projectId!, ...mapping });
     expect(asked.status).toBe(200);
+    expect(selectedIn(asked.body, "status.In Review")).toBe("done");
     expect(asked.body.replaceAll("<!-- -->", "")).toContain(`ENG was last imported ${lastImport}. Importing it again overwrites edits made in Retasc to imported`);
 
     // Confirmed, it starts; its first page is held back by a rate limit, so a second start meets the running one.
     linear.rateLimitAt(3, { kind: "http429", retryAfterSeconds: 3 });
-    const confirmed = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: projectId!, confirm: "on" });
+    const confirmed = await post(owner.cookie, { intent: "start", apiKey: linear.apiKey, teamId, target: projectId!, confirm: "on", ...mapping });
     expect(confirmed.status).toBe(302);
     const running = await get(owner.cookie, new URL(confirmed.location!, app.url).pathname + new URL(confirmed.location!, app.url).search);
     expect(running.body).toContain("Fetching from Linear");

@@ -1,5 +1,6 @@
 import { Form } from "react-router";
 import { Button, Field, Select } from "../ui.tsx";
+import { IMPORT_FORM } from "./import-mapping.tsx";
 import { ImportTarget } from "./import-target.tsx";
 
 export interface CsvPreview {
@@ -26,12 +27,12 @@ const fields: [string, string][] = [
   ["parent", "Parent (a row id)"],
   ["blockedBy", "Blocked by (row ids)"],
 ];
-const statuses = ["todo", "doing", "done", "canceled"];
 
 /**
  * A CSV in two steps: the file, then its preview with a column picked for each field (guessed
- * from the header) and a status for each value, then a dry run or the import. The file's text
- * rides along in the form between the steps, so nothing is kept on the server.
+ * from the header), then a dry run (whose mapping of the status and priority values the owner
+ * changes, as for every source) or the import. The file's text rides along in the form between
+ * the steps, so nothing is kept on the server.
  */
 export function CsvImportForm(props: { projects: { id: string; prefix: string; name: string }[]; preview: CsvPreview | null; csv: string | null; values: Record<string, string> }) {
   const { projects, preview, csv, values } = props;
@@ -53,7 +54,7 @@ export function CsvImportForm(props: { projects: { id: string; prefix: string; n
   }
   const columnOptions = [{ value: "", label: "(none)" }, ...preview.columns.map((c) => ({ value: c, label: c }))];
   return (
-    <Form method="post" className="flex flex-col gap-4" data-testid="csv-mapping">
+    <Form id={IMPORT_FORM} method="post" className="flex flex-col gap-4" data-testid="csv-mapping">
       <input type="hidden" name="source" value="csv" />
       <textarea name="csv" defaultValue={csv} hidden readOnly aria-hidden="true" tabIndex={-1} />
       <p className="text-sm">{preview.rowCount} rows. The first of them:</p>
@@ -87,14 +88,6 @@ export function CsvImportForm(props: { projects: { id: string; prefix: string; n
           <Select key={field} label={label} name={`column.${field}`} defaultValue={values[`column.${field}`] ?? preview.mapping.columns[field] ?? ""} options={columnOptions} />
         ))}
       </fieldset>
-      {Object.keys(preview.statuses).length > 0 ? (
-        <fieldset className="grid gap-3 sm:grid-cols-2">
-          <legend className="mb-1 text-sm font-medium text-stone-800">Statuses</legend>
-          {Object.entries(preview.statuses).map(([value, status]) => (
-            <Select key={value} label={`“${value}”`} name={`status.${value}`} defaultValue={values[`status.${value}`] ?? status} options={statuses.map((s) => ({ value: s, label: s }))} />
-          ))}
-        </fieldset>
-      ) : null}
       <Field label="File name" name="name" required defaultValue={values.name} hint="The same name imported again updates the issues it made." />
       <ImportTarget projects={projects} values={values} askPrefix />
     </Form>

@@ -1,4 +1,5 @@
 import { Card } from "../ui.tsx";
+import { ImportMapping } from "./import-mapping.tsx";
 
 export interface DryRunReport {
   source: string;
@@ -19,9 +20,7 @@ export function attachmentsLine(counts: Record<string, number>, linkReasons: Rec
   return `${counts.filesCopied ?? 0} attachment files copied, ${counts.linksKept ?? 0} kept as links${why.length > 0 ? ` (${why.join(", ")})` : ""}`;
 }
 
-const priorityWords = ["none", "urgent", "high", "medium", "low"];
-
-/** What a run would do, read from the source but not written: counts, the mapping, placeholders, what stays behind. */
+/** What a run would do, read from the source but not written: counts, the mapping (the owner changes it here), placeholders, what stays behind. */
 export function ImportDryRun({ report }: { report: DryRunReport }) {
   const c = report.counts;
   return (
@@ -32,44 +31,7 @@ export function ImportDryRun({ report }: { report: DryRunReport }) {
           {c.attachments > 0 ? ` ${attachmentsLine(c, report.linkReasons)}.` : ""}
           {report.known.issues > 0 ? ` ${report.known.issues} of the issues are here from an earlier import: they are updated in place.` : ""}
         </p>
-        <table className="w-full text-left">
-          <caption className="text-left font-medium">Statuses</caption>
-          <thead>
-            <tr>
-              <th scope="col">There</th>
-              <th scope="col">Here</th>
-              <th scope="col">Issues</th>
-            </tr>
-          </thead>
-          <tbody>
-            {report.statuses.map((s) => (
-              <tr key={`${s.from}-${s.to}`}>
-                <td>{s.from}</td>
-                <td>{s.to}</td>
-                <td>{s.issues}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <table className="w-full text-left">
-          <caption className="text-left font-medium">Priorities</caption>
-          <thead>
-            <tr>
-              <th scope="col">There</th>
-              <th scope="col">Here</th>
-              <th scope="col">Issues</th>
-            </tr>
-          </thead>
-          <tbody>
-            {report.priorities.map((p) => (
-              <tr key={`${p.from}-${p.to}`}>
-                <td>{p.from || "(none)"}</td>
-                <td>{priorityWords[p.to] ?? p.to}</td>
-                <td>{p.issues}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ImportMapping statuses={report.statuses} priorities={report.priorities} />
         {report.ghosts.length > 0 ? (
           <p>
             Placeholders for {report.ghosts.length} {report.ghosts.length === 1 ? "person" : "people"}, each claimable by whoever has the email the source gave:{" "}

@@ -1,5 +1,6 @@
 import { Form } from "react-router";
 import { Field } from "../ui.tsx";
+import { IMPORT_FORM } from "./import-mapping.tsx";
 import { ImportTarget } from "./import-target.tsx";
 
 /**
@@ -10,7 +11,7 @@ import { ImportTarget } from "./import-target.tsx";
 export function JiraImportForm(props: { projects: { id: string; prefix: string; name: string }[]; values: Record<string, string> }) {
   const { projects, values } = props;
   return (
-    <Form method="post" className="flex flex-col gap-4" autoComplete="off">
+    <Form id={IMPORT_FORM} method="post" className="flex flex-col gap-4" autoComplete="off">
       <input type="hidden" name="source" value="jira" />
       <Field label="Jira site" name="site" type="url" required defaultValue={values.site} placeholder="https://your-team.atlassian.net" hint="Your Jira site's https address: Cloud (your-team.atlassian.net) or Data Center." />
       <Field label="Atlassian account email" name="email" type="email" defaultValue={values.email} autoComplete="off" hint="Jira Cloud only; empty for a Data Center site." />

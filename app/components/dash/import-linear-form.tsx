@@ -1,6 +1,7 @@
 import { Form } from "react-router";
 import { stamp } from "./format.ts";
 import { Button, Field, Select } from "../ui.tsx";
+import { IMPORT_FORM } from "./import-mapping.tsx";
 
 interface Team {
   id: string;
@@ -11,23 +12,25 @@ interface Team {
 }
 
 /**
- * Paste the key, list its teams, pick one and the target, start. The key field is a password
- * field the server never fills: with JS the browser keeps what was pasted between the steps;
- * without, the page asks for it again (it is kept nowhere).
+ * Paste the key, list its teams, pick one and the target, then a dry run (its mapping the owner
+ * may change) or the import. The key field is a password field the server never fills: with JS
+ * the browser keeps what was pasted between the steps; without, the page asks for it again (it
+ * is kept nowhere).
  */
 export function LinearKeyForm(props: {
   teams: Team[] | null;
   projects: { id: string; prefix: string; name: string }[];
   confirm: { teamId: string; lastImportAt: string } | null;
+  values: Record<string, string>;
 }) {
-  const { teams, projects, confirm } = props;
+  const { teams, projects, confirm, values } = props;
   const keys = new Set(teams?.map((t) => t.key.toUpperCase()));
   const earlier = projects.filter((p) => keys.has(p.prefix));
   const confirming = teams?.find((t) => t.id === confirm?.teamId);
-  // The team checked at first, and into the project an earlier import of it made, if any.
-  const picked = confirming ?? teams?.[0];
+  // The team checked at first (the one a dry run was of), and into the project an earlier import of it made, if any.
+  const picked = confirming ?? teams?.find((t) => t.id === values.teamId) ?? teams?.[0];
   return (
-    <Form method="post" className="flex flex-col gap-4" autoComplete="off">
+    <Form id={IMPORT_FORM} method="post" className="flex flex-col gap-4" autoComplete="off">
       <Field
         label="Linear API key"
         name="apiKey"
@@ -63,10 +66,10 @@ export function LinearKeyForm(props: {
             <Select
               label="Into"
               name="target"
-              defaultValue={earlier.find((p) => p.prefix === picked?.key.toUpperCase())?.id ?? "new"}
+              defaultValue={values.target ?? earlier.find((p) => p.prefix === picked?.key.toUpperCase())?.id ?? "new"}
               options={[{ value: "new", label: "A new project" }, ...earlier.map((p) => ({ value: p.id, label: `${p.prefix} · ${p.name} (an earlier import of ${p.prefix})` }))]}
             />
-            <Field label="New project's name" name="projectName" hint="Only for a new project; its prefix is the team's key. Empty: the team's name." />
+            <Field label="New project's name" name="projectName" defaultValue={values.projectName} hint="Only for a new project; its prefix is the team's key. Empty: the team's name." />
             {confirm ? (
               <div role="alert" className="flex flex-col gap-2 rounded border border-amber-300 bg-amber-50 p-3 text-sm text-amber-950" data-testid="reimport-warning">
                 <p className="font-medium">
@@ -78,7 +81,10 @@ export function LinearKeyForm(props: {
                 </label>
               </div>
             ) : null}
-            <div>
+            <div className="flex gap-2">
+              <Button name="intent" value="dry-run" tone="secondary">
+                Dry run
+              </Button>
               <Button name="intent" value="start">
                 {confirm ? "Import again" : "Start import"}
               </Button>

@@ -1,5 +1,6 @@
 import { Form } from "react-router";
 import { Field } from "../ui.tsx";
+import { IMPORT_FORM } from "./import-mapping.tsx";
 import { ImportTarget } from "./import-target.tsx";
 
 /**
@@ -37,7 +38,7 @@ export function TokenImportForm(props: { source: TokenSource; projects: { id: st
   const { source, projects, values } = props;
   const { token, what, emptyName } = TOKEN_SOURCES[source];
   return (
-    <Form method="post" className="flex flex-col gap-4" autoComplete="off">
+    <Form id={IMPORT_FORM} method="post" className="flex flex-col gap-4" autoComplete="off">
       <input type="hidden" name="source" value={source} />
       <Field label={token.label} name={token.name} type="password" required autoComplete="off" hint={`${token.hint} Used for this import only, never stored; paste it again for each step without JavaScript.`} />
       <Field label={what.label} name={what.name} required defaultValue={values[what.name]} placeholder={what.placeholder} hint={what.hint} />
