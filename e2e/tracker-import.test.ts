@@ -4,19 +4,24 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../test/fakes/asana.ts";
 import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../test/fakes/shortcut.ts";
+import { generateClickUpWorkspace, startFakeClickUp, type FakeClickUp } from "../test/fakes/clickup.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 
 /**
- * An owner imports a Jira project, an Asana project, a Shortcut team and a CSV from the Dash in Chromium against the local Jira:
- * the dry run (counts, the mapping, placeholders, what stays behind), then the run's progress
- * to its end; the CSV uploaded, its columns picked from the preview. The dry run and the CSV
- * mapping are checked at 1280 and 390 px for overflow and axe's serious violations.
+ * An owner imports a Jira Cloud project, an Asana project, a Shortcut team, a ClickUp Space, a
+ * Jira Data Center project and a CSV from the Dash in Chromium against the local trackers: the
+ * dry run (counts, the mapping, placeholders, what stays behind), then the run's progress to its
+ * end; the ClickUp mapping changed in the dry run and seen applied in the queue; the CSV
+ * uploaded, its columns picked from the preview. The dry runs and the CSV mapping are checked at
+ * 1280 and 390 px for overflow and axe's serious violations.
  */
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 let jira: FakeJira;
 let asana: FakeAsana;
 let shortcut: FakeShortcut;
+let clickup: FakeClickUp;
+let jiraDc: FakeJira;
 let app: E2eApp;
 let browser: Browser;
 let ada: Person;
@@ -25,8 +30,13 @@ beforeAll(async () => {
   jira = await startFakeJira({ project: generateJiraProject({ issues: 60, key: "EJ" }) });
   asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 30 }) });
   shortcut = await startFakeShortcut({ workspace: generateShortcutWorkspace({ stories: 30 }) });
-  const hosts = [jira.url, asana.url, shortcut.url].map((u) => new URL(u).host).join(",");
-  [app, browser] = await Promise.all([startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: hosts, ASANA_API_URL: asana.url, SHORTCUT_API_URL: shortcut.url }), launchBrowser()]);
+  clickup = await startFakeClickUp({ workspace: generateClickUpWorkspace({ tasks: 8, inFolder: 2 }) });
+  jiraDc = await startFakeJira({ project: generateJiraProject({ issues: 20, key: "DCE" }), deployment: "dataCenter" });
+  const hosts = [jira.url, asana.url, shortcut.url, clickup.url, jiraDc.url].map((u) => new URL(u).host).join(",");
+  [app, browser] = await Promise.all([
+    startE2eApp({ OUTBOX_POLL_MS: "200", RETASC_WORKERS: "inline", RETASC_IMPORT_ALLOW_HOSTS: hosts, ASANA_API_URL: asana.url, SHORTCUT_API_URL: shortcut.url, CLICKUP_API_URL: clickup.url }),
+    launchBrowser(),
+  ]);
   ada = await signUp(browser, app, "Ada");
   await ada.page.getByLabel("Org name").fill("Analytical");
   await ada.page.getByRole("button", { name: "Create org" }).click();
@@ -38,6 +48,8 @@ afterAll(async () => {
   await jira?.close();
   await asana?.close();
   await shortcut?.close();
+  await clickup?.close();
+  await jiraDc?.close();
   removeTemps();
 });
 
@@ -133,6 +145,48 @@ test("Shortcut: the dry run, then the run's progress to its end", async () => {
   expect(errors).toEqual([]);
 }, 240_000);
 
+test("ClickUp: the mapping changed in the dry run is the one the import applies", async () => {
+  const page = await checkedPage();
+  const { errors } = watchConsole(page);
+  await page.goto(`${app.url}/dash/settings/import?source=clickup`);
+  await page.getByLabel("ClickUp personal API token").fill(clickup.token);
+  await page.getByLabel("ClickUp List or Space").fill(`https://app.clickup.com/${clickup.workspace.team.id}/v/s/${clickup.workspace.space.id}`);
+  await page.getByLabel("New project's prefix").fill("CUP");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  const total = clickup.workspace.tasks.length;
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain(`${total} issues`);
+  expect(await page.getByLabel("Statuses: in progress").inputValue()).toBe("doing");
+  // Every status becomes canceled and every priority low, so an issue shows the mapping whatever the task's defaults.
+  for (const select of await page.locator('select[name^="status."]').all()) await select.selectOption("canceled");
+  for (const select of await page.locator('select[name^="priority."]').all()) await select.selectOption("4");
+  await page.getByLabel("ClickUp personal API token").fill(clickup.token);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe(`${total} of ${total}`);
+  await page.goto(`${app.url}/dash/queue?status=canceled&priority=4&q=CUP-1`);
+  await page.getByTestId("queue-row-CUP-1").waitFor();
+  await page.goto(`${app.url}/dash/queue?status=todo&status=doing&status=done&q=CUP-1`);
+  expect(await page.getByTestId("queue-row-CUP-1").count()).toBe(0);
+  expect(errors).toEqual([]);
+}, 240_000);
+
+test("Jira Data Center: a personal access token alone, the dry run, then the run to its end", async () => {
+  const page = await checkedPage();
+  await page.goto(`${app.url}/dash/settings/import?source=jira`);
+  await page.getByLabel("Jira site").fill(jiraDc.url);
+  await page.getByLabel("Jira API token").fill(jiraDc.apiToken);
+  await page.getByLabel("Jira project key").fill("DCE");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain("20 issues");
+  await page.getByLabel("Jira API token").fill(jiraDc.apiToken);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe("20 of 20");
+  expect(await page.content()).not.toContain(jiraDc.apiToken);
+}, 240_000);
+
 test("CSV: upload, pick the columns from the preview, dry run, import", async () => {
   const page = await checkedPage();
   await page.goto(`${app.url}/dash/settings/import?source=csv`);
@@ -141,7 +195,6 @@ test("CSV: upload, pick the columns from the preview, dry run, import", async ()
   await page.getByTestId("csv-mapping").waitFor();
   expect(await page.getByLabel("Title (required)").locator("option:checked").innerText()).toBe("Summary");
   await page.getByLabel("Description").selectOption("Notes");
-  await page.getByLabel("“Doing”").selectOption("doing");
   await page.getByLabel("New project's prefix").fill("TSK");
   await page.getByRole("button", { name: "Dry run" }).click();
   await page.getByTestId("import-dry-run").waitFor();

@@ -11,7 +11,7 @@ export const IMPORT_FORM = "import-form";
 
 const statusChoices = ["todo", "doing", "done", "canceled"];
 const priorityWords = ["none", "urgent", "high", "medium", "low"];
-/** The value of a name the source maps two ways (Jira's Done by its resolution): no override. */
+/** The value of a name the source maps two ways (Jira's Done by its resolution): no override, "keep as is". */
 const AS_THE_SOURCE_SAYS = "";
 
 export interface MappingRow {
@@ -83,9 +83,9 @@ function MappingTable(props: { kind: "status" | "priority"; caption: string; row
                   name={`${kind}.${r.from}`}
                   aria-label={`${props.caption}: ${r.from || "(none)"}`}
                   defaultValue={r.to}
-                  className="rounded border border-stone-300 bg-white px-2 py-1"
+                  className="w-full max-w-48 rounded border border-stone-300 bg-white px-2 py-1"
                 >
-                  {r.to === AS_THE_SOURCE_SAYS ? <option value={AS_THE_SOURCE_SAYS}>{`as the source says${r.ways.length > 0 ? ` (${r.ways.join(", ")})` : ""}`}</option> : null}
+                  {r.to === AS_THE_SOURCE_SAYS ? <option value={AS_THE_SOURCE_SAYS}>keep as is</option> : null}
                   {choices.map((c) => (
                     <option key={c.value} value={c.value}>
                       {c.label}
@@ -94,7 +94,7 @@ function MappingTable(props: { kind: "status" | "priority"; caption: string; row
                 </select>
               )}
             </td>
-            <td>{r.issues ?? ""}</td>
+            <td>{r.issues === undefined ? "" : r.ways.length > 1 ? `${r.issues} (${r.ways.join(", ")})` : r.issues}</td>
           </tr>
         ))}
       </tbody>
