@@ -1,3 +1,6 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
@@ -26,7 +29,7 @@ afterAll(async () => {
 
 const base = () => ["import", "linear", "--org-id", orgId, "--url", server.url, "--poll-ms", "100"];
 
-it("without a key refuses and says where the key goes; without --team lists the teams", async () => {
+it("without a key refuses and says where the key goes; without --team lists the teams; a dry run takes --mapping by the states' names", async () => {
   const none = await retasc(person, [...base(), "--team", linear.workspace.team.key], { input: "" });
   expect(none.code).toBe(1);
   expect(none.stderr).toContain("RETASC_IMPORT_TOKEN");
@@ -36,6 +39,15 @@ it("without a key refuses and says where the key goes; without --team lists the 
   expect(teams.stdout).toContain(linear.workspace.team.key);
   expect(teams.stderr).toContain("--team");
   expect(teams.stdout + teams.stderr).not.toContain(linear.apiKey);
+
+  const mapping = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "retasc-linear-")), "mapping.json");
+  fs.writeFileSync(mapping, JSON.stringify({ statuses: { "In Review": "done" } }));
+  const plain = await retasc(person, [...base(), "--team", linear.workspace.team.key, "--dry-run"], { input: `${linear.apiKey}\n` });
+  expect(plain.stdout).toMatch(/In Review +doing/);
+  const mapped = await retasc(person, [...base(), "--team", linear.workspace.team.key, "--dry-run", "--mapping", mapping], { input: `${linear.apiKey}\n` });
+  expect(mapped.code, mapped.stderr).toBe(0);
+  expect(mapped.stdout).toMatch(/In Review +done/);
+  fs.rmSync(path.dirname(mapping), { recursive: true, force: true });
 
   const wrong = await retasc(person, [...base(), "--team", linear.workspace.team.key, "--new-project", "Eng"], { input: "lin_api_not_the_key\n" });
   expect(wrong.code).toBe(1);
