@@ -837,7 +837,9 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
         c.violation(
           "order",
           `${issue.identifier} fence ${a.fence} dispatched at ${iso(T)} while ${other.identifier}, ahead of it in the order, was ready and free` +
-            ` (it was next taken ${Number.isFinite(nextBusy) ? `${Math.round(nextBusy - T)} ms later` : "never"})`,
+            ` (it was next taken ${Number.isFinite(nextBusy) ? `${Math.round(nextBusy - T)} ms later` : "never"})` +
+            `; the dispatch: ${record ? `${record.agent}${record.batch ? " by next_batch" : ""}, sent ${Math.round(sentAt - T)} ms` : "no agent record"}` +
+            `; ${other.identifier} around it: ${historyAround(c, other, T)}`,
         );
         break;
       }
@@ -845,6 +847,19 @@ function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses: numbe
     }
   }
   return { checked, nearMisses };
+}
+
+/** What happened to an issue in the few seconds around T (ms relative to T): its leases and activity, for an order violation's message. */
+function historyAround(c: OrderCheck, issue: IssueRow, T: number): string {
+  const near = (ms: number | null) => ms !== null && ms > T - 5_000 && ms < T + 2_000;
+  const rel = (ms: number | null) => (ms === null ? "-" : `${Math.round(ms - T)}`);
+  const leases = (c.leasesOf.get(issue.id) ?? [])
+    .filter((l) => near(l.claimed_ms) || near(l.expires_ms) || near(l.ended_ms))
+    .map((l) => `lease fence ${l.fence} claimed ${rel(l.claimed_ms)} expires ${rel(l.expires_ms)} (renewed ${rel(l.renewed_ms)} by ${l.renewed_by ?? "-"}) ended ${rel(l.ended_ms)} ${l.end_reason ?? ""}`);
+  const activity = c.activity
+    .filter((a) => a.issue_id === issue.id && (near(a.created_ms) || near(a.committed_ms)))
+    .map((a) => `${a.kind} created ${rel(a.created_ms)} committed ${rel(a.committed_ms)}`);
+  return [...leases, ...activity].join("; ") || "nothing within 5 s";
 }
 
 /**

@@ -1,9 +1,10 @@
--- A key at its claim cap is refused before its pick locks anything (decision 076, amended). The
--- pick locked its candidate FOR UPDATE and only then compared the key's live claims with its
--- cap, so a capped poll held the top of the order until its transaction ended (a batch of polls,
--- until the batch's last call): every other agent's pick skipped that row, as SKIP LOCKED does,
--- and took the next one. The refusal is the same as next_batch's and the reference model's: a
--- candidate exists and the key is at its cap.
+-- A pick hides nothing it does not take (decision 076, amended). It locked its candidate FOR UPDATE
+-- and only then compared the key's live claims with its cap, so a capped poll held the top of the
+-- order until its transaction ended (a batch of polls: until the batch's last call), and every
+-- other agent's pick skipped that row, as SKIP LOCKED does. The cap is now refused before the lock,
+-- as next_batch and the reference model refuse it: a candidate exists and the key is at its cap.
+-- And the lock is FOR NO KEY UPDATE, which a row's references (a foreign key's FOR KEY SHARE: a
+-- comment, a checkpoint, the duplicate gate's terms) do not block; two picks still exclude each other.
 CREATE OR REPLACE FUNCTION retasc_next_issue(p_org_id text, p_project_id text, p_all_lanes boolean, p_check_sla boolean, p_cap integer,
                                              p_user_id text, p_key_id text, p_runtime text, p_now timestamptz,
                                              p_lease_id text, p_token_hash text, p_ttl_ms bigint, p_charge jsonb, p_session_id text,
@@ -100,7 +101,7 @@ BEGIN
        AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
        AND (p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id IS NOT DISTINCT FROM p_user_id))
        AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)
-       FOR UPDATE SKIP LOCKED;
+       FOR NO KEY UPDATE SKIP LOCKED;
     EXIT WHEN FOUND;
     v_passed := v_passed || v_id;
   END LOOP;

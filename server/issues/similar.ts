@@ -40,6 +40,8 @@ export interface TermsEntry {
   title: string;
   body: string | null;
   status: string;
+  /** Read unlocked at this `updated_at` (the backfill's text of it): its terms are written only if the issue is unchanged since and has none. */
+  readAt?: string;
 }
 
 /** Replaces the term rows of these issues of one org; `fresh`: new issues, with no rows yet. */
@@ -49,6 +51,7 @@ export async function indexTerms(tx: Db, cipher: OrgCipher, orgId: string, entri
   const digests: string[] = [];
   const inTitle: string[] = [];
   const open: string[] = [];
+  const readAt: string[] = [];
   for (const entry of entries) {
     const terms = termsOf(entry.title, entry.body);
     const isOpenNow = (openStatuses as readonly string[]).includes(entry.status) ? "t" : "f";
@@ -58,6 +61,7 @@ export async function indexTerms(tx: Db, cipher: OrgCipher, orgId: string, entri
         digests.push(cipher.termDigest(term));
         inTitle.push(title);
         open.push(isOpenNow);
+        readAt.push(entry.readAt ?? "");
       }
     }
   }
@@ -65,8 +69,11 @@ export async function indexTerms(tx: Db, cipher: OrgCipher, orgId: string, entri
   if (ids.length === 0) return;
   await tx.execute(sql`insert into issue_terms (org_id, issue_id, term, in_title, open)
     select ${orgId}, u.issue_id, u.term, u.in_title, u.open
-    from unnest(${pgArray(ids)}::text[], ${pgArray(digests)}::bigint[], ${pgArray(inTitle)}::boolean[], ${pgArray(open)}::boolean[]) as u(issue_id, term, in_title, open)
-    where exists (select 1 from issues i where i.id = u.issue_id)
+    from unnest(${pgArray(ids)}::text[], ${pgArray(digests)}::bigint[], ${pgArray(inTitle)}::boolean[], ${pgArray(open)}::boolean[], ${pgArray(readAt)}::text[])
+      as u(issue_id, term, in_title, open, read_at)
+    where exists (select 1 from issues i where i.id = u.issue_id
+                    and (u.read_at = '' or (i.updated_at = u.read_at::timestamptz
+                                           and not exists (select 1 from issue_terms t where t.issue_id = u.issue_id))))
     on conflict do nothing`);
 }
 
@@ -74,7 +81,12 @@ export async function indexTerms(tx: Db, cipher: OrgCipher, orgId: string, entri
  * One step of an org's backfill: the next `limit` of its issues in identifier order (the
  * org's unique index), indexed under its key, and how far it got (issue_term_backfills). Issues
  * filed before the index, or written by an export's import, are indexed this way; every other
- * write indexes its own. Returns how many it indexed; 0 once the org is done.
+ * write indexes its own. Returns how many it read; 0 once the org is done.
+ *
+ * It locks no issue: a pick skips locked rows, so a step holding 500 of them (it read them FOR
+ * SHARE) handed out work behind them for as long as it ran (decision 066, amended). It writes the
+ * terms only of issues that have none yet and are unchanged since it read them: every other
+ * write indexes its own words, and wins.
  */
 export async function backfillStep(db: Db, cipher: OrgCipher, orgId: string, limit = BACKFILL_STEP): Promise<number> {
   return db.transaction(async (raw) => {
@@ -82,15 +94,14 @@ export async function backfillStep(db: Db, cipher: OrgCipher, orgId: string, lim
     await tx.execute(sql`insert into issue_term_backfills (org_id) values (${orgId}) on conflict do nothing`);
     const [state] = await query<{ after: string; done: boolean }>(tx, sql`select after, done_at is not null as done from issue_term_backfills where org_id = ${orgId} for update`);
     if (!state || state.done) return 0;
-    // For share: an update of the same issue in flight commits first, so what is read is its latest words.
     const rows = await tx
-      .select({ id: issues.id, identifier: issues.identifier, titleEnc: issues.titleEnc, bodyEnc: issues.bodyEnc, status: issues.status })
+      .select({ id: issues.id, identifier: issues.identifier, titleEnc: issues.titleEnc, bodyEnc: issues.bodyEnc, status: issues.status, readAt: sql<string>`${issues.updatedAt}::text` })
       .from(issues)
-      .where(and(eq(issues.orgId, orgId), gt(issues.identifier, state.after)))
+      .where(and(eq(issues.orgId, orgId), gt(issues.identifier, state.after), sql`not exists (select 1 from issue_terms t where t.issue_id = ${issues.id})`))
       .orderBy(asc(issues.identifier))
-      .limit(limit)
-      .for("share");
-    await indexTerms(tx, cipher, orgId, rows.map((r) => ({ id: r.id, title: cipher.decrypt(r.titleEnc), body: cipher.decrypt(r.bodyEnc), status: r.status })));
+      .limit(limit);
+    const entries = rows.map((r) => ({ id: r.id, title: cipher.decrypt(r.titleEnc), body: cipher.decrypt(r.bodyEnc), status: r.status, readAt: r.readAt }));
+    await indexTerms(tx, cipher, orgId, entries, { fresh: true });
     const last = rows.at(-1)?.identifier ?? state.after;
     await tx.execute(sql`update issue_term_backfills set after = ${last}, done_at = ${rows.length < limit ? sql`now()` : sql`null`} where org_id = ${orgId}`);
     return rows.length;

@@ -27,7 +27,7 @@ async function lockIfDispatchable(scope: WriteScope, id: string, allLanes: boole
     .select()
     .from(i)
     .where(sql`i.id = ${id} and ${dispatchableAt(scope.now)} and ${laneOf(scope.ctx, allLanes)}`)
-    .for("update", { skipLocked: true });
+    .for("no key update", { skipLocked: true });
   return rows[0];
 }
 
