@@ -55,6 +55,10 @@ export interface Principal {
   sessionId?: string;
   /** The key has a line waiting for its next call (server/verification/riders.ts). */
   riderWaiting?: boolean;
+  /** An agent key's org and project by name, for what its writes say they landed in (server/mcp/footer.ts). */
+  orgName?: string;
+  projectName?: string | null;
+  projectPrefix?: string | null;
 }
 
 export interface Ctx extends Services {

@@ -105,6 +105,8 @@ export const importGhosts = pgTable(
     emailHash: text("email_hash"),
     claimedBy: text("claimed_by").references(() => user.id, { onDelete: "set null" }),
     claimedAt: timestamp("claimed_at", { withTimezone: true }),
+    /** The people who said this placeholder is not them (dismiss_ghost_prompt): it is offered to them no more. */
+    dismissedBy: text("dismissed_by").array().notNull().default(sql`'{}'::text[]`),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

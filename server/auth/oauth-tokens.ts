@@ -1,9 +1,9 @@
 import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
-import { agentKeys, members, oauthAccessToken, oauthGrants } from "../../db/schema/index.ts";
+import { agentKeys, members, oauthAccessToken, oauthGrants, orgs, projects } from "../../db/schema/index.ts";
 import type { Principal } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
-import { agentPrincipalColumns, keyActs, keyMembership } from "../orgs/index.ts";
+import { agentPrincipalColumns, keyActs, keyMembership, keyOrg, keyPlaceColumns, keyProject } from "../orgs/index.ts";
 import { ACCESS_TOKEN_PREFIX } from "./oauth.ts";
 
 /** Whether a Bearer value is shaped like one of our OAuth access tokens (else: an agent key). */
@@ -30,11 +30,13 @@ const lookups = new WeakMap<Db, ReturnType<typeof tokenLookup>>();
 
 function tokenLookup(db: Db) {
   return db
-    .select(agentPrincipalColumns)
+    .select({ ...agentPrincipalColumns, ...keyPlaceColumns })
     .from(oauthAccessToken)
     .innerJoin(oauthGrants, and(eq(oauthGrants.keyId, oauthAccessToken.referenceId), eq(oauthGrants.clientId, oauthAccessToken.clientId)))
     .innerJoin(agentKeys, and(eq(agentKeys.id, oauthGrants.keyId), eq(agentKeys.userId, oauthAccessToken.userId)))
     .innerJoin(members, keyMembership)
+    .innerJoin(orgs, keyOrg)
+    .leftJoin(projects, keyProject)
     .where(
       and(
         eq(oauthAccessToken.token, sql.placeholder("tokenHash")),

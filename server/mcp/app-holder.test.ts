@@ -219,15 +219,15 @@ test("next_issue from a key already holding claims says which, so the agent resu
   const first = await callOk(carol, "save_issue", task("Held first"));
   const second = await callOk(carol, "save_issue", task("Taken next"));
   const fresh = await callOk(carol, "claim_issue", { identifier: first.identifier });
-  expect(fresh.holding).toBeUndefined();
+  expect(fresh.activeClaims).toBeUndefined();
   const next = await callOk(carol, "next_issue");
-  expect(next).toMatchObject({ identifier: second.identifier, otherClaims: 1, holding: [first.identifier] });
+  expect(next).toMatchObject({ identifier: second.identifier, otherClaims: 1, activeClaims: [first.identifier] });
   const empty = await callOk(carol, "next_issue");
-  expect(empty).toMatchObject({ claimed: false, holding: [first.identifier, second.identifier] });
+  expect(empty).toMatchObject({ claimed: false, activeClaims: [first.identifier, second.identifier] });
   expect(empty.message).toContain(`You already hold ${first.identifier}, ${second.identifier}`);
   // Following it: resume, and the reply no longer lists what was finished.
   await callOk(carol, "save_issue", { identifier: first.identifier, status: "done", claimToken: fresh.claimToken });
-  expect((await callOk(carol, "next_issue")).holding).toEqual([second.identifier]);
+  expect((await callOk(carol, "next_issue")).activeClaims).toEqual([second.identifier]);
 });
 
 test("release_issue answers with the status the issue is left in and says it is unheld; reads say what the next claim does", async () => {

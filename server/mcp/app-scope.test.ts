@@ -133,6 +133,8 @@ async function walkEveryTool(agent: Client) {
   // Tools about people and connectors, which belong to no project: refused to a member anyway, or nothing to claim.
   const unrelated: Record<string, Record<string, unknown>> = {
     claim_ghost: {},
+    list_claimable_ghosts: {},
+    dismiss_ghost_prompt: {},
     revoke_connector: { connectorId: "none" },
     suspend_member: { memberId: "none" },
     reactivate_member: { memberId: "none" },

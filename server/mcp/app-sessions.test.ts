@@ -146,9 +146,9 @@ describe("2. a key is never enough", () => {
     const issue = await callOk(holder, "save_issue", task("Only the holder resumes it"));
     const claim = await callOk(holder, "claim_issue", { identifier: issue.identifier });
     const empty = await callOk(sibling, "next_issue");
-    if (empty.claimed === false) expect(empty.holding ?? []).not.toContain(issue.identifier);
+    if (empty.claimed === false) expect(empty.activeClaims ?? []).not.toContain(issue.identifier);
     else {
-      expect(empty.holding ?? []).not.toContain(issue.identifier);
+      expect(empty.activeClaims ?? []).not.toContain(issue.identifier);
       await callOk(sibling, "release_issue", { identifier: empty.identifier, claimToken: empty.claimToken });
     }
     await callOk(holder, "release_issue", { identifier: issue.identifier, claimToken: claim.claimToken });

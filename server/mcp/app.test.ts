@@ -17,7 +17,7 @@ const designTools = [
   "save_comment", "list_comments", "retract_comment", "save_label", "list_labels",
   "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
   "save_attachment_file", "get_attachment_file",
-  "list_members", "suspend_member", "reactivate_member", "retire_member", "claim_ghost", "list_connectors", "revoke_connector",
+  "list_members", "suspend_member", "reactivate_member", "retire_member", "list_claimable_ghosts", "claim_ghost", "dismiss_ghost_prompt", "list_connectors", "revoke_connector",
   "setup_status", "invite_member", "list_invites", "revoke_invite", "accept_invite",
   "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
   "analytics_overview", "analytics_issues",
@@ -248,6 +248,8 @@ describe("tenant isolation", () => {
       billing_summary: {},
       list_invites: {},
       analytics_issues: { figure: "created", days: 90 },
+      list_claimable_ghosts: {},
+      dismiss_ghost_prompt: {},
     };
     expect([...Object.keys(addressed), ...Object.keys(unaddressed)].sort()).toEqual(registeredTools.map((t) => t.name).sort());
 

@@ -112,6 +112,12 @@ export function renderToolReference(): string {
       "`structuredContent: { error: { code, message, hint, tellHuman?, details? } }`. Act on `hint`; relay " +
       `\`tellHuman\` to your human verbatim. Codes: ${errorCodes}. Malformed JSON-RPC, an unknown tool, an oversized ` +
       "body (413) or a foreign `Origin` (403) get protocol errors instead.",
+    "",
+    `**Where a write landed**: a success of ${tools.filter((tool) => tool.landsIn).map((tool) => `\`${tool.name}\``).join(", ")} ` +
+      "that landed something (a claim, an issue, a comment, a placeholder) has a second text block after the JSON, " +
+      "naming the org and project, like `— in Acme / Web` (another project than the key's by its prefix; " +
+      "`— in Acme, org-wide` for a placeholder), so a transcript shows where it went. `structuredContent` has " +
+      "no such field (docs/decisions/080).",
   ];
   for (const group of toolGroups) {
     const inGroup = tools.filter((tool) => tool.group === group);

@@ -21,8 +21,11 @@ export interface ToolResult {
   isError?: boolean;
 }
 
-export function successResult(value: Record<string, unknown>): ToolResult {
-  return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
+/** A success: the value as JSON text and as `structuredContent`; a footer (./footer.ts) is a text block of its own after it. */
+export function successResult(value: Record<string, unknown>, footer: string | null = null): ToolResult {
+  const content: ToolResult["content"] = [{ type: "text", text: JSON.stringify(value) }];
+  if (footer) content.push({ type: "text", text: footer });
+  return { content, structuredContent: value };
 }
 
 export function errorResult(error: ToolError): ToolResult {

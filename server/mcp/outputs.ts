@@ -119,7 +119,11 @@ export const claimOutput = z.object({
   checkpoint: checkpointOutput.nullable(),
   otherClaims: z.number().int().describe("your other live claims"),
   rebound: z.literal(true).optional().describe("you already held it: the same lease, with a new claimToken (the old one is void)"),
-  holding: z.array(z.string()).optional().describe("your other live claims (next_issue): resume them before piling up more"),
+  activeClaims: z.array(z.string()).optional().describe("next_issue: this session's other live claims; resume them before piling up more"),
+  wave: z
+    .array(z.object({ identifier: z.string(), title: z.string(), priority: z.number().int(), effectiveLevel: z.number().int() }))
+    .optional()
+    .describe("next_issue: up to 5 other ready issues of your lanes in dispatch order, not reserved (advisory)"),
   issue: claimedIssueOutput,
   comments: z
     .array(z.object({ id: z.string(), author: z.string().nullable(), body: z.string(), createdAt: iso }))
@@ -143,7 +147,7 @@ export const nothingClaimableOutput = z.object({
   claimed: z.literal(false),
   ready: z.number().int().describe("dispatchable issues in your lanes (claimed concurrently if not zero)"),
   otherLanes: z.number().int().describe("ready issues assigned to other people; allLanes:true takes them"),
-  holding: z.array(z.string()).optional().describe("issues you already hold: resume them"),
+  activeClaims: z.array(z.string()).optional().describe("issues this session already holds: resume them"),
   retryAfter: z.number().int().describe("seconds to wait before polling again"),
   message: z.string(),
 });

@@ -17,7 +17,8 @@ import { callOk, connectClient, inProcessFetch, inProcessOrigin } from "./testin
  * here until the budget below is raised on purpose, with docs/operations.md.
  */
 const budget = {
-  // The key's lookup, retasc_next_issues(), the notices after commit.
+  // The key's lookup, retasc_next_issues() (the claim with its wave and the session's other claims,
+  // decision 080), the notices after commit.
   next_issue: 3,
   // The key's lookup, the one statement that renews the lease and logs it (decision 072), the
   // notices. It was 8 with a transaction of four statements (the issue read, two updates, an insert).
@@ -93,6 +94,20 @@ describe.skipIf(testDriver !== "postgres")("statements per agent call (needs TES
     }
     // A renewing read costs the read and the renewal's own statement(s), not every read.
     expect(costs.renewingRead.length).toBeGreaterThan(costs.read.length);
+  });
+
+  test("next_issue while the session holds another claim: its activeClaims and wave come in the claim's statement", async () => {
+    const held = await callOk(agent, "save_issue", task("held first"));
+    const next = await callOk(agent, "save_issue", task("claimed beside it"));
+    const holding = await callOk(agent, "claim_issue", { identifier: held.identifier });
+    let claim: Record<string, any> = {};
+    // It was 4: the session's other claims were read by a statement of their own.
+    const statements = await statementsOf(async () => (claim = await callOk(agent, "next_issue")));
+    expect(claim).toMatchObject({ identifier: next.identifier, otherClaims: 1, activeClaims: [held.identifier], wave: [] });
+    expect(statements.length).toBeLessThanOrEqual(budget.next_issue);
+    for (const [identifier, claimToken] of [[held.identifier, holding.claimToken], [next.identifier, claim.claimToken]]) {
+      await callOk(agent, "save_issue", { identifier, status: "done", claimToken });
+    }
   });
 
   test("a call within KEY_CACHE_MS of the key's last lookup sends no lookup of its own", async () => {

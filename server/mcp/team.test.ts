@@ -1,4 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { importGhosts, linearImportRuns, user } from "../../db/schema/index.ts";
@@ -228,5 +229,68 @@ describe("setup_status", () => {
     expect(await callOk(member, "claim_ghost")).toMatchObject({ claimed: [ghostId] });
 
     expect(await callOk(member, "setup_status")).toMatchObject({ state: "READY", next: expect.stringContaining("next_issue") });
+  });
+});
+
+describe("the placeholders an import left: list_claimable_ghosts, claim_ghost, dismiss_ghost_prompt", () => {
+  /** A placeholder as an import makes one, carrying `email` as the source gave it. */
+  const ghost = async (orgId: string, name: string, email: string) => {
+    const cipher = await env.services.keyring.forOrg(env.services.db, orgId);
+    const ghostId = newId();
+    await env.services.db.insert(importGhosts).values({ id: ghostId, orgId, source: "jira", sourceUserId: `jira-${ghostId}`, userId: await placeholderUser(env.services.db, name), emailEnc: cipher.encrypt(email), emailHash: emailHash(email) });
+    return ghostId;
+  };
+
+  test("each human is offered only the placeholders with their email; another's is refused and says why; dismissing ends the offer, free, and a dismissed one is still claimed by its id", async () => {
+    const fresh = await seedOrg(env.services, { name: "Hooli", prefix: "HOOL" });
+    const member = await connect(fresh.agents.bob.key);
+    const owner = await connect(fresh.agents.alice.key);
+    await callOk(member, "save_issue", { title: "Imported work", work: true, changeType: "feat", noDependency: "setup" });
+    const bobs = await ghost(fresh.orgId, "Bob at Jira", await emailOf(fresh.agents.bob.userId));
+    const alices = await ghost(fresh.orgId, "Alice at Jira", await emailOf(fresh.agents.alice.userId));
+
+    const listed = await callOk(member, "list_claimable_ghosts");
+    expect(listed.ghosts).toEqual([{ ghostId: bobs, name: "Bob at Jira", source: "jira", importedAt: expect.any(String), dismissed: false }]);
+    expect(listed.next).toMatch(/Ask your human.*claim_ghost.*dismiss_ghost_prompt/);
+    // An owner's rank gives no one else's placeholder: as on the Dash, each claims their own.
+    expect((await callOk(owner, "list_claimable_ghosts")).ghosts.map((g: { ghostId: string }) => g.ghostId)).toEqual([alices]);
+    const refused = await callError(member, "claim_ghost", { ghostId: alices });
+    expect(refused).toMatchObject({ code: "FORBIDDEN", message: "this placeholder's email is not yours", details: { reason: "email_mismatch" } });
+
+    // Billing on, no credit: the prompt's tools are free (membership), and nothing reaches the ledger.
+    await setBalance(env.services.db, fresh.orgId, 0);
+    expect((await callOk(member, "setup_status")).state).toBe("GHOSTS_UNCLAIMED");
+    expect(await callOk(member, "dismiss_ghost_prompt")).toMatchObject({ dismissed: [bobs], next: expect.stringContaining("claim_ghost with a ghostId") });
+    expect(await callOk(member, "dismiss_ghost_prompt")).toMatchObject({ dismissed: [] });
+    expect((await ledgerOf(env.services.db, fresh.orgId)).filter((row) => /ghost/.test(row.tool))).toEqual([]);
+    expect((await callOk(member, "setup_status")).state).toBe("READY");
+    expect(await callOk(member, "list_claimable_ghosts")).toMatchObject({ ghosts: [{ ghostId: bobs, dismissed: true }], next: expect.stringContaining("dismissed") });
+    // The owner's offer is untouched by Bob's answer.
+    expect((await callOk(owner, "setup_status")).state).toBe("GHOSTS_UNCLAIMED");
+
+    // Nothing offered now: claim_ghost without an id says so, and its hint (claim by ghostId) works.
+    await setBalance(env.services.db, fresh.orgId, 10_000_000);
+    const none = await callError(member, "claim_ghost");
+    expect(none).toMatchObject({ code: "NOT_FOUND", hint: expect.stringContaining("by its ghostId (list_claimable_ghosts)") });
+    const claimed = (await member.callTool({ name: "claim_ghost", arguments: { ghostId: bobs } })) as CallToolResult;
+    expect(claimed.structuredContent).toMatchObject({ claimed: [bobs] });
+    // Where it landed, in the text an agent reads: the org as a whole.
+    expect(claimed.content.at(-1)).toEqual({ type: "text", text: "— in Hooli, org-wide" });
+    expect((await callOk(member, "list_claimable_ghosts")).ghosts).toEqual([]);
+  });
+
+  test("a later import's placeholder is offered again; an unverified email is told why nothing is offered", async () => {
+    const fresh = await seedOrg(env.services, { name: "Pied Piper", prefix: "PIPE" });
+    const member = await connect(fresh.agents.bob.key);
+    const bobEmail = await emailOf(fresh.agents.bob.userId);
+    const first = await ghost(fresh.orgId, "Bob at Jira", bobEmail);
+    await callOk(member, "dismiss_ghost_prompt");
+    const second = await ghost(fresh.orgId, "Bob at Asana", bobEmail);
+    expect((await callOk(member, "list_claimable_ghosts")).ghosts.map((g: { ghostId: string; dismissed: boolean }) => [g.ghostId, g.dismissed])).toEqual([
+      [first, true],
+      [second, false],
+    ]);
+    await env.services.db.update(user).set({ emailVerified: false }).where(eq(user.id, fresh.agents.bob.userId));
+    expect(await callOk(member, "list_claimable_ghosts")).toEqual({ ghosts: [], next: expect.stringContaining("not verified") });
   });
 });

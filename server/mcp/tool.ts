@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Ctx } from "../context.ts";
+import type { Landing } from "./footer.ts";
 
 export const toolGroups = [
   "identity",
@@ -40,6 +41,11 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   annotations: ToolAnnotations;
   /** Gets the arguments as the input schema parsed them (defaults applied, unknown keys refused). */
   handler(ctx: Ctx, input: z.output<I>): Promise<z.input<O>>;
+  /**
+   * For a write a person could be wrong about: where this reply says it landed, which the text
+   * agents read ends with (a footer naming the org and project, ./footer.ts); null: nothing landed.
+   */
+  landsIn?(output: z.input<O>): Landing | null;
 }
 
 /** Keeps each tool's handler typed against its own schemas while the registry holds them together. */

@@ -24,7 +24,10 @@ import { measureToolsList } from "../testing/tokens.ts";
  * object's fields that share a schema into one `patternProperties` entry (decision 067) and shorter
  * descriptions: 9,147 / 9,111 (4,675 / 4,609 read), room for the duplicate gate and analytics (issue 32).
  * With save_issue's reviewedSimilar (decision 066) and usage by changeType: 9,231 / 9,193 (4,719 / 4,651 read).
- * With save_issue's handoff and its description's review clauses (decision 073): 9,693 / 9,656 (4,962 / 4,893 read).
+ * With save_issue's handoff and its description's review clauses (decision 073): 9,693 / 9,656 (4,962 / 4,893 read);
+ * 9,707 / 9,670 (4,970 / 4,901 read) by the time decision 080 began. With list_claimable_ghosts, dismiss_ghost_prompt and
+ * next_issue's wave and activeClaims it came to 9,968 / 9,925 (5,061 / 4,988 read); thirteen descriptions said again
+ * shorter: 46 tools, 9,833 / 9,796 (4,926 / 4,859 read).
  * `npx tsx scripts/mcp-tokens.ts` prints today's figures, tool by tool.
  */
 const budget = { total: 10_000, read: 5_000 };

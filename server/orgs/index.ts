@@ -320,14 +320,24 @@ export const agentPrincipalColumns = {
 };
 /** The membership a key acts through: joined on the key's org and person. */
 export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId));
+/**
+ * What a key's writes over MCP say they landed in (server/mcp/footer.ts): its org's name and its
+ * project's, read with the key (joinKeyPlace), so naming them costs no statement.
+ */
+export const keyPlaceColumns = { orgName: orgs.name, projectName: projects.name, projectPrefix: projects.prefix };
+/** The org and project rows keyPlaceColumns reads, joined to a query of agent keys. */
+export const keyOrg = eq(orgs.id, agentKeys.orgId);
+export const keyProject = eq(projects.id, agentKeys.projectId);
 /** A key acts only while it is live (neither revoked nor expired) and its person an active member. */
 export const keyActs = and(isNull(agentKeys.revokedAt), or(isNull(agentKeys.expiresAt), gt(agentKeys.expiresAt, sql`now()`)), eq(members.status, "active"));
 
 function keyLookup(db: Db) {
   return db
-    .select(agentPrincipalColumns)
+    .select({ ...agentPrincipalColumns, ...keyPlaceColumns })
     .from(agentKeys)
     .innerJoin(members, keyMembership)
+    .innerJoin(orgs, keyOrg)
+    .leftJoin(projects, keyProject)
     .where(and(eq(agentKeys.keyHash, sql.placeholder("keyHash")), eq(agentKeys.ci, false), keyActs))
     .prepare("authenticate_agent_key");
 }

@@ -605,7 +605,10 @@ const openTools = new Set([
   "get_attachment_file",
   "obsolete_attachment",
   "list_members",
+  // The caller's own human's placeholders (their verified email), as on the Dash: no role decides them.
+  "list_claimable_ghosts",
   "claim_ghost",
+  "dismiss_ghost_prompt",
   "list_connectors",
   "queue_status",
   "get_project",

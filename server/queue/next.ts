@@ -12,12 +12,20 @@ import { nextIssueInput } from "./schemas.ts";
 import { slaSweepOrg } from "./sla.ts";
 import { billingRefusal, sqlCharge } from "../usage/meter.ts";
 
+/** An issue of the wave (retasc_next_wave): ready in the caller's lanes, not reserved; its title sealed. */
+interface WaveRow {
+  identifier: string;
+  titleEnc: string;
+  priority: number;
+  effectiveLevel: number;
+}
+
 type NextIssueOutcome =
   | { outcome: "sla" | "cap" }
-  /** The figures retasc_empty_poll counted; none when the key's project is outside its scope. */
-  | ({ outcome: "empty" } & Partial<EmptyFigures>)
+  /** The figures retasc_empty_poll counted (none when the key's project is outside its scope), and the session's claims. */
+  | ({ outcome: "empty"; activeClaims: string[] } & Partial<EmptyFigures>)
   | { outcome: "billing"; code: "BILLING_INACTIVE" | "SPEND_CAP" }
-  | (TakenLease & { outcome: "claimed"; otherClaims: number })
+  | (TakenLease & { outcome: "claimed"; otherClaims: number; wave: WaveRow[]; activeClaims: string[] })
   | (QuarantinedAtClaim & { outcome: "claimed" });
 
 /** retasc_next_issue's arguments by name. */
@@ -44,23 +52,6 @@ const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) =>
   );
   return inCallOrder(row!.results);
 });
-
-/**
- * The issues this session holds live leases on (but `except`), for an agent that lost track of
- * them. Never a sibling session's (decision 036); a client with no session is told of none.
- */
-async function heldBySession(ctx: Ctx, except: string | null): Promise<string[]> {
-  const { keyId, sessionId } = ctx.principal;
-  if (!keyId || !sessionId) return [];
-  const rows = await query<{ identifier: string }>(
-    ctx.db,
-    sql`select i.identifier from leases l join issues i on i.id = l.issue_id and i.lease_id = l.id
-        where l.session_id = ${sessionId} and l.key_id = ${keyId} and l.ended_at is null
-          and i.lease_expires_at > ${ctx.clock.now().toISOString()}::timestamptz
-        order by l.claimed_at`,
-  );
-  return rows.map((row) => row.identifier).filter((identifier) => identifier !== except);
-}
 
 /**
  * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
@@ -91,10 +82,10 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         await slaSweepOrg(ctx, principal.orgId);
         continue;
       case "empty": {
-        const empty = emptyReply({ ready: 0, otherLanes: 0, awaitingTriage: 0, awaitingVerification: [], nextLapse: null, ...result }, ctx.clock.now());
-        const holding = await heldBySession(ctx, null);
-        if (holding.length === 0) return empty;
-        return { ...empty, holding, message: `${empty.message} You already hold ${holding.join(", ")}: resume ${holding.length > 1 ? "those" : "it"}.` };
+        const { activeClaims, ...figures } = result;
+        const empty = { ...emptyReply({ ready: 0, otherLanes: 0, awaitingTriage: 0, awaitingVerification: [], nextLapse: null, ...figures }, ctx.clock.now()), activeClaims };
+        if (activeClaims.length === 0) return empty;
+        return { ...empty, message: `${empty.message} You already hold ${activeClaims.join(", ")}: resume ${activeClaims.length > 1 ? "those" : "it"}.` };
       }
       case "cap":
         throw claimCapError(cap);
@@ -104,9 +95,9 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         sendNotices(ctx.db, result.notices);
         // The lapse it found quarantined the issue, which it left (decision 055): pick again.
         if ("quarantined" in result) continue;
-        const reply = claimReply(cipher, result, claimToken, result.otherClaims, principal);
-        // Read only when the key holds others, so the usual claim costs nothing more.
-        return result.otherClaims > 0 ? { ...reply, holding: await heldBySession(ctx, reply.identifier) } : reply;
+        // The wave and the session's other claims came in the claim's statement (retasc_next_issues).
+        const wave = result.wave.map(({ titleEnc, ...issue }) => ({ ...issue, title: cipher.decrypt(titleEnc) }));
+        return { ...claimReply(cipher, result, claimToken, result.otherClaims, principal), wave, activeClaims: result.activeClaims };
     }
   }
 }

@@ -1,7 +1,7 @@
 import { and, count, desc, eq } from "drizzle-orm";
 import { issues, linearImportRuns, orgs, projects } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import { claimableGhosts } from "../transfer/pipeline/ghosts.ts";
+import { offeredGhosts } from "../transfer/pipeline/ghosts.ts";
 import { expireStaleFetch } from "../transfer/pipeline/run-row.ts";
 import { pendingInvites } from "../orgs/invite-redeem.ts";
 import type { AskHuman } from "../orgs/invite-questions.ts";
@@ -19,7 +19,8 @@ const decline = "__decline__";
  * right after a restart, in another runtime, a week later), as one state with what to do next:
  * a pending invite for their human; the org's latest import (within their projects) failed or
  * running; their key's project (or, for an org-wide key, every project they see) without
- * issues; placeholders an import left that carry their human's email; else ready.
+ * issues; placeholders an import left that carry their human's email (and they have not dismissed);
+ * else ready.
  */
 export async function setupStatus(ctx: Ctx) {
   const { principal } = ctx;
@@ -67,13 +68,14 @@ export async function setupStatus(ctx: Ctx) {
     return answer("EMPTY_PROJECT", `Setup is complete and ${home} has no issues. Offer your human two ways on: describe what they are working on and you file it as issues (save_issue), or import a backlog on the Dash's Import page.`);
   }
 
-  const ghosts = await claimableGhosts(ctx);
+  const ghosts = await offeredGhosts(ctx);
   if (ghosts.length > 0) {
     const named = ghosts.map((g) => `${g.name} (${g.source}, ghostId ${g.ghostId})`).join(", ");
     return answer(
       "GHOSTS_UNCLAIMED",
       `An import attributed history to placeholders carrying your human's email: ${named}. Not blocking: mention it once; ` +
-        "claim_ghost makes that history theirs if they want it (without ghostId, all of these). Otherwise ready: next_issue.",
+        "claim_ghost makes that history theirs if they want it (without ghostId, all of these); dismiss_ghost_prompt if none is them. " +
+        "Otherwise ready: next_issue.",
     );
   }
   return answer("READY", "Ready: next_issue takes the most urgent work; queue_status shows where things stand.");

@@ -35,6 +35,7 @@ export const collaborationTools = [
     }),
     annotations: additiveWrite,
     handler: (ctx, input) => saveComment(ctx, input),
+    landsIn: (comment) => [comment.issue],
   }),
   defineTool({
     name: "list_comments",

@@ -3,6 +3,7 @@ import { addRelation, getIssue, listIssues, removeRelation, saveIssue } from "..
 import { getIssueInput, listIssuesInput, relationInput, saveIssueInput } from "../../issues/schemas.ts";
 import { issueOutput, issueSummaryOutput } from "../outputs.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
+import { issueLanding } from "../footer.ts";
 
 const storedRelationType = z.enum(["blocks", "related", "duplicate"]).describe("blocked_by is stored as blocks, reversed");
 
@@ -22,6 +23,7 @@ export const issueTools = [
     output: issueOutput,
     annotations: additiveWrite,
     handler: (ctx, input) => saveIssue(ctx, input),
+    landsIn: issueLanding,
   }),
   defineTool({
     name: "get_issue",
@@ -55,9 +57,8 @@ export const graphTools = [
     title: "Relate two issues",
     group: "graph",
     description:
-      "Call to record that one issue waits on another (blocks / blocked_by: dispatch holds the blocked one while a " +
-      "blocker is open; the blocker inherits its urgency) or that two are related or duplicates (informational). A " +
-      "cycle is refused (CYCLE).",
+      "Call to record that one issue waits on another (blocks / blocked_by: it waits while a blocker is open; " +
+      "the blocker inherits its urgency), or that two are related or duplicates. Cycles are refused.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
     annotations: idempotentWrite,

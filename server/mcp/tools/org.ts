@@ -10,6 +10,7 @@ import {
   suspendMember,
 } from "../../orgs/members.ts";
 import { claimGhosts, claimGhostsInput } from "../../transfer/linear/index.ts";
+import { dismissGhostPrompt, listClaimableGhosts } from "../../transfer/pipeline/ghost-prompt.ts";
 import { additiveWrite, defineTool, idempotentDestructiveWrite, idempotentWrite, readOnly } from "../tool.ts";
 
 const personOutput = z.object({
@@ -56,9 +57,8 @@ export const memberTools = [
     title: "Suspend a person",
     group: "org",
     description:
-      "Call (owner or admin; admins act on members only) to cut a person off (memberId of a human): suspends them " +
-      "and retires their agent keys. Not yourself or the last active owner. reactivate_member reverses all but the " +
-      "keys.",
+      "Call (owner or admin; admins act on members only) to cut a person off (a human's memberId): suspends " +
+      "them, retires their agent keys. reactivate_member undoes all but the keys.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -85,20 +85,43 @@ export const memberTools = [
     title: "Retire an agent",
     group: "org",
     description:
-      "Call to end an agent key (memberId of an agent) at once and for good. Anyone retires their own; owners any " +
-      "agent, admins those of members. People are suspended instead.",
+      "Call to end an agent key (an agent's memberId) for good. Anyone retires their own; owners any agent, " +
+      "admins members'. People are suspended instead.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,
     handler: (ctx, input) => retireMember(ctx, input),
   }),
   defineTool({
+    name: "list_claimable_ghosts",
+    title: "List your imported placeholders",
+    group: "org",
+    description:
+      "Call on GHOSTS_UNCLAIMED: the placeholders an import made that carry your human's email. Ask them which " +
+      "is them.",
+    input: z.object({}),
+    output: z.object({
+      ghosts: z.array(
+        z.object({
+          ghostId: z.string(),
+          name: z.string(),
+          source: z.string(),
+          importedAt: z.string(),
+          dismissed: z.boolean().describe("your human said it is not them: not offered"),
+        }),
+      ),
+      next: z.string(),
+    }),
+    annotations: readOnly,
+    handler: (ctx) => listClaimableGhosts(ctx),
+  }),
+  defineTool({
     name: "claim_ghost",
     title: "Claim your imported history",
     group: "org",
     description:
-      "Call when your work was imported from Linear under a placeholder: makes its history yours. Without " +
-      "ghostId, claims each placeholder with your verified email.",
+      "Call once your human says a placeholder is them: its history becomes theirs. Without ghostId, every one " +
+      "offered.",
     input: claimGhostsInput,
     output: z.object({
       claimed: z.array(z.string()).describe("the placeholders' ids now yours"),
@@ -106,6 +129,17 @@ export const memberTools = [
     }),
     annotations: additiveWrite,
     handler: (ctx, input) => claimGhosts(ctx, input),
+    landsIn: () => "org",
+  }),
+  defineTool({
+    name: "dismiss_ghost_prompt",
+    title: "Dismiss the placeholders offered",
+    group: "org",
+    description: "Call when your human says none of the placeholders offered is them: not offered again.",
+    input: z.object({}),
+    output: z.object({ dismissed: z.array(z.string()).describe("the placeholders' ids"), next: z.string() }),
+    annotations: idempotentWrite,
+    handler: (ctx) => dismissGhostPrompt(ctx),
   }),
 ];
 

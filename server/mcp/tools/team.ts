@@ -27,8 +27,8 @@ export const teamTools = [
     title: "Setup status",
     group: "team",
     description:
-      "Call when unsure what to do next: the first state that holds of PENDING_INVITE, IMPORT_FAILED, " +
-      "IMPORT_RUNNING, EMPTY_PROJECT, GHOSTS_UNCLAIMED, READY, what to do next, and any askHuman for your human.",
+      "Call when unsure what to do next: where setup stands (an invite, an import, an empty project, " +
+      "placeholders to claim, or ready), what to do, and any askHuman for your human.",
     input: z.object({}),
     output: z.object({
       state: z.enum(setupStates),
@@ -46,8 +46,8 @@ export const teamTools = [
     group: "team",
     description:
       "Call (owner or admin) when your human wants someone in the org. Without decided it returns askHuman: put " +
-      "those questions to your human as they stand, then call again with their answers and decided:true for the " +
-      "join link, mailed when this server can.",
+      "those questions to your human as they stand, then call again with the answers and decided:true for the " +
+      "join link.",
     input: createInviteInput.pick({ email: true, role: true, projectIds: true }).extend({
       decided: z.boolean().optional().describe("true: your human gave these answers"),
     }),
@@ -80,7 +80,9 @@ export const teamTools = [
     name: "list_invites",
     title: "List invites",
     group: "team",
-    description: "Call (owner or admin) to see the org's invites, pending or spent, and the inviteId revoke_invite takes; paged.",
+    description:
+      "Call (owner or admin) to see the org's invites, pending or spent, and the inviteId revoke_invite takes; " +
+      "paged.",
     input: listInvitesInput,
     output: z.object({
       invites: z.array(
@@ -118,8 +120,8 @@ export const teamTools = [
     title: "Accept your human's invite",
     group: "team",
     description:
-      "Call only once your human says yes: joins them to the org of one of their pending invites (whoami lists " +
-      "them). Your key stays in this org; work there from a folder bound to it.",
+      "Call only once your human says yes: joins them to the org of a pending invite (whoami lists them). Your " +
+      "key stays in this org.",
     input: inviteIdInput,
     output: z.object({
       orgId: z.string(),

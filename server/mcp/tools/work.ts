@@ -13,6 +13,7 @@ import {
 import { claimStatuses } from "../../queue/lease.ts";
 import { checkpointOutput, claimOutput, holderOutput, issueSummaryOutput, nothingClaimableOutput } from "../outputs.ts";
 import { additiveWrite, defineTool, idempotentWrite, readOnly } from "../tool.ts";
+import { issueLanding } from "../footer.ts";
 
 export const workTools = [
   defineTool({
@@ -20,14 +21,15 @@ export const workTools = [
     title: "Claim the next issue",
     group: "work loop",
     description:
-      "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or unassigned; " +
-      "reviews you did not submit too) and returns its claimToken, lease, branch, latest checkpoint, the issue with " +
-      "its latest comments and attachments. Your calls in an MCP session renew the lease. Nothing claimable: " +
-      "claimed:false; wait retryAfter seconds before calling again; otherLanes counts ready issues in others' lanes, which allLanes:true takes.",
+      "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or " +
+      "unassigned) with its claimToken, branch, checkpoint and latest discussion; activeClaims: others you hold, " +
+      "resume those first; wave: what comes next, not reserved. Your calls in an MCP session renew the lease. " +
+      "Nothing claimable: wait retryAfter seconds; otherLanes counts ready work allLanes:true takes.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
     handler: (ctx, input) => nextIssue(ctx, input),
+    landsIn: issueLanding,
   }),
   defineTool({
     name: "next_batch",
@@ -45,19 +47,21 @@ export const workTools = [
     ]),
     annotations: additiveWrite,
     handler: (ctx, input) => nextBatch(ctx, input),
+    landsIn: (batch) => ("claims" in batch && batch.claims?.length ? batch.claims.map((claim) => claim.identifier) : null),
   }),
   defineTool({
     name: "claim_issue",
     title: "Claim a named issue",
     group: "work loop",
     description:
-      "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes. Refusals say why " +
-      "(ALREADY_CLAIMED, BLOCKED, CLAIM_MISMATCH: another session of your key holds it, ...). Your live claimToken " +
-      "(after a restart), or the holding session, takes that lease back (rebound) with a new token.",
+      "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes; refusals say " +
+      "why. Your live claimToken (after a restart), or the holding session, takes that lease back (rebound) with " +
+      "a new token.",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
     handler: (ctx, input) => claimIssue(ctx, input),
+    landsIn: issueLanding,
   }),
   defineTool({
     name: "check_claim",
@@ -91,8 +95,8 @@ export const workTools = [
     title: "Renew a lease",
     group: "work loop",
     description:
-      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without an " +
-      "MCP session. STALE_CLAIM: the claim is gone, stop work on it, unless it says youHold (follow its hint).",
+      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without " +
+      "an MCP session. STALE_CLAIM: the claim is gone, stop, unless it says youHold.",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
@@ -103,8 +107,8 @@ export const workTools = [
     title: "Record a checkpoint",
     group: "work loop",
     description:
-      "Call at every meaningful step of work you hold: records handoff notes and renews the lease. The latest " +
-      "survives release and reclaim and goes to the next claimant, who resumes instead of restarting.",
+      "Call at each meaningful step of work you hold: handoff notes for whoever resumes it (they survive release " +
+      "and reclaim); renews the lease.",
     input: checkpointInput,
     output: z.object({
       identifier: z.string(),
@@ -120,8 +124,8 @@ export const workTools = [
     title: "Release an issue",
     group: "work loop",
     description:
-      "Call to stop working on an issue you hold without finishing it: gives it back to the pool (a status write " +
-      "never frees a lease); your claimToken dies.",
+      "Call to give back an issue you hold unfinished (a status write never frees a lease); your claimToken " +
+      "dies.",
     input: releaseIssueInput,
     output: z.object({ identifier: z.string(), released: z.boolean(), status: z.enum(issueStatuses), held: z.literal(false), message: z.string() }),
     annotations: idempotentWrite,

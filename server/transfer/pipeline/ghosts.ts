@@ -90,7 +90,7 @@ export async function claimGhost(ctx: Ctx, raw: z.input<typeof claimGhostInput>)
   return inTransaction(ctx, async (scope) => {
     const { tx, cipher } = scope;
     const [ghost] = await tx.select().from(importGhosts).where(and(eq(importGhosts.id, ghostId), eq(importGhosts.orgId, orgId))).for("update");
-    if (!ghost) throw notFound(`placeholder ${ghostId}`, "listGhosts names this org's placeholders; claim_ghost without a ghostId claims the ones carrying your email.");
+    if (!ghost) throw notFound(`placeholder ${ghostId}`, "list_claimable_ghosts names the placeholders you may claim; claim_ghost without a ghostId claims them.");
     if (ghost.claimedBy) throw new DomainError("CONFLICT", "this placeholder is already claimed", "A placeholder is claimed once.", { reason: "already_claimed" });
     const [me] = await tx.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, actor.userId));
     const sourceEmail = cipher.decrypt(ghost.emailEnc);
@@ -133,19 +133,23 @@ export async function listGhosts(ctx: Ctx) {
 }
 
 export const claimGhostsInput = z.object({
-  ghostId: z.string().trim().min(1).max(200).optional().describe("one placeholder, as the Dash lists them"),
+  ghostId: z.string().trim().min(1).max(200).optional().describe("one placeholder, from list_claimable_ghosts"),
 });
 
 /**
- * claim_ghost's one call: the placeholder named, or, without a ghostId, every unclaimed one
- * whose source email is the caller's verified email (the same check claimGhost makes, so nothing
- * is guessed). None to claim is NOT_FOUND with what to do.
+ * claim_ghost's one call: the placeholder named, or, without a ghostId, every one offered to the
+ * caller (claimableGhosts: their verified email, not dismissed; the same check claimGhost makes, so
+ * nothing is guessed). None to claim is NOT_FOUND with what to do.
  */
 export async function claimGhosts(ctx: Ctx, raw: z.input<typeof claimGhostsInput>) {
   const { ghostId } = claimGhostsInput.parse(raw);
-  const ids = ghostId ? [ghostId] : (await claimableGhosts(ctx)).map((g) => g.ghostId);
+  const ids = ghostId ? [ghostId] : (await offeredGhosts(ctx)).map((g) => g.ghostId);
   if (ids.length === 0) {
-    throw notFound("an unclaimed placeholder with your verified email", "Imported people are matched on the email the source gave; if yours differs, ask an owner, or verify this email first.");
+    throw notFound(
+      "an unclaimed placeholder with your verified email",
+      "Imported people are matched on the email the source gave; if yours differs, ask an owner, or verify this email first. " +
+        "One you dismissed is claimed by its ghostId (list_claimable_ghosts).",
+    );
   }
   const claimed = [];
   for (const id of ids) claimed.push(await claimGhost(ctx, { ghostId: id }));
@@ -154,26 +158,29 @@ export async function claimGhosts(ctx: Ctx, raw: z.input<typeof claimGhostsInput
 
 /**
  * The placeholders the caller's human could claim: unclaimed, carrying their verified email (the
- * check claimGhost makes, so claim_ghost without a ghostId takes exactly these). Oldest first, at
- * most 100: one person is rarely more than a few.
+ * check claimGhost makes), each saying whether they dismissed it (dismiss_ghost_prompt: it is
+ * offered no more, and claim_ghost without a ghostId leaves it). Oldest first, at most 100: one
+ * person is rarely more than a few. `verified` false: their email is not verified, so none can be.
  */
 export async function claimableGhosts(ctx: Ctx) {
-  const [me] = ctx.principal.userId
-    ? await ctx.db.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, ctx.principal.userId))
-    : [];
-  if (!me?.verified) return [];
+  const { userId, orgId } = ctx.principal;
+  const [me] = userId ? await ctx.db.select({ email: user.email, verified: user.emailVerified }).from(user).where(eq(user.id, userId)) : [];
+  if (!me?.verified) return { verified: false, ghosts: [] };
   const rows = await ctx.db
-    .select({ ghostId: importGhosts.id, name: user.name, source: importGhosts.source, importedAt: importGhosts.createdAt })
+    .select({
+      ghostId: importGhosts.id,
+      name: user.name,
+      source: importGhosts.source,
+      importedAt: importGhosts.createdAt,
+      dismissed: sql<boolean>`${userId} = any(${importGhosts.dismissedBy})`,
+    })
     .from(importGhosts)
     .innerJoin(user, eq(user.id, importGhosts.userId))
-    .where(
-      and(
-        eq(importGhosts.orgId, ctx.principal.orgId),
-        isNull(importGhosts.claimedBy),
-        eq(importGhosts.emailHash, emailHash(me.email)),
-      ),
-    )
+    .where(and(eq(importGhosts.orgId, orgId), isNull(importGhosts.claimedBy), eq(importGhosts.emailHash, emailHash(me.email))))
     .orderBy(asc(importGhosts.createdAt), asc(importGhosts.id))
     .limit(100);
-  return rows.map((r) => ({ ...r, importedAt: r.importedAt.toISOString() }));
+  return { verified: true, ghosts: rows.map((r) => ({ ...r, importedAt: r.importedAt.toISOString() })) };
 }
+
+/** The claimable placeholders the caller's human has not dismissed: what setup_status and claim_ghost offer. */
+export const offeredGhosts = async (ctx: Ctx) => (await claimableGhosts(ctx)).ghosts.filter((g) => !g.dismissed);

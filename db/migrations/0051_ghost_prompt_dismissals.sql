@@ -1,0 +1,1 @@
+ALTER TABLE "import_ghosts" ADD COLUMN "dismissed_by" text[] DEFAULT '{}'::text[] NOT NULL;
