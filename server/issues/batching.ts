@@ -6,7 +6,8 @@ import type { Db } from "../../db/client.ts";
  * finishes) share a round trip and a commit instead of paying one each. A lone call waits for
  * no one (one turn is well under a millisecond). `runBatch` gets the calls in arrival order
  * and returns their results in the same order; if a batch fails, each call runs on its own,
- * so one call's failure is never another's.
+ * so one call's failure is never another's. A batch whose charge would wait for a credit slice
+ * while it holds another fails this way on purpose (lock_not_available, decision 079).
  */
 export function batching<Call, Result>(runBatch: (db: Db, calls: readonly Call[]) => Promise<Result[]>) {
   type Waiting = { call: Call; resolve: (result: Result) => void; reject: (error: unknown) => void }[];
