@@ -180,8 +180,11 @@ describe("MCP OAuth sign-in", () => {
     const me = await call(client, "whoami");
     expect(me).toMatchObject({ kind: "agent", org: { id: alice.orgId }, project: { id: alice.projectId, prefix: "ALI" }, key: { runtime: "Retasc-Test-Agent" } });
     const issue = await call(client, "save_issue", { title: "Signed in with OAuth", work: true, changeType: "feat", noDependency: "oauth test" });
-    const claim = await call(client, "next_issue", {});
+    const claimed = (await client.callTool({ name: "next_issue", arguments: {} })) as CallToolResult;
+    const claim = claimed.structuredContent as Record<string, any>;
     expect(claim.issue?.identifier ?? claim.identifier).toBe(issue.identifier);
+    // The token's writes say where they landed, as a key's do (decision 080): its org and project, read with the token.
+    expect(claimed.content.at(-1)).toEqual({ type: "text", text: `— in ${me.org.name} / ${me.project.name}` });
     await client.close();
 
     // The grant is an agent key of Alice's, listed beside her others.
