@@ -859,7 +859,9 @@ function historyAround(c: OrderCheck, issue: IssueRow, T: number): string {
   const activity = c.activity
     .filter((a) => a.issue_id === issue.id && (near(a.created_ms) || near(a.committed_ms)))
     .map((a) => `${a.kind} created ${rel(a.created_ms)} committed ${rel(a.committed_ms)}`);
-  return [...leases, ...activity].join("; ") || "nothing within 5 s";
+  const ready = (c.blockersOf.get(issue.id) ?? []).map((b) => c.gateEnd.get(b) ?? null);
+  const readySince = ready.length === 0 ? "no blockers" : `ready since ${rel(Math.max(...ready.map((at) => at ?? Infinity)))}`;
+  return [readySince, ...leases, ...activity].join("; ");
 }
 
 /**

@@ -396,7 +396,17 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
           await killHard(app.child);
           faults.appKills++;
           await sleep(1_000);
-          apps[index] = await startApp(env, { port: app.port, timeoutMs: 120_000 });
+          // As a supervisor would: an app that exits while starting (PostgreSQL restarting under it
+          // when the faults overlap on a slow machine) is started again.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              apps[index] = await startApp(env, { port: app.port, timeoutMs: 120_000 });
+              break;
+            } catch (error) {
+              if (attempt >= 5) throw error;
+              await sleep(1_000);
+            }
+          }
           outage.to = Date.now();
         },
       });
