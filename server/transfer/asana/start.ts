@@ -30,7 +30,8 @@ export async function listAsanaProjects(ctx: Ctx, raw: z.input<typeof listAsanaP
   return projects.map((p) => ({ ...p, lastImportAt: last(p.id) }));
 }
 
-async function asanaSource(ctx: Ctx, input: z.output<typeof dryRunAsanaInput>, backoff?: RestBackoff) {
+/** The project the token sees, as the pipeline reads it (bench/imports.ts times its reading alone). */
+export async function asanaSource(ctx: Ctx, input: z.output<typeof dryRunAsanaInput>, backoff?: RestBackoff) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Asana");
   const gid = asanaProjectGid(input.projectGid);
   const api = asanaApi(ctx.config, input.accessToken, backoff);

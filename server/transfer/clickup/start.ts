@@ -33,7 +33,8 @@ export async function listClickUpLocations(ctx: Ctx, raw: z.input<typeof listCli
   return found.map((l) => ({ ...l, location: sourceIdOf(l), lastImportAt: last(sourceIdOf(l)) }));
 }
 
-async function clickupSource(ctx: Ctx, input: z.output<typeof dryRunClickUpInput>, backoff?: RestBackoff) {
+/** The List or Space the token sees, as the pipeline reads it (bench/imports.ts times its reading alone). */
+export async function clickupSource(ctx: Ctx, input: z.output<typeof dryRunClickUpInput>, backoff?: RestBackoff) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from ClickUp");
   const where = clickupLocation(input.location);
   const api = clickupApi(ctx.config, input.apiToken, backoff);

@@ -30,8 +30,8 @@ export async function listJiraProjects(ctx: Ctx, raw: z.input<typeof listJiraPro
   return projects.map((p) => ({ ...p, lastImportAt: last(p.key) }));
 }
 
-/** The project the account sees, as the pipeline reads it. */
-async function jiraSource(ctx: Ctx, input: z.output<typeof dryRunJiraInput>, backoff?: JiraBackoff) {
+/** The project the account sees, as the pipeline reads it (bench/imports.ts times its reading alone). */
+export async function jiraSource(ctx: Ctx, input: z.output<typeof dryRunJiraInput>, backoff?: JiraBackoff) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Jira");
   projectJql(input.projectKey);
   const api = await jiraApi(ctx.config, input, backoff);

@@ -30,8 +30,8 @@ export async function listLinearTeams(ctx: Ctx, raw: z.input<typeof listTeamsInp
   return teams.map((t) => ({ ...t, lastImportAt: last(t.id) }));
 }
 
-/** The team the key sees, as the pipeline reads it. */
-async function linearSource(ctx: Ctx, input: z.output<typeof dryRunInput>, backoff?: Backoff) {
+/** The team the key sees, as the pipeline reads it (bench/imports.ts times its reading alone). */
+export async function linearSource(ctx: Ctx, input: z.output<typeof dryRunInput>, backoff?: Backoff) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Linear");
   const api = linearApi(ctx.config, input.apiKey, backoff);
   const team = (await fetchTeams(api)).find((t) => t.id === input.teamId);

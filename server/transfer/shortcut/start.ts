@@ -41,7 +41,8 @@ async function findTeam(api: ShortcutApi, wanted: string) {
   return teamOf(group);
 }
 
-async function shortcutSource(ctx: Ctx, input: z.output<typeof dryRunShortcutInput>, backoff?: RestBackoff) {
+/** The team the token sees, as the pipeline reads it (bench/imports.ts times its reading alone). */
+export async function shortcutSource(ctx: Ctx, input: z.output<typeof dryRunShortcutInput>, backoff?: RestBackoff) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Shortcut");
   const api = shortcutApi(ctx.config, input.apiToken, backoff);
   const team = await findTeam(api, input.team);
