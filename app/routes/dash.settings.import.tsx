@@ -153,7 +153,7 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
       {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
       {manages ? (
         <>
-          {status ? <ImportProgress status={status} /> : null}
+          {status ? <ImportProgress status={status} from={sources[sourceOf(status.source)]} /> : null}
           {!status || status.phase === "done" || status.phase === "failed" ? (
             <>
               {dryRun ? <ImportDryRun report={dryRun} /> : null}

@@ -144,9 +144,12 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     const wrong = await post("clickup", new URLSearchParams({ ...fields, ...mapping, apiToken: "nope", intent: "dry-run" }));
     expect(wrong.body).toContain("ClickUp refused the token");
     expect(selectedIn(wrong.body, "status.review")).toBe("canceled");
+    // A 429 part way through the reading holds the run in its fetch: the page names the source it reads.
+    clickup.failAt(20, { status: 429, retryAfterSeconds: 2 });
     const started = await post("clickup", new URLSearchParams({ ...fields, ...mapping, intent: "start" }));
     expect(started.status, started.body.slice(0, 400)).toBe(302);
     expect(started.location).toMatch(/^\/dash\/settings\/import\?run=[^&]+&source=clickup$/);
+    expect((await record(await fetch(`${app.url}${started.location}`, { headers: { cookie: owner.cookie } }))).body).toContain("Fetching from ClickUp");
     expect(await finished(started.location!)).toContain(`${clickup.workspace.tasks.length} created`);
     const tasks = clickup.workspace.tasks;
     const [counts] = await query<{ canceled: number; low: number }>(database.database.db, sql`select count(*) filter (where i.status = 'canceled')::int as canceled, count(*) filter (where i.priority = 4)::int as low from issues i join projects p on p.id = i.project_id where p.prefix = 'CUP'`);

@@ -15,25 +15,29 @@ interface ImportStatus {
   finishedAt: string | null;
 }
 
-const phaseLabel = { fetching: "Fetching from Linear", applying: "Applying to Retasc", linking: "Linking relations", done: "Done", failed: "Failed" } as const;
+const phaseLabel = (from: string) => ({ fetching: `Fetching from ${from}`, applying: "Applying to Retasc", linking: "Linking relations", done: "Done", failed: "Failed" }) as const;
 
 /** Why a run failed, in words: the run keeps only a code. */
-const failure: Record<string, { message: string; hint: string }> = {
-  UNAUTHORIZED: { message: "Linear refused the API key.", hint: "Paste a personal API key from Linear's Settings → Security & access, and start again." },
-  RATE_LIMITED: { message: "Linear's rate limit held through every retry.", hint: "Start the import again later; it reconciles in place." },
+const failure = (from: string): Record<string, { message: string; hint: string }> => ({
+  UNAUTHORIZED: { message: `${from} refused the credential.`, hint: "Paste a valid key or token (the form says where to make one), and start again." },
+  RATE_LIMITED: { message: `${from}'s rate limit held through every retry.`, hint: "Start the import again later; it reconciles in place." },
   APPLY_FAILED: { message: "Applying the fetched issues failed, and retrying did not help.", hint: "Start the import again; it reconciles in place. If it fails again, the server log says why." },
-  FETCH_INTERRUPTED: { message: "The import stopped when the server restarted, and the key went with it.", hint: "Paste the key and start again; it reconciles in place." },
-};
+  FETCH_INTERRUPTED: { message: "The import stopped when the server restarted, and the credential went with it.", hint: "Paste it again and start again; it reconciles in place." },
+});
 
-/** A run's progress: a real <progress> with "N of M", live over the event stream while it runs, and current on every reload without JS. */
-export function ImportProgress({ status }: { status: ImportStatus }) {
+/**
+ * A run's progress: a real <progress> with "N of M", live over the event stream while it runs,
+ * and current on every reload without JS. `from` names the run's source (Linear, Jira, a CSV file).
+ */
+export function ImportProgress({ status, from }: { status: ImportStatus; from: string }) {
   const running = status.phase !== "done" && status.phase !== "failed";
+  const phase = phaseLabel(from);
   return (
     <Card title={`Importing ${status.teamKey}`}>
       {running ? <Live /> : null}
       <div className="flex flex-col gap-2" data-testid="import-progress">
-        <p className="text-sm font-medium">{phaseLabel[status.phase]}</p>
-        <progress className="w-full" max={Math.max(status.total, 1)} value={status.phase === "done" ? Math.max(status.total, 1) : status.done} aria-label={`${phaseLabel[status.phase]}: ${status.done} of ${status.total}`} />
+        <p className="text-sm font-medium">{phase[status.phase]}</p>
+        <progress className="w-full" max={Math.max(status.total, 1)} value={status.phase === "done" ? Math.max(status.total, 1) : status.done} aria-label={`${phase[status.phase]}: ${status.done} of ${status.total}`} />
         <p className="text-sm" data-testid="import-count">
           {status.done} of {status.total}
         </p>
@@ -55,7 +59,7 @@ export function ImportProgress({ status }: { status: ImportStatus }) {
             </a>
           </p>
         ) : null}
-        {status.phase === "failed" ? <ErrorNote error={failure[status.error ?? ""] ?? { message: `The import failed (${status.error ?? "unknown"}).`, hint: "Start it again; it reconciles in place." }} /> : null}
+        {status.phase === "failed" ? <ErrorNote error={failure(from)[status.error ?? ""] ?? { message: `The import failed (${status.error ?? "unknown"}).`, hint: "Start it again; it reconciles in place." }} /> : null}
       </div>
     </Card>
   );
