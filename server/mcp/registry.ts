@@ -76,10 +76,11 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
   for (const [key, value] of Object.entries(node)) {
     if (key === "minimum" && value === Number.MIN_SAFE_INTEGER) continue;
     if (key === "maximum" && value === Number.MAX_SAFE_INTEGER) continue;
+    if (key === "maxLength" && typeof value === "number" && value >= maxPublishedLength) continue;
     if (key === "pattern" && typeof value === "string" && ("format" in node || value.length > maxPublishedPattern)) continue;
     if (key === "additionalProperties" && isEmptyObject(value)) continue;
     // Every key of a JSON object is a string already.
-    if (key === "propertyNames" && JSON.stringify(value) === '{"type":"string"}') continue;
+    if (key === "propertyNames" && JSON.stringify(compact(value, direction)) === '{"type":"string"}') continue;
     if (key === "type" && "const" in node) continue;
     // An output's enum names every value, so a `type` its values all have adds nothing a validator checks.
     if (key === "type" && direction === "output" && enumOfType(node, value)) continue;
@@ -153,6 +154,12 @@ const bareType = (schema: unknown) => {
   return keys.length === 1 && keys[0] === "type" ? ((schema as { type: string | string[] }).type as string | string[]) : undefined;
 };
 const maxPublishedPattern = 24;
+/**
+ * A string's length cap from this size up is a guard against abuse, which no model's argument
+ * comes near (a title's 500, a body's 100,000): the zod schema still refuses one past it, in
+ * words. Smaller caps say what a value is (a prefix's 10, a color's 7) and stay.
+ */
+const maxPublishedLength = 200;
 
 /**
  * The input schema; arguments it does not name are refused, so it says so. A tool without

@@ -2,7 +2,7 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv
 import { expect, test } from "vitest";
 import { z } from "zod";
 import { errorResult, invalidArguments } from "./errors.ts";
-import { listedTools, publishedBy, tools } from "./registry.ts";
+import { inputJsonSchema, listedTools, publishedBy, tools, toolsByName } from "./registry.ts";
 import { measureToolsList } from "../testing/tokens.ts";
 
 /**
@@ -27,7 +27,8 @@ import { measureToolsList } from "../testing/tokens.ts";
  * With save_issue's handoff and its description's review clauses (decision 073): 9,693 / 9,656 (4,962 / 4,893 read);
  * 9,707 / 9,670 (4,970 / 4,901 read) by the time decision 080 began. With list_claimable_ghosts, dismiss_ghost_prompt and
  * next_issue's wave and activeClaims it came to 9,968 / 9,925 (5,061 / 4,988 read); thirteen descriptions said again
- * shorter: 46 tools, 9,833 / 9,796 (4,926 / 4,859 read).
+ * shorter: 46 tools, 9,833 / 9,796 (4,926 / 4,859 read). String caps of 200 characters and up left out of
+ * the published input schemas (a guard the zod schema still holds, decision 085): 9,708 / 9,660 (4,801 / 4,723 read).
  * `npx tsx scripts/mcp-tokens.ts` prints today's figures, tool by tool.
  */
 const budget = { total: 10_000, read: 5_000 };
@@ -127,13 +128,23 @@ test("annotations: only removing or revoking is destructive; edits and releases 
   for (const [name, hint] of hints) if (hint.destructiveHint) expect(hint.idempotentHint, name).toBe(true);
 });
 
-test("what the compact rendering drops stays dropped: integer bounds of ±2^53-1, long regexes, output descriptions", () => {
+test("what the compact rendering drops stays dropped: integer bounds of ±2^53-1, long regexes, output descriptions, abuse-guard string caps", () => {
   const text = JSON.stringify(listedTools());
   expect(text).not.toContain(String(Number.MAX_SAFE_INTEGER));
+  expect(text).not.toMatch(/"maxLength":(\d{4,}|[2-9]\d\d)\b/);
   expect(text).not.toMatch(/"pattern":"[^"]{25,}"/);
   for (const tool of listedTools()) expect(JSON.stringify(tool.outputSchema), tool.name).not.toContain('"description"');
   // What a model needs of the shapes stays: enums, short patterns, formats, real bounds.
   expect(text).toContain('"pattern":"^#[0-9a-fA-F]{6}$"');
   expect(text).toContain('"format":"uuid"');
   expect(text).toContain('"maximum":25');
+  expect(text).toContain('"maxLength":10');
+});
+
+test("a string cap left out of tools/list is still held: a call past it is refused in words, before any query", async () => {
+  const saveIssue = toolsByName.get("save_issue")!;
+  expect(JSON.stringify(inputJsonSchema(saveIssue))).not.toContain('"maxLength":500');
+  const refused = saveIssue.input.safeParse({ title: "t".repeat(501), work: true, changeType: "feat", noDependency: "none" });
+  expect(refused.success).toBe(false);
+  expect(saveIssue.input.safeParse({ title: "t".repeat(500), work: true, changeType: "feat", noDependency: "none" }).success).toBe(true);
 });
