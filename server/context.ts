@@ -55,6 +55,8 @@ export interface Principal {
   sessionId?: string;
   /** The key has a line waiting for its next call (server/verification/riders.ts). */
   riderWaiting?: boolean;
+  /** A hosted key (`retasc key mint --hosted`): no watchdog proxy will ever renew its claims (server/mcp/footer.ts). */
+  hosted?: boolean;
   /** An agent key's org and project by name, for what its writes say they landed in (server/mcp/footer.ts). */
   orgName?: string;
   projectName?: string | null;

@@ -74,10 +74,13 @@ export interface MintedKey {
   key: string;
   prefix: string;
   runtime: string;
+  name: string | null;
   projectId: string | null;
   userId: string;
   /** A CI key (rtci_…): attests verification for its project and nothing else. */
   ci?: true;
+  /** A hosted key: never behind a watchdog proxy; its claim replies say what renews them. */
+  hosted?: true;
 }
 
 /** POST /api/ci/verify (server/verification/attest.ts) */
@@ -111,6 +114,8 @@ export interface KeyView {
   keyId: string;
   prefix: string;
   runtime: string;
+  name: string | null;
+  hosted: boolean;
   userEmail: string;
   projectPrefix: string | null;
   status: "active" | "revoked" | "expired";

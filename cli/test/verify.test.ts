@@ -92,3 +92,38 @@ it("project verification --quarantine-after and issue unquarantine: a person rel
   expect(again.code).toBe(1);
   expect(again.stderr).toContain("CONFLICT");
 });
+
+it("key mint --hosted --name: a key no watchdog will run for, whose claim replies say what renews them; a folder's key is told nothing", async () => {
+  const both = await retasc(ada, ["key", "mint", "--hosted", "--ci", "--project-id", projectId, "--org-id", orgId, "--url", server.url]);
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain("✗ INVALID_INPUT: --ci and --hosted are two kinds of key");
+  const wired = await retasc(ada, ["key", "mint", "--hosted", "--install", "--project-id", projectId, "--org-id", orgId, "--url", server.url]);
+  expect(wired.code).toBe(1);
+  expect(wired.stderr).toContain("✗ INVALID_INPUT: a hosted key is not wired into a folder");
+
+  const minted = await retasc(ada, ["key", "mint", "--hosted", "--name", "nightly-runner", "--project-id", projectId, "--org-id", orgId, "--url", server.url]);
+  expect(minted.code, minted.stderr).toBe(0);
+  const hostedKey = minted.stdout.trim();
+  expect(hostedKey).toMatch(/^rtsc_/);
+  expect(minted.stderr).toContain(`Authorization: Bearer <key> to ${server.url}/mcp`);
+  expect(minted.stderr).not.toContain(hostedKey);
+  const listed = await retasc(ada, ["key", "list", "--org-id", orgId, "--url", server.url, "--json"]);
+  expect(json(listed).keys).toEqual(expect.arrayContaining([expect.objectContaining({ name: "nightly-runner", hosted: true, runtime: "hosted" })]));
+  expect((await retasc(ada, ["key", "list", "--org-id", orgId, "--url", server.url])).stdout).toMatch(/nightly-runner\s+hosted \(hosted\)/);
+
+  const hosted = new Client({ name: "hosted-runner", version: "1.0.0" });
+  await hosted.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${hostedKey}` } } }));
+  try {
+    const [mine, theirs] = [
+      (await tool("save_issue", { title: "Nightly dependency bump", work: true, changeType: "chore", noDependency: "a test" })).identifier as string,
+      (await tool("save_issue", { title: "Rotate the staging certificates", work: true, changeType: "chore", noDependency: "a test" })).identifier as string,
+    ];
+    const claimed = await hosted.callTool({ name: "claim_issue", arguments: { identifier: mine } });
+    const texts = (claimed.content as { text: string }[]).map((c) => c.text);
+    expect(texts.at(-1)).toContain("Hosted key, no watchdog: every call of this MCP session renews this claim");
+    const folders = await agent.callTool({ name: "claim_issue", arguments: { identifier: theirs } });
+    expect((folders.content as { text: string }[]).map((c) => c.text).join("\n")).not.toContain("Hosted key");
+  } finally {
+    await hosted.close();
+  }
+});

@@ -118,6 +118,13 @@ export const agentKeys = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true }),
     /** A CI key (`rtci_…`): attests verification results for its project and does nothing else. */
     ci: boolean("ci").notNull().default(false),
+    /**
+     * A hosted key (`retasc key mint --hosted`): it runs where no watchdog proxy can, so its claim
+     * replies tell it that its own calls renew them (server/mcp/footer.ts).
+     */
+    hosted: boolean("hosted").notNull().default(false),
+    /** What its holder calls it (`--name`), shown in key lists; null for none. */
+    name: text("name"),
     /** A rider waits in key_riders: read with the key on every call, so a key with none costs no query. */
     riderWaiting: boolean("rider_waiting").notNull().default(false),
   },

@@ -21,3 +21,15 @@ export function footerLine(principal: Principal, landing: Landing | null): strin
 /** The landing of a reply that names one issue as `identifier` (a claim, save_issue), if it does. */
 export const issueLanding = (output: object): Landing | null =>
   "identifier" in output && typeof output.identifier === "string" ? [output.identifier] : null;
+
+/**
+ * What a hosted key's claim reply adds (`retasc key mint --hosted`): no watchdog proxy will ever
+ * heartbeat it, so it is told what does renew the claim instead of being left to assume one does.
+ * Null for any other key, and for a reply that took no claim.
+ */
+export function hostedClaimLine(principal: Principal, output: object): string | null {
+  if (!principal.hosted || !("renewal" in output)) return null;
+  return output.renewal === "calls"
+    ? "Hosted key, no watchdog: every call of this MCP session renews this claim; checkpoint before a silence longer than the lease."
+    : "Hosted key, no watchdog, and this call sent no Mcp-Session-Id: nothing renews this claim but heartbeat and checkpoint; call one before the lease ends.";
+}

@@ -6,7 +6,7 @@ import { describeZodError, unstorableText, unstorableTextIn } from "../errors.ts
 import { metrics } from "../metrics/index.ts";
 import { noteToolCall } from "../metrics/requests.ts";
 import { errorResult, invalidArguments, successResult, toToolError, type ToolResult } from "./errors.ts";
-import { footerLine } from "./footer.ts";
+import { footerLine, hostedClaimLine } from "./footer.ts";
 import type { ToolDefinition } from "./tool.ts";
 import { lowBalanceWarning } from "../usage/low-balance.ts";
 import { toolTiers } from "../usage/rate-card.ts";
@@ -84,8 +84,8 @@ export async function invokeTool(scope: CallScope, tool: ToolDefinition, args: R
     const billing = Object.hasOwn(toolTiers, tool.name) ? await lowBalanceWarning(ctx) : null;
     // A finish of this key's that CI failed: told once, on the next call that succeeds.
     const rider = principal.riderWaiting ? await takeRiders(ctx) : null;
-    const footer = tool.landsIn ? footerLine(principal, tool.landsIn(output)) : null;
-    return successResult({ ...output, ...(billing ? { billing } : {}), ...(rider ? { rider } : {}) }, footer);
+    const footer = [tool.landsIn ? footerLine(principal, tool.landsIn(output)) : null, hostedClaimLine(principal, output)].filter((line) => line !== null).join("\n");
+    return successResult({ ...output, ...(billing ? { billing } : {}), ...(rider ? { rider } : {}) }, footer || null);
   } catch (error) {
     const { error: toolError, internal } = toToolError(error, tool.name, scope.requestId);
     const durationMs = observed(tool.name, started, internal ? "INTERNAL" : toolError.code, internal);

@@ -211,6 +211,9 @@ export async function mintAgentKey(
     claimCap?: number | null;
     /** A CI key (`rtci_…`): attests verification for its project, and only that (decision 045). */
     ci?: boolean;
+    /** Never behind a watchdog proxy (a hosted agent, CI): its claim replies say what renews them. */
+    hosted?: boolean;
+    name?: string | null;
   },
 ): Promise<{ keyId: string; key: string; expiresAt: Date | null }> {
   const runtime = runtimeSchema.parse(input.runtime);
@@ -243,6 +246,8 @@ export async function mintAgentKey(
     claimCap: input.claimCap ?? null,
     expiresAt,
     ci: input.ci ?? false,
+    hosted: input.hosted ?? false,
+    name: input.name ?? null,
   });
   return { keyId, key, expiresAt };
 }
@@ -317,6 +322,7 @@ export const agentPrincipalColumns = {
   runtime: agentKeys.runtime,
   claimCap: agentKeys.claimCap,
   riderWaiting: agentKeys.riderWaiting,
+  hosted: agentKeys.hosted,
 };
 /** The membership a key acts through: joined on the key's org and person. */
 export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.userId, agentKeys.userId));

@@ -22,6 +22,10 @@ export const mintKeyInput = z.object({
   claimCap: z.number().int().min(1).max(1000).optional(),
   /** A CI key for the project: it attests CI results and is refused everything else (decision 045). */
   ci: z.boolean().optional(),
+  /** A key for a hosted agent or CI, which never runs behind the watchdog proxy: its claim replies say what renews them. */
+  hosted: z.boolean().optional(),
+  /** What the holder calls it in key lists. */
+  name: z.string().trim().min(1).max(60).optional(),
 });
 export const keyIdInput = z.object({ keyId: z.string().trim().min(1, "keyId is required").max(100) });
 export const listKeysInput = z.object({ includeRevoked: z.boolean().optional(), ...pageArgs });
@@ -30,6 +34,10 @@ export interface KeyView {
   keyId: string;
   prefix: string;
   runtime: string;
+  /** What its holder calls it, or null. */
+  name: string | null;
+  /** Minted for a hosted agent or CI: never behind a watchdog proxy. */
+  hosted: boolean;
   userId: string;
   userEmail: string;
   projectId: string | null;
@@ -66,10 +74,22 @@ export async function mintKey(ctx: Ctx, raw: z.input<typeof mintKeyInput>) {
       projectId: input.projectId ?? null,
       claimCap: input.claimCap ?? null,
       ci: input.ci ?? false,
+      hosted: input.hosted ?? false,
+      name: input.name ?? null,
     });
-    await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId, ...(input.ci ? { ci: true } : {}) });
+    await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime: input.runtime, userId, ...(input.ci ? { ci: true } : {}), ...(input.hosted ? { hosted: true } : {}) });
     await chargeOrgAction(tx, ctx, "mint_key");
-    return { keyId: minted.keyId, key: minted.key, prefix: minted.key.slice(0, 12), runtime: input.runtime, projectId: input.projectId ?? null, userId, ...(input.ci ? { ci: true } : {}) };
+    return {
+      keyId: minted.keyId,
+      key: minted.key,
+      prefix: minted.key.slice(0, 12),
+      runtime: input.runtime,
+      name: input.name ?? null,
+      projectId: input.projectId ?? null,
+      userId,
+      ...(input.ci ? { ci: true } : {}),
+      ...(input.hosted ? { hosted: true } : {}),
+    };
   });
 }
 
@@ -93,6 +113,8 @@ export async function listKeys(ctx: Ctx, raw: z.input<typeof listKeysInput> = {}
       keyId: agentKeys.id,
       prefix: agentKeys.prefix,
       runtime: agentKeys.runtime,
+      name: agentKeys.name,
+      hosted: agentKeys.hosted,
       userId: agentKeys.userId,
       userEmail: user.email,
       projectId: agentKeys.projectId,

@@ -44,12 +44,16 @@ export async function projectCreate(flags: OrgFlags & { name?: string; prefix?: 
   ok(`Created project ${project.prefix} (${project.projectId}). Issues will be ${project.prefix}-1, ${project.prefix}-2, …`);
 }
 
-export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime?: string; install?: boolean; ci?: boolean }) {
+export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime?: string; name?: string; install?: boolean; ci?: boolean; hosted?: boolean }) {
+  if (flags.ci && flags.hosted) throw new CliError("INVALID_INPUT", "--ci and --hosted are two kinds of key", "A CI key only attests results (retasc verify); a hosted key works the queue. Mint one of them.");
+  if (flags.ci && flags.install) throw new CliError("INVALID_INPUT", "a CI key is not wired into a folder", "Give it to CI as the secret RETASC_CI_KEY.");
+  if (flags.hosted && flags.install) throw new CliError("INVALID_INPUT", "a hosted key is not wired into a folder", "Put it in the runner's secret store; a folder on this machine is bound with `retasc bind`.");
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
-  if (flags.ci && flags.install) throw new CliError("INVALID_INPUT", "a CI key is not wired into a folder", "Give it to CI as the secret RETASC_CI_KEY.");
-  const runtime = flags.runtime ?? (flags.ci ? "ci" : "claude-code");
-  const minted = await asSession<MintedKey>(session, "/keys", { body: { orgId, action: "mint", projectId: flags["project-id"], runtime, ...(flags.ci ? { ci: true } : {}) } });
+  const runtime = flags.runtime ?? (flags.ci ? "ci" : flags.hosted ? "hosted" : "claude-code");
+  const minted = await asSession<MintedKey>(session, "/keys", {
+    body: { orgId, action: "mint", projectId: flags["project-id"], runtime, name: flags.name, ...(flags.ci ? { ci: true } : {}), ...(flags.hosted ? { hosted: true } : {}) },
+  });
   if (flags.install) {
     const { projects } = await asSession<ProjectList>(session, "/projects", { query: { orgId } });
     const project = projects.find((p) => p.id === minted.projectId);
@@ -70,7 +74,12 @@ export async function keyMint(flags: OrgFlags & { "project-id"?: string; runtime
     return ok(`Minted ${minted.prefix}… and wired this folder (${wired.marker}).`);
   }
   if (flags.json) return printJson(minted);
-  note(minted.ci ? "Shown once; give it to CI as the secret RETASC_CI_KEY (retasc verify reads it there)." : "Shown once; store it now.");
+  if (minted.ci) note("Shown once; give it to CI as the secret RETASC_CI_KEY (retasc verify reads it there).");
+  else if (minted.hosted) {
+    note("Shown once; put it in the runner's secret store, never in a file of the repository:");
+    note(`  as the header Authorization: Bearer <key> to ${session.url}/mcp, or exported as RETASC_MCP_KEY (with RETASC_MCP_URL=${session.url}/mcp) for \`retasc mcp proxy\`.`);
+    note("  No watchdog will run for it: each call of the agent's MCP session renews its claims, and its claim replies say so.");
+  } else note("Shown once; store it now.");
   out(minted.key);
 }
 
@@ -78,12 +87,12 @@ export async function keyList(flags: OrgFlags & { all?: boolean }) {
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   const all: KeyList["keys"] = [];
-  const rows = tableWriter(["KEY", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"]);
+  const rows = tableWriter(["KEY", "NAME", "RUNTIME", "PERSON", "PROJECT", "LAST USED", "STATE", "ID"]);
   const read = (cursor: string | undefined) =>
     asSession<Paged<KeyList>>(session, "/keys", { query: { orgId, includeRevoked: flags.all ? "true" : undefined, cursor } }).then((r) => ({ items: r.keys, nextCursor: r.nextCursor }));
   for await (const keys of pages(read)) {
     if (flags.json) all.push(...keys);
-    else rows.write(keys.map((k) => [`${k.prefix}…`, k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]));
+    else rows.write(keys.map((k) => [`${k.prefix}…`, k.name, k.hosted ? `${k.runtime} (hosted)` : k.runtime, k.userEmail, k.projectPrefix ?? "any", k.lastUsedAt?.slice(0, 16) ?? "never", k.status, k.keyId]));
   }
   if (flags.json) return printJson({ keys: all });
   if (!rows.printed) say("No keys.");

@@ -64,21 +64,29 @@ export const orgCommands: Record<string, Command> = {
   }),
   "key mint": command({
     summary: "mint an agent key (shown once)",
-    usage: "retasc key mint --project-id <id> [--runtime <label>] [--ci] [--org-id <id>] [--install] [--json]",
+    usage: "retasc key mint --project-id <id> [--runtime <label>] [--name <label>] [--hosted | --ci] [--org-id <id>] [--install] [--json]",
     options: {
       "project-id": { type: "string", value: "<id>", description: "the project the key works in" },
       runtime,
+      name: { type: "string", value: "<label>", description: "what you call the key, shown by `retasc key list`" },
+      hosted: {
+        type: "boolean",
+        description: "a key for a hosted agent or CI, which never runs behind the watchdog proxy: its claims renew by its own calls, and its claim replies say so",
+      },
       ci: { type: "boolean", description: "a CI key (rtci_…): attests CI results for the project (retasc verify) and does nothing else" },
       install: { type: "boolean", description: "wire the key into this folder instead of printing it" },
       "org-id": orgId,
       url,
       json,
     },
-    details: "Members mint keys for themselves; owners manage anyone's, admins those of members.",
+    details:
+      "Members mint keys for themselves; owners manage anyone's, admins those of members. " +
+      "A hosted key goes in the runner's secret store, sent as `Authorization: Bearer <key>` to <url>/mcp or exported as RETASC_MCP_KEY; it is never wired into a folder. " +
+      "With no proxy, each call of the agent's MCP session renews the claims it took (a client that sends no Mcp-Session-Id must heartbeat or checkpoint itself).",
     run: keyMint,
   }),
   "key list": command({
-    summary: "list agent keys (yours; everyone's for owners and admins)",
+    summary: "list agent keys (yours; everyone's for owners and admins), with their names and which are hosted",
     usage: "retasc key list [--org-id <id>] [--all] [--json]",
     options: { all: { type: "boolean", description: "include revoked keys" }, "org-id": orgId, url, json },
     run: keyList,
