@@ -161,3 +161,23 @@ export function commitsAhead(branch: string, cwd: string): number | null {
   const count = run(["rev-list", "--count", `${base}..${branch}`], cwd);
   return count.ok ? Number(count.stdout) : null;
 }
+
+/** The issue branches (`web-42/…`) of the repository `cwd` is in, with a worktree or without. */
+export function issueBranches(cwd: string): string[] {
+  return git(["for-each-ref", "--format=%(refname:short)", "refs/heads"], repoRoot(cwd))
+    .split("\n")
+    .filter((branch) => issueOfBranch(branch) !== null);
+}
+
+/**
+ * Deletes a finished issue's branch once its base has every commit of it (commitsAhead); one
+ * holding a commit the base lacks is kept: deleting it would lose that work.
+ */
+export function pruneBranch(branch: string, cwd: string): { deleted: true } | { deleted: false; reason: string } {
+  const ahead = commitsAhead(branch, cwd);
+  if (ahead === null) return { deleted: false, reason: "no base (origin/main or main) to tell whether it is merged" };
+  if (ahead > 0) return { deleted: false, reason: `${ahead} commit${ahead === 1 ? "" : "s"} not merged` };
+  // -D: merged into the base, which need not be the branch checked out here (what -d compares with).
+  const deleted = run(["branch", "-D", branch], repoRoot(cwd));
+  return deleted.ok ? { deleted: true } : { deleted: false, reason: `git branch -D failed: ${deleted.stderr.split("\n")[0]}` };
+}

@@ -126,7 +126,22 @@ describe("lease commands", () => {
     expect((await retasc(ada, ["claim", "x-y"], { cwd: repo })).stderr).toContain("Pass one like WEB-42, web-42 or 42.");
   });
 
-  it("tidy removes the clean worktrees of finished issues, keeps the rest; unbind forgets and revokes the key", async () => {
+  it("issue list --author and --sla filter as list_issues does; an --sla that is no deadline state is refused before any call", async () => {
+    const due = (await tool("save_issue", { title: "Renew the TLS certificate", work: true, changeType: "chore", noDependency: "test work", dueAt: new Date(Date.now() + 86_400_000).toISOString() })).identifier;
+    const onTime = await retasc(ada, ["issue", "list", "--sla", "ok", "--author", "me", "--json"], { cwd: repo });
+    expect(onTime.code, onTime.stderr).toBe(0);
+    expect(json(onTime).issues.map((i: { identifier: string }) => i.identifier)).toEqual([due]);
+    const none = await retasc(ada, ["issue", "list", "--sla", "none", "--json"], { cwd: repo });
+    expect(json(none).issues.map((i: { identifier: string }) => i.identifier)).not.toContain(due);
+    const stranger = await retasc(ada, ["issue", "list", "--author", "nobody@example.com"], { cwd: repo });
+    expect(stranger.code).toBe(1);
+    expect(stranger.stderr).toContain("✗ NOT_FOUND: member nobody@example.com");
+    const late = await retasc(ada, ["issue", "list", "--sla", "late"], { cwd: repo });
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain("✗ INVALID_INPUT: --sla late is not a deadline state");
+  });
+
+  it("tidy removes the clean worktrees of finished issues, keeps the rest, and --prune their merged branches; unbind forgets and revokes the key", async () => {
     const finished = await file("Add the orders table");
     const open = await file("Add the carts table");
     const a = json(await retasc(ada, ["claim", finished, "--json"], { cwd: repo }));
@@ -146,6 +161,28 @@ describe("lease commands", () => {
     expect(tidy.stdout).toContain(`✓ Removed ${a.worktree} (${finished} is done; its branch stays).`);
     expect(fs.existsSync(a.worktree)).toBe(false);
     expect(fs.existsSync(b.worktree)).toBe(true);
+
+    // --prune: a finished issue's branch goes once its base has merged it, worktree or not; one with
+    // a commit the base lacks stays, as does an unfinished issue's.
+    const unmerged = await file("Add the invoices table");
+    const c = json(await retasc(ada, ["claim", unmerged, "--json"], { cwd: repo }));
+    fs.writeFileSync(path.join(c.worktree, "invoices.sql"), "create table invoices ();\n");
+    git(c.worktree, "add", "invoices.sql");
+    git(c.worktree, "commit", "-qm", "invoices");
+    expect((await retasc(ada, ["done", "--id", unmerged, "--keep-worktree"], { cwd: repo })).code).toBe(0);
+    const pruned = await retasc(ada, ["tidy", "--prune", "--json"], { cwd: repo });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(json(pruned).branches).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ identifier: finished, branch: a.branch, deleted: true }),
+        expect.objectContaining({ identifier: unmerged, branch: c.branch, deleted: false, reason: "1 commit not merged" }),
+        expect.objectContaining({ identifier: open, branch: b.branch, deleted: false, reason: "the issue is not finished" }),
+      ]),
+    );
+    expect(fs.existsSync(c.worktree)).toBe(false);
+    const branches = git(repo, "branch", "--format=%(refname:short)").stdout.trim().split("\n");
+    expect(branches).not.toContain(a.branch);
+    expect(branches).toEqual(expect.arrayContaining([b.branch, c.branch]));
 
     const unbind = await retasc(ada, ["unbind", "--json"], { cwd: repo });
     expect(unbind.code, unbind.stderr).toBe(0);

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { UrlFlag } from "../api.ts";
 import { requireBinding, type ResolvedBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
-import { removeWorktree, worktreesOf } from "../git.ts";
+import { issueBranches, issueOfBranch, pruneBranch, removeWorktree, worktreesOf } from "../git.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, printJson, say, tableWriter } from "../output.ts";
 import { pages } from "../pages.ts";
@@ -162,11 +162,16 @@ export async function issueShow(flags: LeaseFlags, positionals: string[]) {
   if (issue.body) say(`\n${issue.body}`);
 }
 
+/** What list_issues' slaState takes: where an issue stands against its deadline (none: it has none). */
+const slaStates = ["none", "ok", "warning", "breaching", "breached"] as const;
+
 interface ListFlags extends JsonFlags {
   status?: string;
   priority?: string;
   label?: string;
   assignee?: string;
+  author?: string;
+  sla?: string;
   limit?: string;
 }
 
@@ -178,6 +183,11 @@ export async function issueList(flags: ListFlags) {
   if (flags.priority) args.priority = /^\d$/.test(flags.priority) ? Number(flags.priority) : flags.priority;
   if (flags.label) args.label = flags.label;
   if (flags.assignee) args.assignee = flags.assignee === "none" ? null : flags.assignee;
+  if (flags.author) args.author = flags.author;
+  if (flags.sla) {
+    if (!(slaStates as readonly string[]).includes(flags.sla)) throw new CliError("INVALID_INPUT", `--sla ${flags.sla} is not a deadline state`, `One of ${slaStates.join(", ")}.`);
+    args.slaState = flags.sla;
+  }
   // --limit caps the whole list; without it, every page to the end.
   let left = flags.limit ? Number(flags.limit) : Infinity;
   const all: IssueLine[] = [];
@@ -198,37 +208,61 @@ export async function issueList(flags: ListFlags) {
   if (!rows.printed) say("No issues match.");
 }
 
-/** `retasc tidy`: removes the clean worktrees of issues that are done or canceled; the branches stay. */
-export async function tidy(flags: JsonFlags & { "dry-run"?: boolean }) {
+/**
+ * `retasc tidy`: removes the clean worktrees of issues that are done or canceled; with --prune,
+ * their branches too once merged (the base has every commit of them). Unfinished work is kept.
+ */
+export async function tidy(flags: JsonFlags & { "dry-run"?: boolean; prune?: boolean }) {
   const binding = requireBinding(process.cwd());
   const worktrees = worktreesOf(process.cwd()).filter((w) => w.issue);
-  const states = await withMcp(binding, (call) =>
-    Promise.all(
-      worktrees.map(async (w) => {
-        const identifier = w.issue!;
-        const state = await call<CheckedClaim>("check_claim", { identifier }).catch((error: CliError) => ({ status: `unknown (${error.code})` }) as CheckedClaim);
-        return { ...w, identifier, status: state.issueStatus ?? state.status };
-      }),
+  const branches = flags.prune ? issueBranches(process.cwd()) : [];
+  const identifiers = [...new Set([...worktrees.map((w) => w.issue!), ...branches.map((b) => issueOfBranch(b)!)])];
+  const statusOf = new Map(
+    await withMcp(binding, (call) =>
+      Promise.all(
+        identifiers.map(async (identifier) => {
+          const state = await call<CheckedClaim>("check_claim", { identifier }).catch((error: CliError) => ({ status: `unknown (${error.code})` }) as CheckedClaim);
+          return [identifier, state.issueStatus ?? state.status] as const;
+        }),
+      ),
     ),
   );
-  const results = states.map((w) => {
-    if (w.status !== "done" && w.status !== "canceled") return { identifier: w.identifier, worktree: w.path, status: w.status, removed: false, reason: "the issue is not finished" };
-    if (flags["dry-run"]) return { identifier: w.identifier, worktree: w.path, status: w.status, removed: false, reason: "--dry-run: would remove it if clean" };
+  const finished = (identifier: string) => ["done", "canceled"].includes(statusOf.get(identifier) ?? "");
+  const results = worktrees.map((w) => {
+    const identifier = w.issue!;
+    const status = statusOf.get(identifier)!;
+    if (!finished(identifier)) return { identifier, worktree: w.path, status, removed: false, reason: "the issue is not finished" };
+    if (flags["dry-run"]) return { identifier, worktree: w.path, status, removed: false, reason: "--dry-run: would remove it if clean" };
     const removal = removeWorktree(w.path);
-    return { identifier: w.identifier, worktree: w.path, status: w.status, removed: removal.removed, reason: removal.removed ? null : removal.reason };
+    return { identifier, worktree: w.path, status, removed: removal.removed, reason: removal.removed ? null : removal.reason };
+  });
+  // A branch goes only once no worktree of it is left: a kept worktree holds its branch.
+  const kept = new Set(worktrees.filter((_, i) => !results[i]!.removed).map((w) => w.branch));
+  const pruned = branches.map((branch) => {
+    const identifier = issueOfBranch(branch)!;
+    const status = statusOf.get(identifier)!;
+    if (!finished(identifier)) return { identifier, branch, status, deleted: false, reason: "the issue is not finished" };
+    if (kept.has(branch)) return { identifier, branch, status, deleted: false, reason: "its worktree stays" };
+    if (flags["dry-run"]) return { identifier, branch, status, deleted: false, reason: "--dry-run: would delete it if merged" };
+    const deletion = pruneBranch(branch, process.cwd());
+    return { identifier, branch, status, deleted: deletion.deleted, reason: deletion.deleted ? null : deletion.reason };
   });
   if (!flags["dry-run"]) {
-    const finished = new Set(results.filter((r) => r.status === "done" || r.status === "canceled").map((r) => r.identifier));
+    const done = new Set(identifiers.filter(finished));
     await updateBindings((bindings) => {
       const mine = bindings.claims[keyFingerprint(binding.key)];
-      for (const identifier of finished) delete mine?.[identifier];
+      for (const identifier of done) delete mine?.[identifier];
     });
   }
-  if (flags.json) return printJson({ dryRun: Boolean(flags["dry-run"]), worktrees: results });
-  if (results.length === 0) return say("No issue worktrees here.");
+  if (flags.json) return printJson({ dryRun: Boolean(flags["dry-run"]), worktrees: results, ...(flags.prune ? { branches: pruned } : {}) });
+  if (results.length === 0 && pruned.length === 0) return say(flags.prune ? "No issue worktrees or branches here." : "No issue worktrees here.");
   for (const r of results) {
-    if (r.removed) ok(`Removed ${r.worktree} (${r.identifier} is ${r.status}; its branch stays).`);
+    if (r.removed) ok(`Removed ${r.worktree} (${r.identifier} is ${r.status}${flags.prune ? "" : "; its branch stays"}).`);
     else say(`  Kept ${r.worktree} (${r.identifier} is ${r.status}): ${r.reason}.`);
+  }
+  for (const b of pruned) {
+    if (b.deleted) ok(`Deleted branch ${b.branch} (${b.identifier} is ${b.status}, merged).`);
+    else say(`  Kept branch ${b.branch} (${b.identifier} is ${b.status}): ${b.reason}.`);
   }
 }
 

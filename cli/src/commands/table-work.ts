@@ -82,12 +82,14 @@ export const workCommands: Record<string, Command> = {
   }),
   "issue list": command({
     summary: "issues in dispatch order, most urgent first",
-    usage: "retasc issue list [--status <s[,s]>] [--priority <p>] [--label <name>] [--assignee <email|me|none>] [--limit <n>] [--json]",
+    usage: "retasc issue list [--status <s[,s]>] [--priority <p>] [--label <name>] [--assignee <email|me|none>] [--author <email|me>] [--sla <state>] [--limit <n>] [--json]",
     options: {
       status: { type: "string", value: "<s[,s]>", description: "todo, doing, blocked, review, done, canceled, or the groups open (default) and active" },
       priority: { type: "string", value: "<p>", description: "urgent, high, medium, low, none (or 1-4, 0)" },
       label: { type: "string", value: "<name>", description: "issues with this label" },
       assignee: { type: "string", value: "<who>", description: "a member's email, me, or none (unassigned)" },
+      author: { type: "string", value: "<who>", description: "issues filed by this member (their email) or by you and your agents (me)" },
+      sla: { type: "string", value: "<state>", description: "by deadline: none (no deadline), ok, warning (75% of its window gone), breaching (90%) or breached (past due)" },
       limit: { type: "string", value: "<n>", description: "at most this many in all (default: every one, read a page at a time)" },
       json,
       url,
@@ -95,10 +97,17 @@ export const workCommands: Record<string, Command> = {
     run: issueList,
   }),
   tidy: command({
-    summary: "remove the clean worktrees of issues that are done or canceled (branches stay)",
-    usage: "retasc tidy [--dry-run] [--json]",
-    options: { "dry-run": { type: "boolean", description: "list what it would remove, remove nothing" }, json, url },
-    details: "Looks at every worktree of this repository on an issue branch (pfx-42/…); one with uncommitted changes is kept, with the reason.",
+    summary: "remove the clean worktrees of issues that are done or canceled; with --prune their merged branches too",
+    usage: "retasc tidy [--prune] [--dry-run] [--json]",
+    options: {
+      prune: { type: "boolean", description: "also delete the branches of done or canceled issues that their base (origin/main, else main) has merged" },
+      "dry-run": { type: "boolean", description: "list what it would remove, remove nothing" },
+      json,
+      url,
+    },
+    details:
+      "Looks at every worktree of this repository on an issue branch (pfx-42/…); one with uncommitted changes is kept, with the reason. " +
+      "Without --prune the branches stay; with it, each issue branch (with a worktree or without) of a finished issue is deleted once merged, and one with commits its base lacks is kept, with the count.",
     run: tidy,
   }),
   unbind: command({
