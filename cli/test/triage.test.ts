@@ -9,7 +9,7 @@ import { cliEnv, login, retasc, signUp, startServer, workspaceBin, type Person, 
  * `retasc triage` against the built app over HTTP (docs/decisions/038): it runs only at a
  * terminal (here a pseudo-terminal from util-linux `script`), lists what came from outside the
  * team, shows the one picked in full with its control characters made visible, and lets exactly
- * that text in when the person types `accept`. /api/cli/triage takes a person's session only.
+ * that text in when the person types `accept`; `retasc triage WEB-1` goes straight to that issue's text. /api/cli/triage takes a person's session only.
  */
 let server: Server;
 let person: Person;
@@ -23,8 +23,8 @@ const triageList = async () =>
   (await (await fetch(`${server.url}/api/cli/triage?orgId=${orgId}`, { headers: { authorization: `Bearer ${sessionToken()}` } })).json()) as { issues: { identifier: string; title: string; body: string }[] };
 
 /** Runs `retasc triage` in a pseudo-terminal, typing `input`; answers everything the terminal showed. */
-function triageAtTerminal(input: string): Promise<{ code: number | null; output: string }> {
-  const command = [workspaceBin, "triage", "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
+function triageAtTerminal(input: string, ...args: string[]): Promise<{ code: number | null; output: string }> {
+  const command = [workspaceBin, "triage", ...args, "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
   return new Promise((resolve, reject) => {
     const child = spawn("script", ["-qefc", command, "/dev/null"], { env: cliEnv(person), stdio: ["pipe", "pipe", "pipe"] });
     let output = "";
@@ -93,7 +93,12 @@ it("refuses without a terminal; at one, shows the outsider's text in full (escap
   expect(left.output).toContain("Left WEB-1 waiting.");
   expect((await triageList()).issues).toHaveLength(1);
 
-  const accepted = await triageAtTerminal("1\naccept\n\n");
+  // Named, the issue's text is shown at once: no list, no number to pick.
+  const accepted = await triageAtTerminal("accept\n", "web-1");
+  expect(accepted.output).not.toContain("Read which one?");
+  expect(accepted.output).toContain("Dark mode, please.");
   expect(accepted.output).toContain("Accepted WEB-1");
   expect((await triageList()).issues).toHaveLength(0);
+  const gone = await triageAtTerminal("", "WEB-1");
+  expect(gone.output).toContain("NOT_FOUND: nothing of WEB-1 waits for a person");
 }, 120_000);

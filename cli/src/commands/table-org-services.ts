@@ -70,11 +70,12 @@ export const serviceCommands: Record<string, Command> = {
   }),
   triage: command({
     summary: "read outsiders' issues and comments waiting for a person, and let one in after reading it (interactive only)",
-    usage: "retasc triage [--org-id <id>] [--json]",
+    usage: "retasc triage [PFX-42] [--org-id <id>] [--json]",
+    positionals: "[issue]",
     options: { "org-id": orgId, url, json: { type: "boolean", description: "the conversation on stderr; on stdout, once you stop, what you let in as JSON" } },
     details:
       "Lists what came from outside the team and waits (issues, edits made after acceptance, comments), shows the one you pick in full, " +
-      "and lets exactly that text in when you type accept (release for a comment). It runs only at a terminal, and no flag accepts: " +
+      "and lets exactly that text in when you type accept (release for a comment); named, an issue's own text (or its held comments) is shown at once. It runs only at a terminal, and no flag accepts: " +
       "no agent or script can let outside text in.",
     run: triage,
   }),

@@ -59,7 +59,8 @@ function show(item: HeldIssue | HeldComment): void {
   }
 }
 
-export async function triage(flags: OrgFlags) {
+/** `retasc triage [issue]`: everything waiting, or only what of one issue waits (its text, its held comments). */
+export async function triage(flags: OrgFlags, positionals: string[]) {
   if (!interactive()) {
     throw new CliError(
       "INVALID_INPUT",
@@ -72,34 +73,25 @@ export async function triage(flags: OrgFlags) {
   // With --json the conversation goes to stderr and stdout gets what was let in, once the person stops.
   const decided: { kind: "issue" | "comment"; identifier: string; id?: string; sha256: string }[] = [];
   const done = () => (flags.json ? printJson({ decided }) : undefined);
-  for (;;) {
+  const wanted = positionals[0]?.trim().toUpperCase();
+  for (let round = 0; ; round++) {
     const list = await asSession<TriageList>(session, "/triage", { query: { orgId } });
-    const items: (HeldIssue | HeldComment)[] = [...list.issues, ...list.comments];
+    const items: (HeldIssue | HeldComment)[] = [...list.issues, ...list.comments].filter((item) => !wanted || item.identifier === wanted);
     if (items.length === 0) {
-      say("Nothing from outside the team is waiting.");
+      if (wanted && round === 0) throw new CliError("NOT_FOUND", `nothing of ${wanted} waits for a person`, "Run `retasc triage` for everything that does.");
+      say(wanted ? `Nothing more of ${wanted} is waiting.` : "Nothing from outside the team is waiting.");
       return done();
     }
-    say("Waiting for a person:");
-    items.forEach((item, i) =>
-      say(
-        item.kind === "issue"
-          ? `  ${i + 1}) ${item.identifier}  ${item.reason === "edited" ? "edited" : "issue"}  ${oneLine(item.title)}`
-          : `  ${i + 1}) ${item.identifier}  comment by @${oneLine(item.author, 30)}  ${oneLine(item.body, 50)}`,
-      ),
-    );
-    if (list.more) note("  (more are waiting: decide on these first)");
-    const answer = await ask("Read which one? (a number; Enter to stop) ");
-    if (!answer) return done();
-    const picked = items[Number(answer) - 1];
-    if (!Number.isInteger(Number(answer)) || !picked) {
-      note(`Type a number from 1 to ${items.length}.`);
-      continue;
-    }
+    // One issue named with one thing waiting: straight to its text.
+    const only = wanted && items.length === 1 ? items[0]! : null;
+    const picked = only ?? (await pick(items, list.more));
+    if (!picked) return done();
     show(picked);
     const word = picked.kind === "issue" ? "accept" : "release";
     const typed = await ask(`Type "${word}" to let exactly this text in for agents (anything else leaves it waiting): `);
     if (typed !== word) {
       say(`Left ${picked.identifier} waiting.`);
+      if (only) return done();
       continue;
     }
     if (picked.kind === "issue") {
@@ -111,5 +103,25 @@ export async function triage(flags: OrgFlags) {
       ok(`Released the comment on ${picked.identifier}: agents read it from now on.`);
       decided.push({ kind: "comment", identifier: picked.identifier, id: picked.id, sha256: picked.digest });
     }
+  }
+}
+
+/** Lists what waits and asks which one to read: null when the person stops (Enter). */
+async function pick(items: (HeldIssue | HeldComment)[], more: boolean): Promise<HeldIssue | HeldComment | null> {
+  for (;;) {
+    say("Waiting for a person:");
+    items.forEach((item, i) =>
+      say(
+        item.kind === "issue"
+          ? `  ${i + 1}) ${item.identifier}  ${item.reason === "edited" ? "edited" : "issue"}  ${oneLine(item.title)}`
+          : `  ${i + 1}) ${item.identifier}  comment by @${oneLine(item.author, 30)}  ${oneLine(item.body, 50)}`,
+      ),
+    );
+    if (more) note("  (more are waiting: decide on these first)");
+    const answer = await ask("Read which one? (a number; Enter to stop) ");
+    if (!answer) return null;
+    const picked = items[Number(answer) - 1];
+    if (Number.isInteger(Number(answer)) && picked) return picked;
+    note(`Type a number from 1 to ${items.length}.`);
   }
 }
