@@ -86,6 +86,7 @@ export default [
   route("api/cli/import/:source", "routes/api.cli.import.$source.ts"),
   route("api/cli/triage", "routes/api.cli.triage.ts"),
   route("api/cli/issues", "routes/api.cli.issues.ts"),
+  route("api/cli/identity", "routes/api.cli.identity.ts"),
   // `retasc done`'s pull/merge request, with the folder's agent key (decision 063)
   route("api/cli/open-request", "routes/api.cli.open-request.ts"),
   // CI attestations, with a CI key only (decision 045)

@@ -4,6 +4,11 @@ import { CliError } from "./errors.ts";
 /** Prompts need a person at a terminal; scripted runs pass flags instead. */
 export const interactive = (): boolean => Boolean(process.stdin.isTTY && process.stderr.isTTY);
 
+/** Refuses a command only a person may answer when no one is at a terminal: `why` says why no flag answers it. */
+export function requireTerminal(command: string, why: string): void {
+  if (!interactive()) throw new CliError("INVALID_INPUT", `retasc ${command} needs a person at a terminal`, `Run it in an interactive terminal: ${why}`);
+}
+
 export async function ask(question: string): Promise<string> {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
   try {

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { startApp } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver } from "../../server/testing/db.ts";
+import { markEmailVerified } from "../../server/testing/verified-email.ts";
 import { git, gitRepo, removeTemps, tempDir } from "../../server/testing/temp-dirs.ts";
 
 /**
@@ -20,6 +21,8 @@ export { git, gitRepo, removeTemps, tempDir };
 
 export interface Server {
   url: string;
+  /** Marks a person's email verified, which no door does for a password sign-up: PostgreSQL only (PGlite lives inside the app), else null. */
+  verifyEmail: ((email: string) => Promise<void>) | null;
   close(): Promise<void>;
 }
 
@@ -28,6 +31,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   const app = await startApp({ ...(database ? { DATABASE_URL: database.url!, RETASC_EMAIL_PASSWORD: "on" } : {}), ...env });
   return {
     url: app.url,
+    verifyEmail: database ? (email) => markEmailVerified(database, email) : null,
     async close() {
       await app.stop();
       await database?.close();

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { cliEnv, login, retasc, signUp, startServer, workspaceBin, type Person, type Server } from "./testing.ts";
+import { cliEnv, login, removeTemps, retasc, signUp, startServer, tempDir, workspaceBin, type Person, type Server } from "./testing.ts";
 
 /**
  * `retasc triage` against the built app over HTTP (docs/decisions/038): it runs only at a
@@ -24,7 +24,12 @@ const triageList = async () =>
 
 /** Runs `retasc triage` in a pseudo-terminal, typing `input`; answers everything the terminal showed. */
 function triageAtTerminal(input: string, ...args: string[]): Promise<{ code: number | null; output: string }> {
-  const command = [workspaceBin, "triage", ...args, "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
+  return atTerminal(input, "triage", ...args);
+}
+
+/** Runs `retasc <args>` in a pseudo-terminal, typing `input`. */
+function atTerminal(input: string, ...args: string[]): Promise<{ code: number | null; output: string }> {
+  const command = [workspaceBin, ...args, "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
   return new Promise((resolve, reject) => {
     const child = spawn("script", ["-qefc", command, "/dev/null"], { env: cliEnv(person), stdio: ["pipe", "pipe", "pipe"] });
     let output = "";
@@ -55,7 +60,10 @@ beforeAll(async () => {
   secret = /^(rwh_\S+)$/m.exec(added.stdout)![1]!;
   hook = /Webhook URL: (\S+)/.exec(added.stdout + added.stderr)![1]!;
 });
-afterAll(() => server?.close());
+afterAll(async () => {
+  await server?.close();
+  removeTemps();
+});
 
 it("refuses without a terminal; at one, shows the outsider's text in full (escapes visible) and accepts it only when the person types accept", async () => {
   const refused = await retasc(person, ["triage", "--org-id", orgId, "--url", server.url]);
@@ -101,4 +109,28 @@ it("refuses without a terminal; at one, shows the outsider's text in full (escap
   expect((await triageList()).issues).toHaveLength(0);
   const gone = await triageAtTerminal("", "WEB-1");
   expect(gone.output).toContain("NOT_FOUND: nothing of WEB-1 waits for a person");
+}, 120_000);
+
+it("identity: refused without a terminal; at one, an imported person with your email is claimed only once you type me, after your email is verified", async () => {
+  const refused = await retasc(person, ["identity", "--org-id", orgId, "--url", server.url]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("retasc identity needs a person at a terminal");
+  const dir = tempDir("retasc-identity-");
+  const file = path.join(dir, "old-board.csv");
+  fs.writeFileSync(file, `Title,Assignee\nMigrate the billing cron,${person.email}\n`);
+  const imported = await retasc(person, ["import", "csv", "--file", file, "--project", "WEB", "--json", "--org-id", orgId, "--url", server.url, "--poll-ms", "100"]);
+  expect(imported.code, imported.stderr).toBe(0);
+
+  // An address signed up with a password is not verified: no placeholder can be theirs yet.
+  const unverified = await atTerminal("", "identity");
+  expect(unverified.output).toContain("Your email is not verified on this server");
+  if (!server.verifyEmail) return; // PGlite lives inside the app: nothing here can verify the email.
+  await server.verifyEmail(person.email);
+
+  const declined = await atTerminal("1\nyes\n", "identity");
+  expect(declined.output).toContain(`1) ${person.email.split("@")[0]}  from csv`);
+  expect(declined.output).toContain("Nothing claimed.");
+  const claimed = await atTerminal("1\nme\n", "identity");
+  expect(claimed.output).toContain("history is yours now");
+  expect((await atTerminal("", "identity")).output).toContain("No imported person in this org carries your email");
 }, 120_000);

@@ -5,6 +5,7 @@ import { importFrom } from "./import.ts";
 import { connectorAdd, connectorList, connectorRevoke } from "./connectors.ts";
 import { issueUnquarantine } from "./quarantine.ts";
 import { triage } from "./triage.ts";
+import { identity } from "./identity.ts";
 
 /** The command table's part for an org's services: billing, connectors, the quarantine release, triage, export and import. */
 export const serviceCommands: Record<string, Command> = {
@@ -78,6 +79,16 @@ export const serviceCommands: Record<string, Command> = {
       "and lets exactly that text in when you type accept (release for a comment); named, an issue's own text (or its held comments) is shown at once. It runs only at a terminal, and no flag accepts: " +
       "no agent or script can let outside text in.",
     run: triage,
+  }),
+  identity: command({
+    summary: "claim an imported person (a placeholder with your verified email) as yourself: their history becomes yours (interactive only)",
+    usage: "retasc identity [--org-id <id>] [--json]",
+    options: { "org-id": orgId, url, json: { type: "boolean", description: "the conversation on stderr; on stdout, once you stop, what you claimed or dismissed as JSON" } },
+    details:
+      "Lists the people an import (Linear, Jira, Asana, Shortcut, ClickUp, CSV) carried into the org whose email is your verified one, asks which is you, " +
+      "and claims it when you type me: their issues, comments, attachments and activity move to your account for good. " +
+      "none says none of them is you (they are not offered again). It runs only at a terminal; no flag answers it.",
+    run: identity,
   }),
   export: command({
     summary: "the whole org, decrypted, as JSON (everything; imports back) or CSV (issues or comments), owners and admins",

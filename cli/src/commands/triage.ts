@@ -1,6 +1,6 @@
 import { CliError } from "../errors.ts";
 import { note, ok, printJson, say } from "../output.ts";
-import { ask, interactive } from "../prompt.ts";
+import { ask, requireTerminal } from "../prompt.ts";
 import { asSession, requireSession } from "../session.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
 
@@ -61,13 +61,7 @@ function show(item: HeldIssue | HeldComment): void {
 
 /** `retasc triage [issue]`: everything waiting, or only what of one issue waits (its text, its held comments). */
 export async function triage(flags: OrgFlags, positionals: string[]) {
-  if (!interactive()) {
-    throw new CliError(
-      "INVALID_INPUT",
-      "retasc triage needs a person at a terminal",
-      "Run it in an interactive terminal: outside work is let in only by a person who read it there or on the Dash. There is no flag that accepts.",
-    );
-  }
+  requireTerminal("triage", "outside work is let in only by a person who read it there or on the Dash. There is no flag that accepts.");
   const session = requireSession(flags);
   const orgId = await orgIdOf(flags, session);
   // With --json the conversation goes to stderr and stdout gets what was let in, once the person stops.
