@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { normalizeUrl, serverCli } from "./api.ts";
+import { installCommitCheck, type CommitCheck } from "./commit-check.ts";
 import { CliError } from "./errors.ts";
 import { folderFileSettingKeyEnv } from "./folder-env.ts";
 import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
@@ -289,7 +290,9 @@ function writeFileAtomic(file: string, text: string): void {
  * Stores the key in the keystore under the folder's path and writes the folder's two files,
  * keeping any other MCP servers already in ./.mcp.json.
  */
-export async function wireFolder(input: Bound & { dir: string; transport?: Transport }): Promise<{ workspaceId: string; marker: string; projectFile: string; mcpUrl: string; transport: Transport }> {
+export async function wireFolder(
+  input: Bound & { dir: string; transport?: Transport },
+): Promise<{ workspaceId: string; marker: string; projectFile: string; mcpUrl: string; transport: Transport; commitCheck: CommitCheck }> {
   const dir = path.resolve(input.dir);
   const url = normalizeUrl(input.url);
   const transport = input.transport ?? "proxy";
@@ -309,7 +312,9 @@ export async function wireFolder(input: Bound & { dir: string; transport?: Trans
     };
     return id;
   });
-  const servedCli = transport === "proxy" && (await serverCli(url)) ? `${url}/cli/latest` : null;
+  // The CLI this server serves, run through npx by the marker's proxy and by the commit hook where retasc is not installed.
+  const served = (await serverCli(url)) ? `${url}/cli/latest` : null;
+  const servedCli = transport === "proxy" ? served : null;
   const file = path.join(dir, MARKER);
   const marker = readMarker(file) ?? {};
   marker.mcpServers ??= {};
@@ -318,7 +323,9 @@ export async function wireFolder(input: Bound & { dir: string; transport?: Trans
   const projectFile = path.join(dir, PROJECT_FILE);
   const project: ProjectFile = { url, orgId: input.orgId, projectId: input.projectId, prefix: input.prefix };
   writeFileAtomic(projectFile, `${JSON.stringify(project, null, 2)}\n`);
-  return { workspaceId, marker: file, projectFile, mcpUrl: mcpUrlOf(url), transport };
+  // The two files are committed: the repository's hook refuses a commit that puts a key in them.
+  const commitCheck = installCommitCheck(dir, served);
+  return { workspaceId, marker: file, projectFile, mcpUrl: mcpUrlOf(url), transport, commitCheck };
 }
 
 /**

@@ -9,8 +9,8 @@ import { candidateDirs } from "./folder.ts";
  * Cursor, Gemini CLI, VS Code, OpenCode and Codex. Those in `DOTFOLDER_FILES` are the person's own
  * settings when they sit in their home folder, which a repository does not write.
  */
-const FOLDER_FILES = [".mcp.json", ".vscode/mcp.json", "opencode.json", "opencode.jsonc"];
-const DOTFOLDER_FILES = [".claude/settings.json", ".claude/settings.local.json", ".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml"];
+export const FOLDER_FILES = [".mcp.json", ".vscode/mcp.json", "opencode.json", "opencode.jsonc"];
+export const DOTFOLDER_FILES = [".claude/settings.json", ".claude/settings.local.json", ".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml"];
 
 /**
  * One of our variables given a value: a JSON or TOML key (`"RETASC_MCP_URL": …`,

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -64,6 +65,31 @@ describe("a committable .mcp.json", () => {
     const who = await agent.callTool({ name: "whoami", arguments: {} });
     expect(who.structuredContent).toMatchObject({ org: { name: "Acme" }, project: { prefix: "WEB" }, human: { email: ada.email } });
     await agent.close();
+  });
+
+  it("bind installs a pre-commit hook that refuses a commit putting an agent key in a folder file, naming the file and never the key", async () => {
+    expect(fs.readFileSync(path.join(repo, ".git", "hooks", "pre-commit"), "utf8")).toContain("exec retasc hook pre-commit");
+    const commit = (...args: string[]) =>
+      spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", ...args], { cwd: repo, encoding: "utf8", env: cliEnv(ada, { PATH }) as NodeJS.ProcessEnv });
+    expect(commit("add", ".mcp.json", ".retasc.json").status).toBe(0);
+    const clean = commit("commit", "-qm", "wire the folder");
+    expect(clean.status, clean.stderr).toBe(0);
+
+    const key = (await retasc(ada, ["mcp", "key"], { cwd: repo })).stdout.trim();
+    fs.mkdirSync(path.join(repo, ".cursor"), { recursive: true });
+    const cursor = path.join(repo, ".cursor", "mcp.json");
+    fs.writeFileSync(cursor, JSON.stringify({ mcpServers: { retasc: { url: `${server.url}/mcp`, headers: { Authorization: `Bearer ${key}` } } } }));
+    commit("add", ".cursor/mcp.json");
+    const refused = commit("commit", "-qm", "cursor");
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(`KEY_IN_COMMIT: .cursor/mcp.json holds an agent key (${key.slice(0, 8)}…)`);
+    expect(refused.stderr + refused.stdout).not.toContain(key);
+
+    // What bind prints for Cursor: a reference to the exported key, which holds none.
+    fs.writeFileSync(cursor, JSON.stringify({ mcpServers: { retasc: { url: `${server.url}/mcp`, headers: { Authorization: "Bearer ${env:RETASC_MCP_KEY}" } } } }));
+    commit("add", ".cursor/mcp.json");
+    const referenced = commit("commit", "-qm", "cursor");
+    expect(referenced.status, referenced.stderr).toBe(0);
   });
 
   it("works unchanged in a teammate's clone on another HOME once they bind there", async () => {

@@ -4,7 +4,7 @@ import { clientBlocks, findMarker, resolveBinding, wireFolder, type Bound, type 
 import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
-import { ok, printJson, say } from "../output.ts";
+import { note, ok, printJson, say } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
 import { updateConfig } from "../store.ts";
@@ -87,6 +87,7 @@ export async function finishBinding(flags: JsonFlag & { transport?: string }, bo
     transport,
     marker: wired.marker,
     projectFile: wired.projectFile,
+    commitCheck: wired.commitCheck,
     clients: clientBlocks(wired.mcpUrl),
   };
   if (flags.json) {
@@ -99,6 +100,8 @@ export async function finishBinding(flags: JsonFlag & { transport?: string }, bo
   say(`  Agents launched here can only ever read or write ${bound.prefix}.`);
   say(`  Claude Code: ${path.relative(process.cwd(), wired.marker) || wired.marker} runs ${transport === "proxy" ? "`retasc mcp proxy`, which heartbeats your agent's claims while it runs" : "over HTTP with `retasc mcp headers`"}.`);
   say(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
+  if (wired.commitCheck === "installed") say("  A pre-commit hook refuses a commit that puts an agent key in them.");
+  if (wired.commitCheck === "own-hook") note("  Your repository has a pre-commit hook of its own: add `retasc hook pre-commit` to it, so no commit puts an agent key in these files.");
   say();
   say(`Other clients read the key from RETASC_MCP_KEY:  ${exportLine(wired.mcpUrl)}`);
   printBlocks(wired.mcpUrl);

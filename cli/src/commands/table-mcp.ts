@@ -1,5 +1,6 @@
 import { type Command, command, url, json, yes, transport } from "../command.ts";
 import { mcpConfig, mcpHeaders, mcpInstall, mcpKey, mcpProxy } from "./mcp-wiring.ts";
+import { hookPreCommit } from "./hook.ts";
 
 /** The command table's part for the MCP client's side: install, config blocks, the key, and the proxy and headers helper .mcp.json runs. */
 export const mcpCommands: Record<string, Command> = {
@@ -36,6 +37,16 @@ export const mcpCommands: Record<string, Command> = {
     details:
       "Heartbeats every claim taken through it every RETASC_HEARTBEAT_MS (default 600000, 10 minutes) while the agent that started it runs; when the agent exits or is killed its stdin closes, the proxy exits and the leases lapse as they should.",
     run: mcpProxy,
+  }),
+  "hook pre-commit": command({
+    summary: "the git pre-commit check bind installs: refuses a commit whose .mcp.json, .retasc.json or other MCP client file holds an agent key",
+    usage: "retasc hook pre-commit",
+    options: {},
+    hidden: true,
+    details:
+      "Reads what is staged (not the working files) of .retasc.json and the MCP client files (.mcp.json, .cursor/mcp.json, .gemini/settings.json, .vscode/mcp.json, opencode.json, .codex/config.toml, .claude/settings*.json) anywhere in the repository, " +
+      "and exits 1 with KEY_IN_COMMIT naming each file that holds a key (rtsc_… or rtci_…), never the key. `retasc bind` writes .git/hooks/pre-commit to run it; a repository with a pre-commit hook of its own adds this line to it.",
+    run: hookPreCommit,
   }),
   "mcp headers": command({
     summary: "the headersHelper Claude Code runs: prints the Authorization header as JSON",
