@@ -49,7 +49,8 @@ export async function action({ request, context }: Route.ActionArgs) {
   const result = await attempt(context.log, async () => {
     switch (intent) {
       case "mint": {
-        const minted = await mintKey(ctx, { projectId, runtime });
+        const name = String(form.get("name") ?? "").trim() || undefined;
+        const minted = await mintKey(ctx, { projectId, runtime, name, hosted: form.get("hosted") === "on" });
         return { secret: { label: "New key", key: minted.key } };
       }
       case "rotate": {
@@ -102,6 +103,7 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
         <thead>
           <tr className="border-b border-line-strong">
             <th scope="col" className={head}>Key</th>
+            <th scope="col" className={head}>Name</th>
             <th scope="col" className={head}>Runtime</th>
             <th scope="col" className={head}>Person</th>
             <th scope="col" className={head}>Project</th>
@@ -116,7 +118,11 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
               <td className={`${cell} font-mono`} data-label="Key">
                 {k.oauthClient ? <span title={`Approved for ${k.oauthClient} (OAuth sign-in)`}>OAuth</span> : `${k.prefix}…`}
               </td>
-              <td className={`${cell} font-mono`} data-label="Runtime">{k.runtime}</td>
+              <td className={cell} data-label="Name">{k.name ?? "—"}</td>
+              <td className={`${cell} font-mono`} data-label="Runtime">
+                {k.runtime}
+                {k.hosted ? <span title="Hosted: no watchdog proxy; its claim replies say what renews them"> (hosted)</span> : null}
+              </td>
               <td className={cell} data-label="Person">{k.userEmail}</td>
               <td className={cell} data-label="Project">{k.projectPrefix ?? "any"}</td>
               <td className={`${cell} tabular-nums`} data-label="Last used">{k.lastUsedAt ? stamp(k.lastUsedAt) : "never"}</td>
@@ -158,6 +164,10 @@ export default function Keys({ loaderData, actionData }: Route.ComponentProps) {
             <Form method="post" className="flex flex-col gap-4">
               <Select label="Project" name="projectId" options={projectOptions} />
               <Field label="Runtime" name="runtime" defaultValue="claude-code" hint="What runs with it: claude-code, codex, cursor, ci…" />
+              <Field label="Name (optional)" name="name" hint="What you call it in this list" />
+              <label className="flex items-center gap-2 text-sm">
+                <input type="checkbox" name="hosted" /> Hosted agent or CI: no watchdog will run for it, its own calls renew its claims
+              </label>
               <div>
                 <Button name="intent" value="mint">
                   Mint key

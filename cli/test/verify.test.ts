@@ -110,6 +110,15 @@ it("key mint --hosted --name: a key no watchdog will run for, whose claim replie
   const listed = await retasc(ada, ["key", "list", "--org-id", orgId, "--url", server.url, "--json"]);
   expect(json(listed).keys).toEqual(expect.arrayContaining([expect.objectContaining({ name: "nightly-runner", hosted: true, runtime: "hosted" })]));
   expect((await retasc(ada, ["key", "list", "--org-id", orgId, "--url", server.url])).stdout).toMatch(/nightly-runner\s+hosted \(hosted\)/);
+  // The Dash's Keys page mints one too.
+  const dash = await fetch(`${server.url}/dash/settings/keys.data`, {
+    method: "POST",
+    headers: { cookie: ada.cookie, origin: server.url },
+    body: new URLSearchParams({ intent: "mint", projectId, runtime: "codex-cloud", name: "cloud runner", hosted: "on" }),
+  });
+  expect(dash.status).toBe(200);
+  expect(json(await retasc(ada, ["key", "list", "--org-id", orgId, "--url", server.url, "--json"])).keys).toContainEqual(expect.objectContaining({ name: "cloud runner", hosted: true, runtime: "codex-cloud" }));
+  expect(await (await fetch(`${server.url}/dash/settings/keys`, { headers: { cookie: ada.cookie } })).text()).toContain("cloud runner");
 
   const hosted = new Client({ name: "hosted-runner", version: "1.0.0" });
   await hosted.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${hostedKey}` } } }));
