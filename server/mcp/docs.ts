@@ -118,6 +118,10 @@ export function renderToolReference(): string {
       "naming the org and project, like `— in Acme / Web` (another project than the key's by its prefix; " +
       "`— in Acme, org-wide` for a placeholder), so a transcript shows where it went. `structuredContent` has " +
       "no such field (docs/decisions/080).",
+    "",
+    "**The handshake**: `initialize`'s `instructions` give the loop every agent follows, then where this key " +
+      "works and what `setup_status` answers now, like `This key works in Acme / WEB. setup_status now: READY. " +
+      "Ready: next_issue takes the most urgent work; …`, so an agent knows both before its first call.",
   ];
   for (const group of toolGroups) {
     const inGroup = tools.filter((tool) => tool.group === group);

@@ -15,7 +15,8 @@ import { createLogger } from "../log.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { handleMcpNodeRequest, handleMcpRequest } from "./http.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
-import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
+import { instructionsFor } from "./instructions.ts";
+import { listedTools, serverInfo, toolsByName } from "./registry.ts";
 
 /**
  * server/mcp/protocol.ts answers a POST as the SDK's stateless transport and low-level
@@ -44,7 +45,7 @@ afterAll(() => testDb?.close());
 
 /** The SDK's answer: a fresh `Server` and transport, our handlers registered under method-only schemas. */
 async function reference(request: Request): Promise<Response> {
-  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions: serverInstructions });
+  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions: await instructionsFor(services, scope.principal) });
   server.setRequestHandler(z.object({ method: z.literal("tools/list") }), () => ({ tools: listedTools() }));
   server.setRequestHandler(z.object({ method: z.literal("tools/call"), params: z.unknown().optional() }), async (raw) => {
     const call = CallToolRequestSchema.parse(raw);

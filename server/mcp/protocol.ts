@@ -19,7 +19,8 @@ import {
 import { billingEnabled } from "../usage/meter.ts";
 import { HEAVY_TOOLS } from "../http/heavy-reads.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
-import { listedTools, serverInfo, serverInstructions, toolsByName } from "./registry.ts";
+import { instructionsFor } from "./instructions.ts";
+import { listedTools, serverInfo, toolsByName } from "./registry.ts";
 
 /** What the exchange reads of an HTTP POST, whichever server received it. */
 export interface McpPost {
@@ -150,7 +151,7 @@ async function handle(request: JSONRPCRequest, scope: CallScope): Promise<unknow
         protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion) ? protocolVersion : LATEST_PROTOCOL_VERSION,
         capabilities,
         serverInfo,
-        instructions: serverInstructions,
+        instructions: await instructionsFor(scope.services, scope.principal),
       };
     }
     case "ping":

@@ -183,6 +183,8 @@ describe("setup_status", () => {
     const empty = await callOk(member, "setup_status");
     expect(empty).toMatchObject({ state: "EMPTY_PROJECT", org: "Initech", project: prefix, next: expect.stringContaining(`project ${prefix} has no issues`) });
     expect(empty.next).toMatch(/save_issue/);
+    // The handshake says as much before any call: where the key works, and the state with what to do.
+    expect(member.getInstructions()).toContain(`This key works in Initech / ${prefix}. setup_status now: EMPTY_PROJECT. ${empty.next}`);
 
     // An invite for the member's human outranks everything: the question, with accept_invite to resume.
     const invite = await callOk(outsider, "invite_member", { email: bobEmail, decided: true });
