@@ -33,7 +33,7 @@ export interface SimilarIssue {
 }
 
 /** Text literal of a Postgres array, one parameter however long the list. */
-const pgArray = (values: string[]) => `{${values.map((v) => `"${v.replace(/["\\]/g, "\\$&")}"`).join(",")}}`;
+export const pgArray = (values: string[]) => `{${values.map((v) => `"${v.replace(/["\\]/g, "\\$&")}"`).join(",")}}`;
 
 export interface TermsEntry {
   id: string;

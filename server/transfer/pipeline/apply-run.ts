@@ -21,7 +21,7 @@ export async function failImportRun(services: Services, runId: string, code: str
     const [run] = await tx
       .update(linearImportRuns)
       .set({ phase: "failed", error: code, finishedAt: now, updatedAt: now })
-      .where(and(eq(linearImportRuns.id, runId), inArray(linearImportRuns.phase, ["applying", "linking"])))
+      .where(and(eq(linearImportRuns.id, runId), inArray(linearImportRuns.phase, ["fetching", "applying", "linking"])))
       .returning();
     if (!run) return;
     await dropStaging(tx, runId);
@@ -29,18 +29,27 @@ export async function failImportRun(services: Services, runId: string, code: str
   });
 }
 
+/** How often an apply that has caught up with the fetch looks for the next page, and how long it waits for one before leaving the rest to the job the last page enqueues. */
+const CAUGHT_UP_POLL_MS = 50;
+const CAUGHT_UP_GIVE_UP_MS = 10_000;
+
 /**
  * The outbox job's work: the staged pages applied in order, each in one transaction with the
  * run's `pages_applied`, so a worker killed anywhere resumes at the first page not committed
  * and the result is the same as a run never interrupted; then the linking pass, and the
- * staging is dropped. A second delivery of the job finds the work done and does nothing.
+ * staging is dropped. Pages are applied while later ones are still fetched (decision 084): an
+ * apply that has caught up waits a little for the next; the fetcher enqueues the job again with
+ * the last page. Appliers of one run take turns on an advisory lock, not the run's row, which the
+ * fetcher locks to stage each page. A second delivery of the job finds the work done and does nothing.
  */
 export async function applyImportRun(services: Services, runId: string) {
   const { db } = services;
+  let waitedMs = 0;
   for (;;) {
     const step = await transactionWithNotices(db, async (tx) => {
-      const run = await lockRun(tx, runId);
-      if (!run || (run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`import-apply:${runId}`}))`);
+      const [run] = await tx.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
+      if (!run || (run.phase !== "fetching" && run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
       const cipher = await services.keyring.forOrg(tx, run.orgId);
       const now = services.clock.now();
       const counts: ApplyCounts & { ghosts?: number } = { ...noCounts(), ...(run.counts ? JSON.parse(run.counts) : {}) };
@@ -58,11 +67,18 @@ export async function applyImportRun(services: Services, runId: string) {
         for (const k of ["created", "updated", "unchanged", "comments", "filesCopied", "linksKept"] as const) counts[k] += got[k];
         for (const [reason, n] of Object.entries(got.linkReasons) as [LinkReason, number][]) counts.linkReasons[reason] = (counts.linkReasons[reason] ?? 0) + n;
         counts.ghosts = (counts.ghosts ?? 0) + ghosts.made;
-        const done = run.done + issues.length;
-        await tx.update(linearImportRuns).set({ pagesApplied: run.pagesApplied + 1, done, counts: JSON.stringify(counts), updatedAt: now }).where(eq(linearImportRuns.id, runId));
-        await publishProgress(services, tx, { ...run, phase: "applying", done });
-        return "page" as const;
+        // While the fetch goes on the bar counts what is fetched (./start.ts); the fetcher's last page sets it to what is applied by then.
+        const [after] = await tx
+          .update(linearImportRuns)
+          .set({ pagesApplied: run.pagesApplied + 1, done: sql`case when ${linearImportRuns.phase} = 'fetching' then ${linearImportRuns.done} else ${linearImportRuns.done} + ${issues.length} end`, counts: JSON.stringify(counts), updatedAt: now })
+          .where(and(eq(linearImportRuns.id, runId), inArray(linearImportRuns.phase, ["fetching", "applying", "linking"])))
+          .returning();
+        if (after && after.phase !== "fetching") await publishProgress(services, tx, after);
+        return after ? ("page" as const) : ("finished" as const);
       }
+      if (run.phase === "fetching") return "caught up" as const;
+      // Every page is in: the run is locked for the linking pass and its end.
+      if ((await lockRun(tx, runId))?.phase !== run.phase) return "finished" as const;
       const pages = await tx.select({ payloadEnc: linearImportPages.payloadEnc }).from(linearImportPages).where(eq(linearImportPages.runId, runId)).orderBy(asc(linearImportPages.seq));
       const all = pages.flatMap((p) => JSON.parse(cipher.decrypt(p.payloadEnc)) as SourceIssue[]);
       await linkAll(tx, run.orgId, run.projectId, all, keepNumbers);
@@ -79,6 +95,12 @@ export async function applyImportRun(services: Services, runId: string) {
       return "finished" as const;
     });
     if (step === "finished") break;
+    if (step === "page") waitedMs = 0;
+    else {
+      if (waitedMs >= CAUGHT_UP_GIVE_UP_MS) break;
+      await new Promise((resolve) => setTimeout(resolve, CAUGHT_UP_POLL_MS));
+      waitedMs += CAUGHT_UP_POLL_MS;
+    }
   }
   const [run] = await db.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
   return { runId, phase: run?.phase ?? null };

@@ -1,15 +1,15 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { query, type Db } from "../../../db/client.ts";
 import { activity, attachments, comments, importStagedFiles, issueLabels, issues, labels, linearLinks } from "../../../db/schema/index.ts";
 import { sha256, type OrgCipher } from "../../crypto/index.ts";
 import { endOfDayIn, rankingColumns } from "../../issues/levels.ts";
 import { downloadPath } from "../../issues/attachments-files.ts";
-import { indexTerms, type TermsEntry } from "../../issues/similar.ts";
+import { indexTerms, pgArray, type TermsEntry } from "../../issues/similar.ts";
 import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
 import type { LinkReason } from "./files.ts";
 import type { GhostBook } from "./ghosts.ts";
+import { insertJson, updateFromProposed } from "./json-rows.ts";
 import type { SourceAttachment, SourceComment, SourceIssue } from "./stream.ts";
 
 /**
@@ -57,7 +57,7 @@ const date = (iso: string | null) => (iso ? new Date(iso) : null);
 export type Links = Map<string, { retascId: string; hash: string }>;
 type LinkRow = typeof linearLinks.$inferInsert;
 
-/** Rows per statement: well under PostgreSQL's 65,535 parameters for the widest row here (issues). */
+/** Rows per statement where every value is a bound parameter: well under PostgreSQL's 65,535. */
 const ROWS = 500;
 
 export async function inChunks<T>(rows: T[], write: (chunk: T[]) => Promise<unknown>, size = ROWS): Promise<void> {
@@ -66,39 +66,29 @@ export async function inChunks<T>(rows: T[], write: (chunk: T[]) => Promise<unkn
 
 export async function linksOf(tx: Db, orgId: string, ids: string[]): Promise<Links> {
   const links: Links = new Map();
-  await inChunks(
-    ids,
-    async (chunk) => {
-      const rows = await tx
-        .select({ linearId: linearLinks.linearId, retascId: linearLinks.retascId, hash: linearLinks.hash })
-        .from(linearLinks)
-        .where(and(eq(linearLinks.orgId, orgId), inArray(linearLinks.linearId, chunk)));
-      for (const r of rows) links.set(r.linearId, r);
-    },
-    1000,
+  if (ids.length === 0) return links;
+  // One array parameter, not one per id: the statement is built and bound in no time whatever the page's size.
+  const rows = await query<{ linear_id: string; retasc_id: string; hash: string }>(
+    tx,
+    sql`select linear_id, retasc_id, hash from linear_links where org_id = ${orgId} and linear_id = any(${pgArray(ids)}::text[])`,
   );
+  for (const r of rows) links.set(r.linear_id, { retascId: r.retasc_id, hash: r.hash });
   return links;
 }
 
 /** The links as last written, many at once: a link already there takes the new hash (and estimate). */
 export async function writeLinks(tx: Db, rows: LinkRow[]): Promise<void> {
-  await inChunks(rows, (chunk) =>
-    tx
-      .insert(linearLinks)
-      .values(chunk)
-      .onConflictDoUpdate({ target: [linearLinks.orgId, linearLinks.linearId], set: { hash: sql`excluded.hash`, estimate: sql`excluded.estimate` } }),
-  );
+  await insertJson(tx, linearLinks, rows, updateFromProposed(["org_id", "linear_id"], ["hash", "estimate"]));
 }
 
 export async function setLink(tx: Db, orgId: string, linearId: string, kind: LinkRow["kind"], retascId: string, hash: string, estimate: number | null = null) {
   await writeLinks(tx, [{ orgId, linearId, kind, retascId, hash, estimate }]);
 }
 
-/** `insert … on conflict (id) do update` setting `keys` from the proposed row: changed items updated in place, many per statement. */
-async function upsertById<T extends PgTable>(tx: Db, table: T, rows: T["$inferInsert"][], keys: string[]): Promise<void> {
-  const columns = table as unknown as Record<string, PgColumn>;
-  const set = Object.fromEntries(keys.map((k) => [k, sql.raw(`excluded."${columns[k]!.name}"`)]));
-  await inChunks(rows, (chunk) => tx.insert(table).values(chunk).onConflictDoUpdate({ target: columns.id!, set: set as never }));
+/** `insert … on conflict (id) do update` setting `keys` from the proposed row: changed items updated in place, all in one statement. */
+async function upsertById<T extends typeof issues | typeof comments | typeof attachments>(tx: Db, table: T, rows: T["$inferInsert"][], keys: (keyof T["$inferInsert"] & string)[]): Promise<void> {
+  const columns = table as unknown as Record<string, { name: string }>;
+  await insertJson(tx, table, rows, updateFromProposed(["id"], keys.map((k) => columns[k]!.name)));
 }
 
 export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise<ApplyCounts> {
@@ -115,6 +105,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   const labelRows: (typeof issueLabels.$inferInsert)[] = [];
   // What the duplicate gate reads of each issue written here (decision 066).
   const terms: TermsEntry[] = [];
+  const freshTerms: TermsEntry[] = [];
   const fresh = page.filter((si) => !links.has(si.id));
   const numbers = await numbersFor(scope, fresh);
   const issueIds = new Map<string, string>();
@@ -163,7 +154,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       issueId = newId();
       const number = numbers.get(si.id)!;
       created.push({ id: issueId, orgId, projectId: scope.projectId, number, identifier: `${scope.prefix}-${number}`, work: true, ...columns });
-      terms.push({ id: issueId, title: si.title, body: si.body, status });
+      freshTerms.push({ id: issueId, title: si.title, body: si.body, status });
       for (const labelId of labelSet) labelRows.push({ issueId, labelId });
       const at = (kind: string, when: string | null, actorId: string | null) => {
         if (when) history.push({ orgId, issueId, kind, actorId, runtime, facts: { source: scope.source, status: kind === "created" ? "todo" : status }, createdAt: new Date(when) });
@@ -187,7 +178,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
     if (!link || link.hash !== hash) linkRows.push({ orgId, linearId: si.id, kind: "issue", retascId: issueId, hash, estimate: si.estimate });
     counts.comments += si.comments.length;
   }
-  await inChunks(created, (chunk) => tx.insert(issues).values(chunk));
+  await insertJson(tx, issues, created);
   if (changed.length > 0) {
     const kept = new Map<string, { number: number; identifier: string; projectId: string }>();
     await inChunks(changed, async (chunk) => {
@@ -195,16 +186,18 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       for (const r of rows) kept.set(r.id, r);
     });
     const rows = changed.filter((c) => kept.has(c.id)).map((c) => ({ id: c.id, orgId, work: true, ...kept.get(c.id)!, ...c.columns }));
-    await upsertById(tx, issues, rows, Object.keys(changed[0]!.columns));
+    await upsertById(tx, issues, rows, Object.keys(changed[0]!.columns) as (keyof typeof issues.$inferInsert & string)[]);
     await inChunks(changed, (chunk) => tx.delete(issueLabels).where(inArray(issueLabels.issueId, chunk.map((c) => c.id))));
   }
-  await inChunks(labelRows, (chunk) => tx.insert(issueLabels).values(chunk));
-  await inChunks(terms, (chunk) => indexTerms(tx, cipher, orgId, chunk));
+  await insertJson(tx, issueLabels, labelRows);
+  // A new issue has no terms to replace.
+  await indexTerms(tx, cipher, orgId, freshTerms, { fresh: true });
+  await indexTerms(tx, cipher, orgId, terms);
   const restored = await restoredChildren(scope, page, links, issueIds);
   await applyComments(scope, page, issueIds, links, restored, linkRows);
   await applyAttachments(scope, page, issueIds, links, restored, linkRows, counts);
   await writeLinks(tx, linkRows);
-  await inChunks(history, (chunk) => tx.insert(activity).values(chunk));
+  await insertJson(tx, activity, history);
   return counts;
 }
 
@@ -322,7 +315,7 @@ async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: M
       linkRows.push({ orgId, linearId: c.id, kind: "comment", retascId: id, hash });
     }
   }
-  await inChunks(writes.filter((w) => !w.update).map((w) => w.row), (chunk) => tx.insert(comments).values(chunk));
+  await insertJson(tx, comments, writes.filter((w) => !w.update).map((w) => w.row));
   await upsertById(tx, comments, writes.filter((w) => w.update).map((w) => w.row), ["parentId", "authorId", "runtime", "bodyEnc", "retractedAt", "createdAt"]);
 }
 
@@ -372,7 +365,7 @@ async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds
       linkRows.push({ orgId, linearId: a.id, kind: "attachment", retascId: id, hash });
     }
   }
-  await inChunks(writes.filter((w) => !w.update).map((w) => w.row), (chunk) => tx.insert(attachments).values(chunk));
+  await insertJson(tx, attachments, writes.filter((w) => !w.update).map((w) => w.row));
   await upsertById(tx, attachments, writes.filter((w) => w.update).map((w) => w.row), ["urlEnc", "titleEnc", "authorId", "createdAt"]);
   // The bytes go from staging to the attachment in the database, never through this process; a restored org's file is replaced in place.
   await inChunks(copies, async (chunk) => {

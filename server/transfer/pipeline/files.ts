@@ -24,6 +24,8 @@ export type { Download, FetchFile } from "./stream.ts";
 
 /** How long one file may take to arrive. */
 const DOWNLOAD_MS = 120_000;
+/** Downloads in flight at once: one at a time left the fetch waiting on each file's round trips; more than a few would hold that many files (up to the size limit each) in memory. */
+export const FILES_AT_ONCE = 4;
 
 /**
  * GET `url` with `headers` (the source's credential), only when its origin is `home` (the
@@ -67,34 +69,39 @@ export function sameOrigin(url: string, home: string): boolean {
 /**
  * The page's file attachments staged before the page is: one already a file here (its link
  * names an attachment with content, from an earlier run) is not fetched again; the rest are
- * fetched one at a time, each staged as it arrives (so a page never holds more than one file in
- * memory), while the run is still fetching. Marks every attachment with what the apply makes of
- * it (`asFile` or `keptAsLink`).
+ * fetched `FILES_AT_ONCE` at a time, each staged as it arrives (so a page never holds more than
+ * that many files in memory), while the run is still fetching. Marks every attachment with what
+ * the apply makes of it (`asFile` or `keptAsLink`).
  */
 export async function stageFiles(services: Services, cipher: OrgCipher, runId: string, orgId: string, issues: SourceIssue[], fetchFile: FetchFile | undefined): Promise<void> {
   const all = issues.flatMap((i) => i.attachments);
   const files = all.filter((a) => a.file && fetchFile);
   const here = await filesHere(services, orgId, files.map((a) => a.id));
   for (const a of all) {
-    if (!a.file || !fetchFile) {
-      a.keptAsLink = "link";
-      continue;
-    }
-    if (here.has(a.id)) {
-      a.asFile = "here";
-      continue;
-    }
-    const got = a.file.size !== null && a.file.size > MAX_FILE_BYTES ? ({ keptAsLink: "tooLarge" } as const) : await fetchFile(a);
-    if ("keptAsLink" in got) {
-      a.keptAsLink = got.keptAsLink;
-      continue;
-    }
-    const row = { runId, sourceId: a.id, orgId, contentType: sniffContentType(got.bytes), sizeBytes: got.bytes.length, contentEnc: cipher.encryptBytes(got.bytes) };
-    await services.db.transaction(async (tx) => {
-      if ((await lockRun(tx, runId))?.phase === "fetching") await tx.insert(importStagedFiles).values(row).onConflictDoNothing();
-    });
-    a.asFile = "staged";
+    if (!a.file || !fetchFile) a.keptAsLink = "link";
+    else if (here.has(a.id)) a.asFile = "here";
   }
+  const wanted = files.filter((a) => !here.has(a.id));
+  let next = 0;
+  const worker = async () => {
+    for (let a = wanted[next++]; a; a = wanted[next++]) await stageFile(services, cipher, runId, orgId, a, fetchFile!);
+  };
+  await Promise.all(Array.from({ length: Math.min(FILES_AT_ONCE, wanted.length) }, worker));
+}
+
+/** One file downloaded and staged, or marked to stay a link. */
+async function stageFile(services: Services, cipher: OrgCipher, runId: string, orgId: string, a: SourceAttachment, fetchFile: FetchFile): Promise<void> {
+  const size = a.file?.size ?? null;
+  const got = size !== null && size > MAX_FILE_BYTES ? ({ keptAsLink: "tooLarge" } as const) : await fetchFile(a);
+  if ("keptAsLink" in got) {
+    a.keptAsLink = got.keptAsLink;
+    return;
+  }
+  const row = { runId, sourceId: a.id, orgId, contentType: sniffContentType(got.bytes), sizeBytes: got.bytes.length, contentEnc: cipher.encryptBytes(got.bytes) };
+  await services.db.transaction(async (tx) => {
+    if ((await lockRun(tx, runId))?.phase === "fetching") await tx.insert(importStagedFiles).values(row).onConflictDoNothing();
+  });
+  a.asFile = "staged";
 }
 
 /** Which of these source attachment ids already came over as files into the org. */

@@ -93,12 +93,24 @@ export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTar
   return { runId, projectId: projectId!, total: target.total };
 }
 
+/** Issues the apply has taken so far, from the run's counts. */
+function appliedOf(counts: string | null): number {
+  const c = counts ? (JSON.parse(counts) as { created?: number; updated?: number; unchanged?: number }) : {};
+  return (c.created ?? 0) + (c.updated ?? 0) + (c.unchanged ?? 0);
+}
+
 function uniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; cause?: { code?: string } };
   return (e.code ?? e.cause?.code) === "23505";
 }
 
-/** Page after page into staging; the last page's transaction hands the run to the outbox. Never throws: a failure is the run's state. */
+/**
+ * Page after page into staging, the next page read while this one's files download; the first
+ * page's transaction hands the run to the outbox (`linear.apply`), which applies the pages as
+ * they are staged while later ones are still read (decision 084), and the last page's hands it
+ * over again, so the apply finishes even if that first job has stopped waiting. Never throws: a
+ * failure is the run's state.
+ */
 async function stage(services: Services, runId: string, orgId: string, reader: SourceReader): Promise<void> {
   const cipher = await services.keyring.forOrg(services.db, orgId);
   let cursor: string | null = null;
@@ -111,9 +123,15 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
       });
     },
   };
+  let reading = reader.readPage(cursor, notice);
   try {
     for (;;) {
-      const page = await reader.readPage(cursor, notice);
+      const page = await reading;
+      if (page.next !== null) {
+        reading = reader.readPage(page.next, notice);
+        // Awaited on the next turn; a run that stops before then leaves its failure unread.
+        reading.catch(() => {});
+      }
       await stageFiles(services, cipher, runId, orgId, page.issues, reader.fetchFile);
       const more = page.next !== null;
       const alive = await transactionWithNotices(services.db, async (tx) => {
@@ -125,9 +143,11 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
         const done = run.done + page.issues.length;
         const phase = more ? "fetching" : "applying";
         const total = more ? Math.max(run.total, done) : done;
-        await tx.update(linearImportRuns).set({ pagesFetched: seq, done: more ? done : 0, total, phase, waitUntil: null, fetchHeartbeatAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
-        if (!more) await enqueue(tx, "linear.apply", { orgId, runId });
-        await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase, done: more ? done : 0, total, error: null });
+        // Once every page is in, the bar counts what is applied, some of it while the fetch went on.
+        const shown = more ? done : appliedOf(run.counts);
+        await tx.update(linearImportRuns).set({ pagesFetched: seq, done: shown, total, phase, waitUntil: null, fetchHeartbeatAt: now, updatedAt: now }).where(eq(linearImportRuns.id, runId));
+        if (seq === 1 || !more) await enqueue(tx, "linear.apply", { orgId, runId });
+        await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase, done: shown, total, error: null });
         return more;
       });
       if (!alive) return;
