@@ -7,8 +7,12 @@ import { seedOrg } from "../../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../../testing/temp-dirs.ts";
 import { importExport } from "../import.ts";
 import { writeExport } from "../testing.ts";
-import { pagedReader, type SourceIssue } from "./stream.ts";
+import { applyImportRun } from "./apply-run.ts";
+import { FILES_AT_ONCE } from "./files.ts";
+import { beginImport } from "./start.ts";
+import { pagedReader, type SourceIssue, type SourceReader } from "./stream.ts";
 import { importToEnd } from "./testing.ts";
+import { waitFor } from "../../testing/wait.ts";
 
 /**
  * The shared pipeline with a source read from memory: what every adapter's run goes through
@@ -113,5 +117,38 @@ describe("the import pipeline", () => {
     const cipher = await env.services.keyring.forOrg(env.services.db, restored.orgId);
     const edited = await query<{ body_enc: string }>(env.services.db, sql`select body_enc from comments where org_id = ${restored.orgId} and created_at = ${items[0]!.comments[0]!.createdAt}`);
     expect(edited.map((c) => cipher.decrypt(c.body_enc))).toEqual(["Edited at the source"]);
+  });
+
+  it("applies the staged pages while later ones are still read, and downloads a page's files a few at a time", async () => {
+    const org = await seedOrg(env.services, { prefix: "MAIN" });
+    const ctx = org.agents.alice.ctx;
+    const items = sourceIssues(6, "PIP").map((i) => ({ ...i, attachments: i.attachments.map((a) => ({ ...a, file: { size: 3 } })) }));
+    const paged = pagedReader("memory", items, 3);
+    let inFlight = 0;
+    let most = 0;
+    const reader: SourceReader = {
+      source: "memory",
+      async readPage(cursor, notice) {
+        // The second page is read only once the first is applied: a run that applied after its last page never gets there.
+        if (cursor !== null) await waitFor(async () => (await query(env.services.db, sql`select 1 from issues where org_id = ${org.orgId} and identifier = 'PIP-1'`)).length > 0 || null, 20_000, "the first page applied while fetching");
+        return paged.readPage(cursor, notice);
+      },
+      async fetchFile() {
+        most = Math.max(most, ++inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        inFlight--;
+        return { bytes: Buffer.from("pdf") };
+      },
+    };
+    const { runId } = await beginImport(ctx, reader, { sourceId: "memory", prefix: "PIP", total: 6, newProject: { name: "Pipelined" }, action: "import_linear" });
+    // What the job enqueued with the first staged page does.
+    await waitFor(async () => (await query(env.services.db, sql`select 1 from linear_import_pages where run_id = ${runId}`)).length > 0 || null, 20_000, "the first page staged");
+    await applyImportRun(ctx, runId);
+    const [run] = await query<{ phase: string; done: number; counts: string }>(env.services.db, sql`select phase, done, counts from linear_import_runs where id = ${runId}`);
+    expect(run).toMatchObject({ phase: "done", done: 6 });
+    expect(JSON.parse(run!.counts)).toMatchObject({ created: 6, filesCopied: 6 });
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(FILES_AT_ONCE);
+    expect(await counted(org.orgId)).toMatchObject({ issues: 6, comments: 18, attachments: 6 });
   });
 });
