@@ -113,15 +113,21 @@ export function watchConsole(page: Page): { errors: string[] } {
   return { errors };
 }
 
-export async function screenshot(page: Page, name: string): Promise<string> {
+/**
+ * A full-page screenshot into e2e/artifacts/ for a person to look at, when RETASC_E2E_SCREENSHOTS=1:
+ * no test reads them, and encoding them cost CI time on every run (decision 086). Returns the file it
+ * wrote, or null.
+ */
+export async function screenshot(page: Page, name: string): Promise<string | null> {
+  if (process.env.RETASC_E2E_SCREENSHOTS !== "1") return null;
   fs.mkdirSync(artifactsDir, { recursive: true });
   const file = path.join(artifactsDir, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
 
-/** A screenshot at a phone's width; fails if the page scrolls sideways there. Restores the laptop size. */
-export async function phoneScreenshot(page: Page, name: string): Promise<string> {
+/** A screenshot at a phone's width (see screenshot); fails if the page scrolls sideways there. Restores the laptop size. */
+export async function phoneScreenshot(page: Page, name: string): Promise<string | null> {
   const before = page.viewportSize();
   await page.setViewportSize({ width: 390, height: 844 });
   try {
