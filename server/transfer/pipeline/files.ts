@@ -1,13 +1,12 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { fetch } from "undici";
-import { attachmentFiles, importStagedFiles, linearLinks } from "../../../db/schema/index.ts";
+import { attachmentFiles, linearLinks } from "../../../db/schema/index.ts";
 import type { Config } from "../../config/index.ts";
 import type { OrgCipher } from "../../crypto/index.ts";
 import type { Services } from "../../context.ts";
 import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
 import { sniffContentType } from "../../issues/attachments-sniff.ts";
 import { outboundAgent } from "../../outbound/address.ts";
-import { lockRun } from "./run-row.ts";
 import type { Download, FetchFile, SourceAttachment, SourceIssue } from "./stream.ts";
 
 /**
@@ -97,10 +96,11 @@ async function stageFile(services: Services, cipher: OrgCipher, runId: string, o
     a.keptAsLink = got.keptAsLink;
     return;
   }
-  const row = { runId, sourceId: a.id, orgId, contentType: sniffContentType(got.bytes), sizeBytes: got.bytes.length, contentEnc: cipher.encryptBytes(got.bytes) };
-  await services.db.transaction(async (tx) => {
-    if ((await lockRun(tx, runId))?.phase === "fetching") await tx.insert(importStagedFiles).values(row).onConflictDoNothing();
-  });
+  // One statement, not a transaction of four: the share lock waits for a run being ended (its staging dropped) and then stages nothing.
+  await services.db.execute(sql`insert into import_staged_files (run_id, source_id, org_id, content_type, size_bytes, content_enc)
+    select ${runId}, ${a.id}, ${orgId}, ${sniffContentType(got.bytes)}, ${got.bytes.length}, ${cipher.encryptBytes(got.bytes)}::bytea
+    where exists (select 1 from linear_import_runs where id = ${runId} and phase = 'fetching' for share)
+    on conflict do nothing`);
   a.asFile = "staged";
 }
 
