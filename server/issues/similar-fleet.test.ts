@@ -56,8 +56,11 @@ it("a fleet filing 200 issues from 20 overlapping descriptions ends with one iss
   const org = await seedOrg(env.services, { prefix: "FLT" });
   const agents: Ctx[] = [org.agents.alice.ctx, org.agents.bob.ctx, org.agents.carol.ctx];
   for (const [i, human] of (["alice", "bob", "carol"] as const).entries()) agents.push((await org.agentFor(human, `fleet-${i}`)).ctx);
-  const topicOf = new Map<string, number>();
+  // By title, which the refusal names: an identifier's topic known only once its create returned
+  // let a racing agent take a same-topic issue, committed a moment before, for adjacent work.
+  const topicOfTitle = new Map<string, number>();
   const attempts = topics.flatMap((words, topic) => variants(words).map((v) => ({ ...v, topic })));
+  for (const attempt of attempts) topicOfTitle.set(attempt.title, attempt.topic);
   // A fixed shuffle: every topic's variants arrive interleaved with the others', several at once.
   const order = attempts.map((a, i) => ({ a, key: (i * 7919) % attempts.length })).sort((x, y) => x.key - y.key).map((x) => x.a);
   const named: { filed: string | null; topic: number; similar: string[] }[] = [];
@@ -71,7 +74,6 @@ it("a fleet filing 200 issues from 20 overlapping descriptions ends with one iss
     for (;;) {
       try {
         const issue = await saveIssue(ctx, { title: attempt.title, body: attempt.body, work: true, changeType: "feat", noDependency: "independent", reviewedSimilar: reviewed });
-        topicOf.set(issue.identifier, attempt.topic);
         for (const other of seen) await addRelation(ctx, { sourceId: issue.identifier, targetId: other, type: "related" });
         named.push({ filed: issue.identifier, topic: attempt.topic, similar: seen });
         return;
@@ -84,7 +86,7 @@ it("a fleet filing 200 issues from 20 overlapping descriptions ends with one iss
           seen.push(identifier);
           reviewed.push(identifier);
         }
-        if (similar.some(({ identifier }) => topicOf.get(identifier) === attempt.topic)) {
+        if (similar.some(({ title }) => topicOfTitle.get(title) === attempt.topic)) {
           skipped++;
           named.push({ filed: null, topic: attempt.topic, similar: seen });
           return;
