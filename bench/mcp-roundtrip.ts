@@ -12,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { removeTestBuild } from "../server/testing/entry-bundle.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 
@@ -143,7 +144,7 @@ export async function mcpRoundTrip(options: { iterations: number }): Promise<Rou
     await client?.close();
     await database.close();
     await seeded.close();
-    fs.rmSync(buildDir, { recursive: true, force: true });
+    removeTestBuild(buildDir);
   }
 }
 

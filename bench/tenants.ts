@@ -17,6 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { wholeNumberOption } from "./lib/args.ts";
+import { removeTestBuild } from "../server/testing/entry-bundle.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 
@@ -77,7 +78,7 @@ export async function tenantsBench(options: Options): Promise<Run[]> {
   } finally {
     await seeded.close();
     await redis.close();
-    fs.rmSync(buildDir, { recursive: true, force: true });
+    removeTestBuild(buildDir);
   }
   return runs;
 }

