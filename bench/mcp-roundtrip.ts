@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { removeTestBuild } from "../server/testing/entry-bundle.ts";
+import { removeTestBuild } from "../server/testing/build-dir.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 

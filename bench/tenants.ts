@@ -17,7 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { wholeNumberOption } from "./lib/args.ts";
-import { removeTestBuild } from "../server/testing/entry-bundle.ts";
+import { removeTestBuild } from "../server/testing/build-dir.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round, type Distribution } from "./lib/stats.ts";
 

@@ -40,6 +40,9 @@ export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(statement));
 }
 
+/** A PostgreSQL array literal (`{"a","b"}`) to bind as one parameter and cast (`::text[]`, `::bigint[]`), however long the list, on both drivers. */
+export const pgArray = (values: string[]) => `{${values.map((v) => `"${v.replace(/["\\]/g, "\\$&")}"`).join(",")}}`;
+
 /**
  * PostgreSQL through postgres.js. With `directUrl` (DATABASE_DIRECT_URL), `url` is taken to be a
  * pooler in transaction mode (PgBouncer, Supavisor, RDS Proxy), which hands each transaction any

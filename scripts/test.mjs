@@ -231,7 +231,7 @@ async function main() {
     await cluster?.stop();
     fs.rmSync(reportDir, { recursive: true, force: true });
     fs.rmSync(buildDir, { recursive: true, force: true });
-    // The test entries' bundles (server/testing/entry-bundle.ts).
+    // The test entries' bundles, beside the build (server/testing/build-dir.ts).
     fs.rmSync(`${buildDir}.entries`, { recursive: true, force: true });
   }
 }

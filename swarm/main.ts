@@ -9,7 +9,7 @@
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { removeTestBuild } from "../server/testing/entry-bundle.ts";
+import { removeTestBuild } from "../server/testing/build-dir.ts";
 import { formatSwarm, runSwarm } from "./run.ts";
 
 const { values } = parseArgs({

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import { openStatuses } from "../../constants/statuses.ts";
-import { query, type Db } from "../../db/client.ts";
+import { pgArray, query, type Db } from "../../db/client.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
 import { issues } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
@@ -31,9 +31,6 @@ export interface SimilarIssue {
   shared: string[];
   mentioned: boolean;
 }
-
-/** Text literal of a Postgres array, one parameter however long the list. */
-export const pgArray = (values: string[]) => `{${values.map((v) => `"${v.replace(/["\\]/g, "\\$&")}"`).join(",")}}`;
 
 export interface TermsEntry {
   id: string;

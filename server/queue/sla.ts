@@ -4,7 +4,7 @@ import { issues } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, type Ctx, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
-import { rankingColumns, reviewClockOf, slaOf } from "../issues/levels.ts";
+import { rankingColumns, reviewClockOf } from "../issues/levels.ts";
 import { inTransaction } from "../issues/store.ts";
 import { lockOrgGraph, rerank } from "../issues/ranking.ts";
 
@@ -25,20 +25,19 @@ export async function slaSweepOrg(ctx: Ctx, orgId: string): Promise<number> {
       .for("update");
     const moved: string[] = [];
     for (const row of due) {
-      const sla = slaOf(row.dueAt, row.dueSetAt ?? row.createdAt, now);
       // The deadline's state, and the level it and a review's age set (decision 073).
-      const { ownLevel, slaNextAt } = rankingColumns(row.priority, row.dueAt, row.dueSetAt ?? row.createdAt, false, now, reviewClockOf(row));
+      const { ownLevel, slaState, slaNextAt } = rankingColumns(row.priority, row.dueAt, row.dueSetAt ?? row.createdAt, false, now, reviewClockOf(row));
       await tx
         .update(issues)
-        .set({ ownLevel, slaState: sla.state, slaNextAt })
+        .set({ ownLevel, slaState, slaNextAt })
         .where(eq(issues.id, row.id));
-      if (sla.state !== row.slaState) {
+      if (slaState !== row.slaState) {
         await recordActivity(scope, {
           issueId: row.id,
           kind: "sla_changed",
-          facts: { from: row.slaState, to: sla.state, ownLevel },
+          facts: { from: row.slaState, to: slaState, ownLevel },
         });
-        await system.events.publish(tx, { orgId, kind: "issue.sla", issueId: row.id, identifier: row.identifier, slaState: sla.state });
+        await system.events.publish(tx, { orgId, kind: "issue.sla", issueId: row.id, identifier: row.identifier, slaState });
       }
       if (ownLevel !== row.ownLevel) moved.push(row.id);
     }

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { testBuildPath } from "./build-dir.ts";
 import { entryArgs } from "./entry-bundle.ts";
 import { makeOnce } from "./once.ts";
 
@@ -17,7 +18,7 @@ const root = path.resolve(import.meta.dirname, "../..");
 const built = (dir: string) => fs.existsSync(path.join(dir, "server/index.js")) && fs.existsSync(path.join(dir, "cli"));
 
 export function testBuildDir(): string {
-  const dir = process.env.RETASC_TEST_BUILD_DIR ?? path.join(root, "node_modules/.cache/retasc-test-build/adhoc");
+  const dir = testBuildPath();
   makeOnce(`${dir}.lock`, () => built(dir), () => {
     for (const [command, args] of [["npx", ["react-router", "build"]], [process.execPath, ["scripts/pack-cli.mjs", dir]]] as const) {
       const result = spawnSync(command, args, { cwd: root, env: { ...process.env, RETASC_BUILD_DIR: dir }, encoding: "utf8" });

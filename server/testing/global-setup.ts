@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import path from "node:path";
-import { removeTestBuild } from "./entry-bundle.ts";
+import { removeTestBuild } from "./build-dir.ts";
 
 /**
  * Gives this test run its own build directory (built lazily by app-process.ts on first

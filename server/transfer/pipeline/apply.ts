@@ -1,10 +1,10 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { query, type Db } from "../../../db/client.ts";
+import { pgArray, query, type Db } from "../../../db/client.ts";
 import { activity, attachments, comments, importStagedFiles, issueLabels, issues, labels, linearLinks } from "../../../db/schema/index.ts";
 import { sha256, type OrgCipher } from "../../crypto/index.ts";
 import { endOfDayIn, rankingColumns } from "../../issues/levels.ts";
 import { downloadPath } from "../../issues/attachments-files.ts";
-import { indexTerms, pgArray, type TermsEntry } from "../../issues/similar.ts";
+import { indexTerms, type TermsEntry } from "../../issues/similar.ts";
 import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
 import type { LinkReason } from "./files.ts";
