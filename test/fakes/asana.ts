@@ -84,7 +84,7 @@ export function generateAsanaProject({ tasks: count = 200, seed = 11 }: { tasks?
     const comments = n % 40 === 0 ? 120 : n % 4;
     stories.set(gid, [
       { gid: String(storyGid++), type: "system", resource_subtype: "added_to_project", text: `added to ${project.name}`, created_at: at(n, 0), created_by: users[n % users.length]! },
-      ...Array.from({ length: comments }, (_, c) => ({ gid: String(storyGid++), type: "comment", resource_subtype: "comment_added", text: `Comment ${c} on task ${n}`, created_at: at(n, c + 1), created_by: users[(n + c) % users.length]! })),
+      ...Array.from({ length: comments }, (_, c) => ({ gid: String(storyGid++), type: "comment", resource_subtype: "comment_added", text: `Comment ${c} on task ${n}`, ...(c % 2 === 0 ? { html_text: `<body>Comment <em>${c}</em> on task ${n}</body>` } : {}), created_at: at(n, c + 1), created_by: users[(n + c) % users.length]! })),
     ]);
     const files: AsanaAttachment[] = [];
     if (n % 6 === 0) {
@@ -100,7 +100,14 @@ export function generateAsanaProject({ tasks: count = 200, seed = 11 }: { tasks?
       gid,
       name: n % 50 === 0 ? `<img src=x onerror=alert(${n})> Hostile ${n}` : title,
       resource_subtype: "default_task",
-      notes: n % 50 === 0 ? `<script>alert(1)</script> [click](javascript:alert(2)) <a href="javascript:alert(3)">x</a>` : n % 2 ? `Notes of ${title}` : "",
+      notes: n % 50 === 0 ? `<script>alert(1)</script> [click](javascript:alert(2)) x` : n % 2 ? `Notes of ${title}\nstep one\nstep two` : "",
+      // Asana's rich text: the text a person typed is escaped; the markup is Asana's (and, in the hostile task, an attacker's).
+      html_notes:
+        n % 50 === 0
+          ? `<body>&lt;script&gt;alert(1)&lt;/script&gt; [click](javascript:alert(2)) <a href="javascript:alert(3)">x</a><script>alert(4)</script><img src=x onerror="alert(5)"></body>`
+          : n % 2
+            ? `<body>Notes of <strong>${title}</strong>\n<ul><li>step one</li><li>step <a href="https://example.com/${n}">two</a></li></ul></body>`
+            : "<body></body>",
       completed,
       completed_at: completed ? at(n, 50) : null,
       created_at: at(n),
@@ -171,7 +178,13 @@ export async function startFakeAsana({ project = generateAsanaProject() }: { pro
   const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => sendJson(res, status, body, headers, "application/json; charset=UTF-8");
   const error = (res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}) => json(res, status, { errors: [{ message, help: "For more information on API status codes and how to handle them, read the docs on errors: https://developers.asana.com/docs/errors" }] }, headers);
   /** A list answered a page at a time, the offset an opaque token as Asana's are. */
-  const list = (res: http.ServerResponse, url: URL, items: unknown[]) => {
+  const list = (res: http.ServerResponse, url: URL, all: unknown[]) => {
+    // As Asana, the rich text only when opt_fields asks for it.
+    const asked = new Set((url.searchParams.get("opt_fields") ?? "").split(","));
+    const items = all.map((item) => {
+      const { html_notes, html_text, ...rest } = item as { html_notes?: string; html_text?: string };
+      return { ...rest, ...(asked.has("html_notes") && html_notes !== undefined ? { html_notes } : {}), ...(asked.has("html_text") && html_text !== undefined ? { html_text } : {}) };
+    });
     const limit = Number(url.searchParams.get("limit") ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return error(res, 400, "limit: Value must be between 1 and 100");
     const offset = url.searchParams.get("offset");

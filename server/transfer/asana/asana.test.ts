@@ -15,6 +15,7 @@ import { importStatus } from "../pipeline/status.ts";
 import { identifiersBySourceId } from "../pipeline/testing.ts";
 import { asanaPriority, asanaStatus, COMPLETED, NO_SECTION } from "./normalize.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "./index.ts";
+import { asanaRichText } from "./rich-text.ts";
 
 /**
  * The Asana import against a local server answering Asana's REST shapes over real HTTP: offset
@@ -135,7 +136,7 @@ describe("the Asana import", () => {
       expect(mine.assignee, t.gid).toBe(t.assignee?.name ?? null);
       expect(mine.createdAt, t.gid).toBe(t.created_at);
       expect(mine.labels, t.gid).toEqual((t.tags ?? []).map((l) => `${l.name}:${l.color === "dark-blue" ? "#4573d2" : "#6b778c"}`).sort());
-      expect(mine.comments.map((c) => [c.body, c.createdAt, c.author]), t.gid).toEqual(comments(t.gid).map((c) => [c.text, c.created_at, c.created_by!.name]));
+      expect(mine.comments.map((c) => [c.body, c.createdAt, c.author]), t.gid).toEqual(comments(t.gid).map((c) => [c.html_text ? asanaRichText(c.html_text) : c.text, c.created_at, c.created_by!.name]));
       expect(mine.attachments.map((a) => a.url), t.gid).toEqual(asana.project.attachments.get(t.gid)!.map((a) => (a.host === "asana" ? `file:sha256:${sha256Hex(asana.files.get(a.gid)!)}` : a.view_url)));
       expect(mine.relations, t.gid).toEqual(t.dependents!.map((d) => `blocks:${key(d.gid)}`).sort());
     }
@@ -159,6 +160,16 @@ describe("the Asana import", () => {
     const html = renderHtml(hostile.body!);
     expect(html).not.toMatch(/<script|<img|<a [^>]*href="javascript|<[a-z][^>]*\son\w+=/i);
     expect(html).toContain("&lt;script&gt;");
+    expect(html).not.toContain("alert(4)");
+  });
+
+  it("brings a task's rich text over as Markdown: marks, lists and links, not the plain text", async () => {
+    const got = await snapshotProject(services, org.orgId, "LNC");
+    const ident = await identifiersBySourceId(services, org.orgId);
+    const task = asana.project.tasks[0]!;
+    const body = got.get(ident.get(`asana:task:${task.gid}`)!)!.body!;
+    expect(body).toBe(`Notes of **${task.name}**\n\n- step one\n- step [two](https://example.com/1)`);
+    expect(renderHtml(body)).toMatch(/<strong>Task 1<\/strong>[\s\S]*<ul>\s*<li>step one<\/li>/);
   });
 
   it("a second run reconciles: nothing changed writes nothing and fetches no file again; a change is applied in place", async () => {
@@ -178,7 +189,7 @@ describe("the Asana import", () => {
     const ident = await identifiersBySourceId(services, org.orgId);
     const mine = got.get(ident.get(`asana:task:${task.gid}`)!)!;
     expect(mine.title).toBe("Renamed in Asana");
-    expect(mine.comments.map((c) => c.body)).toEqual([...comments(task.gid).map((c) => c.text)]);
+    expect(mine.comments.map((c) => c.body)).toEqual([...comments(task.gid).map((c) => (c.html_text ? asanaRichText(c.html_text) : c.text))]);
     expect(mine.comments.at(-1)!.body).toBe("A late comment");
     const counted = await query<{ n: number }>(services.db, sql`select count(*)::int as n from comments c join issues i on i.id = c.issue_id join projects p on p.id = i.project_id where p.prefix = 'LNC' and c.org_id = ${org.orgId}`);
     expect(counted[0]!.n).toBe(all().reduce((n, t) => n + comments(t.gid).length, 0));

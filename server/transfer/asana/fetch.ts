@@ -25,7 +25,9 @@ export interface AsanaTask {
   gid: string;
   name: string;
   resource_subtype?: string;
+  /** The plain text of the description; `html_notes` is the same as rich text (./rich-text.ts). */
   notes?: string;
+  html_notes?: string;
   completed: boolean;
   completed_at?: string | null;
   created_at: string;
@@ -48,6 +50,8 @@ export interface AsanaStory {
   type?: string;
   resource_subtype: string;
   text?: string;
+  /** A comment's rich text. */
+  html_text?: string;
   created_at: string;
   created_by?: AsanaUser | null;
 }
@@ -73,12 +77,12 @@ export interface AsanaTaskRead {
 export const ASANA_TASKS_PER_PAGE = 50;
 const USER = ["name", "email"];
 const TASK_FIELDS = [
-  "name", "resource_subtype", "notes", "completed", "completed_at", "created_at", "modified_at", "due_on", "due_at",
+  "name", "resource_subtype", "notes", "html_notes", "completed", "completed_at", "created_at", "modified_at", "due_on", "due_at",
   ...USER.map((f) => `assignee.${f}`), ...USER.map((f) => `created_by.${f}`), "tags.name", "tags.color",
   "memberships.project", "memberships.section.name", "parent", "custom_fields.name", "custom_fields.resource_subtype",
   "custom_fields.enum_value.name", "custom_fields.display_value", "dependencies", "dependents", "num_subtasks", "permalink_url",
 ].join(",");
-const STORY_FIELDS = ["type", "resource_subtype", "text", "created_at", ...USER.map((f) => `created_by.${f}`)].join(",");
+const STORY_FIELDS = ["type", "resource_subtype", "text", "html_text", "created_at", ...USER.map((f) => `created_by.${f}`)].join(",");
 const ATTACHMENT_FIELDS = "name,host,resource_subtype,size,created_at,permanent_url,view_url";
 
 /** A project's gid, also taken from its URL (…/project/<gid>/… or /0/<gid>/…), so a pasted link works. */

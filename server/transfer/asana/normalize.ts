@@ -3,6 +3,7 @@ import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
 import type { ReadNotice, SourceIssue, SourceMapping, SourcePerson, SourceReader } from "../pipeline/stream.ts";
 import type { AsanaApi } from "./client.ts";
 import { fetchAsanaPage, type AsanaTaskRead, type AsanaUser } from "./fetch.ts";
+import { asanaRichText } from "./rich-text.ts";
 
 /**
  * An Asana task in the pipeline's terms (decision 065). Asana has no status, only `completed`
@@ -47,6 +48,7 @@ export const ASANA_GREY = "#6b778c";
 
 const person = (u: AsanaUser | null | undefined): SourcePerson | null => (u?.gid ? { id: `asana:user:${u.gid}`, name: u.name || "Asana user", email: u.email || null } : null);
 const id = (kind: string, gid: string) => `asana:${kind}:${gid}`;
+const plainText = (text: string | null | undefined) => (text ? text.slice(0, BODY_MAX_CHARS) : null);
 const calendarDate = (v: string | null | undefined) => (v && /^\d{4}-\d{2}-\d{2}/.test(v) ? v.slice(0, 10) : null);
 
 export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: SourceMapping = {}): SourceIssue {
@@ -62,8 +64,8 @@ export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: Sour
     number: null,
     key: task.gid,
     title: (task.name?.trim() || "(untitled task)").slice(0, 500),
-    // `notes` is the plain text of Asana's rich text: rendered by our safe Markdown renderer like any body.
-    body: task.notes ? task.notes.slice(0, BODY_MAX_CHARS) : null,
+    // The rich text as Markdown; the plain `notes` only when Asana gave no rich text.
+    body: asanaRichText(task.html_notes) ?? plainText(task.notes),
     status,
     priority: asanaPriority(sourcePriority, mapping),
     sourceStatus,
@@ -81,7 +83,7 @@ export function fromAsana(projectGid: string, read: AsanaTaskRead, mapping: Sour
     labels: (task.tags ?? []).map((t) => ({ id: id("tag", t.gid), name: t.name.slice(0, 100), color: (t.color && TAG_COLORS[t.color]) || ASANA_GREY })),
     comments: read.stories
       .filter((s) => s.resource_subtype === "comment_added" || s.type === "comment")
-      .map((s) => ({ id: id("story", s.gid), body: (s.text ?? "").slice(0, BODY_MAX_CHARS), createdAt: s.created_at, retractedAt: null, parentId: null, author: person(s.created_by) })),
+      .map((s) => ({ id: id("story", s.gid), body: asanaRichText(s.html_text) ?? plainText(s.text) ?? "", createdAt: s.created_at, retractedAt: null, parentId: null, author: person(s.created_by) })),
     attachments: read.attachments.map((a) => {
       const stored = (a.host ?? a.resource_subtype) === "asana";
       return {
