@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { downloadPath } from "../issues/attachments-files.ts";
 import { renderHtml } from "./render.ts";
 
 describe("renderHtml", () => {
@@ -51,6 +53,13 @@ describe("renderHtml", () => {
     expect(hrefs.filter((h) => !/^https:\/\/[a-z.]+\.example(\/[a-z.]*)?$|^https:\/\/evil$/.test(h!))).toEqual([]);
     expect(html).toContain('<a href="https://tracker.example/p.gif" rel="noopener noreferrer nofollow">pixel</a>');
     expect(html).toContain('<a href="https://ok.example" title="a&quot; onmouseover=&quot;x" rel="noopener noreferrer nofollow">t</a>');
+  });
+
+  it("links a file kept here by its download path, and no other path", () => {
+    const path = downloadPath(randomUUID());
+    expect(renderHtml(`![shot.png](${path})`)).toContain(`<a href="${path}" rel="noopener noreferrer nofollow">shot.png</a>`);
+    const html = renderHtml(`[a](/dash/attachments/../keys) [b](/dash/attachments/x) [c](${path}/../../keys) [d](//evil${path})`);
+    expect(html).not.toContain("<a ");
   });
 
   it("renders 99,000 nested quotes without throwing, cutting the structure past the nesting limit", () => {

@@ -17,8 +17,10 @@ const md = new MarkdownIt("default", {
 });
 
 const SAFE_URL = /^(?:https?:\/\/|mailto:)/i;
+/** A file kept here, which an imported body names by its download path (../transfer/pipeline/inline-files.ts); no other path. */
+const ATTACHMENT_PATH = /^\/dash\/attachments\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Called on the normalized (percent-encoded) URL, so `java\tscript:` or `//host` cannot slip through.
-md.validateLink = (url) => SAFE_URL.test(url);
+md.validateLink = (url) => SAFE_URL.test(url) || ATTACHMENT_PATH.test(url);
 
 const escape = md.utils.escapeHtml;
 const REL = "noopener noreferrer nofollow";

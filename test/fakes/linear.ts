@@ -70,6 +70,8 @@ export interface FakeLinear {
    * length, in pieces, as far as the reader keeps reading.
    */
   addFile(issue: FakeIssue, file: { title: string; bytes: Buffer; host?: string; chunked?: boolean }): FakeAttachment;
+  /** Uploads `bytes` as `addFile` does, but pastes it into the description (or `comment`'s body) as Markdown, as Linear's editor does, with no attachment. Answers its url. */
+  pasteFile(issue: FakeIssue, file: { title: string; bytes: Buffer; comment?: FakeComment }): string;
   /** Requests for uploaded files: path, whether they carried the key, bytes sent before the response ended or was dropped. */
   fileRequests: { path: string; host: string; withKey: boolean; sent: number }[];
   close(): Promise<void>;
@@ -440,6 +442,15 @@ export async function startFakeLinear(options: { apiKey?: string; workspace?: Fa
       const attachment: FakeAttachment = { id: uuid(11, n), title: file.title, subtitle: null, url: `${origin}${path}`, createdAt: at, updatedAt: at, creatorId: workspace.users[0]!.id };
       issue.attachments.push(attachment);
       return attachment;
+    },
+    pasteFile(issue, file) {
+      const n = files.size + 1;
+      const path = `/uploads/${uuid(9, 1)}/${uuid(12, n)}/${encodeURIComponent(file.title)}`;
+      files.set(path, { bytes: file.bytes, chunked: false });
+      const image = `![${file.title}](${url}${path})`;
+      if (file.comment) file.comment.body = `${file.comment.body}\n\n${image}`;
+      else issue.description = `${issue.description ?? ""}\n\n${image}`;
+      return `${url}${path}`;
     },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();

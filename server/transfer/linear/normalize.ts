@@ -1,6 +1,7 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import type { SourceIssue, SourceMapping, SourceReader, SourceRelationType } from "../pipeline/stream.ts";
 import { sameOrigin } from "../pipeline/files.ts";
+import { filesNamed, withInlineFiles } from "../pipeline/inline-files.ts";
 import type { LinearApi } from "./client.ts";
 import { fetchIssuePage, type LinearIssue } from "./fetch.ts";
 
@@ -53,7 +54,13 @@ export function fromLinear(li: LinearIssue, teamKey: string, uploads: string, ma
     labels: li.labels,
     comments: li.comments.map((c) => ({ id: c.id, body: c.body, createdAt: c.createdAt, retractedAt: c.archivedAt, parentId: c.parentId, author: c.user })),
     // A file uploaded to Linear is served from its uploads host; any other url is a link (a pull request, a design).
-    attachments: li.attachments.map((a) => ({ id: a.id, title: a.title, url: a.url, createdAt: a.createdAt, author: a.creator, ...(sameOrigin(a.url, uploads) ? { file: { size: null } } : {}) })),
+    // An image or file pasted into the description or a comment is on that host too, and comes over as a file.
+    attachments: withInlineFiles(
+      li,
+      li.attachments.map((a) => ({ id: a.id, title: a.title, url: a.url, createdAt: a.createdAt, author: a.creator, ...(sameOrigin(a.url, uploads) ? { file: { size: null } } : {}) })),
+      filesNamed([li.description, ...li.comments.map((c) => c.body)], (url) => sameOrigin(url, uploads)),
+      li.creator,
+    ),
     relations: li.relations.map((r) => ({ id: r.id, type: relationTypeOf(r.type), targetId: r.relatedIssueId, createdAt: r.createdAt })),
   };
 }

@@ -9,6 +9,7 @@ import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
 import type { LinkReason } from "./files.ts";
 import type { GhostBook } from "./ghosts.ts";
+import { pointAtFiles } from "./inline-files.ts";
 import { insertJson, updateFromProposed } from "./json-rows.ts";
 import type { SourceAttachment, SourceComment, SourceIssue } from "./stream.ts";
 
@@ -108,16 +109,21 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   const freshTerms: TermsEntry[] = [];
   const fresh = page.filter((si) => !links.has(si.id));
   const numbers = await numbersFor(scope, fresh);
+  // Attachments' ids are settled first, so a body can name a file it pasted inline by its path here.
+  const restored = await restoredChildren(scope, page, links);
+  const attachmentIds = planAttachments(page, links, restored);
+  const inlineFiles = inlineFilePaths(page, attachmentIds);
   const issueIds = new Map<string, string>();
   const runtime = `${scope.source}-import`;
   for (const si of page) {
     const { status } = si;
+    const body = pointAtFiles(si.body, inlineFiles.get(si.id));
     const authorId = scope.ghosts.known(si.creator);
     const assigneeId = scope.ghosts.known(si.assignee);
     const labelSet = [...new Set(si.labels.map((l) => labelIds.get(l.id)!))].sort();
     const hash = digest({
       title: si.title,
-      description: si.body,
+      description: body,
       status,
       priority: si.priority,
       estimate: si.estimate,
@@ -135,7 +141,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
     const ranking = rankingColumns(Math.round(si.priority), dueAt, dueSetAt, terminal, scope.now);
     const columns = {
       titleEnc: cipher.encrypt(si.title),
-      bodyEnc: cipher.encrypt(si.body),
+      bodyEnc: cipher.encrypt(body),
       status,
       priority: Math.round(si.priority),
       assigneeId,
@@ -154,7 +160,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       issueId = newId();
       const number = numbers.get(si.id)!;
       created.push({ id: issueId, orgId, projectId: scope.projectId, number, identifier: `${scope.prefix}-${number}`, work: true, ...columns });
-      freshTerms.push({ id: issueId, title: si.title, body: si.body, status });
+      freshTerms.push({ id: issueId, title: si.title, body, status });
       for (const labelId of labelSet) labelRows.push({ issueId, labelId });
       const at = (kind: string, when: string | null, actorId: string | null) => {
         if (when) history.push({ orgId, issueId, kind, actorId, runtime, facts: { source: scope.source, status: kind === "created" ? "todo" : status }, createdAt: new Date(when) });
@@ -168,7 +174,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       issueId = link.retascId;
       if (link.hash !== hash) {
         changed.push({ id: issueId, columns });
-        terms.push({ id: issueId, title: si.title, body: si.body, status });
+        terms.push({ id: issueId, title: si.title, body, status });
         for (const labelId of labelSet) labelRows.push({ issueId, labelId });
         history.push({ orgId, issueId, kind: "updated", actorId: null, runtime, facts: { source: scope.source, status }, createdAt: new Date(si.updatedAt) });
         counts.updated++;
@@ -193,9 +199,8 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   // A new issue has no terms to replace.
   await indexTerms(tx, cipher, orgId, freshTerms, { fresh: true });
   await indexTerms(tx, cipher, orgId, terms);
-  const restored = await restoredChildren(scope, page, links, issueIds);
-  await applyComments(scope, page, issueIds, links, restored, linkRows);
-  await applyAttachments(scope, page, issueIds, links, restored, linkRows, counts);
+  await applyComments(scope, page, issueIds, links, restored, inlineFiles, linkRows);
+  await applyAttachments(scope, page, issueIds, links, attachmentIds, linkRows, counts);
   await writeLinks(tx, linkRows);
   await insertJson(tx, activity, history);
   return counts;
@@ -252,11 +257,11 @@ async function applyLabels(scope: ApplyScope, page: SourceIssue[], links: Links,
  * from an export keeps its issues' links but not their children's. They are matched on (issue,
  * created time, `${source}-import` runtime), so a re-import updates them instead of adding a copy.
  */
-async function restoredChildren(scope: ApplyScope, page: SourceIssue[], links: Links, issueIds: Map<string, string>): Promise<Restored> {
+async function restoredChildren(scope: ApplyScope, page: SourceIssue[], links: Links): Promise<Restored> {
   const orphans = page.filter((si) => links.has(si.id) && [...si.comments, ...si.attachments].some((c) => !links.has(c.id)));
   const found: Restored = new Map();
   if (orphans.length === 0) return found;
-  const ids = orphans.map((si) => issueIds.get(si.id)!);
+  const ids = orphans.map((si) => links.get(si.id)!.retascId);
   const runtime = `${scope.source}-import`;
   await inChunks(ids, async (chunk) => {
     const list = sql.join(chunk.map((id) => sql`${id}`), sql`, `);
@@ -284,7 +289,7 @@ const restoredKey = (kind: string, issueId: string, createdAt: string) => `${kin
 const takeRestored = (restored: Restored, kind: string, issueId: string, createdAt: string) => restored.get(restoredKey(kind, issueId, createdAt))?.shift();
 
 /** Threaded comments, replies pointing at their parents; a comment archived at the source is retracted here. */
-async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, restored: Restored, linkRows: LinkRow[]) {
+async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, restored: Restored, inlineFiles: Map<string, Map<string, string>>, linkRows: LinkRow[]) {
   const { tx, cipher, orgId } = scope;
   const writes: { row: typeof comments.$inferInsert; update: boolean }[] = [];
   for (const si of page) {
@@ -295,7 +300,8 @@ async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: M
       idOf.set(c.id, { id: known ?? newId(), known: known !== undefined });
     }
     for (const c of parentsFirst(si.comments)) {
-      const hash = digest([c.body, c.createdAt, c.retractedAt, c.parentId, c.author?.id ?? null]);
+      const body = pointAtFiles(c.body, inlineFiles.get(si.id));
+      const hash = digest([body, c.createdAt, c.retractedAt, c.parentId, c.author?.id ?? null]);
       if (links.get(c.id)?.hash === hash) continue;
       const { id, known } = idOf.get(c.id)!;
       writes.push({
@@ -307,7 +313,7 @@ async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: M
           parentId: c.parentId ? (idOf.get(c.parentId)?.id ?? null) : null,
           authorId: scope.ghosts.known(c.author),
           runtime: `${scope.source}-import`,
-          bodyEnc: cipher.encrypt(c.body),
+          bodyEnc: cipher.encrypt(body),
           retractedAt: date(c.retractedAt),
           createdAt: new Date(c.createdAt),
         },
@@ -317,6 +323,30 @@ async function applyComments(scope: ApplyScope, page: SourceIssue[], issueIds: M
   }
   await insertJson(tx, comments, writes.filter((w) => !w.update).map((w) => w.row));
   await upsertById(tx, comments, writes.filter((w) => w.update).map((w) => w.row), ["parentId", "authorId", "runtime", "bodyEnc", "retractedAt", "createdAt"]);
+}
+
+/** Every attachment's id here: its link's, a restored org's row (matched as comments are), or a new one. */
+type AttachmentIds = Map<string, { id: string; known: boolean }>;
+function planAttachments(page: SourceIssue[], links: Links, restored: Restored): AttachmentIds {
+  const planned: AttachmentIds = new Map();
+  for (const si of page) {
+    const issueId = links.get(si.id)?.retascId;
+    for (const a of si.attachments) {
+      const known = links.get(a.id)?.retascId ?? (issueId ? takeRestored(restored, "attachment", issueId, a.createdAt) : undefined);
+      planned.set(a.id, { id: known ?? newId(), known: known !== undefined });
+    }
+  }
+  return planned;
+}
+
+/** Per issue, the urls its texts name inline that are files here, each to its download path. */
+function inlineFilePaths(page: SourceIssue[], planned: AttachmentIds): Map<string, Map<string, string>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const si of page) {
+    const files = new Map(si.attachments.filter((a) => a.inline && a.asFile).map((a) => [a.url, downloadPath(planned.get(a.id)!.id)]));
+    if (files.size > 0) out.set(si.id, files);
+  }
+  return out;
 }
 
 /** A reply after the comment it answers, so one multi-row insert never names a parent not yet written. */
@@ -342,7 +372,7 @@ function parentsFirst(list: SourceComment[]): SourceComment[] {
  * transaction, then dropped from staging; one already a file here stays one. The hash tells a
  * file from a link, so a link an earlier run kept becomes a file in place once its download works.
  */
-async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, restored: Restored, linkRows: LinkRow[], counts: ApplyCounts) {
+async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds: Map<string, string>, links: Links, planned: AttachmentIds, linkRows: LinkRow[], counts: ApplyCounts) {
   const { tx, cipher, orgId } = scope;
   const writes: { row: typeof attachments.$inferInsert; update: boolean }[] = [];
   const copies: { attachmentId: string; sourceId: string }[] = [];
@@ -357,11 +387,10 @@ async function applyAttachments(scope: ApplyScope, page: SourceIssue[], issueIds
       const hash = digest(a.asFile ? [...fields, "file"] : fields);
       const link = links.get(a.id);
       if (link?.hash === hash) continue;
-      const known = link?.retascId ?? takeRestored(restored, "attachment", issueId, a.createdAt);
-      const id = known ?? newId();
+      const { id, known } = planned.get(a.id)!;
       if (a.asFile === "staged") copies.push({ attachmentId: id, sourceId: a.id });
       const url = a.asFile ? downloadPath(id) : a.url;
-      writes.push({ update: known !== undefined, row: { id, orgId, issueId, urlEnc: cipher.encrypt(url), titleEnc: cipher.encrypt(a.title), authorId: scope.ghosts.known(a.author), createdAt: new Date(a.createdAt) } });
+      writes.push({ update: known, row: { id, orgId, issueId, urlEnc: cipher.encrypt(url), titleEnc: cipher.encrypt(a.title), authorId: scope.ghosts.known(a.author), createdAt: new Date(a.createdAt) } });
       linkRows.push({ orgId, linearId: a.id, kind: "attachment", retascId: id, hash });
     }
   }

@@ -4,6 +4,7 @@ import { query } from "../../../db/client.ts";
 import type { Ctx, Services } from "../../context.ts";
 import { withPrincipal } from "../../with-principal.ts";
 import { downloadAttachmentFile, MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
+import { renderHtml } from "../../markdown/render.ts";
 import { listAttachments } from "../../issues/attachments.ts";
 import { humanCtx, humanPrincipal } from "../../orgs/access.ts";
 import { useTestServices } from "../../testing/database.ts";
@@ -157,6 +158,46 @@ describe("attachments as files, from Linear", () => {
     expect(await counted(org.orgId)).toMatchObject({ files: 2, staged: 0 });
     const [dupes] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from (select l.linear_id from linear_links l join attachment_files f on f.attachment_id = l.retasc_id where l.org_id = ${org.orgId} group by l.linear_id having count(*) > 1) d`);
     expect(dupes!.n).toBe(0);
+  }, 300_000);
+});
+
+describe("files pasted into Linear text", () => {
+  it("come over as files, and the description and comment name them here; a second run fetches and writes nothing", async () => {
+    const org = await seedOrg(services, { prefix: "MAIN" });
+    const ctx = withPrincipal(services, humanPrincipal(org.orgId, org.agents.alice.userId, "cli"));
+    const inBody = linear.workspace.issues[20]!;
+    const withComment = linear.workspace.issues.slice(21).find((i) => i.comments.length > 0)!;
+    const diagram = png(4_000);
+    const photo = png(6_000);
+    const bodyUrl = linear.pasteFile(inBody, { title: "diagram.png", bytes: diagram });
+    const commentUrl = linear.pasteFile(withComment, { title: "photo.png", bytes: photo, comment: withComment.comments[0]! });
+
+    const { runId } = await startLinearImport(ctx, { apiKey: linear.apiKey, teamId: linear.workspace.team.id, newProject: { name: "Engineering" } });
+    const status = await finish(ctx, runId);
+    expect(status).toMatchObject({ phase: "done", counts: { created: 120 } });
+    const got = await snapshotProject(services, org.orgId, "ENG");
+
+    const fileIn = async (issue: typeof inBody, title: string) => (await listAttachments(ctx, { issue: `ENG-${issue.number}` })).attachments.find((a) => a.title === title)!;
+    const a = await fileIn(inBody, "diagram.png");
+    expect(a).toMatchObject({ kind: "file", contentType: "image/png", size: diagram.length, url: `/dash/attachments/${a.id}` });
+    expect((await downloadAttachmentFile(ctx, { attachment: a.id })).content.equals(diagram)).toBe(true);
+    const body = got.get(`ENG-${inBody.number}`)!.body!;
+    expect(body).toContain(`![diagram.png](/dash/attachments/${a.id})`);
+    expect(body).not.toContain(bodyUrl);
+    // The Dash shows it as a link to the file here (images are never loaded inline).
+    expect(renderHtml(body)).toContain(`<a href="/dash/attachments/${a.id}" rel="noopener noreferrer nofollow">diagram.png</a>`);
+
+    const b = await fileIn(withComment, "photo.png");
+    expect((await downloadAttachmentFile(ctx, { attachment: b.id })).content.equals(photo)).toBe(true);
+    const comment = got.get(`ENG-${withComment.number}`)!.comments.find((c) => c.body.includes("photo.png"))!;
+    expect(comment.body).toContain(`![photo.png](/dash/attachments/${b.id})`);
+    expect(comment.body).not.toContain(commentUrl);
+
+    const fetched = linear.fileRequests.length;
+    const again = await startLinearImport(ctx, { apiKey: linear.apiKey, teamId: linear.workspace.team.id, projectId: status.projectId });
+    expect(await finish(ctx, again.runId)).toMatchObject({ phase: "done", counts: { created: 0, updated: 0, filesCopied: 0 } });
+    expect(linear.fileRequests.slice(fetched).filter((r) => r.path.endsWith(".png") && /diagram|photo/.test(r.path))).toEqual([]);
+    expect((await snapshotProject(services, org.orgId, "ENG")).get(`ENG-${inBody.number}`)!.body).toBe(body);
   }, 300_000);
 });
 

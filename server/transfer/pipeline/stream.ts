@@ -39,6 +39,8 @@ export interface SourceAttachment {
   author: SourcePerson | null;
   /** Set by the adapter when `url` is a file on the source's own host: fetched with the credential, `size` (when the source says) checked first. */
   file?: { size: number | null };
+  /** The issue's body or a comment names `url` inline: once the file is here, the text names it here instead (./inline-files.ts). */
+  inline?: true;
   /** Set by staging (./files.ts): the file is staged for this run, or came over in an earlier one. */
   asFile?: "staged" | "here";
   /** Set by staging: why it stays a link (a link at the source, over the size limit, a download that failed). */
