@@ -2,7 +2,10 @@ import { createRequire } from "node:module";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { testDriver } from "../server/testing/db.ts";
-import { callOk } from "../server/mcp/testing.ts";
+import { sql } from "drizzle-orm";
+import { query } from "../db/client.ts";
+import { callOk, connectClient } from "../server/mcp/testing.ts";
+import { ensureMember, ensureUser, mintAgentKey } from "../server/orgs/index.ts";
 import { screenshot, startDashWorld, watchConsole, type DashWorld } from "./dash-fixture.ts";
 
 /**
@@ -21,6 +24,7 @@ let signedOut: BrowserContext;
 let signedInDark: BrowserContext;
 const issueIds: string[] = [];
 let inviteLink = "";
+let reviewed = "";
 
 interface Finding {
   page: string;
@@ -128,6 +132,22 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
       contentBase64: Buffer.from("a trace of the login flow\n".repeat(20)).toString("base64"),
     });
 
+    // An accepted review (decision 073): a second person's agent claims and accepts the owner's
+    // agent's work, so the Analytics page charts a time in review.
+    const { db } = world.database.database;
+    const [home] = await query<{ org_id: string; project_id: string }>(db, sql`select org_id, id as project_id from projects where prefix = ${world.prefix}`);
+    const ritaEmail = `rita-${Date.now()}@example.com`;
+    const rita = await ensureUser(db, ritaEmail, "Rita");
+    await ensureMember(db, home!.org_id, rita);
+    const reviewer = await connectClient(`${world.main.url}/mcp`, (await mintAgentKey(db, { orgId: home!.org_id, userId: rita, projectId: home!.project_id, runtime: "codex" })).key);
+    const audit = await callOk(claude, "save_issue", { title: "Export the audit log as CSV", work: true, changeType: "feat", noDependency: "standalone" });
+    reviewed = audit.identifier;
+    const built = await callOk(claude, "claim_issue", { identifier: audit.identifier });
+    await callOk(claude, "save_issue", { identifier: audit.identifier, claimToken: built.claimToken, status: "review", assignee: ritaEmail, handoff: "built on rtsc/audit-csv" });
+    const accepting = await callOk(reviewer, "claim_issue", { identifier: audit.identifier });
+    await callOk(reviewer, "save_issue", { identifier: audit.identifier, claimToken: accepting.claimToken, status: "done" });
+    await reviewer.close();
+
     const owner = await signedIn.newPage();
     await owner.goto(`${world.main.url}/dash/settings/members`);
     await owner.getByRole("button", { name: "New invite" }).click();
@@ -171,6 +191,18 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
       findings.push(...(await inspect(dark, path, 1280, `dark-${slug(path)}`)));
     }
     expect(findings).toEqual([]);
+  });
+
+  test("the Analytics page charts time in review with a table beside it for screen readers", async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${world.main.url}/dash/analytics`);
+    await page.getByRole("img", { name: /^1 review accepted; p50 .+, p90 .+; the longest / }).waitFor();
+    const table = page.getByTestId("analytics-review");
+    expect(await table.getByRole("link").first().textContent()).toBe(reviewed);
+    expect(await table.locator("caption").textContent()).toMatch(/from entering review to done/);
+    const all = page.getByTestId("flow-all-all");
+    expect(await all.locator("td").nth(9).textContent()).toBe("1");
+    await page.close();
   });
 
   test("the pages for people who have not signed in, every public page among them", async () => {

@@ -7,7 +7,7 @@ import { analyticsIssues } from "../../server/analytics/issues.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, ErrorNote, Select } from "../components/ui.tsx";
 import { Stat } from "../components/dash/bits.tsx";
-import { CostTable, FinishedPerDay, FlowTable, Definitions, SlowestTable } from "../components/dash/analytics.tsx";
+import { CostPerPerson, CostTable, FinishedPerDay, FlowTable, Definitions, SlowestTable, TimeInReview } from "../components/dash/analytics.tsx";
 
 export function meta() {
   return [{ title: "Analytics · Retasc" }];
@@ -20,17 +20,25 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx } = await requireMember(request, context);
   const params = new URL(request.url).searchParams;
   const input = { days: Number(params.get("days") ?? 7), project: params.get("project") || undefined };
+  const read = async (period: { days?: number; project?: string }) => {
+    const [overview, slowest, reviews] = await Promise.all([
+      analyticsOverview(ctx, period),
+      analyticsIssues(ctx, { ...period, figure: "slowest", limit: 10 }),
+      analyticsIssues(ctx, { ...period, figure: "review", limit: 10 }),
+    ]);
+    return { overview, slowest, reviews };
+  };
   // A range or project from the URL the server refuses is said on the page, over the default range.
   const [asked, { projects }] = await Promise.all([
-    attempt(context.log, async () => ({ overview: await analyticsOverview(ctx, input), slowest: await analyticsIssues(ctx, { ...input, figure: "slowest", limit: 10 }) })),
+    attempt(context.log, () => read(input)),
     listProjects(ctx, {}),
   ]);
-  const shown = asked.ok ? asked.value : { overview: await analyticsOverview(ctx, {}), slowest: await analyticsIssues(ctx, { figure: "slowest", limit: 10 }) };
+  const shown = asked.ok ? asked.value : await read({});
   return { ...shown, error: asked.error ?? null, projects: projects.map((p) => p.prefix) };
 }
 
 export default function Analytics({ loaderData }: Route.ComponentProps) {
-  const { overview, slowest, error, projects } = loaderData;
+  const { overview, slowest, reviews, error, projects } = loaderData;
   const rate = overview.falseDone.rate;
   return (
     <div className="flex flex-col gap-8">
@@ -63,7 +71,9 @@ export default function Analytics({ loaderData }: Route.ComponentProps) {
 
       <FinishedPerDay from={overview.from} perDay={overview.perDay} />
       <FlowTable rows={overview.rows} />
+      <TimeInReview issues={reviews.issues} all={overview.rows.find((r) => r.by === "all")} />
       {overview.cost ? <CostTable cost={overview.cost} /> : null}
+      {overview.cost ? <CostPerPerson rows={overview.cost.rows} /> : null}
       <SlowestTable issues={slowest.issues} />
       <Definitions definitions={overview.definitions} />
     </div>

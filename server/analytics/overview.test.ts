@@ -1,6 +1,6 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import { expect, it } from "vitest";
-import { billingCharges, members } from "../../db/schema/index.ts";
+import { billingCharges, members, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { saveIssue } from "../issues/index.ts";
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
@@ -72,6 +72,7 @@ it("counts a seeded org's creates, finishes and cancels over the period, with cy
   expect(row(overview.rows, "all")).toEqual({
     by: "all", key: null, created: 6, finished: 3, canceled: 1,
     cycleP50Ms: 2 * HOUR, cycleP90Ms: 3.6 * HOUR, leadP50Ms: 6 * HOUR, leadP90Ms: 21.2 * HOUR,
+    reviewed: 0, reviewP50Ms: null, reviewP90Ms: null,
   });
   expect(row(overview.rows, "changeType", "fix")).toMatchObject({ created: 1, finished: 1, cycleP50Ms: 2 * HOUR, leadP50Ms: 3 * HOUR });
   expect(row(overview.rows, "changeType", "feat")).toMatchObject({ created: 2, finished: 2, cycleP50Ms: 2.5 * HOUR, leadP50Ms: 15.5 * HOUR });
@@ -142,6 +143,78 @@ it("counts a seeded org's creates, finishes and cancels over the period, with cy
   expect((await callError(owner, "analytics_overview", { days: 0 })).code).toBe("INVALID_INPUT");
   expect((await callError(owner, "analytics_issues", { changeType: "feature" })).code).toBe("INVALID_INPUT");
   expect((await callError(owner, "analytics_issues", { cursor: "nonsense" })).code).toBe("INVALID_INPUT");
+  await owner.close();
+  await member.close();
+});
+
+it("times reviews from their last entry into review to their acceptance, per issue and aggregated, and splits the cost by person; the same over /mcp", async () => {
+  const t0 = new Date("2026-10-01T08:00:00Z").getTime();
+  const at = (ms: number) => clock.set(new Date(t0 + ms));
+  at(0);
+  const org = await seedOrg(env.services, { prefix: "ANR" });
+  const alice = org.agents.alice.ctx;
+  const bob = org.agents.bob.ctx;
+  const [bobUser] = await env.services.db.select({ email: user.email }).from(user).where(eq(user.id, org.agents.bob.userId));
+  const [aliceUser] = await env.services.db.select({ email: user.email }).from(user).where(eq(user.id, org.agents.alice.userId));
+  const file = async (title: string, changeType: "fix" | "feat") => (await saveIssue(alice, { title, work: true, noDependency: "a test", changeType })).identifier;
+  // Alice's agent submits at `submitAt`; Bob's claims the review at `acceptAt` and accepts it ten minutes later.
+  const review = async (identifier: string, submitAt: number, acceptAt: number) => {
+    at(submitAt - 10 * 60_000);
+    const mine = await claimIssue(alice, { identifier });
+    at(submitAt);
+    await saveIssue(alice, { identifier, claimToken: mine.claimToken, status: "review", assignee: bobUser!.email, handoff: `built on ${identifier.toLowerCase()}` });
+    at(acceptAt);
+    const theirs = await claimIssue(bob, { identifier });
+    at(acceptAt + 10 * 60_000);
+    await saveIssue(bob, { identifier, claimToken: theirs.claimToken, status: "done" });
+  };
+  const quick = await file("a quick review", "fix");
+  const slow = await file("a slow review", "feat");
+  const direct = await file("done without review", "feat");
+  await review(quick, HOUR, 5 * HOUR - 10 * 60_000); // 4 h in review
+  await review(slow, 2 * HOUR, 12 * HOUR - 10 * 60_000); // 10 h in review
+  at(13 * HOUR);
+  const claim = await claimIssue(alice, { identifier: direct });
+  await saveIssue(alice, { identifier: direct, claimToken: claim.claimToken, status: "done" });
+  at(DAY);
+
+  const overview = await analyticsOverview(alice, {});
+  // Two accepted reviews among three finishes: 4 h and 10 h (percentile_cont: p90 interpolates).
+  expect(row(overview.rows, "all")).toMatchObject({ finished: 3, reviewed: 2, reviewP50Ms: 7 * HOUR, reviewP90Ms: 9.4 * HOUR });
+  expect(row(overview.rows, "changeType", "fix")).toMatchObject({ finished: 1, reviewed: 1, reviewP50Ms: 4 * HOUR });
+  expect(row(overview.rows, "changeType", "feat")).toMatchObject({ finished: 2, reviewed: 1, reviewP50Ms: 10 * HOUR });
+  expect(overview.definitions.review).toMatch(/entry into review to its acceptance.*\(ms\)/);
+  const longest = await analyticsIssues(alice, { figure: "review", limit: 1 });
+  expect(longest.issues.map((i) => [i.identifier, i.reviewMs])).toEqual([[slow, 10 * HOUR]]);
+  expect((await analyticsIssues(alice, { figure: "review", cursor: longest.nextCursor })).issues.map((i) => [i.identifier, i.reviewMs])).toEqual([[quick, 4 * HOUR]]);
+  expect((await analyticsIssues(alice, { figure: "finished" })).issues.find((i) => i.identifier === direct)).toMatchObject({ reviewMs: null });
+
+  // Cost per person: each person's keys' charges, summing to the whole.
+  const person = (email: string) => overview.cost!.rows.find((r) => r.by === "person" && r.key === email)?.microCredits ?? 0;
+  const [aliceCharged, bobCharged] = await Promise.all(
+    [org.agents.alice.userId, org.agents.bob.userId].map(async (userId) => {
+      const [r] = await env.services.db
+        .select({ total: sql<string>`coalesce(sum(${billingCharges.microCredits}), 0)` })
+        .from(billingCharges)
+        .where(and(eq(billingCharges.orgId, org.orgId), eq(billingCharges.userId, userId)));
+      return Number(r!.total);
+    }),
+  );
+  expect(bobCharged).toBeGreaterThan(0);
+  expect(person(aliceUser!.email)).toBe(aliceCharged);
+  expect(person(bobUser!.email)).toBe(bobCharged);
+  expect(overview.cost!.rows.filter((r) => r.by === "person").reduce((a, r) => a + r.microCredits, 0)).toBe(overview.cost!.microCredits);
+
+  // Over /mcp with the SDK client: the owner's key reads the same numbers; a member's key no money.
+  const owner = await connectClient(`${inProcessOrigin}/mcp`, org.agents.alice.key, { fetch: inProcessFetch(env.services) });
+  const overMcp = await callOk(owner, "analytics_overview", {});
+  expect(overMcp.rows[0]).toEqual(row(overview.rows, "all"));
+  expect(overMcp.cost.rows).toEqual(overview.cost!.rows);
+  expect((await callOk(owner, "analytics_issues", { figure: "review" })).issues.map((i: { reviewMs: number }) => i.reviewMs)).toEqual([10 * HOUR, 4 * HOUR]);
+  const member = await connectClient(`${inProcessOrigin}/mcp`, org.agents.bob.key, { fetch: inProcessFetch(env.services) });
+  const theirs = await callOk(member, "analytics_overview", {});
+  expect(theirs.cost).toBeNull();
+  expect(theirs.rows[0]).toMatchObject({ by: "all", reviewed: 2, reviewP50Ms: 7 * HOUR });
   await owner.close();
   await member.close();
 });

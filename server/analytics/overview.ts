@@ -37,10 +37,11 @@ export const ANALYTICS_DEFINITIONS = {
   canceled: "moves of a work issue into canceled in the period (count)",
   throughput: "finished per day, days counted back from now (count per day)",
   cycle: "first claim to done, over the period's finishes: p50 and p90 (ms)",
+  review: "last entry into review to its acceptance (done), over the period's accepted reviews: p50 and p90 (ms)",
   lead: "filed to done, over the period's finishes: p50 and p90 (ms)",
   reclaims: "lapsed leases taken back by the server in the period (count)",
   falseDone: "finishes CI failed, or reopened within 7 days, over finishes (0 to 1)",
-  cost: "charges in the ledger over the period, owners and admins with billing on (micro-credits; 1,000,000 = $1)",
+  cost: "charges in the ledger over the period, by changeType, runtime and person (who the charged key or session acts for), owners and admins with billing on (micro-credits; 1,000,000 = $1)",
 } as const;
 
 export type FlowRow = {
@@ -54,8 +55,13 @@ export type FlowRow = {
   cycleP90Ms: number | null;
   leadP50Ms: number | null;
   leadP90Ms: number | null;
+  /** Accepted reviews among the finishes, and their time in review (last entry into review to done). */
+  reviewed: number;
+  reviewP50Ms: number | null;
+  reviewP90Ms: number | null;
 };
-export type CostRow = { by: "all" | "changeType" | "runtime"; key: string | null; microCredits: number };
+/** `person`: the email of the person a charged key or session acts for (null: no person, the system). */
+export type CostRow = { by: "changeType" | "runtime" | "person"; key: string | null; microCredits: number };
 
 export interface Period {
   orgId: string;
@@ -90,11 +96,18 @@ const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
 /**
  * The period's creates and closes, one row per event.
  * `what`: created, done or canceled; a close is a status change into one from another status.
+ * `reviewed_from`: for a done out of review (an accepted review), when it last entered review: the
+ * latest move into review logged before the done, else the issue's `review_since` (an imported
+ * review has no such move in the log).
  */
 export function flowEvents(ctx: Ctx, period: Period): SQL {
   return sql`select a.id, a.issue_id, a.created_at as at, a.runtime, floor(extract(epoch from (a.created_at - ${at(period.from)})) / 86400)::int as day,
                     case when a.kind = 'created' then 'created' else a.facts->>'to' end as what,
-                    i.identifier, i.title_enc, i.status, i.change_type, i.created_at as filed, i.first_claimed_at as claimed
+                    i.identifier, i.title_enc, i.status, i.change_type, i.created_at as filed, i.first_claimed_at as claimed,
+                    case when a.facts->>'to' = 'done' and a.facts->>'from' = 'review' then coalesce(
+                      (select max(r.created_at) from activity r
+                        where r.issue_id = a.issue_id and r.facts->>'to' = 'review' and r.facts->>'from' is distinct from 'review' and r.created_at <= a.created_at),
+                      case when i.review_since <= a.created_at then i.review_since end) end as reviewed_from
              from activity a join issues i on i.id = a.issue_id
              where a.org_id = ${period.orgId} and (a.kind = 'created' or a.facts->>'to' in ('done', 'canceled'))
                and a.created_at >= ${at(period.from)} and a.created_at < ${at(period.to)}
@@ -113,10 +126,15 @@ interface FlowSql {
   cycle90: number | null;
   lead50: number | null;
   lead90: number | null;
+  reviewed: number;
+  review50: number | null;
+  review90: number | null;
 }
 
 const pct = (p: number, span: SQL) =>
   sql`(percentile_cont(${sql.raw(String(p))}) within group (order by extract(epoch from ${span})) filter (where f.what = 'done') * 1000)::float8`;
+const reviewPct = (p: number) =>
+  sql`(percentile_cont(${sql.raw(String(p))}) within group (order by extract(epoch from f.at - f.reviewed_from)) filter (where f.reviewed_from is not null) * 1000)::float8`;
 
 export async function analyticsOverview(ctx: Ctx, raw: z.input<typeof analyticsOverviewInput>) {
   const input = analyticsOverviewInput.parse(raw);
@@ -133,7 +151,8 @@ export async function analyticsOverview(ctx: Ctx, raw: z.input<typeof analyticsO
                  count(*) filter (where f.what = 'done')::int as finished,
                  count(*) filter (where f.what = 'canceled')::int as canceled,
                  ${pct(0.5, sql`f.at - f.claimed`)} as cycle50, ${pct(0.9, sql`f.at - f.claimed`)} as cycle90,
-                 ${pct(0.5, sql`f.at - f.filed`)} as lead50, ${pct(0.9, sql`f.at - f.filed`)} as lead90
+                 ${pct(0.5, sql`f.at - f.filed`)} as lead50, ${pct(0.9, sql`f.at - f.filed`)} as lead90,
+                 count(f.reviewed_from)::int as reviewed, ${reviewPct(0.5)} as review50, ${reviewPct(0.9)} as review90
           from f group by grouping sets ((), (f.change_type), (f.runtime), (${dayOf}))`,
   );
   const [flow, reclaims, falseDone, cost] = await Promise.all([
@@ -159,6 +178,9 @@ export async function analyticsOverview(ctx: Ctx, raw: z.input<typeof analyticsO
     cycleP90Ms: ms(r?.cycle90 ?? null),
     leadP50Ms: ms(r?.lead50 ?? null),
     leadP90Ms: ms(r?.lead90 ?? null),
+    reviewed: r?.reviewed ?? 0,
+    reviewP50Ms: ms(r?.review50 ?? null),
+    reviewP90Ms: ms(r?.review90 ?? null),
   });
   const all = toRow(flow.find((r) => r.by === "all"), "all", null);
   const finishedOn = new Map(flow.filter((r) => r.by === "day").map((r) => [Number(r.day), r.finished]));
@@ -182,21 +204,29 @@ export async function analyticsOverview(ctx: Ctx, raw: z.input<typeof analyticsO
   };
 }
 
-/** The ledger over the period, split by the charged issue's changeType ("none": an issue without one; null: no issue) and by runtime. */
+/**
+ * The ledger over the period, split by the charged issue's changeType ("none": an issue without
+ * one; null: no issue), by runtime and by person (the email of whom the charged key or session
+ * acts for; null: a charge with none).
+ */
 async function costOf(ctx: Ctx, period: Period, finished: Promise<number>) {
   if (!billingEnabled(ctx.config) || period.role === "member") return null;
   const project = period.project ? sql`i.project_id = ${period.project.id}` : sql`true`;
-  const rows = await query<{ by: CostRow["by"]; key: string | null; micro: string }>(
+  const rows = await query<{ by: CostRow["by"] | "all"; key: string | null; micro: string }>(
     ctx.db,
     sql`with c as (
-          select c.runtime, c.micro_credits, case when c.issue_id is not null then coalesce(i.change_type, 'none') end as change_type
+          select c.runtime, c.user_id, c.micro_credits, case when c.issue_id is not null then coalesce(i.change_type, 'none') end as change_type
           from billing_charges c left join issues i on i.id = c.issue_id
           where c.org_id = ${period.orgId} and c.created_at >= ${at(period.from)} and c.created_at < ${at(period.to)} and ${project}
+        ), g as (
+          select case when grouping(c.change_type) = 0 then 'changeType' when grouping(c.runtime) = 0 then 'runtime'
+                      when grouping(c.user_id) = 0 then 'person' else 'all' end as by,
+                 case when grouping(c.change_type) = 0 then c.change_type when grouping(c.runtime) = 0 then c.runtime when grouping(c.user_id) = 0 then c.user_id end as key,
+                 sum(c.micro_credits) as micro
+          from c group by grouping sets ((), (c.change_type), (c.runtime), (c.user_id))
         )
-        select case when grouping(c.change_type) = 0 then 'changeType' when grouping(c.runtime) = 0 then 'runtime' else 'all' end as by,
-               case when grouping(c.change_type) = 0 then c.change_type when grouping(c.runtime) = 0 then c.runtime end as key,
-               sum(c.micro_credits)::text as micro
-        from c group by grouping sets ((), (c.change_type), (c.runtime))`,
+        select g.by, case when g.by = 'person' then u.email else g.key end as key, g.micro::text as micro
+        from g left join "user" u on g.by = 'person' and u.id = g.key`,
   );
   const total = Number(rows.find((r) => r.by === "all")?.micro ?? 0);
   const done = await finished;
@@ -204,8 +234,7 @@ async function costOf(ctx: Ctx, period: Period, finished: Promise<number>) {
     microCredits: total,
     perFinishedMicroCredits: done > 0 ? Math.round(total / done) : null,
     rows: rows
-      .filter((r) => r.by !== "all")
-      .map((r) => ({ by: r.by, key: r.key, microCredits: Number(r.micro) }))
+      .flatMap((r): CostRow[] => (r.by === "all" ? [] : [{ by: r.by, key: r.key, microCredits: Number(r.micro) }]))
       .sort((a, b) => a.by.localeCompare(b.by) || b.microCredits - a.microCredits),
   };
 }

@@ -6,9 +6,10 @@ import { duration } from "./format.ts";
 
 const time = (ms: number | null) => (ms === null ? "–" : duration(ms));
 const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(micro % 10_000 === 0 ? 2 : 4)}`;
-const splitName = (row: { by: string; key: string | null }) => (row.by === "all" ? "all" : row.by === "changeType" ? "kind" : "runtime");
-const keyName = (row: { by: string; key: string | null }) => (row.by === "all" ? "every issue" : (row.key ?? "no issue"));
+const splitName = (row: { by: string; key: string | null }) => (row.by === "all" ? "all" : row.by === "changeType" ? "kind" : row.by);
+const keyName = (row: { by: string; key: string | null }) => (row.by === "all" ? "every issue" : (row.key ?? (row.by === "person" ? "no person" : "no issue")));
 const th = "px-2 py-2 font-medium";
+const count = (n: number, one: string) => `${n} ${n === 1 ? one : `${one}s`}`;
 const num = "px-2 py-2 text-right tabular-nums";
 
 /** A scrolling box a keyboard can reach: the wide tables do not fit a phone. */
@@ -67,7 +68,7 @@ export function FlowTable({ rows }: { rows: FlowRow[] }) {
       <h2 id="flow-heading" className="text-lg font-semibold">Flow and time, by kind of change and by runtime</h2>
       <Scroll label="Flow and time table">
         <table className="w-full border-collapse text-left text-sm" data-testid="analytics-flow">
-          <caption className="sr-only">Issues created, finished and canceled, cycle time and lead time (p50 and p90), by kind of change and by runtime</caption>
+          <caption className="sr-only">Issues created, finished and canceled, cycle time, lead time and time in review (p50 and p90), by kind of change and by runtime</caption>
           <thead className="border-b border-stone-300 text-stone-600">
             <tr>
               <th scope="col" className={th}>Split</th>
@@ -79,6 +80,9 @@ export function FlowTable({ rows }: { rows: FlowRow[] }) {
               <th scope="col" className={`${th} text-right`}>Cycle p90</th>
               <th scope="col" className={`${th} text-right`}>Lead p50</th>
               <th scope="col" className={`${th} text-right`}>Lead p90</th>
+              <th scope="col" className={`${th} text-right`}>Reviewed</th>
+              <th scope="col" className={`${th} text-right`}>Review p50</th>
+              <th scope="col" className={`${th} text-right`}>Review p90</th>
             </tr>
           </thead>
           <tbody>
@@ -93,6 +97,9 @@ export function FlowTable({ rows }: { rows: FlowRow[] }) {
                 <td className={num}>{time(row.cycleP90Ms)}</td>
                 <td className={num}>{time(row.leadP50Ms)}</td>
                 <td className={num}>{time(row.leadP90Ms)}</td>
+                <td className={num}>{row.reviewed}</td>
+                <td className={num}>{time(row.reviewP50Ms)}</td>
+                <td className={num}>{time(row.reviewP90Ms)}</td>
               </tr>
             ))}
           </tbody>
@@ -110,7 +117,7 @@ export function CostTable({ cost }: { cost: { microCredits: number; perFinishedM
         {usd(cost.microCredits)} charged over the range{cost.perFinishedMicroCredits === null ? "" : `, ${usd(cost.perFinishedMicroCredits)} per issue finished`}.
       </p>
       <table className="w-full max-w-xl border-collapse text-left text-sm">
-        <caption className="sr-only">Charges over the range by kind of change and by runtime</caption>
+        <caption className="sr-only">Charges over the range by kind of change, by runtime and by person</caption>
         <thead className="border-b border-stone-300 text-stone-600">
           <tr>
             <th scope="col" className={th}>Split</th>
@@ -129,6 +136,96 @@ export function CostTable({ cost }: { cost: { microCredits: number; perFinishedM
         </tbody>
       </table>
     </section>
+  );
+}
+
+/**
+ * A horizontal bar per row, longest first, with the same rows as a table beside it for screen
+ * readers (the chart itself is one image with a one-line summary).
+ */
+function Bars({ id, title, summary, caption, unit, bars, testId }: {
+  id: string;
+  title: string;
+  summary: string;
+  caption: string;
+  unit: string;
+  bars: { name: React.ReactNode; key: string; value: number; text: string }[];
+  testId: string;
+}) {
+  const most = Math.max(1, ...bars.map((b) => b.value));
+  const W = 600;
+  const row = 22;
+  const H = Math.max(row, bars.length * row);
+  return (
+    <section aria-labelledby={`${id}-heading`} className="flex flex-col gap-2">
+      <h2 id={`${id}-heading`} className="text-lg font-semibold">{title}</h2>
+      <div className="grid gap-4 lg:grid-cols-2">
+        <svg viewBox={`0 0 ${W} ${H}`} className="h-auto w-full max-w-3xl" role="img" aria-label={summary}>
+          {bars.map((b, i) => (
+            <rect key={b.key} x={0} y={i * row + 3} width={Math.max(2, (b.value / most) * W)} height={row - 6} className="fill-sky-700" />
+          ))}
+        </svg>
+        <Scroll label={`${title} table`}>
+          <table className="w-full border-collapse text-left text-sm" data-testid={testId}>
+            <caption className="sr-only">{caption}</caption>
+            <thead className="border-b border-stone-300 text-stone-600">
+              <tr>
+                <th scope="col" className={th}>Which</th>
+                <th scope="col" className={`${th} text-right`}>{unit}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {bars.map((b) => (
+                <tr key={b.key} className="border-b border-stone-200">
+                  <td className="px-2 py-2 break-words">{b.name}</td>
+                  <td className={num}>{b.text}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroll>
+      </div>
+    </section>
+  );
+}
+
+type ReviewedIssue = { identifier: string; title: string; reviewMs: number | null };
+
+/** The range's accepted reviews, longest in review first (analytics_issues' `review` figure), beside the p50 and p90. */
+export function TimeInReview({ issues, all }: { issues: ReviewedIssue[]; all: FlowRow | undefined }) {
+  const shown = issues.filter((i) => i.reviewMs !== null);
+  const summary =
+    shown.length === 0
+      ? "No review was accepted in this range."
+      : `${count(all?.reviewed ?? shown.length, "review")} accepted; p50 ${time(all?.reviewP50Ms ?? null)}, p90 ${time(all?.reviewP90Ms ?? null)}; the longest ${time(shown[0]!.reviewMs)}.`;
+  return (
+    <Bars
+      id="review"
+      title="Time in review"
+      summary={summary}
+      caption="Accepted reviews, the longest time from entering review to done first"
+      unit="In review"
+      testId="analytics-review"
+      bars={shown.map((i) => ({ key: i.identifier, value: i.reviewMs!, text: time(i.reviewMs), name: <><IssueLink identifier={i.identifier} /> {i.title}</> }))}
+    />
+  );
+}
+
+/** What each person's keys and sessions were charged over the range (owners and admins, billing on). */
+export function CostPerPerson({ rows }: { rows: CostRow[] }) {
+  const people = rows.filter((r) => r.by === "person");
+  if (people.length === 0) return null;
+  const total = people.reduce((a, r) => a + r.microCredits, 0);
+  return (
+    <Bars
+      id="cost-person"
+      title="Cost per person"
+      summary={`${usd(total)} charged to ${people.length} ${people.length === 1 ? "person" : "people"}; the most: ${usd(people[0]!.microCredits)}.`}
+      caption="Charges over the range by the person each key or session acts for, the most first"
+      unit="Charged"
+      testId="analytics-cost-person"
+      bars={people.map((r) => ({ key: r.key ?? "", value: r.microCredits, text: usd(r.microCredits), name: <span className="font-mono">{keyName(r)}</span> }))}
+    />
   );
 }
 

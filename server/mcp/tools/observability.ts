@@ -213,8 +213,8 @@ export const analyticsTools = [
     title: "Analytics overview",
     group: "observability",
     description:
-      "Call when your human asks how work went lately: created, finished, canceled, cycle and lead time, " +
-      "false-done rate, cost, by changeType and runtime.",
+      "Call when your human asks how work went lately: created, finished, canceled, cycle, lead and review time, " +
+      "false-done rate, cost (also per person), by changeType and runtime.",
     input: analyticsOverviewInput,
     output: z.object({
       from: z.string(),
@@ -224,9 +224,9 @@ export const analyticsTools = [
       perDay: z.array(int).describe("finishes on each day of the period, oldest first"),
       rows: z
         .array(z.record(z.string(), z.unknown()))
-        .describe("{by: all | changeType | runtime, key, created, finished, canceled, cycleP50Ms, cycleP90Ms, leadP50Ms, leadP90Ms}"),
+        .describe("{by: all | changeType | runtime, key, created, finished, canceled, cycleP50Ms, cycleP90Ms, leadP50Ms, leadP90Ms, reviewed, reviewP50Ms, reviewP90Ms}"),
       falseDone: z.record(z.string(), z.number().nullable()).describe("finishes, falseDone, rate (0 to 1)"),
-      cost: z.record(z.string(), z.unknown()).nullable().describe("{microCredits, perFinishedMicroCredits, rows: [{by, key, microCredits}]}; null: billing off or not an owner or admin"),
+      cost: z.record(z.string(), z.unknown()).nullable().describe("{microCredits, perFinishedMicroCredits, rows: [{by: changeType | runtime | person, key, microCredits}]}; null: billing off or not an owner or admin"),
       definitions: z.record(z.string(), z.string()),
     }),
     annotations: readOnly,
@@ -249,6 +249,7 @@ export const analyticsTools = [
           at: z.string(),
           cycleMs: ms,
           leadMs: ms,
+          reviewMs: ms,
         }),
       ),
       nextCursor: z.string().optional(),
