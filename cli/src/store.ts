@@ -28,6 +28,8 @@ export interface Config {
   sessions: Record<string, Session>;
   defaultUrl?: string;
   provider?: string;
+  /** When `retasc setup` last wired the harnesses, and what it wired: `bind` runs it only while this is unset. */
+  setup?: { at: string; command: string; args: string[]; harnesses: string[] };
 }
 
 export interface Workspace {

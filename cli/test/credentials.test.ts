@@ -151,8 +151,9 @@ describe("a stored key goes only to the origin it was bound with (finding 2)", (
     expect(flagged.connected).toBe(false);
     expect(flagged.stderr).toContain("✗ INVALID_INPUT: unknown option --url for retasc mcp proxy");
     const renamed = hostileClone({ project: { ...JSON.parse(fs.readFileSync(path.join(repo, ".retasc.json"), "utf8")), url: standIn.url } });
+    // Not bound (Ada has no key for the project it names): the proxy answers keyless on its own, offline (decision 088).
     const unbound = await connectAsClaudeCode(ada, renamed);
-    expect(unbound.connected).toBe(false);
+    expect(unbound.connected).toBe(true);
     expect(unbound.stderr).toContain("✗ NOT_BOUND");
 
     // The bound folder itself still works, over its own server.

@@ -10,6 +10,7 @@ import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } 
 import { updateConfig } from "../store.ts";
 import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { login } from "./session.ts";
+import { setupJson, setupOnce } from "./setup.ts";
 
 export interface JsonFlag {
   json?: boolean;
@@ -73,6 +74,8 @@ export async function finishBinding(flags: JsonFlag & { transport?: string }, bo
   await updateConfig((config) => {
     config.defaultUrl = normalizeUrl(bound.url);
   });
+  // The first binding on this machine also wires every agent harness found here (once).
+  const harnesses = await setupOnce(normalizeUrl(bound.url));
   const result = {
     ...extra,
     workspaceId: wired.workspaceId,
@@ -89,6 +92,7 @@ export async function finishBinding(flags: JsonFlag & { transport?: string }, bo
     projectFile: wired.projectFile,
     commitCheck: wired.commitCheck,
     clients: clientBlocks(wired.mcpUrl),
+    ...(harnesses ? { setup: setupJson(harnesses, false) } : {}),
   };
   if (flags.json) {
     printJson(result);
@@ -102,6 +106,12 @@ export async function finishBinding(flags: JsonFlag & { transport?: string }, bo
   say(`  ${path.relative(process.cwd(), wired.marker)} and ${path.relative(process.cwd(), wired.projectFile)} hold no secret and nothing of this machine: commit them; a teammate runs \`retasc bind\` once.`);
   if (wired.commitCheck === "installed") say("  A pre-commit hook refuses a commit that puts an agent key in them.");
   if (wired.commitCheck === "own-hook") note("  Your repository has a pre-commit hook of its own: add `retasc hook pre-commit` to it, so no commit puts an agent key in these files.");
+  if (harnesses) {
+    const wiredNow = harnesses.harnesses.filter((h) => h.action === "write" || h.state === "wired").map((h) => h.name);
+    const missed = harnesses.harnesses.filter((h) => h.action === "leave" || h.action === "cannot");
+    say(wiredNow.length ? `  The watchdog is wired into ${wiredNow.join(", ")} on this machine (\`retasc setup\`, once): restart them.` : "  No other agent harness found on this machine (`retasc setup` wires one installed later).");
+    for (const h of missed) note(`  ${h.name}: ${h.detail}`);
+  }
   say();
   say(`Other clients read the key from RETASC_MCP_KEY:  ${exportLine(wired.mcpUrl)}`);
   printBlocks(wired.mcpUrl);

@@ -4,6 +4,7 @@ import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
 import { withMcp } from "../mcp.ts";
 import { runProxy } from "../proxy.ts";
+import { runUnboundProxy } from "../proxy-unbound.ts";
 import { note, out, printJson, say } from "../output.ts";
 import { readStdinSecret } from "../prompt.ts";
 import { readBindings } from "../store.ts";
@@ -15,7 +16,7 @@ import { checkRebind, exportLine, finishBinding, printBlocks, type JsonFlag, typ
 /** Wires this folder with a key you already have (stdin or RETASC_MCP_KEY; never a flag). */
 export async function mcpInstall(flags: RebindFlags & JsonFlag & { scope?: string }) {
   if (flags.scope && flags.scope !== "project") {
-    throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org; there is no machine-wide (user) registration. Use the default, project.");
+    throw new CliError("INVALID_INPUT", `scope ${flags.scope} is refused`, "A folder decides its org, so no user-level entry carries a key: `retasc setup` wires the keyless proxy at user level, which finds each folder's key itself. Use the default, project.");
   }
   const piped = await readStdinSecret();
   const key = piped ?? process.env.RETASC_MCP_KEY;
@@ -85,9 +86,20 @@ export async function mcpHeaders(flags: { workspace?: string }) {
   out(JSON.stringify({ Authorization: `Bearer ${binding.key}` }));
 }
 
-/** The stdio MCP server `.mcp.json` runs: relays to /mcp with the folder's key, heartbeating the claims made through it. */
+/**
+ * The stdio MCP server `.mcp.json` (and what `retasc setup` wires at user level) runs: relays to
+ * /mcp with the folder's key, heartbeating the claims made through it. In a folder with no
+ * binding it answers on its own, keyless and offline (proxy-unbound.ts); a refusal (a key that
+ * would go elsewhere) still ends it, as before.
+ */
 export async function mcpProxy() {
-  const binding = requireBinding(process.cwd());
+  let binding: ResolvedBinding;
+  try {
+    binding = requireBinding(process.cwd());
+  } catch (error) {
+    if (error instanceof CliError && error.code === "NOT_BOUND") return runUnboundProxy(process.cwd(), error, note);
+    throw error;
+  }
   await runProxy(binding, note);
 }
 

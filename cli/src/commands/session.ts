@@ -9,6 +9,7 @@ import { cliVersion, olderThan } from "../version.ts";
 import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
+import { harnessChecks } from "./setup.ts";
 import type { CliWhoami, DeviceCode, DeviceToken, McpWhoami, SignInMethods } from "../wire.ts";
 
 type Flags = UrlFlag & { json?: boolean };
@@ -264,6 +265,8 @@ export async function doctor(flags: Flags) {
     );
     add("MCP accepts the key", who.ok, who.detail);
   }
+  // The harnesses on this machine, each wired at user level by `retasc setup` or not.
+  for (const harness of await harnessChecks(url)) add(harness.check, harness.ok, harness.detail);
   const healthy = checks.every((c) => c.ok);
   if (flags.json) printJson({ healthy, checks });
   else for (const c of checks) say(`${c.ok ? green(process.stdout, "✓") : red(process.stdout, "✗")} ${c.check}: ${c.detail}`);

@@ -2,8 +2,9 @@ import { type Command, command, url, json, yes, runtime, transport } from "../co
 import { bind, init, join } from "./connect.ts";
 import { config, doctor, login, logout, whoami } from "./session.ts";
 import { update } from "./update.ts";
+import { setup } from "./setup.ts";
 
-/** The command table's part for signing in and wiring a folder: login, logout, whoami, doctor, update, config, bind, join, init. */
+/** The command table's part for signing in and wiring a folder: login, logout, whoami, doctor, update, config, setup, bind, join, init. */
 export const setupCommands: Record<string, Command> = {
   login: command({
     summary: "sign in with a device code approved in the browser",
@@ -36,6 +37,24 @@ export const setupCommands: Record<string, Command> = {
     run: update,
   }),
   config: command({ summary: "print the resolved paths, URLs and sign-in state", usage: "retasc config [--json]", options: { json, url }, run: config }),
+  setup: command({
+    summary: "wire the watchdog proxy into every agent harness on this machine (Claude Code, Codex, Cursor, OpenCode, Gemini CLI), once",
+    usage: "retasc setup [--dry-run] [--replace] [--url <url>] [--json]",
+    options: {
+      "dry-run": { type: "boolean", description: "show what each file would get; write nothing" },
+      replace: { type: "boolean", description: "also replace a retasc server that setup did not write (a URL, another command)" },
+      url: { ...url, description: "the server whose CLI the entries run through npx when retasc is not installed (default: as for every command)" },
+      json,
+    },
+    details:
+      "Finds each harness by its config folder and adds an MCP server named retasc that runs `retasc mcp proxy` to its user-level file: " +
+      "~/.claude.json (mcpServers), ~/.codex/config.toml ([mcp_servers.retasc]; CODEX_HOME honoured), ~/.cursor/mcp.json (mcpServers), " +
+      "~/.config/opencode/opencode.json (mcp; XDG_CONFIG_HOME honoured) and ~/.gemini/settings.json (mcpServers). Every other key of those files is kept; " +
+      "a file already wired is not touched, so running it again changes nothing. The entry holds no key, URL or folder: the proxy uses the key of the folder " +
+      "the harness starts it in (~/.retasc), and in a folder that is not bound it answers without a key (setup_status only) and says to run `retasc bind`. " +
+      "It runs retasc by its absolute path when installed, else the server's CLI through npx. `retasc bind` runs setup the first time; `retasc doctor` reports each harness. Restart a harness after it.",
+    run: setup,
+  }),
   bind: command({
     summary: "bind this folder: pick or create org and project, mint a key, wire the MCP client",
     usage: "retasc bind [--org-id <id> | --org-name <name>] [--project-id <id> | --project <name|PFX> [--prefix <PFX>]] [--runtime <label>] [-y]\n       retasc bind --setup rtscsetup_…",
@@ -53,7 +72,7 @@ export const setupCommands: Record<string, Command> = {
       json,
     },
     details:
-      "Writes ./.mcp.json for Claude Code (it runs `retasc mcp proxy` through `npx -y <server>/cli/latest`, so a clone needs no install, or from PATH where the server serves no CLI; with --transport http it reads the key through `retasc mcp headers`) and ./.retasc.json (the deployment, org and project); neither holds a secret or anything of this machine, so both can be committed. The key stays in ~/.retasc/bindings.json. Prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project keeps the key; replacing another binding needs --yes without a terminal.",
+      "Writes ./.mcp.json for Claude Code (it runs `retasc mcp proxy` through `npx -y <server>/cli/latest`, so a clone needs no install, or from PATH where the server serves no CLI; with --transport http it reads the key through `retasc mcp headers`) and ./.retasc.json (the deployment, org and project); neither holds a secret or anything of this machine, so both can be committed. The key stays in ~/.retasc/bindings.json. Prints config blocks for Codex, OpenCode, Cursor, Cline and Gemini. Re-binding to the same org and project keeps the key; replacing another binding needs --yes without a terminal. The first bind on this machine (state in ~/.retasc) also runs `retasc setup`, wiring the watchdog into every agent harness found.",
     run: bind,
   }),
   join: command({
