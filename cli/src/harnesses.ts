@@ -34,12 +34,16 @@ function opencodeFile(dir: string): string {
   return !fs.existsSync(json) && fs.existsSync(jsonc) ? jsonc : json;
 }
 
-/** Every harness setup knows, with this machine's paths (CODEX_HOME and XDG_CONFIG_HOME honoured). */
+/** Every harness setup knows, with this machine's paths (CLAUDE_CONFIG_DIR, CODEX_HOME and XDG_CONFIG_HOME honoured). */
 export function harnesses(): Harness[] {
+  const claudeDir = process.env.CLAUDE_CONFIG_DIR?.trim();
+  const claude = claudeDir
+    ? { detect: [claudeDir], file: path.join(claudeDir, ".claude.json") }
+    : { detect: [path.join(home(), ".claude.json"), path.join(home(), ".claude")], file: path.join(home(), ".claude.json") };
   const codexHome = process.env.CODEX_HOME || path.join(home(), ".codex");
   const opencodeDir = path.join(process.env.XDG_CONFIG_HOME || path.join(home(), ".config"), "opencode");
   return [
-    { id: "claude-code", name: "Claude Code", detect: [path.join(home(), ".claude.json"), path.join(home(), ".claude")], file: path.join(home(), ".claude.json"), format: "json", container: "mcpServers" },
+    { id: "claude-code", name: "Claude Code", ...claude, format: "json", container: "mcpServers" },
     { id: "codex", name: "Codex", detect: [codexHome], file: path.join(codexHome, "config.toml"), format: "toml" },
     { id: "cursor", name: "Cursor", detect: [path.join(home(), ".cursor")], file: path.join(home(), ".cursor", "mcp.json"), format: "json", container: "mcpServers" },
     { id: "opencode", name: "OpenCode", detect: [opencodeDir], file: opencodeFile(opencodeDir), format: "json", container: "mcp" },

@@ -175,6 +175,24 @@ describe("retasc setup", () => {
     expect(readJson(cursor)).toEqual({ mcpServers: { retasc: proxy } });
   });
 
+  it("finds the harnesses where CLAUDE_CONFIG_DIR, CODEX_HOME and XDG_CONFIG_HOME put them", async () => {
+    const who = person();
+    const claudeDir = path.join(who.home, "claude-elsewhere");
+    const codexHome = path.join(who.home, "codex-elsewhere");
+    const config = path.join(who.home, "xdg");
+    for (const dir of [claudeDir, codexHome, path.join(config, "opencode")]) fs.mkdirSync(dir, { recursive: true });
+    // Their usual places hold nothing of these harnesses.
+    fs.mkdirSync(path.join(who.home, ".codex"));
+    const env = { PATH, CLAUDE_CONFIG_DIR: claudeDir, CODEX_HOME: codexHome, XDG_CONFIG_HOME: config };
+    const run = await retasc(who, ["setup"], { env });
+    expect(run.code, run.stderr).toBe(0);
+    expect(readJson(path.join(claudeDir, ".claude.json"))).toEqual({ mcpServers: { retasc: { type: "stdio", ...proxy } } });
+    expect(fs.readFileSync(path.join(codexHome, "config.toml"), "utf8")).toBe(`[mcp_servers.retasc]\ncommand = ${JSON.stringify(workspaceBin)}\nargs = ["mcp", "proxy"]\n`);
+    expect(readJson(path.join(config, "opencode", "opencode.json"))).toEqual({ mcp: { retasc: { type: "local", command: [workspaceBin, "mcp", "proxy"], enabled: true } } });
+    expect(fs.readdirSync(path.join(who.home, ".codex"))).toEqual([]);
+    expect(fs.existsSync(path.join(who.home, ".claude.json"))).toBe(false);
+  });
+
   it("--help says what it writes where", async () => {
     const help = await retasc(person(), ["setup", "--help"]);
     expect(help.code).toBe(0);

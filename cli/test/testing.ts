@@ -91,7 +91,8 @@ export interface RunOptions {
 
 export function cliEnv(person: { retascDir: string; home?: string }, extra: Record<string, string | undefined> = {}) {
   const env: Record<string, string | undefined> = { ...process.env, RETASC_DIR: person.retascDir, ...(person.home ? { HOME: person.home } : {}) };
-  for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL", "NO_COLOR", "FORCE_COLOR"]) delete env[name];
+  // The harnesses' own relocations too: `bind` runs `retasc setup`, which must find only the temporary HOME's files.
+  for (const name of ["RETASC_MCP_KEY", "RETASC_WORKSPACE", "RETASC_DEPLOYMENT_URL", "RETASC_MCP_URL", "NO_COLOR", "FORCE_COLOR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"]) delete env[name];
   return { ...env, ...extra };
 }
 

@@ -48,7 +48,7 @@ export const setupCommands: Record<string, Command> = {
     },
     details:
       "Finds each harness by its config folder and adds an MCP server named retasc that runs `retasc mcp proxy` to its user-level file: " +
-      "~/.claude.json (mcpServers), ~/.codex/config.toml ([mcp_servers.retasc]; CODEX_HOME honoured), ~/.cursor/mcp.json (mcpServers), " +
+      "~/.claude.json (mcpServers; CLAUDE_CONFIG_DIR honoured), ~/.codex/config.toml ([mcp_servers.retasc]; CODEX_HOME honoured), ~/.cursor/mcp.json (mcpServers), " +
       "~/.config/opencode/opencode.json (mcp; XDG_CONFIG_HOME honoured) and ~/.gemini/settings.json (mcpServers). Every other key of those files is kept; " +
       "a file already wired is not touched, so running it again changes nothing. The entry holds no key, URL or folder: the proxy uses the key of the folder " +
       "the harness starts it in (~/.retasc), and in a folder that is not bound it answers without a key (setup_status only) and says to run `retasc bind`. " +
