@@ -11,10 +11,10 @@ import { reachable } from "../orgs/scope.ts";
 
 export const listConnectorsInput = z.object({});
 export const revokeConnectorInput = z.object({
-  connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
+  connectorId: z.string().uuid().describe("from list_connectors"),
 });
 export const setConnectorReviewerInput = z.object({
-  connectorId: z.string().uuid().describe("the connector's id, from list_connectors"),
+  connectorId: z.string().uuid().describe("from list_connectors"),
   reviewer: z.string().trim().min(1).max(320).describe("the active member (email or user id) whose lane the next review items go to"),
 });
 

@@ -40,7 +40,7 @@ const statusFilter = z.enum(statusFilterValues, { error: statusFilterError });
 export const dueAtSchema = z
   .union([z.number().int().min(0).max(8.64e15), z.string().trim().max(40)])
   .nullable()
-  .describe("epoch ms, ISO 8601, or YYYY-MM-DD (that day's end, org time zone); null clears");
+  .describe("epoch ms, ISO 8601 or YYYY-MM-DD (day's end, org time zone); null clears");
 
 export const assigneeSchema = z
   .string()
@@ -48,7 +48,7 @@ export const assigneeSchema = z
   .min(1)
   .max(320)
   .nullable()
-  .describe('a member\'s email, a user id, "me" (your human), or null (unassigned)');
+  .describe('email, user id, "me" (your human) or null (unassigned)');
 
 const shortText = (max: number) => z.string().trim().min(1).max(max);
 export const claimTokenSchema = z.string().trim().min(1).max(200);
@@ -81,7 +81,7 @@ export type Evidence = z.output<typeof evidenceSchema>;
 export const saveIssueInput = z.object({
   // save_issue's description says: omit to create, pass to update.
   identifier: identifierSchema.optional(),
-  project: z.string().trim().min(1).max(10).optional().describe("a new issue's project prefix (default: your key's)"),
+  project: z.string().trim().min(1).max(10).optional().describe("prefix; default: your key's"),
   title: shortText(500).optional(),
   // Limits checked by refine are not published: tools/list has a budget (issue 32).
   body: z.string().refine((v) => v.length <= BODY_MAX_CHARS, `a body is at most ${BODY_MAX_CHARS} characters`).optional().describe("Markdown"),
@@ -104,7 +104,7 @@ export const saveIssueInput = z.object({
   // Entering review only (decision 073): save_issue's description says what it holds.
   handoff: noteText.min(1).optional(),
   // Creating only (decision 066): the issues DUPLICATE_CHECK_REQUIRED named, read; its hint says so.
-  reviewedSimilar: z.array(identifierSchema).max(50).optional().describe("the look-alikes a create's refusal named, read"),
+  reviewedSimilar: z.array(identifierSchema).max(50).optional().describe("look-alikes a refusal named, read"),
 });
 /** save_issue's arguments as parsed. */
 export type SaveInput = z.output<typeof saveIssueInput>;
@@ -116,7 +116,7 @@ export const listIssuesInput = z.object({
     .union([statusFilter, z.array(statusFilter).min(1)], { error: statusFilterError })
     .transform((sent): IssueStatus[] => [...new Set([sent].flat().flatMap((value) => (value in statusGroups ? statusGroups[value as keyof typeof statusGroups] : [value as IssueStatus])))])
     .optional()
-    .describe("one or several; also open (todo, doing, blocked, review) and active (doing, review)"),
+    .describe("one or several; open: all but done, canceled; active: doing, review"),
   priority: prioritySchema.optional(),
   label: shortText(64).optional(),
   assignee: assigneeSchema.optional(),

@@ -10,6 +10,7 @@ import { graphTools, issueTools } from "./tools/issues.ts";
 import { analyticsTools, queueTools, projectTools, rateCardOutput, usageTools } from "./tools/observability.ts";
 import { connectorTools, memberTools } from "./tools/org.ts";
 import { askHumanOutput, teamTools } from "./tools/team.ts";
+import { importRunOutput, importTools } from "./tools/imports.ts";
 import { workTools } from "./tools/work.ts";
 
 export const serverInfo = { name: "retasc", title: "Retasc", version: "1.0.0" };
@@ -38,6 +39,7 @@ export const tools: readonly ToolDefinition[] = [
   ...projectTools,
   ...usageTools,
   ...analyticsTools,
+  ...importTools,
 ];
 
 export const toolsByName: ReadonlyMap<string, ToolDefinition> = new Map(tools.map((tool) => [tool.name, tool]));
@@ -77,6 +79,9 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
     if (key === "minimum" && value === Number.MIN_SAFE_INTEGER) continue;
     if (key === "maximum" && value === Number.MAX_SAFE_INTEGER) continue;
     if (key === "maxLength" && typeof value === "number" && value >= maxPublishedLength) continue;
+    if (key === "maxItems" && typeof value === "number" && value >= maxPublishedItems) continue;
+    // The end of JavaScript's date range (a dueAt in epoch ms): a guard, not a deadline anyone sets.
+    if (key === "maximum" && value === maxDateMs) continue;
     if (key === "pattern" && typeof value === "string" && ("format" in node || value.length > maxPublishedPattern)) continue;
     if (key === "additionalProperties" && isEmptyObject(value)) continue;
     // Every key of a JSON object is a string already.
@@ -111,7 +116,19 @@ function compact(node: unknown, direction: "input" | "output"): unknown {
     delete out.anyOf;
     out.type = types.flat();
   }
-  return direction === "output" && out.properties ? foldProperties(out) : out;
+  const hoisted = direction === "output" && (out.type === undefined || out.type === "object") ? typeOnceInUnion(out) : out;
+  return direction === "output" && hoisted.properties ? foldProperties(hoisted) : hoisted;
+}
+
+/**
+ * An output union of objects (next_issue's claim or its nothing-claimable reply, list_members'
+ * person or agent) states `type: "object"` once, beside its `anyOf`: a validator checks the value
+ * against both, so the members' own say nothing more (decision 091).
+ */
+function typeOnceInUnion(schema: Record<string, unknown>): Record<string, unknown> {
+  const members = schema.anyOf as Record<string, unknown>[] | undefined;
+  if (!Array.isArray(members) || !members.every((member) => member.type === "object")) return schema;
+  return { ...schema, type: "object", anyOf: members.map(({ type: _object, ...member }) => member) };
 }
 
 /**
@@ -156,20 +173,27 @@ const bareType = (schema: unknown) => {
 const maxPublishedPattern = 24;
 /**
  * A string's length cap from this size up is a guard against abuse, which no model's argument
- * comes near (a title's 500, a body's 100,000): the zod schema still refuses one past it, in
- * words. Smaller caps say what a value is (a prefix's 10, a color's 7) and stay.
+ * comes near (a title's 500, a body's 100,000, an opaque id's 100): the zod schema still refuses
+ * one past it, in words. Smaller caps say what a value is (a prefix's 10, a label's 64, a color's
+ * 7) and stay (decisions 085 and 091).
  */
-const maxPublishedLength = 200;
+const maxPublishedLength = 100;
+/** The same for a list's length: 50 labels, 100 blockers are guards; no call comes near them (decision 091). */
+const maxPublishedItems = 50;
+const maxDateMs = 8_640_000_000_000_000;
 
 /**
- * The input schema; arguments it does not name are refused, so it says so. A tool without
- * arguments says only that (no empty `properties`), and a schema repeated within one tool (a
- * status enum taken alone or as a list) is published once, in `definitions`.
+ * The input schema. A tool without arguments publishes no empty `properties`, and a schema
+ * repeated within one tool (a status enum taken alone or as a list) is published once, in
+ * `definitions`. No `additionalProperties: false`: an argument the schema does not name is
+ * refused by invokeTool, before any query, naming the accepted ones, as a long string is by its
+ * cap (decisions 085 and 091); clients that build strict function definitions add it themselves,
+ * as they must already for the nested objects (save_issue's evidence, run_import's mapping).
  */
 export function inputJsonSchema(tool: ToolDefinition): Tool["inputSchema"] {
-  const { properties, ...rest } = jsonSchema(tool.input, "input");
+  const { properties, additionalProperties: _closed, ...rest } = jsonSchema(tool.input, "input");
   const named = properties && Object.keys(properties).length > 0 ? { properties } : {};
-  return shareRepeats({ ...rest, type: "object", ...named, additionalProperties: false }, minSharedInputLength) as Tool["inputSchema"];
+  return shareRepeats({ ...rest, type: "object", ...named }, minSharedInputLength) as Tool["inputSchema"];
 }
 
 /**
@@ -190,6 +214,7 @@ export const publishedBy: ReadonlyMap<z.ZodObject, string> = new Map<z.ZodObject
   [issueSummaryOutput, "list_issues"],
   [rateCardOutput, "billing_summary"],
   [askHumanOutput, "invite_member"],
+  [importRunOutput, "latest_import"],
 ]);
 
 /**
@@ -263,13 +288,17 @@ export function describedAs(tool: ToolDefinition, priced: boolean): string {
 export function listedTools(priced = false): Tool[] {
   let answer = listed.get(priced);
   if (!answer) {
-    answer = tools.map((tool) => ({
-      name: tool.name,
-      description: describedAs(tool, priced),
-      inputSchema: inputJsonSchema(tool),
-      outputSchema: outputJsonSchema(tool),
-      annotations: publishedHints(tool.annotations),
-    }));
+    answer = tools.map((tool) => {
+      const outputSchema = outputJsonSchema(tool);
+      return {
+        name: tool.name,
+        description: describedAs(tool, priced),
+        inputSchema: inputJsonSchema(tool),
+        // `{type: "object"}` alone (a shape another tool publishes) checks nothing structuredContent does not already hold to.
+        ...(Object.keys(outputSchema).length > 1 ? { outputSchema } : {}),
+        annotations: publishedHints(tool.annotations),
+      };
+    });
     listed.set(priced, answer);
   }
   return answer;

@@ -12,6 +12,7 @@ export const toolGroups = [
   "org",
   "team",
   "observability",
+  "import",
 ] as const;
 export type ToolGroup = (typeof toolGroups)[number];
 
@@ -90,5 +91,10 @@ export const readOnly = hints(true, false, true);
 export const additiveWrite = hints(false, false, false);
 /** Adds, renews or gives back without losing anything (a release keeps the checkpoint); calling again changes nothing more. */
 export const idempotentWrite = hints(false, false, true);
+/**
+ * Reads from a tracker outside this server (openWorldHint true, the spec's default) and may add
+ * a project and its issues here (run_import); calling again starts another run, which reconciles.
+ */
+export const outsideWrite: ToolAnnotations = { ...additiveWrite, openWorldHint: true };
 /** Removes or revokes (a relation, a key, a person's access): the one kind a client should confirm; calling again finds it already gone. */
 export const idempotentDestructiveWrite = hints(false, true, true);

@@ -8,7 +8,7 @@ import { projectReach, reachable } from "./scope.ts";
 
 export const listProjectsInput = z.object({});
 export const getProjectInput = z.object({
-  prefix: prefixSchema.optional().describe("the project's prefix, like RTSC; defaults to your key's project"),
+  prefix: prefixSchema.optional().describe("like RTSC; default: your key's project"),
 });
 
 const projectColumns = {

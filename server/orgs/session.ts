@@ -65,7 +65,7 @@ export async function whoami(ctx: Ctx) {
 export type WhoamiView = Awaited<ReturnType<typeof whoami>>;
 
 export const mintSessionKeyInput = z.object({
-  label: z.string().trim().min(1).max(64).optional().describe("names the session in the activity log"),
+  label: z.string().trim().min(1).max(64).optional(),
 });
 
 /**

@@ -7,7 +7,7 @@ export const nextIssueInput = z.object({
 });
 export const nextBatchInput = z.object({
   n: z.number().int().min(1).max(25).default(5),
-  claim: z.boolean().default(false).describe("false: a free peek; true: claim them all atomically"),
+  claim: z.boolean().default(false).describe("false: a free peek"),
   allLanes: z.boolean().optional(),
 });
 export const claimIssueInput = z.object({ identifier: identifierSchema, claimToken: claimTokenSchema.optional() });
@@ -16,7 +16,7 @@ export const heartbeatInput = z.object({ identifier: identifierSchema, claimToke
 export const checkpointInput = z.object({
   identifier: identifierSchema,
   claimToken: claimTokenSchema.optional(),
-  done: noteText.optional().describe("what is finished so far (left out: the latest checkpoint's stays; \"\": cleared)"),
+  done: noteText.optional().describe("what is finished so far"),
   next: noteText.optional().describe("what the next agent should do"),
   gotchas: noteText.optional().describe("traps and surprises"),
   note: noteText.optional(),

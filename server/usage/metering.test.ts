@@ -243,13 +243,13 @@ describe("exactly-once metering over /mcp", () => {
       clock.advance(1);
     }
     const { tools } = await alice.listTools();
-    expect(tools.find((t) => t.name === "save_attachment_file")!.description).toMatch(/Costs 5,000 micro-credits per started MiB\.$/);
+    expect(tools.find((t) => t.name === "save_attachment_file")!.description).toMatch(/ \(\$0\.005 per started MiB\)$/);
   });
 
   test("tools/list states the price of each metered tool when billing is on", async () => {
     const { tools } = await alice.listTools();
-    expect(tools.find((t) => t.name === "next_issue")!.description).toMatch(/Costs 7,000 micro-credits if it claims\.$/);
-    expect(tools.find((t) => t.name === "heartbeat")!.description).toMatch(/Costs 100 micro-credits\.$/);
-    expect(tools.find((t) => t.name === "get_issue")!.description).not.toMatch(/micro-credits/);
+    expect(tools.find((t) => t.name === "next_issue")!.description).toMatch(/ \(\$0\.007 if it claims\)$/);
+    expect(tools.find((t) => t.name === "heartbeat")!.description).toMatch(/ \(\$0\.0001\)$/);
+    expect(tools.find((t) => t.name === "get_issue")!.description).not.toMatch(/\$/);
   });
 });

@@ -5,6 +5,8 @@
 export const meterTiers = ["dispatch", "work", "bookkeeping", "plumbing", "heartbeat"] as const;
 export type MeterTier = (typeof meterTiers)[number];
 
+const MICRO_CREDITS_PER_USD = 1_000_000;
+
 export const rateCard: Record<MeterTier, number> = {
   dispatch: 7_000,
   work: 5_000,
@@ -17,7 +19,7 @@ export const rateCard: Record<MeterTier, number> = {
 export function rateCardView() {
   return {
     unit: "micro-credit" as const,
-    microCreditsPerUsd: 1_000_000,
+    microCreditsPerUsd: MICRO_CREDITS_PER_USD,
     tiers: meterTiers.map((tier) => ({ tier, microCredits: rateCard[tier] })),
     free: "reads, an empty next_issue, a next_batch peek",
   };
@@ -96,11 +98,18 @@ const freeWhen: Partial<Record<MeteredTool, string>> = {
   save_attachment_file: " per started MiB",
 };
 
-/** The sentence tools/list ends a metered tool's description with when billing is on: its price as charged. */
+/** A price in dollars, as tools/list states it: 7,000 micro-credits is $0.007 (1,000,000 to the dollar). */
+export const inDollars = (microCredits: number): string => `$${String(microCredits / MICRO_CREDITS_PER_USD)}`;
+
+/**
+ * What tools/list ends a metered tool's description with when billing is on: its price as charged,
+ * in dollars in parentheses ("($0.007)", "($0.007 if it claims)"), the same figure as the
+ * micro-credits the ledger counts in half the tokens on every session (decision 091).
+ */
 export function priceNote(tool: string): string | null {
   const tiers = (toolTiers as Record<string, readonly MeterTier[]>)[tool];
   if (!tiers) return null;
-  const [first, second] = tiers.map((tier) => rateCard[tier].toLocaleString("en-US"));
-  const price = second ? `${first} micro-credits (new or body), else ${second}` : `${first} micro-credits`;
-  return `Costs ${price}${freeWhen[tool as MeteredTool] ?? ""}.`;
+  const [first, second] = tiers.map((tier) => inDollars(rateCard[tier]));
+  const price = second ? `${first} new or body, else ${second}` : first;
+  return `(${price}${freeWhen[tool as MeteredTool] ?? ""})`;
 }

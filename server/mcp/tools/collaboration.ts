@@ -23,8 +23,8 @@ export const collaborationTools = [
     title: "Comment on an issue",
     group: "collaboration",
     description:
-      "Call for questions, findings and review feedback people should read (handoff state goes in checkpoint): a " +
-      "Markdown comment, or a reply (parent). Does not renew your lease.",
+      "Call for questions, findings and review feedback people should read (handoff state goes in " +
+      "checkpoint): a Markdown comment or a reply (parent). Renews no lease.",
     input: saveCommentInput,
     output: z.object({
       id: z.string(),

@@ -30,8 +30,8 @@ export const identityTools = [
     title: "Who am I",
     group: "identity",
     description:
-      "Call first: who you act for (your human, their role), the org, your key's project, claim cap, lease " +
-      "length, your human's pending invites.",
+      "Call first: who you act for (your human, their role), the org, your key's project and limits, " +
+      "pending invites.",
     input: z.object({}),
     output: whoamiOutput,
     annotations: readOnly,
@@ -42,9 +42,8 @@ export const identityTools = [
     title: "Mint a session key",
     group: "identity",
     description:
-      "Call at session start when sessions share one agent key, so the activity log tells them apart: a key with " +
-      "your identity, shown once, your Bearer token until it expires (a day, or with its parent). Not from an " +
-      "OAuth token.",
+      "Call at session start if sessions share an agent key, to tell them apart (label) in the activity log: a new " +
+      "Bearer key of your identity, shown once, expiring in a day or with its parent. Not from OAuth.",
     input: mintSessionKeyInput,
     output: z.object({
       key: z.string().describe("the new secret (rtsc_...), shown only this once"),

@@ -13,12 +13,11 @@ export const issueTools = [
     title: "Create or update an issue",
     group: "issues",
     description:
-      "Call to file an issue (omit identifier), change one (pass it), or finish work you hold. Creating needs " +
-      "title, work (true: a unit an agent executes; false: a container, never dispatched), changeType and blockedBy " +
-      "(identifiers it waits on) or noDependency; open look-alikes refuse it until reviewedSimilar names them. " +
-      "Finish with your claimToken: status done with evidence (commit, branch, pr), or review with a reviewer other " +
-      "than you as assignee and handoff (what you built, where); either frees your lease. Accept a review by " +
-      "claiming it, then done. canceled needs cancelReason.",
+      "Call to file an issue (no identifier), change one, or finish work you hold. Creating needs title, " +
+      "work (true: a unit an agent executes; false: a container, never dispatched), changeType, and " +
+      "blockedBy or noDependency; look-alikes refuse it until reviewedSimilar names them. Finish with your " +
+      "claimToken: done with evidence, or review with handoff (what you built, where) and another reviewer " +
+      "as assignee. Accept a review by claiming it, then done. canceled needs cancelReason.",
     input: saveIssueInput,
     output: issueOutput,
     annotations: additiveWrite,
@@ -30,8 +29,8 @@ export const issueTools = [
     title: "Get an issue",
     group: "issues",
     description:
-      "Call before working on an issue handed to you: the whole issue (like RTSC-42) with its relations, open " +
-      "blockers, deadline, effective level, lease, checkpoint and branch.",
+      "Call before working on an issue handed to you: the whole issue (like RTSC-42), its relations, " +
+      "blockers, deadline, lease and checkpoint.",
     input: getIssueInput,
     output: issueOutput,
     annotations: readOnly,
@@ -42,8 +41,8 @@ export const issueTools = [
     title: "List issues",
     group: "issues",
     description:
-      "Call to survey or search the backlog: issues in dispatch order, open ones unless status says otherwise; " +
-      "paged (pass nextCursor as cursor). get_issue has the detail.",
+      "Call to survey or search the backlog: issues in dispatch order, open ones unless status says " +
+      "otherwise; paged (pass nextCursor as cursor).",
     input: listIssuesInput,
     output: z.object({ issues: z.array(issueSummaryOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -57,8 +56,8 @@ export const graphTools = [
     title: "Relate two issues",
     group: "graph",
     description:
-      "Call to record that one issue waits on another (blocks / blocked_by: it waits while a blocker is open; " +
-      "the blocker inherits its urgency), or that two are related or duplicates. Cycles are refused.",
+      "Call to record that an issue waits on another (blocks / blocked_by; the blocker inherits its " +
+      "urgency), or that two are related or duplicates. Cycles are refused.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, added: z.boolean() }),
     annotations: idempotentWrite,
@@ -69,7 +68,7 @@ export const graphTools = [
     title: "Remove a relation",
     group: "graph",
     description:
-      "Call to undo add_relation (same arguments); removing a dependency can make the blocked issue dispatchable at " +
+      "Call to undo add_relation (same arguments); a removed dependency can make an issue dispatchable at " +
       "once.",
     input: relationInput,
     output: z.object({ sourceId: z.string(), targetId: z.string(), type: storedRelationType, removed: z.boolean() }),

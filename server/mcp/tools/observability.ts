@@ -71,8 +71,8 @@ export const queueTools = [
     title: "Queue status",
     group: "observability",
     description:
-      "Call for the fleet at a glance (your key's project, or the org for an org-wide key): counts by status and " +
-      "SLA state, what blocks what, live claims, the drain forecast, the false-done rate.",
+      "Call for the fleet at a glance (your key's project, else the org): counts by status and SLA state, " +
+      "blockers, live claims, the drain forecast, false-done rate.",
     input: z.object({}),
     output: z.object({
       counts: countsOf(issueStatuses),
@@ -111,8 +111,8 @@ export const projectTools = [
     title: "Get a project",
     group: "observability",
     description:
-      "Call to size up a project before filing or pulling work: its issues counted by status; queue_status has the " +
-      "live picture.",
+      "Call to size up a project before filing or pulling work: its issues by status (queue_status: the " +
+      "live picture).",
     input: getProjectInput,
     output: z.object({ ...projectFields, byStatus: countsByStatus, open: z.number().int() }),
     annotations: readOnly,
@@ -137,8 +137,8 @@ export const usageTools = [
     title: "Usage summary",
     group: "observability",
     description:
-      "Call when your human asks what you spent or did: your own meter this month, by tool and tier (writes by kind " +
-      "with billing off) and by changeType, and the rate card.",
+      "Call when your human asks what you spent or did: your meter this month by tool, tier and changeType " +
+      "(writes by kind with billing off), and the rate card.",
     input: usageSummaryInput,
     output: z.object({
       period: z.object({ from: z.string(), to: z.string() }),
@@ -159,8 +159,8 @@ export const usageTools = [
     title: "Billing summary",
     group: "observability",
     description:
-      "Call when your human asks about money: billing on or off, the org's balance, this month's spend against the " +
-      "cap and purchases (owners and admins), your own spend, the rate card.",
+      "Call when your human asks about money: billing on or off, the balance, spend against the cap and " +
+      "purchases (owners and admins), your own spend, the rate card.",
     input: billingSummaryInput,
     output: z.object({
       enabled: z.boolean(),

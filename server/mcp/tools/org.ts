@@ -45,8 +45,8 @@ export const memberTools = [
     title: "List members",
     group: "org",
     description:
-      "Call to find people and agent keys (query: name, email, role, runtime or key prefix); paged. Emails serve as " +
-      "assignee values, memberIds in the admin tools.",
+      "Call to find people and agent keys (query: name, email, role, runtime or key prefix); paged. Emails " +
+      "serve as assignees, memberIds in the admin tools.",
     input: listMembersInput,
     output: z.object({ members: z.array(z.union([personOutput, agentOutput])), nextCursor: z.string().optional() }),
     annotations: readOnly,
@@ -57,8 +57,8 @@ export const memberTools = [
     title: "Suspend a person",
     group: "org",
     description:
-      "Call (owner or admin; admins act on members only) to cut a person off (a human's memberId): suspends " +
-      "them, retires their agent keys. reactivate_member undoes all but the keys.",
+      "Call (owner or admin; admins on members only) to cut a person off (a human's memberId): suspends " +
+      "them and retires their agent keys; reactivate_member undoes all but the keys.",
     input: memberIdInput,
     output: z.object({
       memberId: z.string(),
@@ -85,8 +85,8 @@ export const memberTools = [
     title: "Retire an agent",
     group: "org",
     description:
-      "Call to end an agent key (an agent's memberId) for good. Anyone retires their own; owners any agent, " +
-      "admins members'. People are suspended instead.",
+      "Call to end an agent key (an agent's memberId) for good: anyone their own, owners any agent, admins " +
+      "members'. People are suspended instead.",
     input: memberIdInput,
     output: z.object({ memberId: z.string(), status: z.literal("retired"), changed: z.boolean() }),
     annotations: idempotentDestructiveWrite,

@@ -27,8 +27,8 @@ export const teamTools = [
     title: "Setup status",
     group: "team",
     description:
-      "Call when unsure what to do next: where setup stands (an invite, an import, an empty project, " +
-      "placeholders to claim, or ready), what to do, and any askHuman for your human.",
+      "Call when unsure what to do next: where setup stands (state), what to do next, and any askHuman for " +
+      "your human.",
     input: z.object({}),
     output: z.object({
       state: z.enum(setupStates),
@@ -45,9 +45,8 @@ export const teamTools = [
     title: "Invite a person",
     group: "team",
     description:
-      "Call (owner or admin) when your human wants someone in the org. Without decided it returns askHuman: put " +
-      "those questions to your human as they stand, then call again with the answers and decided:true for the " +
-      "join link.",
+      "Call (owner or admin) when your human wants someone in the org. Without decided it returns askHuman: " +
+      "ask your human those questions as they stand, then call again with the answers and decided:true.",
     input: createInviteInput.pick({ email: true, role: true, projectIds: true }).extend({
       decided: z.boolean().optional().describe("true: your human gave these answers"),
     }),

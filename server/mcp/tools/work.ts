@@ -22,9 +22,9 @@ export const workTools = [
     group: "work loop",
     description:
       "Call when ready for work: claims the most urgent unblocked issue in your lanes (your human's or " +
-      "unassigned) with its claimToken, branch, checkpoint and latest discussion; activeClaims: others you hold, " +
-      "resume those first; wave: what comes next, not reserved. Your calls in an MCP session renew the lease. " +
-      "Nothing claimable: wait retryAfter seconds; otherLanes counts ready work allLanes:true takes.",
+      "unassigned) with its claimToken, branch, checkpoint and latest discussion. Resume activeClaims " +
+      "(others you hold) first; wave: what comes next, not reserved. Your MCP session's calls renew the " +
+      "lease. Nothing claimable: wait retryAfter seconds, or allLanes:true for otherLanes.",
     input: nextIssueInput,
     output: z.union([claimOutput, nothingClaimableOutput]),
     annotations: additiveWrite,
@@ -36,9 +36,8 @@ export const workTools = [
     title: "Plan or claim a batch",
     group: "work loop",
     description:
-      "Call as an orchestrator fanning out to parallel agents: up to n dispatchable issues in dispatch order, no " +
-      "two linked (dependency, parent/child, related, duplicate). claim:true claims them all at once, each as " +
-      "next_issue would.",
+      "Call to fan out to parallel agents: up to n dispatchable issues in dispatch order, no two linked in " +
+      "any way. claim:true claims them all at once, each as next_issue would.",
     input: nextBatchInput,
     output: z.union([
       z.object({ claimed: z.literal(true), claims: z.array(claimOutput) }),
@@ -54,9 +53,9 @@ export const workTools = [
     title: "Claim a named issue",
     group: "work loop",
     description:
-      "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes; refusals say " +
-      "why. Your live claimToken (after a restart), or the holding session, takes that lease back (rebound) with " +
-      "a new token.",
+      "Call only when told to take one exact issue (else next_issue): claims it, ignoring lanes. Your live " +
+      "claimToken (after a restart), or a call from the holding session, takes the lease back (rebound) " +
+      "with a new token.",
     input: claimIssueInput,
     output: claimOutput,
     annotations: additiveWrite,
@@ -68,8 +67,8 @@ export const workTools = [
     title: "Check a claim",
     group: "work loop",
     description:
-      "Call after a pause to know whether to keep working: status held (by this session), other_session, " +
-      "unknown_session (your key holds it; you sent no session id), expired or unclaimed. Renews nothing.",
+      "Call after a pause to know whether to keep working: whether this session holds it (unknown_session: " +
+      "your key does, but you sent no session id). Renews nothing.",
     input: checkClaimInput,
     output: z.object({
       identifier: z.string(),
@@ -95,8 +94,8 @@ export const workTools = [
     title: "Renew a lease",
     group: "work loop",
     description:
-      "Renews your lease: call before a silence longer than the lease (builds, CI), or each lease period without " +
-      "an MCP session. STALE_CLAIM: the claim is gone, stop, unless it says youHold.",
+      "Call before a silence longer than the lease (builds, CI), or each lease period without an MCP " +
+      "session: renews your lease. STALE_CLAIM: stop, unless it says youHold.",
     input: heartbeatInput,
     output: z.object({ identifier: z.string(), expiresAt: z.string(), fence: z.number().int() }),
     annotations: idempotentWrite,
@@ -107,8 +106,8 @@ export const workTools = [
     title: "Record a checkpoint",
     group: "work loop",
     description:
-      "Call at each meaningful step of work you hold: handoff notes for whoever resumes it (they survive release " +
-      "and reclaim); renews the lease.",
+      "Call at each meaningful step of work you hold: handoff notes for whoever resumes it, surviving release " +
+      "and reclaim (a field left out keeps its value; \"\" clears it); renews the lease.",
     input: checkpointInput,
     output: z.object({
       identifier: z.string(),

@@ -1,5 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
-import { importGhosts } from "../../../db/schema/index.ts";
+import { importGhosts, type IssueStatus } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
 import { inChunks, linksOf } from "./apply.ts";
 import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
@@ -21,7 +21,7 @@ export interface DryRunReport {
   /** Items an earlier import of this source already brought: a run updates or leaves them. */
   known: { issues: number; comments: number };
   /** The source's status (or priority) name → ours, with how many issues carry it. */
-  statuses: { from: string; to: string; issues: number }[];
+  statuses: { from: string; to: IssueStatus; issues: number }[];
   priorities: { from: string; to: number; issues: number }[];
   /** People named who have no placeholder here yet: the run makes one each, claimable by their verified email. */
   ghosts: { name: string; email: string | null }[];

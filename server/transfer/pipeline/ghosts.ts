@@ -133,7 +133,7 @@ export async function listGhosts(ctx: Ctx) {
 }
 
 export const claimGhostsInput = z.object({
-  ghostId: z.string().trim().min(1).max(200).optional().describe("one placeholder, from list_claimable_ghosts"),
+  ghostId: z.string().trim().min(1).max(200).optional().describe("from list_claimable_ghosts"),
 });
 
 /**

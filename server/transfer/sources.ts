@@ -1,0 +1,161 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { projects } from "../../db/schema/index.ts";
+import type { Ctx } from "../context.ts";
+import { invalidInput, notFound } from "../errors.ts";
+import { actorOf, requireRole } from "../orgs/access.ts";
+import { prefixSchema } from "../orgs/index.ts";
+import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "./asana/index.ts";
+import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from "./clickup/index.ts";
+import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./jira/index.ts";
+import { dryRunLinearImport, listLinearTeams, startLinearImport } from "./linear/index.ts";
+import { sourceMappingInput } from "./pipeline/start.ts";
+import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "./shortcut/index.ts";
+
+/**
+ * One door onto every tracker source for a caller that holds a credential (an agent over MCP's
+ * `list_import_sources` and `run_import`): the same services the Dash's Import page and `retasc
+ * import` call, reached with one flat argument set (`token`, Jira's `site` and `email`, `target`,
+ * `project`), each mapped here to the names its service takes. The credential goes to the
+ * service for this call and is stored nowhere (decision 047); CSV, a file rather than a
+ * credential, stays with the Dash and the CLI.
+ */
+export const importSourceNames = ["linear", "jira", "asana", "shortcut", "clickup"] as const;
+export type ImportSourceName = (typeof importSourceNames)[number];
+
+interface Source {
+  name: string;
+  /** What `token` is and where a person makes one. */
+  token: string;
+  /** The arguments beyond `token` the source needs. */
+  more: ("site" | "email")[];
+  /** What `target` names. */
+  target: string;
+  /** The source's key is the project's prefix (ENG-12 stays ENG-12), so it imports into the project with that prefix. */
+  keyed: boolean;
+}
+
+const sources: Record<ImportSourceName, Source> = {
+  linear: { name: "Linear", token: "a personal API key (Linear: Settings, Security & access)", more: [], target: "a team's id", keyed: true },
+  jira: {
+    name: "Jira",
+    token: "Jira Cloud: an API token (id.atlassian.com, Security) with email; Data Center: a personal access token",
+    more: ["site", "email"],
+    target: "a project's key",
+    keyed: true,
+  },
+  asana: { name: "Asana", token: "a personal access token (Asana: Settings, Apps, Developer apps)", more: [], target: "a project's gid or URL", keyed: false },
+  shortcut: { name: "Shortcut", token: "an API token (Shortcut: Settings, API Tokens)", more: [], target: "a team's id, name or mention name", keyed: false },
+  clickup: { name: "ClickUp", token: "a personal API token, pk_… (ClickUp: Settings, Apps)", more: [], target: "a List's or Space's URL, list:<id> or space:<id>", keyed: false },
+};
+
+/** The sources an owner or admin can import from, and what each needs from the person. */
+export async function listImportSources(ctx: Ctx) {
+  requireRole(await actorOf(ctx), ["owner", "admin"], "importing");
+  return {
+    sources: importSourceNames.map((source) => {
+      const { name, token, more, target } = sources[source];
+      return { source: `${source} (${name})`, needs: ["token", ...more], token, target };
+    }),
+  };
+}
+
+export const runImportInput = z.object({
+  source: z.enum(importSourceNames),
+  // What each source's token and target are, and which take site and email, list_import_sources says; run_import's
+  // description says what target and project do (every token of tools/list counts).
+  token: z.string({ error: "token is required" }).trim().min(1, "token is required").max(1000),
+  site: z.string().trim().max(500).optional(),
+  email: z.string().trim().max(320).optional(),
+  target: z.string().trim().max(500).optional(),
+  project: prefixSchema.optional(),
+  mapping: sourceMappingInput,
+  dryRun: z.boolean().default(true),
+});
+export type RunImportInput = z.input<typeof runImportInput>;
+
+/** What the token sees at the source, as `target` values, each with when it was last imported into this org. */
+async function targets(ctx: Ctx, source: ImportSourceName, input: z.output<typeof runImportInput>) {
+  const seen = (id: string, name: string, issueCount: number, lastImportAt: string | null) => ({ target: id, name, issueCount, lastImportAt });
+  switch (source) {
+    case "linear":
+      return (await listLinearTeams(ctx, { apiKey: input.token })).map((t) => seen(t.id, `${t.key} ${t.name}`, t.issueCount, t.lastImportAt));
+    case "jira":
+      return (await listJiraProjects(ctx, jiraCredentials(input))).map((p) => seen(p.key, p.name, p.issueCount, p.lastImportAt));
+    case "asana":
+      return (await listAsanaProjects(ctx, { accessToken: input.token })).map((p) => seen(p.id, `${p.name} (${p.workspace})`, p.issueCount, p.lastImportAt));
+    case "shortcut":
+      return (await listShortcutTeams(ctx, { apiToken: input.token })).map((t) => seen(t.id, t.name, t.issueCount, t.lastImportAt));
+    case "clickup":
+      return (await listClickUpLocations(ctx, { apiToken: input.token })).map((l) => seen(l.location, `${l.kind} ${l.name} (${l.workspace})`, l.issueCount, l.lastImportAt));
+  }
+}
+
+const jiraCredentials = (input: { site?: string | undefined; email?: string | undefined; token: string }) => {
+  if (!input.site) throw invalidInput("site is required for Jira", "Pass the Jira site's URL, like https://your-team.atlassian.net.");
+  return { site: input.site, apiToken: input.token, ...(input.email ? { email: input.email } : {}) };
+};
+
+/** The project a run goes into, as the services take it: an existing project by id, or a new one. */
+async function destination(ctx: Ctx, source: ImportSourceName, prefix: string | undefined, key: string | null, name: string) {
+  const want = key ?? prefix;
+  if (key && prefix && prefix !== key) {
+    throw invalidInput(`project: ${sources[source].name} imports into the project whose prefix is its key ${key}, so ${key}-12 stays ${key}-12`, `Leave project out, or pass ${key}.`);
+  }
+  if (!want) {
+    const [own] = ctx.principal.projectId ? await ctx.db.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, ctx.principal.projectId)) : [];
+    if (own) return { into: { projectId: ctx.principal.projectId! }, project: own.prefix };
+    throw invalidInput("project is required: your key is not scoped to a project", "Pass the prefix of a project to import into (list_projects), or a new one's.");
+  }
+  const [found] = await ctx.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, ctx.principal.orgId), eq(projects.prefix, want)));
+  return { into: found ? { projectId: found.id } : { newProject: { name, prefix: want } }, project: want };
+}
+
+/**
+ * Without a target: what the token sees. With one: the dry run (counts, the status and priority
+ * mapping, people to be ghosted, what stays behind), or with `dryRun: false` the run itself, whose
+ * id `latestImport` and `importStatus` follow. Owners and admins (each service checks the role).
+ */
+export async function runImport(ctx: Ctx, raw: RunImportInput) {
+  const input = runImportInput.parse(raw);
+  requireRole(await actorOf(ctx), ["owner", "admin"], `importing from ${sources[input.source].name}`);
+  const { source, token, target, mapping } = input;
+  if (!target) return { targets: await targets(ctx, source, input) };
+  switch (source) {
+    case "linear": {
+      if (input.dryRun) return dryRunLinearImport(ctx, { apiKey: token, teamId: target, mapping });
+      const team = (await listLinearTeams(ctx, { apiKey: token })).find((t) => t.id === target);
+      if (!team) throw notFound(`Linear team ${target}`, "Leave target out to list the teams this key sees.");
+      const { into, project } = await destination(ctx, source, input.project, team.key.toUpperCase(), team.name);
+      return started(await startLinearImport(ctx, { apiKey: token, teamId: target, mapping, ...into }), project);
+    }
+    case "jira": {
+      const credentials = { ...jiraCredentials(input), projectKey: target, mapping };
+      if (input.dryRun) return dryRunJiraImport(ctx, credentials);
+      const key = target.toUpperCase();
+      const { into, project } = await destination(ctx, source, input.project, key, key);
+      return started(await startJiraImport(ctx, { ...credentials, ...into }), project);
+    }
+    case "asana": {
+      const args = { accessToken: token, projectGid: target, mapping };
+      if (input.dryRun) return dryRunAsanaImport(ctx, args);
+      const { into, project } = await destination(ctx, source, input.project, null, "");
+      return started(await startAsanaImport(ctx, { ...args, ...into }), project);
+    }
+    case "shortcut": {
+      const args = { apiToken: token, team: target, mapping };
+      if (input.dryRun) return dryRunShortcutImport(ctx, args);
+      const { into, project } = await destination(ctx, source, input.project, null, "");
+      return started(await startShortcutImport(ctx, { ...args, ...into }), project);
+    }
+    case "clickup": {
+      const args = { apiToken: token, location: target, mapping };
+      if (input.dryRun) return dryRunClickUpImport(ctx, args);
+      const { into, project } = await destination(ctx, source, input.project, null, "");
+      return started(await startClickUpImport(ctx, { ...args, ...into }), project);
+    }
+  }
+}
+
+/** A run begun: its id (latestImport follows it), the issues the source counts, and the project's prefix. */
+const started = (run: { runId: string; total: number }, project: string) => ({ dryRun: false as const, runId: run.runId, total: run.total, project });
