@@ -5,6 +5,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { query } from "../../db/client.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
+import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import type { Services } from "../context.ts";
 import { useTestServices } from "../testing/database.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
@@ -26,6 +27,7 @@ const env = useTestServices();
 const clients: Client[] = [];
 const logged: string[] = [];
 let asana: FakeAsana;
+let linear: FakeLinear;
 let services: Services;
 let org: SeededOrg;
 let owner: Client;
@@ -35,7 +37,10 @@ let other: SeededOrg;
 
 beforeAll(async () => {
   asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 12 }) });
-  services = servicesFor(env.tdb.database, { config: testConfig({ ASANA_API_URL: asana.url, RETASC_IMPORT_ALLOW_HOSTS: new URL(asana.url).host }) });
+  linear = await startFakeLinear({ workspace: generateWorkspace({ issues: 10, seed: 5 }) });
+  services = servicesFor(env.tdb.database, {
+    config: testConfig({ ASANA_API_URL: asana.url, LINEAR_API_URL: linear.apiUrl, RETASC_IMPORT_ALLOW_HOSTS: new URL(asana.url).host }),
+  });
   org = await seedOrg(services, { name: "Acme" });
   other = await seedOrg(services, { name: "Globex" });
   // Every line /mcp logs, at debug (each tool call is one), to look for the token in.
@@ -53,6 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close()));
   await asana?.close();
+  await linear?.close();
 });
 
 const fromAsana = () => ({ source: "asana", token: asana.token });
@@ -148,9 +154,25 @@ describe("the import tools over /mcp", () => {
     expect((await callOk(owner, "import_history")).imports.map((run: { runId: string }) => run.runId)).not.toContain(theirs.runId);
   });
 
-  test("the token was never logged, returned or stored", async () => {
+  test("a source with a key (Linear) goes into the project with that prefix, made if new; another prefix is refused with the fix", async () => {
+    const { team } = linear.workspace;
+    const linearKey = { source: "linear", token: linear.apiKey };
+    expect((await callOk(owner, "run_import", linearKey)).targets).toContainEqual(expect.objectContaining({ target: team.id, name: `${team.key} ${team.name}` }));
+    const wrong = await callError(owner, "run_import", { ...linearKey, target: team.id, project: "LAUNCH", dryRun: false });
+    expect(wrong).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`its key ${team.key}`), hint: `Leave project out, or pass ${team.key}.` });
+    const started = await callOk(owner, "run_import", { ...linearKey, target: team.id, dryRun: false });
+    expect(started).toMatchObject({ dryRun: false, project: team.key });
+    await waitFor(async () => ((await callOk(owner, "latest_import")).phase !== "fetching" ? true : null), 60_000, "the Linear run staged");
+    if ((await callOk(owner, "latest_import")).phase === "applying") await applyImportRun(services, started.runId);
+    expect(await callOk(owner, "latest_import")).toMatchObject({ runId: started.runId, source: "linear", teamKey: team.key, phase: "done" });
+    const [{ n }] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues i join projects p on p.id = i.project_id where p.org_id = ${org.orgId} and p.prefix = ${team.key}`);
+    expect(n).toBeGreaterThanOrEqual(10);
+  });
+
+  test("the tokens were never logged, returned or stored", async () => {
     expect(logged.length).toBeGreaterThan(5);
     expect(logged.join("\n")).not.toContain(asana.token);
+    expect(logged.join("\n")).not.toContain(linear.apiKey);
     const tables = await query<{ name: string }>(services.db, sql`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`);
     const holding = async (text: string) => {
       const found: string[] = [];
@@ -163,6 +185,7 @@ describe("the import tools over /mcp", () => {
     // The search finds what the run did store (the project's gid, on the run), so finding nothing of the token means something.
     expect(await holding(asana.project.gid)).toContain("linear_import_runs");
     expect(await holding(asana.token)).toEqual([]);
+    expect(await holding(linear.apiKey)).toEqual([]);
   });
 });
 
