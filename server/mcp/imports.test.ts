@@ -5,6 +5,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { query } from "../../db/client.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
+import { generateJiraProject, startFakeJira, type FakeJira } from "../../test/fakes/jira.ts";
 import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
 import type { Services } from "../context.ts";
 import { useTestServices } from "../testing/database.ts";
@@ -28,6 +29,7 @@ const clients: Client[] = [];
 const logged: string[] = [];
 let asana: FakeAsana;
 let linear: FakeLinear;
+let jira: FakeJira;
 let services: Services;
 let org: SeededOrg;
 let owner: Client;
@@ -38,9 +40,9 @@ let other: SeededOrg;
 beforeAll(async () => {
   asana = await startFakeAsana({ project: generateAsanaProject({ tasks: 12 }) });
   linear = await startFakeLinear({ workspace: generateWorkspace({ issues: 10, seed: 5 }) });
-  services = servicesFor(env.tdb.database, {
-    config: testConfig({ ASANA_API_URL: asana.url, LINEAR_API_URL: linear.apiUrl, RETASC_IMPORT_ALLOW_HOSTS: new URL(asana.url).host }),
-  });
+  jira = await startFakeJira({ project: generateJiraProject({ issues: 8, key: "JRA" }) });
+  const allowed = [asana.url, jira.url].map((url) => new URL(url).host).join(",");
+  services = servicesFor(env.tdb.database, { config: testConfig({ ASANA_API_URL: asana.url, LINEAR_API_URL: linear.apiUrl, RETASC_IMPORT_ALLOW_HOSTS: allowed }) });
   org = await seedOrg(services, { name: "Acme" });
   other = await seedOrg(services, { name: "Globex" });
   // Every line /mcp logs, at debug (each tool call is one), to look for the token in.
@@ -59,6 +61,7 @@ afterAll(async () => {
   await Promise.all(clients.map((client) => client.close()));
   await asana?.close();
   await linear?.close();
+  await jira?.close();
 });
 
 const fromAsana = () => ({ source: "asana", token: asana.token });
@@ -169,10 +172,20 @@ describe("the import tools over /mcp", () => {
     expect(n).toBeGreaterThanOrEqual(10);
   });
 
+  test("Jira takes its site and email beside the token: the projects they see, and a dry run of one", async () => {
+    const jiraCloud = { source: "jira", site: jira.url, email: jira.email, token: jira.apiToken };
+    expect((await callOk(owner, "run_import", jiraCloud)).targets).toContainEqual(expect.objectContaining({ target: "JRA", issueCount: 8 }));
+    expect(await callOk(owner, "run_import", { ...jiraCloud, target: "JRA" })).toMatchObject({ dryRun: true, source: "jira", counts: { issues: 8 } });
+    const refused = await callError(owner, "run_import", { ...jiraCloud, token: "not-the-token", target: "JRA" });
+    expect(refused).toMatchObject({ code: "UNAUTHORIZED", hint: expect.stringContaining("API token") });
+    expect(JSON.stringify(refused)).not.toContain("not-the-token");
+  });
+
   test("the tokens were never logged, returned or stored", async () => {
     expect(logged.length).toBeGreaterThan(5);
     expect(logged.join("\n")).not.toContain(asana.token);
     expect(logged.join("\n")).not.toContain(linear.apiKey);
+    expect(logged.join("\n")).not.toContain(jira.apiToken);
     const tables = await query<{ name: string }>(services.db, sql`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`);
     const holding = async (text: string) => {
       const found: string[] = [];
@@ -186,6 +199,7 @@ describe("the import tools over /mcp", () => {
     expect(await holding(asana.project.gid)).toContain("linear_import_runs");
     expect(await holding(asana.token)).toEqual([]);
     expect(await holding(linear.apiKey)).toEqual([]);
+    expect(await holding(jira.apiToken)).toEqual([]);
   });
 });
 
