@@ -233,6 +233,24 @@ describe("a key from RETASC_MCP_KEY goes only to RETASC_MCP_URL (finding 3)", ()
     expect(standIn.requests).toEqual([]);
   });
 
+  it("piped to mcp install, goes to --url or the last deployment used, never to the server a folder's .retasc.json names", async () => {
+    const project = JSON.parse(fs.readFileSync(path.join(repo, ".retasc.json"), "utf8"));
+    const box = container();
+    // --url names the server: the folder is wired to it, whatever its .retasc.json said.
+    const folder = hostileClone({ project: { ...project, url: standIn.url } });
+    const named = await retasc(box, ["mcp", "install", "--url", server.url], { cwd: folder, input: `${key}\n` });
+    expect(named.code, named.stderr).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(folder, ".retasc.json"), "utf8")).url).toBe(server.url);
+    // No --url, in a folder that names no server: the deployment last used (the one above).
+    const plain = gitRepo();
+    const last = await retasc(box, ["mcp", "install"], { cwd: plain, input: `${key}\n` });
+    expect(last.code, last.stderr).toBe(0);
+    const who = await retasc(box, ["whoami", "--json"], { cwd: plain });
+    expect(who.code, who.stderr).toBe(0);
+    expect(JSON.parse(who.stdout).binding).toMatchObject({ mcpUrl: `${server.url}/mcp` });
+    expect(standIn.requests).toEqual([]);
+  });
+
   it("a keystore key exported as RETASC_MCP_KEY keeps its binding's server, whatever RETASC_MCP_URL says", async () => {
     const folder = hostileClone({
       mcp: { mcpServers: { retasc: { type: "stdio", command: "retasc", args: ["mcp", "proxy"], env: { RETASC_MCP_URL: `${standIn.url}/mcp` } } } },

@@ -132,9 +132,15 @@ describe("the device flow (finding 5)", () => {
       body: JSON.stringify({ userCode: code.user_code }),
     });
     expect(approve.status).toBe(404);
+    const deny = await fetch(`${app.url}/api/auth/device/deny`, {
+      method: "POST",
+      headers: { cookie: guest.cookie, origin: app.url, "content-type": "application/json", "x-forwarded-for": from },
+      body: JSON.stringify({ userCode: code.user_code }),
+    });
+    expect(deny.status).toBe(404);
   });
 
-  it("limits code look-ups per address, and per session wherever it comes from", async () => {
+  it("limits code look-ups and decisions per address, and per session wherever it comes from", async () => {
     const code = await deviceCode();
     // One session, a new address for every look-up: the session's limit.
     const roamer = await person("roamer");
@@ -152,6 +158,12 @@ describe("the device flow (finding 5)", () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expect((await refused.json()) as unknown).toMatchObject({ error: { code: "RATE_LIMITED", message: "Too many device code look-ups from your address." } });
+    // A decision posted names a code too: one session deciding from a new address each time.
+    const decider = await person("decider");
+    const decisions = [];
+    for (let i = 0; i <= LIMIT; i++) decisions.push((await decide(decider.cookie, "ABCDEFGH", "approve", address())).status);
+    expect(decisions.slice(0, LIMIT).every((s) => s === 200)).toBe(true);
+    expect(decisions[LIMIT]).toBe(429);
   });
 });
 

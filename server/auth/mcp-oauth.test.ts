@@ -292,6 +292,27 @@ describe("MCP OAuth sign-in", () => {
     expect(await mcpStatus(token)).toBe(401);
   });
 
+  test("revoking a refresh token (RFC 7009) ends the access token issued with it at once, and it refreshes nothing more", async () => {
+    // A sign-in of its own: the grant's tokens are what came from this refresh token.
+    const own = await signIn(alice, `${alice.orgId}|${alice.projectId}`);
+    const { access_token, refresh_token } = own.saved!;
+    expect(await mcpStatus(access_token)).toBe(200);
+    const revoked = await fetch(`${app.url}/api/auth/oauth2/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: refresh_token!, token_type_hint: "refresh_token", client_id: own.info!.client_id }),
+    });
+    expect(revoked.status).toBe(200);
+    expect(await mcpStatus(access_token)).toBe(401);
+    const refreshed = await fetch(`${app.url}/api/auth/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refresh_token!, client_id: own.info!.client_id }),
+    });
+    expect(refreshed.status).toBe(400);
+    expect(await refreshed.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
   describe("a browser-based client at another origin (MCP_ALLOWED_ORIGINS)", () => {
     let inspector: MemoryOAuthClient;
     /** fetch as a page at `origin` makes it: Origin on every request; each answer kept with its URL. */

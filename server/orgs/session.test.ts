@@ -1,10 +1,14 @@
-import { sql } from "drizzle-orm";
+import fs from "node:fs";
+import path from "node:path";
+import { eq, inArray, sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Ctx, Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
-import { authenticateAgentKey } from "./index.ts";
+import { migrationsFolder } from "../../db/client.ts";
+import { agentKeys, oauthClient, oauthGrants } from "../../db/schema/index.ts";
+import { authenticateAgentKey, mintAgentKey } from "./index.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
 import { reactivateMember, retireMember, suspendMember } from "./members.ts";
 import { mintSessionKey, whoami } from "./session.ts";
@@ -151,5 +155,44 @@ describe("a session key lives no longer than its grant (decision 037)", () => {
     const { keys } = await listKeys(as.bob, { includeRevoked: true });
     expect(keys.find((k) => k.keyId === minted.keyId)).toMatchObject({ status: "expired" });
     expect((await listKeys(as.bob)).keys.map((k) => k.keyId)).not.toContain(minted.keyId);
+  });
+});
+
+describe("migration 0028 (decision 037)", () => {
+  it("revoked every key minted below an OAuth grant's key, however deep, and gave the other live session keys 24 hours", async () => {
+    const db = testDb.database.db;
+    const bob = org.agents.bob;
+    // An OAuth grant's key, as consent mints it, and a chain minted below it through its tokens before the rule.
+    const clientId = `client-${org.orgId}`;
+    await db.insert(oauthClient).values({ id: clientId, clientId, redirectUris: ["http://127.0.0.1:7777/callback"] });
+    const grant = await mintAgentKey(db, { orgId: org.orgId, userId: bob.userId, runtime: "claude-code" });
+    await db.insert(oauthGrants).values({ keyId: grant.keyId, clientId, clientName: "Some Agent" });
+    const child = await mintAgentKey(db, { orgId: org.orgId, userId: bob.userId, runtime: "claude-code" });
+    const grandchild = await mintAgentKey(db, { orgId: org.orgId, userId: bob.userId, runtime: "claude-code" });
+    await db.update(agentKeys).set({ parentKeyId: grant.keyId }).where(eq(agentKeys.id, child.keyId));
+    await db.update(agentKeys).set({ parentKeyId: child.keyId }).where(eq(agentKeys.id, grandchild.keyId));
+    // A session key of a person's key, minted before session keys expired.
+    const session = await mintSessionKey(bob.ctx, {});
+    await db.update(agentKeys).set({ expiresAt: null }).where(inArray(agentKeys.id, [session.keyId, child.keyId, grandchild.keyId]));
+
+    // The migration's statements after its ALTER (the column is there already), as committed.
+    const file = fs.readdirSync(migrationsFolder).find((f) => f.startsWith("0028_"))!;
+    const statements = fs.readFileSync(path.join(migrationsFolder, file), "utf8").split("--> statement-breakpoint");
+    expect(statements[0]).toMatch(/ALTER TABLE "agent_keys" ADD COLUMN "expires_at"/);
+    for (const statement of statements.slice(1)) await db.execute(sql.raw(statement));
+
+    expect(await authenticateAgentKey(db, child.key)).toBeNull();
+    expect(await authenticateAgentKey(db, grandchild.key)).toBeNull();
+    // The grant's key itself stays (its tokens act through it), and so do keys a person minted.
+    expect(await authenticateAgentKey(db, grant.key)).not.toBeNull();
+    expect(await authenticateAgentKey(db, bob.key)).toMatchObject({ keyId: bob.principal.keyId });
+    const rows = await db.select({ id: agentKeys.id, expiresAt: agentKeys.expiresAt }).from(agentKeys).where(inArray(agentKeys.id, [session.keyId, bob.principal.keyId!, grant.keyId]));
+    const expiry = Object.fromEntries(rows.map((r) => [r.id, r.expiresAt]));
+    const hours = (at: Date | null | undefined) => (at!.getTime() - Date.now()) / 3_600_000;
+    expect(hours(expiry[session.keyId])).toBeGreaterThan(23.9);
+    expect(hours(expiry[session.keyId])).toBeLessThanOrEqual(24);
+    expect(expiry[bob.principal.keyId!]).toBeNull();
+    expect(expiry[grant.keyId]).toBeNull();
+    expect(await authenticateAgentKey(db, session.key)).not.toBeNull();
   });
 });
