@@ -94,6 +94,25 @@ export const projects = pgTable(
 );
 
 /**
+ * Prefixes a project had before a rename (decision 089): `OLD-42` still names the issue now
+ * `NEW-42`. One prefix names one project of an org, whether current or old, so an old
+ * identifier never becomes ambiguous; renaming back to an old prefix takes it out of here.
+ * `retasc_identifier` (migration 0055) is the one place an identifier is read through them.
+ */
+export const projectPrefixAliases = pgTable(
+  "project_prefix_aliases",
+  {
+    orgId: orgIdColumn(),
+    prefix: text("prefix").notNull(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.prefix] }), index("project_prefix_aliases_project_idx").on(t.projectId)],
+);
+
+/**
  * Agent keys (`rtsc_...`). Only the SHA-256 of the secret is stored; `prefix` is the
  * visible start shown in lists. A key acts for one human principal in one org.
  */

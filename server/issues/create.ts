@@ -49,9 +49,10 @@ export async function createIssue(ctx: Ctx, input: SaveInput) {
       .update(projects)
       .set({ nextNumber: sql`${projects.nextNumber} + 1` })
       .where(eq(projects.id, project.id))
-      .returning({ number: sql<number>`${projects.nextNumber} - 1` });
+      .returning({ number: sql<number>`${projects.nextNumber} - 1`, prefix: projects.prefix });
     const number = Number(numbered!.number);
-    const identifier = `${project.prefix}-${number}`;
+    // The prefix as the numbering's row lock reads it: a rename that committed meanwhile is seen (decision 089).
+    const identifier = `${numbered!.prefix}-${number}`;
     // After the numbering, which locks the project's row: two creates there take turns, so the
     // second one's check sees the first one's issue (decision 066).
     await requireDuplicateCheck(scope, input);

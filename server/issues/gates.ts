@@ -3,7 +3,7 @@ import type { Ctx, Principal } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import type { SaveInput } from "./schemas.ts";
 import { backfilled, backfillStep, NAMED_MAX, similarOpenIssues } from "./similar.ts";
-import type { WriteScope } from "./store.ts";
+import { currentIdentifiers, type WriteScope } from "./store.ts";
 
 /**
  * What an agent's create must declare beyond a person's (decision 059): the gates hold agents,
@@ -43,7 +43,9 @@ export async function requireDuplicateCheck(scope: WriteScope, input: SaveInput)
   const { tx, cipher, ctx } = scope;
   if (!gatesApply(ctx.principal)) return;
   const similar = await similarOpenIssues(tx, cipher, ctx.principal, input.title!, input.body);
-  const read = new Set([...(input.reviewedSimilar ?? []), ...(input.blockedBy ?? [])]);
+  const named = [...(input.reviewedSimilar ?? []), ...(input.blockedBy ?? [])];
+  // Named by an old prefix's identifier, a look-alike counts as read too (decision 089).
+  const read = new Set(similar.some((issue) => !named.includes(issue.identifier)) ? await currentIdentifiers(tx, ctx.principal.orgId, named) : named);
   const unread = similar.filter((issue) => !read.has(issue.identifier)).slice(0, NAMED_MAX);
   if (unread.length === 0) return;
   const ids = unread.map((issue) => issue.identifier);

@@ -39,9 +39,11 @@ async function changeRelation(
     const orgId = ctx.principal.orgId;
     if (type === "blocks") await lockOrgGraph(tx, orgId);
     const locked = await lockIssues(tx, ctx.principal, [sourceIdent, targetIdent], "update");
-    const source = locked.find((r) => r.identifier === sourceIdent)!;
-    const target = locked.find((r) => r.identifier === targetIdent)!;
-    const changed = await apply(scope, { source, target, sourceIdent, targetIdent, type });
+    // Found as asked, an old prefix's identifier included; written and answered as they read now (decision 089).
+    const source = locked.find((r) => r.asked.includes(sourceIdent))!;
+    const target = locked.find((r) => r.asked.includes(targetIdent))!;
+    if (source.id === target.id) throw invalidInput(`${sourceIdent} and ${targetIdent} are one issue (${source.identifier})`, "Pass two different issues.");
+    const changed = await apply(scope, { source, target, sourceIdent: source.identifier, targetIdent: target.identifier, type });
     if (changed) {
       if (change === "added") meter(scope, "add_relation", "dispatch", target.id);
       else meter(scope, "remove_relation", "bookkeeping", target.id);
@@ -56,12 +58,12 @@ async function changeRelation(
         await recordActivity(scope, {
           issueId,
           kind: `relation_${change}`,
-          detail: { source: sourceIdent, target: targetIdent, type },
+          detail: { source: source.identifier, target: target.identifier, type },
         });
       }
-      await ctx.events.publish(tx, { orgId, kind: `relation.${change}`, identifier: targetIdent });
+      await ctx.events.publish(tx, { orgId, kind: `relation.${change}`, identifier: target.identifier });
     }
-    return { sourceId: sourceIdent, targetId: targetIdent, type, changed };
+    return { sourceId: source.identifier, targetId: target.identifier, type, changed };
   });
 }
 

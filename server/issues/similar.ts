@@ -7,6 +7,7 @@ import type { Services } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { reachable, type Reach } from "../orgs/scope.ts";
 import { mentionsIn, termsOf, type Terms } from "./similar-terms.ts";
+import { identifierIn } from "./store.ts";
 
 /**
  * The duplicate gate's matcher (decision 066). Titles and bodies are ciphertext, so each issue's
@@ -140,13 +141,13 @@ export async function similarOpenIssues(tx: Db, cipher: OrgCipher, reach: Reach,
   const ids = [...scores.entries()].filter(([, s]) => s.points >= NAMED_AT).map(([id]) => id);
   if (ids.length === 0 && mentioned.length === 0) return [];
   const rows = await tx
-    .select({ id: issues.id, identifier: issues.identifier, titleEnc: issues.titleEnc })
+    .select({ id: issues.id, identifier: issues.identifier, titleEnc: issues.titleEnc, mentioned: identifierIn(reach.orgId, mentioned) })
     .from(issues)
-    .where(and(reachable(reach, issues), isOpen(issues.status), sql`(${ids.length > 0 ? inArray(issues.id, ids) : sql`false`} or ${mentioned.length > 0 ? inArray(issues.identifier, mentioned) : sql`false`})`));
+    .where(and(reachable(reach, issues), isOpen(issues.status), sql`(${ids.length > 0 ? inArray(issues.id, ids) : sql`false`} or ${mentioned.length > 0 ? identifierIn(reach.orgId, mentioned) : sql`false`})`));
   return rows
     .map((row) => {
       const score = scores.get(row.id);
-      const isMentioned = mentioned.includes(row.identifier);
+      const isMentioned = Boolean(row.mentioned);
       return {
         identifier: row.identifier,
         title: cipher.decrypt(row.titleEnc),

@@ -18,7 +18,7 @@ export async function recordStaleRefusal(db: Db, orgId: string, identifier: stri
   await query(
     db,
     sql`insert into fleet_hours (org_id, project_id, hour, stale_refused)
-        values (${orgId}, (select project_id from issues where org_id = ${orgId} and identifier = ${identifier}), ${hour}::timestamptz, 1)
+        values (${orgId}, (select project_id from issues where org_id = ${orgId} and identifier = retasc_identifier(${orgId}, ${identifier})), ${hour}::timestamptz, 1)
         on conflict (org_id, hour, project_id) do update set stale_refused = fleet_hours.stale_refused + 1`,
   );
 }

@@ -1,5 +1,6 @@
-import { and, desc, eq, getTableColumns, inArray, or, sql } from "drizzle-orm";
-import { query, type Db } from "../../db/client.ts";
+import { and, desc, eq, getTableColumns, or, sql } from "drizzle-orm";
+import { pgArray, query, type Db } from "../../db/client.ts";
+import { retryingConflicts } from "../../db/retry.ts";
 import { checkpoints, issues, members, orgs, projects, relations, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
@@ -10,6 +11,7 @@ import { countIfStale } from "./stale-refusals.ts";
 import { endOfDayIn } from "./levels.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 import { projectReach, reachable, reaches, type Reach } from "../orgs/scope.ts";
+import { projectNamedBy } from "../orgs/index.ts";
 
 /** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
 export type IssueRow = typeof issues.$inferSelect;
@@ -62,25 +64,8 @@ export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Prom
   }
 }
 
-/** Reruns a transaction (or a one-statement write) that hit a deadlock, a serialization failure or RetryTransaction. */
-export async function retryingConflicts<T>(run: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await run();
-    } catch (error) {
-      const code = (error as { code?: string; cause?: { code?: string } }).code ??
-        (error as { cause?: { code?: string } }).cause?.code;
-      if ((code === "40P01" || code === "40001" || error instanceof RetryTransaction) && attempt < 8) {
-        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
-        continue;
-      }
-      throw error;
-    }
-  }
-}
-
-/** Thrown inside a transaction when what it read changed under it; the transaction reruns. */
-export class RetryTransaction extends Error {}
+// Lower down, so a domain below this one (server/orgs: a prefix's rename) reruns its conflicts the same way.
+export { retryingConflicts, RetryTransaction } from "../../db/retry.ts";
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -111,6 +96,29 @@ export async function inOrder<T extends unknown[]>(...statements: { [K in keyof 
   return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as T;
 }
 
+/**
+ * `issues.identifier` names what a caller sent: the identifier as it reads now, so `OLD-42` still
+ * finds `NEW-42` after the project's prefix was renamed (retasc_identifier, decision 089). Every
+ * lookup of an issue by a caller's identifier goes through this or the SQL function itself.
+ */
+export const identifierIs = (orgId: string, identifier: string) => sql`${issues.identifier} = retasc_identifier(${orgId}, ${identifier})`;
+
+/** Which of `asked` name this row (each read through retasc_identifier): how a list lookup tells which input found what. */
+const askedFor = (orgId: string, asked: string[]) =>
+  sql<string[]>`array(select w from unnest(${pgArray(asked)}::text[]) w where retasc_identifier(${orgId}, w) = ${issues.identifier})`;
+export const identifierIn = (orgId: string, asked: string[]) =>
+  sql<boolean>`${issues.identifier} in (select retasc_identifier(${orgId}, w) from unnest(${pgArray(asked)}::text[]) w)`;
+
+/** These identifiers as they read now (retasc_identifier), in their order: for comparing a caller's list with identifiers read back. */
+export async function currentIdentifiers(db: Db, orgId: string, identifiers: string[]): Promise<string[]> {
+  if (identifiers.length === 0) return [];
+  const rows = await query<{ current: string }>(
+    db,
+    sql`select retasc_identifier(${orgId}, w) as current from unnest(${pgArray(identifiers)}::text[]) with ordinality as t(w, n) order by n`,
+  );
+  return rows.map((r) => r.current);
+}
+
 /** The issue an identifier names, within what the principal reaches (an issue outside its projects is not found). */
 export async function findIssue(
   tx: Db,
@@ -118,8 +126,14 @@ export async function findIssue(
   identifier: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<IssueRow> {
-  const base = tx.select().from(issues).where(and(reachable(reach, issues), eq(issues.identifier, identifier)));
-  const rows = options.forUpdate ? await base.for("update") : await base;
+  const lookup = async () => {
+    const base = tx.select().from(issues).where(and(reachable(reach, issues), identifierIs(reach.orgId, identifier)));
+    return options.forUpdate ? await base.for("update") : await base;
+  };
+  let rows = await lookup();
+  // A locking read that waited for a rename of the project's prefix re-checks the renamed row against
+  // the identifier as its statement read it before the rename: asked once more, the rename is in view.
+  if (!rows[0] && options.forUpdate) rows = await lookup();
   if (!rows[0]) throw notFound(`issue ${identifier}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
   return rows[0];
 }
@@ -177,7 +191,7 @@ export async function projectFor(tx: Db, ctx: Ctx, prefix?: string): Promise<{ i
   const where = and(
     reachable(ctx.principal, projectReach),
     prefix
-      ? eq(projects.prefix, prefix.toUpperCase())
+      ? projectNamedBy(ctx.principal.orgId, prefix.toUpperCase())
       : ctx.principal.projectId
         ? eq(projects.id, ctx.principal.projectId)
         : undefined,
@@ -193,7 +207,7 @@ export async function hasBlockEdges(tx: Db, orgId: string, identifier: string): 
     tx,
     sql`select exists(
           select 1 from issues i join relations r on r.type = 'blocks' and (r.source_id = i.id or r.target_id = i.id)
-          where i.org_id = ${orgId} and i.identifier = ${identifier}) as found`,
+          where i.org_id = ${orgId} and i.identifier = retasc_identifier(${orgId}, ${identifier})) as found`,
   );
   return Boolean(rows[0]?.found);
 }
@@ -211,7 +225,7 @@ export async function peekStatusAndEdges(
     tx,
     sql`select i.status, i.open_blocker_count, exists(
           select 1 from relations r where r.type = 'blocks' and (r.source_id = i.id or r.target_id = i.id)) as has_block_edges
-        from issues i where i.org_id = ${orgId} and i.identifier = ${identifier}`,
+        from issues i where i.org_id = ${orgId} and i.identifier = retasc_identifier(${orgId}, ${identifier})`,
   );
   const row = rows[0];
   return row ? { status: row.status, hasBlockEdges: Boolean(row.has_block_edges), openBlockerCount: Number(row.open_blocker_count) } : null;
@@ -245,25 +259,33 @@ export async function openBlockersOf(tx: Db, reach: Pick<Reach, "projectIds">, i
   return { blockers: seen, outside: rows.length - seen.length };
 }
 
-/** Which of these identifiers name issues `reach` sees; null: every one (an unscoped principal, decision 042). */
+/** Which of these identifiers (as given, old prefixes included) name issues `reach` sees; null: every one (an unscoped principal, decision 042). */
 export async function identifiersInReach(db: Db, reach: Reach, identifiers: string[]): Promise<Set<string> | null> {
   if (reach.projectIds === null) return null;
   const wanted = [...new Set(identifiers)];
   if (wanted.length === 0) return new Set();
-  const rows = await db.select({ identifier: issues.identifier }).from(issues).where(and(reachable(reach, issues), inArray(issues.identifier, wanted)));
-  return new Set(rows.map((r) => r.identifier));
+  const rows = await db.select({ asked: askedFor(reach.orgId, wanted) }).from(issues).where(and(reachable(reach, issues), identifierIn(reach.orgId, wanted)));
+  return new Set(rows.flatMap((r) => r.asked));
 }
 
-/** Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one. */
+/**
+ * Locks the named issues of the org in one statement (id order, so lockers never deadlock); NOT_FOUND names a missing one.
+ * Each row says which of `identifiers` named it (`asked`: an old prefix's identifier names the issue it reads as now).
+ */
 export async function lockIssues(tx: Db, reach: Reach, identifiers: string[], mode: "share" | "update") {
   const wanted = [...new Set(identifiers)];
-  const rows = await tx
-    .select({ id: issues.id, identifier: issues.identifier, status: issues.status, verification: issues.verification })
-    .from(issues)
-    .where(and(reachable(reach, issues), inArray(issues.identifier, wanted)))
-    .orderBy(issues.id)
-    .for(mode);
-  const missing = wanted.find((identifier) => !rows.some((r) => r.identifier === identifier));
+  const lock = () =>
+    tx
+      .select({ id: issues.id, identifier: issues.identifier, status: issues.status, verification: issues.verification, asked: askedFor(reach.orgId, wanted) })
+      .from(issues)
+      .where(and(reachable(reach, issues), identifierIn(reach.orgId, wanted)))
+      .orderBy(issues.id)
+      .for(mode);
+  const found = (rows: { asked: string[] }[]) => wanted.every((identifier) => rows.some((r) => r.asked.includes(identifier)));
+  let rows = await lock();
+  // As in findIssue: a row that waited for a rename is found by asking again.
+  if (!found(rows)) rows = await lock();
+  const missing = wanted.find((identifier) => !rows.some((r) => r.asked.includes(identifier)));
   if (missing) throw notFound(`issue ${missing}`, "Check the identifier (like RTSC-42); list_issues shows what exists.");
   return rows;
 }

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { issueStatuses, issues, projects, type IssueStatus } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput, notFound } from "../errors.ts";
-import { prefixSchema } from "./index.ts";
+import { prefixSchema, projectNamedBy } from "./index.ts";
 import { projectReach, reachable } from "./scope.ts";
 
 export const listProjectsInput = z.object({});
@@ -48,7 +48,7 @@ export async function listProjects(ctx: Ctx, input: z.input<typeof listProjectsI
 export async function getProject(ctx: Ctx, input: z.input<typeof getProjectInput>) {
   const { prefix } = getProjectInput.parse(input);
   const { projectId } = ctx.principal;
-  const which = prefix ? eq(projects.prefix, prefix) : projectId ? eq(projects.id, projectId) : undefined;
+  const which = prefix ? projectNamedBy(ctx.principal.orgId, prefix) : projectId ? eq(projects.id, projectId) : undefined;
   const rows = await ctx.db.select(projectColumns).from(projects).where(and(reachable(ctx.principal, projectReach), which)).limit(2);
   if (rows.length === 0) throw notFound(`project ${prefix ?? ""}`.trim(), "list_projects shows the prefixes of your org.");
   if (rows.length > 1) {

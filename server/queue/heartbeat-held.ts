@@ -33,7 +33,7 @@ export async function heartbeatHeld(ctx: Ctx, identifier: string, claimToken: st
       db,
       sql`with renewed as (
             update issues set lease_expires_at = ${expiresAt.toISOString()}::timestamptz
-             where org_id = ${principal.orgId} and identifier = ${identifier} and lease_id is not null
+             where org_id = ${principal.orgId} and identifier = retasc_identifier(${principal.orgId}, ${identifier}) and lease_id is not null
                and lease_expires_at > ${now.toISOString()}::timestamptz and lease_token_hash = ${sha256(claimToken)}
             returning id, identifier, fence, lease_id
           ), lease as (

@@ -57,7 +57,8 @@ export async function applyImportRun(services: Services, runId: string) {
         .select()
         .from(linearImportPages)
         .where(sql`${linearImportPages.runId} = ${runId} and ${linearImportPages.seq} = ${run.pagesApplied + 1}`);
-      const [project] = await tx.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, run.projectId));
+      // KEY SHARE: a rename of the prefix waits for this page, whose new issues are named with it (decision 089); creates do not.
+      const [project] = await tx.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, run.projectId)).for("key share");
       const keepNumbers = run.teamKey !== "" && project!.prefix === run.teamKey;
       if (page) {
         const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as SourceIssue[];
