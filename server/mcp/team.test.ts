@@ -183,6 +183,7 @@ describe("setup_status", () => {
     const empty = await callOk(member, "setup_status");
     expect(empty).toMatchObject({ state: "EMPTY_PROJECT", org: "Initech", project: prefix, next: expect.stringContaining(`project ${prefix} has no issues`) });
     expect(empty.next).toMatch(/save_issue/);
+    expect(empty.next).toMatch(/run_import, for an owner or admin/);
     // The handshake says as much before any call: where the key works, and the state with what to do.
     expect(member.getInstructions()).toContain(`This key works in Initech / ${prefix}. setup_status now: EMPTY_PROJECT. ${empty.next}`);
 

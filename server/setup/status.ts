@@ -53,10 +53,10 @@ export async function setupStatus(ctx: Ctx) {
     .orderBy(desc(linearImportRuns.createdAt), desc(linearImportRuns.id))
     .limit(1);
   if (run?.phase === "failed") {
-    return answer("IMPORT_FAILED", `The latest ${run.source} import did not finish (${run.error ?? "no reason recorded"}). Tell your human; they retry it on the Dash's Import page. Setup is not complete.`);
+    return answer("IMPORT_FAILED", `The latest ${run.source} import did not finish (${run.error ?? "no reason recorded"}). Tell your human; they retry it on the Dash's Import page (an owner's or admin's agent can: latest_import says why, run_import retries). Setup is not complete.`);
   }
   if (run && livePhases.has(run.phase)) {
-    return answer("IMPORT_RUNNING", `A ${run.source} import is ${run.phase} (${run.done} of ${run.total}); call setup_status again to follow it.`);
+    return answer("IMPORT_RUNNING", `A ${run.source} import is ${run.phase} (${run.done} of ${run.total}); call setup_status (or, an owner's or admin's agent, latest_import) again to follow it.`);
   }
 
   const [filed] = await ctx.db
@@ -65,7 +65,7 @@ export async function setupStatus(ctx: Ctx) {
     .where(and(reachable(principal, issues), project ? eq(issues.projectId, project.id) : undefined));
   if (filed!.n === 0) {
     const home = project ? `project ${project.prefix}` : org!.name;
-    return answer("EMPTY_PROJECT", `Setup is complete and ${home} has no issues. Offer your human two ways on: describe what they are working on and you file it as issues (save_issue), or import a backlog on the Dash's Import page.`);
+    return answer("EMPTY_PROJECT", `Setup is complete and ${home} has no issues. Offer your human two ways on: describe what they are working on and you file it as issues (save_issue), or import a backlog from another tracker (run_import, for an owner or admin; or the Dash's Import page).`);
   }
 
   const ghosts = await offeredGhosts(ctx);
