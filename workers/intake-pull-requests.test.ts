@@ -112,6 +112,34 @@ describe("GitHub pull requests", () => {
     expect(world.fakeGithub.requests.filter((r) => r.method !== "GET")).toEqual([]);
   });
 
+  it("a review item's clock (review_since, its age floor) starts when a person lets it in, stops while an edit waits in triage, and starts again when the text comes back", async () => {
+    const clockOf = async (identifier: string) => {
+      const [row] = await query<{ review_since: string | null; own_level: number }>(world.services.db, sql`select review_since, own_level from issues where identifier = ${identifier}`);
+      return { since: row!.review_since === null ? null : new Date(row!.review_since).getTime(), level: row!.own_level };
+    };
+    const opened = outsiders("opened", 5_000_009, 49);
+    await deliver(opened);
+    const { identifier } = await waitFor(() => itemOf(connector.connectorId, "pr:5000009"), 2_000, "the review item");
+    // Awaiting triage it is never dispatched: no clock, no floor.
+    expect(await clockOf(identifier)).toEqual({ since: null, level: 0 });
+    const accepting = Date.now();
+    await personAccepts(person(), identifier);
+    const accepted = await clockOf(identifier);
+    expect(accepted.since).toBeGreaterThanOrEqual(accepting);
+    expect(accepted.level).toBe(3);
+    // An outsider's edit puts it back in triage: the clock stops and the floor goes with it.
+    await deliver(outsiders("edited", 5_000_009, 49, { title: "Something else entirely" }));
+    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).triage === "pending", 2_000, "the edit held");
+    expect(await clockOf(identifier)).toEqual({ since: null, level: 0 });
+    // The text back as it was signed: let out again, the clock starts again.
+    const restoring = Date.now();
+    await deliver(outsiders("edited", 5_000_009, 49, { title: opened.pull_request.title, updated_at: new Date(Date.now() + 60_000).toISOString() }));
+    await waitFor(async () => (await getIssue(world.org.agents.alice.ctx, { identifier })).triage === "accepted", 2_000, "the text restored");
+    const restored = await clockOf(identifier);
+    expect(restored.since).toBeGreaterThanOrEqual(restoring);
+    expect(restored.level).toBe(3);
+  });
+
   it("closed unmerged is canceled with the reason; reopened, it is reviewed again as a new item; the reviewer's finish writes nothing back", async () => {
     await deliver(outsiders("opened", 5_000_002, 42));
     const first = await waitFor(() => itemOf(connector.connectorId, "pr:5000002"), 2_000, "the review item");

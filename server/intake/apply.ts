@@ -10,7 +10,9 @@ import { saveIssue } from "../issues/index.ts";
 import { saveAttachment } from "../issues/attachments.ts";
 import { retractComment, saveComment } from "../issues/comments.ts";
 import { BODY_MAX_CHARS } from "../issues/schemas.ts";
+import { lockOrgGraph } from "../issues/ranking.ts";
 import { isTerminal } from "../issues/store.ts";
+import { moveTriage } from "../issues/triage-moves.ts";
 import { WRITE_BACK_MARKER, type IntakeEvent, type SourceComment, type SourceIssue } from "./events.ts";
 import { dropHeld, HELD_BODY, heldTitle, holdText, isHeld, textDigest } from "./held.ts";
 
@@ -184,6 +186,8 @@ export async function syncSource(ctx: Ctx, tx: Db, cipher: OrgCipher, connector:
     await dropHeld(tx, connector.id, "issue", source.id);
     return "updated";
   }
+  // A review's triage move re-ranks it (moveTriage): the graph lock goes before the row's, which saveIssue takes.
+  if (link.status === "review") await lockOrgGraph(tx, connector.orgId);
   await saveIssue(ctx, { identifier: link.identifier, labels: labelsOf(connector, source), dueAt: dueOf(source) });
   const text = { kind: "issue" as const, author: source.author, title: titleOf(source), body: bodyOf(source) };
   const digest = textDigest(text);
@@ -200,7 +204,7 @@ export async function syncSource(ctx: Ctx, tx: Db, cipher: OrgCipher, connector:
   if (digest === signed) {
     const dropped = await dropHeld(tx, connector.id, "issue", source.id);
     if (link.triage === "pending" && link.signedDigestEnc) {
-      await tx.update(issues).set({ triage: "accepted", updatedAt: now }).where(eq(issues.id, link.issueId));
+      await moveTriage(tx, connector.orgId, link.issueId, "accepted", now);
       await recordActivity(scope, { issueId: link.issueId, kind: "triage_restored", detail: { source: what } });
       await ctx.events.publish(tx, { orgId: connector.orgId, kind: "issue.updated", issueId: link.issueId, identifier: link.identifier, status: link.status });
       return "restored";
@@ -211,7 +215,7 @@ export async function syncSource(ctx: Ctx, tx: Db, cipher: OrgCipher, connector:
   const reason = link.triage === "pending" ? (already?.reason ?? "filed") : "edited";
   await holdText(tx, cipher, { orgId: connector.orgId, connectorId: connector.id, issueId: link.issueId, sourceId: source.id, reason, now }, text);
   if (link.triage !== "pending") {
-    await tx.update(issues).set({ triage: "pending", updatedAt: now }).where(eq(issues.id, link.issueId));
+    await moveTriage(tx, connector.orgId, link.issueId, "pending", now);
   }
   await recordActivity(scope, { issueId: link.issueId, kind: "triage_held", facts: { reason: link.triage === "pending" ? "replaced" : "edited" }, detail: { source: what } });
   await ctx.events.publish(tx, { orgId: connector.orgId, kind: "issue.updated", issueId: link.issueId, identifier: link.identifier, status: link.status });
@@ -246,13 +250,14 @@ export async function fileIssue(
     ...(dueOf(source) ? { dueAt: dueOf(source) } : {}),
     ...(review?.reviewerId ? { assignee: review.reviewerId } : {}),
   });
-  if (review?.reviewerId) await saveIssue(ctx, { identifier, status: "review" });
   const [created] = await tx
     .update(issues)
     .set({ triage: held ? "pending" : null })
     .where(and(eq(issues.orgId, connector.orgId), eq(issues.identifier, identifier)))
     .returning({ id: issues.id });
   const issueId = created!.id;
+  // Into review once its triage is set: a held item's review clock waits for a person (reviewSinceAfter).
+  if (review?.reviewerId) await saveIssue(ctx, { identifier, status: "review" });
   const sourceUpdatedAt = source.updatedAt ? new Date(source.updatedAt) : null;
   await tx
     .insert(intakeLinks)

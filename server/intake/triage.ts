@@ -8,9 +8,11 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { saveComment } from "../issues/comments.ts";
 import { branchName } from "../issues/levels.ts";
+import { lockOrgGraph } from "../issues/ranking.ts";
 import { personOnly } from "../issues/refusals.ts";
 import { identifierSchema } from "../issues/schemas.ts";
 import { findIssue, inTransaction, isTerminal, type IssueRow } from "../issues/store.ts";
+import { moveTriage } from "../issues/triage-moves.ts";
 import { meter } from "../usage/meter.ts";
 import { actorOf } from "../orgs/access.ts";
 import { inScope, reachable, type Reach } from "../orgs/scope.ts";
@@ -183,6 +185,8 @@ export async function acceptTriage(ctx: Ctx, raw: z.input<typeof acceptTriageInp
   return inTransaction(ctx, async (scope) => {
     const { tx, cipher, now } = scope;
     const orgId = ctx.principal.orgId;
+    // A review's clock starts at the acceptance (moveTriage), which re-ranks under the graph lock: taken before the row's.
+    if ((await findIssue(tx, ctx.principal, input.identifier)).status === "review") await lockOrgGraph(tx, orgId);
     const row = await findIssue(tx, ctx.principal, input.identifier, { forUpdate: true });
     if (row.triage !== "pending") throw new DomainError("CONFLICT", `${row.identifier} is not awaiting triage`, "Reload the page: someone may have decided on it already.", { identifier: row.identifier });
     if (isTerminal(row.status)) throw new DomainError("CONFLICT", `${row.identifier} is ${row.status}`, "Terminal issues stay closed; nothing to accept.", { identifier: row.identifier });
@@ -193,7 +197,7 @@ export async function acceptTriage(ctx: Ctx, raw: z.input<typeof acceptTriageInp
       .for("update");
     const shown = heldIssueView(cipher, row, held ?? null, null);
     if (shown.digest !== input.digest) throw changedSinceShown(row.identifier);
-    const patch: Partial<typeof issues.$inferInsert> = { triage: "accepted", updatedAt: now };
+    const patch: Partial<typeof issues.$inferInsert> = {};
     if (held) {
       patch.titleEnc = cipher.encrypt(shown.title);
       patch.bodyEnc = cipher.encrypt(shown.body);
@@ -201,7 +205,7 @@ export async function acceptTriage(ctx: Ctx, raw: z.input<typeof acceptTriageInp
       if (row.firstClaimedAt && row.branch === null) patch.branch = branchName(row.identifier, cipher.decrypt(row.titleEnc));
       await tx.delete(intakeHeld).where(eq(intakeHeld.id, held.id));
     }
-    await tx.update(issues).set(patch).where(eq(issues.id, row.id));
+    await moveTriage(tx, orgId, row.id, "accepted", now, patch);
     await tx.update(intakeLinks).set({ signedDigestEnc: cipher.encrypt(shown.digest) }).where(eq(intakeLinks.issueId, row.id));
     await recordActivity(scope, { issueId: row.id, kind: "triage_accepted", facts: { reason: shown.reason }, detail: { sha256: shown.digest } });
     meter(scope, "save_issue", "bookkeeping", row.id);

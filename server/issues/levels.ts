@@ -80,6 +80,33 @@ export function rankingColumns(priority: number, dueAt: Date | null, dueSetAt: D
 /** When an issue's review age counts from: its entry into review, while it is in review. */
 export const reviewClockOf = (row: { status: string; reviewSince: Date | null }): Date | null => (row.status === "review" ? row.reviewSince : null);
 
+/** What `reviewSinceAfter` reads of an issue: its status and triage, and its stored review_since. */
+export interface ReviewClockState {
+  /** null: the issue does not exist yet (a create, an import). */
+  status: string | null;
+  triage: string | null;
+  reviewSince: Date | null;
+}
+
+/**
+ * The one home of `review_since` (decision 073, amended): the moment an issue last became a review
+ * a reviewer can take, which a review's age floor counts from. Every path that changes an issue's
+ * status or triage (save_issue, intake's triage moves, a person's triage acceptance, the imports)
+ * asks it and writes what it answers, with the ranking columns that follow.
+ * - In review and not awaiting triage: unchanged while it already was such a review, else `enteredAt`
+ *   (now, or the time an import's source says it entered review).
+ * - In review but awaiting triage: none. Outside work is never dispatched before a person accepts
+ *   it, so its clock starts at the acceptance, not at its filing.
+ * - Out of review: the last value is kept (`reviewClockOf` reads none; analytics reads when the last
+ *   review began).
+ */
+export function reviewSinceAfter(before: ReviewClockState, after: { status: string; triage: string | null }, now: Date, enteredAt: Date = now): Date | null {
+  if (after.status !== "review") return before.reviewSince;
+  if (after.triage === "pending") return null;
+  const wasReviewable = before.status === "review" && before.triage !== "pending";
+  return wasReviewable ? (before.reviewSince ?? enteredAt) : enteredAt;
+}
+
 /** The last millisecond of a calendar date in an IANA time zone. */
 export function endOfDayIn(date: string, timeZone: string): Date {
   const [y, m, d] = date.split("-").map(Number) as [number, number, number];

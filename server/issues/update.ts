@@ -8,7 +8,7 @@ import { checkEvidenceGoesWithFinish, finishEvidence } from "./evidence.ts";
 import { checkHandoff, writeCheckpoint } from "./checkpoints.ts";
 import { setLabels } from "./labels.ts";
 import { indexTerms } from "./similar.ts";
-import { branchName, rankingColumns, reviewClockOf } from "./levels.ts";
+import { branchName, rankingColumns, reviewClockOf, reviewSinceAfter } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import { alreadyClaimed, personOnly } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
@@ -210,11 +210,10 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
     patch.cancelReasonEnc = cipher.encrypt(input.cancelReason);
   }
   const terminalNow = isTerminal(to);
-  const entersReview = to === "review" && from !== "review";
-  if (entersReview) patch.reviewSince = now;
+  const reviewSince = reviewSinceAfter(row, { status: to, triage: row.triage }, now);
+  if (reviewSince?.getTime() !== row.reviewSince?.getTime()) patch.reviewSince = reviewSince;
   if (changesRank(input) || terminalNow !== isTerminal(from)) {
-    const reviewSince = entersReview ? now : reviewClockOf({ status: to, reviewSince: row.reviewSince });
-    Object.assign(patch, rankingColumns(priority, dueAt, dueSetAt ?? row.createdAt, terminalNow, now, reviewSince));
+    Object.assign(patch, rankingColumns(priority, dueAt, dueSetAt ?? row.createdAt, terminalNow, now, reviewClockOf({ status: to, reviewSince })));
   }
   if (to === "review" && from !== "review") patch.submitterId = ctx.principal.userId;
   if (from === "review" && to === "todo") patch.submitterId = null;

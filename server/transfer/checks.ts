@@ -77,6 +77,8 @@ const issue = z.looseObject({
   dueSetAt: instant.nullable(),
   fence: z.number().int().min(0),
   firstClaimedAt: instant.nullable(),
+  // Absent from exports written before it was added.
+  reviewSince: instant.nullable().optional(),
   branch,
   // Absent from exports written before they were added.
   verification: z.enum(verificationStates).nullable().optional(),

@@ -131,6 +131,8 @@ export interface ExportIssue {
   dueSetAt: Instant | null;
   fence: number;
   firstClaimedAt: Instant | null;
+  /** When it last became a review a reviewer can take (decision 073): its review age counts from it. Absent in exports written before it. */
+  reviewSince?: Instant | null;
   branch: string | null;
   /** CI's word on the last finish (decision 045); null when never verified. Absent in exports written before it. */
   verification?: "pending" | "passed" | "failed" | null;

@@ -26,7 +26,7 @@ import { randomToken, sha256, type OrgCipher } from "../crypto/index.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { decodeFile, downloadPath } from "../issues/attachments-files.ts";
 import { sniffContentType } from "../issues/attachments-sniff.ts";
-import { rankingColumns } from "../issues/levels.ts";
+import { rankingColumns, reviewClockOf, reviewSinceAfter } from "../issues/levels.ts";
 import { rerank } from "../issues/ranking.ts";
 import { isTerminal } from "../issues/store.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
@@ -363,7 +363,11 @@ class ImportRun {
     const dueAt = i.dueAt ? new Date(i.dueAt) : null;
     const dueSetAt = i.dueSetAt ? new Date(i.dueSetAt) : null;
     const terminal = isTerminal(i.status);
-    const ranking = rankingColumns(i.priority, dueAt, dueSetAt, terminal, this.now);
+    // The review clock (decision 073): the export's, or (an export from before it) from the import.
+    const exported = i.reviewSince ? new Date(i.reviewSince) : null;
+    const triage = i.triage ?? null;
+    const reviewSince = reviewSinceAfter({ status: null, triage: null, reviewSince: exported }, { status: i.status, triage }, this.now, exported ?? this.now);
+    const ranking = rankingColumns(i.priority, dueAt, dueSetAt, terminal, this.now, reviewClockOf({ status: i.status, reviewSince }));
     this.buffer.issues.push({
       id,
       orgId,
@@ -389,6 +393,7 @@ class ImportRun {
       effectiveDueAt: terminal ? null : dueAt,
       fence: i.fence,
       firstClaimedAt: i.firstClaimedAt ? new Date(i.firstClaimedAt) : null,
+      reviewSince,
       branch: i.branch,
       verification: i.verification ?? null,
       verificationAt: i.verification ? new Date(i.updatedAt) : null,

@@ -207,6 +207,7 @@ export async function fullIssues(db: Db, cipher: OrgCipher, page: IssueRow[], pr
     dueSetAt: iso(i.dueSetAt),
     fence: i.fence,
     firstClaimedAt: iso(i.firstClaimedAt),
+    reviewSince: iso(i.reviewSince),
     branch: i.branch,
     verification: i.verification,
     evidence: evidenceOf(i),

@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { and, eq } from "drizzle-orm";
 import { issues, orgs } from "../../db/schema/index.ts";
@@ -7,7 +8,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { getIssue, listIssues, saveIssue } from "../issues/index.ts";
 import { listComments } from "../issues/comments.ts";
 import { humanCtx } from "../orgs/access.ts";
-import { nextIssue } from "../queue/index.ts";
+import { claimIssue, nextIssue } from "../queue/index.ts";
 import { useTestServices } from "../testing/database.ts";
 import { testDriver } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
@@ -78,6 +79,36 @@ describe("export → import → export", () => {
     // ENG-3's blocker (ENG-2) is done, so it is ready; ENG-4 (urgent) goes first.
     const next = await nextIssue(alice, { allLanes: true });
     expect(next).toMatchObject({ identifier: "ENG-4", claimToken: expect.any(String) });
+  });
+
+  it("an issue in review keeps its review clock (review_since, the age floor) through export and import; an export from before it starts the clock at the import", async () => {
+    const org = await seedOrg(env.services, { prefix: "REV" });
+    const alice = org.agents.alice.ctx;
+    const { identifier } = await saveIssue(alice, { title: "review me", work: true, changeType: "feat", noDependency: "a test" });
+    const claim = await claimIssue(alice, { identifier });
+    await saveIssue(alice, { identifier, claimToken: claim.claimToken, status: "review", assignee: org.agents.bob.userId, handoff: "built on rev-1/review-me" });
+    // It entered review 23 hours ago: past 90% of a day, its floor is urgent.
+    const entered = new Date(Date.now() - 23 * 3_600_000);
+    await env.services.db.update(issues).set({ reviewSince: entered }).where(and(eq(issues.orgId, org.orgId), eq(issues.identifier, identifier)));
+    const text = await exportText(asSystem(org.orgId));
+    const line = text.split("\n").find((l) => l.includes(`"identifier":"${identifier}"`))!;
+    expect(JSON.parse(line.replace(/,$/, ""))).toMatchObject({ status: "review", reviewSince: entered.toISOString() });
+    const dir = tempDir("retasc-transfer-");
+    const clockIn = async (orgId: string) => {
+      const [row] = await env.services.db.select({ reviewSince: issues.reviewSince, ownLevel: issues.ownLevel, effectiveLevel: issues.effectiveLevel }).from(issues).where(and(eq(issues.orgId, orgId), eq(issues.identifier, identifier)));
+      return row!;
+    };
+    const kept = await importExport(env.services, { file: await writeExport(asSystem(org.orgId), dir), "org-name": "Restored review" });
+    expect(await clockIn(kept.orgId)).toEqual({ reviewSince: entered, ownLevel: 4, effectiveLevel: 4 });
+    // An export written before reviewSince: the clock starts at the import, at high.
+    const older = path.join(dir, "before-review-since.json");
+    fs.writeFileSync(older, text.replace(/"reviewSince":("[^"]*"|null),/g, ""));
+    expect(fs.readFileSync(older, "utf8")).not.toContain("reviewSince");
+    const importing = Date.now();
+    const started = await importExport(env.services, { file: older, "org-name": "Restored old review" });
+    const clock = await clockIn(started.orgId);
+    expect(clock.reviewSince!.getTime()).toBeGreaterThanOrEqual(importing - 1_000);
+    expect(clock).toMatchObject({ ownLevel: 3, effectiveLevel: 3 });
   });
 
   it("holds no secret, and refuses a member: owners and admins export", async () => {

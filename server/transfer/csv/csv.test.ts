@@ -81,6 +81,35 @@ describe("the CSV import", () => {
     expect(after.get("MAIN-5")!.title).toBe("One more");
   });
 
+  it("an imported review gets its review clock at the import (the floor: high); a later run keeps it while it stays in review and starts it again on a new entry", async () => {
+    const org = await seedOrg(env.services, { prefix: "RVW" });
+    const ctx = org.agents.alice.ctx;
+    const board = (status: string, title = "Check the request") => ["Card ID,Card Name,List Name,Created", `r1,${title},${status},2026-01-01T09:00:00Z`].join("\n");
+    const { mapping } = await previewCsvImport(ctx, { csv: board("In Review") });
+    const chosen = { ...mapping, statuses: { "In Review": "review" as const, "To Do": "todo" as const } };
+    const run = async (csv: string) => {
+      const started = await startCsvImport(ctx, { csv, name: "board.csv", mapping: chosen, projectId: org.projectId });
+      expect(await finish(ctx, started.runId)).toMatchObject({ phase: "done" });
+      const [row] = await query<{ status: string; review_since: string | null; own_level: number; effective_level: number }>(
+        env.services.db,
+        sql`select status, review_since, own_level, effective_level from issues where org_id = ${org.orgId} and identifier = 'RVW-1'`,
+      );
+      return { status: row!.status, since: row!.review_since === null ? null : new Date(row!.review_since).getTime(), level: row!.own_level, effective: row!.effective_level };
+    };
+    const before = Date.now();
+    const first = await run(board("In Review"));
+    expect(first).toMatchObject({ status: "review", level: 3, effective: 3 });
+    expect(first.since).toBeGreaterThanOrEqual(before - 1_000);
+    // Changed at the source, still in review: the clock runs on.
+    expect(await run(board("In Review", "Check the request again"))).toEqual(first);
+    // Out of review: the floor goes; back in review, the clock starts again.
+    expect(await run(board("To Do", "Check the request again"))).toMatchObject({ status: "todo", level: 0, effective: 0, since: first.since });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const again = await run(board("In Review", "Check the request once more"));
+    expect(again).toMatchObject({ status: "review", level: 3 });
+    expect(again.since).toBeGreaterThan(first.since!);
+  });
+
   it("reads Retasc's own issues CSV: its header guessed whole, blockers and parents by identifier", async () => {
     const source = await seedOrg(env.services, { prefix: "ENG" });
     await furnishOrg(source);

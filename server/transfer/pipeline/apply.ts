@@ -2,7 +2,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { pgArray, query, type Db } from "../../../db/client.ts";
 import { activity, attachments, comments, importStagedFiles, issueLabels, issues, labels, linearLinks } from "../../../db/schema/index.ts";
 import { sha256, type OrgCipher } from "../../crypto/index.ts";
-import { endOfDayIn, rankingColumns } from "../../issues/levels.ts";
+import { endOfDayIn, rankingColumns, reviewClockOf, reviewSinceAfter, type ReviewClockState } from "../../issues/levels.ts";
 import { downloadPath } from "../../issues/attachments-files.ts";
 import { indexTerms, type TermsEntry } from "../../issues/similar.ts";
 import { isTerminal } from "../../issues/store.ts";
@@ -138,7 +138,10 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
     const dueAt = si.dueDate ? endOfDayIn(si.dueDate, scope.timeZone) : null;
     const dueSetAt = dueAt ? new Date(si.createdAt) : null;
     const terminal = isTerminal(status);
-    const ranking = rankingColumns(Math.round(si.priority), dueAt, dueSetAt, terminal, scope.now);
+    // A new issue in review: its review clock starts at the import (the sources say no time it entered
+    // review); a changed one's follows the rule against what it was (below, once its row is read).
+    const reviewSince = reviewSinceAfter({ status: null, triage: null, reviewSince: null }, { status, triage: null }, scope.now);
+    const ranking = rankingColumns(Math.round(si.priority), dueAt, dueSetAt, terminal, scope.now, reviewClockOf({ status, reviewSince }));
     const columns = {
       titleEnc: cipher.encrypt(si.title),
       bodyEnc: cipher.encrypt(body),
@@ -152,6 +155,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       effectiveLevel: ranking.ownLevel,
       effectiveDueAt: terminal ? null : dueAt,
       firstClaimedAt: date(si.startedAt),
+      reviewSince,
       createdAt: new Date(si.createdAt),
       updatedAt: new Date(si.updatedAt),
     };
@@ -187,10 +191,26 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   await insertJson(tx, issues, created);
   if (changed.length > 0) {
     const kept = new Map<string, { number: number; identifier: string; projectId: string }>();
+    const before = new Map<string, ReviewClockState>();
     await inChunks(changed, async (chunk) => {
-      const rows = await tx.select({ id: issues.id, number: issues.number, identifier: issues.identifier, projectId: issues.projectId }).from(issues).where(and(eq(issues.orgId, orgId), inArray(issues.id, chunk.map((c) => c.id))));
-      for (const r of rows) kept.set(r.id, r);
+      const rows = await tx
+        .select({ id: issues.id, number: issues.number, identifier: issues.identifier, projectId: issues.projectId, status: issues.status, triage: issues.triage, reviewSince: issues.reviewSince })
+        .from(issues)
+        .where(and(eq(issues.orgId, orgId), inArray(issues.id, chunk.map((c) => c.id))));
+      for (const { status, triage, reviewSince, ...r } of rows) {
+        kept.set(r.id, r);
+        before.set(r.id, { status, triage, reviewSince });
+      }
     });
+    // A review the source still has in review keeps its clock; one that enters review here starts it now.
+    for (const c of changed) {
+      const was = before.get(c.id);
+      if (!was) continue;
+      const reviewSince = reviewSinceAfter(was, { status: c.columns.status!, triage: was.triage }, scope.now);
+      const terminal = isTerminal(c.columns.status!);
+      const ranking = rankingColumns(c.columns.priority!, c.columns.dueAt ?? null, c.columns.dueSetAt ?? null, terminal, scope.now, reviewClockOf({ status: c.columns.status!, reviewSince }));
+      Object.assign(c.columns, ranking, { reviewSince, effectiveLevel: ranking.ownLevel });
+    }
     const rows = changed.filter((c) => kept.has(c.id)).map((c) => ({ id: c.id, orgId, work: true, ...kept.get(c.id)!, ...c.columns }));
     await upsertById(tx, issues, rows, Object.keys(changed[0]!.columns) as (keyof typeof issues.$inferInsert & string)[]);
     await inChunks(changed, (chunk) => tx.delete(issueLabels).where(inArray(issueLabels.issueId, chunk.map((c) => c.id))));
