@@ -114,10 +114,22 @@ test("Asana: the dry run, then the run's progress to its end", async () => {
   expect(await page.getByTestId("import-dry-run").innerText()).toContain(`${tasks} issues`);
   const found = await problems(page, "asana-dry-run");
   await page.getByLabel("Asana personal access token").fill(asana.token);
+  await page.getByLabel(/Keep the credential to import again/).check();
   await page.getByRole("button", { name: "Start import" }).click();
   await page.getByTestId("import-progress").waitFor();
   await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
   expect(await page.getByTestId("import-count").innerText()).toBe(`${tasks} of ${tasks}`);
+  expect(await page.content()).not.toContain(asana.token);
+  // Kept (decision 094): imported again from the list with nothing pasted, then forgotten.
+  const kept = page.locator(`[data-kept="asana:${asana.project.gid}"]`);
+  await kept.getByRole("button", { name: `Import again: ${asana.project.gid}` }).click();
+  await page.waitForURL(/run=/);
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe(`${tasks} of ${tasks}`);
+  found.push(...(await problems(page, "asana-kept")));
+  await page.locator(`[data-kept="asana:${asana.project.gid}"]`).getByRole("button", { name: `Forget: ${asana.project.gid}` }).click();
+  await page.getByText("Forgotten: the credential is no longer kept.").waitFor();
+  await page.locator("[data-kept]").first().waitFor({ state: "detached" });
   expect(await page.content()).not.toContain(asana.token);
   expect(found).toEqual([]);
   expect(errors).toEqual([]);

@@ -8,6 +8,8 @@ import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "../../se
 import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
 import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from "../../server/transfer/clickup/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
+import { importAgain } from "../../server/transfer/again.ts";
+import { forgetImportCredential, listKeptCredentials } from "../../server/transfer/pipeline/kept-credentials.ts";
 
 /** `retasc import <source>` polls its run: `?orgId=&runId=` answers phase, done of total, a wait the source asked for, and the last import's date. */
 export function loader({ request, context }: Route.LoaderArgs) {
@@ -48,6 +50,12 @@ const sources = {
     preview: previewCsvImport,
     "dry-run": dryRunCsvImport,
     start: startCsvImport,
+  },
+  // Credentials kept to import again (decision 094): `{source, sourceId}` names one.
+  kept: {
+    list: listKeptCredentials,
+    again: importAgain,
+    forget: forgetImportCredential,
   },
 } as const;
 

@@ -10,9 +10,12 @@ import { dryRunShortcutImport, startShortcutImport } from "../../server/transfer
 import { dryRunClickUpImport, startClickUpImport } from "../../server/transfer/clickup/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
+import { importAgain } from "../../server/transfer/again.ts";
+import { forgetImportCredential, listKeptCredentials } from "../../server/transfer/pipeline/kept-credentials.ts";
 import { Card, ErrorNote, Notice } from "../components/ui.tsx";
 import { ImportProgress } from "../components/dash/import-progress.tsx";
 import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
+import { ImportKept } from "../components/dash/import-kept.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
 import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
 import { TOKEN_SOURCES, TokenImportForm, type TokenSource } from "../components/dash/import-token-form.tsx";
@@ -41,13 +44,14 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
   const manages = membership.role !== "member";
   const runId = new URL(request.url).searchParams.get("run");
-  const [status, ghosts, projects] = await Promise.all([
+  const [status, ghosts, projects, kept] = await Promise.all([
     runId && manages ? attempt(context.log, () => linearImportStatus(ctx, { runId })) : null,
     listGhosts(ctx),
     manages ? listProjects(ctx, {}).then((r) => r.projects.map((p) => ({ id: p.id, prefix: p.prefix, name: p.name }))) : [],
+    manages ? listKeptCredentials(ctx) : [],
   ]);
   const source = sourceOf(new URL(request.url).searchParams.get("source"));
-  return { manages, source, status: status?.ok ? status.value : null, statusError: status && !status.ok ? status.error : null, ghosts, projects };
+  return { manages, source, status: status?.ok ? status.value : null, statusError: status && !status.ok ? status.error : null, ghosts, projects, kept };
 }
 
 /**
@@ -66,18 +70,25 @@ export async function action({ request, context }: Route.ActionArgs) {
   const source = sourceOf(text("source"));
   const target = text("target");
   const mapping = mappingOf(form);
+  const keepCredential = form.get("keepCredential") === "on";
   // What the form had, given back so a step keeps it (never a credential).
   const values = Object.fromEntries([...form].filter(([k, v]) => typeof v === "string" && !["apiToken", "apiKey", "accessToken", "csv", "intent"].includes(k)).map(([k, v]) => [k, String(v)]));
   const result = await attempt(context.log, async () => {
     if (intent === "claim") {
       await claimGhost(ctx, { ghostId: text("ghostId") });
-      return { claimed: "Claimed: that history is yours now." };
+      return { notice: "Claimed: that history is yours now." };
+    }
+    const ref = { source: text("source") as "linear", sourceId: text("sourceId") };
+    if (intent === "again") return { runId: (await importAgain(ctx, ref)).runId };
+    if (intent === "forget") {
+      await forgetImportCredential(ctx, ref);
+      return { notice: "Forgotten: the credential is no longer kept." };
     }
     if (source === "jira") {
       const input = { site: text("site"), email: text("email"), apiToken: text("apiToken"), projectKey: text("projectKey"), mapping };
       if (intent === "dry-run") return { values, dryRun: await dryRunJiraImport(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || input.projectKey.toUpperCase() } };
-      return { runId: (await startJiraImport(ctx, { ...input, ...into })).runId };
+      return { runId: (await startJiraImport(ctx, { ...input, ...into, keepCredential })).runId };
     }
     if (isTokenSource(source)) {
       const { token, what } = TOKEN_SOURCES[source];
@@ -85,7 +96,7 @@ export async function action({ request, context }: Route.ActionArgs) {
       const input = { [token.name]: text(token.name), [what.name]: text(what.name), mapping } as never;
       if (intent === "dry-run") return { values, dryRun: await tokenImports[source].dryRun(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
-      return { runId: (await tokenImports[source].start(ctx, { ...(input as object), ...into } as never)).runId };
+      return { runId: (await tokenImports[source].start(ctx, { ...(input as object), ...into, keepCredential } as never)).runId };
     }
     if (source === "csv") {
       const file = form.get("file");
@@ -108,6 +119,7 @@ export async function action({ request, context }: Route.ActionArgs) {
       apiKey,
       teamId,
       mapping,
+      keepCredential,
       ...(target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName") || team?.name || "" } }),
     });
     return { runId: started.runId };
@@ -117,7 +129,7 @@ export async function action({ request, context }: Route.ActionArgs) {
 }
 
 export default function TrackerImport({ loaderData, actionData }: Route.ComponentProps) {
-  const { manages, source, status, statusError, ghosts, projects } = loaderData;
+  const { manages, source, status, statusError, ghosts, projects, kept } = loaderData;
   const values = (actionData && "values" in actionData ? actionData.values : undefined) ?? {};
   const dryRun = actionData && "dryRun" in actionData ? (actionData.dryRun as DryRunReport) : null;
   const preview = actionData && "preview" in actionData ? (actionData.preview as CsvPreview) : null;
@@ -150,7 +162,7 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
               : "Any export (Trello, GitHub Projects, a spreadsheet) as issues, with the columns you pick."}
       </p>
       <ErrorNote error={actionData?.error ?? statusError} />
-      {actionData && "claimed" in actionData ? <Notice>{actionData.claimed}</Notice> : null}
+      {actionData && "notice" in actionData ? <Notice>{actionData.notice}</Notice> : null}
       {manages ? (
         <>
           {status ? <ImportProgress status={status} from={sources[sourceOf(status.source)]} /> : null}
@@ -176,6 +188,7 @@ export default function TrackerImport({ loaderData, actionData }: Route.Componen
       ) : (
         <Notice>{`Owners and admins import from ${sources[source]}.`}</Notice>
       )}
+      {manages ? <ImportKept kept={kept} from={sources} /> : null}
       <ImportGhosts ghosts={ghosts} />
     </div>
   );

@@ -75,3 +75,26 @@ it("imports the team with its identifiers, drawing progress, and a second run re
   expect(status.phase).toBe("done");
   expect(status.lastImportAt).not.toBeNull();
 });
+
+it("keeps the key when asked: `import kept` lists it, `import again` reconciles with nothing pasted, `import forget` removes it", async () => {
+  const { key, id } = linear.workspace.team;
+  const where = ["--org-id", orgId, "--url", server.url];
+  const keep = await retasc(person, [...base(), "--team", key, "--project", key, "--keep-credential"], { input: `${linear.apiKey}\n` });
+  expect(keep.code, keep.stderr).toBe(0);
+  expect(keep.stderr).toContain("retasc import again linear");
+  const listed = await retasc(person, ["import", "kept", ...where]);
+  expect(listed.code, listed.stderr).toBe(0);
+  expect(listed.stdout).toMatch(new RegExp(`linear +${id}`));
+  expect(listed.stdout + listed.stderr).not.toContain(linear.apiKey);
+
+  const again = await retasc(person, ["import", "again", "linear", id, ...where, "--poll-ms", "100", "--json"], { input: "" });
+  expect(again.code, again.stderr).toBe(0);
+  expect(JSON.parse(again.stdout)).toMatchObject({ phase: "done", counts: { created: 0 } });
+
+  const forget = await retasc(person, ["import", "forget", "linear", id, ...where]);
+  expect(forget.code, forget.stderr).toBe(0);
+  expect((await retasc(person, ["import", "kept", ...where])).stdout).toContain("No credential is kept");
+  const gone = await retasc(person, ["import", "again", "linear", id, ...where]);
+  expect(gone.code).toBe(1);
+  expect(gone.stderr).toContain("NOT_FOUND");
+});

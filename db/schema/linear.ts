@@ -135,3 +135,25 @@ export const importStagedFiles = pgTable(
   },
   (t) => [primaryKey({ columns: [t.runId, t.sourceId] })],
 );
+
+/**
+ * A source's credential an owner or admin asked to keep, to import the same team or project
+ * again later without pasting it (decision 094): sealed under the org's key, never returned by
+ * any read, removed by `forgetImportCredential` and with the org. One per source and what it
+ * reads (`source_id`, as `linear_import_runs.team_id`). `mapping` is the owner's status and
+ * priority mapping of that import, not a secret.
+ */
+export const importCredentials = pgTable(
+  "import_credentials",
+  {
+    orgId: orgIdColumn(),
+    source: text("source").notNull(),
+    sourceId: text("source_id").notNull(),
+    credentialEnc: text("credential_enc").notNull(),
+    mapping: text("mapping"),
+    keptBy: text("kept_by").references(() => user.id, { onDelete: "set null" }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    usedAt: timestamp("used_at", { withTimezone: true }),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.source, t.sourceId] })],
+);

@@ -32,6 +32,7 @@ import { setVerification } from "../verification/settings.ts";
 import { importExport } from "../transfer/import.ts";
 import { writeExport } from "../transfer/testing.ts";
 import { startLinearImport } from "../transfer/linear/start.ts";
+import { keepCredential } from "../transfer/pipeline/kept-credentials.ts";
 import type { FakeForge } from "../../test/fakes/git-forge.ts";
 
 /**
@@ -208,6 +209,14 @@ const probes: Probe[] = [
       await startLinearImport((await peopleOf(services, org)).as.alice, { apiKey: fakes.linear.apiKey, teamId: team.id, newProject: { name: "From Linear" } });
       // No job runner here: the fetched pages stay staged, encrypted, until an apply job that never comes.
       await waitFor(async () => (await count("linear_import_pages", "payload_enc")) > 0 && (await count("import_staged_files", "content_enc")) > 0, 10_000, "a staged Linear page and file");
+    },
+  },
+  {
+    // A credential an owner asked to keep for importing again (decision 094).
+    columns: ["import_credentials.credential_enc"],
+    async write() {
+      const cipher = await services.keyring.forOrg(services.db, org.orgId);
+      await keepCredential(services.db, cipher, { orgId: org.orgId, source: "linear", sourceId: "scan-team", keptBy: org.agents.alice.userId, now: new Date() }, { credential: { apiKey: marker("kept-key") } });
     },
   },
   {

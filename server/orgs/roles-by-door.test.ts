@@ -323,6 +323,24 @@ const rows: Row[] = [
     },
   },
   {
+    action: "import again with a kept credential ⁵",
+    allowed: managers,
+    probe: "NOT_FOUND",
+    doors: {
+      Dash: (a) => dash(a, "/dash/settings/import", { intent: "again", source: "linear", sourceId: "no-such-team" }),
+      CLI: (a) => cli(a, "import/kept", { action: "again", source: "linear", sourceId: "no-such-team" }),
+    },
+  },
+  {
+    action: "forget a kept import credential ⁵",
+    allowed: managers,
+    probe: "NOT_FOUND",
+    doors: {
+      Dash: (a) => dash(a, "/dash/settings/import", { intent: "forget", source: "linear", sourceId: "no-such-team" }),
+      CLI: (a) => cli(a, "import/kept", { action: "forget", source: "linear", sourceId: "no-such-team" }),
+    },
+  },
+  {
     action: "delete the org ¹",
     allowed: owners,
     probe: "INVALID_INPUT",

@@ -17,7 +17,7 @@ export function JiraImportForm(props: { projects: { id: string; prefix: string; 
       <Field label="Atlassian account email" name="email" type="email" defaultValue={values.email} autoComplete="off" hint="Jira Cloud only; empty for a Data Center site." />
       <Field label="Jira API token" name="apiToken" type="password" required autoComplete="off" hint="Cloud: from id.atlassian.com → Security → API tokens. Data Center: a personal access token from your profile → Personal Access Tokens. Used for this import only, never stored; paste it again for each step without JavaScript." />
       <Field label="Jira project key" name="projectKey" required defaultValue={values.projectKey} placeholder="ENG" pattern="[A-Za-z][A-Za-z0-9_]*" />
-      <ImportTarget projects={projects} values={values} newLabel="A new project, its prefix the Jira key" nameHint="Only for a new project. Empty: the Jira project's key." askPrefix={false} />
+      <ImportTarget projects={projects} values={values} newLabel="A new project, its prefix the Jira key" nameHint="Only for a new project. Empty: the Jira project's key." askPrefix={false} keepable />
     </Form>
   );
 }

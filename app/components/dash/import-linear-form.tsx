@@ -2,6 +2,7 @@ import { Form } from "react-router";
 import { stamp } from "./format.ts";
 import { Button, Field, Select } from "../ui.tsx";
 import { IMPORT_FORM } from "./import-mapping.tsx";
+import { KeepCredential } from "./import-target.tsx";
 
 interface Team {
   id: string;
@@ -81,6 +82,7 @@ export function LinearKeyForm(props: {
                 </label>
               </div>
             ) : null}
+            <KeepCredential values={values} />
             <div className="flex gap-2">
               <Button name="intent" value="dry-run" tone="secondary">
                 Dry run

@@ -42,7 +42,7 @@ export function TokenImportForm(props: { source: TokenSource; projects: { id: st
       <input type="hidden" name="source" value={source} />
       <Field label={token.label} name={token.name} type="password" required autoComplete="off" hint={`${token.hint} Used for this import only, never stored; paste it again for each step without JavaScript.`} />
       <Field label={what.label} name={what.name} required defaultValue={values[what.name]} placeholder={what.placeholder} hint={what.hint} />
-      <ImportTarget projects={projects} values={values} nameHint={`Only for a new project. Empty: ${emptyName}.`} askPrefix />
+      <ImportTarget projects={projects} values={values} nameHint={`Only for a new project. Empty: ${emptyName}.`} askPrefix keepable />
     </Form>
   );
 }

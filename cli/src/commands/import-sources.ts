@@ -25,6 +25,7 @@ export type ImportFlags = OrgFlags & {
   project?: string;
   "new-project"?: string;
   "dry-run"?: boolean;
+  "keep-credential"?: boolean;
   "poll-ms"?: string;
   json?: boolean;
 };

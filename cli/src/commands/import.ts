@@ -49,6 +49,7 @@ const PHASE_WORDS: Record<Status["phase"], string> = {
 };
 
 export async function importFrom(flags: ImportFlags, positionals: string[]) {
+  if (KEPT_VERBS.includes(positionals[0] ?? "")) return kept(flags, positionals);
   const source = positionals[0] as Source;
   if (!SOURCES.includes(source)) throw new CliError("INVALID_INPUT", `retasc import takes linear, jira, asana, shortcut, clickup or csv, not ${positionals[0] ?? "nothing"}`, "retasc import jira --site https://acme.atlassian.net --email me@acme.com --project-key ENG --dry-run < token.txt");
   if (flags.project && flags["new-project"]) throw new CliError("INVALID_INPUT", "pass --project or --new-project, not both", `retasc import ${source} … --new-project Engineering`);
@@ -73,13 +74,41 @@ export async function importFrom(flags: ImportFlags, positionals: string[]) {
   if (picked.lastImportAt) note(`${picked.label} was imported on ${picked.lastImportAt}: fields edited in Retasc since are overwritten by the source's.`);
   const projectId = flags.project ? await projectIdOf(session, orgId, flags.project) : undefined;
   const target = projectId ? { projectId } : { newProject: { name: flags["new-project"], ...(KEYLESS.includes(source) ? { prefix: flags.prefix } : {}) } };
-  const started = await call<{ runId: string; total: number }>("start", { ...picked.input, ...target });
+  const started = await call<{ runId: string; total: number }>("start", { ...picked.input, ...target, ...(flags["keep-credential"] ? { keepCredential: true } : {}) });
+  if (flags["keep-credential"]) note(`the credential is kept, sealed under the org's key: retasc import again ${source} <id> (retasc import kept names it)`);
   const status = await follow(session, endpoint, orgId, started.runId, pollMs, Boolean(flags.json));
   if (status.phase === "failed") throw new CliError("UNAVAILABLE", `the import of ${picked.label} failed: ${status.error ?? "no reason given"}`, "Run the same command again: a re-import reconciles, it never duplicates.");
   if (flags.json) return printJson(status);
   ok(`Imported ${picked.label}: ${Object.entries(status.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ") || `${status.total} issues`}.`);
   if (status.linkReasons && Object.keys(status.linkReasons).length > 0) note(`attachments kept as links: ${whyLinks(status.linkReasons)}`);
   say(`Run ${status.runId}.${KEYLESS.includes(source) ? "" : ` Issues keep their identifiers (${status.teamKey}-1 and on).`}`);
+}
+
+const KEPT_VERBS = ["kept", "again", "forget"];
+
+/** `retasc import kept | again <source> <id> | forget <source> <id>`: the credentials kept to import again (decision 094). */
+async function kept(flags: ImportFlags, positionals: string[]) {
+  const [verb, source, sourceId] = positionals;
+  const session = requireSession(flags);
+  const orgId = await orgIdOf(flags, session);
+  const endpoint = "/import/kept";
+  if (verb === "kept") {
+    const rows = await asSession<{ source: string; sourceId: string; keptBy: string | null; keptAt: string; usedAt: string | null }[]>(session, endpoint, { body: { orgId, action: "list" } });
+    if (flags.json) return printJson(rows);
+    if (rows.length === 0) return say("No credential is kept. Import with --keep-credential to keep one.");
+    return out(table(["SOURCE", "ID", "KEPT BY", "KEPT", "LAST USED"], rows.map((r) => [r.source, r.sourceId, r.keptBy ?? "", r.keptAt, r.usedAt ?? "never"])));
+  }
+  if (!source || !sourceId) throw new CliError("INVALID_INPUT", `retasc import ${verb} takes a source and what it reads`, `retasc import ${verb} linear <team id>  (retasc import kept lists them)`);
+  if (verb === "forget") {
+    await asSession(session, endpoint, { body: { orgId, action: "forget", source, sourceId } });
+    return ok(`Forgot the ${source} credential for ${sourceId}.`);
+  }
+  const pollMs = Number(flags["poll-ms"] ?? 1000);
+  const started = await asSession<{ runId: string }>(session, endpoint, { body: { orgId, action: "again", source, sourceId } });
+  const status = await follow(session, endpoint, orgId, started.runId, Number.isInteger(pollMs) && pollMs >= 50 ? pollMs : 1000, Boolean(flags.json));
+  if (status.phase === "failed") throw new CliError("UNAVAILABLE", `the import of ${source} ${sourceId} failed: ${status.error ?? "no reason given"}`, `retasc import again ${source} ${sourceId}: a re-import reconciles, it never duplicates.`);
+  if (flags.json) return printJson(status);
+  ok(`Imported ${source} ${sourceId} again: ${Object.entries(status.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ")}.`);
 }
 
 function printDryRun(report: DryRun) {

@@ -108,8 +108,8 @@ export const serviceCommands: Record<string, Command> = {
     summary: "bring a Linear or Shortcut team, a Jira or Asana project, a ClickUp List or Space or a CSV into a project: identifiers, threads and history kept (owners and admins)",
     usage:
       "retasc import linear --team <KEY> | jira --site <url> [--email <address>] --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
-      "(--dry-run | --new-project <name> [--prefix <PFX>] | --project <PREFIX>) [--org-id <id>] [--json]",
-    positionals: "linear|jira|asana|shortcut|clickup|csv",
+      "(--dry-run | --new-project <name> [--prefix <PFX>] | --project <PREFIX>) [--keep-credential] [--org-id <id>] [--json]  |  retasc import kept | again <source> <id> | forget <source> <id>",
+    positionals: "linear|jira|asana|shortcut|clickup|csv|kept|again|forget",
     options: {
       team: { type: "string", value: "<KEY>", description: "linear: the team's key (ENG) or id; shortcut: the team's name, @mention or id; without it, the teams the credential sees are listed" },
       site: { type: "string", value: "<url>", description: "jira: your site, https://your-team.atlassian.net or your Data Center's URL" },
@@ -125,6 +125,7 @@ export const serviceCommands: Record<string, Command> = {
       "new-project": { type: "string", value: "<name>", description: "import into a new project, its prefix the source's key (asana, shortcut, clickup, csv: --prefix)" },
       prefix: { type: "string", value: "<PFX>", description: "asana, shortcut, clickup, csv: the new project's prefix" },
       project: { type: "string", value: "<PREFIX>", description: "import into this existing project (again: reconciles in place); linear and jira need the source's key as its prefix" },
+      "keep-credential": { type: "boolean", description: "keep the credential, sealed under the org's key, so `retasc import again <source> <id>` imports the same team or project later without it; `retasc import kept` lists them, `retasc import forget <source> <id>` removes one" },
       "poll-ms": { type: "string", value: "<ms>", description: "how often progress is read (default 1000)" },
       "org-id": orgId,
       url,
@@ -132,7 +133,7 @@ export const serviceCommands: Record<string, Command> = {
     },
     details:
       "A Linear personal API key, a Jira API token (Cloud) or personal access token (Data Center), an Asana personal access token, a Shortcut API token or a ClickUp personal API token comes from RETASC_IMPORT_TOKEN or standard input (retasc import linear … < key.txt), never a flag; " +
-      "the server uses it for this run only and stores it nowhere. Progress is drawn on stderr until the import is done.",
+      "the server uses it for this run only and stores it nowhere unless you pass --keep-credential. Progress is drawn on stderr until the import is done.",
     run: importFrom,
   }),
 };

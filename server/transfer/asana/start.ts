@@ -3,6 +3,7 @@ import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
+import { keepCredentialInput } from "../pipeline/kept-credentials.ts";
 import { beginImport, keylessTarget, lastImports, oneProject, sourceMappingInput } from "../pipeline/start.ts";
 import { asanaApi } from "./client.ts";
 import { asanaProjectGid, fetchAsanaProject, fetchAsanaProjects } from "./fetch.ts";
@@ -19,7 +20,7 @@ export const dryRunAsanaInput = z.object({
   mapping: sourceMappingInput,
 });
 /** Asana has no project key: a new project is given its prefix, and tasks take its next numbers. */
-export const startAsanaInput = dryRunAsanaInput.extend(keylessTarget("the Asana project's name")).refine(...oneProject);
+export const startAsanaInput = dryRunAsanaInput.extend({ ...keylessTarget("the Asana project's name"), ...keepCredentialInput }).refine(...oneProject);
 
 /** The Asana projects of every workspace the token sees, each with when it was last imported into this org. */
 export async function listAsanaProjects(ctx: Ctx, raw: z.input<typeof listAsanaProjectsInput>, backoff?: RestBackoff) {
@@ -60,6 +61,7 @@ export async function startAsanaImport(ctx: Ctx, raw: z.input<typeof startAsanaI
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || project.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_asana",
+    keep: input.keepCredential ? { credential: { accessToken: input.accessToken }, mapping: input.mapping } : undefined,
   });
   return { runId, projectGid: project.id, total: project.issueCount };
 }

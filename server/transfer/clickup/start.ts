@@ -3,6 +3,7 @@ import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
+import { keepCredentialInput } from "../pipeline/kept-credentials.ts";
 import { beginImport, keylessTarget, lastImports, oneProject, sourceMappingInput } from "../pipeline/start.ts";
 import { clickupApi } from "./client.ts";
 import { clickupLocation, fetchClickUpLocations, fetchClickUpTarget } from "./fetch.ts";
@@ -19,7 +20,7 @@ export const dryRunClickUpInput = z.object({
   mapping: sourceMappingInput,
 });
 /** ClickUp has no project key: a new project is given its prefix, and tasks take its next numbers. */
-export const startClickUpInput = dryRunClickUpInput.extend(keylessTarget("the List's or Space's name")).refine(...oneProject);
+export const startClickUpInput = dryRunClickUpInput.extend({ ...keylessTarget("the List's or Space's name"), ...keepCredentialInput }).refine(...oneProject);
 
 /** The runs' source id: `list:<id>` or `space:<id>`. */
 const sourceIdOf = (where: { kind: string; id: string }) => `${where.kind}:${where.id}`;
@@ -63,6 +64,7 @@ export async function startClickUpImport(ctx: Ctx, raw: z.input<typeof startClic
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || target.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_clickup",
+    keep: input.keepCredential ? { credential: { apiToken: input.apiToken }, mapping: input.mapping } : undefined,
   });
   return { runId, location: sourceIdOf(target), total: target.issueCount };
 }

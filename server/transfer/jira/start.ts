@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Ctx } from "../../context.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
+import { keepCredentialInput } from "../pipeline/kept-credentials.ts";
 import { beginImport, lastImports, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
 import { jiraApi, type JiraBackoff } from "./client.ts";
 import { projectJql } from "./fetch.ts";
@@ -19,7 +20,7 @@ export const dryRunJiraInput = z.object({
   projectKey: z.string({ error: "projectKey is required" }).trim().min(1, "projectKey is required").max(50),
   mapping: sourceMappingInput,
 });
-export const startJiraInput = dryRunJiraInput.extend(projectTarget).refine(...oneProject);
+export const startJiraInput = dryRunJiraInput.extend({ ...projectTarget, ...keepCredentialInput }).refine(...oneProject);
 
 /** The Jira projects the account sees, each with when it was last imported into this org. */
 export async function listJiraProjects(ctx: Ctx, raw: z.input<typeof listJiraProjectsInput>, backoff?: JiraBackoff) {
@@ -60,6 +61,7 @@ export async function startJiraImport(ctx: Ctx, raw: z.input<typeof startJiraInp
     projectId: input.projectId,
     newProject: input.newProject,
     action: "import_jira",
+    keep: input.keepCredential ? { credential: { site: input.site, apiToken: input.apiToken, ...(input.email ? { email: input.email } : {}) }, mapping: input.mapping } : undefined,
   });
   return { runId, projectKey: project.key, total: project.issueCount };
 }

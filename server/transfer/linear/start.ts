@@ -5,6 +5,7 @@ import type { Ctx } from "../../context.ts";
 import { notFound } from "../../errors.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
+import { keepCredentialInput } from "../pipeline/kept-credentials.ts";
 import { beginImport, oneProject, projectTarget, sourceMappingInput } from "../pipeline/start.ts";
 import { linearApi, type Backoff } from "./client.ts";
 import { fetchTeams } from "./fetch.ts";
@@ -14,7 +15,7 @@ const apiKey = z.string({ error: "apiKey is required" }).trim().min(1, "apiKey i
 
 export const listTeamsInput = z.object({ apiKey });
 export const dryRunInput = z.object({ apiKey, teamId: z.string({ error: "teamId is required" }).trim().min(1, "teamId is required").max(200), mapping: sourceMappingInput });
-export const startInput = dryRunInput.extend(projectTarget).refine(...oneProject);
+export const startInput = dryRunInput.extend({ ...projectTarget, ...keepCredentialInput }).refine(...oneProject);
 
 /** The teams the key sees, each with the date it was last imported into this org (the Dash's re-import warning names it). */
 export async function listLinearTeams(ctx: Ctx, raw: z.input<typeof listTeamsInput>, backoff?: Backoff) {
@@ -61,6 +62,7 @@ export async function startLinearImport(ctx: Ctx, raw: z.input<typeof startInput
     projectId: input.projectId,
     newProject: input.newProject,
     action: "import_linear",
+    keep: input.keepCredential ? { credential: { apiKey: input.apiKey }, mapping: input.mapping } : undefined,
   });
   return { runId, teamKey: team.key, total: team.issueCount };
 }

@@ -10,6 +10,7 @@ import { createProject, newId, prefixSchema } from "../../orgs/index.ts";
 import { chargeOrgAction } from "../../usage/meter.ts";
 import type { MeteredTool } from "../../usage/rate-card.ts";
 import { stageFiles } from "./files.ts";
+import { keepCredential, type KeptCredential } from "./kept-credentials.ts";
 import { dropStaging, expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
 import type { ReadNotice, SourceReader } from "./stream.ts";
 
@@ -50,6 +51,8 @@ export interface RunTarget {
   newProject?: { name: string; prefix?: string };
   /** The usage meter's action for this source. */
   action: MeteredTool;
+  /** The credential to keep for importing again, when the caller asked (./kept-credentials.ts). */
+  keep?: KeptCredential;
 }
 
 /**
@@ -86,6 +89,7 @@ export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTar
       throw error;
     }
     await chargeOrgAction(tx, ctx, target.action);
+    if (target.keep) await keepCredential(tx, await ctx.keyring.forOrg(tx, orgId), { orgId, source: reader.source, sourceId: target.sourceId, keptBy: actor.userId, now }, target.keep);
     await publishProgress(ctx, tx, { id: runId, orgId, source: reader.source, phase: "fetching", done: 0, total: target.total, error: null });
   });
   // The reader (and the credential in it) lives in this promise only; it never throws.

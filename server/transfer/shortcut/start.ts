@@ -4,6 +4,7 @@ import { DomainError } from "../../errors.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
 import { dryRun } from "../pipeline/dry-run.ts";
 import type { RestBackoff } from "../pipeline/rest.ts";
+import { keepCredentialInput } from "../pipeline/kept-credentials.ts";
 import { beginImport, keylessTarget, lastImports, oneProject, sourceMappingInput } from "../pipeline/start.ts";
 import { shortcutApi, type ShortcutApi } from "./client.ts";
 import { fetchShortcutGroups, type ShortcutGroup } from "./fetch.ts";
@@ -20,7 +21,7 @@ export const dryRunShortcutInput = z.object({
   mapping: sourceMappingInput,
 });
 /** Shortcut has no project key: a new project is given its prefix, and stories and epics take its next numbers. */
-export const startShortcutInput = dryRunShortcutInput.extend(keylessTarget("the team's name")).refine(...oneProject);
+export const startShortcutInput = dryRunShortcutInput.extend({ ...keylessTarget("the team's name"), ...keepCredentialInput }).refine(...oneProject);
 
 const teamOf = (g: ShortcutGroup) => ({ id: g.id, name: g.name, mentionName: g.mention_name, issueCount: g.num_stories ?? 0 });
 
@@ -71,6 +72,7 @@ export async function startShortcutImport(ctx: Ctx, raw: z.input<typeof startSho
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || team.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_shortcut",
+    keep: input.keepCredential ? { credential: { apiToken: input.apiToken }, mapping: input.mapping } : undefined,
   });
   return { runId, teamId: team.id, total: team.issueCount };
 }
