@@ -583,6 +583,22 @@ const rows: Row[] = [
     },
   },
   {
+    action: "import from a tracker (the sources, then what a token sees: run_import's first step)",
+    allowed: managers,
+    doors: agentDoors(async (client) => {
+      const sources = await mcp(client, "list_import_sources", {});
+      return sources === OK ? mcp(client, "run_import", { source: "linear", token: linear.apiKey }) : sources;
+    }),
+  },
+  {
+    action: "read the org's imports (latest_import, import_history)",
+    allowed: managers,
+    doors: agentDoors(async (client) => {
+      const latest = await mcp(client, "latest_import", {});
+      return latest === OK || latest === "NOT_FOUND" ? mcp(client, "import_history", {}) : latest;
+    }),
+  },
+  {
     action: "mint a session key",
     allowed: everyone,
     doors: agentDoors((client) => mcp(client, "mint_session_key", {})),
@@ -637,7 +653,7 @@ const openTools = new Set([
   "analytics_issues",
 ]);
 /** The tools the rows walk (save_issue also, for its triage argument). */
-const walkedTools = new Set(["invite_member", "list_invites", "revoke_invite", "billing_summary", "retire_member", "suspend_member", "reactivate_member", "revoke_connector", "mint_session_key", "save_issue"]);
+const walkedTools = new Set(["invite_member", "list_invites", "revoke_invite", "billing_summary", "retire_member", "suspend_member", "reactivate_member", "revoke_connector", "mint_session_key", "save_issue", "list_import_sources", "run_import", "latest_import", "import_history"]);
 
 const doors: Door[] = ["Dash", "CLI", "MCP (agent key)", "MCP (session key)"];
 
