@@ -329,6 +329,32 @@ export async function wireFolder(
 }
 
 /**
+ * After a project's prefix was renamed (decision 089): the keystore's bindings to it on this server
+ * and the nearest `.retasc.json` naming it say the new prefix. Old identifiers still resolve, so
+ * this is for what the CLI shows; returns the project file it rewrote, if any (it is committed).
+ */
+export async function renamePrefixHere(input: { url: string; projectId: string; prefix: string; cwd: string }): Promise<{ workspaces: number; projectFile: string | null }> {
+  const url = normalizeUrl(input.url);
+  const workspaces = await updateBindings((bindings) => {
+    let changed = 0;
+    for (const workspace of Object.values(bindings.workspaces)) {
+      if (workspace.projectId === input.projectId && normalizeUrl(workspace.url) === url && workspace.prefix !== input.prefix) {
+        workspace.prefix = input.prefix;
+        changed++;
+      }
+    }
+    return changed;
+  });
+  const found = findProjectFile(input.cwd);
+  if (!found || found.value.projectId !== input.projectId || normalizeUrl(found.value.url) !== url || found.value.prefix === input.prefix) {
+    return { workspaces, projectFile: null };
+  }
+  const raw = readJsonFile(found.file) ?? {};
+  writeFileAtomic(found.file, `${JSON.stringify({ ...raw, prefix: input.prefix }, null, 2)}\n`);
+  return { workspaces, projectFile: found.file };
+}
+
+/**
  * Config blocks for other MCP clients. They read the key from RETASC_MCP_KEY, which
  * `export RETASC_MCP_KEY="$(retasc mcp key)"` sets from the keystore.
  */

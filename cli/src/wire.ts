@@ -61,6 +61,17 @@ export interface ProjectList {
   projects: Project[];
 }
 
+/** POST /api/cli/projects, action rename-prefix (decision 089). */
+export interface RenamedPrefix {
+  projectId: string;
+  prefix: string;
+  previous: string;
+  renamed: number;
+  changed: boolean;
+  /** The prefixes the project had before, which still name its issues. */
+  oldPrefixes: string[];
+}
+
 /** POST /api/cli/projects */
 export interface CreatedProject {
   projectId: string;

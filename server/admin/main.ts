@@ -12,6 +12,7 @@ import { deleteOrgCommand, deleteOrgCommandInput } from "./delete-org.ts";
 import { writeOrgExport } from "../transfer/admin.ts";
 import { importExport, importInput } from "../transfer/import.ts";
 import { setVerificationCommand } from "../verification/settings.ts";
+import { renamePrefixCommand } from "../orgs/rename-prefix.ts";
 
 /**
  * Operator commands for a server with no browser yet: `npm run admin -- <command>`.
@@ -24,6 +25,9 @@ const usage = `usage: npm run admin -- <command> [options]
   mint-key --org <orgId> --email <email> --runtime <label> [--project <projectId>] [--ci] [--json]
       mint an agent key for a person (added as a member if needed); --ci: a CI key for the
       project, which attests verification results (retasc verify) and does nothing else
+  rename-prefix --org <orgId> [--project <PFX|projectId>] --prefix <NEW> [--json]
+      rename a project's issue prefix: every identifier becomes NEW-N in one transaction and
+      the old prefix stays the project's, so OLD-42 still names NEW-42 (decision 089)
   set-verification --project <projectId> --mode ci|off [--checks a,b] [--window-minutes <n>] [--stall-minutes <n>]
                    [--quarantine-after <n>] [--release-stalled | --no-release-stalled] [--json]
       how the project verifies finishes: ci holds dependents until CI passes a finish;
@@ -68,6 +72,7 @@ const commands = {
   "rotate-master-key": (services: Services, argv: unknown) => rotateMasterKey(services, rotateMasterKeyInput.parse(argv)),
   "delete-org": (services: Services, argv: unknown) => deleteOrgCommand(services, deleteOrgCommandInput.parse(argv)),
   "set-verification": (services: Services, argv: unknown) => setVerificationCommand(services, argv as Record<string, unknown>),
+  "rename-prefix": (services: Services, argv: unknown) => renamePrefixCommand(services, argv as Record<string, unknown>),
 } as const;
 /** Commands whose output holds a secret shown once. */
 const showsKey = new Set(["bootstrap", "mint-key", "connect"]);

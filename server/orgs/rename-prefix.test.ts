@@ -12,7 +12,7 @@ import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { addProject } from "./account.ts";
 import { setMemberRole } from "./members.ts";
 import { getProject } from "./projects.ts";
-import { renameProjectPrefix } from "./rename-prefix.ts";
+import { renamePrefixCommand, renameProjectPrefix } from "./rename-prefix.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
 const env = useTestServices();
@@ -97,6 +97,9 @@ describe("renaming a project's prefix", () => {
     for (const old of ["APP-1", "WEB-1", "ops-1"]) expect((await getIssue(org.agents.bob.ctx, { identifier: old })).identifier).toBe("OPS-1");
     expect((await file(org.agents.alice.ctx, "After the renames")).identifier).toBe("OPS-2");
     expect(await renameProjectPrefix(as.alice, { prefix: "OPS", project: org.projectId })).toMatchObject({ changed: false, renamed: 0 });
+    // The operator's command (npm run admin -- rename-prefix), as the org's owner.
+    expect(await renamePrefixCommand(env.services, { org: org.orgId, project: "WEB", prefix: "web" })).toMatchObject({ prefix: "WEB", previous: "OPS", renamed: 2 });
+    expect((await refusal(renamePrefixCommand(env.services, { org: "nope", prefix: "WEB" }))).code).toBe("NOT_FOUND");
   });
 
   it("is for owners and admins; a prefix of another project, now or before, is refused clearly; the format is a create's", async () => {

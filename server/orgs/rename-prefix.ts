@@ -2,8 +2,9 @@ import { and, eq, or, sql } from "drizzle-orm";
 import { z } from "zod";
 import { query, type Db } from "../../db/client.ts";
 import { retryingConflicts } from "../../db/retry.ts";
-import { projectPrefixAliases, projects } from "../../db/schema/index.ts";
-import type { Ctx } from "../context.ts";
+import { orgs, projectPrefixAliases, projects } from "../../db/schema/index.ts";
+import { systemPrincipal, type Ctx, type Services } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { invalidInput, notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "./access.ts";
 import { prefixRaceRefusal, prefixSchema, projectNamedBy, requirePrefixFree } from "./index.ts";
@@ -93,3 +94,14 @@ async function oldPrefixesOf(tx: Db, projectId: string): Promise<string[]> {
 }
 
 export type RenamedPrefix = Awaited<ReturnType<typeof renameProjectPrefix>>;
+
+/** `npm run admin -- rename-prefix --org <id> [--project <PFX|id>] --prefix <NEW>`: the operator, as the org's owner would. */
+export async function renamePrefixCommand(services: Services, argv: Record<string, unknown>) {
+  const orgId = z.string().trim().min(1, "--org is required").parse(argv.org);
+  const [org] = await services.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.id, orgId));
+  if (!org) throw notFound(`org ${orgId}`, "Pass an org's id.");
+  return renameProjectPrefix(withPrincipal(services, systemPrincipal(orgId)), {
+    prefix: String(argv.prefix ?? ""),
+    ...(argv.project !== undefined ? { project: String(argv.project) } : {}),
+  });
+}

@@ -2,6 +2,7 @@ import { type Command, command, url, json, runtime, orgId } from "../command.ts"
 import { keyList, keyMint, keyRevoke, keyRotate, membersInvite, membersList, membersRevoke, membersScope, orgCreate, projectCreate } from "./manage.ts";
 import { projectVerification, verify } from "./verify.ts";
 import { orgDelete } from "./org-delete.ts";
+import { projectRenamePrefix } from "./rename-prefix.ts";
 
 /** The command table's part for running an org: orgs, projects and their verification, CI attestations, agent keys, members and invites. */
 export const orgCommands: Record<string, Command> = {
@@ -29,6 +30,24 @@ export const orgCommands: Record<string, Command> = {
       json,
     },
     run: projectCreate,
+  }),
+  "project rename-prefix": command({
+    summary: "rename a project's issue prefix: every identifier is rewritten, the old ones still resolve (owner or admin)",
+    usage: "retasc project rename-prefix <NEW> [--project <PFX|id>] [--org-id <id>] [--json]",
+    positionals: "<NEW>",
+    options: {
+      project: { type: "string", value: "<PFX|id>", description: "the project, by its prefix (an old one too) or id; default: this folder's project, else the org's only one" },
+      prefix: { type: "string", value: "<NEW>", description: "the new prefix, instead of the argument" },
+      "org-id": orgId,
+      url,
+      json,
+    },
+    details:
+      "The new prefix is a project create's: 2-10 letters or digits, a letter first. In one transaction every issue's identifier becomes NEW-N; " +
+      "the old prefix stays the project's, so OLD-42 still names NEW-42 on every door (MCP tools, the Dash's links, the CLI, mentions). " +
+      "A prefix another project of the org has, now or before a rename of its own, is refused (CONFLICT); renaming back to an old prefix of this project works. " +
+      "Branches already handed out keep their names. This machine's bindings to the project, and the folder's .retasc.json, are updated.",
+    run: projectRenamePrefix,
   }),
   "project verification": command({
     summary: "how a project verifies finishes: ci holds dependents until CI passes a finish (owner or admin)",
