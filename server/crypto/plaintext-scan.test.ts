@@ -216,7 +216,7 @@ const probes: Probe[] = [
     columns: ["import_credentials.credential_enc"],
     async write() {
       const cipher = await services.keyring.forOrg(services.db, org.orgId);
-      await keepCredential(services.db, cipher, { orgId: org.orgId, source: "linear", sourceId: "scan-team", keptBy: org.agents.alice.userId, now: new Date() }, { credential: { apiKey: marker("kept-key") } });
+      await keepCredential(services.db, cipher, { orgId: org.orgId, source: "linear", sourceId: "scan-team", keptBy: org.agents.alice.userId, now: new Date() }, { credential: { token: marker("kept-key") } });
     },
   },
   {

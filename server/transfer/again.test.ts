@@ -63,7 +63,7 @@ describe("a credential kept to import again", () => {
     const [row] = await storedCredentials(org.orgId);
     expect(row!.credential_enc).not.toContain(linear.apiKey);
     const cipher = await services.keyring.forOrg(services.db, org.orgId);
-    expect(JSON.parse(cipher.decrypt(row!.credential_enc)!)).toEqual({ apiKey: linear.apiKey });
+    expect(JSON.parse(cipher.decrypt(row!.credential_enc)!)).toEqual({ token: linear.apiKey });
 
     const listed = await listKeptCredentials(alice());
     expect(listed).toEqual([{ source: "linear", sourceId: team().id, keptBy: expect.any(String), keptAt: expect.any(String), usedAt: null }]);
@@ -105,10 +105,10 @@ describe("a credential kept to import again", () => {
     expect(await finish(alice(), first.runId)).toMatchObject({ phase: "done" });
     const cipher = await services.keyring.forOrg(services.db, org.orgId);
     const jiraRow = (await storedCredentials(org.orgId)).find((r) => r.source === "jira")!;
-    expect(JSON.parse(cipher.decrypt(jiraRow.credential_enc)!)).toEqual({ site: jira.url, email: jira.email, apiToken: jira.apiToken });
+    expect(JSON.parse(cipher.decrypt(jiraRow.credential_enc)!)).toEqual({ token: jira.apiToken, site: jira.url, email: jira.email });
 
     // The token revoked at Jira: the kept one is refused there.
-    await services.db.execute(sql`update import_credentials set credential_enc = ${cipher.encrypt(JSON.stringify({ site: jira.url, email: jira.email, apiToken: "ATATT3x-revoked" }))} where org_id = ${org.orgId} and source = 'jira'`);
+    await services.db.execute(sql`update import_credentials set credential_enc = ${cipher.encrypt(JSON.stringify({ token: "ATATT3x-revoked", site: jira.url, email: jira.email }))} where org_id = ${org.orgId} and source = 'jira'`);
     const refused = await importAgain(alice(), { source: "jira", sourceId: "KEP" }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: "UNAUTHORIZED", hint: expect.stringContaining("Forget the kept credential") });
     expect(JSON.stringify(refused)).not.toContain("ATATT3x-revoked");

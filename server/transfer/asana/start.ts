@@ -61,7 +61,7 @@ export async function startAsanaImport(ctx: Ctx, raw: z.input<typeof startAsanaI
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || project.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_asana",
-    keep: input.keepCredential ? { credential: { accessToken: input.accessToken }, mapping: input.mapping } : undefined,
+    keep: input.keepCredential ? { credential: { token: input.accessToken }, mapping: input.mapping } : undefined,
   });
   return { runId, projectGid: project.id, total: project.issueCount };
 }

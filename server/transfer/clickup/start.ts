@@ -64,7 +64,7 @@ export async function startClickUpImport(ctx: Ctx, raw: z.input<typeof startClic
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || target.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_clickup",
-    keep: input.keepCredential ? { credential: { apiToken: input.apiToken }, mapping: input.mapping } : undefined,
+    keep: input.keepCredential ? { credential: { token: input.apiToken }, mapping: input.mapping } : undefined,
   });
   return { runId, location: sourceIdOf(target), total: target.issueCount };
 }

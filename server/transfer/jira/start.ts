@@ -61,7 +61,7 @@ export async function startJiraImport(ctx: Ctx, raw: z.input<typeof startJiraInp
     projectId: input.projectId,
     newProject: input.newProject,
     action: "import_jira",
-    keep: input.keepCredential ? { credential: { site: input.site, apiToken: input.apiToken, ...(input.email ? { email: input.email } : {}) }, mapping: input.mapping } : undefined,
+    keep: input.keepCredential ? { credential: { token: input.apiToken, site: input.site, ...(input.email ? { email: input.email } : {}) }, mapping: input.mapping } : undefined,
   });
   return { runId, projectKey: project.key, total: project.issueCount };
 }

@@ -62,7 +62,7 @@ export async function startLinearImport(ctx: Ctx, raw: z.input<typeof startInput
     projectId: input.projectId,
     newProject: input.newProject,
     action: "import_linear",
-    keep: input.keepCredential ? { credential: { apiKey: input.apiKey }, mapping: input.mapping } : undefined,
+    keep: input.keepCredential ? { credential: { token: input.apiKey }, mapping: input.mapping } : undefined,
   });
   return { runId, teamKey: team.key, total: team.issueCount };
 }

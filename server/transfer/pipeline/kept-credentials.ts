@@ -19,8 +19,8 @@ export const keepCredentialInput = {
 };
 
 export interface KeptCredential {
-  /** The source's credential fields, as its start takes them (apiKey; site, email, apiToken; accessToken…). */
-  credential: Record<string, string>;
+  /** The source's credential as `runImport` (../sources.ts) takes it: the token, and Jira's site and email. */
+  credential: { token: string; site?: string; email?: string };
   mapping?: SourceMapping;
 }
 
@@ -72,5 +72,5 @@ export async function openKeptCredential(ctx: Ctx, ref: SourceRef): Promise<Kept
     .returning({ credentialEnc: importCredentials.credentialEnc, mapping: importCredentials.mapping });
   if (!row) throw notFound(`a kept ${ref.source} credential for ${ref.sourceId}`, "Import with the credential and keepCredential: true to keep it; listKeptCredentials names the ones kept.");
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
-  return { credential: JSON.parse(cipher.decrypt(row.credentialEnc)!) as Record<string, string>, ...(row.mapping ? { mapping: JSON.parse(row.mapping) as SourceMapping } : {}) };
+  return { credential: JSON.parse(cipher.decrypt(row.credentialEnc)!) as KeptCredential["credential"], ...(row.mapping ? { mapping: JSON.parse(row.mapping) as SourceMapping } : {}) };
 }

@@ -72,7 +72,7 @@ export async function startShortcutImport(ctx: Ctx, raw: z.input<typeof startSho
     projectId: input.projectId,
     newProject: input.newProject && { name: input.newProject.name || team.name.slice(0, 100), prefix: input.newProject.prefix },
     action: "import_shortcut",
-    keep: input.keepCredential ? { credential: { apiToken: input.apiToken }, mapping: input.mapping } : undefined,
+    keep: input.keepCredential ? { credential: { token: input.apiToken }, mapping: input.mapping } : undefined,
   });
   return { runId, teamId: team.id, total: team.issueCount };
 }
