@@ -3,7 +3,7 @@ import { addRelation, getIssue, saveIssue } from "../issues/index.ts";
 import { TestClock } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
-import { claimIssue, nextBatch, nextIssue, slaSweep } from "./index.ts";
+import { claimIssue, nextBatch, nextIssue, releaseIssue, slaSweep } from "./index.ts";
 
 /**
  * A review's age floor (decision 073) as time passes: at least high on entry, urgent from 90% of a
@@ -83,4 +83,24 @@ it("the floor inherits up the blocks chain: a todo gating a review rises with th
   expect(await levelOf(alice, prep.identifier)).toBe(5);
   // The gate is what dispatch hands out: the review waits on it.
   expect(await order(alice)).toEqual([prep.identifier]);
+});
+
+it("a review quarantined after abandoned claims leaves review: its age floor goes with it at the next dispatch, and from what it gates", async () => {
+  const org = await seedOrg(env.services, { prefix: "QRV" });
+  const [alice, carol] = [org.agents.alice.ctx, org.agents.carol.ctx];
+  const review = await reviewed(org, "finished low, abandoned in review");
+  expect(await levelOf(carol, review.identifier)).toBe(3);
+  // Carol's agent claims the review and lets it go without a checkpoint, three times (the project's default).
+  for (let i = 0; i < 3; i++) {
+    const claim = await claimIssue(carol, { identifier: review.identifier });
+    await releaseIssue(carol, { identifier: review.identifier, claimToken: claim.claimToken });
+  }
+  expect(await getIssue(carol, { identifier: review.identifier })).toMatchObject({ status: "blocked" });
+  // Something that must land before it inherits its level, as long as it holds one.
+  const gate = await create(alice, "prepare the fixture data", { priority: 4 });
+  await addRelation(alice, { sourceId: gate.identifier, targetId: review.identifier, type: "blocks" });
+  // The next dispatch in its scope re-ranks it: blocked, no review clock, its priority's level (low, 1), and its blocker with it.
+  await nextIssue(alice, {});
+  expect(await levelOf(carol, review.identifier)).toBe(1);
+  expect(await levelOf(carol, gate.identifier)).toBe(1);
 });
