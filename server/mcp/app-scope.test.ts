@@ -143,6 +143,11 @@ async function walkEveryTool(agent: Client) {
     list_invites: {},
     revoke_invite: { inviteId: "none" },
     accept_invite: { inviteId: "none" },
+    // Imports are the org's: refused to a member before the source is reached.
+    list_import_sources: {},
+    run_import: { source: "linear", token: "lin_api_not_sent" },
+    latest_import: {},
+    import_history: {},
   };
   // A tool added later must be placed in one of the lists, or this fails.
   const { tools } = await agent.listTools();
