@@ -27,25 +27,35 @@ function triageAtTerminal(input: string, ...args: string[]): Promise<{ code: num
   return atTerminal(input, "triage", ...args);
 }
 
-/** Runs `retasc <args>` in a pseudo-terminal, typing `input`. */
+/** The CLI's prompts (cli/src/commands/triage.ts, identity.ts): each waits for one line. */
+const PROMPT = /Read which one\? |Type "[^"]+" to |Which one is you\? /g;
+
+/** Runs `retasc <args>` in a pseudo-terminal, typing `input`: each line once the next prompt has appeared. */
 function atTerminal(input: string, ...args: string[]): Promise<{ code: number | null; output: string }> {
   const command = [workspaceBin, ...args, "--org-id", orgId, "--url", server.url].map((a) => `'${a}'`).join(" ");
   return new Promise((resolve, reject) => {
     const child = spawn("script", ["-qefc", command, "/dev/null"], { env: cliEnv(person), stdio: ["pipe", "pipe", "pipe"] });
     let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
+    // One answer a line, each typed when the prompt it answers has appeared; a prompt after the
+    // last line is answered by the end of input.
+    const lines = input.split("\n");
+    let typed = 0;
+    const answer = () => {
+      const prompts = output.match(PROMPT)?.length ?? 0;
+      while (typed < prompts && !child.stdin.writableEnded) {
+        if (typed < lines.length) child.stdin.write(`${lines[typed]}\n`);
+        else child.stdin.end();
+        typed++;
+      }
+    };
+    const read = (d: Buffer) => {
+      output += d;
+      answer();
+    };
+    child.stdout.on("data", read);
+    child.stderr.on("data", read);
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, output }));
-    // One answer a line, each after the prompt it answers has had time to appear.
-    const lines = input.split("\n");
-    let i = 0;
-    const next = () => {
-      if (i >= lines.length) return child.stdin.end();
-      child.stdin.write(`${lines[i++]}\n`);
-      setTimeout(next, 1_500);
-    };
-    setTimeout(next, 2_500);
   });
 }
 
