@@ -1,6 +1,7 @@
+import fs from "node:fs";
 import { sql } from "drizzle-orm";
 import { ZodError } from "zod";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { addRelation, getIssue, saveIssue } from "../issues/index.ts";
@@ -13,9 +14,15 @@ import { addProject } from "./account.ts";
 import { setMemberRole } from "./members.ts";
 import { getProject } from "./projects.ts";
 import { renamePrefixCommand, renameProjectPrefix } from "./rename-prefix.ts";
+import { systemPrincipal } from "../context.ts";
+import { withPrincipal } from "../with-principal.ts";
+import { importExport } from "../transfer/import.ts";
+import { writeExport } from "../transfer/testing.ts";
+import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 import { peopleOf, refusal, type Person } from "./testing.ts";
 
 const env = useTestServices();
+afterAll(removeTemps);
 
 let org: SeededOrg;
 let as: Record<Person, Ctx>;
@@ -100,6 +107,17 @@ describe("renaming a project's prefix", () => {
     // The operator's command (npm run admin -- rename-prefix), as the org's owner.
     expect(await renamePrefixCommand(env.services, { org: org.orgId, project: "WEB", prefix: "web" })).toMatchObject({ prefix: "WEB", previous: "OPS", renamed: 2 });
     expect((await refusal(renamePrefixCommand(env.services, { org: "nope", prefix: "WEB" }))).code).toBe("NOT_FOUND");
+  });
+
+  it("travels in an export: the imported org's old identifiers resolve too", async () => {
+    await file(org.agents.alice.ctx, "Exported issue");
+    await renameProjectPrefix(as.alice, { prefix: "APP" });
+    const exported = await writeExport(withPrincipal(env.services, systemPrincipal(org.orgId)), tempDir("retasc-rename-"));
+    const project = JSON.parse(fs.readFileSync(exported, "utf8")).projects[0];
+    expect(project).toMatchObject({ prefix: "APP", oldPrefixes: ["WEB"] });
+    const imported = await importExport(env.services, { file: exported, "org-name": "Restored" });
+    const [row] = await query<{ current: string }>(env.services.db, sql`select retasc_identifier(${imported.orgId}, 'WEB-1') as current`);
+    expect(row!.current).toBe("APP-1");
   });
 
   it("is for owners and admins; a prefix of another project, now or before, is refused clearly; the format is a create's", async () => {

@@ -33,6 +33,7 @@ const project = z.looseObject({
   nextNumber: z.number().int().min(1),
   createdAt: instant,
   verification: verificationSettings.optional(),
+  oldPrefixes: z.array(prefixSchema).max(100).optional(),
 });
 
 const label = z.looseObject({ name: saveLabelInput.shape.name, color: saveLabelInput.shape.color.unwrap().nullable(), createdAt: instant });

@@ -56,6 +56,8 @@ export interface ExportProject {
   createdAt: Instant;
   /** How it verifies finishes (decision 045); absent from exports written before it: the defaults. */
   verification?: VerificationSettings;
+  /** Prefixes it had before a rename, which still name its issues (decision 089); absent: none. */
+  oldPrefixes?: string[];
 }
 
 export interface ExportLabel {

@@ -17,6 +17,7 @@ import {
   labels,
   linearLinks,
   members,
+  projectPrefixAliases,
   projects,
   relations,
   user,
@@ -191,6 +192,8 @@ class ImportRun {
   private readonly ids = new Map<string, string>();
   private readonly issueByIdentifier = new Map<string, string>();
   private readonly projectByPrefix = new Map<string, string>();
+  /** Every prefix a project of the export has or had (decision 089). */
+  private readonly prefixesTaken = new Set<string>();
   private readonly labelByName = new Map<string, string>();
   private readonly parents: { id: string; parent: string }[] = [];
   private readonly edges: { sourceId: string; target: string; type: "blocks" | "related" | "duplicate"; createdAt: Date }[] = [];
@@ -254,6 +257,12 @@ class ImportRun {
           createdAt: new Date(p.createdAt),
           ...(v ? { verificationMode: v.mode, verificationChecks: v.checks, verificationWindowMinutes: v.windowMinutes, stallMinutes: v.stallMinutes, quarantineAfter: v.quarantineAfter, releaseStalled: v.releaseStalled } : {}),
         });
+        // Old prefixes go on naming its issues (decision 089): a prefix, current or old, names one project.
+        for (const prefix of [p.prefix, ...(p.oldPrefixes ?? [])]) {
+          if (this.prefixesTaken.has(prefix)) throw invalidInput(`prefix ${prefix} names two projects of the export`, "Export the org again; the file was changed.");
+          this.prefixesTaken.add(prefix);
+        }
+        if (p.oldPrefixes?.length) await tx.insert(projectPrefixAliases).values(p.oldPrefixes.map((prefix) => ({ orgId, prefix, projectId: id })));
         this.projectByPrefix.set(p.prefix, id);
         this.counts.projects++;
         return;

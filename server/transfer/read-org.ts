@@ -12,6 +12,7 @@ import {
   labels,
   linearLinks,
   orgs,
+  projectPrefixAliases,
   projects,
   relations,
 } from "../../db/schema/index.ts";
@@ -105,6 +106,11 @@ export async function readAgents(db: Db, orgId: string): Promise<ExportAgent[]> 
 
 export async function readProjects(db: Db, orgId: string): Promise<(ExportProject & { id: string })[]> {
   const rows = await db.select().from(projects).where(eq(projects.orgId, orgId)).orderBy(asc(projects.prefix));
+  const old = await db
+    .select({ projectId: projectPrefixAliases.projectId, prefix: projectPrefixAliases.prefix })
+    .from(projectPrefixAliases)
+    .where(eq(projectPrefixAliases.orgId, orgId))
+    .orderBy(asc(projectPrefixAliases.prefix));
   return rows.map((p) => ({
     id: p.id,
     prefix: p.prefix,
@@ -112,6 +118,7 @@ export async function readProjects(db: Db, orgId: string): Promise<(ExportProjec
     nextNumber: p.nextNumber,
     createdAt: p.createdAt.toISOString(),
     verification: { mode: p.verificationMode, checks: p.verificationChecks, windowMinutes: p.verificationWindowMinutes, stallMinutes: p.stallMinutes, quarantineAfter: p.quarantineAfter, releaseStalled: p.releaseStalled },
+    oldPrefixes: old.filter((a) => a.projectId === p.id).map((a) => a.prefix),
   }));
 }
 
