@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { CheckpointNotes } from "./records.ts";
 
-/** The rows the swarm's checker reads after a run (swarm/checker.ts), and what its parts share. */
+/** The rows the swarm's checker reads after a run (swarm/check-data.ts), and what its checks share. */
 export interface IssueRow {
   id: string;
   identifier: string;
@@ -52,10 +52,14 @@ export interface CheckpointRow {
 /** A timestamp column as epoch milliseconds. */
 export const ms = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000)::float8`);
 
+/** Appends `value` to the list `map` holds under `key`, starting the list if there is none. */
 export function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
 }
+
+/** Reports one violation of a kind; the checker keeps up to 20 examples a kind (swarm/checker.ts). */
+export type Violation = (kind: string, message: string) => void;
 
 export const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));
