@@ -6,7 +6,7 @@ import { query, type Db } from "../db/client.ts";
  * The swarm's CI: it watches the project's finishes awaiting verification and, for each, after a
  * short run, attests one check of the finish's commit over HTTP with a CI key, as `retasc verify`
  * does (POST /api/ci/verify, decision 045) to a random app instance. A seeded share of commits
- * fails. Each claim's work ends in a commit of its own (swarm/agent.ts commitFor), so a reopened
+ * fails. Each claim's work ends in a commit of its own (swarm/agent-spec.ts commitFor), so a reopened
  * issue's next finish is a new commit with its own draw; after `maxFailures` red runs an issue's
  * commits pass, so every issue ends green. Attestations that get no answer (an instance killed,
  * PostgreSQL restarting) are sent again on a later tick; an attestation for a finish that is no

@@ -10,7 +10,8 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { removeTestBuild } from "../server/testing/build-dir.ts";
-import { formatSwarm, runSwarm } from "./run.ts";
+import { formatSwarm } from "./format.ts";
+import { runSwarm } from "./run.ts";
 
 const { values } = parseArgs({
   options: {

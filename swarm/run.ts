@@ -1,28 +1,28 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
-import { seedGraph, type SeedGraph } from "../bench/lib/seed.ts";
 import { seededRandom } from "../bench/lib/stats.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
-import { seedOrg } from "../server/testing/fixtures.ts";
-import { createProject, mintAgentKey } from "../server/orgs/index.ts";
-import { setVerificationCommand } from "../server/verification/settings.ts";
-import { FakeCi, type FakeCiFigures } from "./fake-ci.ts";
-import { cleanEnv, freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
-import { entryArgs, type Entry } from "../server/testing/entry-bundle.ts";
-import { MetricsWatch, type MetricsReport } from "./metrics.ts";
+import { mintAgentKey } from "../server/orgs/index.ts";
+import { FakeCi } from "./fake-ci.ts";
+import { freePort, startApp, type AppProcess } from "../server/testing/app-process.ts";
+import { MetricsWatch } from "./metrics.ts";
 import { PrivatePgBouncer } from "../server/testing/pgbouncer.ts";
 import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
-import type { AgentProcessConfig, AgentSpec, Role } from "./agent.ts";
-import { checkInvariants, type CheckResult } from "./checker.ts";
+import type { AgentProcessConfig } from "./agent-spec.ts";
+import { checkInvariants } from "./checker.ts";
+import { scheduleFaults } from "./faults.ts";
 import { PrivatePostgres } from "./private-postgres.ts";
+import { killHard, sleep, spawned, spawnEntry, stopGently } from "./processes.ts";
 import { appendAfterKill, readRecords } from "./records.ts";
-import { attributeTransportFailures, type Outage, type TransportFigures } from "./transport.ts";
+import { seedSwarm } from "./seed-swarm.ts";
+import type { SwarmOptions, SwarmResult } from "./options.ts";
+import { attributeTransportFailures, type Outage } from "./transport.ts";
 
 /**
  * The swarm: N app instances (the built app, as tests start it) and worker processes on a
@@ -30,157 +30,11 @@ import { attributeTransportFailures, type Outage, type TransportFigures } from "
  * agent processes working it over /mcp while faults are injected: agent processes SIGKILLed
  * mid-lease and replaced, an app instance killed and restarted, PostgreSQL restarted, Redis
  * stopped and started. Faults are keyed to progress (share of issues finished) so they land
- * while work remains, however fast the machine is. Then the invariant checker reads it all.
+ * while work remains, however fast the machine is (swarm/faults.ts). Then the invariant checker
+ * reads it all (swarm/checker.ts); swarm/format.ts prints the result.
  * A third of the agents share one key and another third are next_batch subagents working their
  * orchestrator's claims from their own sessions (decision 036): a key is never the holder.
  */
-export interface SwarmOptions {
-  agents: number;
-  issues: number;
-  instances: number;
-  /** Time budget: the run fails if the issues are not all finished by then. */
-  minutes: number;
-  agentsPerProcess?: number;
-  leaseTtlSeconds?: number;
-  /** SIGKILLs of agent processes, spread over the run. */
-  agentKills?: number;
-  appRestarts?: number;
-  postgresRestarts?: number;
-  /** Use a private Redis (BullMQ, separate worker processes) and restart it; else inline workers. */
-  redis?: boolean;
-  redisRestarts?: number;
-  silentRate?: number;
-  releaseRate?: number;
-  /** Share of a shared-key agent's pulls preceded by a tokenless write to a sibling's live lease. */
-  probeRate?: number;
-  /**
-   * Through a PgBouncer in transaction mode in front of the private PostgreSQL (DATABASE_URL
-   * pooled, DATABASE_DIRECT_URL direct), as on a managed PostgreSQL.
-   */
-  pooler?: boolean;
-  /**
-   * Verification on (decision 045): the project verifies finishes in CI (mode ci, required check
-   * `test`), every finish carries its claim's commit, and a fake CI (swarm/fake-ci.ts) attests
-   * each pending finish over HTTP with a CI key, failing a seeded share of commits (failRate,
-   * default 0.2) and passing an issue's commits after maxFailures (default 2) red runs.
-   */
-  verify?: { failRate?: number; maxFailures?: number };
-  /**
-   * Poison issues: every agent that takes one dies on it (writes nothing, its session makes no
-   * further call). They live in a project of their own whose quarantine_after is K (default 3),
-   * and must be quarantined after exactly K abandoned claims (decision 055). The keys are then
-   * org-wide, so agents are dispatched from both projects.
-   */
-  poison?: { issues: number; quarantineAfter?: number };
-  seed?: number;
-  log?: (line: string) => void;
-}
-
-export interface SwarmResult {
-  check: CheckResult;
-  /** Agents by kind; orchestrators are extra sessions, one per team of subagents. */
-  agents: Record<Role | "orchestrator", number>;
-  seconds: number;
-  issuesPerSecond: number;
-  faults: { agentKills: number; appKills: number; postgresRestarts: number; redisRestarts: number; faultErrors: string[] };
-  seed: number;
-  /** The app instances' output when something failed. */
-  appOutput: string;
-  /** /metrics of the apps and workers, scraped during the run (swarm/metrics.ts). */
-  metrics: MetricsReport;
-  /** The agents' transport failures (ECONNRESET and the rest), each explained by a fault or not (swarm/transport.ts). */
-  transport: TransportFigures;
-  /** The fake CI's figures, with verification on. */
-  ci?: FakeCiFigures;
-  /** Poison issues and their project's threshold. */
-  poison?: { issues: number; quarantineAfter: number };
-}
-
-const root = path.resolve(import.meta.dirname, "..");
-/** Every worker process a run started, for a Ctrl-C to end. */
-const spawned: ChildProcess[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** The most subagents one orchestrator claims for at once (under the key's claim cap, killed predecessors' leases included). */
-const TEAM = 3;
-
-/**
- * The agents' roles in slot order, then split into processes of `perProcess`: a third shared
- * (one key), a third subagents (in teams of up to TEAM within a process, each team on its own
- * key), the rest solo (a key each). Slots of one role are contiguous so a process's shared agents
- * probe each other and a team never straddles two processes.
- */
-export function planAgents(agents: number, perProcess: number): { role: Role; team?: number }[][] {
-  const third = Math.floor(agents / 3);
-  const roles: Role[] = [...Array<Role>(agents - 2 * third).fill("solo"), ...Array<Role>(third).fill("shared"), ...Array<Role>(third).fill("subagent")];
-  const groups: { role: Role; team?: number }[][] = [];
-  let team = 0;
-  for (let i = 0; i < roles.length; i += perProcess) {
-    let inTeam = TEAM;
-    groups.push(
-      roles.slice(i, i + perProcess).map((role) => {
-        if (role !== "subagent") return { role };
-        if (inTeam === TEAM) (team++, (inTeam = 0));
-        inTeam++;
-        return { role, team };
-      }),
-    );
-  }
-  return groups;
-}
-
-/**
- * A random DAG with chains: each issue picks up to three blockers among the sixty before it,
- * a random priority, and one in eight sits in bob's lane, one in sixteen in carol's.
- */
-function randomGraph(count: number, random: () => number, lanes: { bob: string; carol: string }): SeedGraph {
-  const base = Date.now() - count - 60_000;
-  const issues: SeedGraph["issues"] = [];
-  const edges: [number, number][] = [];
-  for (let i = 0; i < count; i++) {
-    const lane = random();
-    issues.push({
-      title: `Swarm issue ${i + 1}`,
-      priority: Math.floor(random() * 5),
-      dueAt: null,
-      assigneeId: lane < 0.125 ? lanes.bob : lane < 0.1875 ? lanes.carol : null,
-      createdAt: new Date(base + i),
-    });
-    if (i === 0 || random() < 0.4) continue;
-    const picks = 1 + Math.floor(random() * 3);
-    const blockers = new Set<number>();
-    for (let k = 0; k < picks; k++) blockers.add(Math.max(0, i - 1 - Math.floor(random() * Math.min(i, 60))));
-    for (const b of blockers) edges.push([b, i]);
-  }
-  return { issues, edges };
-}
-
-function spawnEntry(entry: Entry, env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, entryArgs(entry), { cwd: root, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const keep = (d: Buffer) => {
-    output = (output + d.toString()).slice(-20_000);
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  return { child, output: () => output };
-}
-
-async function killHard(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGKILL");
-  await exited;
-}
-
-async function stopGently(child: ChildProcess, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
 export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const seed = options.seed ?? crypto.randomInt(2 ** 31);
@@ -236,73 +90,11 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
       ...(redis ? { REDIS_URL: redis.url, BULLMQ_PREFIX: `swarm${seed}`, RETASC_WORKERS: "off" } : { RETASC_WORKERS: "inline" }),
     };
 
-    // Seed: the org and the keys: one per solo agent (spread over three people), one shared, one per team.
+    // Seed the org, its keys and its graph (swarm/seed-swarm.ts).
     // The harness (seeding, the invariant check) reads the database directly; the apps and workers go through the pooler.
     booted = await boot(loadConfig({ ...env, DATABASE_URL: directUrl, DATABASE_DIRECT_URL: "", NODE_ENV: "test" }), { warn: () => {}, poolSize: 6 });
     const { services } = booted;
-    const org = await seedOrg(services, { prefix: "SWM", name: "Swarm" });
-    // Its silent and releasing agents are chance, not an issue that kills them: none is quarantined (decision 055).
-    // Quarantine is shown on poison issues of a project of their own with a threshold of K (options.poison):
-    // a kill, a silent agent or a release without a checkpoint is abandoned too, and three of those
-    // in a row on one ordinary issue happen by chance in a long run, which the checker could not tell
-    // from a defect. A project's threshold is the one knob, so the two kinds of issue are two projects.
-    await query(services.db, sql`update projects set quarantine_after = 100 where id = ${org.projectId}`);
-    const poisonCount = options.poison?.issues ?? 0;
-    const quarantineAfter = options.poison?.quarantineAfter ?? 3;
-    if (options.verify) await setVerificationCommand(services, { project: org.projectId, mode: "ci", checks: "test" });
-    const humans = ["alice", "bob", "carol"] as const;
-    const plan = planAgents(options.agents, perProcess);
-    const keyFor = new Map<string, { key: string; userId: string }>();
-    const mint = async (label: string, who: (typeof humans)[number]) => {
-      if (!keyFor.has(label)) {
-        if (poisonCount > 0) {
-          // Org-wide keys: dispatched from the swarm's project and the poison project alike.
-          const userId = org.agents[who].userId;
-          const { key } = await mintAgentKey(services.db, { orgId: org.orgId, userId, runtime: label, projectId: null });
-          keyFor.set(label, { key, userId });
-        } else {
-          const agent = await org.agentFor(who, label);
-          keyFor.set(label, { key: agent.key, userId: agent.principal.userId! });
-        }
-      }
-      return keyFor.get(label)!;
-    };
-    const groups: AgentSpec[][] = [];
-    const agents = { solo: 0, shared: 0, subagent: 0, orchestrator: 0 };
-    let slot = 0;
-    for (const group of plan) {
-      const specs: AgentSpec[] = [];
-      for (const { role, team } of group) {
-        const name = `swarm-${slot}`;
-        const who = humans[slot++ % humans.length]!;
-        // A solo agent's name is its key's runtime label; shared and team keys are labelled by what shares them.
-        const { key, userId } = await mint(role === "solo" ? name : role === "shared" ? "swarm-shared" : `swarm-team-${team}`, role === "solo" ? who : humans[(team ?? 0) % humans.length]!);
-        specs.push({ name, key, userId, role, ...(team === undefined ? {} : { team }) });
-        agents[role]++;
-      }
-      groups.push(specs);
-    }
-    agents.orchestrator = new Set(groups.flat().flatMap((s) => (s.team === undefined ? [] : [s.team]))).size;
-    const graph = randomGraph(options.issues, random, { bob: org.agents.bob.userId, carol: org.agents.carol.userId });
-    await seedGraph(services, { orgId: org.orgId, projectId: org.projectId, prefix: org.prefix, authorId: org.agents.alice.userId }, graph, new Date());
-    const seededPriority = new Map(graph.issues.map((issue, i) => [`${org.prefix}-${i + 1}`, issue.priority]));
-    log(`swarm: seeded ${graph.issues.length} issues, ${graph.edges.length} dependency edges`);
-    const poison: string[] = [];
-    if (poisonCount > 0) {
-      const project = await createProject(services.db, { orgId: org.orgId, name: "Poison", prefix: "PSN" });
-      await query(services.db, sql`update projects set quarantine_after = ${quarantineAfter} where id = ${project.id}`);
-      // Urgent and older than every swarm issue: taken first, and no tie with them in the order.
-      const base = Date.now() - options.issues - 120_000;
-      const poisonGraph: SeedGraph = {
-        issues: Array.from({ length: poisonCount }, (_, i) => ({ title: `Poison issue ${i + 1}`, priority: 1, dueAt: null, assigneeId: null, createdAt: new Date(base + i) })),
-        edges: [],
-      };
-      for (const seeded of await seedGraph(services, { orgId: org.orgId, projectId: project.id, prefix: "PSN", authorId: org.agents.alice.userId }, poisonGraph, new Date())) {
-        poison.push(seeded.identifier);
-        seededPriority.set(seeded.identifier, 1);
-      }
-      log(`swarm: seeded ${poisonCount} poison issues (quarantine after ${quarantineAfter})`);
-    }
+    const { org, groups, agents, seededPriority, poison, poisonCount, quarantineAfter } = await seedSwarm(services, options, perProcess, random, log);
 
     // App instances on fixed ports (a restarted instance comes back where agents expect it), then workers.
     const ports = await Promise.all(Array.from({ length: options.instances }, () => freePort()));
@@ -367,78 +159,20 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     };
 
     // Faults, keyed to progress.
-    type Fault = { at: number; name: string; run: () => Promise<void> };
-    const schedule: Fault[] = [];
-    const agentKills = options.agentKills ?? 6;
-    for (let k = 1; k <= agentKills; k++) {
-      schedule.push({
-        at: k / (agentKills + 1),
-        name: "kill an agent process",
-        run: async () => {
-          const group = Math.floor(random() * groups.length);
-          await killAgents(group);
-          faults.agentKills++;
-          launch(group);
-        },
-      });
-    }
-    const appRestarts = options.appRestarts ?? 1;
-    for (let k = 1; k <= appRestarts; k++) {
-      schedule.push({
-        at: (0.3 * k) / appRestarts,
-        name: "kill and restart an app instance",
-        run: async () => {
-          const index = Math.floor(random() * apps.length);
-          const app = apps[index]!;
-          apps[index] = null;
-          const outage: Outage = { endpoint: endpoints[index], what: "app instance killed", from: Date.now(), to: Infinity };
-          outages.push(outage);
-          await killHard(app.child);
-          faults.appKills++;
-          await sleep(1_000);
-          // As a supervisor would: an app that exits while starting (PostgreSQL restarting under it
-          // when the faults overlap on a slow machine) is started again.
-          for (let attempt = 1; ; attempt++) {
-            try {
-              apps[index] = await startApp(env, { port: app.port, timeoutMs: 120_000 });
-              break;
-            } catch (error) {
-              if (attempt >= 5) throw error;
-              await sleep(1_000);
-            }
-          }
-          outage.to = Date.now();
-        },
-      });
-    }
-    const pgRestarts = options.postgresRestarts ?? 1;
-    for (let k = 1; k <= pgRestarts; k++) {
-      schedule.push({
-        at: 0.5 + (0.4 * (k - 1)) / pgRestarts,
-        name: "restart PostgreSQL",
-        run: async () => {
-          const outage: Outage = { what: "PostgreSQL restart", from: Date.now(), to: Infinity };
-          outages.push(outage);
-          pg.restart();
-          outage.to = Date.now();
-          faults.postgresRestarts++;
-        },
-      });
-    }
-    const redisRestarts = redis ? (options.redisRestarts ?? 1) : 0;
-    for (let k = 1; k <= redisRestarts; k++) {
-      schedule.push({
-        at: 0.7 + (0.2 * (k - 1)) / redisRestarts,
-        name: "stop and start Redis",
-        run: async () => {
-          await privateRedis!.stop();
-          faults.redisRestarts++;
-          await sleep(2_000);
-          await privateRedis!.start();
-        },
-      });
-    }
-    schedule.sort((a, b) => a.at - b.at);
+    const schedule = scheduleFaults({
+      options,
+      random,
+      groups: groups.length,
+      killAgents,
+      launch,
+      apps,
+      endpoints,
+      env,
+      pg,
+      redis: privateRedis,
+      faults,
+      outages,
+    });
 
     const started = Date.now();
     const deadline = started + options.minutes * 60_000;
@@ -518,47 +252,4 @@ export async function runSwarm(options: SwarmOptions): Promise<SwarmResult> {
     for (const cleanup of cleanups.reverse()) await cleanup();
     if (!process.env.SWARM_KEEP_LOGS) fs.rmSync(runDir, { recursive: true, force: true });
   }
-}
-
-export function formatSwarm(result: SwarmResult): string {
-  const f = result.check.figures;
-  const lines = [
-    `issues finished     ${f.finished}/${f.issues - f.quarantine.poison} in ${result.seconds.toFixed(1)} s (${result.issuesPerSecond.toFixed(1)} issues/s)`,
-    `agents              ${result.agents.solo} solo (a key each), ${result.agents.shared} on one shared key, ${result.agents.subagent} subagents of ${result.agents.orchestrator} orchestrators (next_batch)`,
-    `claims              ${f.claims} (reclaims after expiry ${f.reclaims}, releases ${f.releases}, by next_batch ${f.batchClaims})`,
-    `refusals            ${Object.entries(f.refusals).map(([code, n]) => `${code} ${n}`).join(", ") || "none"}`,
-    `siblings            ${f.siblingProbes} tokenless writes to a sibling session's lease: ${f.siblingMismatches} refused CLAIM_MISMATCH while it was live, ${f.siblingProbesAccepted} accepted`,
-    `finishes            ${f.toldFinished} agents told they finished (${f.alreadyFinishedReplies} retries told alreadyFinished); superseded writes accepted ${f.supersededAccepted}`,
-    `stale writes        ${f.staleWritesRefused} refused, ${f.staleWritesAccepted} accepted`,
-    `dispatches checked  ${f.dispatchesChecked} against the order (near misses inside the in-flight window: ${f.orderNearMisses})`,
-    `resumed claims      ${f.resumedClaimsChecked} carried the last checkpoint check (${f.resumedAfterExpiry} after an expiry)`,
-    `faults              ${result.faults.agentKills} agent processes SIGKILLed, ${result.faults.appKills} app instance kills, ${result.faults.postgresRestarts} PostgreSQL restarts, ${result.faults.redisRestarts} Redis restarts`,
-    `agent retries       ${f.agentRetries} (transport errors, 5xx, UNAVAILABLE); claims with no agent record (killed): ${f.claimsWithoutAgentRecord}`,
-    `  by cause          ${Object.entries(result.transport.byCode).map(([code, n]) => `${code} ${n.failures} (${n.expected} in a fault)`).join(", ") || "none"}; unexpected ${result.transport.unexpected.length}`,
-    ...result.transport.unexpected.slice(0, 20).map((u) => `  ? ${u}`),
-    ...(result.ci
-      ? [
-          `verification        ${f.verification.finishes} finishes with evidence, attested by the fake CI over POST /api/ci/verify: ${result.ci.failed} red (${Object.keys(result.ci.failuresByIssue).length} issues reopened, ${f.verification.redispatched} failures dispatched again, ${f.verification.reopenedWithGotchas} next claims handed the failing check as gotchas), ${result.ci.passed} green; ${result.ci.resent} attestations resent; finish to verdict median ${median(result.ci.finishToVerdictMs)} ms`,
-          `  gating            ${f.verification.gatedClaims} claims of issues with blockers, each committed after every blocker's pass; on a pending or failed blocker: ${f.verification.claimsOnUnverifiedBlocker}; ${f.verification.passed} of ${f.issues - f.quarantine.poison} issues done and passed`,
-        ]
-      : []),
-    ...(result.poison
-      ? [
-          `quarantine          ${f.quarantine.quarantined} of ${f.quarantine.poison} poison issues quarantined after exactly ${result.poison.quarantineAfter} abandoned claims (${f.quarantine.claims} claims, ${f.quarantine.died} agents died on them); claimed after quarantine: ${f.quarantine.claimedAfter}`,
-        ]
-      : []),
-    `violations          ${Object.entries(result.check.violationCounts).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}`,
-    ...result.check.violations.slice(0, 50).map((v) => `  ✗ ${v}`),
-    `metrics             ${result.metrics.scrapes} scrapes (${result.metrics.failedScrapes} failed, during restarts); without the token: ${result.metrics.withoutToken}; an unsigned webhook delivery: ${result.metrics.webhookProbes.join(", ")}`,
-    `  moved             ${result.metrics.moved.join(", ")}`,
-    `  never moved       ${result.metrics.still.join(", ") || "none"}`,
-    `seed                ${result.seed}`,
-  ];
-  return lines.join("\n");
-}
-
-function median(values: number[]): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.floor(sorted.length / 2)]!);
 }

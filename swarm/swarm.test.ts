@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { testDirectUrl, testDriver } from "../server/testing/db.ts";
 import { privatePostgresAvailable } from "./private-postgres.ts";
-import { formatSwarm, runSwarm } from "./run.ts";
+import { formatSwarm } from "./format.ts";
+import { runSwarm } from "./run.ts";
 
 /**
  * The swarm, small enough for CI: 12 agents in separate processes over /mcp on two app
@@ -63,7 +64,7 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("swarm (
     // The project verifies finishes in CI: agents finish with a commit per claim, and the fake CI
     // attests each over POST /api/ci/verify with a CI key, red for a fifth of commits (at most two
     // per issue). Two poison issues, in a project of their own with quarantine_after 3, kill every
-    // agent that takes them (swarm/agent.ts). Faults as above, fewer.
+    // agent that takes them (swarm/agent-work.ts). Faults as above, fewer.
     const pooler = testDirectUrl !== undefined;
     const result = await runSwarm({
       agents: 9,
