@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { leases } from "../../db/schema/index.ts";
 import { sha256 } from "../crypto/index.ts";
-import type { IssueRow } from "../issues/store.ts";
+import type { IssueRow } from "../issues/types.ts";
 import { isLeaseLive } from "../issues/fencing.ts";
 
 /**

@@ -3,7 +3,8 @@ import type { Db } from "../../db/client.ts";
 import { issues, projects } from "../../db/schema/index.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import type { SaveInput } from "./schemas.ts";
-import type { IssueRow, WriteScope } from "./store.ts";
+import type { WriteScope } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 
 /** A project's verification settings (decision 045). */
 export async function projectVerification(db: Db, projectId: string) {

@@ -4,7 +4,8 @@ import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import type { Principal } from "../context.ts";
-import { latestCheckpoint, type IssueRow, type WriteScope } from "./store.ts";
+import { latestCheckpoint, type WriteScope } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 
 /**
  * Fencing (decision 036): the claim token is the capability. A lease is held by the MCP session

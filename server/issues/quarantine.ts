@@ -11,7 +11,8 @@ import { actorOf, requireRole } from "../orgs/access.ts";
 import { reachable } from "../orgs/scope.ts";
 import { triagePlaceOf } from "./refusals.ts";
 import { identifierSchema } from "./schemas.ts";
-import { findIssue, inTransaction, type IssueRow, type WriteScope } from "./store.ts";
+import { findIssue, inTransaction, type WriteScope } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 
 /**
  * Quarantine (decision 055): an issue whose claims were abandoned K times in a row is blocked

@@ -12,9 +12,9 @@ import { endOfDayIn } from "./levels.ts";
 import { gatesDependents, isOpen } from "../../db/schema/dispatch.ts";
 import { projectReach, reachable, reaches, type Reach } from "../orgs/scope.ts";
 import { projectNamedBy } from "../orgs/index.ts";
+import type { IssueRow } from "./types.ts";
 
-/** Shared plumbing of issue writes: the row type, lookups scoped to the caller's org, parsing. */
-export type IssueRow = typeof issues.$inferSelect;
+/** Shared plumbing of issue writes: transactions, lookups scoped to the caller's org, parsing (the row type is in ./types.ts). */
 
 const issueColumns = Object.entries(getTableColumns(issues));
 

@@ -8,7 +8,8 @@ import { actorOf } from "../orgs/access.ts";
 import { currentHolder, isLeaseLive, requireLiveToken } from "./fencing.ts";
 import { alreadyClaimed, selfReview } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
-import type { IssueRow, WriteScope } from "./store.ts";
+import type { WriteScope } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 
 /** People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost. */
 export function notices(scope: WriteScope, row: IssueRow, change: { statusChanged: boolean; to: string; assigned: boolean }) {

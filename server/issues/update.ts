@@ -24,9 +24,9 @@ import {
   resolveAssignee,
   RetryTransaction,
   validParent,
-  type IssueRow,
   type WriteScope,
 } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
 import { quarantinedRefusal } from "./quarantine.ts";
 import { issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";

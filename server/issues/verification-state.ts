@@ -1,6 +1,6 @@
 import { and, eq, lte } from "drizzle-orm";
 import { issues } from "../../db/schema/index.ts";
-import type { IssueRow } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 
 /**
  * A finish CI has not settled past its project's window reads `stale` (issue 35, decisions 045

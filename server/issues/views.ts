@@ -7,7 +7,8 @@ import { issueBranch, slaOf } from "./levels.ts";
 import { quarantineOf } from "./quarantine.ts";
 import { verificationNow } from "./verification-state.ts";
 import { isLeaseLive } from "./fencing.ts";
-import { isTerminal, type IssueRow } from "./store.ts";
+import { isTerminal } from "./store.ts";
+import type { IssueRow } from "./types.ts";
 import { reaches, type Reach } from "../orgs/scope.ts";
 
 /** What reads return: plain JSON with ISO dates, content decrypted. */

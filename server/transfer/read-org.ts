@@ -17,6 +17,7 @@ import {
   relations,
 } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";
+import type { IssueRow } from "../issues/types.ts";
 import { evidenceOf } from "../issues/views.ts";
 import { notFound } from "../errors.ts";
 import {
@@ -126,8 +127,6 @@ export async function readLabels(db: Db, orgId: string): Promise<ExportLabel[]> 
   const rows = await db.select().from(labels).where(eq(labels.orgId, orgId)).orderBy(asc(labels.name));
   return rows.map((l) => ({ name: l.name, color: l.color, createdAt: l.createdAt.toISOString() }));
 }
-
-type IssueRow = typeof issues.$inferSelect;
 
 /** Pages of one project's issues in number order (the issues_project_number_uq index). */
 export async function* issueRowPages(db: Db, projectId: string, pageSize = ISSUE_PAGE): AsyncGenerator<IssueRow[]> {

@@ -1,7 +1,8 @@
 import { and, desc, eq, isNotNull } from "drizzle-orm";
 import { agentKeys, keyRiders, leases } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
-import type { IssueRow, WriteScope } from "../issues/store.ts";
+import type { WriteScope } from "../issues/store.ts";
+import type { IssueRow } from "../issues/types.ts";
 import { newId } from "../orgs/index.ts";
 import { forgetCachedKeys } from "../orgs/key-cache.ts";
 
