@@ -42,7 +42,6 @@ async function changeRelation(
     // Found as asked, an old prefix's identifier included; written and answered as they read now (decision 089).
     const source = locked.find((r) => r.asked.includes(sourceIdent))!;
     const target = locked.find((r) => r.asked.includes(targetIdent))!;
-    if (source.id === target.id) throw invalidInput(`${sourceIdent} and ${targetIdent} are one issue (${source.identifier})`, "Pass two different issues.");
     const changed = await apply(scope, { source, target, sourceIdent: source.identifier, targetIdent: target.identifier, type });
     if (changed) {
       if (change === "added") meter(scope, "add_relation", "dispatch", target.id);
@@ -72,6 +71,8 @@ export async function addRelation(ctx: Ctx, raw: z.input<typeof relationInput>) 
   const input = relationInput.parse(raw);
   if (input.sourceId === input.targetId) throw invalidInput("an issue cannot relate to itself", "Pass two different issues.");
   const { changed, ...relation } = await changeRelation(ctx, input, "added", async ({ tx }, { source, target, sourceIdent, targetIdent, type }) => {
+    // Two identifiers of one issue (an old prefix's and the current one, decision 089); removing such a pair changes nothing.
+    if (source.id === target.id) throw invalidInput(`${input.sourceId} and ${input.targetId} are one issue (${source.identifier})`, "Pass two different issues.");
     if (type === "blocks" && (await reaches(tx, target.id, source.id))) {
       throw new DomainError(
         "CYCLE",
