@@ -4,6 +4,7 @@ import { requireMember } from "../auth.server.ts";
 import { attempt } from "../errors.server.ts";
 import { addProject } from "../../server/orgs/account.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
+import { renameProjectPrefix } from "../../server/orgs/rename-prefix.ts";
 import { listVerificationSettings, setVerification } from "../../server/verification/settings.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice } from "../components/ui.tsx";
 import "../components/dash/dash.css";
@@ -38,6 +39,14 @@ export async function action({ request, context }: Route.ActionArgs) {
       }),
     );
     return set.ok ? { created: null, verified: set.value.prefix, error: null } : { created: null, verified: null, error: set.error };
+  }
+  if (form.get("intent") === "rename-prefix") {
+    const renamed = await attempt(context.log, () =>
+      renameProjectPrefix(ctx, { project: String(form.get("projectId") ?? ""), prefix: String(form.get("prefix") ?? "") }),
+    );
+    return renamed.ok
+      ? { created: null, verified: null, renamed: `${renamed.value.previous} is now ${renamed.value.prefix}`, error: null }
+      : { created: null, verified: null, renameError: renamed.error, error: null };
   }
   const result = await attempt(context.log, () =>
     addProject(ctx, { name: String(form.get("name") ?? ""), prefix: String(form.get("prefix") ?? "") }),
@@ -124,6 +133,34 @@ export default function Projects({ loaderData, actionData }: Route.ComponentProp
               </Form>
             );
           })}
+        </Card>
+      ) : null}
+      {canCreate && projects.length > 0 ? (
+        <Card title="Rename a prefix">
+          <p className="text-sm text-stone-600">
+            Every issue of the project is renamed at once (WEB-42 becomes APP-42). The old prefix stays the project's: WEB-42 keeps naming the same
+            issue in links, agents' calls, the CLI and mentions, and no other project may take it. Branches already handed out keep their names.
+          </p>
+          <ErrorNote error={actionData && "renameError" in actionData ? actionData.renameError : null} />
+          {actionData && "renamed" in actionData && actionData.renamed ? <Notice>Renamed: {actionData.renamed}.</Notice> : null}
+          <Form method="post" className="mt-3 flex flex-wrap items-end gap-3" aria-label="Rename a project's prefix">
+            <input type="hidden" name="intent" value="rename-prefix" />
+            <label className="flex flex-col text-sm">
+              Project
+              <select name="projectId" className="rounded border border-stone-300 px-2 py-1.5">
+                {projects.map((p) => (
+                  <option key={p.id} value={p.id}>
+                    {p.prefix} · {p.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="flex flex-col text-sm">
+              New prefix
+              <input name="prefix" required minLength={2} maxLength={10} pattern="[A-Za-z][A-Za-z0-9]{1,9}" placeholder="APP" className="rounded border border-stone-300 px-2 py-1.5 font-mono" />
+            </label>
+            <Button>Rename</Button>
+          </Form>
         </Card>
       ) : null}
       {canCreate ? (

@@ -88,6 +88,22 @@ it("refuses a prefix another project has now or had before, and a malformed one,
   const malformed = await retasc(ada.person, ["project", "rename-prefix", "A", "--project", "DOC", "--org-id", orgId]);
   expect(malformed.code).toBe(1);
   expect(malformed.stderr).toMatch(/✗ INVALID_INPUT: .*2-10 letters or digits/);
+  // The Dash's Projects page renames too, with the same rule: a member is refused, an owner renames.
+  const post = (person: Person, prefix: string) =>
+    fetch(`${server.url}/dash/settings/projects.data`, {
+      method: "POST",
+      headers: { cookie: person.cookie, origin: server.url },
+      body: new URLSearchParams({ intent: "rename-prefix", projectId: docs.projectId, prefix }),
+    });
+  const byMember = await post(cy, "DOX");
+  expect(await byMember.text()).toContain("FORBIDDEN");
+  const byOwner = await post(ada.person, "dox");
+  expect(byOwner.status).toBe(200);
+  expect(await byOwner.text()).toContain("DOC is now DOX");
+  const page = await (await fetch(`${server.url}/dash/settings/projects`, { headers: { cookie: ada.person.cookie } })).text();
+  expect(page).toContain("Rename a prefix");
+  expect(page).toContain(">DOX<");
+
   const none = await retasc(ada.person, ["project", "rename-prefix", "--org-id", orgId]);
   expect(none.code).toBe(1);
   expect(none.stderr).toContain("✗ INVALID_INPUT: project rename-prefix needs the new prefix");
