@@ -16,7 +16,8 @@ import { screenshot, startDashWorld, watchConsole, type DashWorld } from "./dash
  * its navigation, so a page added there is checked too. Screenshots land in e2e/artifacts/.
  */
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
-const widths = [1280, 390] as const;
+// The phone first: each page is loaded at 390 px, then widened to 1280 px (inspect).
+const widths = [390, 1280] as const;
 
 let world: DashWorld;
 let signedIn: BrowserContext;
@@ -32,36 +33,47 @@ interface Finding {
   problem: string;
 }
 
-/** Loads a page at a width and says what is wrong with it (overflow, console errors, axe violations). */
-async function inspect(page: Page, path: string, width: number, name: string, act?: (page: Page) => Promise<void>): Promise<Finding[]> {
+/**
+ * Loads a page once, at the first of `at` (the phone's width first, as a phone opens it), and says
+ * what is wrong with it at each width in turn, the window resized between: sideways scroll and axe
+ * at every width, answers and console errors once. One navigation per page, not one per width.
+ */
+async function inspect(page: Page, path: string, at: readonly number[], name: string, act?: (page: Page) => Promise<void>): Promise<Finding[]> {
   const { errors } = watchConsole(page);
-  await page.setViewportSize({ width, height: 900 });
+  await page.setViewportSize({ width: at[0]!, height: 900 });
   const response = await page.goto(`${world.main.url}${path}`);
   await page.waitForLoadState("networkidle").catch(() => {});
   if (act) await act(page);
   const found: Finding[] = [];
-  if (response?.status() !== 200) found.push({ page: name, width, problem: `answered ${response?.status()}` });
-  const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
-  if (wide.scroll > wide.inner) {
-    const culprits = await page.evaluate(() =>
-      [...document.querySelectorAll("body *")]
-        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
-        .slice(0, 4)
-        .map((el) => `${el.tagName.toLowerCase()}.${String(el.className).slice(0, 60)}`),
-    );
-    found.push({ page: name, width, problem: `${wide.scroll} px wide in a ${wide.inner} px window (${culprits.join("; ")})` });
-  }
+  if (response?.status() !== 200) found.push({ page: name, width: at[0]!, problem: `answered ${response?.status()}` });
   await page.addScriptTag({ path: axePath });
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const result = await axe.run();
-    return result.violations
-      .filter((v) => v.impact === "serious" || v.impact === "critical")
-      .map((v) => `${v.impact} ${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
-  });
-  for (const v of violations) found.push({ page: name, width, problem: `axe ${v}` });
-  for (const e of errors) found.push({ page: name, width, problem: e });
-  await screenshot(page, `layout-${name}-${width}`);
+  for (const width of at) {
+    if (width !== at[0]) {
+      await page.setViewportSize({ width, height: 900 });
+      // Two frames: the resize's layout and whatever a media query's change renders.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    }
+    const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+    if (wide.scroll > wide.inner) {
+      const culprits = await page.evaluate(() =>
+        [...document.querySelectorAll("body *")]
+          .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+          .slice(0, 4)
+          .map((el) => `${el.tagName.toLowerCase()}.${String(el.className).slice(0, 60)}`),
+      );
+      found.push({ page: name, width, problem: `${wide.scroll} px wide in a ${wide.inner} px window (${culprits.join("; ")})` });
+    }
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      const result = await axe.run();
+      return result.violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => `${v.impact} ${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+    });
+    for (const v of violations) found.push({ page: name, width, problem: `axe ${v}` });
+    await screenshot(page, `layout-${name}-${width}`);
+  }
+  for (const e of errors) found.push({ page: name, width: at[0]!, problem: e });
   return found;
 }
 
@@ -173,22 +185,20 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     const slug = (path: string) => path.replace(/^\//, "").replace(/[^a-zA-Z0-9]+/g, "-") || "home";
 
     const findings: Finding[] = [];
-    for (const width of widths) {
-      for (const path of dashPages) findings.push(...(await inspect(page, path, width, slug(path.startsWith("/join/") ? "/join" : path))));
-      // The pages as they are right after minting a key and a setup code (long secrets shown once).
-      findings.push(
-        ...(await inspect(page, "/dash/settings/keys", width, "keys-minted", async (p) => {
-          await p.getByRole("button", { name: "Mint key" }).click();
-          await p.getByTestId("new-key").waitFor();
-          await p.getByRole("button", { name: "Get a setup code" }).click();
-          await p.getByTestId("setup-code").waitFor();
-        })),
-      );
-    }
+    for (const path of dashPages) findings.push(...(await inspect(page, path, widths, slug(path.startsWith("/join/") ? "/join" : path))));
+    // The page as it is right after minting a key and a setup code (long secrets shown once).
+    findings.push(
+      ...(await inspect(page, "/dash/settings/keys", widths, "keys-minted", async (p) => {
+        await p.getByRole("button", { name: "Mint key" }).click();
+        await p.getByTestId("new-key").waitFor();
+        await p.getByRole("button", { name: "Get a setup code" }).click();
+        await p.getByTestId("setup-code").waitFor();
+      })),
+    );
     // Dark mode (the system setting): the same pages keep their contrast.
     const dark = await signedInDark.newPage();
     for (const path of ["/dash", "/dash/queue", "/dash/analytics", `/dash/issues/${issueIds[0]}`, "/dash/settings/members"]) {
-      findings.push(...(await inspect(dark, path, 1280, `dark-${slug(path)}`)));
+      findings.push(...(await inspect(dark, path, [1280], `dark-${slug(path)}`)));
     }
     expect(findings).toEqual([]);
   });
@@ -214,10 +224,8 @@ describe.skipIf(testDriver !== "postgres")("every page at 1280 and 390 px (needs
     expect(publicPages).toEqual(expect.arrayContaining(["/product", "/compare", "/wire", "/pricing", "/connectors", "/migrate", "/guides", "/guides/agent-swarm"]));
     const findings: Finding[] = [];
     const outPage = await signedOut.newPage();
-    for (const width of widths) {
-      for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases", ...publicPages]) {
-        findings.push(...(await inspect(outPage, path, width, slug(path))));
-      }
+    for (const path of ["/", "/auth/sign-in", "/auth/sign-up", "/docs", "/docs/security", "/docs/decisions/036-a-claim-is-its-token-sessions-hold-leases", ...publicPages]) {
+      findings.push(...(await inspect(outPage, path, widths, slug(path))));
     }
     expect(findings).toEqual([]);
   });
