@@ -323,6 +323,15 @@ const rows: Row[] = [
     },
   },
   {
+    action: "rename a project's prefix ⁶",
+    allowed: managers,
+    probe: "NOT_FOUND",
+    doors: {
+      Dash: (a) => dash(a, "/dash/settings/projects", { intent: "rename-prefix", projectId: "NOPE", prefix: "ZZZ" }),
+      CLI: (a) => cli(a, "projects", { action: "rename-prefix", project: "NOPE", prefix: "ZZZ" }),
+    },
+  },
+  {
     action: "import again with a kept credential ⁵",
     allowed: managers,
     probe: "NOT_FOUND",
