@@ -13,7 +13,12 @@ interface ImportStatus {
   linkReasons?: Record<string, number>;
   error: string | null;
   finishedAt: string | null;
+  /** About how long this step has left (server/transfer/pipeline/status.ts). */
+  etaSeconds?: number | null;
 }
+
+/** "about 40 s" / "about 3 min": an estimate says no more than it knows. */
+export const roughly = (seconds: number) => (seconds < 90 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`);
 
 const phaseLabel = (from: string) => ({ fetching: `Fetching from ${from}`, applying: "Applying to Retasc", linking: "Linking relations", done: "Done", failed: "Failed" }) as const;
 
@@ -41,6 +46,11 @@ export function ImportProgress({ status, from }: { status: ImportStatus; from: s
         <p className="text-sm" data-testid="import-count">
           {status.done} of {status.total}
         </p>
+        {running && status.etaSeconds ? (
+          <p className="text-sm text-muted" data-testid="import-eta">
+            {`${roughly(status.etaSeconds)} left in this step`}
+          </p>
+        ) : null}
         {running ? (
           <p className="text-sm text-muted">
             This page follows along; without JavaScript,{" "}

@@ -26,6 +26,8 @@ interface Status {
   error: string | null;
   waitingUntil: string | null;
   lastImportAt: string | null;
+  /** About how long this step has left, at the run's pace so far. */
+  etaSeconds?: number | null;
 }
 interface DryRun {
   counts: Record<string, number>;
@@ -140,7 +142,8 @@ async function follow(session: SignedIn, endpoint: string, orgId: string, runId:
   for (;;) {
     const status = await asSession<Status>(session, endpoint, { query: { orgId, runId } });
     const waiting = status.waitingUntil ? `  (the source asked us to wait until ${status.waitingUntil})` : "";
-    const line = `${PHASE_WORDS[status.phase]}  ${bar(status.done, status.total)} ${status.done}/${status.total}${waiting}`;
+    const eta = status.etaSeconds ? `  ~${status.etaSeconds < 90 ? `${status.etaSeconds} s` : `${Math.round(status.etaSeconds / 60)} min`} left` : "";
+    const line = `${PHASE_WORDS[status.phase]}  ${bar(status.done, status.total)} ${status.done}/${status.total}${eta}${waiting}`;
     if (!quiet && line !== last) {
       if (tty) process.stderr.write(`\r\x1b[2K${line}`);
       else note(line);

@@ -22,7 +22,18 @@ export async function importStatus(ctx: Ctx, raw: z.input<typeof statusInput>) {
   const [run] = await ctx.db.select().from(linearImportRuns).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.orgId, orgId)));
   if (!run) throw notFound(`import ${runId}`, "Starting an import answers the run's id.");
   const { failure, ...status } = await statusOf(ctx, run);
-  return { ...status, error: failure };
+  return { ...status, error: failure, etaSeconds: etaSecondsOf(run, ctx.clock.now()) };
+}
+
+/**
+ * About how long the run's current step has left, in seconds, at the pace it has kept since the
+ * run began (the apply runs beside the fetch, so both steps' paces are over the whole run); null
+ * until there is a pace to go by, and once the step is over.
+ */
+export function etaSecondsOf(run: Pick<RunRow, "phase" | "done" | "total" | "createdAt">, now: Date): number | null {
+  const elapsed = (now.getTime() - run.createdAt.getTime()) / 1000;
+  if ((run.phase !== "fetching" && run.phase !== "applying") || run.done <= 0 || run.done >= run.total || elapsed < 2) return null;
+  return Math.max(1, Math.round((elapsed * (run.total - run.done)) / run.done));
 }
 
 type RunRow = typeof linearImportRuns.$inferSelect;
