@@ -4,7 +4,7 @@ import { useSubmit } from "react-router";
 export const personLabel = (p: { name: string; email: string }) => (p.name && p.name !== p.email ? `${p.name} <${p.email}>` : p.email);
 
 /**
- * The `q` field of a GET form that narrows a page's person pickers (server/orgs/members.ts
+ * The `q` field of a GET form that narrows a page's person pickers (server/orgs/people-pickers.ts
  * findPeople), so anyone in an org of any size is found: without JavaScript, submit the form;
  * with it, the page follows as you type. Says when more people match than the pickers show.
  */
