@@ -15,7 +15,7 @@ import { seedOrg } from "../testing/fixtures.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 import { listVerificationSettings, setVerification } from "../verification/settings.ts";
 import { importExport } from "./import.ts";
-import { setLink } from "./pipeline/apply.ts";
+import { setLink } from "./pipeline/apply-rows.ts";
 import { comparable, exportText, furnishOrg, writeExport } from "./testing.ts";
 
 const env = useTestServices();

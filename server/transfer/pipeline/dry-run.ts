@@ -1,7 +1,7 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { importGhosts, type IssueStatus } from "../../../db/schema/index.ts";
 import type { Ctx } from "../../context.ts";
-import { inChunks, linksOf } from "./apply.ts";
+import { inChunks, linksOf } from "./apply-rows.ts";
 import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
 import type { LinkReason } from "./files.ts";
 import type { SourceIssue, SourceReader } from "./stream.ts";

@@ -6,7 +6,7 @@ import type { SourceAttachment, SourceIssue, SourcePerson } from "./stream.ts";
  * `![shot.png](https://uploads.linear.app/…)`) come over as files too. Otherwise they would point
  * at the source's uploads host, which serves them only with the source's credential. The adapter
  * adds each as an attachment marked `inline`. Staging downloads it like any file. The apply
- * points the text at the file's download path here, once it is one (./apply.ts).
+ * points the text at the file's download path here, once it is one (./apply-children.ts).
  */
 
 // A Markdown link or image target: `](url)`, `](<url>)` or `](url "title")`.

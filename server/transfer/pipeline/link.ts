@@ -3,7 +3,7 @@ import { query, type Db } from "../../../db/client.ts";
 import { linearLinks, relations } from "../../../db/schema/index.ts";
 import { rerank } from "../../issues/ranking.ts";
 import { newId } from "../../orgs/index.ts";
-import { digest, inChunks, linksOf, writeLinks } from "./apply.ts";
+import { digest, inChunks, linksOf, writeLinks } from "./apply-rows.ts";
 import { insertJson } from "./json-rows.ts";
 import type { SourceIssue } from "./stream.ts";
 import { isOpen } from "../../../db/schema/dispatch.ts";
