@@ -134,8 +134,9 @@ function harnessHealth(report: HarnessReport): { ok: boolean; detail: string } {
       ? { ok: true, detail: `found, wired: ${report.file} runs ${runs}` }
       : { ok: false, detail: `found, wired to ${command}, which is not there: run \`retasc setup\`` };
   }
-  if (report.state === "not-wired") return { ok: false, detail: `found, not wired (${report.detail}): run \`retasc setup\`` };
-  return { ok: false, detail: `found, not wired: ${report.detail}` };
+  // Not wired at user level is not broken: a bound folder's .mcp.json wires the harness there. Only a wiring that cannot run fails.
+  if (report.state === "not-wired") return { ok: true, detail: `found, not wired at user level (${report.detail}): \`retasc setup\` wires it` };
+  return { ok: true, detail: `found, not wired at user level: ${report.detail}` };
 }
 
 function isExecutable(file: string): boolean {
