@@ -7,14 +7,13 @@ import type { Ctx, Services } from "../context.ts";
 import { useTestServices } from "../testing/database.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
-import { waitFor } from "../testing/wait.ts";
 import { importAgain } from "./again.ts";
 import { startJiraImport } from "./jira/index.ts";
 import { snapshotProject } from "./linear/testing.ts";
 import { startLinearImport } from "./linear/index.ts";
-import { applyImportRun } from "./pipeline/apply-run.ts";
 import { forgetImportCredential, listKeptCredentials } from "./pipeline/kept-credentials.ts";
 import { importStatus } from "./pipeline/status.ts";
+import { finishRun } from "./pipeline/testing.ts";
 
 /**
  * A credential kept to import again (decision 094), against local Linear and Jira stand-ins over
@@ -39,14 +38,7 @@ afterAll(() => Promise.all([linear?.close(), jira?.close()]));
 const alice = () => ({ ...org.agents.alice.ctx, config: services.config }) as Ctx;
 const bob = () => ({ ...org.agents.bob.ctx, config: services.config }) as Ctx;
 
-async function finish(ctx: Ctx, runId: string) {
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (ctx: Ctx, runId: string) => finishRun(services, ctx, runId);
 
 const storedCredentials = async (orgId: string) => query<{ source: string; credential_enc: string }>(services.db, sql`select source, credential_enc from import_credentials where org_id = ${orgId}`);
 

@@ -8,11 +8,8 @@ import { renderHtml } from "../../markdown/render.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";
-import { applyImportRun } from "../pipeline/apply-run.ts";
-import { importStatus } from "../pipeline/status.ts";
-import { identifiersBySourceId } from "../pipeline/testing.ts";
+import { identifiersBySourceId, finishRun } from "../pipeline/testing.ts";
 import { asanaPriority, asanaStatus, COMPLETED, NO_SECTION } from "./normalize.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "./index.ts";
 import { asanaRichText } from "./rich-text.ts";
@@ -43,15 +40,7 @@ const token = () => ({ accessToken: asana.token });
 const sectionOf = (t: { memberships?: { section?: { name: string } | null }[] }) => t.memberships?.[0]?.section?.name ?? NO_SECTION;
 const priorityOf = (t: { custom_fields?: { name: string; enum_value?: { name: string } | null }[] }) => t.custom_fields?.find((f) => f.name === "Priority")?.enum_value?.name;
 
-async function finish(runId: string) {
-  const ctx = ctxOf("alice");
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `Asana run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (runId: string) => finishRun(services, ctxOf("alice"), runId);
 
 describe("the Asana import", () => {
   let projectId: string;

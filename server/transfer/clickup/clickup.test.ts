@@ -12,7 +12,7 @@ import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";
 import { applyImportRun } from "../pipeline/apply-run.ts";
 import { importStatus } from "../pipeline/status.ts";
-import { identifiersBySourceId } from "../pipeline/testing.ts";
+import { identifiersBySourceId, finishRun } from "../pipeline/testing.ts";
 import { clickupFileHost } from "./client.ts";
 import { clickupLocation, type ClickUpTask } from "./fetch.ts";
 import { clickupPriority, clickupStatus } from "./normalize.ts";
@@ -55,14 +55,7 @@ const elsewhere = (t: ClickUpTask) => t.attachments!.filter((a) => !a.url.starts
 const blocks = (t: ClickUpTask) => t.dependencies!.filter((d) => d.depends_on === t.id);
 const links = (t: ClickUpTask) => t.linked_tasks!.filter((l) => l.task_id === t.id && l.task_id < l.link_id);
 
-async function finish(runId: string, ctx = ctxOf("alice")) {
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `ClickUp run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (runId: string, ctx = ctxOf("alice")) => finishRun(services, ctx, runId);
 
 describe("the ClickUp import", () => {
   let projectId: string;

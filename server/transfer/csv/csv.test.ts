@@ -5,14 +5,11 @@ import { renderHtml } from "../../markdown/render.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { seedOrg } from "../../testing/fixtures.ts";
 import { snapshotProject } from "../linear/testing.ts";
-import { importToEnd } from "../pipeline/testing.ts";
+import { importToEnd, finishRun } from "../pipeline/testing.ts";
 import { pagedReader } from "../pipeline/stream.ts";
 import { exportText, furnishOrg } from "../testing.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "./index.ts";
 import { csvIssues } from "./read.ts";
-import { applyImportRun } from "../pipeline/apply-run.ts";
-import { importStatus } from "../pipeline/status.ts";
-import { waitFor } from "../../testing/wait.ts";
 import type { Ctx } from "../../context.ts";
 
 /** CSV through the pipeline: a mapping guessed from the header and adjusted, rows reconciled by their id column. */
@@ -26,14 +23,7 @@ const trello = [
   `a4,Q3 launch,,Backlog,,,,2026-01-04T09:00:00Z,Low,,`,
 ].join("\n");
 
-async function finish(ctx: Ctx, runId: string) {
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 60_000, `CSV run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(ctx, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (ctx: Ctx, runId: string) => finishRun(ctx, ctx, runId, 60_000);
 
 describe("the CSV import", () => {
   it("previews the header, the first rows and a mapping guessed from it, for owners and admins", async () => {

@@ -9,13 +9,11 @@ import { servicesFor, testConfig } from "../../testing/db.ts";
 import { EPIC_LINK_FIELD } from "../../../test/fakes/jira-dc.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../../test/fakes/jira.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";
-import { applyImportRun } from "../pipeline/apply-run.ts";
-import { importStatus } from "../pipeline/status.ts";
 import { jiraPriority, jiraStatus } from "./normalize.ts";
 import { wikiToMarkdown } from "./wiki.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./index.ts";
+import { finishRun } from "../pipeline/testing.ts";
 
 /**
  * The Jira import against a local Jira Data Center (REST v2, a personal access token as a
@@ -45,15 +43,7 @@ const ctxOf = (who: "alice" | "bob") => org.agents[who].ctx;
 /** A Data Center site takes a personal access token alone. */
 const creds = () => ({ site: dc.url, apiToken: dc.apiToken });
 
-async function finish(runId: string) {
-  const ctx = ctxOf("alice");
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `Jira DC run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (runId: string) => finishRun(services, ctxOf("alice"), runId);
 
 describe("the Jira Data Center import", () => {
   let projectId: string;

@@ -8,12 +8,10 @@ import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../../../test/fakes/jira.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";
-import { applyImportRun } from "../pipeline/apply-run.ts";
-import { importStatus } from "../pipeline/status.ts";
 import { jiraPriority, jiraStatus } from "./normalize.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./index.ts";
+import { finishRun } from "../pipeline/testing.ts";
 
 /**
  * The Jira import through jira.js against a local server answering Jira Cloud's REST v3 shapes:
@@ -38,15 +36,7 @@ const ctxOf = (who: "alice" | "bob") => org.agents[who].ctx;
 const creds = () => ({ site: jira.url, email: jira.email, apiToken: jira.apiToken });
 
 /** The run to its end: staged by this process, applied as the `linear.apply` job does. */
-async function finish(runId: string) {
-  const ctx = ctxOf("alice");
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `Jira run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (runId: string) => finishRun(services, ctxOf("alice"), runId);
 
 describe("the Jira import", () => {
   let projectId: string;

@@ -21,6 +21,7 @@ import { sha256Hex, snapshotProject } from "../linear/testing.ts";
 import { writeExport } from "../testing.ts";
 import { applyImportRun } from "./apply-run.ts";
 import { importStatus } from "./status.ts";
+import { finishRun } from "./testing.ts";
 
 /**
  * Attachments that are files at the source come over as files (decision 060): the fakes serve
@@ -42,14 +43,7 @@ beforeAll(async () => {
 afterAll(() => Promise.all([linear?.close(), jira?.close()]));
 
 /** The run to its end: staged by this process, applied as the `linear.apply` job applies it. */
-async function finish(ctx: Ctx, runId: string) {
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (ctx: Ctx, runId: string) => finishRun(services, ctx, runId);
 
 const counted = async (orgId: string) =>
   (

@@ -1,10 +1,10 @@
 import { eq, sql } from "drizzle-orm";
 import { query } from "../../../db/client.ts";
 import { linearImportRuns } from "../../../db/schema/index.ts";
-import type { Ctx } from "../../context.ts";
+import type { Ctx, Services } from "../../context.ts";
 import { waitFor } from "../../testing/wait.ts";
 import { applyImportRun } from "./apply-run.ts";
-import { runCounts } from "./status.ts";
+import { importStatus, runCounts } from "./status.ts";
 import { beginImport, type RunTarget } from "./start.ts";
 import type { SourceReader } from "./stream.ts";
 
@@ -22,6 +22,19 @@ export async function importToEnd(ctx: Ctx, reader: SourceReader, target: RunTar
   if (staged.phase === "applying") await applyImportRun(ctx, runId);
   const [run] = await ctx.db.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
   return { ...run!, ...runCounts(run!.counts) };
+}
+
+/**
+ * A run a door started, to its end: staged by this process (which holds the credential), then
+ * applied by `services` as the `linear.apply` job applies it; answered as `ctx` reads its status.
+ */
+export async function finishRun(services: Services, ctx: Ctx, runId: string, stagedWithinMs = 120_000) {
+  const staged = await waitFor(async () => {
+    const s = await importStatus(ctx, { runId });
+    return s.phase !== "fetching" ? s : null;
+  }, stagedWithinMs, `run ${runId} staged`);
+  if (staged.phase === "applying") await applyImportRun(services, runId);
+  return importStatus(ctx, { runId });
 }
 
 /** Each imported issue's identifier here by its source id (`linear_links`), for sources whose numbers are ours. */

@@ -8,11 +8,8 @@ import { renderHtml } from "../../markdown/render.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
 import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { waitFor } from "../../testing/wait.ts";
 import { sha256Hex, snapshotProject } from "../linear/testing.ts";
-import { applyImportRun } from "../pipeline/apply-run.ts";
-import { importStatus } from "../pipeline/status.ts";
-import { identifiersBySourceId } from "../pipeline/testing.ts";
+import { identifiersBySourceId, finishRun } from "../pipeline/testing.ts";
 import { shortcutFileOrigins } from "./client.ts";
 import { shortcutPriority, shortcutStatus } from "./normalize.ts";
 import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "./index.ts";
@@ -46,15 +43,7 @@ const stateOf = (id: number) => w().workflow.states.find((s) => s.id === id)!;
 const priorityOf = (s: { custom_fields?: { value: string }[] }) => s.custom_fields?.[0]?.value;
 const person = (id: string | null | undefined) => (id ? w().members.find((m) => m.id === id)!.profile.name! : null);
 
-async function finish(runId: string) {
-  const ctx = ctxOf("alice");
-  const staged = await waitFor(async () => {
-    const s = await importStatus(ctx, { runId });
-    return s.phase !== "fetching" ? s : null;
-  }, 120_000, `Shortcut run ${runId} staged`);
-  if (staged.phase === "applying") await applyImportRun(services, runId);
-  return importStatus(ctx, { runId });
-}
+const finish = (runId: string) => finishRun(services, ctxOf("alice"), runId);
 
 describe("the Shortcut import", () => {
   let projectId: string;
