@@ -8,6 +8,7 @@ import { usageSummary } from "../../server/usage/index.ts";
 import { buyCredit, CREDIT_PACKS_USD } from "../../server/billing/purchases.ts";
 import { publicBaseUrl } from "../../server/http/origin.ts";
 import { findPeople, peopleNamed } from "../../server/orgs/members.ts";
+import { pickerQuery } from "../../server/orgs/people-pickers.ts";
 import { Button, Card, ErrorNote, Field, Notice, Select } from "../components/ui.tsx";
 import { PersonSearch } from "../components/dash/person-search.tsx";
 
@@ -23,7 +24,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const params = new URL(request.url).searchParams;
   const filters = Object.fromEntries(FILTERS.flatMap((name) => (params.get(name) ? [[name, params.get(name)!]] : [])));
   const seesAll = membership.role !== "member";
-  const q = params.get("q")?.trim() ?? "";
+  const q = pickerQuery(params.get("q"));
   // The person menu offers one page of people matching `q` (the search finds anyone else), and the person filtered on wherever they sort.
   const [summary, usage, listed, found, named] = await Promise.all([
     billingSummary(ctx, {}),

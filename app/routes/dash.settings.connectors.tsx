@@ -6,6 +6,7 @@ import { readForm } from "../forms.server.ts";
 import { listConnectors, revokeConnector, setConnectorReviewer } from "../../server/intake/connectors.ts";
 import { createConnector } from "../../server/intake/create.ts";
 import { findPeople, peopleNamed } from "../../server/orgs/members.ts";
+import { pickerQuery } from "../../server/orgs/people-pickers.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Button, Card, EmptyState, ErrorNote, Field, Notice, SecretBox, Select } from "../components/ui.tsx";
 import { stamp } from "../components/dash/format.ts";
@@ -18,7 +19,7 @@ export function meta() {
 
 export async function loader({ request, context }: Route.LoaderArgs) {
   const { ctx, membership } = await requireMember(request, context);
-  const q = new URL(request.url).searchParams.get("q")?.trim() ?? "";
+  const q = pickerQuery(new URL(request.url).searchParams.get("q"));
   // The reviewer menus offer one page of people matching `q` (the search finds anyone else), and each card's reviewer wherever they sort.
   const [{ connectors }, { projects }, found] = await Promise.all([listConnectors(ctx, {}), listProjects(ctx, {}), findPeople(ctx, { q })]);
   const reviewers = await peopleNamed(ctx, connectors.flatMap((c) => (c.reviewer ? [c.reviewer] : [])));

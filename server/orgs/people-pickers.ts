@@ -11,9 +11,14 @@ import { actorOf } from "./access.ts";
 export const matching = (needle: string | undefined, fields: SQL[]): SQL | undefined =>
   needle ? or(...fields.map((field) => sql`strpos(lower(coalesce(${field}, '')), ${needle}) > 0`)) : undefined;
 
+const PICKER_QUERY_MAX = 200;
+
+/** A picker's search as a page's URL gives it (`?q=`): trimmed and cut to what a search takes, so a long one narrows by its start instead of failing the page. */
+export const pickerQuery = (raw: string | null | undefined) => (raw ?? "").trim().slice(0, PICKER_QUERY_MAX);
+
 export const findPeopleInput = z.object({
   /** Part of a name or email, case-insensitive; empty for everyone. */
-  q: z.string().trim().max(200).optional(),
+  q: z.string().trim().max(PICKER_QUERY_MAX).optional(),
   /** Suspended people too (a ledger filter reaches those who were here); active ones only without it. */
   includeSuspended: z.boolean().optional(),
   ...pageArgs,
