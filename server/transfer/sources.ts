@@ -10,6 +10,7 @@ import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from ".
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./jira/index.ts";
 import { dryRunLinearImport, listLinearTeams, startLinearImport } from "./linear/index.ts";
 import { sourceMappingInput } from "./pipeline/start.ts";
+import { importSourceNames } from "./pipeline/stream.ts";
 import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "./shortcut/index.ts";
 
 /**
@@ -20,7 +21,7 @@ import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "./
  * service for this call and is stored nowhere (decision 047); CSV, a file rather than a
  * credential, stays with the Dash and the CLI.
  */
-export const importSourceNames = ["linear", "jira", "asana", "shortcut", "clickup"] as const;
+export { importSourceNames };
 export type ImportSourceName = (typeof importSourceNames)[number];
 
 interface Source {

@@ -6,7 +6,7 @@ import type { Ctx } from "../../context.ts";
 import type { OrgCipher } from "../../crypto/index.ts";
 import { notFound } from "../../errors.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
-import type { SourceMapping } from "./stream.ts";
+import { importSourceNames, type SourceMapping } from "./stream.ts";
 
 /**
  * A source's credential kept for importing again (decision 094). Only when the owner or admin who
@@ -25,7 +25,7 @@ export interface KeptCredential {
 }
 
 export const sourceRefInput = z.object({
-  source: z.enum(["linear", "jira", "asana", "shortcut", "clickup"], { error: "source is one of linear, jira, asana, shortcut, clickup" }),
+  source: z.enum(importSourceNames, { error: `source is one of ${importSourceNames.join(", ")}` }),
   sourceId: z.string({ error: "sourceId is required" }).trim().min(1, "sourceId is required").max(500),
 });
 export type SourceRef = z.output<typeof sourceRefInput>;

@@ -135,3 +135,6 @@ export function pagedReader(source: string, issues: SourceIssue[], perPage: numb
     },
   };
 }
+
+/** The tracker sources read with a credential (CSV is a file): what run_import and a kept credential name. */
+export const importSourceNames = ["linear", "jira", "asana", "shortcut", "clickup"] as const;
