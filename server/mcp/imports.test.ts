@@ -12,6 +12,8 @@ import { useTestServices } from "../testing/database.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { waitFor } from "../testing/wait.ts";
+import { peopleOf } from "../orgs/testing.ts";
+import { renameProjectPrefix } from "../orgs/rename-prefix.ts";
 import { applyImportRun } from "../transfer/pipeline/apply-run.ts";
 import { handleMcpRequest } from "./http.ts";
 import { callError, callOk, connectClient, inProcessOrigin } from "./testing.ts";
@@ -172,6 +174,31 @@ describe("the import tools over /mcp", () => {
     expect(n).toBeGreaterThanOrEqual(10);
   });
 
+  test("a project renamed since its import is found by an old prefix: Asana's as project, Linear's by its key, its numbers kept under the prefix now", async () => {
+    const { as } = await peopleOf(services, org);
+    await renameProjectPrefix(as.alice, { project: "LAUNCH", prefix: "LNCH" });
+    const projectsBefore = await countProjects();
+    const asanaAgain = await callOk(owner, "run_import", { ...fromAsana(), target: asana.project.gid, project: "launch", dryRun: false });
+    expect(asanaAgain).toMatchObject({ dryRun: false, project: "LNCH" });
+    expect(await finished(asanaAgain.runId)).toMatchObject({ phase: "done", counts: { created: 0 } });
+
+    const { team } = linear.workspace;
+    const linearKey = { source: "linear", token: linear.apiKey, target: team.id, dryRun: false };
+    await renameProjectPrefix(as.alice, { project: team.key, prefix: "LINR" });
+    const last = linear.workspace.issues.at(-1)!;
+    linear.workspace.issues.push({ ...last, id: `${last.id}-later`, number: last.number + 1, title: "Filed after the rename", parentId: null, comments: [], attachments: [] });
+    // Left out, the key names the project by its old prefix; the prefix now is the same project; another is still refused.
+    const byKey = await callOk(owner, "run_import", linearKey);
+    expect(byKey).toMatchObject({ project: "LINR" });
+    expect(await finished(byKey.runId)).toMatchObject({ phase: "done", counts: { created: 1 } });
+    const byNow = await callOk(owner, "run_import", { ...linearKey, project: "LINR" });
+    expect(await finished(byNow.runId)).toMatchObject({ phase: "done", counts: { created: 0 } });
+    expect(await callError(owner, "run_import", { ...linearKey, project: "LNCH" })).toMatchObject({ code: "INVALID_INPUT", hint: `Leave project out, or pass ${team.key}.` });
+    expect(await countProjects()).toBe(projectsBefore);
+    const [made] = await query<{ identifier: string }>(services.db, sql`select i.identifier from issues i join projects p on p.id = i.project_id where p.org_id = ${org.orgId} and p.prefix = 'LINR' order by i.number desc limit 1`);
+    expect(made!.identifier).toBe(`LINR-${last.number + 1}`);
+  });
+
   test("Jira takes its site and email beside the token: the projects they see, and a dry run of one", async () => {
     const jiraCloud = { source: "jira", site: jira.url, email: jira.email, token: jira.apiToken };
     expect((await callOk(owner, "run_import", jiraCloud)).targets).toContainEqual(expect.objectContaining({ target: "JRA", issueCount: 8 }));
@@ -202,6 +229,18 @@ describe("the import tools over /mcp", () => {
     expect(await holding(jira.apiToken)).toEqual([]);
   });
 });
+
+async function countProjects(): Promise<number> {
+  const [row] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from projects where org_id = ${org.orgId}`);
+  return row!.n;
+}
+
+/** Waits out a run's fetch, applies the rest as the outbox's job would, and answers latest_import. */
+async function finished(runId: string) {
+  await waitFor(async () => ((await callOk(owner, "latest_import")).phase !== "fetching" ? true : null), 60_000, "the run staged");
+  if ((await callOk(owner, "latest_import")).phase === "applying") await applyImportRun(services, runId);
+  return callOk(owner, "latest_import");
+}
 
 async function countIssues(): Promise<number> {
   const [row] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues where org_id = ${org.orgId}`);

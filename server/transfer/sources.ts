@@ -4,7 +4,7 @@ import { projects } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput, notFound } from "../errors.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
-import { prefixSchema } from "../orgs/index.ts";
+import { prefixSchema, projectNamedBy } from "../orgs/index.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "./asana/index.ts";
 import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from "./clickup/index.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./jira/index.ts";
@@ -97,19 +97,26 @@ const jiraCredentials = (input: { site?: string | undefined; email?: string | un
   return { site: input.site, apiToken: input.token, ...(input.email ? { email: input.email } : {}) };
 };
 
-/** The project a run goes into, as the services take it: an existing project by id, or a new one. */
+/**
+ * The project a run goes into, as the services take it: an existing project by id, or a new one.
+ * A prefix names a project by its current prefix or one it had before a rename (`projectNamedBy`,
+ * decision 089), so a project renamed since its last import is found by either; `project` in the
+ * answer is its prefix now.
+ */
 async function destination(ctx: Ctx, source: ImportSourceName, prefix: string | undefined, key: string | null, name: string) {
   const want = key ?? prefix;
-  if (key && prefix && prefix !== key) {
-    throw invalidInput(`project: ${sources[source].name} imports into the project whose prefix is its key ${key}, so ${key}-12 stays ${key}-12`, `Leave project out, or pass ${key}.`);
-  }
   if (!want) {
     const [own] = ctx.principal.projectId ? await ctx.db.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, ctx.principal.projectId)) : [];
     if (own) return { into: { projectId: ctx.principal.projectId! }, project: own.prefix };
     throw invalidInput("project is required: your key is not scoped to a project", "Pass the prefix of a project to import into (list_projects), or a new one's.");
   }
-  const [found] = await ctx.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, ctx.principal.orgId), eq(projects.prefix, want)));
-  return { into: found ? { projectId: found.id } : { newProject: { name, prefix: want } }, project: want };
+  const named = async (p: string) => (await ctx.db.select({ id: projects.id, prefix: projects.prefix }).from(projects).where(and(eq(projects.orgId, ctx.principal.orgId), projectNamedBy(ctx.principal.orgId, p))).limit(1))[0];
+  const found = await named(want);
+  // A keyed source's project may be passed by its prefix now when the key is one it had (ENG renamed CORE).
+  if (key && prefix && prefix !== key && (!found || (await named(prefix))?.id !== found.id)) {
+    throw invalidInput(`project: ${sources[source].name} imports into the project whose prefix is its key ${key}, so ${key}-12 stays ${key}-12`, `Leave project out, or pass ${key}.`);
+  }
+  return { into: found ? { projectId: found.id } : { newProject: { name, prefix: want } }, project: found?.prefix ?? want };
 }
 
 /**

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
 import { orgTimeZone } from "../../issues/store.ts";
+import { projectNamedBy } from "../../orgs/index.ts";
 import { applyPage } from "./apply.ts";
 import { noCounts, type ApplyCounts } from "./apply-rows.ts";
 import type { LinkReason } from "./files.ts";
@@ -59,8 +60,9 @@ export async function applyImportRun(services: Services, runId: string) {
         .from(linearImportPages)
         .where(sql`${linearImportPages.runId} = ${runId} and ${linearImportPages.seq} = ${run.pagesApplied + 1}`);
       // KEY SHARE: a rename of the prefix waits for this page, whose new issues are named with it (decision 089); creates do not.
-      const [project] = await tx.select({ prefix: projects.prefix }).from(projects).where(eq(projects.id, run.projectId)).for("key share");
-      const keepNumbers = run.teamKey !== "" && project!.prefix === run.teamKey;
+      // The source's key may be an old prefix of the project (renamed since): its numbers are kept, under the prefix now.
+      const [project] = await tx.select({ prefix: projects.prefix, keyed: sql<boolean>`${projectNamedBy(run.orgId, run.teamKey)}` }).from(projects).where(eq(projects.id, run.projectId)).for("key share");
+      const keepNumbers = run.teamKey !== "" && project!.keyed;
       if (page) {
         const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as SourceIssue[];
         const ghosts = new GhostBook(tx, run.orgId, cipher, run.source);

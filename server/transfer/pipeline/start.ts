@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { issueStatuses, linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
 import type { Ctx, Services } from "../../context.ts";
@@ -6,7 +6,7 @@ import { DomainError, invalidInput, notFound } from "../../errors.ts";
 import { transactionWithNotices } from "../../events/index.ts";
 import { enqueue } from "../../outbox/index.ts";
 import { actorOf, requireRole } from "../../orgs/access.ts";
-import { createProject, newId, prefixSchema } from "../../orgs/index.ts";
+import { createProject, newId, prefixSchema, projectNamedBy } from "../../orgs/index.ts";
 import { chargeOrgAction } from "../../usage/meter.ts";
 import type { MeteredTool } from "../../usage/rate-card.ts";
 import { stageFiles } from "./files.ts";
@@ -74,9 +74,10 @@ export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTar
     await expireStaleFetch(tx, orgId, now);
     await expireFailedApply(ctx, tx, orgId, now);
     if (projectId) {
-      const [project] = await tx.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
+      // The source's key names the project by its prefix now or one it had before a rename (decision 089): ENG-123 is CORE-123 there.
+      const [project] = await tx.select({ prefix: projects.prefix, keyed: sql<boolean>`${projectNamedBy(orgId, prefix)}` }).from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
       if (!project) throw notFound(`project ${projectId}`);
-      if (prefix && project.prefix !== prefix) {
+      if (prefix && !project.keyed) {
         throw invalidInput(`project ${project.prefix} does not have the source's key ${prefix} as its prefix`, "Import into a new project, or into the one an earlier import of this source made.");
       }
     } else {
