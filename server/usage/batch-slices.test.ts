@@ -1,5 +1,6 @@
 import postgres from "postgres";
 import { expect, test } from "vitest";
+import { retryingConflicts } from "../../db/retry.ts";
 import { sha256 } from "../crypto/index.ts";
 import { saveIssue } from "../issues/index.ts";
 import { newId } from "../orgs/index.ts";
@@ -123,6 +124,43 @@ test.skipIf(postgresOnly)("a batch holding a slice gives way rather than wait fo
   }
 });
 
+test.skipIf(postgresOnly)("a charge holding a slice it passed over gives way rather than wait for another", async () => {
+  // A pick with SKIP LOCKED that follows a slice changed while it ran locks the new version and
+  // then passes it over if it no longer covers; PostgreSQL keeps that lock. Such a charge holds
+  // a slice its setting does not name. Two of them, each consolidating, locked every slice in
+  // order up to the other's passed-over one. Here each passed-over lock is taken by hand.
+  const org = await seedOrg(env.services, { prefix: "BSP" });
+  await setBalance(env.services.db, org.orgId, 1_000_000);
+  await fileWork(org, 2);
+  const call = calls(org);
+  const sql = postgres(env.tdb.url!, { max: 4, onnotice: () => {} });
+  try {
+    const before = await deadlocks(sql);
+    // No slice covers a claim; two together do, so a charge consolidates.
+    await slices(sql, org.orgId, { 5: Math.ceil(CLAIM / 2), 12: Math.ceil(CLAIM / 2) });
+    const passedOver = (tx: Sql, slice: number) =>
+      tx`select 1 from billing_credit_slices where org_id = ${org.orgId} and slice = ${slice} for update`;
+    let bothHold!: () => void;
+    const holding = new Promise<void>((resolve) => (bothHold = resolve));
+    let held = 0;
+    const charge = (slice: number) =>
+      sql.begin(async (tx) => {
+        await passedOver(tx, slice);
+        if (++held === 2) bothHold();
+        await holding;
+        return claims(tx, [call.claim()]);
+      });
+    // Each charge, consolidating, would lock every slice in order up to the other's passed-over
+    // one and wait there: both give way instead, to rerun holding nothing.
+    const outcomes = await Promise.allSettled([charge(3), charge(10)]);
+    expect(outcomes.map((o) => o.status === "rejected" && (o.reason as { code?: string }).code)).toEqual(["40001", "40001"]);
+    expect((await claims(sql, [call.claim()]))[0]!.outcome).toBe("claimed");
+    expect(await deadlocksSettled(sql)).toBe(before);
+  } finally {
+    await sql.end();
+  }
+});
+
 test.skipIf(postgresOnly)("concurrent batches of claims and finishes spend an org's last few slices without a deadlock", async () => {
   const org = await seedOrg(env.services, { prefix: "BSR" });
   const ROUNDS = 4;
@@ -148,7 +186,8 @@ test.skipIf(postgresOnly)("concurrent batches of claims and finishes spend an or
           const batch = b % 2 === 0
             ? Array.from({ length: PER_BATCH }, () => call.claim())
             : held.splice(0, PER_BATCH).map((h) => call.finish(h));
-          const run = (part: object[]) => (b % 2 === 0 ? claims(sql, part) : finishes(sql, part));
+          // As server/queue/next.ts and server/issues/finish.ts send them: rerun on a conflict.
+          const run = (part: object[]) => retryingConflicts(() => (b % 2 === 0 ? claims(sql, part) : finishes(sql, part)));
           // As server/issues/batching.ts does: a failed batch reruns each of its calls on its own.
           await run(batch).catch(async (error: { code?: string }) => {
             expect(error.code).toBe("55P03");

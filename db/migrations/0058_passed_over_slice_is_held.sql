@@ -1,0 +1,96 @@
+-- retasc_charge as in 0053, but a charge that holds nothing by its own account yet has a slice
+-- locked that its pick passed over (PostgreSQL keeps the lock of a row its recheck skips) never
+-- waits for another slice: it fails with serialization_failure and its transaction reruns. Such
+-- a charge in a batch of finishes and one in a batch of claims each held the slice the other
+-- waited for (docs/decisions/098-a-passed-over-slice-is-held.md).
+CREATE OR REPLACE FUNCTION retasc_charge(p_org_id text, p_user_id text, p_key_id text, p_runtime text, p_tool text, p_tier text,
+                              p_amount bigint, p_issue_id text, p_refusable boolean, p_now timestamptz)
+RETURNS text LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+  v_month timestamptz := retasc_billing_month_start(p_org_id, p_now);
+  v_start integer := floor(random() * 16)::integer;
+  v_cap bigint;
+  v_slice integer;
+  v_charged bigint := p_amount;
+  v_held text := current_setting('retasc.held_slice', true);
+  -- Set once this transaction holds a slice of any org; '' (not null) in a later transaction of
+  -- the same session, the setting having been made there before.
+  v_holding boolean := coalesce(v_held, '') <> '';
+BEGIN
+  IF p_refusable THEN
+    -- Read without locks: concurrent charges can pass the cap by what they charge together.
+    SELECT a.monthly_cap_micro_credits INTO v_cap FROM billing_accounts a WHERE a.org_id = p_org_id;
+    IF v_cap IS NOT NULL AND p_amount + (SELECT coalesce(sum(s.month_spent), 0) FROM billing_credit_slices s
+                                          WHERE s.org_id = p_org_id AND s.month_start = v_month) > v_cap THEN
+      RETURN 'SPEND_CAP';
+    END IF;
+  END IF;
+  -- The slice this transaction already holds, if it still covers the charge (a batch of claims
+  -- then holds one slice, not one per claim); else one that covers it, from a random start,
+  -- skipping those other charges hold; then, holding nothing, waiting for one; then consolidating.
+  IF v_holding AND split_part(v_held, ':', 1) = p_org_id THEN
+    SELECT s.slice INTO v_slice FROM billing_credit_slices s
+     WHERE s.org_id = p_org_id AND s.slice = split_part(v_held, ':', 2)::integer AND s.given_remaining + s.bought_remaining >= p_amount
+       FOR UPDATE;
+  END IF;
+  IF v_slice IS NULL THEN
+    SELECT s.slice INTO v_slice FROM billing_credit_slices s
+     WHERE s.org_id = p_org_id AND s.given_remaining + s.bought_remaining >= p_amount
+     ORDER BY (s.slice + 16 - v_start) % 16 LIMIT 1 FOR UPDATE SKIP LOCKED;
+  END IF;
+  IF v_slice IS NULL AND NOT v_holding
+     AND EXISTS (SELECT 1 FROM billing_credit_slices s WHERE s.org_id = p_org_id AND s.xmax = pg_current_xact_id_if_assigned()::xid) THEN
+    -- The pick above passed over a slice it had locked: one changed and committed while the pick
+    -- ran, followed to its new version, locked, then no longer covering. PostgreSQL keeps that
+    -- lock, so this transaction holds a slice after all, out of slice order, and must not wait
+    -- for another (its holder may be waiting for this one). The transaction reruns instead
+    -- (retryingConflicts), holding nothing (decision 098).
+    RAISE EXCEPTION 'a credit slice passed over stayed locked; the transaction reruns' USING ERRCODE = 'serialization_failure';
+  END IF;
+  IF v_slice IS NULL AND NOT v_holding THEN
+    -- Waiting, in slice order, in a subtransaction given up when nothing covers: a waited-for row
+    -- that no longer covers once its holder commits stays locked (PostgreSQL keeps the lock of a
+    -- row its recheck skips), so a wait from a random start held one drained slice while waiting
+    -- for another, and near zero such charges deadlocked each other (decision 044).
+    BEGIN
+      SELECT s.slice INTO v_slice FROM billing_credit_slices s
+       WHERE s.org_id = p_org_id AND s.given_remaining + s.bought_remaining >= p_amount
+       ORDER BY s.slice LIMIT 1 FOR UPDATE;
+      IF v_slice IS NULL THEN
+        RAISE no_data_found;
+      END IF;
+    EXCEPTION WHEN no_data_found THEN
+      v_slice := NULL;
+    END;
+  END IF;
+  IF v_slice IS NULL THEN
+    IF v_holding THEN
+      -- A covering slice another transaction holds, or none: a transaction holding a slice may
+      -- not wait for one (the holder of that one may be waiting for this one). lock_not_available
+      -- when another holds any; the consolidation below then waits for nothing.
+      PERFORM 1 FROM billing_credit_slices WHERE org_id = p_org_id ORDER BY slice FOR UPDATE NOWAIT;
+    END IF;
+    v_slice := retasc_consolidate_credit(p_org_id, p_amount);
+    -- Every slice of the org is held now, covering or not: a later charge must not wait.
+    PERFORM set_config('retasc.held_slice', p_org_id || ':' || coalesce(v_slice, 0), true);
+  END IF;
+  IF v_slice IS NULL THEN
+    IF p_refusable THEN
+      RETURN 'BILLING_INACTIVE';
+    END IF;
+    v_charged := 0;
+  ELSE
+    UPDATE billing_credit_slices
+       SET given_remaining = given_remaining - least(given_remaining, p_amount),
+           bought_remaining = bought_remaining - (p_amount - least(given_remaining, p_amount)),
+           month_spent = CASE WHEN month_start = v_month THEN month_spent + p_amount ELSE p_amount END,
+           month_start = v_month
+     WHERE org_id = p_org_id AND slice = v_slice;
+    PERFORM set_config('retasc.held_slice', p_org_id || ':' || v_slice, true);
+  END IF;
+  INSERT INTO billing_charges (org_id, user_id, key_id, runtime, tool, tier, micro_credits, issue_id, created_at)
+  VALUES (p_org_id, p_user_id, p_key_id, p_runtime, p_tool, p_tier, v_charged, p_issue_id, p_now);
+  RETURN CASE WHEN v_charged < p_amount THEN 'waived' ELSE 'charged' END;
+END
+$$;
