@@ -85,9 +85,9 @@ describe("the import tools over /mcp", () => {
 
   test("list_import_sources names each source and what to ask the human for", async () => {
     const { sources } = await callOk(owner, "list_import_sources");
-    expect(sources.map((s: { source: string }) => s.source.split(" ")[0])).toEqual(["linear", "jira", "asana", "shortcut", "clickup"]);
-    expect(sources.find((s: { source: string }) => s.source.startsWith("jira"))).toMatchObject({ needs: ["token", "site", "email"], target: expect.stringContaining("key") });
-    expect(sources.find((s: { source: string }) => s.source.startsWith("asana"))).toMatchObject({ needs: ["token"], token: expect.stringContaining("personal access token") });
+    expect(sources.map((s: { source: string }) => s.source.split(" ")[0])).toEqual(["linear", "jira", "asana", "shortcut", "clickup", "csv"]);
+    expect(sources.find((s: { source: string }) => s.source.startsWith("jira"))).toMatchObject({ needs: "token, site, email", target: expect.stringContaining("key") });
+    expect(sources.find((s: { source: string }) => s.source.startsWith("asana"))).toMatchObject({ needs: "token", token: expect.stringContaining("personal access token") });
   });
 
   test("a bad token is answered with what to fix, and a Jira call without its site names it", async () => {
@@ -197,6 +197,42 @@ describe("the import tools over /mcp", () => {
     expect(await countProjects()).toBe(projectsBefore);
     const [made] = await query<{ identifier: string }>(services.db, sql`select i.identifier from issues i join projects p on p.id = i.project_id where p.org_id = ${org.orgId} and p.prefix = 'LINR' order by i.number desc limit 1`);
     expect(made!.identifier).toBe(`LINR-${last.number + 1}`);
+  });
+
+  test("a CSV by its text: its columns and a guessed mapping, a dry run with the mapping picked, a run that a second one reconciles", async () => {
+    const board = [
+      "Card ID,Card Name,Notes,List Name,Labels",
+      "a1,Write the spec,see **here**,To Do,docs",
+      "a2,Build it,,Doing now,backend",
+      "a3,Ship it,,Shipped,",
+    ].join("\n");
+    const { sources } = await callOk(owner, "list_import_sources");
+    expect(sources.find((s: { source: string }) => s.source.startsWith("csv"))).toMatchObject({ needs: "csv", token: expect.stringContaining("at most 1048576 bytes"), target: expect.stringContaining("file's name") });
+    expect(await callError(owner, "run_import", { source: "csv" })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("csv is required") });
+    expect(await callError(owner, "run_import", { source: "asana" })).toMatchObject({ code: "INVALID_INPUT", message: "token is required", hint: expect.stringContaining("list_import_sources") });
+    // The cap is the Dash's upload's and the CLI's (REQUEST_MAX_BODY_BYTES), not the services' 20 MB.
+    const large = `Card Name\n${"x".repeat(services.config.REQUEST_MAX_BODY_BYTES)}`;
+    expect(await callError(owner, "run_import", { source: "csv", csv: large })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`larger than ${services.config.REQUEST_MAX_BODY_BYTES} bytes`) });
+
+    const { preview } = await callOk(owner, "run_import", { source: "csv", csv: board });
+    expect(preview).toMatchObject({ columns: ["Card ID", "Card Name", "Notes", "List Name", "Labels"], rowCount: 3, mapping: { columns: { id: "Card ID", title: "Card Name", body: "Notes", status: "List Name", labels: "Labels" } } });
+    expect(preview.rows[0]).toMatchObject({ "Card Name": "Write the spec" });
+    // Without mapping.columns the dry run takes the guessed ones; with them, those picked (Notes left behind).
+    expect(await callOk(owner, "run_import", { source: "csv", csv: board, target: "board.csv" })).toMatchObject({ dryRun: true, source: "csv", counts: { issues: 3 } });
+    const picked = { columns: { id: "Card ID", title: "Card Name", status: "List Name" }, statuses: { "Doing now": "doing" } };
+    const report = await callOk(owner, "run_import", { source: "csv", csv: board, target: "board.csv", mapping: picked });
+    expect(report).toMatchObject({ dryRun: true, counts: { issues: 3 }, preview: { mapping: { columns: picked.columns } } });
+    expect(report.statuses).toContainEqual({ from: "Doing now", to: "doing", issues: 1 });
+    expect(report.leftBehind.join(" ")).toContain("Notes");
+    expect(await callError(owner, "run_import", { source: "csv", csv: board, target: "board.csv", mapping: { columns: { id: "Card ID" } } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("columns.title") });
+
+    const started = await callOk(owner, "run_import", { source: "csv", csv: board, target: "board.csv", mapping: picked, project: "BRD", dryRun: false });
+    expect(started).toMatchObject({ dryRun: false, total: 3, project: "BRD" });
+    expect(await finished(started.runId)).toMatchObject({ source: "csv", phase: "done", counts: { created: 3 } });
+    const again = await callOk(owner, "run_import", { source: "csv", csv: board, target: "board.csv", mapping: picked, project: "BRD", dryRun: false });
+    expect(await finished(again.runId)).toMatchObject({ phase: "done", counts: { created: 0 } });
+    const [{ n }] = await query<{ n: number }>(services.db, sql`select count(*)::int as n from issues i join projects p on p.id = i.project_id where p.org_id = ${org.orgId} and p.prefix = 'BRD'`);
+    expect(n).toBe(3);
   });
 
   test("Jira takes its site and email beside the token: the projects they see, and a dry run of one", async () => {

@@ -34,7 +34,9 @@ import { measureToolsList } from "../testing/tokens.ts";
  * prices in dollars, no `additionalProperties: false` on inputs, opaque-id and list caps and the date range's end
  * kept server side, an object union's `type` stated once, no output schema that says only `{type: "object"}`,
  * shorter descriptions and import tools written lean: 50 tools, 9,972 / 9,939 (4,615 / 4,569 read); with analytics'
- * time in review landed beside them, 9,983 / 9,950 (4,623 / 4,577 read).
+ * time in review landed beside them, 9,983 / 9,950 (4,623 / 4,577 read). run_import taking a CSV (`csv`, `mapping.columns`,
+ * `preview`; a `token` no longer required by the schema), paid for by shorter import descriptions and list_import_sources'
+ * `needs` as one string: 9,974 / 9,942 (4,620 / 4,575 read).
  * `npx tsx scripts/mcp-tokens.ts` prints today's figures, tool by tool.
  */
 const budget = { total: 10_000, read: 5_000 };

@@ -29,13 +29,13 @@ export const importTools = [
     name: "list_import_sources",
     title: "List import sources",
     group: "import",
-    description: "Call (owner or admin) before run_import: the trackers to import from, what to ask your human for.",
+    description: "Call (owner or admin) before run_import: what each source needs from your human.",
     input: z.object({}),
     output: z.object({
       sources: z.array(
         z.object({
           source: z.string(),
-          needs: z.array(z.string()).describe("run_import's arguments to ask your human for"),
+          needs: z.string().describe("run_import's arguments to ask your human for, comma-separated"),
           token: z.string().describe("what token is, and where to make one"),
           target: z.string().describe("what target names"),
         }),
@@ -49,10 +49,10 @@ export const importTools = [
     title: "Import from another tracker",
     group: "import",
     description:
-      "Call (owner or admin) to bring your human's backlog from another tracker. No target: what the token sees. " +
-      "With one: a dry run (counts, status and priority mapping, new placeholders, what stays behind) for your " +
-      "human; dryRun:false runs it; latest_import follows. project: a prefix, made if new; default the source's " +
-      "key, else your key's.",
+      "Call (owner or admin) to move your human's backlog from another tracker or a CSV. No target: what the " +
+      "token sees (a CSV: its columns). Else a dry run (counts, mappings, placeholders, what stays behind) for " +
+      "your human; dryRun:false runs it; latest_import follows. project: a prefix (made if new), by default the " +
+      "source's key or your key's.",
     input: runImportInput,
     output: z.object({
       targets: z
@@ -68,6 +68,7 @@ export const importTools = [
       priorities: z.array(z.object({ from: z.string(), to: z.number().int(), issues: z.number().int() })).optional(),
       ghosts: z.array(z.object({ name: z.string(), email: z.string().nullable() })).optional().describe("people who become placeholders"),
       leftBehind: z.array(z.string()).optional(),
+      preview: z.record(z.string(), z.unknown()).optional().describe("a CSV's: columns, rows (the first five), rowCount, mapping (guessed from the header, or the dry run's), statuses, priorities"),
       runId: z.string().optional().describe("the run begun (dryRun false)"),
       total: z.number().int().optional(),
       project: z.string().optional().describe("the prefix of the project it goes into"),
@@ -81,7 +82,7 @@ export const importTools = [
     name: "latest_import",
     title: "Latest import",
     group: "import",
-    description: "Call to follow an import (run_import's): the org's latest, its phase, progress, counts or failure.",
+    description: "Call to follow run_import: the org's latest import's phase, progress, counts or failure.",
     input: z.object({}),
     output: importRunOutput,
     annotations: readOnly,
@@ -91,7 +92,7 @@ export const importTools = [
     name: "import_history",
     title: "Import history",
     group: "import",
-    description: "Call for the org's imports (run_import's), newest first, with their outcomes; paged.",
+    description: "Call for the org's imports, newest first, with outcomes; paged.",
     input: importHistoryInput,
     output: z.object({ imports: z.array(importRunOutput), nextCursor: z.string().optional() }),
     annotations: readOnly,
