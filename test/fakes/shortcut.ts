@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ShortcutComment, ShortcutEpic, ShortcutFile, ShortcutGroup, ShortcutLinkedFile, ShortcutMember, ShortcutState, ShortcutStory } from "../../server/transfer/shortcut/fetch.ts";
+import type { ShortcutComment, ShortcutEpic, ShortcutFile, ShortcutGroup, ShortcutLinkedFile, ShortcutMember, ShortcutState, ShortcutStory, ShortcutThreadedComment } from "../../server/transfer/shortcut/fetch.ts";
 import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-failures.ts";
 
 /**
@@ -10,7 +10,12 @@ import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-fa
  * `/custom-fields` (a Priority field, canonical name `priority`), `/groups`, `/groups/{id}/stories`
  * (slim stories, `limit` up to 1000 and `offset`), `/stories/{id}` (the whole story: comments with
  * `parent_id`, files, linked files, story links on both sides, tasks), `/epics/{id}` (threaded
- * comments). Uploaded files are served from this host to the token, as Shortcut's media host does.
+ * comments), `/epics/{id}/stories` (an epic's slim stories, whatever their team). Uploaded files
+ * are served from this host to the token, as Shortcut's media host does. Options add what a
+ * workspace of several teams has: `elsewhere` stories in the other team (most in the team's
+ * epics, linked both ways to the team's stories; one in an epic only they name; one in none),
+ * and `epicFiles`: uploads an epic's description and comments link to (the API lists files on
+ * stories only; an epic's are the uploads its text names).
  * A scripted request is answered with a 429 (with Retry-After) or a 503.
  */
 export interface FakeShortcutWorkspace {
@@ -20,8 +25,10 @@ export interface FakeShortcutWorkspace {
   priority: { id: string; name: string; canonical_name: string; values: { id: string; value: string }[] };
   team: ShortcutGroup;
   otherTeam: ShortcutGroup;
+  /** Every team's stories (`group_id` says whose). */
   stories: ShortcutStory[];
-  epics: ShortcutEpic[];
+  /** Each with the uploads its text names, which the fake serves (not part of the API's epic). */
+  epics: (ShortcutEpic & { files_for_fake?: { id: number; size: number }[] })[];
 }
 
 export interface FakeShortcut extends ScriptedFailures {
@@ -36,7 +43,7 @@ export interface FakeShortcut extends ScriptedFailures {
   close(): Promise<void>;
 }
 
-export function generateShortcutWorkspace({ stories: count = 150, seed = 5 }: { stories?: number; seed?: number } = {}): FakeShortcutWorkspace {
+export function generateShortcutWorkspace({ stories: count = 150, seed = 5, elsewhere = 0, epicFiles = false }: { stories?: number; seed?: number; elsewhere?: number; epicFiles?: boolean } = {}): FakeShortcutWorkspace {
   let state = seed;
   const rand = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
   const uuid = (n: number, kind: string) => `5f${kind.padStart(6, "0")}-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -52,7 +59,7 @@ export function generateShortcutWorkspace({ stories: count = 150, seed = 5 }: { 
   const at = (n: number, minutes = 0) => new Date(Date.UTC(2025, 4, 1) + n * 3_600_000 + minutes * 60_000).toISOString();
   const team: ShortcutGroup = { id: uuid(1, "bb"), name: "Mobile", mention_name: "mobile", archived: false, num_stories: count };
   const otherTeam: ShortcutGroup = { id: uuid(2, "bb"), name: "Web", mention_name: "web", archived: false, num_stories: 0 };
-  const epics: ShortcutEpic[] = Array.from({ length: 6 }, (_, e) => ({
+  const epics: FakeShortcutWorkspace["epics"] = Array.from({ length: 6 }, (_, e) => ({
     id: 9000 + e,
     name: `Epic ${e}`,
     description: `What epic ${e} is for`,
@@ -119,6 +126,34 @@ export function generateShortcutWorkspace({ stories: count = 150, seed = 5 }: { 
   for (let n = 2; n < stories.length; n += 5) link(stories[n]!, "blocks", stories[n - 1]!);
   for (let n = 10; n < stories.length; n += 11) link(stories[n]!, "duplicates", stories[n - 3]!);
   for (let n = 6; n + 1 < stories.length; n += 7) link(stories[n]!, "relates to", stories[n + 1]!);
+  if (epicFiles) {
+    for (const [e, epic] of epics.entries()) {
+      if (e % 2 === 1) continue;
+      const plan = fileId++;
+      const notes = fileId++;
+      epic.description = `${epic.description}\n\n![roadmap-${e}.png](https://media.shortcut.example/api/attachments/files/clubhouse-assets/${plan}/roadmap-${e}.png) and [elsewhere](https://example.com/epic-${e}.png)`;
+      epic.files_for_fake = [{ id: plan, size: 2000 }, { id: notes, size: 1500 }];
+      const reply = epic.comments?.[0]?.comments?.[0];
+      if (reply) reply.text = `${reply.text}: [notes-${e}.pdf](https://media.shortcut.example/api/attachments/files/clubhouse-assets/${notes}/notes-${e}.pdf)`;
+    }
+  }
+  if (elsewhere > 0) {
+    // An epic only the other team's stories are in: not the team's, so not imported with it.
+    epics.push({ ...epics[0]!, id: 9000 + epics.length, name: "Web's own epic", comments: [], files_for_fake: [] });
+    otherTeam.num_stories = elsewhere;
+    for (let k = 0; k < elsewhere; k++) {
+      const n = count + k + 1;
+      const id = 100 + n;
+      const epicId = k === elsewhere - 1 ? null : k === elsewhere - 2 ? epics.at(-1)!.id : epics[k % 6]!.id;
+      stories.push({ ...stories[k % stories.length]!, id, name: `Web story ${k}`, group_id: otherTeam.id, epic_id: epicId, comments: [{ id: commentId++, author_id: members[k % members.length]!.id, text: `From the web team on sc-${id}`, created_at: at(n, 1), updated_at: at(n, 1), deleted: false, parent_id: null }], files: [], linked_files: [], story_links: [], tasks: [], app_url: `https://app.shortcut.com/acme/story/${id}` });
+    }
+    const web = stories.filter((s) => s.group_id === otherTeam.id);
+    // Both ways across the teams: a web story blocks a team story, and a team story relates to a web one.
+    for (const [k, story] of web.entries()) {
+      if (k % 2 === 0) link(story, "blocks", stories[k]!);
+      else link(stories[k]!, "relates to", story);
+    }
+  }
   return { slug: "acme", members, workflow: { id: 500000000, name: "Engineering", states }, priority, team, otherTeam, stories, epics };
 }
 
@@ -174,7 +209,7 @@ export async function startFakeShortcut({ workspace = generateShortcutWorkspace(
       const limit = Number(url.searchParams.get("limit") ?? 1000);
       const offset = Number(url.searchParams.get("offset") ?? 0);
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0) return json(res, 400, { message: "Schema mismatch" });
-      const all = id === w.team.id ? w.stories : [];
+      const all = w.stories.filter((s) => (s.group_id ?? w.team.id) === id);
       return json(res, 200, all.slice(offset, offset + limit).map(slim));
     }
     const story = /^\/stories\/([0-9]+)$/.exec(path);
@@ -185,7 +220,16 @@ export async function startFakeShortcut({ workspace = generateShortcutWorkspace(
     const epic = /^\/epics\/([0-9]+)$/.exec(path);
     if (epic) {
       const e = w.epics.find((x) => x.id === Number(epic[1]));
-      return e ? json(res, 200, { ...e, entity_type: "epic" }) : json(res, 404, { message: "Resource does not exist" });
+      if (!e) return json(res, 404, { message: "Resource does not exist" });
+      const { files_for_fake: _files, ...shown } = e;
+      return json(res, 200, { ...shown, entity_type: "epic", group_ids: [...new Set(w.stories.filter((st) => st.epic_id === e.id).map((st) => st.group_id))] });
+    }
+    const epicStories = /^\/epics\/([0-9]+)\/stories$/.exec(path);
+    if (epicStories) {
+      const e = w.epics.find((x) => x.id === Number(epicStories[1]));
+      if (!e) return json(res, 404, { message: "Resource does not exist" });
+      const withDescription = url.searchParams.get("includes_description") === "true";
+      return json(res, 200, w.stories.filter((st) => st.epic_id === e.id).map((st) => (withDescription ? slim(st) : (({ description: _, ...rest }) => rest)(slim(st)))));
     }
     return json(res, 404, { message: "Resource does not exist" });
   });
@@ -193,11 +237,25 @@ export async function startFakeShortcut({ workspace = generateShortcutWorkspace(
   fake.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.url = `${fake.origin}/api/v3`;
   // Uploaded files are served from this server (as Shortcut's media host), so their urls name it.
+  const bytesOf = (id: number, size: number) => Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(size - 8, id % 251)]);
   for (const s of workspace.stories) {
     for (const f of s.files ?? []) {
       f.url = f.url.replace("https://media.shortcut.example", fake.origin);
-      fake.files.set(f.id, Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc((f.size ?? 100) - 8, f.id % 251)]));
+      fake.files.set(f.id, bytesOf(f.id, f.size ?? 100));
     }
+  }
+  // An epic's uploads are named in its text only.
+  const onMedia = (text: string | null | undefined) => text?.split("https://media.shortcut.example").join(fake.origin) ?? null;
+  for (const e of workspace.epics) {
+    e.description = onMedia(e.description);
+    const rewrite = (list: ShortcutThreadedComment[] | undefined) => {
+      for (const c of list ?? []) {
+        c.text = onMedia(c.text);
+        rewrite(c.comments);
+      }
+    };
+    rewrite(e.comments);
+    for (const f of e.files_for_fake ?? []) fake.files.set(f.id, bytesOf(f.id, f.size));
   }
   return fake;
 }

@@ -5,7 +5,7 @@ import type { ShortcutApi } from "./client.ts";
  * Reading a Shortcut team: its stories page by page (`/groups/{id}/stories`, `limit`/`offset`,
  * slim records), each read whole (`/stories/{id}`: comments, files, linked files, story links,
  * tasks), and the epics they belong to (`/epics/{id}`, with their threaded comments), each once
- * a run. The workspace's workflows, members and custom fields are read once, before the first page.
+ * a run, with the epic's stories in other teams (`/epics/{id}/stories`). The workspace's workflows, members and custom fields are read once, before the first page.
  */
 export interface ShortcutMember {
   id: string;
@@ -138,19 +138,28 @@ export async function fetchShortcutWorkspace(api: ShortcutApi, notice?: ReadNoti
   };
 }
 
-/** One page of the team's stories, each read whole, and the epics first named on this page. */
+/**
+ * One page of the team's stories, each read whole, and the epics first named on this page, each
+ * with its stories that live in other teams (`/epics/{id}/stories` lists an epic's stories
+ * whatever their team): they come over on the epic's page, read whole as the team's are, so the
+ * epic's container holds all of its stories and their links to the team's stories resolve.
+ */
 export async function fetchShortcutPage(api: ShortcutApi, groupId: string, cursor: string | null, epicsSeen: Set<number>, notice?: ReadNotice): Promise<{ stories: ShortcutStory[]; epics: ShortcutEpic[]; next: string | null }> {
   const offset = Number(cursor ?? 0);
   const slim = await api.get<{ id: number; epic_id?: number | null }[]>(`/groups/${encodeURIComponent(groupId)}/stories`, { limit: SHORTCUT_STORIES_PER_PAGE, offset }, notice);
   const stories: ShortcutStory[] = [];
   for (const s of slim) stories.push(await api.get<ShortcutStory>(`/stories/${Number(s.id)}`, {}, notice));
   const epics: ShortcutEpic[] = [];
+  const elsewhere: ShortcutStory[] = [];
   for (const id of new Set(stories.map((s) => s.epic_id).filter((e): e is number => typeof e === "number"))) {
     if (epicsSeen.has(id)) continue;
     epicsSeen.add(id);
     epics.push(await api.get<ShortcutEpic>(`/epics/${id}`, {}, notice));
+    // A story has one epic, so one seen here is read on no other page; the team's own come by its pages.
+    const inEpic = await api.get<{ id: number; group_id?: string | null }[]>(`/epics/${id}/stories`, {}, notice);
+    for (const s of inEpic) if (s.group_id !== groupId) elsewhere.push(await api.get<ShortcutStory>(`/stories/${Number(s.id)}`, {}, notice));
   }
-  return { stories, epics, next: slim.length === SHORTCUT_STORIES_PER_PAGE ? String(offset + slim.length) : null };
+  return { stories: [...stories, ...elsewhere], epics, next: slim.length === SHORTCUT_STORIES_PER_PAGE ? String(offset + slim.length) : null };
 }
 
 export async function fetchShortcutGroups(api: ShortcutApi): Promise<ShortcutGroup[]> {

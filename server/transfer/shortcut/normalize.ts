@@ -1,6 +1,7 @@
 import type { IssueStatus } from "../../../db/schema/index.ts";
 import { BODY_MAX_CHARS } from "../../issues/schemas.ts";
 import type { ReadNotice, SourceComment, SourceIssue, SourceLabel, SourceMapping, SourcePerson, SourceReader, SourceRelation } from "../pipeline/stream.ts";
+import { filesNamed, withInlineFiles } from "../pipeline/inline-files.ts";
 import type { ShortcutApi } from "./client.ts";
 import { fetchShortcutPage, fetchShortcutWorkspace, type ShortcutEpic, type ShortcutLabel, type ShortcutStory, type ShortcutThreadedComment, type ShortcutWorkspace } from "./fetch.ts";
 
@@ -100,7 +101,13 @@ export function fromShortcutStory(ws: ShortcutWorkspace, story: ShortcutStory, f
   };
 }
 
-export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapping: SourceMapping = {}): SourceIssue {
+/**
+ * An epic as an issue of its own. Shortcut's API lists no files on an epic (an uploaded file
+ * names only stories): a file put on an epic is an upload its description or a comment links to
+ * on Shortcut's hosts, so those come over as the epic's attachments, files like a story's
+ * (../pipeline/inline-files.ts, the text then naming them here).
+ */
+export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, fileOrigins: string[], mapping: SourceMapping = {}): SourceIssue {
   const { id, person, labels } = idsOf(ws);
   const sourceStatus = epicSourceStatus(epic.state);
   const status = mapping.statuses?.[sourceStatus] ?? epicStates[epic.state] ?? "todo";
@@ -113,12 +120,16 @@ export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapp
     }
   };
   thread(epic.comments, null, 0);
+  const createdAt = epic.created_at;
+  const body = epic.description?.trim() ? epic.description.slice(0, BODY_MAX_CHARS) : null;
+  const onShortcut = (url: string) => URL.canParse(url) && fileOrigins.includes(new URL(url).origin);
+  const files = filesNamed([body, ...comments.map((c) => c.body)], onShortcut);
   return {
     id: id("epic", epic.id),
     number: null,
     key: `epic-${epic.id}`,
     title: (epic.name?.trim() || `Epic ${epic.id}`).slice(0, 500),
-    body: epic.description?.trim() ? epic.description.slice(0, BODY_MAX_CHARS) : null,
+    body,
     status,
     priority: 0,
     sourceStatus,
@@ -135,7 +146,7 @@ export function fromShortcutEpic(ws: ShortcutWorkspace, epic: ShortcutEpic, mapp
     assignee: person(epic.owner_ids?.[0]),
     labels: labels(epic.labels),
     comments,
-    attachments: [],
+    attachments: withInlineFiles({ id: id("epic", epic.id), createdAt }, [], files, person(epic.requested_by_id)),
     relations: [],
   };
 }
@@ -150,7 +161,7 @@ export function shortcutReader(api: ShortcutApi, groupId: string, mapping: Sourc
       workspace ??= await fetchShortcutWorkspace(api, notice);
       const page = await fetchShortcutPage(api, groupId, cursor, epicsSeen, notice);
       const ws = workspace;
-      return { issues: [...page.epics.map((e) => fromShortcutEpic(ws, e, mapping)), ...page.stories.map((s) => fromShortcutStory(ws, s, api.fileOrigins, mapping))], next: page.next };
+      return { issues: [...page.epics.map((e) => fromShortcutEpic(ws, e, api.fileOrigins, mapping)), ...page.stories.map((s) => fromShortcutStory(ws, s, api.fileOrigins, mapping))], next: page.next };
     },
     fetchFile: api.fetchFile,
   };
