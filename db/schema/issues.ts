@@ -134,7 +134,9 @@ export const issues = pgTable(
     index("issues_lease_expiry_idx")
       .on(t.leaseExpiresAt)
       .where(sql`${t.leaseId} is not null`),
-    index("issues_parent_idx").on(t.parentId),
+    // Children by parent: only issues that have one (most have none), so the claim's, finish's and
+    // heartbeat's row versions add no entry here (decision 097).
+    index("issues_children_idx").on(t.parentId).where(sql`${t.parentId} is not null`).concurrently(),
     // CI results find the finishes awaiting them by commit or branch.
     index("issues_evidence_commit_idx").on(t.orgId, t.evidenceCommit).where(sql`${t.evidenceCommit} is not null`),
     index("issues_evidence_branch_idx").on(t.orgId, t.evidenceBranch).where(sql`${t.evidenceBranch} is not null`),
