@@ -11,7 +11,8 @@
  * - the baseline, in the same run: a pgbench-like single-row UPDATE (`abalance + 1` of a 100-byte
  *   row keyed by its primary key, one transaction each), as many times.
  *
- * WAL is cluster-wide, and other databases write beside the run: a record counts when it touches
+ * WAL is cluster-wide, and other databases write beside the run (a temporary replication slot keeps
+ * the segments from being removed before they are read): a record counts when it touches
  * this database's relations, or when its transaction id is one that did (its commit). Each figure is
  * bytes per operation, total and by resource manager, with the share in full-page images (those
  * depend on when the last checkpoint was, so the goals are held on the WAL without them, and the
@@ -20,6 +21,7 @@
  * Not in CI.
  */
 import { sql } from "drizzle-orm";
+import postgres from "postgres";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
 
@@ -45,6 +47,9 @@ const { fillQueue } = await import("../server/testing/held-work.ts");
 const { query } = await import("../db/client.ts");
 
 const tdb = await createTestDatabase({ max: 4 });
+// Other databases' drops force checkpoints, which remove WAL segments before the run reads them:
+// a temporary replication slot on a connection of its own keeps them until the run ends.
+const holder = postgres(tdb.url!, { max: 1, onnotice: () => {} });
 const services = servicesFor(tdb.database);
 const { db } = services;
 let failed = false;
@@ -137,6 +142,7 @@ const check = (label: string, ok: boolean) => {
 
 try {
   await db.execute(sql`create extension if not exists pg_walinspect`);
+  await holder`select pg_create_physical_replication_slot(${`retasc_wal_bench_${process.pid}`}, true, true)`;
   const org = await seedOrg(services, { prefix: "WAL" });
   const alice = org.agents.alice.ctx;
   await fillQueue(services, org.orgId, org.projectId, "WAL", ISSUES);
@@ -180,6 +186,7 @@ try {
   log(check(`claim + finish <= ${GOAL_CLAIM_FINISH} B of WAL (without images)`, cf <= GOAL_CLAIM_FINISH));
   log(check(`heartbeat <= ${GOAL_HEARTBEAT} B of WAL (without images)`, hb <= GOAL_HEARTBEAT));
 } finally {
+  await holder.end();
   if (process.env.WAL_KEEP) log(`kept ${tdb.url}`);
   else await tdb.close();
 }

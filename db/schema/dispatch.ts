@@ -18,6 +18,7 @@ export type DispatchColumns<C extends Column = Column> = Record<
   | "status"
   | "openBlockerCount"
   | "leaseExpiresAt"
+  | "leaseCheckAt"
   | "assigneeId"
   | "submitterId"
   | "effectiveLevel"
@@ -120,17 +121,23 @@ export function dispatchable(c: DispatchColumns, now: SQL): SQL {
  * work (decision 076): a candidate with no lease (the claimable indexes, in dispatch order)...
  */
 export function unleased(c: DispatchColumns): SQL {
-  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} is null`;
+  return sql`${dispatchCandidate(c)} and ${c.leaseCheckAt} is null`;
 }
 
-/** ...and a candidate whose lease has lapsed by `now` and is not swept yet (few: the held index, by expiry). */
+/**
+ * ...and a candidate whose lease has lapsed by `now` and is not swept yet (few: the held index, by
+ * `lease_check_at`, then the exact expiry). The indexes name `lease_check_at`, never
+ * `lease_expires_at`, so a renewal, which moves only the expiry, is a HOT update (decision 097):
+ * `lease_check_at` is set and cleared with the lease and is never after its expiry (a trigger keeps
+ * it, migration 0062), and a renewal moves it only once it is within half a lease of now.
+ */
 export function lapsed(c: DispatchColumns, now: SQL): SQL {
-  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} <= ${now}`;
+  return sql`${dispatchCandidate(c)} and ${c.leaseCheckAt} <= ${now} and ${c.leaseExpiresAt} <= ${now}`;
 }
 
 /** What the held index holds: candidates under a lease, live or lapsed. */
 export function leased(c: DispatchColumns): SQL {
-  return sql`${dispatchCandidate(c)} and ${c.leaseExpiresAt} is not null`;
+  return sql`${dispatchCandidate(c)} and ${c.leaseCheckAt} is not null`;
 }
 
 /** Nobody is handed work they submitted to review. `userId` is the caller's human, or null. */

@@ -68,6 +68,13 @@ export const issues = pgTable(
     leaseId: text("lease_id"),
     leaseTokenHash: text("lease_token_hash"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
+    /**
+     * What the dispatch indexes read of the lease instead of its expiry (decision 097): null exactly
+     * when lease_expires_at is, never after it, moved by a renewal only once it is within half a
+     * lease of now, so most renewals change no indexed column and are HOT. Kept by a trigger
+     * (retasc_lease_check_at, migration 0062): no writer sets it.
+     */
+    leaseCheckAt: timestamp("lease_check_at", { withTimezone: true }),
     /** Set once the issue is first claimed: the Dash's Backlog / Active split. */
     firstClaimedAt: timestamp("first_claimed_at", { withTimezone: true }),
     /**
@@ -113,15 +120,16 @@ export const issues = pgTable(
     // What a pick reads (decision 076): the dispatch order over unleased candidates only, so a
     // pick never walks held work; lapsed leases, few until swept, come from the held index by expiry,
     // which also tells an empty poll when the next lease lapses.
-    index("issues_claimable_idx")
+    // They read lease_check_at, not the expiry, so a renewal is a HOT update (decision 097).
+    index("issues_unleased_idx")
       .on(t.projectId, ...dispatchIndexOrder(t))
       .where(unleased(t))
       .concurrently(),
-    index("issues_org_claimable_idx")
+    index("issues_org_unleased_idx")
       .on(t.orgId, ...dispatchIndexOrder(t))
       .where(unleased(t))
       .concurrently(),
-    index("issues_held_idx").on(t.orgId, t.leaseExpiresAt).where(leased(t)).concurrently(),
+    index("issues_lease_check_idx").on(t.orgId, t.leaseCheckAt).where(leased(t)).concurrently(),
     // An empty poll counts what awaits triage without reading the open issues.
     index("issues_triage_pending_idx")
       .on(t.orgId, t.projectId)
@@ -131,9 +139,11 @@ export const issues = pgTable(
     // so a page is an index range read instead of a sort of the org's issues.
     index("issues_org_dispatch_idx").on(t.orgId, ...dispatchIndexOrder(t)),
     index("issues_sla_next_idx").on(t.projectId, t.slaNextAt).where(sql`${t.slaNextAt} is not null`),
-    index("issues_lease_expiry_idx")
-      .on(t.leaseExpiresAt)
-      .where(sql`${t.leaseId} is not null`),
+    // Every live lease by when it may lapse: the stall sweep.
+    index("issues_lease_check_at_idx")
+      .on(t.leaseCheckAt)
+      .where(sql`${t.leaseCheckAt} is not null`)
+      .concurrently(),
     // Children by parent: only issues that have one (most have none), so the claim's, finish's and
     // heartbeat's row versions add no entry here (decision 097).
     index("issues_children_idx").on(t.parentId).where(sql`${t.parentId} is not null`).concurrently(),
@@ -220,6 +230,12 @@ export const leases = pgTable(
     claimedAt: timestamp("claimed_at", { withTimezone: true }).notNull(),
     heartbeatAt: timestamp("heartbeat_at", { withTimezone: true }).notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    /**
+     * What the reclaim sweep's index reads instead of the expiry, as issues.lease_check_at
+     * (decision 097): never after expires_at, moved by a renewal only once within half a lease of
+     * now, so a renewal is a HOT update. Kept by a trigger (migration 0066): no writer sets it.
+     */
+    checkAt: timestamp("check_at", { withTimezone: true }),
     endedAt: timestamp("ended_at", { withTimezone: true }),
     endReason: text("end_reason", { enum: leaseEndReasons }),
     /** Set by the reclaim sweep once the expiry is recorded in the activity log. */
@@ -239,9 +255,10 @@ export const leases = pgTable(
     // A session's calls renew its live leases: found by the session, live ones only.
     index("leases_session_live_idx").on(t.sessionId).where(sql`${t.endedAt} is null and ${t.sessionId} is not null`),
     index("leases_key_live_idx").on(t.keyId).where(sql`${t.endedAt} is null`),
-    index("leases_unrecorded_idx")
-      .on(t.expiresAt)
-      .where(sql`${t.endedAt} is null and ${t.reclaimRecordedAt} is null`),
+    index("leases_unrecorded_check_idx")
+      .on(t.checkAt)
+      .where(sql`${t.endedAt} is null and ${t.reclaimRecordedAt} is null`)
+      .concurrently(),
     // The Fleet page's pace: an org's finishes over the last day and week.
     index("leases_org_finished_idx").on(t.orgId, t.endedAt).where(sql`${t.endReason} = 'finished'`),
   ],

@@ -93,9 +93,9 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     const probes = {
       issues_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(dispatchCandidate(issues))}`),
       issues_org_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")})`),
-      issues_claimable_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(unleased(issues))}`),
-      issues_org_claimable_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")}) where ${text(unleased(issues))}`),
-      issues_held_idx: sql.raw(`create index probe_idx on issues using btree (org_id, lease_expires_at) where ${text(leased(issues))}`),
+      issues_unleased_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(unleased(issues))}`),
+      issues_org_unleased_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")}) where ${text(unleased(issues))}`),
+      issues_lease_check_idx: sql.raw(`create index probe_idx on issues using btree (org_id, lease_check_at) where ${text(leased(issues))}`),
     };
     for (const [name, probe] of Object.entries(probes)) {
       const [stored] = await query<{ def: string }>(env.services.db, sql`select indexdef as def from pg_indexes where indexname = ${name}`);

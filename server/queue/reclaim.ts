@@ -28,8 +28,9 @@ export async function reclaimSweep(services: Services, options: { limit?: number
   const expired = await services.db
     .select({ id: leases.id, orgId: leases.orgId, issueId: leases.issueId })
     .from(leases)
-    .where(and(isNull(leases.endedAt), isNull(leases.reclaimRecordedAt), lte(leases.expiresAt, now)))
-    .orderBy(leases.expiresAt)
+    // By check_at (leases_unrecorded_check_idx; never after the expiry), then the expiry itself (decision 097).
+    .where(and(isNull(leases.endedAt), isNull(leases.reclaimRecordedAt), lte(leases.checkAt, now), lte(leases.expiresAt, now)))
+    .orderBy(leases.checkAt)
     .limit(options.limit ?? 500);
   let reclaimed = 0;
   for (const lease of expired) {

@@ -21,8 +21,9 @@ export async function stallSweep(services: Services, options: { limit?: number }
   const live = await services.db
     .select({ issueId: issues.id, orgId: issues.orgId, leaseId: issues.leaseId })
     .from(issues)
-    .where(and(isNotNull(issues.leaseId), gt(issues.leaseExpiresAt, now)))
-    .orderBy(issues.leaseExpiresAt)
+    // Every live lease, by when it may lapse (issues_lease_check_at_idx; the expiry is no index's, decision 097).
+    .where(and(isNotNull(issues.leaseCheckAt), isNotNull(issues.leaseId), gt(issues.leaseExpiresAt, now)))
+    .orderBy(issues.leaseCheckAt)
     .limit(options.limit ?? 2000);
   const progress = await claimProgress(services, live.map((l) => l.issueId));
   let stalled = 0;

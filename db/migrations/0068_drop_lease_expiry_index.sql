@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY "leases_unrecorded_idx";
