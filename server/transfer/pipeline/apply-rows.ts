@@ -67,6 +67,27 @@ export async function linksOf(tx: Db, orgId: string, ids: string[]): Promise<Lin
   return links;
 }
 
+/**
+ * The links of `ids` and, in the same statement, the placeholders of `people` (source ids) this
+ * org has for `source`: what a page reads before it writes, one round trip (issue 29).
+ */
+export async function linksAndGhostsOf(tx: Db, orgId: string, ids: string[], source: string, people: string[]): Promise<{ links: Links; ghosts: { sourceUserId: string; userId: string; claimedBy: string | null }[] }> {
+  const links: Links = new Map();
+  const ghosts: { sourceUserId: string; userId: string; claimedBy: string | null }[] = [];
+  if (ids.length === 0 && people.length === 0) return { links, ghosts };
+  const rows = await query<{ k: "l" | "g"; id: string; v: string; w: string | null }>(
+    tx,
+    sql`select 'l' as k, linear_id as id, retasc_id as v, hash as w from linear_links where org_id = ${orgId} and linear_id = any(${pgArray(ids)}::text[])
+        union all
+        select 'g', source_user_id, user_id, claimed_by from import_ghosts where org_id = ${orgId} and source = ${source} and source_user_id = any(${pgArray(people)}::text[])`,
+  );
+  for (const r of rows) {
+    if (r.k === "l") links.set(r.id, { retascId: r.v, hash: r.w! });
+    else ghosts.push({ sourceUserId: r.id, userId: r.v, claimedBy: r.w });
+  }
+  return { links, ghosts };
+}
+
 /** The links as last written, many at once: a link already there takes the new hash (and estimate). */
 export async function writeLinks(tx: Db, rows: LinkRow[]): Promise<void> {
   await insertJson(tx, linearLinks, rows, updateFromProposed(["org_id", "linear_id"], ["hash", "estimate"]));

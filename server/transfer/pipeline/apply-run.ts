@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { linearImportPages, linearImportRuns, projects } from "../../../db/schema/index.ts";
+import { linearImportPages, linearImportRuns } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
-import { orgTimeZone } from "../../issues/store.ts";
+import { query } from "../../../db/client.ts";
 import { projectNamedBy } from "../../orgs/index.ts";
 import { applyPage } from "./apply.ts";
 import { noCounts, type ApplyCounts } from "./apply-rows.ts";
@@ -55,18 +55,23 @@ export async function applyImportRun(services: Services, runId: string) {
       const cipher = await services.keyring.forOrg(tx, run.orgId);
       const now = services.clock.now();
       const counts: ApplyCounts & { ghosts?: number } = { ...noCounts(), ...(run.counts ? JSON.parse(run.counts) : {}) };
-      const [page] = await tx
-        .select()
-        .from(linearImportPages)
-        .where(sql`${linearImportPages.runId} = ${runId} and ${linearImportPages.seq} = ${run.pagesApplied + 1}`);
+      // The page, the project's prefix and the org's time zone in one statement (decision 084's statements per page, issue 29).
       // KEY SHARE: a rename of the prefix waits for this page, whose new issues are named with it (decision 089); creates do not.
       // The source's key may be an old prefix of the project (renamed since): its numbers are kept, under the prefix now.
-      const [project] = await tx.select({ prefix: projects.prefix, keyed: sql<boolean>`${projectNamedBy(run.orgId, run.teamKey)}` }).from(projects).where(eq(projects.id, run.projectId)).for("key share");
+      const [project] = await query<{ prefix: string; keyed: boolean; time_zone: string; payload_enc: string | null }>(
+        tx,
+        sql`select projects.prefix, ${projectNamedBy(run.orgId, run.teamKey)} as keyed, o.time_zone, pg.payload_enc
+              from projects join orgs o on o.id = projects.org_id
+              left join linear_import_pages pg on pg.run_id = ${runId} and pg.seq = ${run.pagesApplied + 1}
+             where projects.id = ${run.projectId}
+             for key share of projects`,
+      );
       const keepNumbers = run.teamKey !== "" && project!.keyed;
+      const page = project!.payload_enc === null ? null : { payloadEnc: project!.payload_enc };
       if (page) {
         const issues = JSON.parse(cipher.decrypt(page.payloadEnc)) as SourceIssue[];
         const ghosts = new GhostBook(tx, run.orgId, cipher, run.source);
-        const scope = { tx, runId, cipher, orgId: run.orgId, projectId: run.projectId, prefix: project!.prefix, keepNumbers, source: run.source, timeZone: await orgTimeZone(tx, run.orgId), ghosts, now };
+        const scope = { tx, runId, cipher, orgId: run.orgId, projectId: run.projectId, prefix: project!.prefix, keepNumbers, source: run.source, timeZone: project!.time_zone, ghosts, now };
         const got = await applyPage(scope, issues);
         for (const k of ["created", "updated", "unchanged", "comments", "filesCopied", "linksKept"] as const) counts[k] += got[k];
         for (const [reason, n] of Object.entries(got.linkReasons) as [LinkReason, number][]) counts.linkReasons[reason] = (counts.linkReasons[reason] ?? 0) + n;

@@ -6,7 +6,7 @@ import { indexTerms, type TermsEntry } from "../../issues/similar.ts";
 import { isTerminal } from "../../issues/store.ts";
 import { newId } from "../../orgs/index.ts";
 import { applyAttachments, applyComments, inlineFilePaths, planAttachments, restoredChildren } from "./apply-children.ts";
-import { date, digest, inChunks, linksOf, noCounts, upsertById, writeLinks, type ApplyCounts, type ApplyScope, type LinkRow, type Links } from "./apply-rows.ts";
+import { date, digest, inChunks, linksAndGhostsOf, noCounts, upsertById, writeLinks, type ApplyCounts, type ApplyScope, type LinkRow, type Links } from "./apply-rows.ts";
 import { insertJson } from "./json-rows.ts";
 import { pointAtFiles } from "./inline-files.ts";
 import type { SourceIssue } from "./stream.ts";
@@ -23,8 +23,11 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
   const { tx, cipher, orgId } = scope;
   const counts = noCounts();
   const ids = page.flatMap((i) => [i.id, ...i.labels.map((l) => l.id), ...i.comments.map((c) => c.id), ...i.attachments.map((a) => a.id)]);
-  const links = await linksOf(tx, orgId, [...new Set(ids)]);
-  await scope.ghosts.resolve(page.flatMap((i) => [i.creator, i.assignee, ...i.comments.map((c) => c.author), ...i.attachments.map((a) => a.author)]));
+  const people = page.flatMap((i) => [i.creator, i.assignee, ...i.comments.map((c) => c.author), ...i.attachments.map((a) => a.author)]);
+  // The page's links and its people's placeholders in one statement; only people new to the org are made.
+  const { links, ghosts } = await linksAndGhostsOf(tx, orgId, [...new Set(ids)], scope.source, scope.ghosts.unknown(people));
+  scope.ghosts.attribute(ghosts);
+  await scope.ghosts.resolve(people, true);
   const linkRows: LinkRow[] = [];
   const labelIds = await applyLabels(scope, page, links, linkRows);
   const history: (typeof activity.$inferInsert)[] = [];

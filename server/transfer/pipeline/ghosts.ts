@@ -42,7 +42,18 @@ export class GhostBook {
     private readonly source: string,
   ) {}
 
-  async resolve(people: (SourcePerson | null)[]): Promise<void> {
+  /** The people not attributed yet, by source id, for a caller that reads their placeholders in a statement of its own (`attribute`, then `resolve(…, true)`). */
+  unknown(people: (SourcePerson | null)[]): string[] {
+    return [...new Set(people.filter((p): p is SourcePerson => p !== null && !this.attributed.has(p.id)).map((p) => p.id))];
+  }
+
+  /** Placeholders read by the caller: each person's user (who claimed it, else the placeholder). */
+  attribute(rows: { sourceUserId: string; userId: string; claimedBy: string | null }[]): void {
+    for (const r of rows) this.attributed.set(r.sourceUserId, r.claimedBy ?? r.userId);
+  }
+
+  /** `looked`: the caller has read the placeholders of `unknown(people)` already (`attribute`); only the missing ones are made. */
+  async resolve(people: (SourcePerson | null)[], looked = false): Promise<void> {
     const wanted = new Map(people.filter((p): p is SourcePerson => p !== null && !this.attributed.has(p.id)).map((p) => [p.id, p]));
     if (wanted.size === 0) return;
     const find = async (ids: string[]) => {
@@ -50,9 +61,9 @@ export class GhostBook {
         .select({ sourceUserId: importGhosts.sourceUserId, userId: importGhosts.userId, claimedBy: importGhosts.claimedBy })
         .from(importGhosts)
         .where(and(eq(importGhosts.orgId, this.orgId), eq(importGhosts.source, this.source), inArray(importGhosts.sourceUserId, ids)));
-      for (const r of rows) this.attributed.set(r.sourceUserId, r.claimedBy ?? r.userId);
+      this.attribute(rows);
     };
-    await find([...wanted.keys()]);
+    if (!looked) await find([...wanted.keys()]);
     const missing = [...wanted.values()].filter((p) => !this.attributed.has(p.id));
     if (missing.length === 0) return;
     const made = missing.map((p) => ({ person: p, userId: newId() }));
