@@ -32,6 +32,22 @@ export class PrivatePgBouncer {
     return `postgres://${user}@127.0.0.1:${this.port}/${database}`;
   }
 
+  /**
+   * Points the pooler at another PostgreSQL on 127.0.0.1 (a promoted replica): the ini's
+   * [databases] line is rewritten and PgBouncer told to reload (SIGHUP, as RELOAD on its console).
+   * It closes its connections to the old server and opens the next ones on the new port; clients
+   * stay connected to it throughout.
+   */
+  repoint(upstreamPort: number): void {
+    const ini = path.join(this.dir, "pgbouncer.ini");
+    fs.writeFileSync(ini, fs.readFileSync(ini, "utf8").replace(/^\* = host=127\.0\.0\.1 port=\d+$/m, `* = host=127.0.0.1 port=${upstreamPort}`));
+    process.kill(this.pid(), "SIGHUP");
+  }
+
+  private pid(): number {
+    return Number(fs.readFileSync(path.join(this.dir, "pgbouncer.pid"), "utf8").trim());
+  }
+
   close(): void {
     const pidFile = path.join(this.dir, "pgbouncer.pid");
     if (fs.existsSync(pidFile)) {
