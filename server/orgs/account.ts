@@ -4,7 +4,9 @@ import { members, orgs, projects } from "../../db/schema/index.ts";
 import type { Ctx, Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";
-import { createOrg, createProject, prefixSchema } from "./index.ts";
+import { prefixSchema } from "./fields.ts";
+import { createOrg } from "./org-rows.ts";
+import { createProject } from "./prefixes.ts";
 
 /** A signed-in person's orgs and projects: what the Dash's switcher and `retasc bind` pick from. */
 export const createOrgInput = z.object({

@@ -7,7 +7,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { sha256 } from "../crypto/index.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { humanPrincipal, recordOrgActivity } from "./access.ts";
-import { newId } from "./index.ts";
+import { newId } from "./fields.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { inviteCodeSchema, inviteIdInput, stateOf, type InviteState } from "./invites.ts";
 

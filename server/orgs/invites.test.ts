@@ -9,7 +9,7 @@ import type { Ctx } from "../context.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { humanCtx, membershipOf } from "./access.ts";
-import { ensureUser } from "./index.ts";
+import { ensureUser } from "./org-rows.ts";
 import { createInvite, listInvites, revokeInvite } from "./invites.ts";
 import { emailInvite } from "./invite-mail.ts";
 import { redeemInvite } from "./invite-redeem.ts";

@@ -6,7 +6,7 @@ import { randomToken, sha256 } from "../crypto/index.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { actorOf, recordOrgActivity, requireRole } from "./access.ts";
-import { emailSchema, newId } from "./index.ts";
+import { emailSchema, newId } from "./fields.ts";
 import { checkScope, projectIdsSchema } from "./scope.ts";
 import { transactionWithNotices } from "../events/index.ts";
 

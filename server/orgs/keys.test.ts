@@ -3,7 +3,7 @@ import type { Ctx } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
-import { authenticateAgentKey } from "./index.ts";
+import { authenticateAgentKey } from "./key-auth.ts";
 import { listKeys, mintKey, revokeKey, rotateKey } from "./keys.ts";
 import { setMemberRole, suspendMember } from "./members.ts";
 import { mintSessionKey } from "./session.ts";

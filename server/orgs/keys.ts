@@ -7,7 +7,8 @@ import { DomainError, notFound } from "../errors.ts";
 import { decodeCursor, encodeCursor, fitting, pageArgs } from "../paging.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { actorOf, recordOrgActivity, requireActsOnHolder, requireRole, type ActOn } from "./access.ts";
-import { lockActiveHolder, lockKeyTree, mintAgentKey, runtimeSchema } from "./index.ts";
+import { runtimeSchema } from "./fields.ts";
+import { lockActiveHolder, lockKeyTree, mintAgentKey } from "./mint-key.ts";
 
 /**
  * Agent keys as a person manages them: mint, list, rotate, revoke. Members manage their

@@ -4,7 +4,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
 import { membershipOf } from "./access.ts";
-import { authenticateAgentKey } from "./index.ts";
+import { authenticateAgentKey } from "./key-auth.ts";
 import { addPeople, peopleOf, refusal, type Person } from "./testing.ts";
 import { findPeople, listMembers, peopleNamed, reactivateMember, retireMember, setMemberRole, suspendMember } from "./members.ts";
 import { mintKey } from "./keys.ts";

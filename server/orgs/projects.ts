@@ -3,7 +3,8 @@ import { z } from "zod";
 import { issueStatuses, issues, projects, type IssueStatus } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput, notFound } from "../errors.ts";
-import { prefixSchema, projectNamedBy } from "./index.ts";
+import { prefixSchema } from "./fields.ts";
+import { projectNamedBy } from "./prefixes.ts";
 import { projectReach, reachable } from "./scope.ts";
 
 export const listProjectsInput = z.object({});

@@ -7,7 +7,8 @@ import { systemPrincipal, type Ctx, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { invalidInput, notFound } from "../errors.ts";
 import { actorOf, recordOrgActivity, requireRole } from "./access.ts";
-import { prefixRaceRefusal, prefixSchema, projectNamedBy, requirePrefixFree } from "./index.ts";
+import { prefixSchema } from "./fields.ts";
+import { prefixRaceRefusal, projectNamedBy, requirePrefixFree } from "./prefixes.ts";
 import { projectReach, reachable } from "./scope.ts";
 
 /** `retasc project rename-prefix`, the Dash's project settings and `npm run admin -- rename-prefix` send this (decision 089). */

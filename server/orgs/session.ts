@@ -4,7 +4,7 @@ import { agentKeys, members, orgs, projects, user } from "../../db/schema/index.
 import type { Ctx } from "../context.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { recordOrgActivity } from "./access.ts";
-import { mintAgentKey } from "./index.ts";
+import { mintAgentKey } from "./mint-key.ts";
 import { pendingInvites } from "./invite-redeem.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TestClock } from "../testing/db.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
-import { authenticateAgentKey } from "./index.ts";
+import { authenticateAgentKey } from "./key-auth.ts";
 import { suspendMember } from "./members.ts";
 import { createSetupCode, redeemSetupCode } from "./setup-codes.ts";
 import { peopleOf, refusal } from "./testing.ts";

@@ -8,7 +8,8 @@ import { DomainError, forbidden, notFound } from "../errors.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 import { projectReach, reachable } from "./scope.ts";
 import { actorOf, humanPrincipal, membershipOf, recordOrgActivity } from "./access.ts";
-import { mintAgentKey, newId, runtimeSchema } from "./index.ts";
+import { newId, runtimeSchema } from "./fields.ts";
+import { mintAgentKey } from "./mint-key.ts";
 
 /**
  * Setup codes (`rtscsetup_...`): a signed-in person asks the Dash for one, pastes it to an

@@ -5,7 +5,7 @@ import type { Ctx, Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import type { SeededOrg } from "../testing/fixtures.ts";
 import { humanCtx, membershipOf } from "./access.ts";
-import { newId } from "./index.ts";
+import { newId } from "./fields.ts";
 
 /** Awaits a promise that must fail with a DomainError, and returns the error. */
 export async function refusal(promise: Promise<unknown>): Promise<DomainError> {
