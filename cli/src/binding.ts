@@ -1,11 +1,10 @@
-import fs from "node:fs";
 import path from "node:path";
-import { normalizeUrl, serverCli } from "./api.ts";
-import { installCommitCheck, type CommitCheck } from "./commit-check.ts";
+import { normalizeUrl } from "./api.ts";
 import { CliError } from "./errors.ts";
 import { folderFileSettingKeyEnv } from "./folder-env.ts";
-import { candidateDirs, findProjectFile, mainWorktree, PROJECT_FILE, readJsonFile, type ProjectFile } from "./folder.ts";
-import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./store.ts";
+import { findProjectFile, mainWorktree, PROJECT_FILE } from "./folder.ts";
+import { findMarker } from "./marker.ts";
+import { readBindings, type Workspace } from "./store.ts";
 
 /**
  * How a folder is wired to Retasc, in two files safe to commit: `./.mcp.json`, whose `retasc`
@@ -20,32 +19,10 @@ import { newWorkspaceId, readBindings, updateBindings, type Workspace } from "./
  * deployment it was bound with (`<url>/mcp`), and a key given in RETASC_MCP_KEY only to
  * RETASC_MCP_URL, given with it. A repository's `.mcp.json` (whose `env` and `args` reach
  * `retasc mcp proxy`) or `.retasc.json` can make a command fail, never send a key elsewhere.
+ *
+ * This file resolves the key a command sends and where; ./marker.ts reads and shapes the
+ * `.mcp.json` server, ./wire-folder.ts writes a binding.
  */
-export const MARKER = ".mcp.json";
-export const SERVER_NAME = "retasc";
-/** What markers written by earlier CLIs named: a keystore entry of the machine that wrote them. */
-const WORKSPACE_FLAG = /--workspace\s+(ws_[0-9a-f]+)/;
-
-/** How Claude Code reaches the server: through the local proxy (the watchdog), or straight over HTTP. */
-export type Transport = "proxy" | "http";
-
-/** The `retasc` server of a `.mcp.json`, as this CLI reads it. */
-export interface MarkerServer {
-  type?: string;
-  url?: unknown;
-  headersHelper?: unknown;
-  command?: unknown;
-  args?: unknown;
-}
-
-/** The nearest `.mcp.json` wired to retasc: its folder, its retasc server, and the keystore entry a legacy helper names. */
-export interface Marker {
-  dir: string;
-  file: string;
-  server: MarkerServer;
-  workspaceId: string | null;
-  url: string | null;
-}
 
 export interface ResolvedBinding {
   key: string;
@@ -56,12 +33,6 @@ export interface ResolvedBinding {
   workspaceId: string | null;
   workspace: Workspace | null;
 }
-
-/** What a folder is bound with: the key, and the org and project it works in. */
-export type Bound = Omit<Workspace, "path" | "boundAt">;
-
-/** The other MCP clients `retasc bind` prints config blocks for. */
-export type McpClient = "codex" | "opencode" | "cursor" | "cline" | "gemini";
 
 /** The MCP endpoint of a deployment: where a key bound with it goes, and the only place. */
 export const mcpUrlOf = (url: string): string => `${url}/mcp`;
@@ -83,26 +54,6 @@ export function urlMismatch(what: string, otherUrl: string, boundUrl: string, hi
     hint ?? `If ${originOf(otherUrl)} is where you meant to work, run \`retasc bind --url ${originOf(otherUrl)}\` here for a key of that server; otherwise run \`retasc bind\` here to rewrite the folder's files for ${originOf(boundUrl)}.`,
     { bound: originOf(boundUrl), named: originOf(otherUrl) },
   );
-}
-
-/** What this CLI reads of a `.mcp.json`; other servers in it are kept as they are. */
-interface MarkerFile {
-  mcpServers?: Record<string, MarkerServer>;
-  [other: string]: unknown;
-}
-
-const readMarker = (file: string): MarkerFile | null => readJsonFile(file) as MarkerFile | null;
-
-/** The nearest `.mcp.json` with a retasc server. */
-export function findMarker(start: string): Marker | null {
-  for (const dir of candidateDirs(start)) {
-    const file = path.join(dir, MARKER);
-    const server = readMarker(file)?.mcpServers?.[SERVER_NAME];
-    if (!server || typeof server !== "object") continue;
-    const helper = typeof server.headersHelper === "string" ? server.headersHelper : "";
-    return { dir, file, server, workspaceId: WORKSPACE_FLAG.exec(helper)?.[1] ?? null, url: typeof server.url === "string" ? server.url : null };
-  }
-  return null;
 }
 
 /**
@@ -166,29 +117,6 @@ export function refuseOtherMcpUrl(binding: ResolvedBinding): void {
   }
 }
 
-/** A headersHelper that runs this CLI's `mcp headers`, however it names the binary. */
-const HEADERS_HELPER = /\bretasc\b.*\bmcp\s+headers\b/;
-
-/**
- * Every MCP server of the `.mcp.json` files around a folder whose headers helper is
- * `retasc mcp headers`, with the URL the client sends those headers to, whatever the server's
- * name: a repository may add a server of another name that runs the helper.
- */
-export function headersHelperTargets(start: string): { file: string; name: string; url: string }[] {
-  const targets: { file: string; name: string; url: string }[] = [];
-  for (const dir of candidateDirs(start)) {
-    const file = path.join(dir, MARKER);
-    const servers = readMarker(file)?.mcpServers;
-    if (!servers || typeof servers !== "object") continue;
-    for (const [name, server] of Object.entries(servers)) {
-      if (server && typeof server.headersHelper === "string" && HEADERS_HELPER.test(server.headersHelper) && typeof server.url === "string") {
-        targets.push({ file, name, url: server.url });
-      }
-    }
-  }
-  return targets;
-}
-
 /** The keystore's key for the folder (or the entry RETASC_WORKSPACE names), or null. */
 function storedKey(cwd: string, workspaces: Record<string, Workspace>): ResolvedBinding | null {
   const fromWorkspace = (id: string, source: string): ResolvedBinding | null => {
@@ -232,161 +160,4 @@ export function requireBinding(cwd: string): ResolvedBinding {
     throw new CliError("NOT_BOUND", "this folder is not bound to a Retasc project", hint);
   }
   return binding;
-}
-
-/**
- * Why a `.mcp.json` retasc server would not work on another machine: absolute paths (this
- * machine's node, this clone's CLI) and keystore ids of the machine that wrote it.
- */
-export function machineLocalParts(server: MarkerServer): string[] {
-  const problems: string[] = [];
-  const absolute = /(^|[\s"'=])(\/|~\/|[A-Za-z]:[\\/])/;
-  const fields: [string, unknown][] = [["command", server.command], ["headersHelper", server.headersHelper], ...(Array.isArray(server.args) ? server.args.map((a, i): [string, unknown] => [`args[${i}]`, a]) : [])];
-  for (const [name, value] of fields) {
-    if (typeof value !== "string") continue;
-    if (absolute.test(value)) problems.push(`${name} names an absolute path (${value})`);
-    const id = WORKSPACE_FLAG.exec(value)?.[1];
-    if (id) problems.push(`${name} names ${id}, a keystore entry of the machine that wrote it`);
-  }
-  return problems;
-}
-
-/** The first folder on PATH holding `command`, or null. */
-export function onPath(command: string): string | null {
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const file = path.join(dir, command);
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return file;
-    } catch {
-      // not there
-    }
-  }
-  return null;
-}
-
-/** The headers helper the HTTP form of `.mcp.json` runs. */
-export const HEADERS_HELPER_COMMAND = "retasc mcp headers";
-
-/**
- * The `retasc` server entry of `.mcp.json`: nothing of this machine. The proxy runs through
- * `npx -y <server>/cli/latest` when the server serves its CLI, so a teammate who clones the
- * repository needs no install (and gets the server's CLI); else `retasc` from PATH.
- */
-export function markerServer(transport: Transport, mcpUrl: string, servedCli: string | null): MarkerServer {
-  if (transport === "http") return { type: "http", url: mcpUrl, headersHelper: HEADERS_HELPER_COMMAND };
-  if (servedCli) return { type: "stdio", command: "npx", args: ["-y", servedCli, "mcp", "proxy"] };
-  return { type: "stdio", command: "retasc", args: ["mcp", "proxy"] };
-}
-
-function writeFileAtomic(file: string, text: string): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, text);
-  fs.renameSync(temp, file);
-}
-
-/**
- * Stores the key in the keystore under the folder's path and writes the folder's two files,
- * keeping any other MCP servers already in ./.mcp.json.
- */
-export async function wireFolder(
-  input: Bound & { dir: string; transport?: Transport },
-): Promise<{ workspaceId: string; marker: string; projectFile: string; mcpUrl: string; transport: Transport; commitCheck: CommitCheck }> {
-  const dir = path.resolve(input.dir);
-  const url = normalizeUrl(input.url);
-  const transport = input.transport ?? "proxy";
-  const workspaceId = await updateBindings((bindings) => {
-    const id = Object.entries(bindings.workspaces).find(([, w]) => w.path === dir)?.[0] ?? newWorkspaceId();
-    bindings.workspaces[id] = {
-      path: dir,
-      url,
-      orgId: input.orgId,
-      orgName: input.orgName,
-      projectId: input.projectId,
-      prefix: input.prefix,
-      keyId: input.keyId,
-      key: input.key,
-      runtime: input.runtime,
-      boundAt: new Date().toISOString(),
-    };
-    return id;
-  });
-  // The CLI this server serves, run through npx by the marker's proxy and by the commit hook where retasc is not installed.
-  const served = (await serverCli(url)) ? `${url}/cli/latest` : null;
-  const servedCli = transport === "proxy" ? served : null;
-  const file = path.join(dir, MARKER);
-  const marker = readMarker(file) ?? {};
-  marker.mcpServers ??= {};
-  marker.mcpServers[SERVER_NAME] = markerServer(transport, mcpUrlOf(url), servedCli);
-  writeFileAtomic(file, `${JSON.stringify(marker, null, 2)}\n`);
-  const projectFile = path.join(dir, PROJECT_FILE);
-  const project: ProjectFile = { url, orgId: input.orgId, projectId: input.projectId, prefix: input.prefix };
-  writeFileAtomic(projectFile, `${JSON.stringify(project, null, 2)}\n`);
-  // The two files are committed: the repository's hook refuses a commit that puts a key in them.
-  const commitCheck = installCommitCheck(dir, served);
-  return { workspaceId, marker: file, projectFile, mcpUrl: mcpUrlOf(url), transport, commitCheck };
-}
-
-/**
- * After a project's prefix was renamed (decision 089): the keystore's bindings to it on this server
- * and the nearest `.retasc.json` naming it say the new prefix. Old identifiers still resolve, so
- * this is for what the CLI shows; returns the project file it rewrote, if any (it is committed).
- */
-export async function renamePrefixHere(input: { url: string; projectId: string; prefix: string; cwd: string }): Promise<{ workspaces: number; projectFile: string | null }> {
-  const url = normalizeUrl(input.url);
-  const workspaces = await updateBindings((bindings) => {
-    let changed = 0;
-    for (const workspace of Object.values(bindings.workspaces)) {
-      if (workspace.projectId === input.projectId && normalizeUrl(workspace.url) === url && workspace.prefix !== input.prefix) {
-        workspace.prefix = input.prefix;
-        changed++;
-      }
-    }
-    return changed;
-  });
-  const found = findProjectFile(input.cwd);
-  if (!found || found.value.projectId !== input.projectId || normalizeUrl(found.value.url) !== url || found.value.prefix === input.prefix) {
-    return { workspaces, projectFile: null };
-  }
-  const raw = readJsonFile(found.file) ?? {};
-  writeFileAtomic(found.file, `${JSON.stringify({ ...raw, prefix: input.prefix }, null, 2)}\n`);
-  return { workspaces, projectFile: found.file };
-}
-
-/**
- * Config blocks for other MCP clients. They read the key from RETASC_MCP_KEY, which
- * `export RETASC_MCP_KEY="$(retasc mcp key)"` sets from the keystore.
- */
-export function clientBlocks(mcpUrl: string): Record<McpClient, { file: string; text: string }> {
-  return {
-    codex: {
-      file: "~/.codex/config.toml",
-      text: `[mcp_servers.retasc]\nurl = "${mcpUrl}"\nbearer_token_env_var = "RETASC_MCP_KEY"`,
-    },
-    opencode: {
-      file: "opencode.json",
-      text: JSON.stringify(
-        { $schema: "https://opencode.ai/config.json", mcp: { retasc: { type: "remote", url: mcpUrl, headers: { Authorization: "Bearer {env:RETASC_MCP_KEY}" } } } },
-        null,
-        2,
-      ),
-    },
-    cursor: {
-      file: ".cursor/mcp.json",
-      text: JSON.stringify({ mcpServers: { retasc: { url: mcpUrl, headers: { Authorization: "Bearer ${env:RETASC_MCP_KEY}" } } } }, null, 2),
-    },
-    cline: {
-      file: "cline_mcp_settings.json (MCP Servers → Configure)",
-      text: JSON.stringify(
-        { mcpServers: { retasc: { type: "streamableHttp", url: mcpUrl, headers: { Authorization: "Bearer <paste the output of: retasc mcp key>" } } } },
-        null,
-        2,
-      ),
-    },
-    gemini: {
-      file: ".gemini/settings.json",
-      text: JSON.stringify({ mcpServers: { retasc: { httpUrl: mcpUrl, headers: { Authorization: "Bearer $RETASC_MCP_KEY" } } } }, null, 2),
-    },
-  };
 }

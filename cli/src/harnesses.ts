@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { SERVER_NAME } from "./binding.ts";
+import { SERVER_NAME } from "./marker.ts";
 import { findEntry, replacingEntry, tableText, withEntry, type Launch } from "./toml-entry.ts";
 
 /**

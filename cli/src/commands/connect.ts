@@ -1,13 +1,15 @@
 import path from "node:path";
 import { deploymentUrl, normalizeUrl, request, type UrlFlag } from "../api.ts";
-import { clientBlocks, findMarker, resolveBinding, wireFolder, type Bound, type McpClient, type Transport } from "../binding.ts";
+import { resolveBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
+import { findMarker, type Transport } from "../marker.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, printJson, say } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
 import { updateConfig } from "../store.ts";
+import { clientBlocks, wireFolder, type Bound, type McpClient } from "../wire-folder.ts";
 import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { login } from "./session.ts";
 import { setupJson, setupOnce } from "./setup.ts";

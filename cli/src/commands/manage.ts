@@ -1,10 +1,11 @@
 import type { UrlFlag } from "../api.ts";
-import { resolveBinding, wireFolder } from "../binding.ts";
+import { resolveBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { note, ok, out, printJson, say, tableWriter } from "../output.ts";
 import { pages, type Paged } from "../pages.ts";
 import { needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
+import { wireFolder } from "../wire-folder.ts";
 import type { AgentView, CreatedInvite, CreatedOrg, CreatedProject, KeyList, MemberList, MintedKey, PersonView, ProjectList, RevokedInvite, RevokedKey, ScopedMember } from "../wire.ts";
 
 /** The flags of every command here: the deployment, the org to act in, --json. */

@@ -1,13 +1,15 @@
 import { deploymentUrl, type UrlFlag } from "../api.ts";
-import { clientBlocks, headersHelperTargets, mcpUrlOf, originOf, refuseOtherMcpUrl, requireBinding, urlMismatch, type ResolvedBinding } from "../binding.ts";
+import { mcpUrlOf, originOf, refuseOtherMcpUrl, requireBinding, urlMismatch, type ResolvedBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { findProjectFile } from "../folder.ts";
+import { headersHelperTargets } from "../marker.ts";
 import { withMcp } from "../mcp.ts";
-import { runProxy } from "../proxy.ts";
-import { runUnboundProxy } from "../proxy-unbound.ts";
 import { note, out, printJson, say } from "../output.ts";
 import { readStdinSecret } from "../prompt.ts";
+import { runUnboundProxy } from "../proxy-unbound.ts";
+import { runProxy } from "../proxy.ts";
 import { readBindings } from "../store.ts";
+import { clientBlocks } from "../wire-folder.ts";
 import type { McpWhoami } from "../wire.ts";
 import { checkRebind, exportLine, finishBinding, printBlocks, type JsonFlag, type RebindFlags } from "./connect.ts";
 

@@ -1,7 +1,8 @@
-import { renamePrefixHere, resolveBinding } from "../binding.ts";
+import { resolveBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
 import { note, ok, printJson, say } from "../output.ts";
 import { asSession, requireSession } from "../session.ts";
+import { renamePrefixHere } from "../wire-folder.ts";
 import type { RenamedPrefix } from "../wire.ts";
 import { orgIdOf, type OrgFlags } from "./manage.ts";
 

@@ -1,16 +1,17 @@
-import fs from "node:fs";
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
 import { CLI_CLIENT_ID, deploymentFromFolder, deploymentUrl, normalizeUrl, request, serverCli, type UrlFlag } from "../api.ts";
-import { findMarker, HEADERS_HELPER_COMMAND, machineLocalParts, mcpUrlOf, onPath, originOf, resolveBinding, type ResolvedBinding } from "../binding.ts";
-import { findProjectFile } from "../folder.ts";
+import { mcpUrlOf, originOf, resolveBinding, type ResolvedBinding } from "../binding.ts";
 import { CliError } from "../errors.ts";
+import { findProjectFile } from "../folder.ts";
+import { findMarker, HEADERS_HELPER_COMMAND, machineLocalParts, onPath } from "../marker.ts";
 import { withMcp } from "../mcp.ts";
-import { cliVersion, olderThan } from "../version.ts";
 import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
-import { harnessChecks } from "./setup.ts";
+import { cliVersion, olderThan } from "../version.ts";
 import type { CliWhoami, DeviceCode, DeviceToken, McpWhoami, SignInMethods } from "../wire.ts";
+import { harnessChecks } from "./setup.ts";
 
 type Flags = UrlFlag & { json?: boolean };
 
