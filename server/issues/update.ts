@@ -291,7 +291,7 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
     }),
     () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: to }),
     () => findIssue(tx, ctx.principal, row.identifier),
-    () => issueViewReads(tx, ctx.principal, row.id, now),
+    () => issueViewReads(tx, ctx.principal, row.id, now, row.orgId),
   );
   const [updated, reads] = results.slice(-2) as [IssueRow, ViewReads];
   return renderIssueView(cipher, updated, reads, now);

@@ -105,7 +105,7 @@ type RelationRef = Pick<typeof relations.$inferSelect, "type" | "sourceId" | "ta
 /** A parent or child: its identifier and project. */
 type IssueRef = Pick<IssueRow, "identifier" | "projectId">;
 
-/** What retasc_view_reads returns (db/migrations/0035_project_scope_relations_and_samples.sql): JSON carries timestamps as strings. */
+/** What retasc_view_reads returns (db/migrations/0035_project_scope_relations_and_samples.sql; naming the org, 0070): JSON carries timestamps as strings. */
 export interface ViewReadsJson {
   rels: RelationRef[];
   labels: string[];
@@ -148,20 +148,20 @@ export const outsideBlockersText = (n: number) => (n > 0 ? `waits on ${n} open i
  * lease, people) in one statement: a claim or a finish replies with the view, and one
  * statement instead of seven is much of their cost.
  */
-export async function issueViewReads(db: Db, reach: Pick<Reach, "projectIds">, issueId: string, now: Date): Promise<ViewReads> {
-  const [row] = await query<{ reads: ViewReadsJson }>(db, sql`select retasc_view_reads(${issueId}, ${now.toISOString()}::timestamptz) as reads`);
+export async function issueViewReads(db: Db, reach: Pick<Reach, "projectIds">, issueId: string, now: Date, orgId: string): Promise<ViewReads> {
+  const [row] = await query<{ reads: ViewReadsJson }>(db, sql`select retasc_view_reads(${issueId}, ${now.toISOString()}::timestamptz, ${orgId}::text) as reads`);
   const reads: ViewReads = viewReadsFrom(row!.reads, issueId, reach);
   // A done blocker still blocks while CI has not passed it; read only when one is done. The
   // claim and finish replies (whose issue no pending finish can block) build their reads in SQL.
   const done = reads.rels.filter((r) => r.type === "blocks" && r.targetId === issueId && r.status === "done").map((r) => r.sourceId);
   if (done.length === 0) return reads;
-  const pending = await db.select({ id: issues.id }).from(issues).where(and(inArray(issues.id, done), eq(issues.verification, "pending")));
+  const pending = await db.select({ id: issues.id }).from(issues).where(and(eq(issues.orgId, orgId), inArray(issues.id, done), eq(issues.verification, "pending")));
   return pending.length === 0 ? reads : { ...reads, pendingBlockers: new Set(pending.map((p) => p.id)) };
 }
 
 /** The full issue: content, relations, computed blocking, deadline state, lease, latest checkpoint. */
 export async function issueView(db: Db, reach: Pick<Reach, "projectIds">, cipher: OrgCipher, row: IssueRow, now: Date) {
-  const view = renderIssueView(cipher, row, await issueViewReads(db, reach, row.id, now), now);
+  const view = renderIssueView(cipher, row, await issueViewReads(db, reach, row.id, now, row.orgId), now);
   // A quarantined issue (decision 055) shows why, and what the agents that abandoned it wrote.
   return row.quarantinedAt ? { ...view, quarantine: await quarantineOf(db, cipher, row) } : view;
 }

@@ -21,8 +21,8 @@ export interface ClaimDiscussionJson {
 }
 
 /** The discussion of an issue whose claim did not read it (a rebound lease). */
-export async function readClaimDiscussion(db: Db, issueId: string): Promise<ClaimDiscussionJson> {
-  const [row] = await query<{ discussion: ClaimDiscussionJson }>(db, sql`select retasc_claim_discussion(${issueId}) as discussion`);
+export async function readClaimDiscussion(db: Db, issueId: string, orgId: string): Promise<ClaimDiscussionJson> {
+  const [row] = await query<{ discussion: ClaimDiscussionJson }>(db, sql`select retasc_claim_discussion(${issueId}, ${orgId}::text) as discussion`);
   return row!.discussion;
 }
 

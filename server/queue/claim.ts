@@ -39,7 +39,7 @@ export async function claimBudget<T>(scope: WriteScope, then: () => PromiseLike<
   const keyId = ctx.principal.keyId;
   if (!keyId) return { live: 0, cap, then: await then() };
   const [rows, result] = await inOrder(
-    () => query<{ live: number }>(tx, sql`select retasc_key_budget(${keyId}::text, ${now.toISOString()}::timestamptz) as live`),
+    () => query<{ live: number }>(tx, sql`select retasc_key_budget(${keyId}::text, ${now.toISOString()}::timestamptz, ${ctx.principal.orgId}::text) as live`),
     then,
   );
   return { live: Number(rows[0]!.live), cap, then: result };
@@ -150,7 +150,7 @@ async function rebind(scope: WriteScope, row: IssueRow, holder: Holder, otherCla
     detail: { rebound: true, runtime: holder.runtime, ...(moved ? { movedSession: true } : {}) },
   });
   const rebound = { ...row, leaseTokenHash, leaseExpiresAt: expiresAt };
-  const [reads, discussion] = await inOrder(() => issueViewReads(tx, scope.ctx.principal, row.id, now), () => readClaimDiscussion(tx, row.id));
+  const [reads, discussion] = await inOrder(() => issueViewReads(tx, scope.ctx.principal, row.id, now, row.orgId), () => readClaimDiscussion(tx, row.id, row.orgId));
   return { ...replyFor(scope.cipher, rebound, reads, discussion, now, claimToken, otherClaims, renewalOf(scope.ctx.principal)), rebound: true };
 }
 

@@ -63,7 +63,8 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     expect(occurrences(body, normal(`) i ${text(ordered)};`))).toBe(2);
     // Claim exclusivity (next_issue): the row picked is locked only while still dispatchable in the caller's lanes, and
     // not against a row a reference to it holds (FOR KEY SHARE: a comment, the duplicate gate's terms; decision 076 amended).
-    const lock = sql`where i.id = v_id and ${dispatchable(i, sql.raw("p_now"))} and ${lanes} for no key update skip locked`;
+    // By its org too, so it reads one partition (decision 099).
+    const lock = sql`where i.org_id = p_org_id and i.id = v_id and ${dispatchable(i, sql.raw("p_now"))} and ${lanes} for no key update skip locked`;
     expect(occurrences(body, normal(text(lock))), "claim exclusivity (next_issue): the pick locks its row").toBe(1);
     expect(body).toContain(normal("if v_foreign or not (p_project_ids is null or p_project_id = any(p_project_ids)) then"));
   });

@@ -38,7 +38,7 @@ export async function heartbeatHeld(ctx: Ctx, identifier: string, claimToken: st
             returning id, identifier, fence, lease_id
           ), lease as (
             update leases set expires_at = ${expiresAt.toISOString()}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'heartbeat'
-             where id = (select lease_id from renewed)
+             where org_id = ${principal.orgId} and id = (select lease_id from renewed)
           ), logged as (
             insert into activity (org_id, issue_id, kind, actor_id, key_id, runtime, facts, created_at)
             select ${principal.orgId}, id, 'heartbeat', ${principal.userId}, ${principal.keyId}, ${principal.runtime}, jsonb_build_object('fence', fence), ${now.toISOString()}::timestamptz
