@@ -4,12 +4,9 @@
  */
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
+import { wholeNumberOption } from "./lib/args.ts";
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(argv[at + 1]) : fallback;
-};
+const option = (name: string, fallback: number) => wholeNumberOption(name, fallback);
 useBenchPostgres();
 // Imported once the database is chosen: server/testing/db.ts reads it at import.
 const { billingThroughput, BILLING_TARGET } = await import("./billing.ts");

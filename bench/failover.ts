@@ -11,12 +11,9 @@
  */
 import { runFailover, type FailoverResult } from "../server/testing/failover.ts";
 import { log, round } from "./lib/stats.ts";
+import { wholeNumberOption } from "./lib/args.ts";
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(argv[at + 1]) : fallback;
-};
+const option = (name: string, fallback: number) => wholeNumberOption(name, fallback);
 const AGENTS = option("agents", 32);
 const ISSUES = option("issues", 1_000);
 const ROUNDS = option("rounds", 3);

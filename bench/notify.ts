@@ -9,12 +9,9 @@
 import { sql } from "drizzle-orm";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { distribution, log, round } from "./lib/stats.ts";
+import { wholeNumberOption } from "./lib/args.ts";
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(argv[at + 1]) : fallback;
-};
+const option = (name: string, fallback: number) => wholeNumberOption(name, fallback);
 const EVENTS = option("events", 1_000);
 const RATE = option("rate", 100);
 

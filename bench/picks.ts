@@ -15,12 +15,9 @@ import { sql } from "drizzle-orm";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { cpuSecondsByGroup } from "./lib/cpu.ts";
 import { log, percentile, round } from "./lib/stats.ts";
+import { wholeNumberOption } from "./lib/args.ts";
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(argv[at + 1]) : fallback;
-};
+const option = (name: string, fallback: number) => wholeNumberOption(name, fallback);
 const RUNS = option("runs", 300);
 const POLLS = option("polls", 3_000);
 const LOOPS = option("loops", 500);

@@ -24,16 +24,13 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 import { log, round } from "./lib/stats.ts";
+import { wholeNumberOption } from "./lib/args.ts";
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const at = argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(argv[at + 1]) : fallback;
-};
+const option = (name: string, fallback: number) => wholeNumberOption(name, fallback);
 const ISSUES = option("issues", 5_000);
 const LOOPS = option("loops", 500);
 const BEATS = option("beats", 700);
-const VERBOSE = argv.includes("--verbose");
+const VERBOSE = process.argv.includes("--verbose");
 const GOAL_CLAIM_FINISH = 3 * 1024;
 const GOAL_HEARTBEAT = 1024;
 
