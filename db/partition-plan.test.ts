@@ -4,7 +4,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { query } from "./client.ts";
-import { hotStatements, hotFunctions, hotTables, partitions, variableTypes, type HotStatement } from "./testing/hot-statements.ts";
+import { globalTables, hotStatements, hotFunctions, hotTables, partitions, variableTypes, type HotStatement } from "./testing/hot-statements.ts";
 
 /**
  * Org-keyed statements, ready to partition (issue 36, decision 099). In a scratch schema of a
@@ -142,6 +142,17 @@ describe.skipIf(testDriver !== "postgres")("hot statements prune to one partitio
     expect(wide.map((w) => w.name)).toEqual(hotStatements.filter((s) => s.wide).map((s) => s.name));
     // Every statement names a partitioned table (a list of statements reading none would test nothing).
     expect(results.filter((r) => Object.keys(r.read).length === 0 && !/^insert/i.test(hotStatements.find((s) => s.name === r.name)!.sql.trim())).map((r) => r.name)).toEqual([]);
+  });
+
+  it("every table without org_id is one of the global ones (decision 099)", async () => {
+    const rows = await query<{ table_name: string }>(
+      t.database.db,
+      sql`select c.relname as table_name from pg_class c
+           where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p')
+             and not exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'org_id' and not a.attisdropped)
+           order by 1`,
+    );
+    expect(rows.map((r) => r.table_name)).toEqual([...globalTables].sort());
   });
 
   it("every insert into a partitioned table names org_id, so the row routes to its org's partition", () => {

@@ -118,6 +118,8 @@ export const intakeLinks = pgTable(
 export const intakeComments = pgTable(
   "intake_comments",
   {
+    /** The connector's org (decision 099; migration 0072 filled the rows before it). */
+    orgId: text("org_id").notNull(),
     connectorId: text("connector_id")
       .notNull()
       .references(() => connectors.id, { onDelete: "cascade" }),

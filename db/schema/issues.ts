@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import {
   boolean,
+  check,
   index,
   integer,
   pgTable,
@@ -321,6 +322,12 @@ export const labels = pgTable(
 export const issueLabels = pgTable(
   "issue_labels",
   {
+    /**
+     * The issue's org (decision 099): set by every insert, and by a trigger for a row written
+     * without it (an instance of the previous version). Null only in rows older than migration
+     * 0071 until their backfill; `issue_labels_org_id_present` (NOT VALID) holds every new row.
+     */
+    orgId: text("org_id"),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),
@@ -328,7 +335,11 @@ export const issueLabels = pgTable(
       .notNull()
       .references(() => labels.id, { onDelete: "cascade" }),
   },
-  (t) => [primaryKey({ columns: [t.issueId, t.labelId] }), index("issue_labels_label_idx").on(t.labelId)],
+  (t) => [
+    primaryKey({ columns: [t.issueId, t.labelId] }),
+    index("issue_labels_label_idx").on(t.labelId),
+    check("issue_labels_org_id_present", sql`${t.orgId} is not null`),
+  ],
 );
 
 export const attachments = pgTable(

@@ -25,6 +25,37 @@ export const hotTables = [
 
 export const partitions = 16;
 
+/**
+ * The tables that carry no org_id, each for a reason: they belong to no org, or arrive before
+ * their org is known. Every other table carries it (an org-owned table added without it fails the
+ * plan test). Which of these a stack per group of orgs keeps in the global directory: decision 099.
+ */
+export const globalTables = [
+  // People and their sign-in (better-auth): a person belongs to several orgs.
+  "user",
+  "account",
+  "session",
+  "verification",
+  "device_code",
+  // OAuth clients, consents, grants and tokens: a token names its key's org only once resolved.
+  "oauth_access_token",
+  "oauth_client",
+  "oauth_client_assertion",
+  "oauth_client_resource",
+  "oauth_consent",
+  "oauth_grants",
+  "oauth_refresh_token",
+  "oauth_resource",
+  // The orgs themselves.
+  "orgs",
+  // A Stripe refund or dispute may arrive before the purchase that names its org.
+  "billing_stripe_reversals",
+  // Per deployment: the issue counts /metrics reads (decision 077) and the jobs' receipts.
+  "issue_count_changes",
+  "issue_status_counts",
+  "job_receipts",
+];
+
 /** The functions the statements come from: signature → the md5 of their definition and the migration that wrote it. */
 export const hotFunctions: Record<string, { md5: string; migration: string }> = {
   "retasc_next_issue(text,text,boolean,boolean,integer,text,text,text,timestamp with time zone,text,text,bigint,jsonb,text,text[])": {

@@ -297,7 +297,7 @@ export async function applyComment(
     .where(and(eq(intakeComments.connectorId, connector.id), eq(intakeComments.sourceId, event.comment.id)));
   if (!mapped && (await dropHeld(tx, connector.id, "comment", event.comment.id))) {
     // Withdrawn while held: remembered, so the same comment id is never taken in later.
-    await tx.insert(intakeComments).values({ connectorId: connector.id, sourceId: event.comment.id, commentId: null }).onConflictDoNothing();
+    await tx.insert(intakeComments).values({ orgId: connector.orgId, connectorId: connector.id, sourceId: event.comment.id, commentId: null }).onConflictDoNothing();
     await recordActivity({ tx, ctx, cipher, now: ctx.clock.now() }, { issueId: item.issueId, kind: "held_comment_withdrawn", detail: { source: `deleted on ${providerName[connector.provider]}` } });
     return "withdrawn";
   }
@@ -334,6 +334,6 @@ async function takeComment(
     return "held";
   }
   const saved = await saveComment(ctx, { issue: item.identifier, body: commentTextOf(connector, comment) });
-  await tx.insert(intakeComments).values({ connectorId: connector.id, sourceId: comment.id, commentId: saved.id });
+  await tx.insert(intakeComments).values({ orgId: connector.orgId, connectorId: connector.id, sourceId: comment.id, commentId: saved.id });
   return "commented";
 }

@@ -247,7 +247,7 @@ export async function releaseHeldComment(ctx: Ctx, raw: z.input<typeof releaseHe
     const saved = await saveComment(system, { issue: identifier, body: shown.body });
     await tx
       .insert(intakeComments)
-      .values({ connectorId: held.connectorId, sourceId: held.sourceId, commentId: saved.id })
+      .values({ orgId, connectorId: held.connectorId, sourceId: held.sourceId, commentId: saved.id })
       .onConflictDoUpdate({ target: [intakeComments.connectorId, intakeComments.sourceId], set: { commentId: saved.id } });
     await tx.delete(intakeHeld).where(eq(intakeHeld.id, held.id));
     await recordActivity(scope, { issueId: held.issueId, kind: "comment_released", detail: { commentId: saved.id, sha256: shown.digest } });
@@ -264,7 +264,7 @@ export async function discardHeldComment(ctx: Ctx, raw: z.input<typeof discardHe
   return inTransaction(ctx, async (scope) => {
     const { tx } = scope;
     const { held, identifier } = await lockedHeldComment(scope, ctx.principal, input.comment);
-    await tx.insert(intakeComments).values({ connectorId: held.connectorId, sourceId: held.sourceId, commentId: null }).onConflictDoNothing();
+    await tx.insert(intakeComments).values({ orgId: ctx.principal.orgId, connectorId: held.connectorId, sourceId: held.sourceId, commentId: null }).onConflictDoNothing();
     await tx.delete(intakeHeld).where(eq(intakeHeld.id, held.id));
     await recordActivity(scope, { issueId: held.issueId, kind: "held_comment_discarded" });
     return { issue: identifier, discarded: true as const };

@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { query } from "../../db/client.ts";
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../mcp/testing.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
@@ -39,6 +41,16 @@ describe("comments, labels, attachments", () => {
       expect.objectContaining({ name: "bug", color: "#ff0000", issues: 0 }),
       expect.objectContaining({ name: "ui", issues: 1 }),
     ]);
+    // Each row carries the issue's org (decision 099): set by the insert; a row written without it
+    // (an instance of the previous version) gets it from its issue; none may be left without it.
+    const db = env.services.db;
+    const orgOf = () => query<{ org_id: string | null }>(db, sql`select il.org_id from issue_labels il join issues i on i.id = il.issue_id where i.identifier = ${issue.identifier} and i.org_id = ${org.orgId}`);
+    expect(await orgOf()).toEqual([{ org_id: org.orgId }]);
+    const [row] = await query<{ id: string }>(db, sql`select id from issues where org_id = ${org.orgId} and identifier = ${issue.identifier}`);
+    const [bug] = await query<{ id: string }>(db, sql`select id from labels where org_id = ${org.orgId} and name = 'bug'`);
+    await db.execute(sql`insert into issue_labels (issue_id, label_id) values (${row!.id}, ${bug!.id})`);
+    expect(await orgOf()).toEqual([{ org_id: org.orgId }, { org_id: org.orgId }]);
+    await expect(db.execute(sql`update issue_labels set org_id = null where issue_id = ${row!.id}`)).rejects.toThrow();
   });
 
   it("attachments are obsoleted with a reason, never removed, and invisible to another org", async () => {

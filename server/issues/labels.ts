@@ -55,5 +55,5 @@ export async function setLabels(scope: WriteScope, issueId: string, names: strin
     .select({ id: labels.id })
     .from(labels)
     .where(and(eq(labels.orgId, ctx.principal.orgId), inArray(labels.name, unique)));
-  await tx.insert(issueLabels).values(rows.map((l) => ({ issueId, labelId: l.id })));
+  await tx.insert(issueLabels).values(rows.map((l) => ({ orgId: ctx.principal.orgId, issueId, labelId: l.id })));
 }

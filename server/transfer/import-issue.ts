@@ -99,7 +99,7 @@ export function bufferIssue(run: IssueTarget, orgId: string, cipher: OrgCipher, 
   for (const r of i.relations) run.edges.push({ sourceId: id, target: r.target, type: r.type, createdAt: new Date(r.createdAt) });
   for (const name of i.labels) {
     const labelId = run.labelByName.get(name);
-    if (labelId) run.buffer.issueLabels.push({ issueId: id, labelId });
+    if (labelId) run.buffer.issueLabels.push({ orgId, issueId: id, labelId });
   }
   for (const c of i.comments) {
     run.buffer.comments.push({

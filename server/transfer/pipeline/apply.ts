@@ -95,7 +95,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       const number = numbers.get(si.id)!;
       created.push({ id: issueId, orgId, projectId: scope.projectId, number, identifier: `${scope.prefix}-${number}`, work: true, ...columns });
       freshTerms.push({ id: issueId, title: si.title, body, status });
-      for (const labelId of labelSet) labelRows.push({ issueId, labelId });
+      for (const labelId of labelSet) labelRows.push({ orgId, issueId, labelId });
       const at = (kind: string, when: string | null, actorId: string | null) => {
         if (when) history.push({ orgId, issueId, kind, actorId, runtime, facts: { source: scope.source, status: kind === "created" ? "todo" : status }, createdAt: new Date(when) });
       };
@@ -109,7 +109,7 @@ export async function applyPage(scope: ApplyScope, page: SourceIssue[]): Promise
       if (link.hash !== hash) {
         changed.push({ id: issueId, columns });
         terms.push({ id: issueId, title: si.title, body, status });
-        for (const labelId of labelSet) labelRows.push({ issueId, labelId });
+        for (const labelId of labelSet) labelRows.push({ orgId, issueId, labelId });
         history.push({ orgId, issueId, kind: "updated", actorId: null, runtime, facts: { source: scope.source, status }, createdAt: new Date(si.updatedAt) });
         counts.updated++;
       } else counts.unchanged++;
