@@ -11,6 +11,7 @@ import { stallSweep } from "../server/queue/stall-sweep.ts";
 import { staleVerificationSweep } from "../server/verification/stale.ts";
 import { issueTermsSweep } from "../server/issues/similar.ts";
 import { pruneActivity } from "../server/activity/retention.ts";
+import { backfillLabelOrgs } from "../server/issues/label-orgs.ts";
 import { errorLabel } from "./catalog.ts";
 import { arriveAt, settleReceipt } from "./receipts.ts";
 
@@ -88,6 +89,8 @@ export function retascSweeps(config: Config): SweepDefinition[] {
     { name: "sweep.issue-counts", everyMs: 10_000, run: foldIssueCounts },
     // The activity log past ACTIVITY_RETENTION_DAYS, in bounded batches (decision 077).
     { name: "sweep.activity-retention", everyMs: 600_000, run: pruneActivity },
+    // issue_labels rows from before they carried their org, filled in bounded batches (decision 099).
+    { name: "sweep.issue-labels-org", everyMs: 600_000, run: backfillLabelOrgs },
     // The Fleet page's queue depth chart: the current hour's row, refreshed so a new org's hour fills in soon.
     { name: "sweep.fleet-sample", everyMs: 600_000, run: sampleQueueDepth },
   ];

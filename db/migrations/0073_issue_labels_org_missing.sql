@@ -1,0 +1,1 @@
+CREATE INDEX CONCURRENTLY "issue_labels_org_missing_idx" ON "issue_labels" USING btree ("issue_id") WHERE "issue_labels"."org_id" is null;
