@@ -1,9 +1,10 @@
 import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import { query, type Database, type Db } from "../../db/client.ts";
 import type { Config } from "../config/index.ts";
 import { readIssueCounts } from "./issue-counts.ts";
+import { PairCounter, PairHistogram } from "./recorders.ts";
 
 /**
  * Marks a claim reply whose claim ended an expired lease and recorded it (retasc_record_expiry
@@ -30,47 +31,42 @@ function createInstruments() {
   collectDefaultMetrics({ register: registry, prefix: "retasc_" });
   const seconds = (ms: number) => ms / 1000;
   const fast = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+  // prom-client's registry takes any metric with a name and get(); its Metric type names its own classes.
+  const registered = <M extends PairHistogram | PairCounter>(metric: M) => (registry.registerMetric(metric as unknown as Metric), metric);
   const instruments = {
     registry,
     seconds,
-    httpRequests: new Histogram({
-      name: "retasc_http_request_duration_seconds",
-      help: "HTTP requests by door (mcp, dash, api-cli, auth, webhooks, static, other) and status code, from arrival to the last byte written",
-      labelNames: ["door", "status"] as const,
-      buckets: fast,
-      registers: [registry],
-    }),
-    toolCalls: new Histogram({
-      name: "retasc_mcp_tool_duration_seconds",
-      help: "MCP tool calls by tool and outcome (ok, refused, failed)",
-      labelNames: ["tool", "outcome"] as const,
-      buckets: fast,
-      registers: [registry],
-    }),
+    // Recorded on every request and every tool call: without allocating (recorders.ts).
+    httpRequests: registered(new PairHistogram(
+      "retasc_http_request_duration_seconds",
+      "HTTP requests by door (mcp, dash, api-cli, auth, webhooks, static, other) and status code, from arrival to the last byte written",
+      ["door", "status"],
+      fast,
+    )),
+    toolCalls: registered(new PairHistogram("retasc_mcp_tool_duration_seconds", "MCP tool calls by tool and outcome (ok, refused, failed)", ["tool", "outcome"], fast)),
     toolRefusals: new Counter({
       name: "retasc_mcp_tool_refusals_total",
       help: "MCP tool calls refused, by tool and error code (INTERNAL for a failure on the server)",
       labelNames: ["tool", "code"] as const,
       registers: [registry],
     }),
-    claims: new Counter({
-      name: "retasc_claims_total",
-      help: "Claims taken, by tool; kind=first for an issue's first claim, reclaim when it was held before (expired or released)",
-      labelNames: ["tool", "kind"] as const,
-      registers: [registry],
-    }),
+    claims: registered(new PairCounter(
+      "retasc_claims_total",
+      "Claims taken, by tool; kind=first for an issue's first claim, reclaim when it was held before (expired or released)",
+      ["tool", "kind"],
+    )),
     staleWrites: new Counter({
       name: "retasc_stale_writes_refused_total",
       help: "Writes refused with STALE_CLAIM (a token whose lease expired or was taken over), by tool",
       labelNames: ["tool"] as const,
       registers: [registry],
     }),
-    dispatch: new Histogram({
-      name: "retasc_dispatch_duration_seconds",
-      help: "next_issue from the call to its reply, whatever the result (claimed, empty, refused)",
-      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers: [registry],
-    }),
+    dispatch: registered(new PairHistogram(
+      "retasc_dispatch_duration_seconds",
+      "next_issue from the call to its reply, whatever the result (claimed, empty, refused)",
+      [],
+      [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    )),
     leaseExpiries: new Counter({
       name: "retasc_lease_expiries_recorded_total",
       help: "Expired leases ended and logged as reclaimed, by who got there first: by=sweep (the reclaim sweep) or by=claim (a claim taking the expired issue over)",
@@ -118,29 +114,32 @@ const instruments: Instruments = ((globalThis as Record<symbol, unknown>)[Symbol
 
 const CLAIMING_TOOLS = new Set(["next_issue", "claim_issue", "next_batch"]);
 
+type Claim = { fence?: unknown; [RECORDED_EXPIRY]?: unknown };
+function countClaim(tool: string, claim: Claim) {
+  if (typeof claim.fence === "number") instruments.claims.inc(tool, claim.fence > 1 ? "reclaim" : "first");
+  if (claim[RECORDED_EXPIRY] === true) instruments.leaseExpiries.inc({ by: "claim" });
+}
+
 /** The counters and histograms the doors record into. */
 export const metrics = {
   httpRequest(door: string, status: number, ms: number) {
-    instruments.httpRequests.observe({ door, status: String(status) }, instruments.seconds(ms));
+    instruments.httpRequests.observeMs(door, status, ms);
   },
   /** A tool call's outcome; `code` is the error code of a refusal, "INTERNAL" of a failure. */
   toolCall(tool: string, ms: number, code: string | null, internal = false) {
     const outcome = internal ? "failed" : code ? "refused" : "ok";
-    instruments.toolCalls.observe({ tool, outcome }, instruments.seconds(ms));
+    instruments.toolCalls.observeMs(tool, outcome, ms);
     if (code) instruments.toolRefusals.inc({ tool, code });
     if (code === "STALE_CLAIM") instruments.staleWrites.inc({ tool });
-    if (tool === "next_issue") instruments.dispatch.observe(instruments.seconds(ms));
+    if (tool === "next_issue") instruments.dispatch.observeMs("", "", ms);
   },
   /** The claims in a successful reply of a claiming tool (next_issue, claim_issue, next_batch with claim). */
   claimsIn(tool: string, output: unknown) {
     if (!CLAIMING_TOOLS.has(tool) || typeof output !== "object" || output === null) return;
-    type Claim = { fence?: unknown; [RECORDED_EXPIRY]?: unknown };
     const reply = output as Claim & { claimToken?: unknown; claims?: unknown };
-    const claims = Array.isArray(reply.claims) ? (reply.claims as Claim[]) : typeof reply.claimToken === "string" ? [reply] : [];
-    for (const claim of claims) {
-      if (typeof claim.fence === "number") instruments.claims.inc({ tool, kind: claim.fence > 1 ? "reclaim" : "first" });
-      if (claim[RECORDED_EXPIRY] === true) instruments.leaseExpiries.inc({ by: "claim" });
-    }
+    if (Array.isArray(reply.claims)) {
+      for (let index = 0; index < reply.claims.length; index++) countClaim(tool, reply.claims[index] as Claim);
+    } else if (typeof reply.claimToken === "string") countClaim(tool, reply);
   },
   /** The expiries one reclaim sweep tick recorded. */
   leaseExpiriesSwept(count: number) {
