@@ -8,7 +8,7 @@ import { emailConfigured } from "../../server/outbound/email.ts";
 import { listMembers, reactivateMember, retireMember, setMemberRole, setMemberScope, suspendMember } from "../../server/orgs/members.ts";
 import { listProjects } from "../../server/orgs/projects.ts";
 import { Card, EmptyState, ErrorNote, Notice } from "../components/ui.tsx";
-import { InviteForm, InviteTable, NewInviteNote } from "../components/dash/invites.tsx";
+import { InviteForm, InviteTable, NewInviteNote } from "../components/dash/member-invites.tsx";
 import { AgentTable, Pages, PeopleTable } from "../components/dash/members.tsx";
 import "../components/dash/dash.css";
 import { readForm } from "../forms.server.ts";
