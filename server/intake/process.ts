@@ -1,7 +1,8 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { connectors, intakeDeliveries, members, projects, user } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
-import { applyIntakeEvent, type ConnectorFacts } from "./apply.ts";
+import { applyIntakeEvent } from "./apply.ts";
+import type { ConnectorFacts } from "./facts.ts";
 import { ciEventOf, type CiEvent } from "./ci-events.ts";
 import { intakeEventOf, type IntakeEvent } from "./events.ts";
 import { settleCiRun } from "../verification/match.ts";

@@ -6,7 +6,10 @@ import { DomainError } from "../errors.ts";
 import { saveIssue } from "../issues/index.ts";
 import { saveComment } from "../issues/comments.ts";
 import { isTerminal } from "../issues/store.ts";
-import { applyComment, fileIssue, isStale, lockedLink, noteSourceUpdate, providerName, setLinkOpen, syncSource, type ConnectorFacts } from "./apply.ts";
+import { applyComment } from "./apply-comment.ts";
+import { fileIssue, syncSource } from "./apply-issue.ts";
+import { providerName, type ConnectorFacts } from "./facts.ts";
+import { isStale, lockedLink, noteSourceUpdate, setLinkOpen } from "./links.ts";
 import type { IntakeEvent } from "./events.ts";
 
 /** Said on an item filed while the connector's reviewer is no longer an active member. */

@@ -17,7 +17,7 @@ import { moveTriage } from "../issues/triage-moves.ts";
 import { meter } from "../usage/meter.ts";
 import { actorOf } from "../orgs/access.ts";
 import { inScope, reachable, type Reach } from "../orgs/scope.ts";
-import { providerName } from "./apply.ts";
+import { providerName } from "./facts.ts";
 import { heldTextOf, textDigest } from "./held.ts";
 
 /**
