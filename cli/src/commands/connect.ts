@@ -7,11 +7,10 @@ import { findMarker, type Transport } from "../marker.ts";
 import { withMcp } from "../mcp.ts";
 import { note, ok, printJson, say } from "../output.ts";
 import { choose, confirm, interactive, ask, needFlags } from "../prompt.ts";
-import { activeOrgs, asSession, currentSession, requireSession, type SignedIn } from "../session.ts";
+import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
 import { updateConfig } from "../store.ts";
 import { clientBlocks, wireFolder, type Bound, type McpClient } from "../wire-folder.ts";
-import type { CreatedOrg, CreatedProject, JoinedOrg, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
-import { login } from "./session.ts";
+import type { CreatedOrg, CreatedProject, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { setupJson, setupOnce } from "./setup.ts";
 
 export interface JsonFlag {
@@ -22,17 +21,17 @@ export interface JsonFlag {
 export interface RebindFlags extends UrlFlag {
   yes?: boolean;
 }
-interface ProjectFlags {
+export interface ProjectFlags {
   "project-id"?: string;
   project?: string;
   prefix?: string;
 }
-interface MintFlags extends RebindFlags, JsonFlag {
+export interface MintFlags extends RebindFlags, JsonFlag {
   runtime?: string;
   transport?: string;
 }
 /** The org a binding goes into, as far as binding needs it. */
-interface OrgChoice {
+export interface OrgChoice {
   orgId: string;
   name: string;
 }
@@ -134,7 +133,7 @@ export function printBlocks(mcpUrl: string): void {
   say();
 }
 
-async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, session: SignedIn): Promise<OrgChoice> {
+export async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, session: SignedIn): Promise<OrgChoice> {
   const orgs = await activeOrgs(session);
   const create = async (name: string): Promise<OrgChoice> => {
     const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name } });
@@ -165,7 +164,7 @@ async function pickOrg(flags: { "org-id"?: string; "org-name"?: string }, sessio
   return create(await ask("New org name: "));
 }
 
-async function pickProject(flags: ProjectFlags, session: SignedIn, orgId: string): Promise<Project> {
+export async function pickProject(flags: ProjectFlags, session: SignedIn, orgId: string): Promise<Project> {
   const { projects } = await asSession<{ projects: Project[] }>(session, "/projects", { query: { orgId } });
   const create = async (name: string, prefix: string): Promise<Project> => {
     const created = await asSession<CreatedProject>(session, "/projects", { body: { orgId, name, prefix } });
@@ -199,7 +198,7 @@ async function pickProject(flags: ProjectFlags, session: SignedIn, orgId: string
 }
 
 /** Mints a key for the person in an org and project and binds the folder to it. */
-async function mintAndBind(flags: MintFlags, session: SignedIn, org: OrgChoice, project: { id: string; prefix: string }, extra: Record<string, unknown> = {}) {
+export async function mintAndBind(flags: MintFlags, session: SignedIn, org: OrgChoice, project: { id: string; prefix: string }, extra: Record<string, unknown> = {}) {
   const rebind = await checkRebind(flags, { orgId: org.orgId, projectId: project.id });
   const runtime = flags.runtime ?? "claude-code";
   if (rebind === "same") {
@@ -270,51 +269,4 @@ async function bindWithSetupCode(flags: BindFlags, setupCode: string) {
     prefix: setup.prefix,
     runtime: setup.runtime,
   });
-}
-
-/** Redeems an invite (signing in first if needed), then binds this folder in that org. */
-interface JoinFlags extends MintFlags, Omit<ProjectFlags, "prefix"> {
-  "no-bind"?: boolean;
-}
-
-export async function join(flags: JoinFlags, positionals: string[]) {
-  const code = positionals[0];
-  if (!code) throw new CliError("INVALID_INPUT", "join needs the invite code or link", "retasc join rtscinv_… (or the link you were sent)");
-  if (!/rtscinv_[A-Za-z0-9_-]+/.test(code)) throw new CliError("INVALID_INPUT", "that is not an invite code or link", "An invite code starts with rtscinv_.");
-  const url = /^https?:\/\//.test(code) && !flags.url && !process.env.RETASC_DEPLOYMENT_URL ? normalizeUrl(new URL(code).origin) : deploymentUrl(flags);
-  const scoped = { ...flags, url };
-  if (!currentSession(scoped)) await login({ ...scoped, json: false });
-  const session = requireSession(scoped);
-  const joined = await asSession<JoinedOrg>(session, "/join", { body: { code } });
-  ok(`Joined org "${joined.orgName}".`);
-  if (flags["no-bind"]) {
-    if (flags.json) printJson(joined);
-    return;
-  }
-  const org = { orgId: joined.orgId, name: joined.orgName };
-  const project = await pickProject(scoped, session, joined.orgId);
-  await mintAndBind(scoped, session, org, project, { joined: { orgId: joined.orgId, orgName: joined.orgName, memberId: joined.memberId, role: joined.role } });
-}
-
-/** One-shot setup: a new (or named) org, a project, a key, the folder wired. */
-interface InitFlags extends MintFlags {
-  project?: string;
-  prefix?: string;
-  org?: string;
-  "org-id"?: string;
-}
-
-export async function init(flags: InitFlags) {
-  if (!flags.project || !flags.prefix) throw new CliError("INVALID_INPUT", "init needs --project and --prefix", "retasc init --project Web --prefix WEB [--org \"My Org\"]");
-  const session = requireSession(flags);
-  let org: OrgChoice;
-  if (flags["org-id"]) org = await pickOrg({ "org-id": flags["org-id"] }, session);
-  else {
-    const created = await asSession<CreatedOrg>(session, "/orgs", { body: { name: flags.org ?? `${session.user.name}'s org` } });
-    ok(`Created org "${created.name}".`);
-    org = { orgId: created.orgId, name: created.name };
-  }
-  const created = await asSession<CreatedProject>(session, "/projects", { body: { orgId: org.orgId, name: flags.project, prefix: flags.prefix } });
-  ok(`Created project ${created.prefix}.`);
-  return mintAndBind(flags, session, org, { id: created.projectId, prefix: created.prefix });
 }

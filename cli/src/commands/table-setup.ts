@@ -1,5 +1,7 @@
 import { type Command, command, url, json, yes, runtime, transport } from "../command.ts";
-import { bind, init, join } from "./connect.ts";
+import { bind } from "./connect.ts";
+import { init } from "./init.ts";
+import { join } from "./join.ts";
 import { config, doctor, login, logout, whoami } from "./session.ts";
 import { update } from "./update.ts";
 import { setup } from "./setup.ts";
