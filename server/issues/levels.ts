@@ -119,17 +119,16 @@ export function endOfDayIn(date: string, timeZone: string): Date {
   return new Date(instant - 1);
 }
 
+/** One formatter per zone: building one costs far more than formatting with it (an import's due dates, issue 29). */
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
 function zoneOffsetMs(utcMs: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat("en-US", {
-    timeZone,
-    hourCycle: "h23",
-    year: "numeric",
-    month: "2-digit",
-    day: "2-digit",
-    hour: "2-digit",
-    minute: "2-digit",
-    second: "2-digit",
-  }).formatToParts(new Date(utcMs));
+  let format = zoneFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-US", { timeZone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    if (zoneFormats.size < 1_000) zoneFormats.set(timeZone, format);
+  }
+  const parts = format.formatToParts(new Date(utcMs));
   const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
   const asUtc = Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute"), get("second"));
   return asUtc - Math.floor(utcMs / 1000) * 1000;

@@ -65,6 +65,14 @@ export async function indexTerms(tx: Db, cipher: OrgCipher, orgId: string, entri
   }
   if (!options.fresh) await tx.execute(sql`delete from issue_terms where issue_id = any(${pgArray(entries.map((e) => e.id))}::text[])`);
   if (ids.length === 0) return;
+  // Issues written in this transaction (no `readAt`): their terms go in as they are, no row looked up per term (issue 29).
+  if (entries.every((e) => !e.readAt)) {
+    await tx.execute(sql`insert into issue_terms (org_id, issue_id, term, in_title, open)
+      select ${orgId}, u.issue_id, u.term, u.in_title, u.open
+      from unnest(${pgArray(ids)}::text[], ${pgArray(digests)}::bigint[], ${pgArray(inTitle)}::boolean[], ${pgArray(open)}::boolean[]) as u(issue_id, term, in_title, open)
+      on conflict do nothing`);
+    return;
+  }
   await tx.execute(sql`insert into issue_terms (org_id, issue_id, term, in_title, open)
     select ${orgId}, u.issue_id, u.term, u.in_title, u.open
     from unnest(${pgArray(ids)}::text[], ${pgArray(digests)}::bigint[], ${pgArray(inTitle)}::boolean[], ${pgArray(open)}::boolean[], ${pgArray(readAt)}::text[])

@@ -49,7 +49,9 @@ export async function applyImportRun(services: Services, runId: string) {
   let waitedMs = 0;
   for (;;) {
     const step = await transactionWithNotices(db, async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`import-apply:${runId}`}))`);
+      // A page's commit does not wait for the WAL flush (decision 100): its input is staged durably,
+      // and a crash that loses it loses every later commit too, so the run resumes at that page.
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`import-apply:${runId}`})), set_config('synchronous_commit', 'off', true)`);
       const [run] = await tx.select().from(linearImportRuns).where(eq(linearImportRuns.id, runId));
       if (!run || (run.phase !== "fetching" && run.phase !== "applying" && run.phase !== "linking")) return "finished" as const;
       const cipher = await services.keyring.forOrg(tx, run.orgId);

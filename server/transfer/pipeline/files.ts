@@ -33,9 +33,8 @@ export const FILES_AT_ONCE = 4;
  */
 export async function downloadFile(config: Pick<Config, "outboundAllowHosts">, url: string, home: string, headers: Record<string, string>, limit = MAX_FILE_BYTES): Promise<Download> {
   if (!sameOrigin(url, home)) return { keptAsLink: "failed" };
-  let agent: ReturnType<typeof outboundAgent> | undefined;
   try {
-    agent = outboundAgent(config, new URL(home).origin);
+    const agent = agentFor(config, new URL(home).origin);
     const res = await fetch(url, { headers, redirect: "manual", dispatcher: agent, signal: AbortSignal.timeout(DOWNLOAD_MS) });
     if (res.status !== 200 || !res.body) {
       await res.body?.cancel();
@@ -56,9 +55,24 @@ export async function downloadFile(config: Pick<Config, "outboundAllowHosts">, u
     return { bytes: Buffer.concat(chunks, size) };
   } catch {
     return { keptAsLink: "failed" };
-  } finally {
-    await agent?.close();
   }
+}
+
+/**
+ * One guarded agent per origin (and config), kept: a run's files reuse its connections instead of
+ * one connection each (issue 29). The guard holds as before, since it runs at every connection;
+ * idle connections close by themselves (undici's keep-alive timeout) and hold no process open.
+ */
+const agents = new WeakMap<Pick<Config, "outboundAllowHosts">, Map<string, ReturnType<typeof outboundAgent>>>();
+function agentFor(config: Pick<Config, "outboundAllowHosts">, origin: string): ReturnType<typeof outboundAgent> {
+  let byOrigin = agents.get(config);
+  if (!byOrigin) agents.set(config, (byOrigin = new Map()));
+  let agent = byOrigin.get(origin);
+  if (!agent) {
+    if (byOrigin.size >= 100) byOrigin.clear();
+    byOrigin.set(origin, (agent = outboundAgent(config, origin)));
+  }
+  return agent;
 }
 
 export function sameOrigin(url: string, home: string): boolean {
@@ -68,9 +82,11 @@ export function sameOrigin(url: string, home: string): boolean {
 /**
  * The page's file attachments staged before the page is: one already a file here (its link
  * names an attachment with content, from an earlier run) is not fetched again; the rest are
- * fetched `FILES_AT_ONCE` at a time, each staged as it arrives (so a page never holds more than
- * that many files in memory), while the run is still fetching. Marks every attachment with what
- * the apply makes of it (`asFile` or `keptAsLink`).
+ * fetched `FILES_AT_ONCE` at a time and staged together, one statement whenever
+ * `STAGE_BATCH_BYTES` have arrived and one for the rest (so a page holds at most that much and
+ * the files in flight in memory, and its files are a few statements, not one each: issue 29),
+ * while the run is still fetching. Marks every attachment with what the apply makes of it
+ * (`asFile` or `keptAsLink`).
  */
 export async function stageFiles(services: Services, cipher: OrgCipher, runId: string, orgId: string, issues: SourceIssue[], fetchFile: FetchFile | undefined): Promise<void> {
   const all = issues.flatMap((i) => i.attachments);
@@ -81,27 +97,51 @@ export async function stageFiles(services: Services, cipher: OrgCipher, runId: s
     else if (here.has(a.id)) a.asFile = "here";
   }
   const wanted = files.filter((a) => !here.has(a.id));
+  let batch: { a: SourceAttachment; bytes: Buffer }[] = [];
+  let batchBytes = 0;
+  const flush = async () => {
+    const rows = batch;
+    batch = [];
+    batchBytes = 0;
+    if (rows.length > 0) await stageBatch(services, cipher, runId, orgId, rows);
+  };
   let next = 0;
   const worker = async () => {
-    for (let a = wanted[next++]; a; a = wanted[next++]) await stageFile(services, cipher, runId, orgId, a, fetchFile!);
+    for (let a = wanted[next++]; a; a = wanted[next++]) {
+      const size = a.file?.size ?? null;
+      const got = size !== null && size > MAX_FILE_BYTES ? ({ keptAsLink: "tooLarge" } as const) : await fetchFile!(a);
+      if ("keptAsLink" in got) {
+        a.keptAsLink = got.keptAsLink;
+        continue;
+      }
+      batch.push({ a, bytes: got.bytes });
+      batchBytes += got.bytes.length;
+      if (batchBytes >= STAGE_BATCH_BYTES) await flush();
+    }
   };
   await Promise.all(Array.from({ length: Math.min(FILES_AT_ONCE, wanted.length) }, worker));
+  await flush();
 }
 
-/** One file downloaded and staged, or marked to stay a link. */
-async function stageFile(services: Services, cipher: OrgCipher, runId: string, orgId: string, a: SourceAttachment, fetchFile: FetchFile): Promise<void> {
-  const size = a.file?.size ?? null;
-  const got = size !== null && size > MAX_FILE_BYTES ? ({ keptAsLink: "tooLarge" } as const) : await fetchFile(a);
-  if ("keptAsLink" in got) {
-    a.keptAsLink = got.keptAsLink;
-    return;
-  }
+/** Downloaded bytes held before they are staged together. */
+const STAGE_BATCH_BYTES = 16 * 1024 * 1024;
+
+/** Downloaded files staged in one statement. */
+async function stageBatch(services: Services, cipher: OrgCipher, runId: string, orgId: string, rows: { a: SourceAttachment; bytes: Buffer }[]): Promise<void> {
+  const values = sql.join(
+    rows.map(({ a, bytes }) => sql`(${a.id}, ${sniffContentType(bytes)}, ${bytes.length}::int, ${cipher.encryptBytes(bytes)}::bytea)`),
+    sql`, `,
+  );
   // One statement, not a transaction of four: the share lock waits for a run being ended (its staging dropped) and then stages nothing.
-  await services.db.execute(sql`insert into import_staged_files (run_id, source_id, org_id, content_type, size_bytes, content_enc)
-    select ${runId}, ${a.id}, ${orgId}, ${sniffContentType(got.bytes)}, ${got.bytes.length}, ${cipher.encryptBytes(got.bytes)}::bytea
+  // Its commit does not wait for the WAL flush (decision 100): the page's staging, which commits
+  // after it and waits, makes it durable; a crash before that loses the page too, and the run with it.
+  await services.db.execute(sql`with async as (select set_config('synchronous_commit', 'off', true))
+    insert into import_staged_files (run_id, source_id, org_id, content_type, size_bytes, content_enc)
+    select ${runId}, v.source_id, ${orgId}, v.content_type, v.size_bytes, v.content_enc
+    from (values ${values}) as v(source_id, content_type, size_bytes, content_enc), async
     where exists (select 1 from linear_import_runs where id = ${runId} and phase = 'fetching' for share)
     on conflict do nothing`);
-  a.asFile = "staged";
+  for (const { a } of rows) a.asFile = "staged";
 }
 
 /** Which of these source attachment ids already came over as files into the org. */
