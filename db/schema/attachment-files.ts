@@ -1,5 +1,5 @@
 import { customType, integer, pgTable, text } from "drizzle-orm/pg-core";
-import { attachments } from "./issues.ts";
+import { attachments } from "./issue-parts.ts";
 import { orgIdColumn } from "./orgs.ts";
 
 /** bytea as a Buffer (postgres.js hands back a Buffer, PGlite a Uint8Array). */

@@ -1,6 +1,7 @@
 import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { comments, issues } from "./issues.ts";
+import { comments } from "./issue-parts.ts";
+import { issues } from "./issues.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
 
 export const connectorProviders = ["github", "gitlab"] as const;
