@@ -53,19 +53,36 @@ class Rows {
   }
 }
 
-/** A histogram of up to two labels (prom-client's `Histogram`, recorded without allocating). */
-export class PairHistogram {
-  readonly type = "histogram";
+/** What both series share: prom-client's metric fields, the rows, and the reset. */
+abstract class PairMetric {
   readonly aggregator = "sum";
-  private readonly rows: Rows;
+  protected readonly rows: Rows;
 
   constructor(
     readonly name: string,
     readonly help: string,
     labelNames: readonly string[],
+    slots: number,
+  ) {
+    this.rows = new Rows(labelNames, slots);
+  }
+
+  reset() {
+    this.rows.clear();
+  }
+}
+
+/** A histogram of up to two labels (prom-client's `Histogram`, recorded without allocating). */
+export class PairHistogram extends PairMetric {
+  readonly type = "histogram";
+
+  constructor(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
     private readonly bounds: readonly number[],
   ) {
-    this.rows = new Rows(labelNames, bounds.length + 3);
+    super(name, help, labelNames, bounds.length + 3);
   }
 
   /** One observation of `ms` milliseconds (kept in seconds): converted here, so no number is boxed to pass it. */
@@ -96,24 +113,14 @@ export class PairHistogram {
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
-
-  reset() {
-    this.rows.clear();
-  }
 }
 
 /** A counter of up to two labels (prom-client's `Counter`, recorded without allocating). */
-export class PairCounter {
+export class PairCounter extends PairMetric {
   readonly type = "counter";
-  readonly aggregator = "sum";
-  private readonly rows: Rows;
 
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    labelNames: readonly string[],
-  ) {
-    this.rows = new Rows(labelNames, 1);
+  constructor(name: string, help: string, labelNames: readonly string[]) {
+    super(name, help, labelNames, 1);
   }
 
   inc(first: string, second: string | number): void {
@@ -124,9 +131,5 @@ export class PairCounter {
     const values: Values = [];
     for (const row of this.rows.all()) values.push({ value: row.values[0]!, labels: row.labels });
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
-
-  reset() {
-    this.rows.clear();
   }
 }
