@@ -4,7 +4,8 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { query } from "./client.ts";
-import { globalTables, hotStatements, hotFunctions, hotTables, partitions, variableTypes, type HotStatement } from "./testing/hot-statements.ts";
+import { hotFunctions, variableTypes, type HotStatement } from "./testing/hot/functions.ts";
+import { globalTables, hotStatements, hotTables, partitions } from "./testing/hot-statements.ts";
 
 /**
  * Org-keyed statements, ready to partition (issue 36, decision 099). In a scratch schema of a
@@ -98,7 +99,7 @@ describe.skipIf(testDriver !== "postgres")("hot statements prune to one partitio
     const drifted = Object.entries(hotFunctions)
       .filter(([signature, f]) => actual.get(signature) !== f.md5)
       .map(([signature, f]) => `${signature} (copied from ${f.migration}): ${actual.get(signature) ?? "missing"}`);
-    // A function changed: copy its hot statements into db/testing/hot-statements.ts again, then record the new md5.
+    // A function changed: copy its hot statements into db/testing/hot/ again, then record the new md5 in hot/functions.ts.
     expect(drifted).toEqual([]);
     for (const statement of hotStatements) {
       expect(statement.source in hotFunctions || statement.source.endsWith(".ts"), statement.name).toBe(true);
