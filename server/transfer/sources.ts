@@ -13,7 +13,8 @@ import { dryRunJiraImport, listJiraProjects, startJiraImport } from "./jira/inde
 import { dryRunLinearImport, listLinearTeams, startLinearImport } from "./linear/index.ts";
 import { sourceMappingInput } from "./pipeline/start.ts";
 import { importSourceNames } from "./pipeline/stream.ts";
-import { dryRunShortcutImport, listShortcutTeams, startShortcutImport } from "./shortcut/index.ts";
+import { EPIC_SOURCE_PREFIX, epicSourceId } from "./shortcut/epic.ts";
+import { dryRunShortcutImport, listShortcutEpics, listShortcutTeams, startShortcutImport } from "./shortcut/index.ts";
 
 /**
  * One door onto every import source for an agent over MCP (`list_import_sources` and
@@ -51,7 +52,7 @@ const sources: Record<RunSource, Source> = {
     keyed: true,
   },
   asana: { name: "Asana", token: "a personal access token (Asana: Settings, Apps, Developer apps)", needs: ["token"], target: "a project's gid or URL", keyed: false },
-  shortcut: { name: "Shortcut", token: "an API token (Shortcut: Settings, API Tokens)", needs: ["token"], target: "a team's id, name or mention name", keyed: false },
+  shortcut: { name: "Shortcut", token: "an API token (Shortcut: Settings, API Tokens)", needs: ["token"], target: "a team's id, name or mention name; or epic:<an epic's id or name> for one epic's stories", keyed: false },
   clickup: { name: "ClickUp", token: "a personal API token, pk_… (ClickUp: Settings, Apps)", needs: ["token"], target: "a List's or Space's URL, list:<id> or space:<id>", keyed: false },
   csv: {
     name: "a CSV file",
@@ -102,7 +103,10 @@ async function targets(ctx: Ctx, source: ImportSourceName, input: { token: strin
     case "asana":
       return (await listAsanaProjects(ctx, { accessToken: input.token })).map((p) => seen(p.id, `${p.name} (${p.workspace})`, p.issueCount, p.lastImportAt));
     case "shortcut":
-      return (await listShortcutTeams(ctx, { apiToken: input.token })).map((t) => seen(t.id, t.name, t.issueCount, t.lastImportAt));
+      return [
+        ...(await listShortcutTeams(ctx, { apiToken: input.token })).map((t) => seen(t.id, t.name, t.issueCount, t.lastImportAt)),
+        ...(await listShortcutEpics(ctx, { apiToken: input.token })).map((e) => seen(epicSourceId(Number(e.id)), `epic ${e.name}`, e.issueCount, e.lastImportAt)),
+      ];
     case "clickup":
       return (await listClickUpLocations(ctx, { apiToken: input.token })).map((l) => seen(l.location, `${l.kind} ${l.name} (${l.workspace})`, l.issueCount, l.lastImportAt));
   }
@@ -170,7 +174,9 @@ export async function runImport(ctx: Ctx, raw: RunImportInput) {
       return started(await startAsanaImport(ctx, { ...args, ...into }), project);
     }
     case "shortcut": {
-      const args = { apiToken: token, team: target, mapping };
+      // epic:<id or name> is one epic (what a run of an epic is named, so importing it again finds it); anything else a team.
+      const epic = target.startsWith(EPIC_SOURCE_PREFIX) ? target.slice(EPIC_SOURCE_PREFIX.length) : undefined;
+      const args = { apiToken: token, ...(epic === undefined ? { team: target } : { epic }), mapping };
       if (input.dryRun) return dryRunShortcutImport(ctx, args);
       const { into, project } = await destination(ctx, source, input.project, null, "");
       return started(await startShortcutImport(ctx, { ...args, ...into }), project);

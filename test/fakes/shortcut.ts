@@ -10,12 +10,16 @@ import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-fa
  * `/custom-fields` (a Priority field, canonical name `priority`), `/groups`, `/groups/{id}/stories`
  * (slim stories, `limit` up to 1000 and `offset`), `/stories/{id}` (the whole story: comments with
  * `parent_id`, files, linked files, story links on both sides, tasks), `/epics/{id}` (threaded
- * comments), `/epics/{id}/stories` (an epic's slim stories, whatever their team). Uploaded files
+ * comments), `/epics/{id}/stories` (an epic's slim stories, whatever their team, unpaginated as
+ * Shortcut answers it), `/epics` (every epic, slim) and `/epics/paginated` (`page` from 1,
+ * `page_size` 1 to 250, default 10: `{data, next, total}`, `next` the next page's number or null);
+ * an epic carries `stats.num_stories_total`. Uploaded files
  * are served from this host to the token, as Shortcut's media host does. Options add what a
  * workspace of several teams has: `elsewhere` stories in the other team (most in the team's
  * epics, linked both ways to the team's stories; one in an epic only they name; one in none),
- * and `epicFiles`: uploads an epic's description and comments link to (the API lists files on
- * stories only; an epic's are the uploads its text names).
+ * `epicFiles`: uploads an epic's description and comments link to (the API lists files on
+ * stories only; an epic's are the uploads its text names), and `moreEpics`: that many epics with no
+ * stories (every fifth archived), so the epics' listing runs to several pages.
  * A scripted request is answered with a 429 (with Retry-After) or a 503.
  */
 export interface FakeShortcutWorkspace {
@@ -43,7 +47,7 @@ export interface FakeShortcut extends ScriptedFailures {
   close(): Promise<void>;
 }
 
-export function generateShortcutWorkspace({ stories: count = 150, seed = 5, elsewhere = 0, epicFiles = false }: { stories?: number; seed?: number; elsewhere?: number; epicFiles?: boolean } = {}): FakeShortcutWorkspace {
+export function generateShortcutWorkspace({ stories: count = 150, seed = 5, elsewhere = 0, epicFiles = false, moreEpics = 0 }: { stories?: number; seed?: number; elsewhere?: number; epicFiles?: boolean; moreEpics?: number } = {}): FakeShortcutWorkspace {
   let state = seed;
   const rand = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
   const uuid = (n: number, kind: string) => `5f${kind.padStart(6, "0")}-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -154,6 +158,7 @@ export function generateShortcutWorkspace({ stories: count = 150, seed = 5, else
       else link(stories[k]!, "relates to", story);
     }
   }
+  for (let k = 0; k < moreEpics; k++) epics.push({ ...epics[k % 6]!, id: 9100 + k, name: `Planned epic ${k}`, comments: [], files_for_fake: [], archived: k % 5 === 4 });
   return { slug: "acme", members, workflow: { id: 500000000, name: "Engineering", states }, priority, team, otherTeam, stories, epics };
 }
 
@@ -217,12 +222,24 @@ export async function startFakeShortcut({ workspace = generateShortcutWorkspace(
       const s = w.stories.find((x) => x.id === Number(story[1]));
       return s ? json(res, 200, { ...s, entity_type: "story" }) : json(res, 404, { message: "Resource does not exist" });
     }
+    // An epic as the API shows it: without the fake's files, with its teams and its story count.
+    const shown = (e: FakeShortcutWorkspace["epics"][number], slim: boolean) => {
+      const { files_for_fake: _files, comments, ...rest } = e;
+      const mine = w.stories.filter((st) => st.epic_id === e.id);
+      return { ...rest, ...(slim ? {} : { comments }), entity_type: "epic", app_url: `https://app.shortcut.com/${w.slug}/epic/${e.id}`, group_ids: [...new Set(mine.map((st) => st.group_id))], stats: { num_stories_total: mine.length, num_stories_done: mine.filter((st) => st.completed_at).length } };
+    };
+    if (path === "/epics") return json(res, 200, w.epics.map((e) => shown(e, true)));
+    if (path === "/epics/paginated") {
+      const page = Number(url.searchParams.get("page") ?? 1);
+      const size = Number(url.searchParams.get("page_size") ?? 10);
+      if (!Number.isInteger(page) || page < 1 || !Number.isInteger(size) || size < 1 || size > 250) return json(res, 400, { message: "Schema mismatch" });
+      const data = w.epics.slice((page - 1) * size, page * size).map((e) => shown(e, true));
+      return json(res, 200, { data, next: page * size < w.epics.length ? page + 1 : null, total: w.epics.length });
+    }
     const epic = /^\/epics\/([0-9]+)$/.exec(path);
     if (epic) {
       const e = w.epics.find((x) => x.id === Number(epic[1]));
-      if (!e) return json(res, 404, { message: "Resource does not exist" });
-      const { files_for_fake: _files, ...shown } = e;
-      return json(res, 200, { ...shown, entity_type: "epic", group_ids: [...new Set(w.stories.filter((st) => st.epic_id === e.id).map((st) => st.group_id))] });
+      return e ? json(res, 200, shown(e, false)) : json(res, 404, { message: "Resource does not exist" });
     }
     const epicStories = /^\/epics\/([0-9]+)\/stories$/.exec(path);
     if (epicStories) {

@@ -105,6 +105,8 @@ export interface ShortcutEpic {
   completed_at?: string | null;
   archived?: boolean;
   comments?: ShortcutThreadedComment[];
+  /** Counted by Shortcut: the epic's stories, whatever their team. */
+  stats?: { num_stories_total?: number };
 }
 export interface ShortcutGroup {
   id: string;
