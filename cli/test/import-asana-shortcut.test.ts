@@ -85,3 +85,34 @@ it("shortcut: lists the teams, a dry run prints the mapping, the import brings s
   expect(wrong.stderr).toContain("UNAUTHORIZED");
   expect(wrong.stderr).toContain("API Tokens");
 });
+
+it("shortcut --epic: lists the epics beside the teams, refuses --team with --epic, imports one epic (a container and its stories) and reconciles a re-run", async () => {
+  // An org of its own: the team's import above brought these stories into the first one, where a run reconciles them in place.
+  const epicOrg = (JSON.parse((await retasc(person, ["org", "create", "--name", "Epic org", "--url", server.url, "--json"])).stdout) as { orgId: string }).orgId;
+  const common = () => ["--org-id", epicOrg, "--url", server.url, "--poll-ms", "100"];
+  const help = await retasc(person, ["import", "--help"]);
+  expect(help.stdout).toMatch(/--epic <id>\s+shortcut, instead of --team: one epic, by its id, URL or name/);
+  const both = await retasc(person, ["import", "shortcut", "--team", "Mobile", "--epic", "9001", "--dry-run", ...common()], { input: `${shortcut.token}\n` });
+  expect(both.code).toBe(1);
+  expect(both.stderr).toContain("pass --team or --epic, not both");
+  const listed = await retasc(person, ["import", "shortcut", "--dry-run", ...common()], { input: `${shortcut.token}\n` });
+  expect(listed.code).toBe(1);
+  expect(listed.stdout).toMatch(/Mobile +@mobile +30/);
+  const stories = shortcut.workspace.stories.filter((s) => s.epic_id === 9001);
+  expect(listed.stdout).toMatch(new RegExp(`9001 +Epic 1 +in progress +${stories.length} +never`));
+  expect(listed.stderr).toContain("--epic <id or name>");
+  const unknown = await retasc(person, ["import", "shortcut", "--epic", "424242", "--dry-run", ...common()], { input: `${shortcut.token}\n` });
+  expect(unknown.code).toBe(1);
+  expect(unknown.stderr).toContain("the token sees no Shortcut epic 424242");
+  const dry = await retasc(person, ["import", "shortcut", "--epic", "epic 1", "--dry-run", "--json", ...common()], { input: `${shortcut.token}\n` });
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(JSON.parse(dry.stdout)).toMatchObject({ counts: { issues: stories.length + 1, containers: 1 } });
+  const args = ["import", "shortcut", "--epic", "9001", ...common()];
+  const run = await retasc(person, [...args, "--new-project", "Epic one", "--prefix", "EPO"], { input: `${shortcut.token}\n` });
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain(`Imported Epic 1 (Shortcut epic): ${stories.length + 1} created`);
+  const again = await retasc(person, [...args, "--project", "EPO", "--json"], { env: { RETASC_IMPORT_TOKEN: shortcut.token } });
+  expect(again.code, again.stderr).toBe(0);
+  expect(JSON.parse(again.stdout)).toMatchObject({ phase: "done", source: "shortcut", counts: { created: 0, updated: 0, unchanged: stories.length + 1 } });
+  expect(run.stdout + run.stderr + dry.stdout + listed.stdout + listed.stderr + again.stdout).not.toContain(shortcut.token);
+});

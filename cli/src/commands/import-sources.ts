@@ -12,6 +12,7 @@ import type { OrgFlags } from "./manage.ts";
  */
 export type ImportFlags = OrgFlags & {
   team?: string;
+  epic?: string;
   site?: string;
   email?: string;
   "project-key"?: string;
@@ -91,6 +92,59 @@ function clickupWanted(flags: ImportFlags): string | undefined {
   return /^(list|space):/.test(raw) ? raw : `${kind}:${raw}`;
 }
 
+type ShortcutTeam = { id: string; name: string; mentionName: string; issueCount: number; lastImportAt: string | null };
+type ShortcutEpic = { id: string; name: string; state: string; issueCount: number; lastImportAt: string | null };
+const teamColumns = ["NAME", "MENTION", "STORIES", "LAST IMPORT", "ID"];
+const teamRow = (t: ShortcutTeam) => [t.name, `@${t.mentionName}`, t.issueCount, t.lastImportAt ?? "never", t.id];
+const epicColumns = ["EPIC ID", "EPIC", "STATE", "STORIES", "LAST IMPORT"];
+const epicRow = (e: ShortcutEpic) => [e.id, e.name, e.state, e.issueCount, e.lastImportAt ?? "never"];
+const pickOne = "pick a team with --team <name>, or an epic with --epic <id or name>";
+
+/** Shortcut with neither --team nor --epic: the teams and the epics the token sees, and a refusal saying how to name one. */
+async function listShortcut(call: Call, json: boolean | undefined): Promise<null> {
+  const teams = await call<ShortcutTeam[]>("teams");
+  const epics = await call<ShortcutEpic[]>("epics");
+  if (json) {
+    printJson({ teams, epics });
+    return null;
+  }
+  out(table(teamColumns, teams.map(teamRow)));
+  out(table(epicColumns, epics.map(epicRow)));
+  throw new CliError("INVALID_INPUT", pickOne, `retasc import shortcut --team ${JSON.stringify(teams[0]?.name ?? "Mobile")} --dry-run < shortcut-token.txt  (or --epic ${epics[0]?.id ?? "<id>"})`);
+}
+
+function pickShortcutTeam(call: Call, flags: ImportFlags, withMapping: Record<string, unknown>) {
+  const wanted = flags.team?.trim().replace(/^@/, "").toLowerCase();
+  return pickListed<ShortcutTeam>(call, flags.json, {
+    action: "teams",
+    wanted,
+    matches: (t, w) => t.id.toLowerCase() === w || t.name.toLowerCase() === w || t.mentionName.toLowerCase() === w,
+    picked: (t) => ({ label: `${t.name} (Shortcut)`, input: { team: t.id, ...withMapping } }),
+    columns: teamColumns,
+    row: teamRow,
+    unknown: `the token sees no Shortcut team ${flags.team}`,
+    missing: pickOne,
+    example: (teams) => `retasc import shortcut --team ${JSON.stringify(teams[0]?.name ?? "Mobile")} --dry-run < shortcut-token.txt`,
+  });
+}
+
+/** An epic by its id, its URL (…/epic/<id>/…) or its name; a name goes to the server as given, which refuses one that several epics have. */
+function pickShortcutEpic(call: Call, flags: ImportFlags, withMapping: Record<string, unknown>) {
+  const raw = flags.epic?.trim() ?? "";
+  const id = /^\d+$/.test(raw) ? raw : /\/epic\/(\d+)(?:[/?#]|$)/.exec(raw)?.[1];
+  return pickListed<ShortcutEpic>(call, flags.json, {
+    action: "epics",
+    wanted: raw || undefined,
+    matches: (e, w) => e.id === id || e.name.toLowerCase() === w.toLowerCase(),
+    picked: (e) => ({ label: `${e.name} (Shortcut epic)`, input: { epic: e.id === id ? e.id : raw, ...withMapping } }),
+    columns: epicColumns,
+    row: epicRow,
+    unknown: `the token sees no Shortcut epic ${raw}`,
+    missing: "pick an epic with --epic <id or name>",
+    example: (epics) => `retasc import shortcut --epic ${epics[0]?.id ?? "<id>"} --dry-run < shortcut-token.txt`,
+  });
+}
+
 /** The source's own flags as the body's fields, and how it picks what to import. */
 export async function sourceBody(source: Source, flags: ImportFlags): Promise<SourceBody> {
   const mapping = flags.mapping ? readJson(flags.mapping, "the mapping file") : undefined;
@@ -156,23 +210,9 @@ export async function sourceBody(source: Source, flags: ImportFlags): Promise<So
     };
   }
   if (source === "shortcut") {
+    if (flags.team && flags.epic) throw new CliError("INVALID_INPUT", "pass --team or --epic, not both", "retasc import shortcut --epic \"Checkout revamp\" --dry-run < shortcut-token.txt");
     const apiToken = await secret("Shortcut API token", "retasc import shortcut --team Mobile --dry-run < shortcut-token.txt");
-    const wanted = flags.team?.trim().replace(/^@/, "").toLowerCase();
-    return {
-      input: { apiToken },
-      pick: (call) =>
-        pickListed<{ id: string; name: string; mentionName: string; issueCount: number; lastImportAt: string | null }>(call, flags.json, {
-          action: "teams",
-          wanted,
-          matches: (t, w) => t.id.toLowerCase() === w || t.name.toLowerCase() === w || t.mentionName.toLowerCase() === w,
-          picked: (t) => ({ label: `${t.name} (Shortcut)`, input: { team: t.id, ...withMapping } }),
-          columns: ["NAME", "MENTION", "STORIES", "LAST IMPORT", "ID"],
-          row: (t) => [t.name, `@${t.mentionName}`, t.issueCount, t.lastImportAt ?? "never", t.id],
-          unknown: `the token sees no Shortcut team ${flags.team}`,
-          missing: "pick a team with --team <name>",
-          example: (teams) => `retasc import shortcut --team ${JSON.stringify(teams[0]?.name ?? "Mobile")} --dry-run < shortcut-token.txt`,
-        }),
-    };
+    return { input: { apiToken }, pick: (call) => (flags.epic ? pickShortcutEpic(call, flags, withMapping) : flags.team ? pickShortcutTeam(call, flags, withMapping) : listShortcut(call, flags.json)) };
   }
   if (source === "clickup") {
     if (flags.list && flags.space) throw new CliError("INVALID_INPUT", "pass --list or --space, not both", "retasc import clickup --list 901200000101 --dry-run < clickup-token.txt");

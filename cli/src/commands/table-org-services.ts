@@ -105,13 +105,14 @@ export const serviceCommands: Record<string, Command> = {
     run: exportOrg,
   }),
   import: command({
-    summary: "bring a Linear or Shortcut team, a Jira or Asana project, a ClickUp List or Space or a CSV into a project: identifiers, threads and history kept (owners and admins)",
+    summary: "bring a Linear or Shortcut team, a Shortcut epic, a Jira or Asana project, a ClickUp List or Space or a CSV into a project: identifiers, threads and history kept (owners and admins)",
     usage:
-      "retasc import linear --team <KEY> | jira --site <url> [--email <address>] --project-key <KEY> | asana --asana-project <gid> | shortcut --team <name> | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
+      "retasc import linear --team <KEY> | jira --site <url> [--email <address>] --project-key <KEY> | asana --asana-project <gid> | shortcut (--team <name> | --epic <id or name>) | clickup (--list | --space) <id or URL> | csv --file <path> [--mapping <file.json>]  " +
       "(--dry-run | --new-project <name> [--prefix <PFX>] | --project <PREFIX>) [--keep-credential] [--org-id <id>] [--json]  |  retasc import kept | again <source> <id> | forget <source> <id>",
     positionals: "linear|jira|asana|shortcut|clickup|csv|kept|again|forget",
     options: {
-      team: { type: "string", value: "<KEY>", description: "linear: the team's key (ENG) or id; shortcut: the team's name, @mention or id; without it, the teams the credential sees are listed" },
+      team: { type: "string", value: "<KEY>", description: "linear: the team's key (ENG) or id; shortcut: the team's name, @mention or id; without it (or --epic), the teams the credential sees are listed (shortcut: and its epics)" },
+      epic: { type: "string", value: "<id>", description: "shortcut, instead of --team: one epic, by its id, URL or name: the epic (a container) and its stories, whatever their team" },
       site: { type: "string", value: "<url>", description: "jira: your site, https://your-team.atlassian.net or your Data Center's URL" },
       email: { type: "string", value: "<address>", description: "jira: Cloud: the email of your Atlassian account (the API token comes from RETASC_IMPORT_TOKEN or standard input); a Data Center site takes a personal access token alone" },
       "project-key": { type: "string", value: "<KEY>", description: "jira: the project's key; without it, the projects the account sees are listed" },
