@@ -18,7 +18,7 @@ import { ImportGhosts } from "../components/dash/import-ghosts.tsx";
 import { ImportKept } from "../components/dash/import-kept.tsx";
 import { LinearKeyForm } from "../components/dash/import-linear-form.tsx";
 import { JiraImportForm } from "../components/dash/import-jira-form.tsx";
-import { TOKEN_SOURCES, TokenImportForm, type TokenSource } from "../components/dash/import-token-form.tsx";
+import { alternativeOf, TOKEN_SOURCES, TokenImportForm, type TokenSource } from "../components/dash/import-token-form.tsx";
 import { CsvImportForm, type CsvPreview } from "../components/dash/import-csv-form.tsx";
 import { ImportDryRun, type DryRunReport } from "../components/dash/import-dry-run.tsx";
 import { carriedMapping, ImportMapping, mappingOf } from "../components/dash/import-mapping.tsx";
@@ -92,8 +92,9 @@ export async function action({ request, context }: Route.ActionArgs) {
     }
     if (isTokenSource(source)) {
       const { token, what } = TOKEN_SOURCES[source];
-      // Each service parses its own input (zod): the form's two fields go to it by their names.
-      const input = { [token.name]: text(token.name), [what.name]: text(what.name), mapping } as never;
+      const or = alternativeOf(source);
+      // Each service parses its own input (zod): the form's fields go to it by their names (an empty alternative as none).
+      const input = { [token.name]: text(token.name), [what.name]: text(what.name), ...(or ? { [or.name]: text(or.name) } : {}), mapping } as never;
       if (intent === "dry-run") return { values, dryRun: await tokenImports[source].dryRun(ctx, input) };
       const into = target && target !== "new" ? { projectId: target } : { newProject: { name: text("projectName"), prefix: text("prefix") } };
       return { runId: (await tokenImports[source].start(ctx, { ...(input as object), ...into, keepCredential } as never)).runId };

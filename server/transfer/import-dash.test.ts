@@ -125,6 +125,26 @@ describe.skipIf(testDriver !== "postgres")("the Dash's Jira, Asana, Shortcut, Cl
     expect(await finished(started.location!)).toContain(`${30 + epics} created`);
   });
 
+  it("Shortcut: an epic instead of a team, exactly one of them: the epic dry-runs; its run into the team's project finds its stories there, nothing doubled", async () => {
+    const shown = await record(await fetch(page("shortcut"), { headers: { cookie: owner.cookie } }));
+    expect(shown.body).toContain('name="epic"');
+    const stories = shortcut.workspace.stories.filter((s) => s.epic_id === 9001).length;
+    const fields = { source: "shortcut", apiToken: shortcut.token, team: "", epic: "Epic 1", target: "new", projectName: "", prefix: "SHE" };
+    const both = await post("shortcut", new URLSearchParams({ ...fields, team: "Mobile", intent: "dry-run" }));
+    expect(both.body).toContain("pass team or epic, not both");
+    const neither = await post("shortcut", new URLSearchParams({ ...fields, epic: "", intent: "dry-run" }));
+    expect(neither.body).toContain("team is required, or instead epic");
+    const dry = await post("shortcut", new URLSearchParams({ ...fields, intent: "dry-run" }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toContain("Dry run: nothing was written");
+    expect(dry.body).toContain('value="Epic 1"');
+    // The team's import above brought these stories over: the epic's run finds them there, nothing doubled.
+    const [{ id }] = (await query<{ id: string }>(database.database.db, sql`select id from projects where prefix = 'SHC'`)) as [{ id: string }];
+    const started = await post("shortcut", new URLSearchParams({ ...fields, target: id, epic: "9001", intent: "start" }));
+    expect(started.status, started.body.slice(0, 400)).toBe(302);
+    expect(await finished(started.location!)).toContain(`${stories + 1} unchanged`);
+  });
+
   it("ClickUp: a dry run shows the statuses' mapping and writes nothing; the mapping changed there is the one the import applies", async () => {
     const shown = await record(await fetch(page("clickup"), { headers: { cookie: owner.cookie } }));
     expect(shown.body).toContain("Import from ClickUp");

@@ -18,11 +18,13 @@ export const TOKEN_SOURCES = {
     emptyName: "the Asana project's name",
   },
   shortcut: {
-    title: "Import a team",
-    about: "A Shortcut team's stories and their epics, story links, threaded comments, labels, tasks and files, with their workflow states and times.",
+    title: "Import a team or an epic",
+    about: "A Shortcut team's stories and their epics, or one epic and its stories, with story links, threaded comments, labels, tasks and files, their workflow states and times.",
     token: { name: "apiToken", label: "Shortcut API token", hint: "From Shortcut's Settings → Your account → API Tokens." },
-    what: { name: "team", label: "Shortcut team", placeholder: "Mobile", hint: "The team's name, its @mention name, or its id." },
-    emptyName: "the team's name",
+    what: { name: "team", label: "Shortcut team", placeholder: "Mobile", hint: "The team's name, its @mention name, or its id. Leave it empty to import an epic instead." },
+    // One epic instead of a team: the epic as a container, its stories (whatever their team) inside it.
+    or: { name: "epic", label: "Or a Shortcut epic", placeholder: "Checkout revamp", hint: "The epic's id, its URL (…/epic/<id>/…) or its name: the epic and its stories, whatever their team." },
+    emptyName: "the team's or epic's name",
   },
   clickup: {
     title: "Import a List or Space",
@@ -34,14 +36,22 @@ export const TOKEN_SOURCES = {
 } as const;
 export type TokenSource = keyof typeof TOKEN_SOURCES;
 
+/** A second field a source may be read by instead of its first (Shortcut: an epic instead of a team); the service takes exactly one. */
+export function alternativeOf(source: TokenSource): { name: string; label: string; placeholder: string; hint: string } | null {
+  const entry = TOKEN_SOURCES[source];
+  return "or" in entry ? entry.or : null;
+}
+
 export function TokenImportForm(props: { source: TokenSource; projects: { id: string; prefix: string; name: string }[]; values: Record<string, string> }) {
   const { source, projects, values } = props;
   const { token, what, emptyName } = TOKEN_SOURCES[source];
+  const or = alternativeOf(source);
   return (
     <Form id={IMPORT_FORM} method="post" className="flex flex-col gap-4" autoComplete="off">
       <input type="hidden" name="source" value={source} />
       <Field label={token.label} name={token.name} type="password" required autoComplete="off" hint={`${token.hint} Used for this import only, never stored; paste it again for each step without JavaScript.`} />
-      <Field label={what.label} name={what.name} required defaultValue={values[what.name]} placeholder={what.placeholder} hint={what.hint} />
+      <Field label={what.label} name={what.name} required={!or} defaultValue={values[what.name]} placeholder={what.placeholder} hint={what.hint} />
+      {or ? <Field label={or.label} name={or.name} defaultValue={values[or.name]} placeholder={or.placeholder} hint={or.hint} /> : null}
       <ImportTarget projects={projects} values={values} nameHint={`Only for a new project. Empty: ${emptyName}.`} askPrefix keepable />
     </Form>
   );
