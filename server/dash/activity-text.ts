@@ -62,7 +62,10 @@ export function activityWords(entry: ActivityFacts, names: ActivityNames): Activ
     case "heartbeat":
       return d.rebound
         ? { label: "claim recovered", text: join(`the holder (${str(d.runtime) ?? entry.runtime ?? "?"}) took its claim back with a new token`, fenceOf(d)) }
-        : { label: "heartbeat", text: join(`lease renewed ${by ?? ""}`.trim(), fenceOf(d)) };
+        : Number(d.beats) > 1
+          ? // A run of beats kept in one row (decision 105): from the entry's time to the last.
+            { label: "heartbeats", text: join(`lease renewed ${String(d.beats)} times ${by ?? ""}`.trim(), clock(d.lastAt) && `the last at ${clock(d.lastAt)}`, fenceOf(d)) }
+          : { label: "heartbeat", text: join(`lease renewed ${by ?? ""}`.trim(), fenceOf(d)) };
     case "checkpoint": {
       const parts = (["done", "next", "gotchas", "note"] as const).flatMap((k) => (str(d[k]) ? [`${k}: ${str(d[k])}`] : []));
       return { label: "checkpoint", text: [join(`saved ${by ?? ""}`.trim(), fenceOf(d)), ...parts].join(" · ") };

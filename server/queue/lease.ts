@@ -14,6 +14,7 @@ import { checkClaimInput, checkpointInput, heartbeatInput, releaseIssueInput } f
 import { meter } from "../usage/meter.ts";
 import { claimProgress } from "./stall.ts";
 import { heartbeatHeld } from "./heartbeat-held.ts";
+import { logBeat } from "./beat-log.ts";
 
 /** What a holder does with a lease: check it, renew it (heartbeat, checkpoint), hand it back (release). */
 
@@ -94,11 +95,7 @@ export async function renewByHeartbeat(ctx: Ctx, input: z.output<typeof heartbea
     await requireLiveToken(scope, row, input.claimToken, "token-or-session");
     const expiresAt = await renew(scope, row);
     meter(scope, "heartbeat", "heartbeat", row.id);
-    await recordActivity(scope, {
-      issueId: row.id,
-      kind: "heartbeat",
-      facts: { fence: row.fence },
-    });
+    await logBeat(scope.tx, ctx.principal, row, scope.now);
     await ctx.events.publish(scope.tx, { orgId: ctx.principal.orgId, kind: "claim.renewed", issueId: row.id, identifier: row.identifier });
     return { identifier: row.identifier, expiresAt: expiresAt.toISOString(), fence: row.fence };
   });

@@ -32,6 +32,8 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
   };
   const metered = billingEnabled(ctx.config);
   const changeType = sql<string>`coalesce(${issues.changeType}, 'none')`;
+  // A run of heartbeats is one row that counts its beats (decision 105): each beat is a write.
+  const beatWrites = sql<string>`sum(case when ${activity.kind} = 'heartbeat' then coalesce((${activity.facts}->>'beats')::int, 1) else 1 end)`;
   const [byTool, byKind, chargedByType, writtenByType] = await Promise.all([
     metered
       ? ctx.db
@@ -42,11 +44,11 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
           .orderBy(desc(sql`sum(${billingCharges.microCredits})`), billingCharges.tool)
       : Promise.resolve([]),
     ctx.db
-      .select({ kind: activity.kind, n: sql<string>`count(*)` })
+      .select({ kind: activity.kind, n: beatWrites })
       .from(activity)
       .where(and(eq(activity.orgId, orgId), mine.writes, gte(activity.createdAt, from)))
       .groupBy(activity.kind)
-      .orderBy(desc(sql`count(*)`), activity.kind),
+      .orderBy(desc(beatWrites), activity.kind),
     metered
       ? ctx.db
           .select({ changeType, microCredits: sql<string>`sum(${billingCharges.microCredits})` })
@@ -56,7 +58,7 @@ export async function usageSummary(ctx: Ctx, raw: z.input<typeof usageSummaryInp
           .groupBy(changeType)
       : Promise.resolve([]),
     ctx.db
-      .select({ changeType, n: sql<string>`count(*)` })
+      .select({ changeType, n: beatWrites })
       .from(activity)
       .innerJoin(issues, eq(issues.id, activity.issueId))
       .where(and(eq(activity.orgId, orgId), mine.writes, gte(activity.createdAt, from)))

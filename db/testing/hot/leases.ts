@@ -89,9 +89,9 @@ export const leaseStatements: HotStatement[] = [
    WHERE l.org_id = p_org_id AND l.session_id = p_session_id AND l.key_id = p_key_id AND l.ended_at IS NULL
      AND i.lease_expires_at > p_now AND i.id IS DISTINCT FROM p_except`,
   },
-  // ── heartbeat by its token (server/queue/heartbeat-held.ts, decision 072) ──
+  // ── heartbeat by its token (server/queue/heartbeat-held.ts, decisions 072 and 105) ──
   {
-    name: "heartbeat: renew the issue and the lease, log it",
+    name: "heartbeat: renew the issue and the lease, log it (a run of beats kept in one row)",
     source: "server/queue/heartbeat-held.ts",
     sql: `with renewed as (
             update issues set lease_expires_at = v_expires::timestamptz
@@ -101,10 +101,21 @@ export const leaseStatements: HotStatement[] = [
           ), lease as (
             update leases set expires_at = v_expires::timestamptz, heartbeat_at = p_now::timestamptz, renewed_by = 'heartbeat'
              where org_id = p_org_id and id = (select lease_id from renewed)
+          ), last as (
+            select id, kind, actor_id, key_id, runtime, detail_enc, facts from activity
+             where org_id = p_org_id and issue_id = (select id from renewed)
+             order by id desc limit 1
+          ), extended as (
+            update activity a set facts = jsonb_build_object('fence', l.facts->'fence', 'beats', coalesce((l.facts->>'beats')::int, 1) + 1, 'lastAt', p_now::text)
+              from last l
+             where a.org_id = p_org_id and a.id = l.id and l.kind = 'heartbeat' and l.detail_enc is null
+               and l.facts->'fence' = (select to_jsonb(fence) from renewed) and l.actor_id is not distinct from p_user_id
+               and l.key_id is not distinct from p_key_id and l.runtime is not distinct from p_runtime
+            returning a.id
           ), logged as (
             insert into activity (org_id, issue_id, kind, actor_id, key_id, runtime, facts, created_at)
             select p_org_id, id, 'heartbeat', p_user_id, p_key_id, p_runtime, jsonb_build_object('fence', fence), p_now::timestamptz
-              from renewed
+              from renewed where not exists (select 1 from extended)
           )
           select id, identifier, fence from renewed`,
   },
