@@ -4,7 +4,9 @@ import { orgIdColumn } from "./orgs.ts";
 
 /**
  * Append-only log of every write: who (human principal, key, runtime), what (kind),
- * plaintext facts and encrypted detail. Never updated; deleted by deleting the org, and past
+ * plaintext facts and encrypted detail. Never updated, but for a run of heartbeats, one row whose
+ * `facts.beats` and `facts.lastAt` each next beat updates in place (server/queue/beat-log.ts,
+ * decision 105: no indexed column changes, so HOT); deleted by deleting the org, and past
  * ACTIVITY_RETENTION_DAYS by sweep.activity-retention (decision 077).
  */
 export const activity = pgTable(
