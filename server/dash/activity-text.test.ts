@@ -13,6 +13,14 @@ describe("the activity log in words", () => {
     expect(say("claimed", { fence: 2, review: true, expiresAt: "2026-12-02T09:05:00.000Z" }).label).toBe("claimed for review");
   });
 
+  it("says a heartbeat, and a run of them kept in one row as its count and last beat (decision 105)", () => {
+    expect(say("heartbeat", { fence: 1 })).toEqual({ label: "heartbeat", text: "lease renewed by codex, fence 1" });
+    expect(say("heartbeat", { fence: 2, beats: 12, lastAt: "2026-12-02T14:05:30.000Z" })).toEqual({
+      label: "heartbeats",
+      text: "lease renewed 12 times by codex, the last at 14:05 UTC, fence 2",
+    });
+  });
+
   it("says when outside text went back to triage and what a person accepted (decision 038)", () => {
     expect(say("triage_held", { reason: "edited", source: "GitHub acme/web#12" }, "retasc")).toEqual({
       label: "back in triage",
