@@ -3,7 +3,7 @@ import { z } from "zod";
 import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { notFound } from "../errors.ts";
-import { projectFor } from "../issues/store.ts";
+import { projectFor } from "../issues/inputs.ts";
 import { actorOf } from "../orgs/access.ts";
 import { inScope } from "../orgs/scope.ts";
 import { billingEnabled } from "../usage/meter.ts";

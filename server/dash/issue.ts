@@ -8,7 +8,7 @@ import { listAttachments } from "../issues/attachments.ts";
 import { isInlineImage } from "../issues/attachments-sniff.ts";
 import { listComments } from "../issues/comments.ts";
 import { getIssueInput } from "../issues/schemas.ts";
-import { findIssue, identifiersInReach } from "../issues/store.ts";
+import { findIssue, identifiersInReach } from "../issues/lookups.ts";
 import { issueView } from "../issues/views.ts";
 import { markdown } from "../markdown/index.ts";
 import { decodeCursor, encodeCursor } from "../paging.ts";

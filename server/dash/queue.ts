@@ -7,7 +7,7 @@ import { openStatuses } from "../../constants/statuses.ts";
 import type { Ctx } from "../context.ts";
 import { endOfDayIn } from "../issues/levels.ts";
 import { statusSchema } from "../issues/schemas.ts";
-import { orgTimeZone } from "../issues/store.ts";
+import { orgTimeZone } from "../issues/inputs.ts";
 import type { IssueRow } from "../issues/types.ts";
 import { isLeaseLive } from "../issues/fencing.ts";
 import { slaView, statusNoteOf } from "../issues/views.ts";

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { connectors, projects, user } from "../../db/schema/index.ts";
 import type { Ctx } from "../context.ts";
 import { invalidInput, notFound } from "../errors.ts";
-import { resolveAssignee } from "../issues/store.ts";
+import { resolveAssignee } from "../issues/inputs.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
 import { webhookUrlOf } from "./urls.ts";

@@ -8,7 +8,7 @@ import { newId } from "../orgs/index.ts";
 import { actorOf, recordOrgActivity, requireRole } from "../orgs/access.ts";
 import { chargeNow } from "../usage/meter.ts";
 import type { Config } from "../config/index.ts";
-import { resolveAssignee } from "../issues/store.ts";
+import { resolveAssignee } from "../issues/inputs.ts";
 import { requireOutboundUrl } from "../outbound/address.ts";
 import { gitlabHostOf, webhookUrlOf } from "./urls.ts";
 

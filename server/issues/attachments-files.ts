@@ -8,7 +8,8 @@ import { newId } from "../orgs/index.ts";
 import { attachmentView, findAttachment } from "./attachments.ts";
 import { downloadHeaders, sniffContentType } from "./attachments-sniff.ts";
 import { identifierSchema } from "./schemas.ts";
-import { findIssue, inTransaction } from "./store.ts";
+import { findIssue } from "./lookups.ts";
+import { inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
 
 /** The largest file an agent may attach, decoded: screenshots, logs and traces fit; a build artifact belongs elsewhere. */

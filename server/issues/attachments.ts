@@ -9,7 +9,8 @@ import { notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { reachable, type Reach } from "../orgs/scope.ts";
 import { getAttachmentInput, listAttachmentsInput, obsoleteAttachmentInput, saveAttachmentInput } from "./schemas.ts";
-import { findIssue, inTransaction } from "./store.ts";
+import { findIssue } from "./lookups.ts";
+import { inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
 
 /** What a file attachment adds to its row (attachment_files, without the content). */

@@ -2,7 +2,8 @@ import { checkpoints } from "../../db/schema/index.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import type { SaveInput } from "./schemas.ts";
-import { latestCheckpoint, type WriteScope } from "./store.ts";
+import { latestCheckpoint } from "./lookups.ts";
+import { type WriteScope } from "./store.ts";
 import type { IssueRow } from "./types.ts";
 
 export const NOTE_FIELDS = ["done", "next", "gotchas", "note", "branch"] as const;

@@ -7,7 +7,8 @@ import { DomainError, notFound } from "../errors.ts";
 import { newId } from "../orgs/index.ts";
 import { inScope } from "../orgs/scope.ts";
 import { listCommentsInput, retractCommentInput, saveCommentInput } from "./schemas.ts";
-import { findIssue, inTransaction } from "./store.ts";
+import { findIssue } from "./lookups.ts";
+import { inTransaction } from "./store.ts";
 import { meter } from "../usage/meter.ts";
 import { decodeCursor, encodeCursor, fitting, REPLY_BUDGET_BYTES } from "../paging.ts";
 

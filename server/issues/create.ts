@@ -10,7 +10,9 @@ import { setLabels } from "./labels.ts";
 import { rankingColumns } from "./levels.ts";
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import type { SaveInput } from "./schemas.ts";
-import { findIssue, gatesDependentsNow, inTransaction, isTerminal, lockIssues, orgTimeZone, parseDueAt, projectFor, resolveAssignee, validParent } from "./store.ts";
+import { orgTimeZone, parseDueAt, projectFor, resolveAssignee } from "./inputs.ts";
+import { findIssue, lockIssues, validParent } from "./lookups.ts";
+import { gatesDependentsNow, inTransaction, isTerminal } from "./store.ts";
 import { issueView } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 

@@ -4,7 +4,8 @@ import type { Db } from "../../db/client.ts";
 import { constantTimeEqual, sha256 } from "../crypto/index.ts";
 import { DomainError } from "../errors.ts";
 import type { Principal } from "../context.ts";
-import { latestCheckpoint, type WriteScope } from "./store.ts";
+import { latestCheckpoint } from "./lookups.ts";
+import { type WriteScope } from "./store.ts";
 import type { IssueRow } from "./types.ts";
 
 /**

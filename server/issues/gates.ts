@@ -3,7 +3,8 @@ import type { Ctx, Principal } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import type { SaveInput } from "./schemas.ts";
 import { backfilled, backfillStep, NAMED_MAX, similarOpenIssues } from "./similar.ts";
-import { currentIdentifiers, type WriteScope } from "./store.ts";
+import { currentIdentifiers } from "./lookups.ts";
+import { type WriteScope } from "./store.ts";
 
 /**
  * What an agent's create must declare beyond a person's (decision 059): the gates hold agents,

@@ -11,7 +11,8 @@ import { actorOf, requireRole } from "../orgs/access.ts";
 import { reachable } from "../orgs/scope.ts";
 import { triagePlaceOf } from "./refusals.ts";
 import { identifierSchema } from "./schemas.ts";
-import { findIssue, inTransaction, type WriteScope } from "./store.ts";
+import { findIssue } from "./lookups.ts";
+import { inTransaction, type WriteScope } from "./store.ts";
 import type { IssueRow } from "./types.ts";
 
 /**

@@ -7,7 +7,7 @@ import type { Services } from "../context.ts";
 import type { OrgCipher } from "../crypto/index.ts";
 import { reachable, type Reach } from "../orgs/scope.ts";
 import { mentionsIn, termsOf, type Terms } from "./similar-terms.ts";
-import { identifierIn } from "./store.ts";
+import { identifierIn } from "./lookups.ts";
 
 /**
  * The duplicate gate's matcher (decision 066). Titles and bodies are ciphertext, so each issue's

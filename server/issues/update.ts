@@ -12,20 +12,9 @@ import { branchName, rankingColumns, reviewClockOf, reviewSinceAfter } from "./l
 import { lockOrgGraph, rerank } from "./ranking.ts";
 import { alreadyClaimed, personOnly } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
-import {
-  findIssue,
-  hasBlockEdges,
-  inOrder,
-  inTransaction,
-  isTerminal,
-  orgTimeZone,
-  parseDueAt,
-  peekStatusAndEdges,
-  resolveAssignee,
-  RetryTransaction,
-  validParent,
-  type WriteScope,
-} from "./store.ts";
+import { orgTimeZone, parseDueAt, resolveAssignee } from "./inputs.ts";
+import { findIssue, hasBlockEdges, peekStatusAndEdges, validParent } from "./lookups.ts";
+import { inOrder, inTransaction, isTerminal, RetryTransaction, type WriteScope } from "./store.ts";
 import type { IssueRow } from "./types.ts";
 import { checkReviewer, checkTransition, notices } from "./transitions.ts";
 import { quarantinedRefusal } from "./quarantine.ts";

@@ -2,7 +2,8 @@ import { z } from "zod";
 import type { Ctx } from "../context.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { commitShaSchema, identifierSchema } from "../issues/schemas.ts";
-import { findIssue, inTransaction } from "../issues/store.ts";
+import { findIssue } from "../issues/lookups.ts";
+import { inTransaction } from "../issues/store.ts";
 import { actorOf } from "../orgs/access.ts";
 import { recordReports } from "./settle.ts";
 
