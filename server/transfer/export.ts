@@ -6,17 +6,8 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { actorOf } from "../orgs/access.ts";
 import { requireExporter } from "../orgs/settings.ts";
 import { DIFFERS_ON_IMPORT, EXPORT_FORMAT, EXPORT_VERSION, type ExportHeader, type Section } from "./format.ts";
-import {
-  activityPages,
-  blockersOf,
-  fullIssues,
-  issueRowPages,
-  readAgents,
-  readLabels,
-  readOrg,
-  readPeople,
-  readProjects,
-} from "./read-org.ts";
+import { blockersOf, fullIssues, issueRowPages } from "./read-issues.ts";
+import { activityPages, readAgents, readLabels, readOrg, readPeople, readProjects } from "./read-org.ts";
 
 export const exportFormats = ["json", "csv"] as const;
 export const csvTables = ["issues", "comments"] as const;
