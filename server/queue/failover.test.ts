@@ -3,9 +3,9 @@ import { sql } from "drizzle-orm";
 import { afterAll, describe, expect, it } from "vitest";
 import { openPostgres, query } from "../../db/client.ts";
 import { servicesFor } from "../testing/db.ts";
-import { fileIssues, migratedDatabase, runFailover, until } from "../testing/failover.ts";
-import { seedOrg } from "../testing/fixtures.ts";
-import { PgCluster, postgresOwnedDir, requireDebianPostgres } from "../testing/pg-cluster.ts";
+import { runFailover } from "../testing/failover.ts";
+import { fileIssues, seedOrg } from "../testing/fixtures.ts";
+import { migratedDatabase, PgCluster, postgresOwnedDir, requireDebianPostgres, until } from "../testing/pg-cluster.ts";
 
 /**
  * Issue 36 point 8 (decision 095; docs/operations.md, "Failover" and "Backups and restore").

@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
-import { migrateDatabase, openPostgres, query, type Database } from "../../db/client.ts";
+import { openPostgres, query, type Database } from "../../db/client.ts";
 import type { Ctx, Services } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { saveIssue } from "../issues/index.ts";
 import { nextIssue } from "../queue/index.ts";
 import { servicesFor, testConfig } from "./db.ts";
-import { seedOrg } from "./fixtures.ts";
-import { PgCluster, requireDebianPostgres } from "./pg-cluster.ts";
+import { fileIssues, seedOrg } from "./fixtures.ts";
+import { migratedDatabase, PgCluster, requireDebianPostgres, until } from "./pg-cluster.ts";
 import { PrivatePgBouncer } from "./pgbouncer.ts";
 
 /**
@@ -16,39 +16,6 @@ import { PrivatePgBouncer } from "./pgbouncer.ts";
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Asks `check` every 50 ms (an error counts as not yet: a server restarting) until it holds or `timeoutMs` passes. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // a server restarting: ask again
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-/** A fresh database `retasc` on `cluster`, every migration applied. */
-export async function migratedDatabase(cluster: PgCluster): Promise<void> {
-  await cluster.with((s) => s`create database retasc`);
-  const direct = await openPostgres(cluster.url("retasc"), { max: 1 });
-  try {
-    await migrateDatabase(direct, cluster.url("retasc"));
-  } finally {
-    await direct.close();
-  }
-}
-
-export function fileIssues(author: Ctx, label: string, count: number): Promise<string[]> {
-  return Promise.all(
-    Array.from({ length: count }, async (_, i) =>
-      (await saveIssue(author, { title: `${label} ${i}`, work: true, changeType: "feat", priority: i % 5, noDependency: "independent" })).identifier,
-    ),
-  );
-}
 
 export interface FailoverOptions {
   agents: number;

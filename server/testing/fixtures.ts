@@ -1,6 +1,7 @@
 import type { Principal, Services } from "../context.ts";
 import type { Ctx } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
+import { saveIssue } from "../issues/index.ts";
 import { createOrg, createProject, ensureMember, ensureUser, mintAgentKey, authenticateAgentKey } from "../orgs/index.ts";
 
 export interface SeededOrg {
@@ -44,4 +45,13 @@ export async function seedOrg(services: Services, options: { prefix?: string; na
     },
     agentFor: makeAgent,
   };
+}
+
+/** `count` work issues titled `label 0`, `label 1`, …, filed at once by `author`: their identifiers. */
+export function fileIssues(author: Ctx, label: string, count: number): Promise<string[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) =>
+      (await saveIssue(author, { title: `${label} ${i}`, work: true, changeType: "feat", priority: i % 5, noDependency: "independent" })).identifier,
+    ),
+  );
 }

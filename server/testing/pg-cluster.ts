@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
+import { migrateDatabase, openPostgres } from "../../db/client.ts";
 import { freePort } from "./app-process.ts";
 
 /**
@@ -185,5 +186,32 @@ export class PgCluster {
 
   private ctl(action: string, extra: string[] = []): Promise<void> {
     return pgProgramAsync("pg_ctl", ["-D", this.dataDir, "-l", this.logFile, "-w", "-t", "60", ...extra, action], { cwd: this.dir, log: this.logFile });
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Asks `check` every 50 ms (an error counts as not yet: a server restarting) until it holds or `timeoutMs` passes. */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // a server restarting: ask again
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** A fresh database `retasc` on `cluster`, every migration applied. */
+export async function migratedDatabase(cluster: PgCluster): Promise<void> {
+  await cluster.with((s) => s`create database retasc`);
+  const direct = await openPostgres(cluster.url("retasc"), { max: 1 });
+  try {
+    await migrateDatabase(direct, cluster.url("retasc"));
+  } finally {
+    await direct.close();
   }
 }
