@@ -10,7 +10,8 @@ import { choose, confirm, interactive, ask, needFlags } from "../prompt.ts";
 import { activeOrgs, asSession, requireSession, type SignedIn } from "../session.ts";
 import { updateConfig } from "../store.ts";
 import { clientBlocks, wireFolder, type Bound, type McpClient } from "../wire-folder.ts";
-import type { CreatedOrg, CreatedProject, McpWhoami, MintedKey, Project, RedeemedSetup } from "../wire.ts";
+import type { McpWhoami } from "../wire-mcp.ts";
+import type { CreatedOrg, CreatedProject, MintedKey, Project, RedeemedSetup } from "../wire.ts";
 import { setupJson, setupOnce } from "./setup.ts";
 
 export interface JsonFlag {

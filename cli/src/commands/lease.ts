@@ -8,7 +8,7 @@ import { note, ok, printJson, say, tableWriter } from "../output.ts";
 import { pages } from "../pages.ts";
 import { asSession, currentSession } from "../session.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
-import type { CheckedClaim, IssueLine, IssueView, Renewed, Released } from "../wire.ts";
+import type { CheckedClaim, IssueLine, IssueView, Released, Renewed } from "../wire-mcp.ts";
 import { issueHere, normalizeIdentifier } from "./work.ts";
 
 /**

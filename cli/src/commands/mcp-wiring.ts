@@ -10,7 +10,7 @@ import { runUnboundProxy } from "../proxy-unbound.ts";
 import { runProxy } from "../proxy.ts";
 import { readBindings } from "../store.ts";
 import { clientBlocks } from "../wire-folder.ts";
-import type { McpWhoami } from "../wire.ts";
+import type { McpWhoami } from "../wire-mcp.ts";
 import { checkRebind, exportLine, finishBinding, printBlocks, type JsonFlag, type RebindFlags } from "./connect.ts";
 
 // `retasc mcp …`: a folder's MCP wiring with a key already minted, and what its MCP clients run.

@@ -10,7 +10,8 @@ import { green, note, ok, printJson, red, say } from "../output.ts";
 import { asSession, currentSession } from "../session.ts";
 import { bindingsPath, configPath, readConfig, retascDir, updateConfig } from "../store.ts";
 import { cliVersion, olderThan } from "../version.ts";
-import type { CliWhoami, DeviceCode, DeviceToken, McpWhoami, SignInMethods } from "../wire.ts";
+import type { McpWhoami } from "../wire-mcp.ts";
+import type { CliWhoami, DeviceCode, DeviceToken, SignInMethods } from "../wire.ts";
 import { harnessChecks } from "./setup.ts";
 
 type Flags = UrlFlag & { json?: boolean };

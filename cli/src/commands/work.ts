@@ -10,7 +10,7 @@ import { withMcp } from "../mcp.ts";
 import { findOpenRequest } from "../open-request.ts";
 import { note, ok, out, printJson, say } from "../output.ts";
 import { keyFingerprint, readBindings, updateBindings, type ClaimRecord } from "../store.ts";
-import type { CheckedClaim, Claim, NoClaim, SavedIssue } from "../wire.ts";
+import type { CheckedClaim, Claim, NoClaim, SavedIssue } from "../wire-mcp.ts";
 
 interface WorkFlags extends UrlFlag {
   "all-lanes"?: boolean;
