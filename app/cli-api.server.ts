@@ -18,7 +18,9 @@ export async function cliJson(context: AppLoadContext, run: () => Promise<unknow
     return Response.json(await run(), { headers: { "cache-control": "no-store" } });
   } catch (error) {
     const { status, body } = toErrorBody(error, context.log);
-    return Response.json({ error: body }, { status, headers: { "cache-control": "no-store" } });
+    const retryAfter = body.details?.retryAfter;
+    const headers: Record<string, string> = { "cache-control": "no-store", ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {}) };
+    return Response.json({ error: body }, { status, headers });
   }
 }
 

@@ -147,8 +147,15 @@ async function main() {
     const runs = ["postgres", "pglite"];
     const pooler = args.length === 0 ? process.env.TEST_POOLER_URL : undefined;
     // The failover and restore test starts PostgreSQL clusters and a PgBouncer of its own (decision 095):
-    // timing-sensitive like the others, so it runs here, alone, whatever TEST_DATABASE_URL points at.
-    const pooledFiles = ["server/queue/concurrency.test.ts", "server/mcp/app-concurrency.test.ts", "swarm/swarm.test.ts", "server/queue/failover.test.ts"];
+    // timing-sensitive like the others, so it runs here, alone, whatever TEST_DATABASE_URL points at;
+    // so does the move of one org between two clusters of its own (decision 107).
+    const pooledFiles = [
+      "server/queue/concurrency.test.ts",
+      "server/mcp/app-concurrency.test.ts",
+      "swarm/swarm.test.ts",
+      "server/queue/failover.test.ts",
+      "server/orgs/move-org.test.ts",
+    ];
     // After a PostgreSQL pass, the PGlite pass runs only the suites of the data layer as the
     // embedded driver executes it (decision 070): the driver and data dir, the domains whose SQL,
     // transactions and locks the single-connection driver must carry, the notices, and the

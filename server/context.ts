@@ -61,6 +61,8 @@ export interface Principal {
   orgName?: string;
   projectName?: string | null;
   projectPrefix?: string | null;
+  /** The org is frozen for a move between stacks (server/orgs/freeze.ts), read with the key. */
+  orgFrozen?: boolean;
 }
 
 export interface Ctx extends Services {

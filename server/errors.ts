@@ -30,6 +30,7 @@ export const errorCodes = [
   "DUPLICATE_CHECK_REQUIRED",
   "HANDOFF_REQUIRED",
   "CLAIM_REQUIRED",
+  "ORG_FROZEN",
 ] as const;
 export type ErrorCode = (typeof errorCodes)[number];
 
@@ -91,6 +92,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   DUPLICATE_CHECK_REQUIRED: 409,
   HANDOFF_REQUIRED: 400,
   CLAIM_REQUIRED: 409,
+  ORG_FROZEN: 503,
 };
 
 /** Describes zod issues the way a caller (agent, person or the CLI) can fix them: `path: problem` per issue. */

@@ -9,6 +9,7 @@ import { readSecretLine } from "./secret.ts";
 import { connect, connectInput } from "./connect.ts";
 import { rotateMasterKey, rotateMasterKeyInput } from "./rotate-master-key.ts";
 import { deleteOrgCommand, deleteOrgCommandInput } from "./delete-org.ts";
+import { orgFreeze, orgFreezeInput, orgUnfreeze } from "./org-freeze.ts";
 import { writeOrgExport } from "../transfer/admin.ts";
 import { importExport, importInput } from "../transfer/import.ts";
 import { setVerificationCommand } from "../verification/settings.ts";
@@ -56,6 +57,12 @@ const usage = `usage: npm run admin -- <command> [options]
       delete an org for good: its data key is destroyed at once (nothing of it decrypts again,
       backups included), its keys, sessions, jobs and connectors end, and its rows are removed
       in the background by the job runner (docs/operations.md)
+  org-freeze --org <orgId> [--json]
+      for a move to another stack (docs/operations.md): the org's agents' claims and issue
+      writes answer ORG_FROZEN (503, Retry-After) and their leases keep their expiry; returns
+      when no instance can still start one, with the WAL position (lsn) the target must reach
+  org-unfreeze --org <orgId> [--json]
+      end the freeze (on the stack the org moved to, or on the source to call the move off)
   rotate-master-key [--json] < new-master.key
       re-wrap every org's data key under a new master key (32 bytes base64, one line on
       standard input); stop every instance and worker first (docs/operations.md)
@@ -71,6 +78,8 @@ const commands = {
   import: (services: Services, argv: unknown) => importExport(services, importInput.parse(argv)),
   "rotate-master-key": (services: Services, argv: unknown) => rotateMasterKey(services, rotateMasterKeyInput.parse(argv)),
   "delete-org": (services: Services, argv: unknown) => deleteOrgCommand(services, deleteOrgCommandInput.parse(argv)),
+  "org-freeze": (services: Services, argv: unknown) => orgFreeze(services, orgFreezeInput.parse(argv)),
+  "org-unfreeze": (services: Services, argv: unknown) => orgUnfreeze(services, orgFreezeInput.parse(argv)),
   "set-verification": (services: Services, argv: unknown) => setVerificationCommand(services, argv as Record<string, unknown>),
   "rename-prefix": (services: Services, argv: unknown) => renamePrefixCommand(services, argv as Record<string, unknown>),
 } as const;

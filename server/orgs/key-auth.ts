@@ -88,7 +88,13 @@ export const keyMembership = and(eq(members.orgId, agentKeys.orgId), eq(members.
  * What a key's writes over MCP say they landed in (server/mcp/footer.ts): its org's name and its
  * project's, read with the key (joinKeyPlace), so naming them costs no statement.
  */
-export const keyPlaceColumns = { orgName: orgs.name, projectName: projects.name, projectPrefix: projects.prefix };
+export const keyPlaceColumns = {
+  orgName: orgs.name,
+  projectName: projects.name,
+  projectPrefix: projects.prefix,
+  /** The org's freeze (./freeze.ts), read with the key so that checking it costs no statement. */
+  orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+};
 /** The org and project rows keyPlaceColumns reads, joined to a query of agent keys. */
 export const keyOrg = eq(orgs.id, agentKeys.orgId);
 export const keyProject = eq(projects.id, agentKeys.projectId);

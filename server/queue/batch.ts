@@ -10,6 +10,7 @@ import { claimBudget, claimCapError, claimRow, type Budget, type ClaimReply } fr
 import { dispatchableAt, dispatchWithCurrentSla, emptyFigures, emptyReply, i, laneOf, order, scopeOf, SlaThresholdPassed, slaThresholdPassed } from "./dispatch.ts";
 import { nextBatchInput } from "./schemas.ts";
 import { meter } from "../usage/meter.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 
 /** The dispatchable issues of the caller's lanes, in dispatch order, unlocked. */
 function dispatchCandidates(scope: WriteScope, allLanes: boolean | undefined, limit: number): PromiseLike<IssueRow[]> {
@@ -60,6 +61,7 @@ async function conflictsAmong(db: Db, ids: string[]): Promise<Set<string>> {
 /** Up to n mutually independent dispatchable issues in order; a free peek, or all claimed in one transaction. */
 export async function nextBatch(ctx: Ctx, raw: z.input<typeof nextBatchInput> = {}) {
   const input = nextBatchInput.parse(raw);
+  refuseWhileFrozen(ctx.principal);
   const window = Math.min(200, input.n * 4 + 10);
   const result = await dispatchWithCurrentSla(ctx, async (scope, checkSla) => {
     // The window is read unlocked: locking all of it would make concurrent pulls skip issues this batch does not take.

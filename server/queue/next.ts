@@ -10,6 +10,7 @@ import { claimCapError, claimReply, leaseFields, type QuarantinedAtClaim, type T
 import { emptyReply, type EmptyFigures } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
 import { slaSweepOrg } from "./sla.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import { billingRefusal, sqlCharge } from "../usage/meter.ts";
 
 /** An issue of the wave (retasc_next_wave): ready in the caller's lanes, not reserved; its title sealed. */
@@ -63,6 +64,7 @@ const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) =>
 export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = {}) {
   const input = nextIssueInput.parse(raw);
   const { principal } = ctx;
+  refuseWhileFrozen(principal);
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
   const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
   for (let attempt = 0; ; attempt++) {
