@@ -49,8 +49,7 @@ describe("moving one org between two PostgreSQL 15 clusters mid-swarm (logical r
     const b = await PgCluster.init(["wal_receiver_status_interval = 1", "max_logical_replication_workers = 6"]);
     cleanups.push(() => b.close());
     await Promise.all([a.start(), b.start()]);
-    await migratedDatabase(a);
-    await migratedDatabase(b);
+    await Promise.all([migratedDatabase(a), migratedDatabase(b)]);
     const open = async (cluster: PgCluster): Promise<Database> => {
       const pool = await openPostgres(cluster.url("retasc"), { max: AGENTS + 2 });
       cleanups.push(() => pool.close());
