@@ -8,10 +8,9 @@ import { DomainError } from "../errors.ts";
 import { saveIssue } from "../issues/index.ts";
 import { nextIssue } from "../queue/index.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
-import { fileIssues, migratedDatabase, until } from "../testing/failover.ts";
-import { seedOrg } from "../testing/fixtures.ts";
+import { fileIssues, seedOrg } from "../testing/fixtures.ts";
 import { copied, endPublication, finishOnTarget, NOT_BY_ORG_ID, orgChecksums, otherTables, publishOrg, reached, SERIAL_TABLES, subscribeTo } from "../testing/org-move.ts";
-import { PgCluster } from "../testing/pg-cluster.ts";
+import { migratedDatabase, PgCluster, until } from "../testing/pg-cluster.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { authenticateAgentKeyCached } from "./key-auth.ts";
 
