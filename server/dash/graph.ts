@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, inArray, sql } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import { issues } from "../../db/schema/index.ts";
 import type { OrgCipher } from "../crypto/index.ts";

@@ -12,7 +12,7 @@ import { lockOrgGraph, rerank } from "./ranking.ts";
 import type { SaveInput } from "./schemas.ts";
 import { orgTimeZone, parseDueAt, projectFor, resolveAssignee } from "./inputs.ts";
 import { findIssue, lockIssues, validParent } from "./lookups.ts";
-import { gatesDependentsNow, inTransaction, isTerminal } from "./store.ts";
+import { gatesDependentsNow, inTransaction } from "./store.ts";
 import { issueView } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 

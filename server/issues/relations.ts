@@ -8,7 +8,7 @@ import { newId } from "../orgs/index.ts";
 import { lockOrgGraph, reaches, rerank } from "./ranking.ts";
 import { relationInput } from "./schemas.ts";
 import { lockIssues } from "./lookups.ts";
-import { gatesDependentsNow, inTransaction, isTerminal, type WriteScope } from "./store.ts";
+import { gatesDependentsNow, inTransaction, type WriteScope } from "./store.ts";
 import { meter } from "../usage/meter.ts";
 
 type RelationInput = ReturnType<typeof relationInput.parse>;

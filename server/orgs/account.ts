@@ -1,6 +1,6 @@
 import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
-import { members, orgs, projects } from "../../db/schema/index.ts";
+import { members, orgs } from "../../db/schema/index.ts";
 import type { Ctx, Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { actorOf, humanPrincipal, recordOrgActivity, requireRole } from "./access.ts";

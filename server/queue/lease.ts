@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { invalidInput } from "../errors.ts";

@@ -24,7 +24,6 @@ import { dryRunShortcutImport, listShortcutEpics, listShortcutTeams, startShortc
  * this call and is stored nowhere (decision 047). A CSV is held to the size the Dash's upload and
  * the CLI endpoint take (`REQUEST_MAX_BODY_BYTES`), so no door takes a larger file than another.
  */
-export { importSourceNames };
 export type ImportSourceName = (typeof importSourceNames)[number];
 /** run_import's sources: the trackers read with a credential, and a CSV's text. */
 export const runImportSources = [...importSourceNames, "csv"] as const;

@@ -1,10 +1,9 @@
-import { and, asc, eq, gte, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gte, sql } from "drizzle-orm";
 import { activity, issues, projects } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { systemPrincipal, type Ctx, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { inTransaction } from "../issues/store.ts";
-import type { IssueRow } from "../issues/types.ts";
 import { pastWindow, verificationNow } from "../issues/verification-state.ts";
 import { reachable } from "../orgs/scope.ts";
 import { enqueue } from "../outbox/index.ts";

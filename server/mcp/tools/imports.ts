@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { issueStatuses, linearImportPhases } from "../../../db/schema/index.ts";
 import { importHistory, importHistoryInput, latestImport } from "../../transfer/pipeline/status.ts";
-import { importSourceNames, listImportSources, runImport, runImportInput } from "../../transfer/sources.ts";
+import { listImportSources, runImport, runImportInput } from "../../transfer/sources.ts";
 import { defineTool, outsideWrite, readOnly } from "../tool.ts";
 
 const tally = z.record(z.string(), z.number().int());
