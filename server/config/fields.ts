@@ -36,19 +36,21 @@ export const optionalPostgresUrl = z
   .pipe(z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://").optional())
   .optional();
 
+/** A comma-separated list, each item trimmed and checked by `item`; unset or empty = none. */
+const commaList = <T extends z.ZodType<unknown, string>>(item: T) =>
+  z
+    .string()
+    .trim()
+    .transform((v) => v.split(",").map((i) => i.trim()).filter((i) => i !== ""))
+    .pipe(z.array(item))
+    .default([]);
+
 /** A comma-separated list of web origins (`scheme://host[:port]`, nothing after), each written as a browser sends it. */
-export const originList = z
-  .string()
-  .trim()
-  .transform((v) => v.split(",").map((o) => o.trim()).filter((o) => o !== ""))
-  .pipe(
-    z.array(
-      z.string().refine((o) => URL.canParse(o) && new URL(o).origin === o && /^https?:$/.test(new URL(o).protocol), {
-        message: "must be origins like https://inspector.example.com (scheme, host and port only, no trailing slash), comma-separated",
-      }),
-    ),
-  )
-  .default([]);
+export const originList = commaList(
+  z.string().refine((o) => URL.canParse(o) && new URL(o).origin === o && /^https?:$/.test(new URL(o).protocol), {
+    message: "must be origins like https://inspector.example.com (scheme, host and port only, no trailing slash), comma-separated",
+  }),
+);
 
 /**
  * A comma-separated list of `host:port` (`[::1]:8080` for IPv6): the hosts that URLs people and
@@ -57,24 +59,17 @@ export const originList = z
  * comparison with a URL's is exact.
  */
 const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s/@]+):(\d{1,5})$/;
-export const hostPortList = z
-  .string()
-  .trim()
-  .transform((v) => v.split(",").map((h) => h.trim()).filter((h) => h !== ""))
-  .pipe(
-    z.array(
-      z
-        .string()
-        .refine((h) => hostPort.test(h) && URL.canParse(`https://${hostPort.exec(h)![1]}`) && Number(hostPort.exec(h)![2]) <= 65535, {
-          message: "must be host:port pairs like gitlab.internal:443 or 127.0.0.1:8080, comma-separated",
-        })
-        .transform((h) => {
-          const [, host, port] = hostPort.exec(h)!;
-          return `${new URL(`https://${host}`).hostname}:${Number(port)}`;
-        }),
-    ),
-  )
-  .default([]);
+export const hostPortList = commaList(
+  z
+    .string()
+    .refine((h) => hostPort.test(h) && URL.canParse(`https://${hostPort.exec(h)![1]}`) && Number(hostPort.exec(h)![2]) <= 65535, {
+      message: "must be host:port pairs like gitlab.internal:443 or 127.0.0.1:8080, comma-separated",
+    })
+    .transform((h) => {
+      const [, host, port] = hostPort.exec(h)!;
+      return `${new URL(`https://${host}`).hostname}:${Number(port)}`;
+    }),
+);
 
 export const base64Key = z
   .string()
