@@ -10,7 +10,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
-import { dispatchCandidate, dispatchIndexOrder, isOpen, leased, unleased } from "./dispatch.ts";
+import { dispatchIndexOrder, isOpen, leased, unleased } from "./dispatch.ts";
 import { issueStatuses } from "../../constants/statuses.ts";
 import { changeTypes } from "../../constants/change-types.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
@@ -112,10 +112,6 @@ export const issues = pgTable(
   (t) => [
     uniqueIndex("issues_project_number_uq").on(t.projectId, t.number),
     uniqueIndex("issues_org_identifier_uq").on(t.orgId, t.identifier),
-    // The dispatch order as an index, over exactly the dispatch candidates (./dispatch.ts).
-    index("issues_dispatch_idx")
-      .on(t.projectId, ...dispatchIndexOrder(t))
-      .where(dispatchCandidate(t)),
     // What a pick reads (decision 076): the dispatch order over unleased candidates only, so a
     // pick never walks held work; lapsed leases, few until swept, come from the held index by expiry,
     // which also tells an empty poll when the next lease lapses.
@@ -149,7 +145,13 @@ export const issues = pgTable(
     // CI results find the finishes awaiting them by commit or branch.
     index("issues_evidence_commit_idx").on(t.orgId, t.evidenceCommit).where(sql`${t.evidenceCommit} is not null`),
     index("issues_evidence_branch_idx").on(t.orgId, t.evidenceBranch).where(sql`${t.evidenceBranch} is not null`),
-    index("issues_org_status_idx").on(t.orgId, t.status),
+    // An org's blocked or canceled issues (few among many): the lists' and the quarantine's status
+    // filters. Open statuses read issues_org_open_idx, done ones the queue order; a claim or a
+    // finish (todo, doing, review, done) adds no entry here (decision 104).
+    index("issues_org_blocked_canceled_idx")
+      .on(t.orgId, t.status)
+      .where(sql`${t.status} in ('blocked', 'canceled')`)
+      .concurrently(),
     // The finishes awaiting CI: the stale sweep and the Fleet read those past their window (decision 062).
     index("issues_verification_pending_idx").on(t.verificationStaleAt).where(sql`${t.verification} = 'pending'`),
     // An org's (or project's) open issues, whatever has finished: the forecast, queue_status and

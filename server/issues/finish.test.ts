@@ -6,7 +6,7 @@ import type { Ctx } from "../context.ts";
 import { EVENTS_CHANNEL } from "../events/index.ts";
 import { claimIssue, nextIssue } from "../queue/index.ts";
 import { useTestServices } from "../testing/database.ts";
-import { seedOrg } from "../testing/fixtures.ts";
+import { bindChannel, seedOrg } from "../testing/fixtures.ts";
 import { addRelation, getIssue, saveIssue } from "./index.ts";
 
 /**
@@ -96,14 +96,34 @@ describe("finishing held work", () => {
     expect(fastTrace.finished).toEqual([
       { facts: { from: "doing", to: "done", fence: 1 }, detail: {}, actor: alice.userId, key: alice.principal.keyId, runtime: "claude-code" },
     ]);
-    expect(fastTrace.outbox).toEqual([
-      { job: "notify.issue_event", payload: { orgId: org.orgId, issueId: "(issue)", kind: "done", actorId: alice.userId } },
-    ]);
+    // Alice wrote the issue and her agent finished it: nobody would hear the event, so neither path writes it (decision 104).
+    expect(fastTrace.outbox).toEqual([]);
 
     const { identifier: _a, title: _t, branch: _b, createdAt: _c, updatedAt: _u, ...fastView } = fastDone;
     const { identifier: _a2, title: _t2, branch: _b2, createdAt: _c2, updatedAt: _u2, ...generalView } = generalDone;
     expect(fastView).toEqual(generalView);
     expect(fastDone).toEqual(await getIssue(alice.ctx, { identifier: fast.identifier }));
+  });
+
+  it("the one-statement finish writes the done event only when the author can hear it", async () => {
+    const org = await seedOrg(env.services);
+    const { alice, bob, carol } = org.agents;
+    await bindChannel(env.services, org.orgId, bob.userId);
+    const outboxOf = async (identifier: string) => (await traceOf(alice.ctx, identifier)).outbox;
+    const finish = async (author: Ctx) => {
+      const issue = await saveIssue(author, { title: "Task", work: true, changeType: "feat", noDependency: "none" });
+      const claim = await claimIssue(alice.ctx, { identifier: issue.identifier });
+      await saveIssue(alice.ctx, { identifier: issue.identifier, status: "done", claimToken: claim.claimToken });
+      expect(await updatedEntries(alice.ctx, issue.identifier)).toBe(0);
+      return outboxOf(issue.identifier);
+    };
+    // Bob has a channel: his issue's finish by Alice's agent is his to hear.
+    expect(await finish(bob.ctx)).toEqual([
+      { job: "notify.issue_event", payload: { orgId: org.orgId, issueId: "(issue)", kind: "done", actorId: alice.userId } },
+    ]);
+    // Carol has none, and Alice is the actor: nothing to send, nothing written.
+    expect(await finish(carol.ctx)).toEqual([]);
+    expect(await finish(alice.ctx)).toEqual([]);
   });
 
   it("a finished blocker releases what it gated, and the release is announced after commit", async () => {

@@ -11,12 +11,17 @@ import type { SaveInput } from "./schemas.ts";
 import type { WriteScope } from "./store.ts";
 import type { IssueRow } from "./types.ts";
 
-/** People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost. */
+/**
+ * People tied to an issue hear of it through the outbox, written in this transaction, so no notice is lost.
+ * done and canceled reach the author alone and never the actor (server/notify/route.ts): with no
+ * author, or the actor as author, nobody would hear them and no row is written (decision 104).
+ */
 export function notices(scope: WriteScope, row: IssueRow, change: { statusChanged: boolean; to: string; assigned: boolean }) {
   const base = { orgId: row.orgId, issueId: row.id, actorId: scope.ctx.principal.userId };
   const { to } = change;
   if (change.statusChanged && (to === "done" || to === "canceled" || to === "review")) {
-    return [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: to })];
+    const unheard = to !== "review" && (row.authorId === null || row.authorId === base.actorId);
+    return unheard ? [] : [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: to })];
   }
   return change.assigned ? [() => enqueue(scope.tx, "notify.issue_event", { ...base, kind: "assigned" as const })] : [];
 }

@@ -10,7 +10,7 @@ import { rankLockKey } from "../issues/ranking.ts";
 import { jobSchemas } from "../outbox/jobs.ts";
 import { TestClock, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
-import { seedOrg } from "../testing/fixtures.ts";
+import { bindChannel, seedOrg } from "../testing/fixtures.ts";
 import { claimIssue } from "./index.ts";
 
 /**
@@ -92,7 +92,6 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     const columns = (lead: "project_id" | "org_id") =>
       [sql.identifier(lead), ...dispatchIndexOrder<Column>(issues)].map((entry) => text(sql`${entry}`, "indexes")).join(", ");
     const probes = {
-      issues_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(dispatchCandidate(issues))}`),
       issues_org_dispatch_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")})`),
       issues_unleased_idx: sql.raw(`create index probe_idx on issues using btree (${columns("project_id")}) where ${text(unleased(issues))}`),
       issues_org_unleased_idx: sql.raw(`create index probe_idx on issues using btree (${columns("org_id")}) where ${text(unleased(issues))}`),
@@ -137,7 +136,9 @@ describe("what the dispatch functions write", () => {
   it("outbox rows written in SQL (a finish, a reclaim) pass the job's payload schema, as enqueue's would", async () => {
     const org = await seedOrg(env.services);
     const { alice, bob } = org.agents;
-    const finished = await saveIssue(alice.ctx, { title: "Finished", work: true, changeType: "feat", noDependency: "none" });
+    // Bob's issue, finished by Alice's agent: Bob hears of it (a finish nobody hears writes no event, decision 104).
+    await bindChannel(env.services, org.orgId, bob.userId);
+    const finished = await saveIssue(bob.ctx, { title: "Finished", work: true, changeType: "feat", noDependency: "none" });
     const claim = await claimIssue(alice.ctx, { identifier: finished.identifier });
     await saveIssue(alice.ctx, { identifier: finished.identifier, status: "done", claimToken: claim.claimToken });
     const expired = await saveIssue(alice.ctx, { title: "Expired", work: true, changeType: "feat", noDependency: "none" });

@@ -1,3 +1,4 @@
+import { notifyBindings } from "../../db/schema/index.ts";
 import type { Principal, Services } from "../context.ts";
 import type { Ctx } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
@@ -54,4 +55,9 @@ export function fileIssues(author: Ctx, label: string, count: number): Promise<s
       (await saveIssue(author, { title: `${label} ${i}`, work: true, changeType: "feat", priority: i % 5, noDependency: "independent" })).identifier,
     ),
   );
+}
+
+/** An active notification channel for a member (its address is not read before a send), so their issue events are written. */
+export async function bindChannel(services: Services, orgId: string, userId: string): Promise<void> {
+  await services.db.insert(notifyBindings).values({ id: crypto.randomUUID(), orgId, userId, channel: "email", addressEnc: "unread", status: "active" });
 }

@@ -7,7 +7,7 @@ const projectIndexes =
   "the org once those indexes lead with (org_id, project_id), built concurrently (decision 099)";
 const verificationIndex =
   "the pending finishes are read through issues_verification_pending_idx, which has no org_id: naming the org turns the plan to " +
-  "issues_org_status_idx and every done issue of the org. It names the org once that index leads with org_id (decision 099)";
+  "an index led by the org and every done issue of the org. It names the org once that index leads with org_id (decision 099)";
 
 const orderBy = `ORDER BY i.effective_level DESC, (i.status = 'review') DESC, i.effective_due_at ASC NULLS LAST, i.created_at ASC, i.number ASC`;
 const dispatchable = `i.work AND i.status IN ('todo', 'doing', 'review') AND i.open_blocker_count = 0 AND i.triage IS DISTINCT FROM 'pending'`;

@@ -24,7 +24,7 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
     md5: "d866b4e8da6c99d8d27282ec703eb3e8",
     migration: "0070_org_keyed_statements",
   },
-  "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": { md5: "66b7dd19a699db69d43379074d9e8e24", migration: "0070_org_keyed_statements" },
+  "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": { md5: "c66e5dca24af5f7911b9f9bfabdcda5e", migration: "0075_finish_reads_once" },
   "retasc_charge(text,text,text,text,text,text,bigint,text,boolean,timestamp with time zone)": {
     md5: "1c083ba61186964d9b34c981756dc8d4",
     migration: "0058_passed_over_slice_is_held",

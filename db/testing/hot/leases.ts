@@ -119,7 +119,7 @@ export const leaseStatements: HotStatement[] = [
           )
           select id, identifier, fence from renewed`,
   },
-  // ── retasc_finish (0070_org_keyed_statements) ──
+  // ── retasc_finish (0075_finish_reads_once) ──
   {
     name: "finish: the issue and whether it has edges",
     source: finish,
@@ -158,5 +158,11 @@ export const leaseStatements: HotStatement[] = [
     sql: `INSERT INTO activity (org_id, issue_id, kind, actor_id, key_id, runtime, facts, created_at)
   VALUES (p_org_id, v_row.id, 'finished', p_user_id, p_key_id, p_runtime,
           jsonb_build_object('from', v_from, 'to', 'done', 'fence', v_row.fence), p_now)`,
+  },
+  {
+    name: "finish: the done event",
+    source: finish,
+    sql: `INSERT INTO outbox (job, payload, org_id)
+    VALUES ('notify.issue_event', jsonb_build_object('orgId', p_org_id, 'issueId', v_row.id, 'kind', 'done', 'actorId', p_user_id), p_org_id)`,
   },
 ];
