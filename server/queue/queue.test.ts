@@ -3,7 +3,7 @@ import { TestClock, testConfig } from "../testing/db.ts";
 import { eq } from "drizzle-orm";
 import { activity, issues, outbox, projects } from "../../db/schema/index.ts";
 import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
-import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { bindChannel, seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import type { DomainError } from "../errors.ts";
 import { useTestServices } from "../testing/database.ts";
 import {
@@ -411,9 +411,12 @@ describe("notices", () => {
   it("queues a notice in the outbox with each finish, review, cancel, assignment and reclaim", async () => {
     const org = await fresh("NOTE");
     const { alice, bob } = org.agents;
-    const done = await create(alice.ctx, "done one");
+    // done and canceled reach the author, never the actor: Bob's issues, closed by Alice, with a channel
+    // of Bob's (an event nobody would hear is not written, decision 104; server/issues/finish.test.ts).
+    await bindChannel(env.services, org.orgId, bob.userId);
+    const done = await create(bob.ctx, "done one");
     const reviewed = await create(alice.ctx, "reviewed one");
-    const canceled = await create(alice.ctx, "canceled one");
+    const canceled = await create(bob.ctx, "canceled one");
     const lapsed = await create(alice.ctx, "lapsed one");
     const c1 = await claimIssue(alice.ctx, { identifier: done.identifier });
     await saveIssue(alice.ctx, { identifier: done.identifier, claimToken: c1.claimToken, status: "done" });
