@@ -1,7 +1,8 @@
 import { createRequire } from "node:module";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../test/fakes/linear.ts";
+import { generateWorkspace } from "../test/fakes/linear-workspace.ts";
+import { type FakeLinear, startFakeLinear } from "../test/fakes/linear.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 

@@ -15,7 +15,7 @@ import { ensureMember, ensureUser, mintAgentKey } from "../server/orgs/index.ts"
 import { callError, callOk, connectClient, inProcessFetch, inProcessOrigin } from "../server/mcp/testing.ts";
 import { useTestServices } from "../server/testing/database.ts";
 import { servicesFor, testConfig } from "../server/testing/db.ts";
-import { startFakeLinear, type FakeLinear } from "../test/fakes/linear.ts";
+import { type FakeLinear, startFakeLinear } from "../test/fakes/linear.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
 import { claimGhost, linearImportStatus, listGhosts, listLinearTeams, startLinearImport } from "../server/transfer/linear/index.ts";
 import { expectedFrom, snapshotProject } from "../server/transfer/linear/testing.ts";

@@ -7,7 +7,8 @@
 import { generateAsanaProject, startFakeAsana } from "../../test/fakes/asana.ts";
 import { generateClickUpWorkspace, startFakeClickUp } from "../../test/fakes/clickup.ts";
 import { generateJiraProject, startFakeJira } from "../../test/fakes/jira.ts";
-import { generateWorkspace, startFakeLinear } from "../../test/fakes/linear.ts";
+import { generateWorkspace } from "../../test/fakes/linear-workspace.ts";
+import { startFakeLinear } from "../../test/fakes/linear.ts";
 import { generateShortcutWorkspace, startFakeShortcut } from "../../test/fakes/shortcut.ts";
 
 export interface ImportFake {

@@ -2,7 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
+import { generateWorkspace } from "../../test/fakes/linear-workspace.ts";
+import { type FakeLinear, startFakeLinear } from "../../test/fakes/linear.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**

@@ -9,7 +9,8 @@ import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { query } from "../../db/client.ts";
 import { seedOwnedOrg, selectedIn, signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { generateWorkspace, startFakeLinear, type FakeLinear } from "../../test/fakes/linear.ts";
+import { generateWorkspace } from "../../test/fakes/linear-workspace.ts";
+import { type FakeLinear, startFakeLinear } from "../../test/fakes/linear.ts";
 
 /**
  * The Dash's Linear import page over real HTTP against the built app and the fake Linear API:

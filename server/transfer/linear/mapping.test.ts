@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../../db/client.ts";
-import { generateWorkspace, startFakeLinear, stateTypeOf, type FakeLinear } from "../../../test/fakes/linear.ts";
+import { generateWorkspace, stateTypeOf } from "../../../test/fakes/linear-workspace.ts";
+import { type FakeLinear, startFakeLinear } from "../../../test/fakes/linear.ts";
 import type { Services } from "../../context.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { sql } from "drizzle-orm";
 import { query } from "../../../db/client.ts";
 import type { Services } from "../../context.ts";
-import type { FakeWorkspace } from "../../../test/fakes/linear.ts";
+import type { FakeWorkspace } from "../../../test/fakes/linear-workspace.ts";
 import { statusOf } from "./normalize.ts";
 
 /**
