@@ -29,7 +29,7 @@ const mutants = [
     file: "server/queue/claim.ts",
     target: "findIssue(tx, ctx.principal, identifier, { forUpdate: true })",
     focus: "true", // the row lock: Stryker's only mutant of this literal is `false`
-    tests: ["server/queue/concurrency.test.ts"],
+    tests: ["server/queue/concurrency-races.test.ts"],
     names: "racing claim_issue",
   },
   {
@@ -77,7 +77,7 @@ const mutants = [
     fn: "retasc_key_budget",
     target: "PERFORM pg_advisory_xact_lock(hashtext('key:' || p_key_id));",
     replacement: "",
-    tests: ["server/queue/concurrency.test.ts"],
+    tests: ["server/queue/concurrency-races.test.ts"],
     names: "one key making",
   },
 ];

@@ -150,7 +150,9 @@ async function main() {
     // timing-sensitive like the others, so it runs here, alone, whatever TEST_DATABASE_URL points at;
     // so does the move of one org between two clusters of its own (decision 107).
     const pooledFiles = [
-      "server/queue/concurrency.test.ts",
+      "server/queue/concurrency-drain.test.ts",
+      "server/queue/concurrency-races.test.ts",
+      "server/queue/concurrency-serial.test.ts",
       "server/mcp/app-concurrency.test.ts",
       "swarm/swarm.test.ts",
       "server/queue/failover.test.ts",
