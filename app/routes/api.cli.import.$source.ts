@@ -5,7 +5,7 @@ import { importStatus } from "../../server/transfer/pipeline/status.ts";
 import { dryRunLinearImport, listLinearTeams, startLinearImport } from "../../server/transfer/linear/index.ts";
 import { dryRunJiraImport, listJiraProjects, startJiraImport } from "../../server/transfer/jira/index.ts";
 import { dryRunAsanaImport, listAsanaProjects, startAsanaImport } from "../../server/transfer/asana/index.ts";
-import { dryRunShortcutImport, listShortcutEpics, listShortcutTeams, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
+import { dryRunShortcutImport, findShortcutEpicToImport, listShortcutEpics, listShortcutTeams, startShortcutImport } from "../../server/transfer/shortcut/index.ts";
 import { dryRunClickUpImport, listClickUpLocations, startClickUpImport } from "../../server/transfer/clickup/index.ts";
 import { dryRunCsvImport, previewCsvImport, startCsvImport } from "../../server/transfer/csv/index.ts";
 import { importAgain } from "../../server/transfer/again.ts";
@@ -39,6 +39,8 @@ const sources = {
   shortcut: {
     teams: listShortcutTeams,
     epics: listShortcutEpics,
+    // --epic: the one epic it names, resolved (and refused: archived, unseen, a name two have) by the service.
+    epic: findShortcutEpicToImport,
     "dry-run": dryRunShortcutImport,
     start: startShortcutImport,
   },

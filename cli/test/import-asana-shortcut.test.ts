@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../../test/fakes/asana.ts";
-import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
+import { ARCHIVED_EPIC, generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
 import { login, retasc, signUp, startServer, type Person, type Server } from "./testing.ts";
 
 /**
@@ -86,7 +86,7 @@ it("shortcut: lists the teams, a dry run prints the mapping, the import brings s
   expect(wrong.stderr).toContain("API Tokens");
 });
 
-it("shortcut --epic: lists the epics beside the teams, refuses --team with --epic, imports one epic (a container and its stories) and reconciles a re-run", async () => {
+it("shortcut --epic: lists the epics beside the teams (archived ones left out), refuses --team with --epic and an archived epic, imports one epic (a container and its stories) and reconciles a re-run", async () => {
   // An org of its own: the team's import above brought these stories into the first one, where a run reconciles them in place.
   const epicOrg = (JSON.parse((await retasc(person, ["org", "create", "--name", "Epic org", "--url", server.url, "--json"])).stdout) as { orgId: string }).orgId;
   const common = () => ["--org-id", epicOrg, "--url", server.url, "--poll-ms", "100"];
@@ -101,9 +101,18 @@ it("shortcut --epic: lists the epics beside the teams, refuses --team with --epi
   const stories = shortcut.workspace.stories.filter((s) => s.epic_id === 9001);
   expect(listed.stdout).toMatch(new RegExp(`9001 +Epic 1 +in progress +${stories.length} +never`));
   expect(listed.stderr).toContain("--epic <id or name>");
+  expect(listed.stdout).not.toContain("Archived epic");
+  expect(listed.stdout).not.toContain(String(ARCHIVED_EPIC));
   const unknown = await retasc(person, ["import", "shortcut", "--epic", "424242", "--dry-run", ...common()], { input: `${shortcut.token}\n` });
   expect(unknown.code).toBe(1);
-  expect(unknown.stderr).toContain("the token sees no Shortcut epic 424242");
+  expect(unknown.stderr).toContain("✗ NOT_FOUND: the token sees no Shortcut epic 424242");
+  // Archived: refused by the server, by its id or its name, before a dry run or an import reads a story.
+  for (const [wanted, more] of [[String(ARCHIVED_EPIC), ["--dry-run"]], ["Archived epic", ["--new-project", "Old", "--prefix", "OLD"]]] as const) {
+    const archived = await retasc(person, ["import", "shortcut", "--epic", wanted, ...more, ...common()], { input: `${shortcut.token}\n` });
+    expect(archived.code, wanted).toBe(1);
+    expect(archived.stderr).toContain(`✗ CONFLICT: Shortcut epic ${ARCHIVED_EPIC} (Archived epic) is archived`);
+    expect(archived.stderr).toContain("Unarchive it in Shortcut to import it, or name another epic.");
+  }
   const dry = await retasc(person, ["import", "shortcut", "--epic", "epic 1", "--dry-run", "--json", ...common()], { input: `${shortcut.token}\n` });
   expect(dry.code, dry.stderr).toBe(0);
   expect(JSON.parse(dry.stdout)).toMatchObject({ counts: { issues: stories.length + 1, containers: 1 } });

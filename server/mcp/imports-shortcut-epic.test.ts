@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
+import { ARCHIVED_EPIC, generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../test/fakes/shortcut.ts";
 import type { Services } from "../context.ts";
 import { useTestServices } from "../testing/database.ts";
 import { servicesFor, testConfig } from "../testing/db.ts";
@@ -16,7 +16,7 @@ import { callError, callOk, connectClient, inProcessOrigin } from "./testing.ts"
  * Shortcut (list_import_sources says so; no argument was added, so tools/list costs what it did),
  * the epics listed beside the teams when no target is given, each with when it was last imported;
  * a dry run, a run into a new project, a second run that reconciles; an epic the token does not
- * see is answered with where to look.
+ * see is answered with where to look, an archived one (never listed) with how to bring it back.
  */
 const env = useTestServices();
 let sc: FakeShortcut;
@@ -56,6 +56,8 @@ test("run_import takes a Shortcut epic as target epic:<id or name>: listed, dry-
   const { targets } = await callOk(owner, "run_import", shortcut());
   expect(targets).toContainEqual({ target: sc.workspace.team.id, name: "Mobile", issueCount: 40, lastImportAt: null });
   expect(targets).toContainEqual({ target: "epic:9001", name: "epic Epic 1", issueCount: stories.length, lastImportAt: null });
+  expect(targets.find((t: { target: string }) => t.target === `epic:${ARCHIVED_EPIC}`)).toBeUndefined();
+  expect(await callError(owner, "run_import", { ...shortcut(), target: `epic:${ARCHIVED_EPIC}` })).toMatchObject({ code: "CONFLICT", message: `Shortcut epic ${ARCHIVED_EPIC} (Archived epic) is archived`, hint: expect.stringContaining("Unarchive it in Shortcut") });
 
   const dry = await callOk(owner, "run_import", { ...shortcut(), target: "epic:Epic 1" });
   expect(dry).toMatchObject({ dryRun: true, counts: { issues: stories.length + 1, containers: 1 } });

@@ -19,7 +19,8 @@ import { scriptedFailures, sendJson, type ScriptedFailures } from "./scripted-fa
  * epics, linked both ways to the team's stories; one in an epic only they name; one in none),
  * `epicFiles`: uploads an epic's description and comments link to (the API lists files on
  * stories only; an epic's are the uploads its text names), and `moreEpics`: that many epics with no
- * stories (every fifth archived), so the epics' listing runs to several pages.
+ * stories (every fifth archived), so the epics' listing runs to several pages. Every workspace has
+ * one archived epic (`ARCHIVED_EPIC`, "Archived epic") with no story in it.
  * A scripted request is answered with a 429 (with Retry-After) or a 503.
  */
 export interface FakeShortcutWorkspace {
@@ -46,6 +47,9 @@ export interface FakeShortcut extends ScriptedFailures {
   fileRequests: { path: string; withToken: boolean }[];
   close(): Promise<void>;
 }
+
+/** The id of the archived epic every workspace has. */
+export const ARCHIVED_EPIC = 9099;
 
 export function generateShortcutWorkspace({ stories: count = 150, seed = 5, elsewhere = 0, epicFiles = false, moreEpics = 0 }: { stories?: number; seed?: number; elsewhere?: number; epicFiles?: boolean; moreEpics?: number } = {}): FakeShortcutWorkspace {
   let state = seed;
@@ -159,6 +163,8 @@ export function generateShortcutWorkspace({ stories: count = 150, seed = 5, else
     }
   }
   for (let k = 0; k < moreEpics; k++) epics.push({ ...epics[k % 6]!, id: 9100 + k, name: `Planned epic ${k}`, comments: [], files_for_fake: [], archived: k % 5 === 4 });
+  // An epic put away (Shortcut's `archived: true`), no story in it: listed by the API, never imported.
+  epics.push({ ...epics[0]!, id: ARCHIVED_EPIC, name: "Archived epic", description: "Done with", comments: [], files_for_fake: [], archived: true });
   return { slug: "acme", members, workflow: { id: 500000000, name: "Engineering", states }, priority, team, otherTeam, stories, epics };
 }
 

@@ -128,21 +128,13 @@ function pickShortcutTeam(call: Call, flags: ImportFlags, withMapping: Record<st
   });
 }
 
-/** An epic by its id, its URL (…/epic/<id>/…) or its name; a name goes to the server as given, which refuses one that several epics have. */
-function pickShortcutEpic(call: Call, flags: ImportFlags, withMapping: Record<string, unknown>) {
-  const raw = flags.epic?.trim() ?? "";
-  const id = /^\d+$/.test(raw) ? raw : /\/epic\/(\d+)(?:[/?#]|$)/.exec(raw)?.[1];
-  return pickListed<ShortcutEpic>(call, flags.json, {
-    action: "epics",
-    wanted: raw || undefined,
-    matches: (e, w) => e.id === id || e.name.toLowerCase() === w.toLowerCase(),
-    picked: (e) => ({ label: `${e.name} (Shortcut epic)`, input: { epic: e.id === id ? e.id : raw, ...withMapping } }),
-    columns: epicColumns,
-    row: epicRow,
-    unknown: `the token sees no Shortcut epic ${raw}`,
-    missing: "pick an epic with --epic <id or name>",
-    example: (epics) => `retasc import shortcut --epic ${epics[0]?.id ?? "<id>"} --dry-run < shortcut-token.txt`,
-  });
+/**
+ * An epic by its id, its URL (…/epic/<id>/…) or its name, as the server resolves it (its `epic`
+ * action), which refuses a name two epics have, an epic the token does not see and an archived one.
+ */
+async function pickShortcutEpic(call: Call, flags: ImportFlags, withMapping: Record<string, unknown>): Promise<Picked> {
+  const e = await call<ShortcutEpic>("epic", { epic: flags.epic?.trim() ?? "" });
+  return { label: `${e.name} (Shortcut epic)`, lastImportAt: e.lastImportAt, input: { epic: e.id, ...withMapping } };
 }
 
 /** The source's own flags as the body's fields, and how it picks what to import. */

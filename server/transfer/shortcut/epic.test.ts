@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "../../../db/client.ts";
-import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../../test/fakes/shortcut.ts";
+import { ARCHIVED_EPIC, generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../../../test/fakes/shortcut.ts";
 import type { Services } from "../../context.ts";
 import { useTestServices } from "../../testing/database.ts";
 import { servicesFor, testConfig } from "../../testing/db.ts";
@@ -12,15 +12,15 @@ import { sha256Hex, snapshotProject } from "../linear/testing.ts";
 import { applyImportRun } from "../pipeline/apply-run.ts";
 import { importStatus } from "../pipeline/status.ts";
 import { finishRun, identifiersBySourceId } from "../pipeline/testing.ts";
-import { dryRunShortcutImport, listShortcutEpics, listShortcutTeams, startShortcutImport } from "./index.ts";
+import { dryRunShortcutImport, findShortcutEpicToImport, listShortcutEpics, listShortcutTeams, startShortcutImport } from "./index.ts";
 
 /**
  * One Shortcut epic as the import's target (issue 29), against the local Shortcut over real HTTP
  * and the real apply: the epic a container, its stories (of either team, in two pages) inside it,
  * no other story of the team; the epics listed through `/epics/paginated`'s pages; a second run,
  * a run again with the kept credential and an apply killed half way all reconcile, nothing doubled;
- * a team and an epic, both or neither, an epic the token does not see and a name two epics have
- * are refused with what to do.
+ * a team and an epic, both or neither, an epic the token does not see, a name two epics have and
+ * an archived epic are refused with what to do.
  */
 const env = useTestServices();
 let sc: FakeShortcut;
@@ -49,6 +49,27 @@ describe("a Shortcut epic as the import's target", () => {
     expect(listed.length).toBe(w().epics.filter((e) => !e.archived).length);
     expect(w().epics.length).toBeGreaterThan(250);
     expect(listed.find((e) => e.id === String(EPIC))).toEqual({ id: String(EPIC), name: "Epic 0", state: epic().state, issueCount: inEpic().length, lastImportAt: null });
+    expect(listed.find((e) => e.id === String(ARCHIVED_EPIC))).toBeUndefined();
+  });
+
+  it("refuses an archived epic by its id, URL or name (CONFLICT, how to bring it back), and leaves archived ones out of a name", async () => {
+    const token = { apiToken: sc.token };
+    const archived = { code: "CONFLICT", message: `Shortcut epic ${ARCHIVED_EPIC} (Archived epic) is archived`, hint: expect.stringMatching(/^Unarchive it in Shortcut to import it, or name another epic\. Listing the epics/), details: { reason: "epic_archived", epicId: String(ARCHIVED_EPIC) } };
+    for (const wanted of [String(ARCHIVED_EPIC), `epic:${ARCHIVED_EPIC}`, `https://app.shortcut.com/acme/epic/${ARCHIVED_EPIC}/archived-epic`, "archived EPIC"]) {
+      await expect(dryRunShortcutImport(ctx(), { ...token, epic: wanted }), wanted).rejects.toMatchObject(archived);
+      await expect(findShortcutEpicToImport(ctx(), { ...token, epic: wanted }), wanted).rejects.toMatchObject(archived);
+    }
+    await expect(startShortcutImport(ctx(), { ...token, epic: String(ARCHIVED_EPIC), newProject: { prefix: "ARC" } })).rejects.toMatchObject(archived);
+    await expect(findShortcutEpicToImport(ctx(), { ...token, epic: "424242" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    // An archived epic sharing a live one's name is no twin: the name names the live one.
+    const shelved = w().epics.find((e) => e.id === 9104)!;
+    expect(shelved.archived).toBe(true);
+    shelved.name = "Epic 1";
+    try {
+      expect(await findShortcutEpicToImport(ctx(), { ...token, epic: "epic 1" })).toMatchObject({ id: "9001", name: "Epic 1", lastImportAt: null });
+    } finally {
+      shelved.name = "Planned epic 4";
+    }
   });
 
   it("refuses both a team and an epic, neither, an epic the token does not see, and a name two epics have", async () => {

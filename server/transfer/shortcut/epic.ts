@@ -30,25 +30,41 @@ export async function fetchShortcutEpics(api: ShortcutApi): Promise<ShortcutEpic
 
 export const epicOf = (e: ShortcutEpic) => ({ id: String(e.id), name: e.name, state: e.state, issueCount: e.stats?.num_stories_total ?? 0 });
 
-const hint = "Listing the epics shows the ones the token sees (the Dash's Import page, retasc import shortcut --epic, or run_import without a target).";
+const hint = "Listing the epics shows the ones the token sees, archived ones left out (retasc import shortcut with neither --team nor --epic, or run_import without a target).";
 
-/** The epic by its id (or its URL, …/epic/<id>/…, or epic:<id>), else by its name when one epic has it. */
+/** An archived epic is not imported: asked for by id, URL or name, it is refused, saying how to bring it back. */
+const archivedEpic = (e: ShortcutEpic) =>
+  new DomainError("CONFLICT", `Shortcut epic ${e.id} (${e.name.slice(0, 60)}) is archived`, `Unarchive it in Shortcut to import it, or name another epic. ${hint}`, { reason: "epic_archived", epicId: String(e.id) });
+
+/**
+ * The epic by its id (or its URL, …/epic/<id>/…, or epic:<id>), else by its name when one epic
+ * not archived has it. Archived epics are left out of the names; one named all the same, by its
+ * id or a name only archived epics have, is refused (CONFLICT, reason epic_archived).
+ */
 export async function findShortcutEpic(api: ShortcutApi, wanted: string): Promise<ShortcutEpic> {
   const raw = wanted.trim();
   const id = /^(?:epic:)?(\d+)$/.exec(raw)?.[1] ?? /\/epic\/(\d+)(?:[/?#]|$)/.exec(raw)?.[1];
   if (id) {
+    let epic: ShortcutEpic | null = null;
     try {
-      return await api.get<ShortcutEpic>(`/epics/${Number(id)}`);
+      epic = await api.get<ShortcutEpic>(`/epics/${Number(id)}`);
     } catch (error) {
       if (!(error instanceof DomainError && error.code === "NOT_FOUND")) throw error;
       // A name made of digits is still a name.
     }
+    if (epic?.archived) throw archivedEpic(epic);
+    if (epic) return epic;
   }
   const name = raw.toLowerCase();
-  const named = (await fetchShortcutEpics(api)).filter((e) => e.name.trim().toLowerCase() === name);
+  const all = (await fetchShortcutEpics(api)).filter((e) => e.name.trim().toLowerCase() === name);
+  const named = all.filter((e) => !e.archived);
   if (named.length > 1) throw invalidInput(`${named.length} Shortcut epics are named ${raw.slice(0, 60)}`, `Name the epic by its id: ${named.map((e) => e.id).join(", ")}.`);
+  if (!named[0] && all[0]) throw archivedEpic(all[0]);
   if (!named[0]) throw new DomainError("NOT_FOUND", `the token sees no Shortcut epic ${raw.slice(0, 60)}`, hint);
-  return api.get<ShortcutEpic>(`/epics/${Number(named[0].id)}`);
+  const epic = await api.get<ShortcutEpic>(`/epics/${Number(named[0].id)}`);
+  // Archived since it was listed.
+  if (epic.archived) throw archivedEpic(epic);
+  return epic;
 }
 
 /**

@@ -17,6 +17,7 @@ const credentials = {
 
 export const listShortcutTeamsInput = z.object(credentials);
 export const listShortcutEpicsInput = listShortcutTeamsInput;
+export const findShortcutEpicInput = z.object({ ...credentials, epic: z.string({ error: "epic is required" }).trim().min(1, "epic is required").max(200).describe("an epic's id, URL or name") });
 const readInput = {
   ...credentials,
   team: z.string().trim().max(200).optional().describe("the team's id, name or mention name"),
@@ -53,6 +54,19 @@ export async function listShortcutEpics(ctx: Ctx, raw: z.input<typeof listShortc
   const epics = await fetchShortcutEpics(shortcutApi(ctx.config, input.apiToken, backoff));
   const last = await lastImports(ctx, "shortcut");
   return epics.filter((e) => !e.archived).map((e) => ({ ...epicOf(e), lastImportAt: last(epicSourceId(e.id)) }));
+}
+
+/**
+ * The one epic an id, URL or name names, as the epics are listed (the CLI's --epic asks it before
+ * its dry run or import): a name two epics have, an epic the token does not see and an archived
+ * one are refused here, the one place an epic is resolved (./epic.ts).
+ */
+export async function findShortcutEpicToImport(ctx: Ctx, raw: z.input<typeof findShortcutEpicInput>, backoff?: RestBackoff) {
+  const input = findShortcutEpicInput.parse(raw);
+  requireRole(await actorOf(ctx), ["owner", "admin"], "importing from Shortcut");
+  const epic = await findShortcutEpic(shortcutApi(ctx.config, input.apiToken, backoff), input.epic);
+  const last = await lastImports(ctx, "shortcut");
+  return { ...epicOf(epic), lastImportAt: last(epicSourceId(epic.id)) };
 }
 
 /** The team by id, name or mention name (with or without its @). */
