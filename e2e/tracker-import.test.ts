@@ -3,18 +3,18 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { generateJiraProject, startFakeJira, type FakeJira } from "../test/fakes/jira.ts";
 import { generateAsanaProject, startFakeAsana, type FakeAsana } from "../test/fakes/asana.ts";
-import { generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../test/fakes/shortcut.ts";
+import { ARCHIVED_EPIC, generateShortcutWorkspace, startFakeShortcut, type FakeShortcut } from "../test/fakes/shortcut.ts";
 import { generateClickUpWorkspace, startFakeClickUp, type FakeClickUp } from "../test/fakes/clickup.ts";
 import { screenshot, watchConsole } from "./dash-fixture.ts";
 import { launchBrowser, removeTemps, signUp, startE2eApp, type E2eApp, type Person } from "./harness.ts";
 
 /**
- * An owner imports a Jira Cloud project, an Asana project, a Shortcut team, a ClickUp Space, a
- * Jira Data Center project and a CSV from the Dash in Chromium against the local trackers: the
- * dry run (counts, the mapping, placeholders, what stays behind), then the run's progress to its
- * end; the ClickUp mapping changed in the dry run and seen applied in the queue; the CSV
- * uploaded, its columns picked from the preview. The dry runs and the CSV mapping are checked at
- * 1280 and 390 px for overflow and axe's serious violations.
+ * An owner imports a Jira Cloud project, an Asana project, a Shortcut epic (an archived one
+ * refused first) and a team, a ClickUp Space, a Jira Data Center project and a CSV from the Dash
+ * in Chromium against the local trackers: the dry run (counts, the mapping, placeholders, what
+ * stays behind), then the run's progress to its end; the ClickUp mapping changed in the dry run
+ * and seen applied in the queue; the CSV uploaded, its columns picked from the preview. The dry
+ * runs and the CSV mapping are checked at 1280 and 390 px for overflow and axe's serious violations.
  */
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 let jira: FakeJira;
@@ -131,6 +131,34 @@ test("Asana: the dry run, then the run's progress to its end", async () => {
   await page.getByText("Forgotten: the credential is no longer kept.").waitFor();
   await page.locator("[data-kept]").first().waitFor({ state: "detached" });
   expect(await page.content()).not.toContain(asana.token);
+  expect(found).toEqual([]);
+  expect(errors).toEqual([]);
+}, 240_000);
+
+test("Shortcut epic: an archived one refused, the epic's dry run, then its run to the report", async () => {
+  const page = await checkedPage();
+  const { errors } = watchConsole(page);
+  await page.goto(`${app.url}/dash/settings/import?source=shortcut`);
+  await page.getByLabel("Shortcut API token").fill(shortcut.token);
+  await page.getByLabel("Or a Shortcut epic").fill(String(ARCHIVED_EPIC));
+  await page.getByLabel("New project's prefix").fill("SHE");
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByRole("alert").getByText(`Shortcut epic ${ARCHIVED_EPIC} (Archived epic) is archived`).waitFor();
+  expect(await page.getByRole("alert").innerText()).toContain("Unarchive it in Shortcut to import it");
+  // Before the team's run below, so the epic's stories are new here: the epic a container, its stories in it.
+  const total = shortcut.workspace.stories.filter((s) => s.epic_id === 9001).length + 1;
+  await page.getByLabel("Shortcut API token").fill(shortcut.token);
+  await page.getByLabel("Or a Shortcut epic").fill(`https://app.shortcut.com/${shortcut.workspace.slug}/epic/9001/epic-1`);
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByTestId("import-dry-run").waitFor();
+  expect(await page.getByTestId("import-dry-run").innerText()).toContain(`${total} issues`);
+  const found = await problems(page, "shortcut-epic-dry-run");
+  await page.getByLabel("Shortcut API token").fill(shortcut.token);
+  await page.getByRole("button", { name: "Start import" }).click();
+  await page.getByText(/^Finished /).waitFor({ timeout: 120_000 });
+  expect(await page.getByTestId("import-count").innerText()).toBe(`${total} of ${total}`);
+  expect(await page.getByTestId("import-progress").innerText()).toMatch(new RegExp(`Finished .*: ${total} created, 0 updated, 0 unchanged;[^]*See the`));
+  expect(await page.content()).not.toContain(shortcut.token);
   expect(found).toEqual([]);
   expect(errors).toEqual([]);
 }, 240_000);
