@@ -19,7 +19,8 @@ import { globalTables, hotStatements, hotTables, partitions } from "./testing/ho
  * The statements are copies, so a second check holds them to their source: the md5 of each
  * function's definition (pg_get_functiondef) is recorded beside its statements, and a function
  * that changes fails here until its statements are copied again and the hash updated. The
- * heartbeat's statement lives in TypeScript: its copy must appear in server/queue/heartbeat-held.ts.
+ * heartbeat's statement lives in TypeScript: its copy must appear in server/queue/heartbeat-held.ts,
+ * with the named fragment that file interpolates (`beatSteps`, server/queue/beat-log.ts) spliced in.
  */
 
 const schema = "retasc_partition_plan";
@@ -60,6 +61,33 @@ function partitionsRead(plan: PlanNode): Map<string, Set<string>> {
   };
   walk(plan);
   return read;
+}
+
+/**
+ * A TypeScript source's text with each named sql fragment it interpolates spliced in, so that a
+ * statement built of fragments is held to its copy as one text. A fragment is an `${name(…)}`
+ * whose `name` the file imports from a relative module that declares it as
+ * `export function name(…): SQL { return sql`…`; }` (beatSteps, server/queue/beat-log.ts); its
+ * template is expanded the same way. Every other interpolation stays, and reads as a parameter.
+ */
+function withFragments(file: string, text = fs.readFileSync(file, "utf8"), seen: string[] = []): string {
+  const imports = new Map<string, { name: string; module: string }>();
+  for (const [, names, from] of fs.readFileSync(file, "utf8").matchAll(/^import\s*\{([^}]*)\}\s*from\s*"(\.[^"]+)"/gm)) {
+    for (const entry of names!.split(",").map((n) => n.trim()).filter((n) => n && !n.startsWith("type "))) {
+      const [name, local = name] = entry.split(/\s+as\s+/) as [string, string?];
+      imports.set(local, { name, module: path.resolve(path.dirname(file), from!) });
+    }
+  }
+  return text.replace(/\$\{(\w+)\([^)]*\)\}/g, (whole, local: string) => {
+    const imported = imports.get(local);
+    if (!imported) return whole;
+    const declared = new RegExp(`export function ${imported.name}\\([^)]*\\)(?::\\s*SQL)?\\s*\\{\\s*return sql\`([^\`]*)\`;\\s*\\}`);
+    const fragment = fs.readFileSync(imported.module, "utf8").match(declared)?.[1];
+    if (fragment === undefined) return whole;
+    const at = `${imported.module}#${imported.name}`;
+    if (seen.includes(at)) throw new Error(`a fragment within itself: ${[...seen, at].join(" -> ")}`);
+    return withFragments(imported.module, fragment, [...seen, at]);
+  });
 }
 
 const toText = (literal: string | null) => (literal === null ? "null" : `'${literal.replaceAll("'", "''")}'`);
@@ -109,7 +137,7 @@ describe.skipIf(testDriver !== "postgres")("hot statements prune to one partitio
   it("the heartbeat's statement is the one in server/queue/heartbeat-held.ts", () => {
     const normalize = (s: string) => s.replace(/\$\{[^}]+\}(::\w+)?/g, "?").replace(/\b(?:p|v)_[a-z_]+(?:\.[a-z_]+)?\b(::\w+)?/g, "?").replace(/\s+/g, " ");
     for (const statement of hotStatements.filter((s) => s.source.endsWith(".ts"))) {
-      const file = normalize(fs.readFileSync(path.join(import.meta.dirname, "..", statement.source), "utf8"));
+      const file = normalize(withFragments(path.join(import.meta.dirname, "..", statement.source)));
       expect(file.includes(normalize(statement.sql).trim()), statement.name).toBe(true);
     }
   });

@@ -6,7 +6,8 @@
  * of the type in `variableTypes`, hot/functions.ts), less its `INTO` target; `PERFORM` reads as
  * `SELECT`. `md5` (hotFunctions, hot/functions.ts) is that of the function's `pg_get_functiondef`:
  * when a function changes, the test fails until its statements are copied again and the hash
- * recorded anew. The heartbeat's statement is copied from TypeScript (server/queue/heartbeat-held.ts).
+ * recorded anew. The heartbeat's statement is copied from TypeScript (server/queue/heartbeat-held.ts,
+ * with the steps it takes from server/queue/beat-log.ts spliced in).
  */
 import { billingStatements } from "./hot/billing.ts";
 import { dispatchStatements } from "./hot/dispatch.ts";

@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import type { Principal } from "../context.ts";
 
@@ -11,15 +11,14 @@ import type { Principal } from "../context.ts";
  * runtime, with no detail (a recovery's row has some); anything else starts a new run. The
  * timeline, the export and the meter read a run as its beats (activity-text.ts, usage).
  *
- * The same statement, past its `renewed` step, is in heartbeat-held.ts; heartbeat-held.test.ts
- * holds the two paths to the same rows. Call inside the renewal's transaction, the row locked.
+ * These are the steps' one home: CTEs `last`, `extended` and `logged` of the caller's statement,
+ * after its CTE `renewed` (the renewed issue's `id` and `fence`; no row, nothing logged).
+ * heartbeat-held.ts puts them after its renewal by token, `logBeat` after the general path's.
+ * db/partition-plan.test.ts splices this text into heartbeat-held.ts's to hold its copy of the
+ * statement: keep it one sql`…` with no template inside.
  */
-export async function logBeat(tx: Db, principal: Principal, issue: { id: string; fence: number }, now: Date): Promise<void> {
-  await query(
-    tx,
-    sql`with renewed as (
-            select ${issue.id}::text as id, ${issue.fence}::int as fence
-          ), last as (
+export function beatSteps(principal: Principal, now: Date): SQL {
+  return sql`last as (
             select id, kind, actor_id, key_id, runtime, detail_enc, facts from activity
              where org_id = ${principal.orgId} and issue_id = (select id from renewed)
              order by id desc limit 1
@@ -34,7 +33,20 @@ export async function logBeat(tx: Db, principal: Principal, issue: { id: string;
             insert into activity (org_id, issue_id, kind, actor_id, key_id, runtime, facts, created_at)
             select ${principal.orgId}, id, 'heartbeat', ${principal.userId}, ${principal.keyId}, ${principal.runtime}, jsonb_build_object('fence', fence), ${now.toISOString()}::timestamptz
               from renewed where not exists (select 1 from extended)
-          )
+          )`;
+}
+
+/**
+ * The general path's log of a beat (`renewByHeartbeat`, lease.ts): the issue it renewed as
+ * `renewed`, then `beatSteps`. Call inside the renewal's transaction, the row locked.
+ * heartbeat-held.test.ts holds it and heartbeat-held.ts to the same rows.
+ */
+export async function logBeat(tx: Db, principal: Principal, issue: { id: string; fence: number }, now: Date): Promise<void> {
+  await query(
+    tx,
+    sql`with renewed as (
+            select ${issue.id}::text as id, ${issue.fence}::int as fence
+          ), ${beatSteps(principal, now)}
           select 1`,
   );
 }

@@ -4,6 +4,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { sha256 } from "../crypto/index.ts";
 import { billingEnabled, chargeNow } from "../usage/meter.ts";
+import { beatSteps } from "./beat-log.ts";
 
 interface Renewed {
   id: string;
@@ -17,7 +18,7 @@ const chargeRefusals = new Set(["BILLING_INACTIVE", "SPEND_CAP"]);
 /**
  * A heartbeat on a live claim by its token, in one statement (decision 072): the issue's lease
  * expiry, the lease and the activity are written together when the token is the live lease's,
- * the activity as beat-log.ts says (a run of beats is one row, decision 105),
+ * the activity by beat-log.ts's steps (`beatSteps`: a run of beats is one row, decision 105),
  * the row lock taken by the update as the general path's FOR UPDATE takes it. With billing on,
  * the charge joins it in one transaction. Returns null, having written nothing, for anything
  * else (no token, a lapsed or another lease, a member scoped to projects, a refused charge): the
@@ -40,22 +41,7 @@ export async function heartbeatHeld(ctx: Ctx, identifier: string, claimToken: st
           ), lease as (
             update leases set expires_at = ${expiresAt.toISOString()}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'heartbeat'
              where org_id = ${principal.orgId} and id = (select lease_id from renewed)
-          ), last as (
-            select id, kind, actor_id, key_id, runtime, detail_enc, facts from activity
-             where org_id = ${principal.orgId} and issue_id = (select id from renewed)
-             order by id desc limit 1
-          ), extended as (
-            update activity a set facts = jsonb_build_object('fence', l.facts->'fence', 'beats', coalesce((l.facts->>'beats')::int, 1) + 1, 'lastAt', ${now.toISOString()}::text)
-              from last l
-             where a.org_id = ${principal.orgId} and a.id = l.id and l.kind = 'heartbeat' and l.detail_enc is null
-               and l.facts->'fence' = (select to_jsonb(fence) from renewed) and l.actor_id is not distinct from ${principal.userId}
-               and l.key_id is not distinct from ${principal.keyId} and l.runtime is not distinct from ${principal.runtime}
-            returning a.id
-          ), logged as (
-            insert into activity (org_id, issue_id, kind, actor_id, key_id, runtime, facts, created_at)
-            select ${principal.orgId}, id, 'heartbeat', ${principal.userId}, ${principal.keyId}, ${principal.runtime}, jsonb_build_object('fence', fence), ${now.toISOString()}::timestamptz
-              from renewed where not exists (select 1 from extended)
-          )
+          ), ${beatSteps(principal, now)}
           select id, identifier, fence from renewed`,
     );
   let renewed: Renewed | undefined;

@@ -89,7 +89,7 @@ export const leaseStatements: HotStatement[] = [
    WHERE l.org_id = p_org_id AND l.session_id = p_session_id AND l.key_id = p_key_id AND l.ended_at IS NULL
      AND i.lease_expires_at > p_now AND i.id IS DISTINCT FROM p_except`,
   },
-  // ── heartbeat by its token (server/queue/heartbeat-held.ts, decisions 072 and 105) ──
+  // ── heartbeat by its token (server/queue/heartbeat-held.ts, its last/extended/logged from beat-log.ts's beatSteps; decisions 072 and 105) ──
   {
     name: "heartbeat: renew the issue and the lease, log it (a run of beats kept in one row)",
     source: "server/queue/heartbeat-held.ts",
