@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import Stripe from "stripe";
+import { checkCheckout, parseStripeForm, rid, stripeEvent, type FakeCharge, type FakeSession, type StripeEvent } from "./stripe-api.ts";
 
 /**
  * A local stand-in for Stripe, as a real HTTP server the `stripe` SDK reaches through
@@ -13,41 +14,6 @@ import Stripe from "stripe";
  * success_url. Signatures are made by `stripe.webhooks.generateTestHeaderString`, with the
  * webhook secret, as Stripe would sign them.
  */
-export interface FakeSession {
-  id: string;
-  object: "checkout.session";
-  mode: string;
-  status: "open" | "complete" | "expired";
-  payment_status: "unpaid" | "paid";
-  amount_total: number;
-  currency: string;
-  client_reference_id: string | null;
-  metadata: Record<string, string>;
-  payment_intent: string | null;
-  success_url: string;
-  cancel_url: string;
-  url: string;
-  created: number;
-  livemode: false;
-}
-
-export interface FakeCharge {
-  id: string;
-  object: "charge";
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-  payment_intent: string;
-  receipt_url: string;
-  refunded: boolean;
-}
-
-export interface StripeEvent {
-  id: string;
-  type: string;
-  payload: string;
-}
-
 export interface FakeStripe {
   url: string;
   secretKey: string;
@@ -67,31 +33,13 @@ export interface FakeStripe {
   /** Refunds `cents` more of the session's charge: a `charge.refunded` event (amount_refunded is the charge's total). */
   refund(sessionId: string, cents: number): StripeEvent;
   dispute(sessionId: string, cents: number): StripeEvent;
-  /** An event of any type, signed like Stripe's. */
+  /** An event of any type as Stripe's webhook carries it (`deliver` signs it). */
   event(type: string, object: Record<string, unknown>): StripeEvent;
   /** The Stripe-Signature header for a payload: with the webhook secret, or another one (a forgery). */
   sign(payload: string, secret?: string): string;
   /** POSTs an event to `url` (default: webhookUrl) as Stripe does. */
   deliver(event: StripeEvent, options?: { url?: string; signature?: string | null }): Promise<Response>;
   close(): Promise<void>;
-}
-
-const CHECKOUT_PACK_CENTS = new Set([1000, 2500, 5000, 10000]);
-
-const rid = (prefix: string) => `${prefix}_test_${crypto.randomBytes(12).toString("hex")}`;
-
-/** Stripe's form encoding (`a[b][0][c]=v`) back into nested objects; arrays where the keys are indexes. */
-export function parseStripeForm(body: string): Record<string, unknown> {
-  const root: Record<string, unknown> = {};
-  for (const [key, value] of new URLSearchParams(body)) {
-    const parts = key.replace(/\]/g, "").split("[");
-    let node: Record<string, unknown> = root;
-    parts.forEach((part, i) => {
-      if (i === parts.length - 1) node[part] = value;
-      else node = (node[part] ??= {}) as Record<string, unknown>;
-    });
-  }
-  return root;
 }
 
 export async function startFakeStripe(options: { secretKey?: string; webhookSecret?: string } = {}): Promise<FakeStripe> {
@@ -109,25 +57,6 @@ export async function startFakeStripe(options: { secretKey?: string; webhookSecr
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { type, message } }));
   };
   const json = (res: http.ServerResponse, body: unknown) => res.writeHead(200, { "content-type": "application/json", "request-id": rid("req") }).end(JSON.stringify(body));
-
-  /** What Retasc must send to create a Checkout session; a description of the first thing wrong, or null. */
-  const checkCheckout = (form: Record<string, unknown>): string | null => {
-    const items = form.line_items as Record<string, Record<string, unknown>> | undefined;
-    const item = items?.["0"];
-    const price = item?.price_data as Record<string, unknown> | undefined;
-    const metadata = form.metadata as Record<string, string> | undefined;
-    if (form.mode !== "payment") return "mode must be payment";
-    if (!item || Object.keys(items!).length !== 1 || item.quantity !== "1") return "one line item of quantity 1";
-    if (price?.currency !== "usd" || !CHECKOUT_PACK_CENTS.has(Number(price.unit_amount))) return "price_data must be usd 1000/2500/5000/10000";
-    if (!(price.product_data as Record<string, unknown> | undefined)?.name) return "price_data.product_data.name is required";
-    if (typeof form.client_reference_id !== "string" || !form.client_reference_id) return "client_reference_id (the org) is required";
-    if (metadata?.orgId !== form.client_reference_id || !metadata.purchaseId || metadata.pack !== String(Number(price.unit_amount) / 100)) return "metadata must carry orgId, purchaseId and pack";
-    for (const url of ["success_url", "cancel_url"] as const) {
-      if (typeof form[url] !== "string" || !/^https?:\/\//.test(form[url] as string)) return `${url} must be an absolute URL`;
-    }
-    if (!(form.success_url as string).includes("{CHECKOUT_SESSION_ID}")) return "success_url should carry {CHECKOUT_SESSION_ID}";
-    return null;
-  };
 
   const createSession = (form: Record<string, unknown>): FakeSession => {
     const price = (form.line_items as Record<string, Record<string, Record<string, unknown>>>)["0"]!.price_data!;
@@ -172,25 +101,7 @@ export async function startFakeStripe(options: { secretKey?: string; webhookSecr
     sign(payload, secret = webhookSecret) {
       return Stripe.webhooks.generateTestHeaderString({ payload, secret });
     },
-    event(type, object) {
-      const id = rid("evt");
-      const payload = JSON.stringify(
-        {
-          id,
-          object: "event",
-          api_version: Stripe.API_VERSION,
-          created: Math.floor(Date.now() / 1000),
-          type,
-          data: { object },
-          livemode: false,
-          pending_webhooks: 1,
-          request: { id: null, idempotency_key: null },
-        },
-        null,
-        2,
-      );
-      return { id, type, payload };
-    },
+    event: stripeEvent,
     complete(sessionId, paymentStatus = "paid") {
       const session = sessionOf(sessionId);
       session.status = "complete";
