@@ -1,19 +1,19 @@
 import { sql } from "drizzle-orm";
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
-import { orgIdColumn } from "./orgs.ts";
+import { unlockedOrgIdColumn } from "./orgs.ts";
 
 /**
  * Append-only log of every write: who (human principal, key, runtime), what (kind),
  * plaintext facts and encrypted detail. Never updated, but for a run of heartbeats, one row whose
  * `facts.beats` and `facts.lastAt` each next beat updates in place (server/queue/beat-log.ts,
- * decision 105: no indexed column changes, so HOT); deleted by deleting the org, and past
- * ACTIVITY_RETENTION_DAYS by sweep.activity-retention (decision 077).
+ * decision 105: no indexed column changes, so HOT); deleted by the org's purge (no foreign key
+ * to orgs: decision 109) and past ACTIVITY_RETENTION_DAYS by sweep.activity-retention (decision 077).
  */
 export const activity = pgTable(
   "activity",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    orgId: orgIdColumn(),
+    orgId: unlockedOrgIdColumn(),
     issueId: text("issue_id"),
     kind: text("kind").notNull(),
     actorId: text("actor_id"),

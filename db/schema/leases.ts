@@ -2,7 +2,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { issues } from "./issues.ts";
-import { orgIdColumn } from "./orgs.ts";
+import { orgIdColumn, unlockedOrgIdColumn } from "./orgs.ts";
 
 export const leaseEndReasons = ["released", "finished", "expired"] as const;
 
@@ -11,7 +11,7 @@ export const leases = pgTable(
   "leases",
   {
     id: text("id").primaryKey(),
-    orgId: orgIdColumn(),
+    orgId: unlockedOrgIdColumn(),
     issueId: text("issue_id")
       .notNull()
       .references(() => issues.id, { onDelete: "cascade" }),

@@ -33,6 +33,18 @@ export function orgIdColumn() {
     .references(() => orgs.id, { onDelete: "cascade" });
 }
 
+/**
+ * The org of a row that every claim, finish or first heartbeat inserts (`leases`, `activity`):
+ * not null, but with no foreign key. Checking one takes a key-share lock on the org's row in each
+ * of those transactions: 54 B of WAL each, and a MultiXact on that row once two transactions of
+ * one org overlap (decision 109). The writers take the org from the caller's principal or from
+ * the issue's row; the org's purge (server/orgs/purge.ts) empties these tables by `org_id` like
+ * every other table, and a lease still goes with its issue (its `issue_id` cascades).
+ */
+export function unlockedOrgIdColumn() {
+  return text("org_id").notNull();
+}
+
 /** One wrapped data key per org and version. Deleting these rows crypto-shreds the org. */
 export const orgKeys = pgTable(
   "org_keys",

@@ -5,7 +5,7 @@
 import { eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../../db/client.ts";
-import { account, members, orgs, user } from "../../db/schema/index.ts";
+import { account, activity, members, orgs, user } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { DomainError, invalidInput } from "../errors.ts";
 import { grantSignupCredit } from "../usage/credit.ts";
@@ -69,8 +69,12 @@ export async function ensureMember(db: Db, orgId: string, userId: string, role: 
   await db.insert(members).values({ id: newId(), orgId, userId, role }).onConflictDoNothing();
 }
 
-/** Deletes an org and destroys its data key first, so nothing left anywhere can be read. */
+/**
+ * Deletes an org and destroys its data key first, so nothing left anywhere can be read. Its rows
+ * go by cascade, but for its activity log, whose org_id has no foreign key (decision 109).
+ */
 export async function deleteOrg(services: Pick<Services, "keyring">, db: Db, orgId: string): Promise<void> {
   await services.keyring.shredOrg(db, orgId);
+  await db.delete(activity).where(eq(activity.orgId, orgId));
   await db.delete(orgs).where(eq(orgs.id, orgId));
 }
