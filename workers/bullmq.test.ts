@@ -17,6 +17,8 @@ import { PrivateRedis, redisServerAvailable } from "../server/testing/redis.ts";
 import { redisTestsCanRun, uniquePrefix, useDatabaseAndRedis } from "./testing/redis-url.ts";
 import { spawnWorker } from "./testing/spawn.ts";
 import { sleep, waitFor } from "../server/testing/wait.ts";
+import { seedOrg } from "../server/testing/fixtures.ts";
+import { setOrgFrozen } from "../server/orgs/freeze.ts";
 
 const log = createLogger("silent");
 const catalog = mergeCatalogs(retascJobs, probeJobs);
@@ -78,6 +80,40 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
         await queue.close();
       }
     } finally {
+      await runner.stop();
+    }
+  });
+
+  it("leaves a frozen org's jobs alone, relayed or not, and runs each once after the freeze (decision 110)", async () => {
+    // The relay looks again by its poll (nothing commits to wake it when the freeze ends).
+    const services = servicesWith({ OUTBOX_POLL_MS: "500" });
+    const org = await seedOrg(services);
+    await setOrgFrozen(services.db, org.orgId, true);
+    const runner = await start(services, stack.redis.url);
+    const queue = new Queue(QUEUE_NAME, { prefix: services.config.BULLMQ_PREFIX, connection: { url: stack.redis.url } });
+    try {
+      const probe = (tag: string) => transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag, orgId: org.orgId }));
+      // Enqueued during the freeze: the relay leaves it in the outbox.
+      const waiting = await probe("waiting");
+      // Relayed just before the freeze: in the queue already, where the worker puts it off.
+      const relayed = await probe("relayed");
+      await services.db.execute(sql`update outbox set relayed_at = now() where id = ${relayed}`);
+      await queue.add("test.probe", { outboxId: relayed, payload: { tag: "relayed", sleepMs: 0, failTimes: 0, permanent: false, orgId: org.orgId } }, { jobId: outboxJobId(relayed), attempts: 3 });
+      await sleep(1_500);
+      expect(await outboxState([waiting, relayed])).toMatchObject([
+        { relayed: false, completed: false, failed: false },
+        { relayed: true, completed: false, failed: false },
+      ]);
+      const during = (await probeReport(services.db)).startsByOutboxId;
+      expect([during.get(waiting), during.get(relayed)]).toEqual([undefined, undefined]);
+      expect(await (await queue.getJob(outboxJobId(relayed)))?.getState()).toBe("delayed");
+
+      await setOrgFrozen(services.db, org.orgId, false);
+      await waitFor(async () => (await outboxState([waiting, relayed])).every((r) => r.completed), 20_000, "both completed");
+      const after = (await probeReport(services.db)).startsByOutboxId;
+      expect([after.get(waiting), after.get(relayed)]).toEqual([1, 1]);
+    } finally {
+      await queue.close();
       await runner.stop();
     }
   });

@@ -1,11 +1,14 @@
-import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { metrics } from "../server/metrics/index.ts";
-import { markOutboxCompleted, markOutboxFailed, outboxRowCanceled } from "../server/outbox/index.ts";
+import { markOutboxCompleted, markOutboxFailed, outboxRowState } from "../server/outbox/index.ts";
 import { errorLabel, executeJob } from "./catalog.ts";
 import { isPermanent } from "./job.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
 import { SHUTDOWN_GRACE_MS, settleWithin, type JobRunner, type RunnerOptions } from "./runner.ts";
 import { runSweepTick, type SweepDefinition } from "./sweeps.ts";
+
+/** How long a frozen org's relayed job waits before it looks again (a freeze lasts seconds). */
+const FROZEN_JOB_DELAY_MS = 5_000;
 
 export const QUEUE_NAME = "jobs";
 
@@ -44,13 +47,19 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
 
   const worker = new Worker(
     QUEUE_NAME,
-    async (job: Job) => {
+    async (job: Job, token?: string) => {
       redisDown = false;
       const sweep = sweepsByName.get(job.name);
       if (sweep) return runSweepTick(services, log, sweep, tickOf(job));
       const { outboxId, payload } = job.data as OutboxJobData;
-      // Called off since it was relayed (its org deleted): nothing of it runs.
-      if (await outboxRowCanceled(db, outboxId)) return null;
+      // Called off since it was relayed (its org deleted): nothing of it runs. Its org frozen for a
+      // move (decision 110): it waits, delayed without spending an attempt, writing nothing meanwhile.
+      const state = await outboxRowState(db, outboxId);
+      if (state === "canceled") return null;
+      if (state === "frozen") {
+        await job.moveToDelayed(Date.now() + FROZEN_JOB_DELAY_MS, token);
+        throw new DelayedError();
+      }
       const attempt = Math.max(1, job.attemptsStarted ?? job.attemptsMade + 1);
       log.debug({ job: job.name, outboxId, attempt }, "job started");
       try {

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { query } from "../db/client.ts";
 import { metrics } from "../server/metrics/index.ts";
-import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL } from "../server/outbox/index.ts";
+import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL, outboxRowRunnable } from "../server/outbox/index.ts";
 import { backoffMs, errorLabel, executeJob } from "./catalog.ts";
 import { isPermanent } from "./job.ts";
 import { nextTick, settleWithin, SHUTDOWN_GRACE_MS, type JobRunner, type RunnerOptions } from "./runner.ts";
@@ -48,7 +48,7 @@ export async function startInlineRunner(options: RunnerOptions & { exclusive: bo
           where id in (
             select id from outbox
             where completed_at is null and failed_at is null and available_at <= now()
-              and (locked_until is null or locked_until < now())
+              and (locked_until is null or locked_until < now()) and ${outboxRowRunnable}
             order by id limit ${limit}
             for update skip locked)
           returning id, job, payload, attempts`,

@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { query, type Database, type Db } from "../db/client.ts";
 import type { Config } from "../server/config/index.ts";
 import type { Logger } from "../server/log.ts";
-import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL } from "../server/outbox/index.ts";
+import { markOutboxCompleted, markOutboxFailed, OUTBOX_CHANNEL, outboxRowRunnable } from "../server/outbox/index.ts";
 import { withTimeout } from "./runner.ts";
 
 const BATCH = 200;
@@ -67,7 +67,7 @@ export async function startOutboxRelay(options: {
       const rows = await query<OutboxRow>(
         tx,
         sql`select id, job, payload from outbox
-            where relayed_at is null and completed_at is null and failed_at is null
+            where relayed_at is null and completed_at is null and failed_at is null and ${outboxRowRunnable}
             order by id limit ${BATCH} for update skip locked`,
       );
       if (rows.length === 0) return 0;

@@ -19,8 +19,8 @@ export const orgs = pgTable("orgs", {
   /** The owner lets admins export the org (decision 043); exporting is otherwise the owners'. */
   adminsMayExport: boolean("admins_may_export").notNull().default(false),
   /**
-   * Set while the org moves to another stack (decision 107): its agents' claims and issue writes
-   * answer ORG_FROZEN (503, Retry-After) until an operator unfreezes it on the stack it moved to.
+   * Set while the org moves to another stack (decisions 107, 110): every write of its rows answers
+   * ORG_FROZEN (503, Retry-After) until an operator unfreezes it on the stack it moved to.
    */
   frozenAt: timestamp("frozen_at", { withTimezone: true }),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),

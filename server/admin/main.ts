@@ -58,9 +58,9 @@ const usage = `usage: npm run admin -- <command> [options]
       backups included), its keys, sessions, jobs and connectors end, and its rows are removed
       in the background by the job runner (docs/operations.md)
   org-freeze --org <orgId> [--json]
-      for a move to another stack (docs/operations.md): the org's agents' claims and issue
-      writes answer ORG_FROZEN (503, Retry-After) and their leases keep their expiry; returns
-      when no instance can still start one, with the WAL position (lsn) the target must reach
+      for a move to another stack (docs/operations.md): every write of the org, whatever the
+      door, answers ORG_FROZEN (503, Retry-After), its jobs wait, its leases keep their expiry;
+      returns when no instance can still start one, with the WAL position (lsn) the target must reach
   org-unfreeze --org <orgId> [--json]
       end the freeze (on the stack the org moved to, or on the source to call the move off)
   rotate-master-key [--json] < new-master.key

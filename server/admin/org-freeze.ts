@@ -9,8 +9,8 @@ export const orgFreezeInput = z.object({ org: z.string().trim().min(1, "--org is
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * `org-freeze`: the org's agents' claims and issue writes answer ORG_FROZEN from now on
- * (decision 107). It returns once no instance can still start one (its key cache and a call in
+ * `org-freeze`: every write of the org answers ORG_FROZEN from now on, whatever the door, and
+ * its jobs wait (decisions 107 and 110). It returns once no instance can still start one (its key cache and a call in
  * flight), with this database's WAL position then: the target of a move has every write of the
  * org once its subscription reaches `lsn`.
  */

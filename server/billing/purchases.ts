@@ -6,6 +6,7 @@ import type { Ctx } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
 import { newId } from "../orgs/index.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import { stripeOf } from "./stripe/client.ts";
 
 /** The credit packs on sale, in US dollars. */
@@ -33,6 +34,7 @@ export const billingOff = () =>
  * (server/billing/stripe/webhook.ts) once Stripe says the session is paid.
  */
 export async function buyCredit(ctx: Ctx, raw: z.input<typeof buyCreditInput>, door: { baseUrl: string }) {
+  refuseWhileFrozen(ctx.principal);
   const { pack } = buyCreditInput.parse(raw);
   if (ctx.config.RETASC_BILLING !== "on") throw billingOff();
   const actor = await actorOf(ctx);

@@ -28,10 +28,13 @@ export async function sampleQueueDepth(services: Services): Promise<Record<strin
                    'doing', count(*) filter (where i.status = 'doing'),
                    'review', count(*) filter (where i.status = 'review'))
           from projects p left join issues i on i.project_id = p.id and ${isOpen(sql`i.status`)}
+          -- A frozen org's hour is sampled on the stack it moves to (decision 110).
+          where not exists (select 1 from orgs f where f.id = p.org_id and f.frozen_at is not null)
           group by p.org_id, p.id
           on conflict (org_id, hour, project_id) do update set depth = excluded.depth
           returning 1
-        ), pruned as (delete from fleet_hours where hour < ${hour}::timestamptz - ${KEEP} returning 1)
+        ), pruned as (delete from fleet_hours where hour < ${hour}::timestamptz - ${KEEP}
+                        and not exists (select 1 from orgs f where f.id = fleet_hours.org_id and f.frozen_at is not null) returning 1)
         select (select count(*)::int from sampled) as projects, (select count(*)::int from pruned) as pruned`,
   );
   return { projects: Number(row?.projects ?? 0), pruned: Number(row?.pruned ?? 0) };

@@ -18,5 +18,7 @@ export async function intakeWebhookResponse(services: Services, log: Logger, pro
   const body = Buffer.from(await request.arrayBuffer());
   if (body.length > INTAKE_WEBHOOK_MAX_BYTES) return tooLarge();
   const reply = await receiveIntakeWebhook(services, log, provider, connectorId, deliveryHeadersOf(provider, request.headers), body);
+  const retryAfter = "error" in reply.body ? reply.body.error.details?.retryAfter : undefined;
+  if (typeof retryAfter === "number") return Response.json(reply.body, { status: reply.status, headers: { "cache-control": "no-store", "retry-after": String(retryAfter) } });
   return json(reply.status, reply.body);
 }

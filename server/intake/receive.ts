@@ -1,12 +1,13 @@
 import { verify } from "@octokit/webhooks-methods";
 import { and, eq, sql } from "drizzle-orm";
-import { connectors, intakeDeliveries, type ConnectorProvider } from "../../db/schema/index.ts";
+import { connectors, intakeDeliveries, orgs, type ConnectorProvider } from "../../db/schema/index.ts";
 import type { Services } from "../context.ts";
 import { constantTimeEqual } from "../crypto/index.ts";
 import { inputErrorOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
+import { orgFrozen } from "../orgs/freeze.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { ciEventOf, ciEvents } from "./ci-events.ts";
@@ -19,7 +20,7 @@ export interface IntakeReply {
   status: number;
   body:
     | { received: true; event: string; outcome: "recorded" | "duplicate" | "ignored" }
-    | { error: { code: string; message: string; hint: string } };
+    | { error: { code: string; message: string; hint: string; details?: Record<string, unknown> } };
 }
 
 /** What a delivery carries besides its body, read from the provider's headers. */
@@ -101,8 +102,17 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   const unknown = refusal(404, "NOT_FOUND", "no such connector", "Copy the webhook URL from the Dash's Connectors page or `retasc connector list`.");
   if (!/^[0-9a-f-]{36}$/.test(connectorId)) return unknown;
   const [connector] = await services.db
-    .select({ id: connectors.id, orgId: connectors.orgId, provider: connectors.provider, secretEnc: connectors.webhookSecretEnc, revokedAt: connectors.revokedAt, pullRequests: connectors.pullRequests })
+    .select({
+      id: connectors.id,
+      orgId: connectors.orgId,
+      provider: connectors.provider,
+      secretEnc: connectors.webhookSecretEnc,
+      revokedAt: connectors.revokedAt,
+      pullRequests: connectors.pullRequests,
+      orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+    })
     .from(connectors)
+    .innerJoin(orgs, eq(orgs.id, connectors.orgId))
     .where(and(eq(connectors.id, connectorId), eq(connectors.provider, provider)));
   if (!connector) return unknown;
   if (connector.revokedAt) return refusal(410, "REVOKED", "this connector was revoked", "Remove the webhook on the provider's side, or connect the repository again.");
@@ -111,6 +121,11 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
   if (!(await signatureHolds(provider, secret, body, headers.signature))) {
     log.warn({ provider, connectorId }, "intake webhook refused: bad signature");
     return refusal(401, "UNAUTHORIZED", provider === "github" ? "X-Hub-Signature-256 is missing or does not verify" : "X-Gitlab-Token is missing or wrong", "Set the webhook's secret to the one shown when the connector was created.");
+  }
+  // A frozen org records nothing (decision 110): 503, which GitHub and GitLab deliver again later.
+  if (connector.orgFrozen) {
+    const frozen = orgFrozen();
+    return { status: 503, body: { error: { code: frozen.code, message: frozen.message, hint: frozen.hint, details: frozen.details } } };
   }
   const event = headers.event ?? "";
   const now = services.clock.now();

@@ -5,6 +5,7 @@ import type { Ctx } from "../context.ts";
 import { newId } from "../orgs/index.ts";
 import { saveLabelInput } from "./schemas.ts";
 import type { WriteScope } from "./store.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import { chargeOrgAction } from "../usage/meter.ts";
 
 /**
@@ -14,6 +15,7 @@ import { chargeOrgAction } from "../usage/meter.ts";
 export async function saveLabel(ctx: Ctx, raw: z.input<typeof saveLabelInput>) {
   const input = saveLabelInput.parse(raw);
   const orgId = ctx.principal.orgId;
+  refuseWhileFrozen(ctx.principal);
   return ctx.db.transaction(async (tx) => {
     const insert = tx.insert(labels).values({ id: newId(), orgId, name: input.name, color: input.color ?? null });
     const [written] = await (input.color === undefined

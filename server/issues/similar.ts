@@ -125,7 +125,8 @@ export async function issueTermsSweep(services: Services, options: { limit?: num
   const limit = options.limit ?? 2_000;
   const pending = await query<{ id: string }>(
     services.db,
-    sql`select o.id from orgs o where not exists (select 1 from issue_term_backfills b where b.org_id = o.id and b.done_at is not null) limit 50`,
+    // A frozen org waits for the move (decision 110).
+    sql`select o.id from orgs o where o.frozen_at is null and not exists (select 1 from issue_term_backfills b where b.org_id = o.id and b.done_at is not null) limit 50`,
   );
   let indexed = 0;
   for (const { id: orgId } of pending) {

@@ -7,6 +7,7 @@ import type { OrgCipher } from "../crypto/index.ts";
 import { settleCharge, type MeterScope } from "../usage/meter.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { countIfStale } from "./stale-refusals.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import type { IssueRow } from "./types.ts";
 
 /**
@@ -43,9 +44,11 @@ export const gatesDependentsNow = (row: { status: string; verification: string |
  * Runs `fn` in a transaction with the org's cipher; retries on deadlock or serialization
  * failure. What `fn` metered is charged before the commit, in the same transaction, so a
  * refusal (BILLING_INACTIVE, SPEND_CAP) rolls the write back and a failed write costs nothing.
- * A STALE_CLAIM refusal is counted after the rollback (server/issues/stale-refusals.ts).
+ * A STALE_CLAIM refusal is counted after the rollback (server/issues/stale-refusals.ts). A frozen
+ * org's principal is refused first, before any statement (server/orgs/freeze.ts, decision 110).
  */
 export async function inTransaction<T>(ctx: Ctx, fn: (scope: WriteScope) => Promise<T>): Promise<T> {
+  refuseWhileFrozen(ctx.principal);
   const cipher = await ctx.keyring.forOrg(ctx.db, ctx.principal.orgId);
   try {
     return await retryingConflicts(() =>

@@ -74,7 +74,7 @@ async function answer(request: McpRequest, deps: McpHttpDeps, admission?: Admiss
     }
     const orgWait = admission?.takeOrgToken ? await admission.takeOrgToken(principal.orgId) : null;
     if (orgWait !== null) return tooMany(ORG_LIMIT, orgWait, requestId);
-    recordKeyUse(principal.keyId!, deps);
+    recordKeyUse(principal.keyId!, deps, principal.orgFrozen);
     const session = sessionOf(request, principal, deps.services);
     if (session === undefined) {
       // The MCP transport's answer to a session it does not know: the client starts a new one with initialize.
@@ -183,7 +183,9 @@ function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<string | 
 const keyUseRecorded = new Map<string, number>();
 
 /** Updates the key's last-used time at most once a minute per process, off the request path. */
-function recordKeyUse(keyId: string, deps: McpHttpDeps): void {
+function recordKeyUse(keyId: string, deps: McpHttpDeps, orgFrozen = false): void {
+  // A frozen org's rows are not written (decision 110): its keys' use is recorded after the move.
+  if (orgFrozen) return;
   const now = deps.services.clock.now();
   const last = keyUseRecorded.get(keyId);
   if (last !== undefined && now.getTime() - last < 60_000) return;

@@ -11,6 +11,7 @@ import { actorOf } from "../orgs/access.ts";
 import { addressLabel, type Address, type Addresses } from "./channels.ts";
 import { kindDescriptions, mutableKinds } from "./kinds.ts";
 import { emailConfigured, sendEmail } from "../outbound/email.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import { admitMail } from "../outbound/mail-limit.ts";
 
 /** A connect code lives 15 minutes and works once. */
@@ -38,7 +39,9 @@ function requireConfigured(ctx: Ctx, channel: NotifyChannel) {
   }
 }
 
-async function person(ctx: Ctx): Promise<{ orgId: string; userId: string }> {
+/** The acting person; `writes` (every caller but the settings' read) refuses a frozen org's first (decision 110). */
+async function person(ctx: Ctx, writes = true): Promise<{ orgId: string; userId: string }> {
+  if (writes) refuseWhileFrozen(ctx.principal);
   const actor = await actorOf(ctx);
   if (ctx.principal.kind !== "human") throw new DomainError("FORBIDDEN", "notification settings are a person's own", "Open the Dash Notifications page.");
   return { orgId: actor.orgId, userId: actor.userId };
@@ -191,7 +194,7 @@ export async function sendTest(ctx: Ctx, raw: z.input<typeof channelInput>) {
 
 /** What the Notifications page shows a person: channels, their bindings (broken ones with the reason), mutes, recent messages. */
 export async function notificationSettings(ctx: Ctx) {
-  const me = await person(ctx);
+  const me = await person(ctx, false);
   const configured = configuredChannels(ctx.config);
   const [bindings, mutes, recent, slack] = await Promise.all([
     ctx.db.select().from(notifyBindings).where(and(eq(notifyBindings.orgId, me.orgId), eq(notifyBindings.userId, me.userId))),

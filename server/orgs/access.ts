@@ -1,12 +1,13 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
-import { members, type MemberRole } from "../../db/schema/index.ts";
+import { members, orgs, type MemberRole } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import type { Ctx, Principal, Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { memberProjectIds } from "./scope.ts";
 import { forgetCachedKeys } from "./key-cache.ts";
+import { refuseWhileFrozen } from "./freeze.ts";
 
 /**
  * Who may do what in an org. Roles: owner > admin > member. Every check reads the acting
@@ -21,21 +22,36 @@ export interface Membership {
   status: "active" | "suspended";
   /** The projects this person reaches, or null for all (always null for owners and admins; ./scope.ts). */
   projectIds: string[] | null;
+  /** The org is frozen for a move (./freeze.ts): read with the membership, in its statement. */
+  orgFrozen: boolean;
 }
 
 const rank: Record<MemberRole, number> = { owner: 3, admin: 2, member: 1 };
 
 export async function membershipOf(db: Db, orgId: string, userId: string): Promise<Membership | null> {
   const rows = await db
-    .select({ memberId: members.id, orgId: members.orgId, userId: members.userId, role: members.role, status: members.status, projectIds: memberProjectIds })
+    .select({
+      memberId: members.id,
+      orgId: members.orgId,
+      userId: members.userId,
+      role: members.role,
+      status: members.status,
+      projectIds: memberProjectIds,
+      orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+    })
     .from(members)
+    .innerJoin(orgs, eq(orgs.id, members.orgId))
     .where(and(eq(members.orgId, orgId), eq(members.userId, userId)));
   return rows[0] ?? null;
 }
 
-/** A person acting through the Dash or the CLI (no agent key; over MCP only to accept an invite of theirs), within their project scope (null: all, as for an owner). */
-export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli" | "mcp", projectIds: string[] | null = null): Principal {
-  return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, projectIds, claimCap: null };
+/**
+ * A person acting through the Dash or the CLI (no agent key; over MCP only to accept an invite of
+ * theirs), within their project scope (null: all, as for an owner); `orgFrozen` as the caller read
+ * it with the membership or the invite (./freeze.ts).
+ */
+export function humanPrincipal(orgId: string, userId: string, runtime: "dash" | "cli" | "mcp", projectIds: string[] | null = null, orgFrozen = false): Principal {
+  return { kind: "human", orgId, userId, keyId: null, runtime, projectId: null, projectIds, claimCap: null, ...(orgFrozen ? { orgFrozen } : {}) };
 }
 
 /** A Ctx for a signed-in person in one of their orgs; refuses non-members and suspended members. */
@@ -48,7 +64,7 @@ export async function humanCtx(
   if (membership.status !== "active") {
     throw forbidden("your membership of this org is suspended", "Ask an owner or admin of the org to reactivate you.");
   }
-  return { ctx: withPrincipal(services, humanPrincipal(input.orgId, input.userId, input.runtime, membership.projectIds)), membership };
+  return { ctx: withPrincipal(services, humanPrincipal(input.orgId, input.userId, input.runtime, membership.projectIds, membership.orgFrozen)), membership };
 }
 
 /**
@@ -58,7 +74,7 @@ export async function humanCtx(
 export async function actorOf(ctx: Ctx, db: Db = ctx.db): Promise<Membership> {
   const { principal } = ctx;
   if (principal.kind === "system") {
-    return { memberId: "system", orgId: principal.orgId, userId: "system", role: "owner", status: "active", projectIds: null };
+    return { memberId: "system", orgId: principal.orgId, userId: "system", role: "owner", status: "active", projectIds: null, orgFrozen: false };
   }
   const membership = principal.userId ? await membershipOf(db, principal.orgId, principal.userId) : null;
   if (!membership || membership.status !== "active") {
@@ -135,6 +151,8 @@ export async function recordOrgActivity(
 ): Promise<void> {
   // Every change to a key or a membership records its activity here: the one place that tells this
   // process's key cache to read keys again (decision 078).
+  // And every org-level write passes here inside its transaction: a frozen org's is refused, rolled back (./freeze.ts).
+  refuseWhileFrozen(ctx.principal);
   if (/^(key|member|agent)\./.test(kind)) forgetCachedKeys();
   const cipher = await ctx.keyring.forOrg(tx, ctx.principal.orgId);
   await recordActivity({ tx, ctx, cipher, now: ctx.clock.now() }, { kind, detail });

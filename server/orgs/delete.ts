@@ -7,6 +7,7 @@ import { forbidden, invalidInput, notFound } from "../errors.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { actorOf, requireRole } from "./access.ts";
+import { refuseWhileFrozen } from "./freeze.ts";
 import { forgetCachedKeys } from "./key-cache.ts";
 
 export const deleteOrgInput = z.object({
@@ -38,6 +39,8 @@ export const ORG_DELETED = "ORG_DELETED";
  * org holds no long lock. An org without a data key is a deleted one (`requireLiveOrg`).
  */
 export async function deleteOrg(ctx: Ctx, raw: z.input<typeof deleteOrgInput>): Promise<DeletedOrg> {
+  // An owner's delete of a frozen org waits for the move; the operator's (system) purges the source's copy after it (decision 110).
+  refuseWhileFrozen(ctx.principal);
   const input = deleteOrgInput.parse(raw);
   const { principal } = ctx;
   if (principal.kind === "agent") {

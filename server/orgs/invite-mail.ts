@@ -8,6 +8,7 @@ import type { Ctx } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
 import { DomainError, notFound } from "../errors.ts";
 import { actorOf, requireRole } from "./access.ts";
+import { refuseWhileFrozen } from "./freeze.ts";
 import { createInvite, createInviteInput, inviteCodeSchema, stateOf } from "./invites.ts";
 
 /**
@@ -29,6 +30,7 @@ export async function inviteAndMail(ctx: Ctx, raw: z.input<typeof createInviteIn
  * link themselves.
  */
 export async function emailInvite(ctx: Ctx, input: { inviteId: string; link: string }, door: { clientAddress: string | null } = { clientAddress: null }): Promise<{ emailed: boolean; reason: string | null }> {
+  refuseWhileFrozen(ctx.principal);
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "inviting people");
   const [row] = await ctx.db

@@ -21,7 +21,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
   const codeHash = sha256(code);
   return transactionWithNotices(services.db, async (tx) => {
     const found = await tx
-      .select({ invite: invites, orgName: orgs.name })
+      .select({ invite: invites, orgName: orgs.name, orgFrozen: sql<boolean>`${orgs.frozenAt} is not null` })
       .from(invites)
       .innerJoin(orgs, eq(orgs.id, invites.orgId))
       .where(eq(invites.codeHash, codeHash));
@@ -34,7 +34,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
 type Via = "dash" | "cli" | "mcp";
 
 /** The one redemption, by code or by id: the invitee check, the conditional spend, the membership. */
-async function redeem(services: Services, tx: Db, row: { invite: typeof invites.$inferSelect; orgName: string }, userId: string, via: Via) {
+async function redeem(services: Services, tx: Db, row: { invite: typeof invites.$inferSelect; orgName: string; orgFrozen: boolean }, userId: string, via: Via) {
   const now = services.clock.now();
   const { invite, orgName } = row;
   if (invite.email) await requireInvitee(tx, invite, userId);
@@ -62,7 +62,7 @@ async function redeem(services: Services, tx: Db, row: { invite: typeof invites.
   }
   const memberId = newId();
   await tx.insert(members).values({ id: memberId, orgId: invite.orgId, userId, role: invite.role, projectIds: invite.projectIds });
-  const ctx = withPrincipal(services, humanPrincipal(invite.orgId, userId, via, invite.projectIds));
+  const ctx = withPrincipal(services, humanPrincipal(invite.orgId, userId, via, invite.projectIds, row.orgFrozen));
   await recordOrgActivity(ctx, tx, "invite.accepted", { inviteId: invite.id, memberId });
   await services.events.publish(tx, { orgId: invite.orgId, kind: "member.joined", memberId });
   return { orgId: invite.orgId, orgName, memberId, role: invite.role, projectIds: invite.projectIds };
@@ -113,7 +113,7 @@ export async function acceptInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
   if (!userId) throw notFound(`invite ${inviteId}`, hint);
   return transactionWithNotices(ctx.db, async (tx) => {
     const [row] = await tx
-      .select({ invite: invites, orgName: orgs.name })
+      .select({ invite: invites, orgName: orgs.name, orgFrozen: sql<boolean>`${orgs.frozenAt} is not null` })
       .from(invites)
       .innerJoin(orgs, eq(orgs.id, invites.orgId))
       .innerJoin(user, eq(user.id, userId))

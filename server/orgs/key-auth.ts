@@ -17,9 +17,10 @@ export const CI_KEY_PREFIX = "rtci_";
 export async function authenticateCiKey(db: Db, secret: string): Promise<(Principal & { projectId: string }) | null> {
   if (!secret.startsWith(CI_KEY_PREFIX) || secret.length > 200) return null;
   const [row] = await db
-    .select(agentPrincipalColumns)
+    .select({ ...agentPrincipalColumns, orgFrozen: keyPlaceColumns.orgFrozen })
     .from(agentKeys)
     .innerJoin(members, keyMembership)
+    .innerJoin(orgs, keyOrg)
     .where(and(eq(agentKeys.keyHash, sha256(secret)), eq(agentKeys.ci, true), keyActs));
   if (!row?.projectId) return null;
   return { kind: "agent", ...row, projectId: row.projectId };

@@ -87,7 +87,7 @@ export async function redeemSetupCode(services: Services, raw: z.input<typeof re
     const runtime = input.runtime ?? setup.runtime;
     const minted = await mintAgentKey(tx, { orgId: setup.orgId, userId: setup.userId, projectId: setup.projectId, runtime });
     await tx.update(setupCodes).set({ keyId: minted.keyId }).where(eq(setupCodes.id, setup.id));
-    const ctx = withPrincipal(services, humanPrincipal(setup.orgId, setup.userId, "cli"));
+    const ctx = withPrincipal(services, humanPrincipal(setup.orgId, setup.userId, "cli", null, holder.orgFrozen));
     await recordOrgActivity(ctx, tx, "key.minted", { keyId: minted.keyId, runtime, via: "setup_code" });
     const org = (await tx.select({ name: orgs.name }).from(orgs).where(eq(orgs.id, setup.orgId)))[0]!;
     const project = (await tx.select({ prefix: projects.prefix, name: projects.name }).from(projects).where(eq(projects.id, setup.projectId)))[0]!;

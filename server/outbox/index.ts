@@ -51,12 +51,22 @@ export async function markOutboxCompleted(db: Db, id: number): Promise<void> {
 }
 
 /**
- * Whether an outbox row was called off: marked failed (an org's deletion marks its jobs so) or
- * removed (a deleted org's rows). BullMQ holds copies of rows, so its worker asks before each run.
+ * SQL true for an outbox row a runner may take now: not of an org frozen for a move (decision 110),
+ * whose rows must not change until the move is over; its jobs wait, and run on the stack it moved to.
+ * The org's purge alone runs frozen: it deletes the source's copy after the move, frozen for good.
  */
-export async function outboxRowCanceled(db: Db, id: number): Promise<boolean> {
-  const rows = await query(db, sql`select 1 from outbox where id = ${id} and failed_at is null`);
-  return rows.length === 0;
+export const outboxRowRunnable = sql`(outbox.org_id is null or outbox.job = 'org.purge'
+  or not exists (select 1 from orgs f where f.id = outbox.org_id and f.frozen_at is not null))`;
+
+/**
+ * Whether a relayed job runs, in one statement: its row called off (marked failed, as an org's
+ * deletion marks its jobs, or removed with a deleted org's rows), its org frozen (it waits), or
+ * open. BullMQ holds copies of rows, so its worker asks before each run.
+ */
+export async function outboxRowState(db: Db, id: number): Promise<"canceled" | "frozen" | "open"> {
+  const [row] = await query<{ runnable: boolean }>(db, sql`select ${outboxRowRunnable} as runnable from outbox where id = ${id} and failed_at is null`);
+  if (!row) return "canceled";
+  return row.runnable ? "open" : "frozen";
 }
 
 export async function markOutboxFailed(db: Db, id: number, error: string): Promise<void> {

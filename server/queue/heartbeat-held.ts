@@ -3,6 +3,7 @@ import { query, type Db } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { DomainError } from "../errors.ts";
 import { sha256 } from "../crypto/index.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import { billingEnabled, chargeNow } from "../usage/meter.ts";
 import { beatSteps } from "./beat-log.ts";
 
@@ -26,6 +27,8 @@ const chargeRefusals = new Set(["BILLING_INACTIVE", "SPEND_CAP"]);
  */
 export async function heartbeatHeld(ctx: Ctx, identifier: string, claimToken: string) {
   const { principal } = ctx;
+  // A frozen org's heartbeat is refused, not renewed: the renewal would be lost on the move (decision 110).
+  refuseWhileFrozen(principal);
   // Scoped members take the general path, whose lookup holds their scope (decision 042).
   if (principal.projectIds !== null) return null;
   const now = ctx.clock.now();

@@ -5,6 +5,7 @@ import { systemPrincipal, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { noticeAfterCommit } from "../events/index.ts";
 import { inTransaction, type WriteScope } from "../issues/store.ts";
+import { orgNotFrozen } from "../orgs/freeze.ts";
 import { OUTBOX_CHANNEL } from "../outbox/index.ts";
 
 /** Ends an expired lease once and records the reclaim (retasc_record_expiry); a claim taking the issue meanwhile records it instead. */
@@ -29,7 +30,8 @@ export async function reclaimSweep(services: Services, options: { limit?: number
     .select({ id: leases.id, orgId: leases.orgId, issueId: leases.issueId })
     .from(leases)
     // By check_at (leases_unrecorded_check_idx; never after the expiry), then the expiry itself (decision 097).
-    .where(and(isNull(leases.endedAt), isNull(leases.reclaimRecordedAt), lte(leases.checkAt, now), lte(leases.expiresAt, now)))
+    // A frozen org's leases wait for the move (decision 110): reclaimed on the stack it moved to.
+    .where(and(isNull(leases.endedAt), isNull(leases.reclaimRecordedAt), lte(leases.checkAt, now), lte(leases.expiresAt, now), orgNotFrozen(leases.orgId)))
     .orderBy(leases.checkAt)
     .limit(options.limit ?? 500);
   let reclaimed = 0;

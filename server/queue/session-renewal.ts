@@ -21,8 +21,9 @@ const lastRenewal = new Map<string, number>();
  * so a renewal never waits on, or deadlocks with, a write. Returns how many leases it renewed.
  */
 export async function renewSessionLeases(ctx: Ctx): Promise<number> {
-  const { sessionId, keyId } = ctx.principal;
-  if (!sessionId || !keyId) return 0;
+  const { sessionId, keyId, orgFrozen } = ctx.principal;
+  // A frozen org's leases keep their expiry (decision 110): its calls read on, renewing nothing.
+  if (!sessionId || !keyId || orgFrozen) return 0;
   const calledAt = ctx.clock.now().getTime();
   const interval = renewalIntervalMs(ctx.config.leaseTtlMs);
   const last = lastRenewal.get(sessionId);

@@ -6,6 +6,7 @@ import { systemPrincipal, type Ctx, type Services } from "../context.ts";
 import { withPrincipal } from "../with-principal.ts";
 import { rankingColumns, reviewClockOf } from "../issues/levels.ts";
 import { inTransaction } from "../issues/store.ts";
+import { orgNotFrozen } from "../orgs/freeze.ts";
 import { lockOrgGraph, rerank } from "../issues/ranking.ts";
 
 /**
@@ -51,7 +52,8 @@ export async function slaSweep(services: Services): Promise<{ changed: number }>
   const now = services.clock.now();
   const orgs = await query<{ org_id: string }>(
     services.db,
-    sql`select distinct org_id from issues where sla_next_at <= ${now.toISOString()}::timestamptz`,
+    // A frozen org waits for the move (decision 110): swept on the stack it moved to.
+    sql`select distinct org_id from issues where sla_next_at <= ${now.toISOString()}::timestamptz and ${orgNotFrozen(sql`issues.org_id`)}`,
   );
   let changed = 0;
   for (const { org_id } of orgs) {

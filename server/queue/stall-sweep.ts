@@ -6,6 +6,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { inTransaction } from "../issues/store.ts";
 import { isLeaseLive } from "../issues/fencing.ts";
 import { releaseClaim } from "./lease.ts";
+import { orgNotFrozen } from "../orgs/freeze.ts";
 import { claimProgress } from "./stall.ts";
 
 /**
@@ -22,7 +23,8 @@ export async function stallSweep(services: Services, options: { limit?: number }
     .select({ issueId: issues.id, orgId: issues.orgId, leaseId: issues.leaseId })
     .from(issues)
     // Every live lease, by when it may lapse (issues_lease_check_at_idx; the expiry is no index's, decision 097).
-    .where(and(isNotNull(issues.leaseCheckAt), isNotNull(issues.leaseId), gt(issues.leaseExpiresAt, now)))
+    // A frozen org's claims wait for the move (decision 110).
+    .where(and(isNotNull(issues.leaseCheckAt), isNotNull(issues.leaseId), gt(issues.leaseExpiresAt, now), orgNotFrozen(issues.orgId)))
     .orderBy(issues.leaseCheckAt)
     .limit(options.limit ?? 2000);
   const progress = await claimProgress(services, live.map((l) => l.issueId));

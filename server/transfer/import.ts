@@ -7,6 +7,7 @@ import type { Ctx, Services } from "../context.ts";
 import { invalidInput } from "../errors.ts";
 import { actorOf, requireRole } from "../orgs/access.ts";
 import { busy, importExport } from "./import-org.ts";
+import { refuseWhileFrozen } from "../orgs/freeze.ts";
 import type { ReadLimits } from "./read-export.ts";
 
 /**
@@ -48,6 +49,7 @@ export interface SavedUpload {
  * folder removed afterwards, and imported as the admin command does, within UPLOAD_READ_LIMITS.
  */
 export async function importUpload(ctx: Ctx, save: (dir: string) => Promise<SavedUpload>) {
+  refuseWhileFrozen(ctx.principal);
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "importing an export");
   const release = takeImportSlot(ctx.config, actor.userId);

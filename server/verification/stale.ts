@@ -6,6 +6,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { inTransaction } from "../issues/store.ts";
 import { pastWindow, verificationNow } from "../issues/verification-state.ts";
 import { reachable } from "../orgs/scope.ts";
+import { orgNotFrozen } from "../orgs/freeze.ts";
 import { enqueue } from "../outbox/index.ts";
 
 /**
@@ -65,6 +66,8 @@ export async function staleVerificationSweep(services: Services, options: { limi
     .where(
       and(
         pastWindow(now),
+        // A frozen org's finishes wait for the move (decision 110).
+        orgNotFrozen(issues.orgId),
         sql`not exists (select 1 from ${activity} a where a.issue_id = ${issues.id} and a.kind = 'verification_stale' and a.created_at >= coalesce(${issues.verificationAt}, ${issues.updatedAt}))`,
       ),
     )

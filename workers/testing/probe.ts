@@ -19,6 +19,8 @@ export const probeSchemas = {
       sleepMs: z.number().int().min(0).default(0),
       failTimes: z.number().int().min(0).default(0),
       permanent: z.boolean().default(false),
+      /** The org the job is of (its outbox row's org_id), for the freeze's tests. */
+      orgId: z.string().optional(),
     })
     .strict(),
 };

@@ -12,6 +12,7 @@ import type { MeteredTool } from "../../usage/rate-card.ts";
 import { stageFiles } from "./files.ts";
 import { keepCredential, type KeptCredential } from "./kept-credentials.ts";
 import { dropStaging, expireFailedApply, expireStaleFetch, lockRun, publishProgress } from "./run-row.ts";
+import { refuseWhileFrozen } from "../../orgs/freeze.ts";
 import type { ReadNotice, SourceReader } from "./stream.ts";
 
 /** Where a run goes: an existing project (by id) or a new one, exactly one of them. */
@@ -63,6 +64,7 @@ export interface RunTarget {
  * run row is the org's one live import (a unique index refuses a second).
  */
 export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTarget) {
+  refuseWhileFrozen(ctx.principal);
   const actor = await actorOf(ctx);
   requireRole(actor, ["owner", "admin"], "importing");
   const orgId = ctx.principal.orgId;
