@@ -43,11 +43,14 @@ export const reversalKinds = ["refund", "dispute"] as const;
  * its payment intent. Stripe may send it before the session's completion: it waits here
  * (appliedAt null) until the purchase is paid, then becomes a negative bought credit once.
  * ref is the credit's ref: `refund:<charge>:<cents refunded so far>` or `dispute:<dispute>`.
+ * org_id is the org of the payment it reverses (its purchase's, else the payment intent's
+ * metadata; migration 0078), so a move publishes it by org like every org-owned row (decision 110).
  */
 export const billingStripeReversals = pgTable(
   "billing_stripe_reversals",
   {
     ref: text("ref").primaryKey(),
+    orgId: orgIdColumn(),
     kind: text("kind", { enum: reversalKinds }).notNull(),
     paymentIntentId: text("payment_intent_id").notNull(),
     /** For a refund: what the charge has had refunded in all (Stripe's amount_refunded); for a dispute: its amount. */

@@ -54,8 +54,6 @@ export const globalTables = [
   "oauth_resource",
   // The orgs themselves.
   "orgs",
-  // A Stripe refund or dispute may arrive before the purchase that names its org.
-  "billing_stripe_reversals",
   // Per deployment: the issue counts /metrics reads (decision 077) and the jobs' receipts.
   "issue_count_changes",
   "issue_status_counts",

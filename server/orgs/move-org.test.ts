@@ -69,6 +69,16 @@ describe("moving one org between two PostgreSQL 15 clusters mid-swarm (logical r
     const keys: string[] = [];
     for (let i = 0; i < AGENTS; i++) keys.push((await moving.agentFor((["alice", "bob", "carol"] as const)[i % 3], `mover-${i}`)).key);
 
+    // A Stripe refund of each org's purchase: published by its org_id like every org-owned row (decision 110).
+    for (const org of [moving, staying]) {
+      await a.with(
+        (s) => s`with p as (insert into billing_purchases (id, org_id, pack_usd, micro_credits, status, payment_intent_id, created_at, updated_at)
+                            values (${`pur-${org.orgId}`}, ${org.orgId}, 10, 10000000, 'paid', ${`pi-${org.orgId}`}, now(), now()) returning payment_intent_id)
+                 insert into billing_stripe_reversals (ref, org_id, kind, payment_intent_id, cents, received_at)
+                 select ${`refund:ch-${org.orgId}:100`}, ${org.orgId}, 'refund', payment_intent_id, 100, now() from p`,
+        "retasc",
+      );
+    }
     // Every table without org_id is one the move knows about: a new org-owned table must carry org_id.
     expect(await a.with(otherTables, "retasc")).toEqual(Object.keys(NOT_BY_ORG_ID).sort());
     const tables = await a.with((s) => publishOrg(s, moving.orgId, userIds), "retasc");
@@ -146,6 +156,7 @@ describe("moving one org between two PostgreSQL 15 clusters mid-swarm (logical r
     const onA = await a.with((s) => orgChecksums(s, tables, moving.orgId, userIds), "retasc");
     const onB = await b.with((s) => orgChecksums(s, tables, moving.orgId, userIds), "retasc");
     expect(onB).toEqual(onA);
+    expect((await b.with((s) => s`select ref from billing_stripe_reversals`, "retasc")).map((r) => r.ref)).toEqual([`refund:ch-${moving.orgId}:100`]);
     const nextNumber = async (c: PgCluster) => (await c.with((s) => s`select next_number from projects where id = ${moving.projectId}`, "retasc"))[0]!.next_number;
     expect(await nextNumber(b)).toBe(await nextNumber(a));
     await b.with((s) => finishOnTarget(s, moving.orgId), "retasc");

@@ -10,8 +10,7 @@ import type { PgCluster } from "./pg-cluster.ts";
 /**
  * Tables without org_id and why none is published by org: the global directory's (people, their
  * sign-ins and OAuth; decision 099), per-stack state, and `orgs` itself (filtered by id).
- * `billing_stripe_reversals` is the org's (a refund of its purchase) but has no org_id: a row
- * filter cannot reach it, so a move with open Stripe reversals copies them by hand.
+ * (`billing_stripe_reversals` has its org_id since migration 0078, decision 110: published like the rest.)
  */
 export const NOT_BY_ORG_ID: Record<string, string> = {
   orgs: "the org's own row: published with (id = org)",
@@ -31,7 +30,6 @@ export const NOT_BY_ORG_ID: Record<string, string> = {
   issue_status_counts: "per stack: the target adds the org's counts after the copy",
   issue_count_changes: "per stack: folded into issue_status_counts",
   job_receipts: "per stack: the runner's idempotency keys",
-  billing_stripe_reversals: "org-owned without org_id: not published (copied by hand when not empty)",
 };
 
 /** The serial columns of org-owned tables: not replicated, set on the target past the moved rows. */

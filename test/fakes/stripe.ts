@@ -219,7 +219,9 @@ export async function startFakeStripe(options: { secretKey?: string; webhookSecr
       if (!charge) return stripeError(res, 404, `No such payment_intent: ${intent[1]}`);
       const expand = (form.expand as Record<string, string> | undefined) ?? {};
       const expanded = Object.values(expand).includes("latest_charge");
-      return json(res, { id: intent[1], object: "payment_intent", amount: charge.amount, currency: charge.currency, status: "succeeded", latest_charge: expanded ? charge : charge.id });
+      // The session's metadata, as Checkout copies payment_intent_data.metadata onto the payment intent.
+      const metadata = [...sessions.values()].find((x) => x.payment_intent === intent[1])?.metadata ?? {};
+      return json(res, { id: intent[1], object: "payment_intent", amount: charge.amount, currency: charge.currency, status: "succeeded", metadata, latest_charge: expanded ? charge : charge.id });
     }
     return stripeError(res, 404, `Unrecognized request URL (${req.method}: ${url.pathname})`);
   }

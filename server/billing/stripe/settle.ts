@@ -1,15 +1,17 @@
-import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, eq, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../../../db/client.ts";
-import { billingPurchases, billingStripeReversals } from "../../../db/schema/index.ts";
+import { billingPurchases, billingStripeReversals, orgs } from "../../../db/schema/index.ts";
 import { addCredit } from "../index.ts";
 import { MICRO_CREDITS_PER_CENT } from "../purchases.ts";
+import { isOrgFrozen, orgFrozen } from "../../orgs/freeze.ts";
 
 /**
  * What Stripe's events do to purchases and credit, each in one transaction. Every event about
  * a payment first takes a transaction lock on its payment (the payment intent, else the
  * session), so a completion and a refund of the same payment, or one event delivered to two
  * instances at once, run one after the other; the credit rows are idempotent on their ref
- * besides, so a replay adds nothing.
+ * besides, so a replay adds nothing. A frozen org's event is refused (ORG_FROZEN, rolled back) for
+ * Stripe to deliver again after the move (decision 110).
  */
 export type Settled = "credited" | "already" | "unpaid" | "unknown" | "mismatch" | "recorded" | "reversed" | "pending" | "closed";
 
@@ -54,6 +56,7 @@ export async function settleSession(db: Db, session: PaidSession, at: Date): Pro
     await lockPayment(tx, session.paymentIntentId ?? session.id);
     const purchase = await purchaseOf(tx, session);
     if (!purchase) return "unknown";
+    if (await isOrgFrozen(tx, purchase.orgId)) throw orgFrozen();
     const link = { checkoutSessionId: session.id, paymentIntentId: session.paymentIntentId ?? purchase.paymentIntentId, updatedAt: at };
     if (session.paymentStatus !== "paid") {
       await tx.update(billingPurchases).set(link).where(eq(billingPurchases.id, purchase.id));
@@ -94,6 +97,7 @@ export async function closeSession(db: Db, session: PaidSession, status: "failed
     await lockPayment(tx, session.paymentIntentId ?? session.id);
     const purchase = await purchaseOf(tx, session);
     if (!purchase) return "unknown";
+    if (await isOrgFrozen(tx, purchase.orgId)) throw orgFrozen();
     if (purchase.status !== "open") return "already";
     await tx.update(billingPurchases).set({ status, checkoutSessionId: session.id, updatedAt: at }).where(eq(billingPurchases.id, purchase.id));
     return "closed";
@@ -110,23 +114,29 @@ export interface Reversal {
 
 /**
  * `charge.refunded` (ref `refund:<charge>:<amount refunded so far>`) and `charge.dispute.created`
- * (ref `dispute:<dispute>`). Recorded once; applied at once when the payment's purchase is paid,
- * else when its completion arrives (settleSession).
+ * (ref `dispute:<dispute>`). Recorded once, with the org of the payment it reverses: its
+ * purchase's, else (Stripe sent it before the completion) `orgOfPayment`'s, the payment's own
+ * metadata; applied at once when the payment's purchase is paid, else when its completion
+ * arrives (settleSession). A payment of no org here is "unknown", recorded nowhere.
  */
-export async function recordReversal(db: Db, reversal: Reversal, at: Date): Promise<Settled> {
+export async function recordReversal(db: Db, reversal: Reversal, at: Date, orgOfPayment: () => Promise<string | null>): Promise<Settled> {
   return db.transaction(async (tx) => {
     await lockPayment(tx, reversal.paymentIntentId);
-    const inserted = await tx
-      .insert(billingStripeReversals)
-      .values({ ref: reversal.ref, kind: reversal.kind, paymentIntentId: reversal.paymentIntentId, cents: reversal.cents, receivedAt: at })
-      .onConflictDoNothing()
-      .returning();
-    const rows = await tx
+    const known = await tx
       .select()
       .from(billingPurchases)
-      .where(and(eq(billingPurchases.paymentIntentId, reversal.paymentIntentId), inArray(billingPurchases.status, ["paid", "refunded"])))
+      .where(eq(billingPurchases.paymentIntentId, reversal.paymentIntentId))
       .for("update");
-    const purchase = rows[0];
+    const orgId = known[0]?.orgId ?? (await orgOfPayment());
+    const [org] = orgId ? await tx.select({ frozenAt: orgs.frozenAt }).from(orgs).where(eq(orgs.id, orgId)) : [];
+    if (!orgId || !org) return "unknown";
+    if (org.frozenAt) throw orgFrozen();
+    const inserted = await tx
+      .insert(billingStripeReversals)
+      .values({ ref: reversal.ref, orgId, kind: reversal.kind, paymentIntentId: reversal.paymentIntentId, cents: reversal.cents, receivedAt: at })
+      .onConflictDoNothing()
+      .returning();
+    const purchase = known.find((p) => p.status === "paid" || p.status === "refunded");
     if (purchase && reversal.receiptUrl && !purchase.receiptUrl) {
       await tx.update(billingPurchases).set({ receiptUrl: reversal.receiptUrl }).where(eq(billingPurchases.id, purchase.id));
     }

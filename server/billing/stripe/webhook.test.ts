@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { billingCredits, billingPurchases, members } from "../../../db/schema/index.ts";
+import { billingCredits, billingPurchases, billingStripeReversals, members } from "../../../db/schema/index.ts";
+import { setOrgFrozen } from "../../orgs/freeze.ts";
 import type { Services } from "../../context.ts";
 import { createLogger } from "../../log.ts";
 import { refusal, peopleOf } from "../../orgs/testing.ts";
@@ -187,7 +188,32 @@ describe("POST /webhooks/stripe, as a service", () => {
       { ref: `refund:${charge.id}:1000`, microCredits: -10_000_000, kind: "bought" },
     ]);
     for (const event of [completed, refunded]) expect(outcomeOf(await deliver(event))).toBe("already");
-    expect(await creditFor(`refund:${charge.id}`)).toHaveLength(1);
+    expect(await creditFor(`refund:${charge.id}`)).toHaveLength(1);    // Recorded before its purchase was known, with the org of the payment it reverses (its payment intent's metadata).
+    const [reversal] = await state.services.db.select().from(billingStripeReversals).where(eq(billingStripeReversals.ref, `refund:${charge.id}:1000`));
+    expect(reversal?.orgId).toBe(state.org.orgId);
+  });
+
+  it("writes nothing for a frozen org and answers 503, which Stripe delivers again; after the freeze the event counts (decision 110)", async () => {
+    const sessionId = await buy(10);
+    const completed = fake.complete(sessionId);
+    const refunded = fake.refund(sessionId, 200);
+    await setOrgFrozen(state.services.db, state.org.orgId, true);
+    try {
+      for (const event of [completed, refunded]) {
+        const reply = await deliver(event);
+        expect(reply.status).toBe(503);
+        expect(outcomeOf(reply)).toBe("ORG_FROZEN");
+      }
+      expect(await creditFor(sessionId)).toEqual([]);
+      const charge = [...fake.charges.values()].find((c) => c.payment_intent === fake.sessions.get(sessionId)!.payment_intent)!;
+      expect(await state.services.db.select().from(billingStripeReversals).where(eq(billingStripeReversals.ref, `refund:${charge.id}:200`))).toEqual([]);
+      const [purchase] = await state.services.db.select().from(billingPurchases).where(eq(billingPurchases.checkoutSessionId, sessionId));
+      expect(purchase).toMatchObject({ status: "open", paymentIntentId: null });
+    } finally {
+      await setOrgFrozen(state.services.db, state.org.orgId, false);
+    }
+    expect(outcomeOf(await deliver(completed))).toBe("credited");
+    expect(outcomeOf(await deliver(refunded))).toBe("reversed");
   });
 
   it("applies a refund delivered at the same moment as its completion, on another instance", async () => {

@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import { z } from "zod";
 import type { Services } from "../../context.ts";
-import { inputErrorOf } from "../../errors.ts";
+import { DomainError, inputErrorOf } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { stripeOf } from "./client.ts";
 import { metrics } from "../../metrics/index.ts";
@@ -68,6 +68,8 @@ async function receiveSafely(services: Services, log: Logger, body: Buffer, sign
   } catch (error) {
     const input = inputErrorOf(error);
     if (input) return refusal(400, input.code, input.message, input.hint);
+    // A frozen org (decision 110): 503, and Stripe delivers the event again after the move.
+    if (error instanceof DomainError && error.code === "ORG_FROZEN") return refusal(503, error.code, error.message, error.hint);
     log.error({ err: error }, "Stripe webhook failed");
     return refusal(503, "UNAVAILABLE", "the event could not be recorded now", "Stripe delivers it again later.");
   }
@@ -127,18 +129,30 @@ async function receive(services: Services, log: Logger, body: Buffer, signature:
       const charge = parsed.data;
       if (!charge.payment_intent) return reply("ignored");
       const ref = `refund:${charge.id}:${charge.amount_refunded}`;
-      return reply(await recordReversal(services.db, { ref, kind: "refund", paymentIntentId: charge.payment_intent, cents: charge.amount_refunded, receiptUrl: charge.receipt_url }, at));
+      const reversal = { ref, kind: "refund" as const, paymentIntentId: charge.payment_intent, cents: charge.amount_refunded, receiptUrl: charge.receipt_url };
+      return reply(await recordReversal(services.db, reversal, at, () => orgOfPayment(services, charge.payment_intent!)));
     }
     case "charge.dispute.created": {
       const parsed = disputeSchema.safeParse(object);
       if (!parsed.success) return malformed();
       const dispute = parsed.data;
       if (!dispute.payment_intent) return reply("ignored");
-      return reply(await recordReversal(services.db, { ref: `dispute:${dispute.id}`, kind: "dispute", paymentIntentId: dispute.payment_intent, cents: dispute.amount }, at));
+      const reversal = { ref: `dispute:${dispute.id}`, kind: "dispute" as const, paymentIntentId: dispute.payment_intent, cents: dispute.amount };
+      return reply(await recordReversal(services.db, reversal, at, () => orgOfPayment(services, dispute.payment_intent!)));
     }
     default:
       return reply("ignored");
   }
+}
+
+/**
+ * The org a payment was made for, from its payment intent's metadata (the Checkout session set it,
+ * purchases.ts), read from Stripe: for a refund or dispute that came before the session's
+ * completion. A failure to read it fails the delivery (503), and Stripe delivers it again.
+ */
+async function orgOfPayment(services: Services, paymentIntentId: string): Promise<string | null> {
+  const intent = await stripeOf(services.config).paymentIntents.retrieve(paymentIntentId, {}, { timeout: 5_000, maxNetworkRetries: 0 });
+  return intent.metadata?.orgId || null;
 }
 
 /**
