@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import LongestFirst from "./scripts/longest-first.mjs";
 
 // Kept apart from vite.config.ts so the React Router plugin is not loaded under tests.
 export default defineConfig({
@@ -15,5 +16,7 @@ export default defineConfig({
     // Every test makes its own database, app process and Redis prefix, so no state rides along.
     isolate: false,
     reporters: ["default"],
+    // The longest files first, by their recorded seconds (decision 113).
+    sequence: { sequencer: LongestFirst },
   },
 });

@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import LongestFirst from "./scripts/longest-first.mjs";
 
 // Browser and CLI end-to-end tests (e2e/): the built app as a process, Chromium, the retasc CLI.
 export default defineConfig({
@@ -10,5 +11,7 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 2,
     reporters: ["default"],
+    // The longest files first, by their recorded seconds (decision 113).
+    sequence: { sequencer: LongestFirst },
   },
 });

@@ -17,6 +17,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { durationsFile } from "./longest-first.mjs";
 import { startPrivatePostgres } from "./private-postgres.mjs";
 
 const args = process.argv.slice(2);
@@ -54,7 +55,7 @@ async function sideBySide(runs) {
   const ended = await Promise.all(
     runs.map(({ label, args: vitestArgs, env }, index) => {
       const report = path.join(reportDir, `${reports.length}.json`);
-      reports.push({ label, report });
+      reports.push({ label, report, driver: env.RETASC_TEST_DRIVER });
       const log = index === 0 ? undefined : path.join(reportDir, `${reports.length}.log`);
       process.stderr.write(`\n=== ${label}${log ? " (side by side; its output follows when it ends)" : ""} ===\n`);
       const out = log ? fs.openSync(log, "w") : "inherit";
@@ -97,6 +98,21 @@ function printStages() {
     process.stderr.write(`  ${stage.seconds.toFixed(0).padStart(5)} s  ${stage.parallel ? "∥ " : ""}${stage.ok ? "" : "(failed) "}${stage.label}\n`);
   }
   process.stderr.write(`  ${((Date.now() - startedAt) / 1000).toFixed(0).padStart(5)} s  in all\n`);
+}
+
+/**
+ * With RETASC_RECORD_DURATIONS=1 after a whole run, writes each file's seconds by driver to
+ * scripts/test-durations.json, the order scripts/longest-first.mjs gives the next runs.
+ */
+function recordDurations() {
+  const byDriver = { postgres: [], pglite: [] };
+  for (const { report, driver } of reports) {
+    if (!fs.existsSync(report)) continue;
+    for (const f of JSON.parse(fs.readFileSync(report, "utf8")).files) byDriver[driver].push([f.file, Math.round(f.seconds * 10) / 10]);
+  }
+  const sorted = (files) => Object.fromEntries(files.sort(([a], [b]) => a.localeCompare(b)));
+  fs.writeFileSync(durationsFile, `${JSON.stringify({ postgres: sorted(byDriver.postgres), pglite: sorted(byDriver.pglite) }, null, 2)}\n`);
+  process.stderr.write(`\n=== each file's seconds written to ${path.relative(process.cwd(), durationsFile)} ===\n`);
 }
 
 /** Tests that no run ran, from the reporter's files of every vitest run. */
@@ -224,6 +240,7 @@ async function main() {
     } else if (args.length === 0) {
       process.stderr.write("\n! RETASC_SKIP_E2E=1: the browser and CLI end-to-end tests were NOT run\n");
     }
+    if (process.env.RETASC_RECORD_DURATIONS === "1" && e2e) recordDurations();
     const skipped = skippedEverywhere();
     if (skipped.length === 0) {
       process.stderr.write("\n=== skipped: nothing (every test ran on at least one driver) ===\n");
