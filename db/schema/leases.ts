@@ -25,7 +25,9 @@ export const leases = pgTable(
     /**
      * What the reclaim sweep's index reads instead of the expiry, as issues.lease_check_at
      * (decision 097): never after expires_at, moved by a renewal only once within half a lease of
-     * now, so a renewal is a HOT update. Kept by a trigger (migration 0066): no writer sets it.
+     * now, so a renewal is a HOT update. Set on insert by a trigger (migration 0066); each renewal
+     * sets it with retasc_renewed_check_at (0079). An update trigger would lock the row before every
+     * update of a lease, a finish's end included (decision 109).
      */
     checkAt: timestamp("check_at", { withTimezone: true }),
     endedAt: timestamp("ended_at", { withTimezone: true }),

@@ -42,7 +42,8 @@ export async function heartbeatHeld(ctx: Ctx, identifier: string, claimToken: st
                and lease_expires_at > ${now.toISOString()}::timestamptz and lease_token_hash = ${sha256(claimToken)}
             returning id, identifier, fence, lease_id
           ), lease as (
-            update leases set expires_at = ${expiresAt.toISOString()}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'heartbeat'
+            update leases set expires_at = ${expiresAt.toISOString()}::timestamptz, check_at = retasc_renewed_check_at(check_at, ${expiresAt.toISOString()}::timestamptz),
+                   heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'heartbeat'
              where org_id = ${principal.orgId} and id = (select lease_id from renewed)
           ), ${beatSteps(principal, now)}
           select id, identifier, fence from renewed`,

@@ -5,8 +5,11 @@ import { saveIssue } from "../issues/index.ts";
 import { TestClock, testConfig } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg } from "../testing/fixtures.ts";
-import { heartbeat, nextIssue } from "./index.ts";
+import type { Ctx } from "../context.ts";
+import { claimIssue, heartbeat, nextIssue } from "./index.ts";
+import { renewByHeartbeat } from "./lease.ts";
 import { reclaimSweep } from "./reclaim.ts";
+import { renewSessionLeases } from "./session-renewal.ts";
 
 /**
  * The dispatch indexes read lease_check_at, never lease_expires_at, so a renewal is a HOT update
@@ -14,7 +17,7 @@ import { reclaimSweep } from "./reclaim.ts";
  * moves it only once it is within half a lease of now: a lease renewed in time is never read as
  * lapsed, and one that lapsed is picked whatever lease_check_at says.
  *
- * The trigger compares with the database's clock, so this file's clock starts at the real time.
+ * The rule compares with the database's clock, so this file's clock starts at the real time.
  */
 const TTL_MS = 60_000;
 const clock = new TestClock(Date.now());
@@ -97,6 +100,52 @@ describe("lease_check_at, what the dispatch indexes read of a lease", () => {
     clock.set(new Date(start + TTL_MS + 1_500));
     await reclaimSweep(env.services);
     expect(await ended()).toBe("expired");
+  });
+
+  it("leases.check_at on each renewal path: kept within half a lease of now, then moved to the new expiry; no update trigger locks a lease first", async () => {
+    // The rule reads the database's clock: this test's clock starts at it again (the tests above moved it on).
+    clock.set(new Date());
+    const org = await seedOrg(env.services);
+    const agent: Ctx = { ...org.agents.alice.ctx, principal: { ...org.agents.alice.ctx.principal, sessionId: "lease-check-session" } };
+    const task = (title: string) => saveIssue(agent, { title, work: true, changeType: "feat", noDependency: "none" });
+    const [held, general, session] = [await task("by token"), await task("general path"), await task("by its session's calls")];
+    const start = clock.now().getTime();
+    const claims = {
+      held: await claimIssue(agent, { identifier: held.identifier }),
+      general: await claimIssue(agent, { identifier: general.identifier }),
+    };
+    await claimIssue(agent, { identifier: session.identifier });
+    const first = await leaseRowOf(org.orgId, held.identifier);
+    expect(first.check).toBe(first.expires);
+
+    // A second later (and 20 s for the session's calls): the expiry moves, check_at does not.
+    clock.set(new Date(start + 1_000));
+    await heartbeat(agent, { identifier: held.identifier, claimToken: claims.held.claimToken });
+    await renewByHeartbeat(agent, { identifier: general.identifier, claimToken: claims.general.claimToken });
+    clock.set(new Date(start + 20_000));
+    expect(await renewSessionLeases(agent)).toBe(1);
+    for (const [identifier, at] of [[held.identifier, 1_000], [general.identifier, 1_000], [session.identifier, 20_000]] as const) {
+      const row = await leaseRowOf(org.orgId, identifier);
+      expect(row, identifier).toEqual({ check: first.check, expires: start + at + TTL_MS });
+    }
+
+    // Within half a lease of the database's now: each path moves it to the new expiry.
+    clock.set(new Date(first.check + 500));
+    await heartbeat(agent, { identifier: held.identifier, claimToken: claims.held.claimToken });
+    await renewByHeartbeat(agent, { identifier: general.identifier, claimToken: claims.general.claimToken });
+    expect(await renewSessionLeases(agent)).toBe(1);
+    for (const identifier of [held.identifier, general.identifier, session.identifier]) {
+      const row = await leaseRowOf(org.orgId, identifier);
+      expect(row, identifier).toEqual({ check: first.check + 500 + TTL_MS, expires: first.check + 500 + TTL_MS });
+    }
+
+    // PostgreSQL locks the row for any BEFORE UPDATE row trigger, whatever its columns: ending a
+    // lease (every finish) would write a lock record before its update (decision 109).
+    const triggers = await query<{ name: string }>(
+      env.services.db,
+      sql`select tgname as name from pg_trigger where tgrelid = 'leases'::regclass and not tgisinternal and (tgtype & 16) <> 0`,
+    );
+    expect(triggers).toEqual([]);
   });
 
   it("follows an expiry moved earlier and clears with the lease", async () => {

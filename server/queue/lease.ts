@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { issues, leases } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
 import { invalidInput } from "../errors.ts";
@@ -72,6 +72,8 @@ export async function renew(scope: WriteScope, row: IssueRow, rebind?: { tokenHa
     .update(leases)
     .set({
       expiresAt,
+      // The reclaim sweep's check time, kept by the renewals themselves (decision 109).
+      checkAt: sql`retasc_renewed_check_at(${leases.checkAt}, ${expiresAt.toISOString()}::timestamptz)`,
       heartbeatAt: scope.now,
       renewedBy: "heartbeat",
       ...(rebind ? { tokenHash: rebind.tokenHash, sessionId: p.sessionId ?? null, keyId: p.keyId, runtime: p.runtime ?? "unknown", ...(p.userId ? { userId: p.userId } : {}) } : {}),

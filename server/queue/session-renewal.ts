@@ -44,7 +44,8 @@ export async function renewSessionLeases(ctx: Ctx): Promise<number> {
            and i.lease_expires_at > ${now.toISOString()}::timestamptz and l.heartbeat_at <= ${due}::timestamptz
          for update of i skip locked
       ), renewed as (
-        update leases set expires_at = ${expiresAt}::timestamptz, heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'calls'
+        update leases set expires_at = ${expiresAt}::timestamptz, check_at = retasc_renewed_check_at(leases.check_at, ${expiresAt}::timestamptz),
+                           heartbeat_at = ${now.toISOString()}::timestamptz, renewed_by = 'calls'
           from due where leases.id = due.lease_id
       )
       update issues set lease_expires_at = ${expiresAt}::timestamptz from due where issues.id = due.issue_id returning issues.id`);

@@ -99,7 +99,8 @@ export const leaseStatements: HotStatement[] = [
                and lease_expires_at > p_now::timestamptz and lease_token_hash = p_token_hash
             returning id, identifier, fence, lease_id
           ), lease as (
-            update leases set expires_at = v_expires::timestamptz, heartbeat_at = p_now::timestamptz, renewed_by = 'heartbeat'
+            update leases set expires_at = v_expires::timestamptz, check_at = retasc_renewed_check_at(check_at, v_expires::timestamptz),
+                   heartbeat_at = p_now::timestamptz, renewed_by = 'heartbeat'
              where org_id = p_org_id and id = (select lease_id from renewed)
           ), last as (
             select id, kind, actor_id, key_id, runtime, detail_enc, facts from activity
