@@ -24,7 +24,7 @@ export interface ThroughputResult {
 }
 
 const WARMUP_PER_AGENT = 2;
-const QUEUE = "bench-claims";
+export const QUEUE = "bench-claims";
 
 /** One agent: claim the next issue and finish it with its token until nothing is left (or `limit`). */
 export async function retascAgent(ctx: Ctx, limit = Infinity): Promise<number> {
@@ -41,7 +41,7 @@ export async function retascAgent(ctx: Ctx, limit = Infinity): Promise<number> {
   return finished;
 }
 
-async function bossAgent(boss: PgBoss, limit = Infinity): Promise<number> {
+export async function bossAgent(boss: PgBoss, limit = Infinity): Promise<number> {
   let finished = 0;
   while (finished < limit) {
     const [job] = await boss.fetch(QUEUE);
@@ -88,7 +88,7 @@ async function runRetasc(bench: BenchDatabase, agents: Ctx[], jobs: number) {
 }
 
 /** pg-boss instances, one per pool of ours, with the same connection count. */
-async function startPgBoss(bench: BenchDatabase, connectionsPerPool: number): Promise<PgBoss[]> {
+export async function startPgBoss(bench: BenchDatabase, connectionsPerPool: number): Promise<PgBoss[]> {
   const instances: PgBoss[] = [];
   for (let i = 0; i < bench.pools.length; i++) {
     const boss = new PgBoss({ connectionString: bench.url, max: connectionsPerPool, supervise: false, schedule: false });
@@ -108,7 +108,7 @@ async function completedJobs(bench: BenchDatabase): Promise<number> {
   return row!.completed;
 }
 
-async function runPgBoss(bench: BenchDatabase, instances: PgBoss[], agentCount: number, jobs: number) {
+export async function runPgBoss(bench: BenchDatabase, instances: PgBoss[], agentCount: number, jobs: number) {
   const completedBefore = await completedJobs(bench);
   const total = jobs + agentCount * WARMUP_PER_AGENT;
   for (let start = 0; start < total; start += 1000) {
