@@ -7,7 +7,7 @@ import type { Services } from "../context.ts";
 import { saveIssue } from "../issues/index.ts";
 import { deleteOrg } from "../orgs/index.ts";
 import { seedOrg } from "../testing/fixtures.ts";
-import { Keyring, KeyUnavailableError } from "./index.ts";
+import { Keyring, KeyUnavailableError, PLAIN_CACHE_MAX_CIPHERTEXT, PlainCache } from "./index.ts";
 
 let tdb: TestDatabase;
 let services: Services;
@@ -57,5 +57,30 @@ describe("encryption at rest", () => {
     const bytes = Buffer.from(sealed.split(".")[1]!, "base64");
     bytes[bytes.length - 1] ^= 1;
     expect(() => cipher.decrypt(`v1.${bytes.toString("base64")}`)).toThrow();
+  });
+
+  it("keeps decrypted short texts for their org only, bounded, and forgets a shredded org's (decision 111)", async () => {
+    const keyring = new Keyring(crypto.randomBytes(32));
+    const shared = { ...services, keyring };
+    const [one, two] = [await seedOrg(shared), await seedOrg(shared)];
+    const [a, b] = [await keyring.forOrg(services.db, one.orgId), await keyring.forOrg(services.db, two.orgId)];
+    const title = a.encrypt("a title of org one");
+    expect(a.decrypt(title)).toBe("a title of org one");
+    expect(a.decrypt(title)).toBe("a title of org one");
+    // Another org's cipher never answers from org one's entry: its key and associated data refuse the text, as before.
+    expect(() => b.decrypt(title)).toThrow();
+    const cache = (keyring as unknown as { plainCache: PlainCache }).plainCache;
+    expect(cache.size).toBe(1);
+    // A body-sized text is decrypted each time, never kept.
+    const body = a.encrypt("x".repeat(PLAIN_CACHE_MAX_CIPHERTEXT));
+    expect(a.decrypt(body)).toHaveLength(PLAIN_CACHE_MAX_CIPHERTEXT);
+    expect(cache.size).toBe(1);
+    await deleteOrg(shared, services.db, one.orgId);
+    expect(cache.size).toBe(0);
+    const bounded = new PlainCache(2);
+    bounded.set("o", "c1", "p1");
+    bounded.set("o", "c2", "p2");
+    bounded.set("o", "c3", "p3");
+    expect([bounded.size, bounded.get("o", "c1"), bounded.get("o", "c3"), bounded.get("other", "c3")]).toEqual([2, undefined, "p3", undefined]);
   });
 });
