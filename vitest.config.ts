@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import LongestFirst from "./scripts/longest-first.mjs";
+import LongestFirst from "./test/longest-first.mjs";
 
 // Kept apart from vite.config.ts so the React Router plugin is not loaded under tests.
 export default defineConfig({

@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import LongestFirst from "./scripts/longest-first.mjs";
+import LongestFirst from "./test/longest-first.mjs";
 
 // Browser and CLI end-to-end tests (e2e/): the built app as a process, Chromium, the retasc CLI.
 export default defineConfig({

@@ -40,8 +40,9 @@ export const allowed: Record<string, readonly string[]> = {
 };
 
 export const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);
-/** Test support: files under a testing/ folder or test/, a domain's testing.ts, and the test suites themselves. */
-export const isTestSupport = (file: string) => isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file) || file.startsWith("test/");
+/** Test support: files under a testing/ folder or test/, a domain's testing.ts, the test suites themselves and their Vitest configs. */
+export const isTestSupport = (file: string) =>
+  isTestFile(file) || /(^|\/)testing(\/|\.ts$)/.test(file) || file.startsWith("test/") || /^vitest(\.\w+)?\.config\.ts$/.test(file);
 const toolingPart = (part: string) => ["e2e", "bench", "swarm", "fuzz", "scripts"].includes(part);
 
 export interface Edge {

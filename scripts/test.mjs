@@ -17,7 +17,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { durationsFile } from "./longest-first.mjs";
+import { durationsFile } from "../test/longest-first.mjs";
 import { startPrivatePostgres } from "./private-postgres.mjs";
 
 const args = process.argv.slice(2);
@@ -102,7 +102,7 @@ function printStages() {
 
 /**
  * With RETASC_RECORD_DURATIONS=1 after a whole run, writes each file's seconds by driver to
- * scripts/test-durations.json, the order scripts/longest-first.mjs gives the next runs.
+ * test/durations.json, the order test/longest-first.mjs gives the next runs.
  */
 function recordDurations() {
   const byDriver = { postgres: [], pglite: [] };

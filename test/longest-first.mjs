@@ -1,5 +1,5 @@
 // Vitest's file order for every run (vitest.config.ts, vitest.e2e.config.ts): the longest files
-// first, by the seconds each took in a recorded `npm test` (scripts/test-durations.json), so two
+// first, by the seconds each took in a recorded `npm test` (test/durations.json), so two
 // workers never end a stage with one long file running alone after everything else is done
 // (decision 113). Vitest orders by its own cache of durations, which a fresh clone (CI) lacks, and
 // otherwise by file size, which says little about time: the swarm, 5.9 KB, ran 93 s and started
@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { BaseSequencer } from "vitest/node";
 
-export const durationsFile = path.resolve(import.meta.dirname, "test-durations.json");
+export const durationsFile = path.resolve(import.meta.dirname, "durations.json");
 
 /** The recorded seconds of each file for this run's driver: { postgres: {file: s}, pglite: {file: s} }. */
 function recordedSeconds() {
