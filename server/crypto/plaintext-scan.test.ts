@@ -258,6 +258,8 @@ async function everyStoredText(): Promise<string> {
     all += JSON.stringify(rows, (_, value) => {
       // postgres.js hands bytea over as a Buffer (seen here after its toJSON), PGlite as a Uint8Array.
       if (value instanceof Uint8Array) return Buffer.from(value).toString("latin1");
+      // PGlite hands int8 columns over as bigint, which JSON cannot write.
+      if (typeof value === "bigint") return value.toString();
       if (value && typeof value === "object" && (value as { type?: string }).type === "Buffer") return Buffer.from((value as { data: number[] }).data).toString("latin1");
       return value;
     });
