@@ -101,16 +101,18 @@ function printStages() {
 }
 
 /**
- * With RETASC_RECORD_DURATIONS=1 after a whole run, writes each file's seconds by driver to
- * test/durations.json, the order test/longest-first.mjs gives the next runs.
+ * With RETASC_RECORD_DURATIONS=1, writes the seconds of each file this run ran, by driver, into
+ * test/durations.json (kept for the files it did not run): the order test/longest-first.mjs
+ * gives the next runs. A failed run records too; its files' times are still times.
  */
 function recordDurations() {
-  const byDriver = { postgres: [], pglite: [] };
+  const byDriver = fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, "utf8")) : {};
   for (const { report, driver } of reports) {
     if (!fs.existsSync(report)) continue;
-    for (const f of JSON.parse(fs.readFileSync(report, "utf8")).files) byDriver[driver].push([f.file, Math.round(f.seconds * 10) / 10]);
+    byDriver[driver] ??= {};
+    for (const f of JSON.parse(fs.readFileSync(report, "utf8")).files) byDriver[driver][f.file] = Math.round(f.seconds * 10) / 10;
   }
-  const sorted = (files) => Object.fromEntries(files.sort(([a], [b]) => a.localeCompare(b)));
+  const sorted = (files) => Object.fromEntries(Object.entries(files ?? {}).sort(([a], [b]) => a.localeCompare(b)));
   fs.writeFileSync(durationsFile, `${JSON.stringify({ postgres: sorted(byDriver.postgres), pglite: sorted(byDriver.pglite) }, null, 2)}\n`);
   process.stderr.write(`\n=== each file's seconds written to ${path.relative(process.cwd(), durationsFile)} ===\n`);
 }
@@ -240,7 +242,6 @@ async function main() {
     } else if (args.length === 0) {
       process.stderr.write("\n! RETASC_SKIP_E2E=1: the browser and CLI end-to-end tests were NOT run\n");
     }
-    if (process.env.RETASC_RECORD_DURATIONS === "1" && e2e) recordDurations();
     const skipped = skippedEverywhere();
     if (skipped.length === 0) {
       process.stderr.write("\n=== skipped: nothing (every test ran on at least one driver) ===\n");
@@ -258,6 +259,7 @@ async function main() {
   } finally {
     printSlowestFiles();
     printStages();
+    if (process.env.RETASC_RECORD_DURATIONS === "1") recordDurations();
     await cluster?.stop();
     fs.rmSync(reportDir, { recursive: true, force: true });
     fs.rmSync(buildDir, { recursive: true, force: true });
