@@ -17,6 +17,7 @@ export function isPlainFinish(input: SaveInput): input is SaveInput & { claimTok
     Object.entries(input).every(([field, value]) => value === undefined || PLAIN_FINISH_FIELDS.has(field));
 }
 
+/** The finished issue's columns an issue view reads (retasc_view_row, db/migrations/0080, nulls left out), not the whole row. */
 type FinishOutcome = { outcome: "fallback" } | { outcome: "finished"; issue: Record<string, unknown>; reads: ViewReadsJson; notices: Notice[] };
 
 /** retasc_finish's arguments by name. */

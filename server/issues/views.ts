@@ -166,7 +166,11 @@ export async function issueView(db: Db, reach: Pick<Reach, "projectIds">, cipher
   return row.quarantinedAt ? { ...view, quarantine: await quarantineOf(db, cipher, row) } : view;
 }
 
-/** Builds the view from the row and what `issueViewReads` returned for it. */
+/**
+ * Builds the view from the row and what `issueViewReads` returned for it. A claim's and a finish's
+ * rows come with only the columns this reads (retasc_view_row, db/migrations/0080): a column it
+ * starts to read goes there too (view-row.test.ts).
+ */
 export function renderIssueView(cipher: OrgCipher, row: IssueRow, reads: ViewReads, now: Date) {
   const { rels, children, parent, checkpoint, who, lease } = reads;
   const blockedBy = rels.filter((r) => r.type === "blocks" && r.targetId === row.id);

@@ -54,9 +54,11 @@ export const claimCapError = (cap: number) =>
     { cap },
   );
 
-/** What retasc_take_lease returns (db/migrations/0024_claim_discussion_in_take_lease.sql). */
+/** What retasc_take_lease returns (db/migrations/0024_claim_discussion_in_take_lease.sql; narrowed, 0080). */
 export interface TakenLease {
+  /** The columns the reply reads (retasc_view_row, nulls left out), not the whole row: read it with issueRowFrom for replyFor only. */
   issue: Record<string, unknown>;
+  /** The view's reads with no lease (the reply states the lease itself and leaves the view's out). */
   reads: ViewReadsJson;
   discussion: ClaimDiscussionJson;
   /** When the lease started. */

@@ -11,8 +11,8 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
   },
   "retasc_key_budget(text,timestamp with time zone,text)": { md5: "2da897a320fa20bd89ade0a24a499fd7", migration: "0070_org_keyed_statements" },
   "retasc_take_lease(text,text,text,text,text,timestamp with time zone,text,text,bigint,text)": {
-    md5: "00997d297728f644f5b5c08c39ae8592",
-    migration: "0070_org_keyed_statements",
+    md5: "e6b7e4017e1d4fcd2c4f30f7e1415271",
+    migration: "0080_narrow_claim_and_finish_results",
   },
   "retasc_record_expiry(text,text,text,timestamp with time zone,text)": { md5: "b5bf914d85867e412dee3bb1ab22bb94", migration: "0070_org_keyed_statements" },
   "retasc_abandoned_claim(text,text,text,timestamp with time zone)": { md5: "b0c296f4a8424ce93d1e1d03580c04f1", migration: "0070_org_keyed_statements" },
@@ -24,7 +24,10 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
     md5: "d866b4e8da6c99d8d27282ec703eb3e8",
     migration: "0070_org_keyed_statements",
   },
-  "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": { md5: "c66e5dca24af5f7911b9f9bfabdcda5e", migration: "0075_finish_reads_once" },
+  "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": {
+    md5: "5c65771f75a9c60a6c3f325de2c9190d",
+    migration: "0080_narrow_claim_and_finish_results",
+  },
   "retasc_charge(text,text,text,text,text,text,bigint,text,boolean,timestamp with time zone)": {
     md5: "1c083ba61186964d9b34c981756dc8d4",
     migration: "0058_passed_over_slice_is_held",
