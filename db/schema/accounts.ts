@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { foreignKey, index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
 import { agentKeys, memberRoles, orgIdColumn, projects } from "./orgs.ts";
 
@@ -42,9 +42,7 @@ export const setupCodes = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
     userId: text("user_id")
       .notNull()
       .references(() => user.id, { onDelete: "cascade" }),
@@ -53,10 +51,12 @@ export const setupCodes = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     usedAt: timestamp("used_at", { withTimezone: true }),
-    keyId: text("key_id").references(() => agentKeys.id, { onDelete: "set null" }),
+    keyId: text("key_id"),
   },
   (t) => [
     uniqueIndex("setup_codes_code_hash_uq").on(t.codeHash),
     index("setup_codes_unused_idx").on(t.orgId).where(sql`${t.usedAt} is null`),
+    foreignKey({ name: "setup_codes_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
+    foreignKey({ name: "setup_codes_org_key_id_fk", columns: [t.orgId, t.keyId], foreignColumns: [agentKeys.orgId, agentKeys.id] }).onDelete("set null"),
   ],
 );

@@ -1,4 +1,4 @@
-import { customType, integer, pgTable, text } from "drizzle-orm/pg-core";
+import { customType, foreignKey, integer, pgTable, text } from "drizzle-orm/pg-core";
 import { attachments } from "./issue-parts.ts";
 import { orgIdColumn } from "./orgs.ts";
 
@@ -15,12 +15,16 @@ export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
  * (OrgCipher.encryptBytes); the filename is in `attachments.title_enc`. The content type is the
  * one sniffed from the bytes at upload, never the uploader's claim.
  */
-export const attachmentFiles = pgTable("attachment_files", {
-  attachmentId: text("attachment_id")
-    .primaryKey()
-    .references(() => attachments.id, { onDelete: "cascade" }),
-  orgId: orgIdColumn(),
-  contentType: text("content_type").notNull(),
-  sizeBytes: integer("size_bytes").notNull(),
-  contentEnc: bytea("content_enc").notNull(),
-});
+export const attachmentFiles = pgTable(
+  "attachment_files",
+  {
+    attachmentId: text("attachment_id").primaryKey(),
+    orgId: orgIdColumn(),
+    contentType: text("content_type").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    contentEnc: bytea("content_enc").notNull(),
+  },
+  (t) => [
+    foreignKey({ name: "attachment_files_org_attachment_id_fk", columns: [t.orgId, t.attachmentId], foreignColumns: [attachments.orgId, attachments.id] }).onDelete("cascade"),
+  ],
+);

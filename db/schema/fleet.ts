@@ -1,4 +1,4 @@
-import { integer, jsonb, pgTable, text, timestamp, unique } from "drizzle-orm/pg-core";
+import { foreignKey, integer, jsonb, pgTable, text, timestamp, unique } from "drizzle-orm/pg-core";
 import { orgIdColumn, projects } from "./orgs.ts";
 
 /**
@@ -13,11 +13,14 @@ export const fleetHours = pgTable(
   {
     orgId: orgIdColumn(),
     /** Null: org-wide (samples taken before they were per project, a refusal naming no issue); only unscoped viewers count it. */
-    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id"),
     hour: timestamp("hour", { withTimezone: true }).notNull(),
     staleRefused: integer("stale_refused").notNull().default(0),
     /** Open issues at the hour's last sample: ready, blocked, doing, review. Null: not sampled that hour. */
     depth: jsonb("depth").$type<Record<string, number>>(),
   },
-  (t) => [unique("fleet_hours_org_hour_project_uq").on(t.orgId, t.hour, t.projectId).nullsNotDistinct()],
+  (t) => [
+    unique("fleet_hours_org_hour_project_uq").on(t.orgId, t.hour, t.projectId).nullsNotDistinct(),
+    foreignKey({ name: "fleet_hours_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
+  ],
 );

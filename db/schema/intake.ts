@@ -1,4 +1,4 @@
-import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { boolean, foreignKey, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
 import { comments } from "./issue-parts.ts";
 import { issues } from "./issues.ts";
@@ -18,9 +18,7 @@ export const connectors = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
     provider: text("provider", { enum: connectorProviders }).notNull(),
     /** `owner/name` on GitHub, the project path on GitLab. */
     repo: text("repo").notNull(),
@@ -47,7 +45,11 @@ export const connectors = pgTable(
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
     revokedBy: text("revoked_by").references(() => user.id, { onDelete: "set null" }),
   },
-  (t) => [index("connectors_org_idx").on(t.orgId)],
+  (t) => [
+    index("connectors_org_idx").on(t.orgId),
+    uniqueIndex("connectors_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "connectors_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
+  ],
 );
 
 /**
@@ -63,9 +65,7 @@ export const intakeDeliveries = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    connectorId: text("connector_id")
-      .notNull()
-      .references(() => connectors.id, { onDelete: "cascade" }),
+    connectorId: text("connector_id").notNull(),
     deliveryId: text("delivery_id").notNull(),
     /**
      * A keyed fingerprint of what the delivery carries (OrgCipher.fingerprint: an HMAC under the
@@ -79,24 +79,24 @@ export const intakeDeliveries = pgTable(
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
     processedAt: timestamp("processed_at", { withTimezone: true }),
   },
-  (t) => [uniqueIndex("intake_deliveries_delivery_uq").on(t.connectorId, t.deliveryId), uniqueIndex("intake_deliveries_content_uq").on(t.connectorId, t.contentKey)],
+  (t) => [
+    uniqueIndex("intake_deliveries_delivery_uq").on(t.connectorId, t.deliveryId),
+    uniqueIndex("intake_deliveries_content_uq").on(t.connectorId, t.contentKey),
+    foreignKey({ name: "intake_deliveries_org_connector_id_fk", columns: [t.orgId, t.connectorId], foreignColumns: [connectors.orgId, connectors.id] }).onDelete("cascade"),
+  ],
 );
 
 /** A source issue and the Retasc issue it became: the key that makes intake effect-once. */
 export const intakeLinks = pgTable(
   "intake_links",
   {
-    connectorId: text("connector_id")
-      .notNull()
-      .references(() => connectors.id, { onDelete: "cascade" }),
+    connectorId: text("connector_id").notNull(),
     /** The provider's issue id (stable across transfers and renames). */
     sourceId: text("source_id").notNull(),
     /** The issue's number (GitHub) or iid (GitLab) in its repository: what the write-back addresses. */
     sourceNumber: integer("source_number").notNull(),
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     /** False once the source is closed or deleted there: nothing is written back to it. */
     sourceOpen: boolean("source_open").notNull().default(true),
     /** An issue, or a pull/merge request (its review item is never written back). */
@@ -109,7 +109,12 @@ export const intakeLinks = pgTable(
     /** The source's updated_at of the last event applied: an older one (a replay, a late retry) changes nothing. */
     sourceUpdatedAt: timestamp("source_updated_at", { withTimezone: true }),
   },
-  (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] }), uniqueIndex("intake_links_issue_uq").on(t.issueId)],
+  (t) => [
+    primaryKey({ columns: [t.connectorId, t.sourceId] }),
+    uniqueIndex("intake_links_issue_uq").on(t.issueId),
+    foreignKey({ name: "intake_links_org_connector_id_fk", columns: [t.orgId, t.connectorId], foreignColumns: [connectors.orgId, connectors.id] }).onDelete("cascade"),
+    foreignKey({ name: "intake_links_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );
 
 /**
@@ -121,13 +126,15 @@ export const intakeComments = pgTable(
   {
     /** The connector's org (decision 099; migration 0072 filled the rows before it). */
     orgId: text("org_id").notNull(),
-    connectorId: text("connector_id")
-      .notNull()
-      .references(() => connectors.id, { onDelete: "cascade" }),
+    connectorId: text("connector_id").notNull(),
     sourceId: text("source_id").notNull(),
-    commentId: text("comment_id").references(() => comments.id, { onDelete: "cascade" }),
+    commentId: text("comment_id"),
   },
-  (t) => [primaryKey({ columns: [t.connectorId, t.sourceId] })],
+  (t) => [
+    primaryKey({ columns: [t.connectorId, t.sourceId] }),
+    foreignKey({ name: "intake_comments_org_connector_id_fk", columns: [t.orgId, t.connectorId], foreignColumns: [connectors.orgId, connectors.id] }).onDelete("cascade"),
+    foreignKey({ name: "intake_comments_org_comment_id_fk", columns: [t.orgId, t.commentId], foreignColumns: [comments.orgId, comments.id] }).onDelete("cascade"),
+  ],
 );
 
 /**
@@ -142,12 +149,8 @@ export const intakeHeld = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    connectorId: text("connector_id")
-      .notNull()
-      .references(() => connectors.id, { onDelete: "cascade" }),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    connectorId: text("connector_id").notNull(),
+    issueId: text("issue_id").notNull(),
     kind: text("kind", { enum: ["issue", "comment"] }).notNull(),
     /** The source issue's (kind issue) or the source comment's (kind comment) id. */
     sourceId: text("source_id").notNull(),
@@ -157,5 +160,11 @@ export const intakeHeld = pgTable(
     reason: text("reason", { enum: ["filed", "edited"] }).notNull().default("filed"),
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull(),
   },
-  (t) => [uniqueIndex("intake_held_source_uq").on(t.connectorId, t.kind, t.sourceId), index("intake_held_issue_idx").on(t.issueId), index("intake_held_org_idx").on(t.orgId, t.receivedAt)],
+  (t) => [
+    uniqueIndex("intake_held_source_uq").on(t.connectorId, t.kind, t.sourceId),
+    index("intake_held_issue_idx").on(t.issueId),
+    index("intake_held_org_idx").on(t.orgId, t.receivedAt),
+    foreignKey({ name: "intake_held_org_connector_id_fk", columns: [t.orgId, t.connectorId], foreignColumns: [connectors.orgId, connectors.id] }).onDelete("cascade"),
+    foreignKey({ name: "intake_held_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );

@@ -1,6 +1,6 @@
 /** What hangs on an issue: its comments, its labels (the org's, and which issues carry them) and its attachments. */
 import { sql } from "drizzle-orm";
-import { check, index, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { check, foreignKey, index, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { issues } from "./issues.ts";
 import { orgIdColumn } from "./orgs.ts";
 
@@ -9,9 +9,7 @@ export const comments = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     parentId: text("parent_id"),
     authorId: text("author_id"),
     keyId: text("key_id"),
@@ -21,7 +19,11 @@ export const comments = pgTable(
     retractNoteEnc: text("retract_note_enc"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [index("comments_issue_idx").on(t.issueId, t.createdAt)],
+  (t) => [
+    index("comments_issue_idx").on(t.issueId, t.createdAt),
+    uniqueIndex("comments_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "comments_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );
 
 export const labels = pgTable(
@@ -66,9 +68,7 @@ export const attachments = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     urlEnc: text("url_enc").notNull(),
     titleEnc: text("title_enc"),
     authorId: text("author_id"),
@@ -77,5 +77,9 @@ export const attachments = pgTable(
     obsoleteReasonEnc: text("obsolete_reason_enc"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [index("attachments_issue_idx").on(t.issueId)],
+  (t) => [
+    index("attachments_issue_idx").on(t.issueId),
+    uniqueIndex("attachments_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "attachments_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, boolean, index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, foreignKey, index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 import { issues } from "./issues.ts";
 import { orgIdColumn, orgs } from "./orgs.ts";
 
@@ -13,9 +13,7 @@ export const issueTerms = pgTable(
   "issue_terms",
   {
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     term: bigint("term", { mode: "bigint" }).notNull(),
     inTitle: boolean("in_title").notNull(),
     open: boolean("open").notNull(),
@@ -24,6 +22,7 @@ export const issueTerms = pgTable(
     primaryKey({ columns: [t.issueId, t.term] }),
     // A term's open issues, read a few at a time: the lookup stops past the rarity threshold.
     index("issue_terms_open_idx").on(t.orgId, t.term, t.issueId, t.inTitle).where(sql`${t.open}`),
+    foreignKey({ name: "issue_terms_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
   ],
 );
 

@@ -1,14 +1,5 @@
 import { sql } from "drizzle-orm";
-import {
-  boolean,
-  index,
-  integer,
-  pgTable,
-  smallint,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
+import { boolean, foreignKey, index, integer, pgTable, smallint, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
 import { dispatchIndexOrder, isOpen, leased, unleased } from "./dispatch.ts";
 import { issueStatuses } from "../../constants/statuses.ts";
@@ -33,9 +24,7 @@ export const issues = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
     number: integer("number").notNull(),
     identifier: text("identifier").notNull(),
     titleEnc: text("title_enc").notNull(),
@@ -158,6 +147,9 @@ export const issues = pgTable(
     // the Fleet page read these, and a new org the statistics do not know yet is planned as one row,
     // which on (org_id, status) meant reading every finished issue too.
     index("issues_org_open_idx").on(t.orgId, t.projectId).where(isOpen(t.status)),
+    // What the foreign keys of other org tables to an issue reference: org_id paired with org_id (decision 112).
+    uniqueIndex("issues_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "issues_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
   ],
 );
 
@@ -173,9 +165,7 @@ export const verificationReports = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     commit: text("commit"),
     check: text("check").notNull(),
     conclusion: text("conclusion", { enum: checkConclusions }).notNull(),
@@ -186,7 +176,10 @@ export const verificationReports = pgTable(
     keyId: text("key_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [index("verification_reports_issue_idx").on(t.issueId, t.createdAt)],
+  (t) => [
+    index("verification_reports_issue_idx").on(t.issueId, t.createdAt),
+    foreignKey({ name: "verification_reports_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );
 
 export const relationTypes = ["blocks", "related", "duplicate"] as const;
@@ -198,17 +191,15 @@ export const relations = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    sourceId: text("source_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
-    targetId: text("target_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    sourceId: text("source_id").notNull(),
+    targetId: text("target_id").notNull(),
     type: text("type", { enum: relationTypes }).notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("relations_edge_uq").on(t.sourceId, t.targetId, t.type),
     index("relations_target_idx").on(t.targetId, t.type),
+    foreignKey({ name: "relations_org_source_id_fk", columns: [t.orgId, t.sourceId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+    foreignKey({ name: "relations_org_target_id_fk", columns: [t.orgId, t.targetId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
   ],
 );

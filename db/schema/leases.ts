@@ -1,6 +1,6 @@
 /** Leases, every one ever granted, and the checkpoints agents write while they hold one. */
 import { sql } from "drizzle-orm";
-import { index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { foreignKey, index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { issues } from "./issues.ts";
 import { orgIdColumn, unlockedOrgIdColumn } from "./orgs.ts";
 
@@ -12,9 +12,7 @@ export const leases = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: unlockedOrgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     fence: integer("fence").notNull(),
     keyId: text("key_id"),
     userId: text("user_id").notNull(),
@@ -55,6 +53,7 @@ export const leases = pgTable(
       .concurrently(),
     // The Fleet page's pace: an org's finishes over the last day and week.
     index("leases_org_finished_idx").on(t.orgId, t.endedAt).where(sql`${t.endReason} = 'finished'`),
+    foreignKey({ name: "leases_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
   ],
 );
 
@@ -63,9 +62,7 @@ export const checkpoints = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    issueId: text("issue_id")
-      .notNull()
-      .references(() => issues.id, { onDelete: "cascade" }),
+    issueId: text("issue_id").notNull(),
     leaseId: text("lease_id"),
     userId: text("user_id"),
     keyId: text("key_id"),
@@ -77,5 +74,8 @@ export const checkpoints = pgTable(
     branch: text("branch"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [index("checkpoints_issue_idx").on(t.issueId, t.createdAt)],
+  (t) => [
+    index("checkpoints_issue_idx").on(t.issueId, t.createdAt),
+    foreignKey({ name: "checkpoints_org_issue_id_fk", columns: [t.orgId, t.issueId], foreignColumns: [issues.orgId, issues.id] }).onDelete("cascade"),
+  ],
 );

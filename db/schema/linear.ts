@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, pgTable, primaryKey, real, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { foreignKey, index, integer, pgTable, primaryKey, real, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { bytea } from "./attachment-files.ts";
 import { user } from "./auth.ts";
 import { orgIdColumn, projects } from "./orgs.ts";
@@ -17,9 +17,7 @@ export const linearImportRuns = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
     /** The source read (linear, jira, csv): every source's runs share this table and the apply (decision 047). */
     source: text("source").notNull().default("linear"),
     /** What was read: a Linear team, a Jira project, a CSV file's digest. */
@@ -48,6 +46,8 @@ export const linearImportRuns = pgTable(
   (t) => [
     uniqueIndex("linear_import_runs_one_live_uq").on(t.orgId).where(sql`${t.phase} in ('fetching', 'applying', 'linking')`),
     index("linear_import_runs_org_idx").on(t.orgId, t.createdAt),
+    uniqueIndex("linear_import_runs_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "linear_import_runs_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
   ],
 );
 
@@ -55,14 +55,15 @@ export const linearImportRuns = pgTable(
 export const linearImportPages = pgTable(
   "linear_import_pages",
   {
-    runId: text("run_id")
-      .notNull()
-      .references(() => linearImportRuns.id, { onDelete: "cascade" }),
+    runId: text("run_id").notNull(),
     seq: integer("seq").notNull(),
     orgId: orgIdColumn(),
     payloadEnc: text("payload_enc").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.seq] }),
+    foreignKey({ name: "linear_import_pages_org_run_id_fk", columns: [t.orgId, t.runId], foreignColumns: [linearImportRuns.orgId, linearImportRuns.id] }).onDelete("cascade"),
+  ],
 );
 
 export const linearLinkKinds = ["issue", "comment", "attachment", "relation", "label"] as const;
@@ -123,9 +124,7 @@ export const importGhosts = pgTable(
 export const importStagedFiles = pgTable(
   "import_staged_files",
   {
-    runId: text("run_id")
-      .notNull()
-      .references(() => linearImportRuns.id, { onDelete: "cascade" }),
+    runId: text("run_id").notNull(),
     /** The source's attachment id, as the staged page names it. */
     sourceId: text("source_id").notNull(),
     orgId: orgIdColumn(),
@@ -133,7 +132,10 @@ export const importStagedFiles = pgTable(
     sizeBytes: integer("size_bytes").notNull(),
     contentEnc: bytea("content_enc").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.sourceId] })],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.sourceId] }),
+    foreignKey({ name: "import_staged_files_org_run_id_fk", columns: [t.orgId, t.runId], foreignColumns: [linearImportRuns.orgId, linearImportRuns.id] }).onDelete("cascade"),
+  ],
 );
 
 /**

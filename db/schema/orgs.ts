@@ -1,15 +1,5 @@
 import { sql } from "drizzle-orm";
-import {
-  boolean,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
+import { boolean, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { user } from "./auth.ts";
 
 export const orgs = pgTable("orgs", {
@@ -107,7 +97,10 @@ export const projects = pgTable(
     releaseStalled: boolean("release_stalled").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix)],
+  (t) => [
+    uniqueIndex("projects_org_prefix_uq").on(t.orgId, t.prefix),
+    uniqueIndex("projects_org_id_uq").on(t.orgId, t.id).concurrently(),
+  ],
 );
 
 /**
@@ -121,12 +114,14 @@ export const projectPrefixAliases = pgTable(
   {
     orgId: orgIdColumn(),
     prefix: text("prefix").notNull(),
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.orgId, t.prefix] }), index("project_prefix_aliases_project_idx").on(t.projectId)],
+  (t) => [
+    primaryKey({ columns: [t.orgId, t.prefix] }),
+    index("project_prefix_aliases_project_idx").on(t.projectId),
+    foreignKey({ name: "project_prefix_aliases_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("cascade"),
+  ],
 );
 
 /**
@@ -138,7 +133,7 @@ export const agentKeys = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    projectId: text("project_id").references(() => projects.id, { onDelete: "set null" }),
+    projectId: text("project_id"),
     userId: text("user_id")
       .notNull()
       .references(() => user.id, { onDelete: "cascade" }),
@@ -168,6 +163,8 @@ export const agentKeys = pgTable(
     uniqueIndex("agent_keys_hash_uq").on(t.keyHash),
     index("agent_keys_org_user_idx").on(t.orgId, t.userId),
     index("agent_keys_live_idx").on(t.orgId).where(sql`${t.revokedAt} is null`),
+    uniqueIndex("agent_keys_org_id_uq").on(t.orgId, t.id).concurrently(),
+    foreignKey({ name: "agent_keys_org_project_id_fk", columns: [t.orgId, t.projectId], foreignColumns: [projects.orgId, projects.id] }).onDelete("set null"),
   ],
 );
 
@@ -180,11 +177,12 @@ export const keyRiders = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: orgIdColumn(),
-    keyId: text("key_id")
-      .notNull()
-      .references(() => agentKeys.id, { onDelete: "cascade" }),
+    keyId: text("key_id").notNull(),
     textEnc: text("text_enc").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [index("key_riders_key_idx").on(t.keyId, t.createdAt)],
+  (t) => [
+    index("key_riders_key_idx").on(t.keyId, t.createdAt),
+    foreignKey({ name: "key_riders_org_key_id_fk", columns: [t.orgId, t.keyId], foreignColumns: [agentKeys.orgId, agentKeys.id] }).onDelete("cascade"),
+  ],
 );
