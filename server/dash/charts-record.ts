@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Services } from "../context.ts";
 import { isOpen } from "../../db/schema/dispatch.ts";
+import { orgNotFrozen } from "../orgs/freeze.ts";
 
 /**
  * Writers of fleet_hours (decision 027): the queue depth sample, run by the `sweep.fleet-sample`
@@ -29,12 +30,12 @@ export async function sampleQueueDepth(services: Services): Promise<Record<strin
                    'review', count(*) filter (where i.status = 'review'))
           from projects p left join issues i on i.project_id = p.id and ${isOpen(sql`i.status`)}
           -- A frozen org's hour is sampled on the stack it moves to (decision 110).
-          where not exists (select 1 from orgs f where f.id = p.org_id and f.frozen_at is not null)
+          where ${orgNotFrozen(sql`p.org_id`)}
           group by p.org_id, p.id
           on conflict (org_id, hour, project_id) do update set depth = excluded.depth
           returning 1
         ), pruned as (delete from fleet_hours where hour < ${hour}::timestamptz - ${KEEP}
-                        and not exists (select 1 from orgs f where f.id = fleet_hours.org_id and f.frozen_at is not null) returning 1)
+                        and ${orgNotFrozen(sql`fleet_hours.org_id`)} returning 1)
         select (select count(*)::int from sampled) as projects, (select count(*)::int from pruned) as pruned`,
   );
   return { projects: Number(row?.projects ?? 0), pruned: Number(row?.pruned ?? 0) };

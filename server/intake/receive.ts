@@ -7,7 +7,7 @@ import { inputErrorOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { metrics } from "../metrics/index.ts";
 import { newId } from "../orgs/index.ts";
-import { orgFrozen } from "../orgs/freeze.ts";
+import { orgFrozen, orgFrozenColumn } from "../orgs/freeze.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { enqueue } from "../outbox/index.ts";
 import { ciEventOf, ciEvents } from "./ci-events.ts";
@@ -109,7 +109,7 @@ async function receive(services: Services, log: Logger, provider: ConnectorProvi
       secretEnc: connectors.webhookSecretEnc,
       revokedAt: connectors.revokedAt,
       pullRequests: connectors.pullRequests,
-      orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+      orgFrozen: orgFrozenColumn,
     })
     .from(connectors)
     .innerJoin(orgs, eq(orgs.id, connectors.orgId))

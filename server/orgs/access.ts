@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../../db/client.ts";
 import { members, orgs, type MemberRole } from "../../db/schema/index.ts";
 import { recordActivity } from "../activity/index.ts";
@@ -7,7 +7,7 @@ import { withPrincipal } from "../with-principal.ts";
 import { DomainError, forbidden, notFound } from "../errors.ts";
 import { memberProjectIds } from "./scope.ts";
 import { forgetCachedKeys } from "./key-cache.ts";
-import { refuseWhileFrozen } from "./freeze.ts";
+import { orgFrozenColumn, refuseWhileFrozen } from "./freeze.ts";
 
 /**
  * Who may do what in an org. Roles: owner > admin > member. Every check reads the acting
@@ -37,7 +37,7 @@ export async function membershipOf(db: Db, orgId: string, userId: string): Promi
       role: members.role,
       status: members.status,
       projectIds: memberProjectIds,
-      orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+      orgFrozen: orgFrozenColumn,
     })
     .from(members)
     .innerJoin(orgs, eq(orgs.id, members.orgId))

@@ -50,6 +50,9 @@ export async function isOrgFrozen(db: Db, orgId: string): Promise<boolean> {
   return Boolean(row?.frozenAt);
 }
 
+/** The principal's flag, selected beside what each loader already reads of the org's row. */
+export const orgFrozenColumn = sql<boolean>`${orgs.frozenAt} is not null`;
+
 /** SQL true when the org named by `orgIdColumn` is not frozen: a sweep's or a runner's pick leaves frozen orgs out with it. */
 export const orgNotFrozen = (orgIdColumn: SQL | AnyColumn) => sql`not exists (select 1 from orgs f where f.id = ${orgIdColumn} and f.frozen_at is not null)`;
 

@@ -10,6 +10,7 @@ import { humanPrincipal, recordOrgActivity } from "./access.ts";
 import { newId } from "./fields.ts";
 import { transactionWithNotices } from "../events/index.ts";
 import { inviteCodeSchema, inviteIdInput, stateOf, type InviteState } from "./invites.ts";
+import { orgFrozenColumn } from "./freeze.ts";
 
 /**
  * Redeems an invite for a signed-in person: they become a member of the org. The code is
@@ -21,7 +22,7 @@ export async function redeemInvite(services: Services, input: { userId: string; 
   const codeHash = sha256(code);
   return transactionWithNotices(services.db, async (tx) => {
     const found = await tx
-      .select({ invite: invites, orgName: orgs.name, orgFrozen: sql<boolean>`${orgs.frozenAt} is not null` })
+      .select({ invite: invites, orgName: orgs.name, orgFrozen: orgFrozenColumn })
       .from(invites)
       .innerJoin(orgs, eq(orgs.id, invites.orgId))
       .where(eq(invites.codeHash, codeHash));
@@ -113,7 +114,7 @@ export async function acceptInvite(ctx: Ctx, raw: z.input<typeof inviteIdInput>)
   if (!userId) throw notFound(`invite ${inviteId}`, hint);
   return transactionWithNotices(ctx.db, async (tx) => {
     const [row] = await tx
-      .select({ invite: invites, orgName: orgs.name, orgFrozen: sql<boolean>`${orgs.frozenAt} is not null` })
+      .select({ invite: invites, orgName: orgs.name, orgFrozen: orgFrozenColumn })
       .from(invites)
       .innerJoin(orgs, eq(orgs.id, invites.orgId))
       .innerJoin(user, eq(user.id, userId))

@@ -9,6 +9,7 @@ import type { Principal } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
 import { cachedPrincipal, keepPrincipal } from "./key-cache.ts";
 import { memberProjectIds } from "./scope.ts";
+import { orgFrozenColumn } from "./freeze.ts";
 
 /** What a CI key starts with: no door but the attestation takes it (authenticateAgentKey wants rtsc_). */
 export const CI_KEY_PREFIX = "rtci_";
@@ -94,7 +95,7 @@ export const keyPlaceColumns = {
   projectName: projects.name,
   projectPrefix: projects.prefix,
   /** The org's freeze (./freeze.ts), read with the key so that checking it costs no statement. */
-  orgFrozen: sql<boolean>`${orgs.frozenAt} is not null`,
+  orgFrozen: orgFrozenColumn,
 };
 /** The org and project rows keyPlaceColumns reads, joined to a query of agent keys. */
 export const keyOrg = eq(orgs.id, agentKeys.orgId);

@@ -54,6 +54,7 @@ export async function markOutboxCompleted(db: Db, id: number): Promise<void> {
  * SQL true for an outbox row a runner may take now: not of an org frozen for a move (decision 110),
  * whose rows must not change until the move is over; its jobs wait, and run on the stack it moved to.
  * The org's purge alone runs frozen: it deletes the source's copy after the move, frozen for good.
+ * It spells out orgs/freeze.ts's orgNotFrozen, since server/orgs imports the outbox.
  */
 export const outboxRowRunnable = sql`(outbox.org_id is null or outbox.job = 'org.purge'
   or not exists (select 1 from orgs f where f.id = outbox.org_id and f.frozen_at is not null))`;
