@@ -99,7 +99,8 @@ describe("renderHtml on generated hostile Markdown", () => {
           expect(/^(https?:\/\/|mailto:)/i.test(href!), `href ${href} from ${JSON.stringify(source)}`).toBe(true);
         }
       }),
-      { numRuns: Number(process.env.FUZZ_MARKDOWN_RUNS ?? 2_000) },
+      // Found by a fresh seed (157855145): an empty link target rendered href="".
+      { numRuns: Number(process.env.FUZZ_MARKDOWN_RUNS ?? 2_000), examples: [["[]()"], ["![x]()"]] },
     );
   });
 });

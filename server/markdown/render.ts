@@ -26,13 +26,22 @@ const escape = md.utils.escapeHtml;
 const REL = "noopener noreferrer nofollow";
 
 md.renderer.rules.link_open = (tokens, idx, options, _env, self) => {
+  // An empty target (`[text]()`, which markdown-it does not validate) is no link: its text stays.
+  if (!tokens[idx]!.attrGet("href")) {
+    const close = tokens.findIndex((t, i) => i > idx && t.type === "link_close");
+    if (close !== -1) tokens[close]!.hidden = true;
+    return "";
+  }
   tokens[idx]!.attrSet("rel", REL);
   return self.renderToken(tokens, idx, options);
 };
 
+md.renderer.rules.link_close = (tokens, idx, options, _env, self) => (tokens[idx]!.hidden ? "" : self.renderToken(tokens, idx, options));
+
 md.renderer.rules.image = (tokens, idx, options, env, self) => {
   const token = tokens[idx]!;
   const label = self.renderInlineAsText(token.children ?? [], options, env) || "image";
+  if (!token.attrGet("src")) return escape(label);
   return `<a href="${escape(String(token.attrGet("src")))}" rel="${REL}">${escape(label)}</a>`;
 };
 
