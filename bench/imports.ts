@@ -1,15 +1,16 @@
 /**
- * `npm run bench:imports [-- --issues 2000] [--source jira]`: issue 29's goal for every tracker
+ * `npm run bench:imports [-- --issues 2000] [--source jira] [--latency-ms 0]`: issue 29's goal for every tracker
  * source: a project of 2,000 issues imported through the real adapter and the real pipeline in
  * at most 1.5x the time its fetch alone takes, both measured in the same run. Each source's
  * local server (test/fakes/, started by ./lib/import-fake.ts in a process of its own) serves a
  * generated project; this process is the app: it reads the source through the adapter the
- * import uses (the baseline: every page read, nothing staged; timed before and after the import,
- * the faster taken), then imports it into a new project on PostgreSQL, holding the credential,
+ * import uses (the baseline: every page and the files the import downloads read, nothing
+ * staged; timed before and after the import, the faster taken), then imports it into a new project on PostgreSQL, holding the credential,
  * staging and downloading files, its in-process outbox runner applying. Prints each source's
  * import time, its baseline and their ratio; exits 1 if any source is above 1.5x. CSV has no
- * fetch (the file comes with the request), so no baseline. Not run in CI; figures go in
- * bench/README.md.
+ * fetch (the file comes with the request), so no baseline. The fakes answer at once unless
+ * `--latency-ms` delays every request they answer (a tracker's API over the internet), for the
+ * fetch alone and the import alike. Not run in CI; figures go in bench/README.md.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -22,6 +23,7 @@ import { log } from "./lib/stats.ts";
 const GOAL = 1.5;
 useBenchPostgres();
 const size = wholeNumberOption("issues", 2000);
+const latencyMs = wholeNumberOption("latency-ms", 0, { least: 0 });
 const only = process.argv.includes("--source") ? process.argv[process.argv.indexOf("--source") + 1] : undefined;
 const { openBenchDatabase } = await import("./lib/env.ts");
 const { withPrincipal } = await import("../server/with-principal.ts");
@@ -37,6 +39,9 @@ const { retascJobs } = await import("../workers/catalog.ts");
 const { createLogger } = await import("../server/log.ts");
 type Ctx = import("../server/context.ts").Ctx;
 type Reader = import("../server/transfer/pipeline/stream.ts").SourceReader;
+type SourceAttachment = import("../server/transfer/pipeline/stream.ts").SourceAttachment;
+const { FILES_AT_ONCE } = await import("../server/transfer/pipeline/files.ts");
+const { MAX_FILE_BYTES } = await import("../server/issues/attachments-files.ts");
 
 /** Each source: its reader as the import builds it, and the import into a new project. */
 const sources: Record<string, { read(ctx: Ctx, input: never): Promise<{ reader: Reader }>; start(ctx: Ctx, input: never): Promise<{ runId: string }> }> = {
@@ -67,23 +72,48 @@ const sources: Record<string, { read(ctx: Ctx, input: never): Promise<{ reader: 
 };
 if (only && !Object.hasOwn(sources, only)) throw new Error(`no source ${only}: one of ${Object.keys(sources).join(", ")}`);
 
-/** Every page of the source read through its adapter, nothing staged: the floor the import cannot beat. */
-async function fetchAlone(reader: Reader): Promise<{ ms: number; issues: number }> {
+/**
+ * Everything the import reads, read through its adapter and nothing staged: the floor the import
+ * cannot beat. The pages in order, and each page's files (those the import downloads: files at the
+ * source within the size limit) `FILES_AT_ONCE` at a time beside the page reads, a file waiting
+ * only for its page.
+ */
+async function fetchAlone(reader: Reader): Promise<{ ms: number; issues: number; files: number }> {
   const t = performance.now();
+  const files: SourceAttachment[] = [];
   let issues = 0;
-  for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
-    const page = await reader.readPage(cursor);
-    issues += page.issues.length;
-    cursor = page.next;
+  let reading = true;
+  let next = 0;
+  const downloader = async () => {
+    for (;;) {
+      const file = files[next];
+      if (file) {
+        next++;
+        await reader.fetchFile!(file);
+      } else if (!reading) return;
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  const downloads = reader.fetchFile ? Array.from({ length: FILES_AT_ONCE }, downloader) : [];
+  try {
+    for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
+      const page = await reader.readPage(cursor);
+      issues += page.issues.length;
+      files.push(...page.issues.flatMap((i) => i.attachments.filter((a) => a.file && (a.file.size ?? 0) <= MAX_FILE_BYTES)));
+      cursor = page.next;
+    }
+  } finally {
+    reading = false;
   }
-  return { ms: performance.now() - t, issues };
+  await Promise.all(downloads);
+  return { ms: performance.now() - t, issues, files: reader.fetchFile ? files.length : 0 };
 }
 
 const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 6, prefix: "BNCH" });
 const results: { source: string; issues: number; importMs: number; stagedMs: number; fetchMs: number }[] = [];
 try {
   for (const name of only ? [only] : Object.keys(sources)) {
-    const child = spawn(process.execPath, ["--import", "tsx", new URL("./lib/import-fake.ts", import.meta.url).pathname, name, String(size)], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", new URL("./lib/import-fake.ts", import.meta.url).pathname, name, String(size), String(latencyMs)], { stdio: ["ignore", "pipe", "inherit"] });
     try {
       const [line] = (await once(child.stdout!, "data")) as [Buffer];
       const fake = JSON.parse(line.toString()) as ImportFake;
@@ -108,7 +138,7 @@ try {
       const after = await fetchAlone((await source.read(ctx, fake.input as never)).reader);
       const fetchMs = Math.min(before.ms, after.ms);
       results.push({ source: name, issues: status.done, importMs, stagedMs, fetchMs });
-      log(`${name}: ${status.done} issues imported in ${(importMs / 1000).toFixed(2)} s (read and staged ${(stagedMs / 1000).toFixed(2)} s, applied and linked ${((importMs - stagedMs) / 1000).toFixed(2)} s); the fetch alone ${(fetchMs / 1000).toFixed(2)} s (${(before.ms / 1000).toFixed(2)} before, ${(after.ms / 1000).toFixed(2)} after): x${(importMs / fetchMs).toFixed(2)}`);
+      log(`${name}: ${status.done} issues imported in ${(importMs / 1000).toFixed(2)} s (read and staged ${(stagedMs / 1000).toFixed(2)} s, applied and linked ${((importMs - stagedMs) / 1000).toFixed(2)} s); the fetch alone (${after.files} files) ${(fetchMs / 1000).toFixed(2)} s (${(before.ms / 1000).toFixed(2)} before, ${(after.ms / 1000).toFixed(2)} after): x${(importMs / fetchMs).toFixed(2)}`);
     } finally {
       child.kill();
     }
@@ -117,7 +147,7 @@ try {
   await bench.close();
 }
 
-log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} CPUs`);
+log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} CPUs; every request to a fake answered ${latencyMs} ms late`);
 log(`| source | issues | import (read and staged + applied) | fetch alone (baseline) | import / fetch | goal ≤ ${GOAL}x |`);
 log("|---|---|---|---|---|---|");
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

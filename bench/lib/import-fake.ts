@@ -1,9 +1,12 @@
 /**
- * `node --import tsx bench/lib/import-fake.ts <source> <size>`: one tracker's local server (test/fakes/)
- * with a generated project of `size` issues, run as its own process so its work is not the app's,
- * for bench/imports.ts. Prints one line of JSON: the app's configuration for it, the host the
- * outbound guard lets through, and the source's dry-run input (credential and what to read).
+ * `node --import tsx bench/lib/import-fake.ts <source> <size> [latencyMs]`: one tracker's local
+ * server (test/fakes/) with a generated project of `size` issues, run as its own process so its
+ * work is not the app's, for bench/imports.ts. With `latencyMs`, every request is answered that
+ * much later, as a tracker across the internet answers, where the fakes answer at once. Prints one
+ * line of JSON: the app's configuration for it, the host the outbound guard lets through, and the
+ * source's dry-run input (credential and what to read).
  */
+import http from "node:http";
 import { generateAsanaProject, startFakeAsana } from "../../test/fakes/asana.ts";
 import { generateClickUpWorkspace, startFakeClickUp } from "../../test/fakes/clickup.ts";
 import { generateJiraProject, startFakeJira } from "../../test/fakes/jira.ts";
@@ -44,7 +47,24 @@ const starts: Record<string, (size: number) => Promise<ImportFake>> = {
     return { config: { CLICKUP_API_URL: fake.url }, host: new URL(fake.url).host, input: { apiToken: fake.token, location: `list:${fake.workspace.list.id}` } };
   },
 };
+/**
+ * Every server this process creates from now on answers each request `ms` later: its handler is
+ * called after the delay (the request's body waits, unread, meanwhile). The fakes create theirs
+ * with `http.createServer(handler)` when started, so none of them needs an option for it.
+ */
+function answerEveryRequestAfter(ms: number): void {
+  const create = http.createServer;
+  http.createServer = ((...args: Parameters<typeof http.createServer>) => {
+    const server = create(...args);
+    const handlers = server.listeners("request") as ((req: http.IncomingMessage, res: http.ServerResponse) => void)[];
+    server.removeAllListeners("request");
+    server.on("request", (req, res) => setTimeout(() => handlers.forEach((handler) => handler.call(server, req, res)), ms));
+    return server;
+  }) as typeof http.createServer;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [source, size] = process.argv.slice(2);
+  const [source, size, latencyMs = "0"] = process.argv.slice(2);
+  if (Number(latencyMs) > 0) answerEveryRequestAfter(Number(latencyMs));
   process.stdout.write(`${JSON.stringify(await starts[source!]!(Number(size)))}\n`);
 }
