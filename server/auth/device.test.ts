@@ -1,5 +1,4 @@
 import crypto from "node:crypto";
-import http from "node:http";
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type AppProcess } from "../testing/app-process.ts";
@@ -7,6 +6,7 @@ import { signUpOverHttp } from "../testing/dash.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
 import { MemoryOAuthClient } from "../testing/oauth-client.ts";
 import { CLI_CLIENT_ID } from "./index.ts";
+import { navigate } from "./testing/mcp-oauth.ts";
 
 /**
  * The device flow and OAuth consent over HTTP against the built app (decision 037, issue 39
@@ -258,14 +258,3 @@ describe("approving needs a recent sign-in (finding 6)", () => {
     expect(await shown.text()).toContain("Retasc Test Agent");
   });
 });
-
-/** A GET as a browser navigating sends it (the provider answers a script's fetch with JSON). */
-function navigate(url: URL, cookie: string): Promise<{ status: number; location: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { headers: { cookie, accept: "text/html", "sec-fetch-mode": "navigate" } }, (response) => {
-      response.resume();
-      resolve({ status: response.statusCode ?? 0, location: response.headers.location });
-    });
-    request.on("error", reject);
-  });
-}
