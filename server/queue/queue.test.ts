@@ -1,147 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { TestClock, testConfig } from "../testing/db.ts";
 import { eq } from "drizzle-orm";
-import { activity, issues, outbox, projects } from "../../db/schema/index.ts";
-import { addRelation, getIssue, listIssues, saveIssue } from "../issues/index.ts";
-import { bindChannel, seedOrg, type SeededOrg } from "../testing/fixtures.ts";
+import { activity, issues, projects } from "../../db/schema/index.ts";
+import { getIssue, saveIssue } from "../issues/index.ts";
 import type { DomainError } from "../errors.ts";
-import { useTestServices } from "../testing/database.ts";
-import {
-  checkClaim,
-  checkpoint,
-  claimIssue,
-  heartbeat,
-  nextBatch,
-  nextIssue,
-  queueStatus,
-  reclaimSweep,
-  releaseIssue,
-  slaSweep,
-} from "./index.ts";
+import { checkClaim, checkpoint, claimIssue, heartbeat, nextBatch, nextIssue, reclaimSweep, releaseIssue } from "./index.ts";
 import { RECORDED_EXPIRY } from "../metrics/index.ts";
+import { claimedIdentifier, create, queueWorld, type Ctx } from "./testing/queue-world.ts";
 
-const clock = new TestClock();
-const MINUTE = 60_000;
+// Claims, their tokens and leases, and review; dispatch order and lanes are in
+// queue-dispatch.test.ts, issue writes and their notices in queue-writes.test.ts.
+const { clock, env, fresh } = queueWorld();
 
-const env = useTestServices({ clock, config: testConfig({ LEASE_TTL_SECONDS: "600" }) });
-
-async function fresh(prefix = "RTSC"): Promise<SeededOrg> {
-  return seedOrg(env.services, { prefix });
-}
-
-type Ctx = SeededOrg["agents"]["alice"]["ctx"];
 /** The same agent in an MCP session (the door sets it from a verified Mcp-Session-Id). */
 const inSession = (ctx: Ctx, sessionId: string): Ctx => ({ ...ctx, principal: { ...ctx.principal, sessionId } });
-const create = (ctx: Ctx, title: string, extra: Record<string, unknown> = {}) =>
-  saveIssue(ctx, { title, work: true, changeType: "feat", noDependency: "standalone", ...extra });
-
-async function claimedIdentifier(ctx: Ctx, args: Record<string, unknown> = {}) {
-  const reply = await nextIssue(ctx, args);
-  return "claimToken" in reply ? reply.identifier : null;
-}
-
-describe("issue writes", () => {
-  it("numbers issues per project and requires work and a dependency declaration", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const first = await create(a, "First");
-    const second = await create(a, "Second", { blockedBy: [first.identifier], noDependency: undefined });
-    expect([first.identifier, second.identifier]).toEqual(["RTSC-1", "RTSC-2"]);
-    expect(second.openBlockers).toEqual(["RTSC-1"]);
-    await expect(saveIssue(a, { title: "x", noDependency: "n" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    await expect(saveIssue(a, { title: "x", work: true })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    await expect(saveIssue(a, { title: "x", work: true, blockedBy: ["RTSC-1"], noDependency: "n" })).rejects.toMatchObject({
-      code: "INVALID_INPUT",
-    });
-  });
-
-  it("numbers concurrent creates without gaps or collisions", async () => {
-    const org = await fresh("CONC");
-    const a = org.agents.alice.ctx;
-    const made = await Promise.all(Array.from({ length: 40 }, (_, i) => create(a, `issue ${i}`)));
-    const numbers = made.map((m) => Number(m.identifier.split("-")[1])).sort((x, y) => x - y);
-    expect(numbers).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-  });
-
-  it("rejects dependency cycles and self relations", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const x = await create(a, "x");
-    const y = await create(a, "y", { blockedBy: [x.identifier], noDependency: undefined });
-    const z = await create(a, "z", { blockedBy: [y.identifier], noDependency: undefined });
-    await expect(addRelation(a, { sourceId: z.identifier, targetId: x.identifier, type: "blocks" })).rejects.toMatchObject({
-      code: "CYCLE",
-    });
-    await expect(addRelation(a, { sourceId: x.identifier, targetId: z.identifier, type: "blocked_by" })).rejects.toMatchObject({
-      code: "CYCLE",
-    });
-    await expect(addRelation(a, { sourceId: x.identifier, targetId: x.identifier, type: "related" })).rejects.toMatchObject({
-      code: "INVALID_INPUT",
-    });
-  });
-
-  it("cancels only with a reason and keeps terminal issues closed", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const x = await create(a, "x");
-    await expect(saveIssue(a, { identifier: x.identifier, status: "canceled" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    const canceled = await saveIssue(a, { identifier: x.identifier, status: "canceled", cancelReason: "duplicate of RTSC-9" });
-    expect(canceled.cancelReason).toBe("duplicate of RTSC-9");
-    await expect(saveIssue(a, { identifier: x.identifier, status: "todo" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-  });
-
-  it("reads a calendar dueAt as the end of that day in the org's time zone", async () => {
-    const org = await fresh();
-    const issue = await create(org.agents.alice.ctx, "dated", { dueAt: "2026-12-24" });
-    expect(issue.dueAt).toBe("2026-12-24T23:59:59.999Z");
-    await expect(create(org.agents.alice.ctx, "bad", { dueAt: "2026-13-40" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-  });
-});
-
-describe("dispatch order", () => {
-  it("hands a low blocker of an urgent issue out before an unrelated high", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    await create(a, "unrelated high", { priority: 2 });
-    const blocker = await create(a, "low blocker", { priority: 4 });
-    await create(a, "urgent feature", { priority: 1, blockedBy: [blocker.identifier], noDependency: undefined });
-    expect((await getIssue(a, { identifier: blocker.identifier })).effectiveLevel).toBe(4);
-    expect(await claimedIdentifier(a)).toBe(blocker.identifier);
-  });
-
-  it("puts a breached low above an urgent, and a blocker inherits a gated deadline", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    await create(a, "urgent", { priority: 1 });
-    const late = await create(a, "late low", { priority: 4, dueAt: clock.now().getTime() + 10 * MINUTE });
-    const blocker = await create(a, "blocks a deadline", { priority: 4 });
-    await create(a, "gated by deadline", { priority: 4, dueAt: clock.now().getTime() + 100 * MINUTE, blockedBy: [blocker.identifier], noDependency: undefined });
-    clock.advance(11 * MINUTE);
-    expect((await getIssue(a, { identifier: late.identifier })).slaState).toBe("breached");
-    const lateClaim = await nextIssue(a, {});
-    expect("claimToken" in lateClaim && lateClaim.identifier).toBe(late.identifier);
-    if ("claimToken" in lateClaim) await saveIssue(a, { identifier: late.identifier, claimToken: lateClaim.claimToken, status: "done" });
-    clock.advance(80 * MINUTE); // 91% of the gated window: breaching, floor urgent
-    await slaSweep(env.services);
-    const b = await getIssue(a, { identifier: blocker.identifier });
-    expect(b.effectiveLevel).toBe(4);
-    expect(b.effectiveDueAt).not.toBeNull();
-    // urgent (level 4, no deadline) vs blocker (level 4, inherited deadline): the deadline wins the tie.
-    expect(await claimedIdentifier(a)).toBe(blocker.identifier);
-  });
-
-  it("never hands out blocked, flagged-blocked or container issues", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const first = await create(a, "first");
-    await create(a, "waits", { priority: 1, blockedBy: [first.identifier], noDependency: undefined });
-    await create(a, "flagged", { priority: 1, status: "blocked" });
-    await saveIssue(a, { title: "epic", work: false, changeType: "feat", noDependency: "tracking", priority: 1 });
-    expect(await claimedIdentifier(a)).toBe(first.identifier);
-    const empty = await nextIssue(a, {});
-    expect(empty).toMatchObject({ claimed: false, ready: 0, otherLanes: 0 });
-  });
-});
 
 describe("claims and fencing", () => {
   it("a restart on another key continues by the token alone: without it the lease stays put, with it the lease moves (same fence, old token void)", async () => {
@@ -361,88 +232,5 @@ describe("review", () => {
     expect(review.checkpoint?.done).toBe("built it");
     await saveIssue(bob.ctx, { identifier: x.identifier, claimToken: review.claimToken, status: "done" });
     expect(await claimedIdentifier(alice.ctx)).toBe(gated.identifier);
-  });
-});
-
-describe("lanes and batches", () => {
-  it("keeps to the caller's lane and reports ready work in other lanes", async () => {
-    const org = await fresh();
-    const alice = org.agents.alice.ctx;
-    await create(alice, "for carol", { assignee: org.agents.carol.userId, priority: 1 });
-    const mine = await nextIssue(org.agents.bob.ctx, {});
-    expect(mine).toMatchObject({ claimed: false, otherLanes: 1 });
-    expect(await claimedIdentifier(org.agents.bob.ctx, { allLanes: true })).toBe("RTSC-1");
-  });
-
-  it("peeks for free, then claims mutually independent issues in one go", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const root = await create(a, "root", { priority: 1 });
-    await create(a, "root's dependent", { blockedBy: [root.identifier], noDependency: undefined });
-    const r1 = await create(a, "r1", { priority: 2 });
-    const r2 = await create(a, "r2", { priority: 2 });
-    await addRelation(a, { sourceId: r1.identifier, targetId: r2.identifier, type: "related" });
-    const d = await create(a, "d", { priority: 3 });
-    const peek = await nextBatch(a, { n: 5 });
-    expect(peek.claimed).toBe(false);
-    const peeked = "issues" in peek ? (peek.issues ?? []).map((i) => i.identifier) : [];
-    expect(peeked).toEqual([root.identifier, r1.identifier, d.identifier]);
-    expect((await queueStatus(a)).liveClaims).toHaveLength(0);
-    const claimed = await nextBatch(a, { n: 2, claim: true });
-    expect("claims" in claimed && (claimed.claims ?? []).map((c) => c.identifier)).toEqual([root.identifier, r1.identifier]);
-    expect((await queueStatus(a)).liveClaims).toHaveLength(2);
-  });
-
-  it("lists in dispatch order and reports queue status", async () => {
-    const org = await fresh();
-    const a = org.agents.alice.ctx;
-    const low = await create(a, "low", { priority: 4 });
-    await create(a, "urgent", { priority: 1, blockedBy: [low.identifier], noDependency: undefined });
-    const list = await listIssues(a, {});
-    expect(list.issues.map((i) => i.identifier)).toEqual([low.identifier, "RTSC-2"]);
-    const status = await queueStatus(a);
-    expect(status.counts).toEqual({ todo: 2 });
-    expect(status.ready).toBe(1);
-    expect(status.blockedOn).toEqual([{ identifier: "RTSC-2", blockers: [{ identifier: low.identifier, status: "todo" }] }]);
-  });
-});
-
-describe("notices", () => {
-  it("queues a notice in the outbox with each finish, review, cancel, assignment and reclaim", async () => {
-    const org = await fresh("NOTE");
-    const { alice, bob } = org.agents;
-    // done and canceled reach the author, never the actor: Bob's issues, closed by Alice, with a channel
-    // of Bob's (an event nobody would hear is not written, decision 104; server/issues/finish.test.ts).
-    await bindChannel(env.services, org.orgId, bob.userId);
-    const done = await create(bob.ctx, "done one");
-    const reviewed = await create(alice.ctx, "reviewed one");
-    const canceled = await create(bob.ctx, "canceled one");
-    const lapsed = await create(alice.ctx, "lapsed one");
-    const c1 = await claimIssue(alice.ctx, { identifier: done.identifier });
-    await saveIssue(alice.ctx, { identifier: done.identifier, claimToken: c1.claimToken, status: "done" });
-    const c2 = await claimIssue(alice.ctx, { identifier: reviewed.identifier });
-    await saveIssue(alice.ctx, { identifier: reviewed.identifier, claimToken: c2.claimToken, status: "review", assignee: bob.userId, handoff: "built on its branch" });
-    await saveIssue(alice.ctx, { identifier: canceled.identifier, status: "canceled", cancelReason: "not needed" });
-    await saveIssue(alice.ctx, { identifier: lapsed.identifier, assignee: bob.userId });
-    await saveIssue(alice.ctx, { identifier: lapsed.identifier, title: "renamed" }); // no notice
-    await claimIssue(bob.ctx, { identifier: lapsed.identifier });
-    clock.advance(601_000);
-    await reclaimSweep(env.services);
-    const rows = await env.tdb.database.db.select({ payload: outbox.payload }).from(outbox).where(eq(outbox.orgId, org.orgId));
-    const all = await env.tdb.database.db.select({ id: issues.id, identifier: issues.identifier }).from(issues).where(eq(issues.orgId, org.orgId));
-    const idOf = new Map(all.map((r) => [r.identifier, r.id]));
-    const byIssue = (identifier: string) => idOf.get(identifier);
-    const seen = rows.map((r) => r.payload as { issueId: string; kind: string; actorId: string | null });
-    expect(seen.map((p) => [p.issueId, p.kind]).sort()).toEqual(
-      [
-        [byIssue(done.identifier), "done"],
-        [byIssue(reviewed.identifier), "review"],
-        [byIssue(canceled.identifier), "canceled"],
-        [byIssue(lapsed.identifier), "assigned"],
-        [byIssue(lapsed.identifier), "reclaimed"],
-      ].sort(),
-    );
-    expect(seen.find((p) => p.kind === "done")!.actorId).toBe(alice.userId);
-    expect(seen.find((p) => p.kind === "reclaimed")!.actorId).toBeNull();
   });
 });
