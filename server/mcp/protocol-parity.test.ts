@@ -1,47 +1,38 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../testing/db.ts";
 import type { Services } from "../context.ts";
-import { withPrincipal } from "../with-principal.ts";
-import { saveIssue } from "../issues/index.ts";
 import { leases } from "../../db/schema/index.ts";
 import { createLogger } from "../log.ts";
-import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
-import { handleMcpNodeRequest, handleMcpRequest } from "./http.ts";
+import type { SeededOrg } from "../testing/fixtures.ts";
+import { handleMcpRequest } from "./http.ts";
 import { invokeTool, type CallScope } from "./invoke.ts";
 import { instructionsFor } from "./instructions.ts";
 import { listedTools, serverInfo, toolsByName } from "./registry.ts";
+import { call, initialize, jsonHeaders, useMcpServices } from "./testing.ts";
 
 /**
  * server/mcp/protocol.ts answers a POST as the SDK's stateless transport and low-level
  * server would. Here the SDK itself, built per request around the same handlers, is the
  * reference: every request, fixed and generated, must get the same status, content type
- * and body (byte for byte) from both. Then the Node entry point, over a real socket, must
- * answer as the Fetch one does.
+ * and body (byte for byte) from both. protocol-node.test.ts holds the Node entry point,
+ * over a real socket, to the Fetch one.
  */
 const log = createLogger("silent");
 const requestId = "parity-1";
-let testDb: TestDatabase;
+const world = useMcpServices();
 let services: Services;
 let org: SeededOrg;
 let scope: CallScope;
 let identifier: string;
 
-beforeAll(async () => {
-  testDb = await createTestDatabase();
-  services = servicesFor(testDb.database, { config: testConfig({ MCP_MAX_BODY_BYTES: "4096" }) });
-  org = await seedOrg(services);
+beforeAll(() => {
+  ({ services, org, identifier } = world);
   scope = { services, principal: org.agents.alice.principal, log, requestId };
-  const issue = await saveIssue(withPrincipal(services, scope.principal), { title: "Parity", work: true, changeType: "feat", noDependency: "test" });
-  identifier = (issue as { identifier: string }).identifier;
 });
-afterAll(() => testDb?.close());
 
 /** The SDK's answer: a fresh `Server` and transport, our handlers registered under method-only schemas. */
 async function reference(request: Request): Promise<Response> {
@@ -75,7 +66,6 @@ interface Shot {
   headers: Record<string, string>;
 }
 
-const jsonHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const toRequest = (shot: Shot, url = "http://retasc.test/mcp") =>
   new Request(url, { method: "POST", headers: shot.headers, body: shot.body });
 
@@ -92,14 +82,6 @@ async function ours(shot: Shot) {
 async function expectParity(shot: Shot) {
   expect(await ours(shot), shot.body.slice(0, 300)).toEqual(await outcome(await reference(toRequest(shot))));
 }
-
-const initialize = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-};
-const call = (name: string, args: unknown, id: unknown = 1) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
 
 /** Built when the test runs, once the seeded issue exists. */
 type Lazy<T> = () => T;
@@ -243,78 +225,5 @@ describe("where protocol.ts deliberately differs from the SDK", () => {
     const claims = replies.filter((r) => JSON.stringify(r).includes("claimToken")).length;
     expect(claims).toBeGreaterThan(0);
     expect(await services.db.$count(leases)).toBe(leasesBefore + claims);
-  });
-});
-
-describe("the Node entry point answers as the Fetch one", () => {
-  let server: http.Server;
-  let url: string;
-  beforeAll(async () => {
-    server = http.createServer((req, res) => void handleMcpNodeRequest(req, res, { services, log }));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-  });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
-
-  const key = () => org.agents.alice.key;
-  const authorized = () => ({ ...jsonHeaders, authorization: `Bearer ${key()}` });
-  const cases: [string, Lazy<RequestInit>][] = [
-    ["a tool call", () => ({ method: "POST", headers: authorized(), body: JSON.stringify(call("get_issue", { identifier })) })],
-    ["a notification (202)", () => ({ method: "POST", headers: authorized(), body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) })],
-    ["no key", () => ({ method: "POST", headers: jsonHeaders, body: JSON.stringify(initialize) })],
-    ["an unknown key", () => ({ method: "POST", headers: { ...jsonHeaders, authorization: `Bearer rtsc_${"x".repeat(43)}` }, body: JSON.stringify(initialize) })],
-    ["a foreign origin", () => ({ method: "POST", headers: { ...authorized(), origin: "https://evil.example" }, body: JSON.stringify(initialize) })],
-    ["its own origin", () => ({ method: "POST", headers: { ...authorized(), origin: new URL(url).origin }, body: JSON.stringify(initialize) })],
-    ["GET", () => ({ method: "GET", headers: { accept: "text/event-stream", authorization: `Bearer ${key()}` } })],
-    ["DELETE", () => ({ method: "DELETE", headers: { authorization: `Bearer ${key()}` } })],
-    ["a body over the limit", () => ({ method: "POST", headers: authorized(), body: JSON.stringify({ ...initialize, padding: "x".repeat(5000) }) })],
-    ["not JSON", () => ({ method: "POST", headers: authorized(), body: "{nope" })],
-  ];
-
-  test.each(cases)("%s", async (_name, lazy) => {
-    const given = lazy();
-    const init = { ...given, headers: { ...(given.headers as Record<string, string>), "x-request-id": requestId } };
-    const overSocket = await fetch(url, init);
-    const inProcess = await handleMcpRequest(new Request(url, init), { services, log });
-    const comparable = async (response: Response) => ({
-      status: response.status,
-      headers: [...response.headers].filter(([name]) => !["date", "connection", "keep-alive", "content-length", "transfer-encoding"].includes(name)),
-      body: await response.text(),
-    });
-    expect(await comparable(overSocket)).toEqual(await comparable(inProcess));
-  });
-
-  test("a streamed body over the limit gets 413 and the connection is closed", async () => {
-    const chunk = new TextEncoder().encode("x".repeat(1000));
-    let sent = 0;
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { ...jsonHeaders, authorization: `Bearer ${key()}` },
-      body: new ReadableStream({
-        pull(controller) {
-          if (sent++ < 10) controller.enqueue(chunk);
-          else controller.close();
-        },
-      }),
-      duplex: "half",
-    } as RequestInit);
-    expect(response.status).toBe(413);
-    expect(response.headers.get("connection")).toBe("close");
-    expect((await response.json()).error.message).toMatch(/4096 bytes/);
-  });
-
-  test("repeated headers are joined as a Fetch Headers joins them: two keys are no key", async () => {
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(url, {
-        method: "POST",
-        headers: ["host", new URL(url).host, "content-type", "application/json", "accept", jsonHeaders.accept, "authorization", `Bearer ${key()}`, "authorization", `Bearer ${key()}`],
-      }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      });
-      req.on("error", reject);
-      req.end(JSON.stringify(initialize));
-    });
-    expect(status).toBe(401);
   });
 });

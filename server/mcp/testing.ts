@@ -3,10 +3,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import crypto from "node:crypto";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { createTestDatabase, testDriver } from "../testing/db.ts";
+import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
 import { runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import type { SeededOrgJson } from "../testing/seed-orgs.ts";
 import type { Services } from "../context.ts";
+import { saveIssue } from "../issues/index.ts";
+import { withPrincipal } from "../with-principal.ts";
 import { createLogger } from "../log.ts";
 import { handleMcpRequest } from "./http.ts";
 
@@ -93,6 +96,35 @@ export async function startSeededApp(prefixes: string[], env: Record<string, str
       await testDb?.close();
     },
   };
+}
+
+/** The headers of a JSON POST to /mcp as a client sends them. */
+export const jsonHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+export const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
+export const call = (name: string, args: unknown, id: unknown = 1) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+
+/**
+ * For raw requests to the /mcp handlers (server/mcp/protocol-*.test.ts; call at a test file's top
+ * level): services on a database of the file's own with a 4 KiB body limit, a seeded org, and one
+ * issue of Alice's, all set before the file's tests.
+ */
+export function useMcpServices() {
+  const world = { services: undefined as unknown as Services, org: undefined as unknown as SeededOrg, identifier: "" };
+  let testDb: TestDatabase | undefined;
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+    world.services = servicesFor(testDb.database, { config: testConfig({ MCP_MAX_BODY_BYTES: "4096" }) });
+    world.org = await seedOrg(world.services);
+    const issue = await saveIssue(withPrincipal(world.services, world.org.agents.alice.principal), { title: "Parity", work: true, changeType: "feat", noDependency: "test" });
+    world.identifier = (issue as { identifier: string }).identifier;
+  });
+  afterAll(() => testDb?.close());
+  return world;
 }
 
 /**
