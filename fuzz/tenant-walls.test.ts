@@ -5,7 +5,7 @@ import { cliPost, signUp, startWorld, type World } from "../server/testing/world
 
 /**
  * The wall between tenants on the Dash and the CLI endpoints (the MCP tools have their own
- * walk in server/mcp/app.test.ts): person A, signed in, aims every loader and action at org B's
+ * walk in server/mcp/app-tenants.test.ts): person A, signed in, aims every loader and action at org B's
  * issues, members, keys, invites and org id. Each is refused as NOT_FOUND or FORBIDDEN (or
  * quietly falls back to A's own org), no reply carries B's data, and B's data is unchanged.
  */

@@ -98,6 +98,58 @@ export async function startSeededApp(prefixes: string[], env: Record<string, str
   };
 }
 
+/** Every tool of the design, as tools/list must serve them (server/mcp/app.test.ts) and the server card and /index.md list them. */
+export const designTools = [
+  "whoami", "mint_session_key",
+  "next_issue", "next_batch", "claim_issue", "check_claim", "heartbeat", "checkpoint", "release_issue",
+  "save_issue", "get_issue", "list_issues",
+  "add_relation", "remove_relation",
+  "save_comment", "list_comments", "retract_comment", "save_label", "list_labels",
+  "save_attachment", "list_attachments", "get_attachment", "obsolete_attachment",
+  "save_attachment_file", "get_attachment_file",
+  "list_members", "suspend_member", "reactivate_member", "retire_member", "list_claimable_ghosts", "claim_ghost", "dismiss_ghost_prompt", "list_connectors", "revoke_connector",
+  "setup_status", "invite_member", "list_invites", "revoke_invite", "accept_invite",
+  "queue_status", "get_project", "list_projects", "usage_summary", "billing_summary",
+  "analytics_overview", "analytics_issues",
+  "list_import_sources", "run_import", "latest_import", "import_history",
+];
+
+/** save_issue's arguments for a work issue; one without blockers declares that it has none. */
+export const newIssue = (title: string, extra: Record<string, unknown> = {}) => ({
+  title,
+  work: true,
+  changeType: "feat",
+  ...(extra.blockedBy ? {} : { noDependency: "independent test work" }),
+  ...extra,
+});
+
+/**
+ * The built app seeded with one org per prefix (startSeededApp) for a test file's tests (call at
+ * its top level): `seeded` is filled before them, `client` connects as a seeded person, every
+ * client pushed to `clients` is closed afterwards, and a failed test's report carries the app's output.
+ */
+export function useSeededApp(prefixes: string[], env: Record<string, string> = {}) {
+  const seeded = {} as SeededApp;
+  const clients: Client[] = [];
+  beforeAll(async () => {
+    Object.assign(seeded, await startSeededApp(prefixes, env));
+  });
+  afterEach(({ task }) => {
+    if (task.result?.state === "fail") process.stderr.write(`app output:\n${seeded.app?.output().slice(-8000)}\n`);
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await seeded.close?.();
+  });
+  /** An SDK client on the key of `who` in the org seeded for `prefix`. */
+  async function client(prefix: string, who: "alice" | "bob" | "carol"): Promise<Client> {
+    const c = await connectClient(seeded.endpoint, seeded.orgs[prefix]!.people[who].key, { name: `${prefix}-${who}` });
+    clients.push(c);
+    return c;
+  }
+  return { seeded, clients, client };
+}
+
 /** The headers of a JSON POST to /mcp as a client sends them. */
 export const jsonHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 export const initialize = {
