@@ -45,12 +45,23 @@ const minDue = (a: number | null, b: number | null) => (a === null ? b : b === n
 /** Recomputes effective level and deadline for `seeds` and everything that transitively blocks them. */
 export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> {
   if (seeds.length === 0) return 0;
-  // One read: the seeds and their open blockers, transitively (nodes), and every open issue
-  // those nodes block, with its stored ranking (edges).
-  const rows = await query<NodeRow & { target_id: string | null }>(
+  const changes = rankChanges(await readRankGraph(tx, sql`i.id in (${idList(seeds)})`));
+  await writeRanks(tx, changes);
+  return changes.length;
+}
+
+/** What `rerank` reads, one row each: a node (target_id null) or an edge out of a node. */
+export type RankGraph = (NodeRow & { target_id: string | null })[];
+
+/**
+ * `rerank`'s one read: the seeds (the issues `seeds` selects, as `i`) and their open blockers,
+ * transitively (nodes), and every open issue those nodes block, with its stored ranking (edges).
+ */
+export function readRankGraph(tx: Db, seeds: SQL): Promise<RankGraph> {
+  return query<NodeRow & { target_id: string | null }>(
     tx,
     sql`with recursive up(id) as (
-          select i.id from issues i where i.id in (${idList(seeds)})
+          select i.id from issues i where ${seeds}
           union
           select r.source_id from relations r
             join up on r.target_id = up.id
@@ -64,13 +75,29 @@ export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> 
         from relations r join issues t on t.id = r.target_id
         where r.type = 'blocks' and r.source_id in (select id from up) and ${isOpen(sql`t.status`)}`,
   );
+}
+
+/** An issue's new effective level and deadline. */
+export interface RankChange {
+  id: string;
+  level: number;
+  due: Date | null;
+}
+
+/**
+ * The nodes whose stored effective level or deadline is no longer what the graph gives, computed in
+ * memory. `pending` holds own levels and deadlines a write not yet sent will store (its status
+ * unchanged), read as if stored.
+ */
+export function rankChanges(rows: RankGraph, pending: ReadonlyMap<string, { ownLevel: number; dueAt: Date | null }> = new Map()): RankChange[] {
   const nodes: NodeRow[] = [];
   const edges: EdgeRow[] = [];
   for (const row of rows) {
-    if (row.target_id === null) nodes.push(row);
-    else edges.push({ source_id: row.id, target_id: row.target_id, effective_level: row.effective_level, effective_due_at: row.effective_due_at });
+    if (row.target_id === null) {
+      const next = pending.get(row.id);
+      nodes.push(next ? { ...row, own_level: next.ownLevel, due_at: next.dueAt } : row);
+    } else edges.push({ source_id: row.id, target_id: row.target_id, effective_level: row.effective_level, effective_due_at: row.effective_due_at });
   }
-  if (nodes.length === 0) return 0;
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const targets = new Map<string, EdgeRow[]>();
   for (const e of edges) {
@@ -99,18 +126,22 @@ export async function rerank(tx: Db, seeds: readonly string[]): Promise<number> 
     computed.set(id, result);
     return result;
   };
-  const changes: SQL[] = [];
+  const changes: RankChange[] = [];
   for (const node of nodes) {
     const { level, due } = compute(node.id);
     if (level !== Number(node.effective_level) || due !== ms(node.effective_due_at)) {
-      changes.push(sql`(${node.id}, ${level}::smallint, ${due === null ? null : new Date(due).toISOString()}::timestamptz)`);
+      changes.push({ id: node.id, level, due: due === null ? null : new Date(due) });
     }
   }
-  if (changes.length > 0) {
-    await tx.execute(sql`update issues set effective_level = v.level, effective_due_at = v.due
-      from (values ${sql.join(changes, sql`, `)}) as v(id, level, due) where issues.id = v.id`);
-  }
-  return changes.length;
+  return changes;
+}
+
+/** Stores the changed effective levels and deadlines, in one statement (none when nothing changed). */
+export async function writeRanks(tx: Db, changes: readonly RankChange[]): Promise<void> {
+  if (changes.length === 0) return;
+  const values = changes.map((c) => sql`(${c.id}, ${c.level}::smallint, ${c.due === null ? null : c.due.toISOString()}::timestamptz)`);
+  await tx.execute(sql`update issues set effective_level = v.level, effective_due_at = v.due
+    from (values ${sql.join(values, sql`, `)}) as v(id, level, due) where issues.id = v.id`);
 }
 
 /** Is there a path of `blocks` edges from `from` to `to`? (Adding to→from would close a cycle.) */

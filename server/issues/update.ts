@@ -9,7 +9,7 @@ import { checkHandoff, writeCheckpoint } from "./checkpoints.ts";
 import { setLabels } from "./labels.ts";
 import { indexTerms } from "./similar.ts";
 import { branchName, rankingColumns, reviewClockOf, reviewSinceAfter } from "./levels.ts";
-import { lockOrgGraph, rerank } from "./ranking.ts";
+import { lockOrgGraph, rankChanges, readRankGraph, rerank, writeRanks, type RankGraph } from "./ranking.ts";
 import { alreadyClaimed, personOnly } from "./refusals.ts";
 import type { SaveInput } from "./schemas.ts";
 import { orgTimeZone, parseDueAt, resolveAssignee } from "./inputs.ts";
@@ -21,10 +21,11 @@ import { quarantinedRefusal } from "./quarantine.ts";
 import { issueView, issueViewReads, renderIssueView, type ViewReads } from "./views.ts";
 import { meter } from "../usage/meter.ts";
 
-/** The issue row, locked, and which graph lock the update holds. */
+/** The issue row, locked, which graph lock the update holds, and the rank graph read beside the row when `ranksAhead`. */
 interface Locked {
   row: IssueRow;
   graphLocked: boolean;
+  rankGraph: RankGraph | null;
 }
 
 /** What an update changes: the row's new values, the fields named in its activity, and whether it ends the lease. */
@@ -39,6 +40,14 @@ interface Change {
 /** Priority, deadline, and any status but a close (entering or leaving review moves the review's age floor, decision 073). */
 const changesRank = (input: SaveInput) =>
   input.priority !== undefined || input.dueAt !== undefined || (input.status !== undefined && !isTerminal(input.status));
+
+/**
+ * A priority or deadline change with no status change: its re-rank is computed before the row is
+ * written, from a read sent with the row's locked read, so the row is written once (its own
+ * ranking with the rest of the change, returned for the reply) and only its blockers after it.
+ * Nothing else the update writes touches the row (no lease ends without a status change).
+ */
+const ranksAhead = (input: SaveInput) => (input.priority !== undefined || input.dueAt !== undefined) && input.status === undefined;
 
 /** Updates an existing issue (status changes included) under its row lock, and the graph lock when ranking can move. */
 export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string) {
@@ -69,8 +78,8 @@ export async function updateIssue(ctx: Ctx, input: SaveInput, identifier: string
     const change = await changeOf(scope, row, input);
     // A call that changes nothing writes nothing and costs nothing; the body is the work tier.
     if (change.changed.length > 0) meter(scope, "save_issue", change.changed.includes("body") ? "work" : "bookkeeping", row.id);
-    await write(scope, locked, input, change);
-    return record(scope, row, input, change);
+    const written = await write(scope, locked, input, change);
+    return record(scope, row, input, change, written);
   });
 }
 
@@ -113,15 +122,19 @@ async function lockForUpdate(scope: WriteScope, input: SaveInput, identifier: st
   const rankChange = changesRank(input);
   const graphLocked = forceGraphLock || rankChange || (toTerminal && peek.hasBlockEdges);
   const sharedGraphLock = graphLocked && !forceGraphLock && !rankChange && peek!.openBlockerCount === 0;
-  const [, row, edgesNow] = await inOrder(
+  const [, row, edgesNow, ahead] = await inOrder(
     () => (graphLocked ? lockOrgGraph(tx, orgId, sharedGraphLock ? "shared" : "exclusive") : Promise.resolve()),
     () => findIssue(tx, scope.ctx.principal, identifier, { forUpdate: true }),
     () => (toTerminal && !graphLocked ? hasBlockEdges(tx, orgId, identifier) : Promise.resolve(false)),
+    // Addressed by identifier like the row, under the graph lock: nothing can re-rank it meanwhile.
+    () => (ranksAhead(input) ? readRankGraph(tx, sql`i.org_id = ${orgId} and i.identifier = retasc_identifier(${orgId}, ${identifier})`) : Promise.resolve(null)),
   );
   // An edge appeared between the peek and the lock, or a blocker did (only graph changes add
   // either, and they hold the lock exclusively): rerun holding it exclusively.
   if (edgesNow || (sharedGraphLock && row.openBlockerCount > 0)) return undefined;
-  return { row, graphLocked };
+  // The row's read that waited for a rename of its prefix (findIssue) finds it where the graph's did not: read it by id.
+  const rankGraph = ahead && !ahead.some((n) => n.id === row.id) ? await readRankGraph(tx, sql`i.id = ${row.id}`) : ahead;
+  return { row, graphLocked, rankGraph };
 }
 
 /** Checks each field the input sets, in the order they are refused, and collects the new values. */
@@ -210,14 +223,22 @@ async function changeOf(scope: WriteScope, row: IssueRow, input: SaveInput): Pro
   return { patch, changed, finishLease, from, to };
 }
 
-/** Writes the row, then what follows from it: gated issues, labels, the lease, the rank. */
-async function write(scope: WriteScope, { row, graphLocked }: Locked, input: SaveInput, { patch, finishLease, from, to }: Change) {
+/**
+ * Writes the row, then what follows from it: gated issues, labels, the lease, the rank. Returns the
+ * row as written when the rank was computed ahead (`ranksAhead`: nothing after writes the row), else null.
+ */
+async function write(scope: WriteScope, { row, graphLocked, rankGraph }: Locked, input: SaveInput, { patch, finishLease, from, to }: Change) {
   const { tx } = scope;
   const closed = isTerminal(to) && !isTerminal(from);
   // A finish awaiting CI still holds its dependents back (gatesDependents): they are let go when it passes.
   const releasesDependents = closed && patch.verification !== "pending";
-  await inOrder(
-    () => tx.update(issues).set(patch).where(eq(issues.id, row.id)),
+  const ranks = rankGraph ? rankChanges(rankGraph, new Map([[row.id, { ownLevel: patch.ownLevel!, dueAt: patch.dueAt !== undefined ? patch.dueAt : row.dueAt }]])) : [];
+  const own = ranks.find((c) => c.id === row.id);
+  const [written] = await inOrder(
+    () =>
+      rankGraph
+        ? tx.update(issues).set(own ? { ...patch, effectiveLevel: own.level, effectiveDueAt: own.due } : patch).where(eq(issues.id, row.id)).returning()
+        : tx.update(issues).set(patch).where(eq(issues.id, row.id)),
     // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
     // Closing without the graph lock means the locked read found no dependency edges (and none
     // can be added while the row is locked), so there is nothing to decrement.
@@ -226,6 +247,7 @@ async function write(scope: WriteScope, { row, graphLocked }: Locked, input: Sav
         ? tx.execute(sql`update issues set open_blocker_count = open_blocker_count - 1
             where id in (select target_id from relations where source_id = ${row.id} and type = 'blocks')`)
         : Promise.resolve(),
+    () => writeRanks(tx, ranks.filter((c) => c !== own)),
     async () => {
       // The duplicate gate's index follows the words (decision 066); its open flag follows the status by trigger.
       if (input.title !== undefined || input.body !== undefined) {
@@ -237,13 +259,14 @@ async function write(scope: WriteScope, { row, graphLocked }: Locked, input: Sav
       // The handoff is the checkpoint the reviewer's claim returns, written under the lease that entered review.
       if (input.handoff !== undefined) await writeCheckpoint(scope, row, { done: input.handoff });
       if (finishLease) await endLease(scope, row, finishLease);
-      if (closed ? graphLocked : changesRank(input)) await rerank(tx, [row.id]);
+      if (closed ? graphLocked : changesRank(input) && !rankGraph) await rerank(tx, [row.id]);
     },
   );
+  return rankGraph ? (written as IssueRow[])[0]! : null;
 }
 
-/** Records the change (activity, notices, the live event) and returns the issue as it now is. */
-async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patch, changed, finishLease, from, to }: Change) {
+/** Records the change (activity, notices, the live event) and returns the issue as it now is (`written`, or read back). */
+async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patch, changed, finishLease, from, to }: Change, written: IssueRow | null) {
   const { tx, ctx, now, cipher } = scope;
   const orgId = ctx.principal.orgId;
   const entries: (() => Promise<void>)[] = [];
@@ -279,7 +302,7 @@ async function record(scope: WriteScope, row: IssueRow, input: SaveInput, { patc
       assigned: patch.assigneeId !== undefined && patch.assigneeId !== null && patch.assigneeId !== row.assigneeId,
     }),
     () => ctx.events.publish(tx, { orgId, kind: "issue.updated", issueId: row.id, identifier: row.identifier, status: to }),
-    () => findIssue(tx, ctx.principal, row.identifier),
+    () => (written ? Promise.resolve(written) : findIssue(tx, ctx.principal, row.identifier)),
     () => issueViewReads(tx, ctx.principal, row.id, now, row.orgId),
   );
   const [updated, reads] = results.slice(-2) as [IssueRow, ViewReads];

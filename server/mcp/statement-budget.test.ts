@@ -31,6 +31,15 @@ const budget = {
   renewingRead: 7,
 };
 
+/**
+ * save_issue {priority} (issue 30): the key's lookup, BEGIN, the graph lock, the issue's locked read
+ * with the re-rank's read beside it, the issue's one write (its ranking in it, returned for the
+ * reply), the activity entry, the view's reads, COMMIT, the notices. An issue blocking others adds
+ * the one write of its blockers' ranking. It was 11 without the key's lookup: the issue was written
+ * twice and read back.
+ */
+const priorityBudget = { standalone: 10, blocking: 11 };
+
 const LEASE_SECONDS = 600;
 const clock = new TestClock();
 let testDb: TestDatabase;
@@ -108,6 +117,22 @@ describe.skipIf(testDriver !== "postgres")("statements per agent call (needs TES
     for (const [identifier, claimToken] of [[held.identifier, holding.claimToken], [next.identifier, claim.claimToken]]) {
       await callOk(agent, "save_issue", { identifier, status: "done", claimToken });
     }
+  });
+
+  test("save_issue {priority}, on an issue alone and on one with a blocker, stays within its budget", async () => {
+    const alone = await callOk(agent, "save_issue", task("priority alone"));
+    const top = await callOk(agent, "save_issue", task("blocks the bottom"));
+    const bottom = await callOk(agent, "save_issue", { title: "blocked by the top", work: true, changeType: "feat", blockedBy: [top.identifier] });
+    for (const priority of [1, 4]) await callOk(agent, "save_issue", { identifier: bottom.identifier, priority });
+    const standalone = await statementsOf(() => callOk(agent, "save_issue", { identifier: alone.identifier, priority: 1 }));
+    let changed: Record<string, any> = {};
+    const blocking = await statementsOf(async () => (changed = await callOk(agent, "save_issue", { identifier: bottom.identifier, priority: 1 })));
+    const list = (statements: string[]) => statements.map((s) => `  ${s.replace(/\s+/g, " ").slice(0, 160)}`).join("\n");
+    expect(standalone.length, `sent:\n${list(standalone)}`).toBeLessThanOrEqual(priorityBudget.standalone);
+    expect(blocking.length, `sent:\n${list(blocking)}`).toBeLessThanOrEqual(priorityBudget.blocking);
+    // Its blocker was re-ranked with it: the urgency flowed up.
+    expect(changed.priority).toBe(1);
+    expect((await callOk(agent, "get_issue", { identifier: top.identifier })).effectiveLevel).toBe(changed.effectiveLevel);
   });
 
   test("a call within KEY_CACHE_MS of the key's last lookup sends no lookup of its own", async () => {
