@@ -42,6 +42,22 @@ export const hasGithubExample = (event: string, action: string) => examples.some
 /** A copy of one of GitLab's documented payloads in server/intake/fixtures/. */
 export const gitlabFixture = (name: string) => JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../server/intake/fixtures", name), "utf8"));
 
+/**
+ * An outsider's pull request: the examples are the owner's own, so the id, number and standing are
+ * set. The examples have no `edited` delivery: it is the opened one with GitHub's action name.
+ */
+export const outsidersPullRequest = (action: string, id: number, number: number, extra: Record<string, unknown> = {}) => {
+  const payload = hasGithubExample("pull_request", action) ? githubExample("pull_request", action) : { ...githubExample("pull_request", "opened"), action };
+  Object.assign(payload.pull_request, { id, number, author_association: "CONTRIBUTOR", ...extra });
+  return payload;
+};
+/** GitLab's documented merge request event, `attributes` set on it. */
+export const gitlabMergeRequest = (attributes: Record<string, unknown>) => {
+  const payload = gitlabFixture("gitlab-merge-request-open.json");
+  Object.assign(payload.object_attributes, attributes);
+  return payload;
+};
+
 export const hookUrl = (provider: string, id: string) => `http://localhost/webhooks/${provider}/${id}`;
 
 export function useIntakeWorld(prefix: string) {
