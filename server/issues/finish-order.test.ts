@@ -1,8 +1,8 @@
-import postgres from "postgres";
 import { expect, test } from "vitest";
 import { sha256 } from "../crypto/index.ts";
 import { nextIssue } from "../queue/next.ts";
 import { testDriver } from "../testing/db.ts";
+import { countedPool, deadlocks, deadlocksOnceClosed } from "../testing/deadlocks.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { saveIssue } from "./index.ts";
@@ -25,7 +25,7 @@ test.skipIf(testDriver !== "postgres")("two batches unblocking the same issues i
   // Per round four finishes a < b < c < d (the order a batch finishes in) and two issues they
   // unblock: one blocked by a and d, the other by b and c. Batch [a, b] reaches them in one
   // order, batch [c, d] in the other.
-  const sql = postgres(env.tdb.url!, { max: 4, onnotice: () => {} });
+  const sql = countedPool(env.tdb.url!, 4);
   try {
     const rounds: string[][] = [];
     const gated: string[] = [];
@@ -46,8 +46,7 @@ test.skipIf(testDriver !== "postgres")("two batches unblocking the same issues i
         tokens.set(claim.identifier, { token: claim.claimToken, keyId: agent.principal.keyId! });
       }
     }
-    const deadlocks = async () => (await sql`select deadlocks::int as n from pg_stat_database where datname = current_database()`)[0]!.n as number;
-    const before = await deadlocks();
+    const before = await deadlocks(sql);
     const finish = (identifier: string) => ({
       orgId: org.orgId, identifier, tokenHash: sha256(tokens.get(identifier)!.token), now: new Date().toISOString(),
       userId: alice.principal.userId, keyId: tokens.get(identifier)!.keyId, runtime: "test",
@@ -66,8 +65,7 @@ test.skipIf(testDriver !== "postgres")("two batches unblocking the same issues i
     // Every gated issue is unblocked, exactly once per blocker.
     const open = await sql`select open_blocker_count::int as n from issues where org_id = ${org.orgId} and identifier = any(${gated})`;
     expect(open.map((row) => row.n)).toEqual(gated.map(() => 0));
-    await new Promise((r) => setTimeout(r, 1_100)); // a backend reports its deadlocks at most a second late
-    expect(await deadlocks()).toBe(before);
+    expect(await deadlocksOnceClosed(sql, env.tdb.url!)).toBe(before);
   } finally {
     await sql.end();
   }

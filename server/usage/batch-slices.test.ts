@@ -6,6 +6,7 @@ import { saveIssue } from "../issues/index.ts";
 import { newId } from "../orgs/index.ts";
 import { nextIssue } from "../queue/next.ts";
 import { testDriver } from "../testing/db.ts";
+import { countedPool, deadlocks, deadlocksOnceClosed } from "../testing/deadlocks.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import { rateCard } from "./rate-card.ts";
@@ -67,13 +68,6 @@ const waitingForLock = (sql: Sql, fn: string) =>
   sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${fn}%`}`.then(
     ([row]) => row!.n > 0,
   );
-const deadlocks = async (sql: Sql) =>
-  (await sql`select deadlocks::int as n from pg_stat_database where datname = current_database()`)[0]!.n as number;
-/** The deadlock count once every backend has reported its own (a backend reports at most a second late). */
-async function deadlocksSettled(sql: Sql) {
-  await new Promise((r) => setTimeout(r, 1_100));
-  return deadlocks(sql);
-}
 /** Leaves the org's credit in the slices named, the others empty. */
 const slices = (sql: Sql, orgId: string, credit: Record<number, number>) =>
   sql`update billing_credit_slices set given_remaining = coalesce((${JSON.stringify(credit)}::text::jsonb->>slice::text)::bigint, 0), bought_remaining = 0
@@ -85,7 +79,7 @@ test.skipIf(postgresOnly)("a batch holding a slice gives way rather than wait fo
   await fileWork(org, 8);
   const held = await claimed(org, 5);
   const call = calls(org);
-  const sql = postgres(env.tdb.url!, { max: 4, onnotice: () => {} });
+  const sql = countedPool(env.tdb.url!, 4);
   try {
     const before = await deadlocks(sql);
     // Two slices. Both cover a claim: the claims' first charge drains one, the finishes' first
@@ -118,7 +112,7 @@ test.skipIf(postgresOnly)("a batch holding a slice gives way rather than wait fo
       await expect(claimsTx).rejects.toMatchObject({ code: "55P03" });
       expect((await finishesTx).map((r) => r.outcome)).toEqual(["finished"]);
     }
-    expect(await deadlocksSettled(sql)).toBe(before);
+    expect(await deadlocksOnceClosed(sql, env.tdb.url!)).toBe(before);
   } finally {
     await sql.end();
   }
@@ -133,7 +127,7 @@ test.skipIf(postgresOnly)("a charge holding a slice it passed over gives way rat
   await setBalance(env.services.db, org.orgId, 1_000_000);
   await fileWork(org, 2);
   const call = calls(org);
-  const sql = postgres(env.tdb.url!, { max: 4, onnotice: () => {} });
+  const sql = countedPool(env.tdb.url!, 4);
   try {
     const before = await deadlocks(sql);
     // No slice covers a claim; two together do, so a charge consolidates.
@@ -155,7 +149,7 @@ test.skipIf(postgresOnly)("a charge holding a slice it passed over gives way rat
     const outcomes = await Promise.allSettled([charge(3), charge(10)]);
     expect(outcomes.map((o) => o.status === "rejected" && (o.reason as { code?: string }).code)).toEqual(["40001", "40001"]);
     expect((await claims(sql, [call.claim()]))[0]!.outcome).toBe("claimed");
-    expect(await deadlocksSettled(sql)).toBe(before);
+    expect(await deadlocksOnceClosed(sql, env.tdb.url!)).toBe(before);
   } finally {
     await sql.end();
   }
@@ -170,7 +164,7 @@ test.skipIf(postgresOnly)("concurrent batches of claims and finishes spend an or
   await fileWork(org, ROUNDS * BATCHES * PER_BATCH);
   const held = await claimed(org, (ROUNDS * BATCHES * PER_BATCH) / 2);
   const call = calls(org);
-  const sql = postgres(env.tdb.url!, { max: BATCHES + 2, onnotice: () => {} });
+  const sql = countedPool(env.tdb.url!, BATCHES + 2);
   try {
     const before = await deadlocks(sql);
     const [{ mark }] = await sql`select coalesce(max(id), 0)::bigint as mark from billing_charges`;
@@ -197,7 +191,6 @@ test.skipIf(postgresOnly)("concurrent batches of claims and finishes spend an or
         }),
       );
     }
-    expect(await deadlocksSettled(sql)).toBe(before);
     console.log(`batch slices: ${gaveWay} of ${ROUNDS * BATCHES} batches gave way`);
     // Never below zero, and every charge belongs to a committed write.
     const [{ negative }] = await sql`select count(*)::int as negative from billing_credit_slices where given_remaining < 0 or bought_remaining < 0`;
@@ -207,6 +200,7 @@ test.skipIf(postgresOnly)("concurrent batches of claims and finishes spend an or
     const [{ done }] = await sql`select count(*)::int as done from activity where org_id = ${org.orgId} and kind = 'finished'`;
     expect(charges.find((row) => row.tool === "next_issue")?.n ?? 0).toBe(leases - leasesBefore);
     expect(charges.find((row) => row.tool === "save_issue")?.n ?? 0).toBe(done);
+    expect(await deadlocksOnceClosed(sql, env.tdb.url!)).toBe(before);
   } finally {
     await sql.end();
   }
