@@ -162,7 +162,7 @@ describe("in-process runner", () => {
       startInlineRunner({ services: { ...services, db: other.db }, database: other, log, catalog, sweeps: [sweep], exclusive: false }),
       startInlineRunner({ services, database: tdb.database, log, catalog, sweeps: [sweep], exclusive: false }),
     ]);
-    await sleep(2_100);
+    await sleep(2_100); // a fixed stretch of about ten ticks: their count is bounded both ways
     await Promise.all(runners.map((r) => r.stop()));
     const ticks = await query<{ key: string; runs: number }>(
       services.db,

@@ -98,7 +98,7 @@ test.skipIf(postgresOnly)("admin connect prints {connectorId, webhookUrl, secret
   const titled = async () => (await callOk<{ issues: { identifier: string; title: string }[] }>(alice, "list_issues", { limit: 200 })).issues.filter((i) => i.title === opened.issue.title);
   await waitFor(async () => (await titled()).length > 0, 15_000, "the issue from the delivery");
   console.info(`intake on two instances: the issue listed ${Date.now() - started} ms after five copies of one delivery`);
-  await new Promise((r) => setTimeout(r, 300));
+  await new Promise((r) => setTimeout(r, 300)); // a window for a second issue from the copies, which must not come
   expect(await titled()).toHaveLength(1);
 
   const listed = await callOk<{ connectors: { id: string; connection: string; tokenOnFile: boolean }[] }>(alice, "list_connectors");

@@ -43,7 +43,7 @@ describe("notices after commit", () => {
       await notifyPublisher.publish(tx, { orgId: "o", kind: "test.rolled-back" });
       throw new Error("roll back");
     }).catch(() => {});
-    await sleep(200);
+    await sleep(200); // a window for the rolled-back notice, which must not come
     expect(received.some((p) => p.includes("test.rolled-back"))).toBe(false);
   });
 
@@ -55,7 +55,7 @@ describe("notices after commit", () => {
       await notifyPublisher.publish(tx, { orgId: "o", kind: "test.held-open" });
       await held;
     });
-    await sleep(150);
+    await sleep(150); // a window for the notice, which must not leave while the transaction is open
     expect(received.some((p) => p.includes("test.held-open"))).toBe(false);
     release();
     await open;

@@ -73,6 +73,8 @@ async function statementsOf(call: () => Promise<unknown>, { keyCached = false } 
   await settle();
   return sent;
 }
+// A fixed wait past the notices' batching (20 ms) and their statement: a call may send none, so
+// there is nothing to wait for.
 const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
 const task = (title: string) => ({ title, work: true, changeType: "feat", noDependency: "statement budget" });
 

@@ -37,7 +37,7 @@ describe("enqueue", () => {
       await enqueue(tx, "test.probe", { n: 2 });
     });
     for (let i = 0; i < 100 && wakeUps.length === 0; i++) await sleep(20);
-    await sleep(100);
+    await sleep(100); // a window for a second wake-up, which must not come
     expect(wakeUps).toEqual([2]);
   });
 

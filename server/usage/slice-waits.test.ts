@@ -52,6 +52,8 @@ test.skipIf(testDriver !== "postgres")("charges waiting for drained slices never
     // The holders commit one after the other, each leaving its slice drained.
     holders[0]!.commit();
     await holders[0]!.done;
+    // A moment for the waiters to pass the first drained slice and wait on the second (nothing
+    // outside tells when each has); the outcome below must be the same however far they got.
     await new Promise((r) => setTimeout(r, 200));
     holders[1]!.commit();
     await holders[1]!.done;
