@@ -49,7 +49,6 @@ describe("lease commands", () => {
     const claim = await retasc(ada, ["claim", identifier, "--json"], { cwd: repo });
     expect(claim.code, claim.stderr).toBe(0);
     const claimed = json(claim);
-    await new Promise((r) => setTimeout(r, 1100));
 
     const beat = await retasc(ada, ["heartbeat", "--json"], { cwd: claimed.worktree });
     expect(beat.code, beat.stderr).toBe(0);

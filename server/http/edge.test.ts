@@ -3,6 +3,7 @@ import { cliPost, signUp, startWorld, type World } from "../testing/world.ts";
 import { STREAMS_PER_ADDRESS, STREAMS_PER_PERSON } from "../events/index.ts";
 import { securityHeaders } from "./headers.ts";
 import { rawRequest } from "./testing.ts";
+import { waitFor } from "../testing/wait.ts";
 
 /**
  * The HTTP edge of the built app (server/http/edge.ts) over real sockets: nothing a request sends
@@ -170,8 +171,12 @@ describe("favicon and refusal logs", () => {
     const before = world.app.output().length;
     const missing = `/no-such-page-${process.pid}`;
     expect((await fetch(`${world.url}${missing}`)).status).toBe(404);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const output = world.app.output().slice(before);
+    // A second 404 after it: once its line is in, so is all the first one logged, written before it.
+    const fence = `/fence-page-${process.pid}`;
+    expect((await fetch(`${world.url}${fence}`)).status).toBe(404);
+    await waitFor(async () => world.app.output().slice(before).includes(fence), 10_000, "the second 404's log line");
+    const all = world.app.output().slice(before);
+    const output = all.slice(0, all.lastIndexOf("\n", all.indexOf(fence)) + 1);
     const logged = output.split("\n").filter((line) => line.includes(missing));
     expect(logged, output).toHaveLength(1);
     expect(JSON.parse(logged[0]!)).toMatchObject({ level: 30, status: 404, path: missing, msg: "request", door: "other", method: "GET" });

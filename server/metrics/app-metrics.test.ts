@@ -6,6 +6,7 @@ import { loadConfig } from "../config/index.ts";
 import { createLogger } from "../log.ts";
 import { callError, callOk, connectClient, startSeededApp, type SeededApp } from "../mcp/testing.ts";
 import { freePort } from "../testing/app-process.ts";
+import { waitFor } from "../testing/wait.ts";
 import { answerMetrics, startMetricsServer } from "../http/metrics.ts";
 
 /**
@@ -66,7 +67,11 @@ test("after MCP calls, every series moved; the scrape needs the token", async ()
   expect((await callError(bob, "save_issue", { identifier: issue.identifier, status: "done" })).code).toBe("STALE_CLAIM");
   expect((await callError(alice, "get_issue", { identifier: "NOPE-1" })).code).toBe("NOT_FOUND");
   // The lease (1 s) lapses and the reclaim sweep (every 300 ms) records it, then Bob takes it over.
-  await sleep(1_800);
+  await waitFor(
+    async () => sample(await (await scrape(`Bearer ${TOKEN}`)).text(), "retasc_lease_expiries_recorded_total") > sample(before, "retasc_lease_expiries_recorded_total"),
+    10_000,
+    "the reclaim sweep to record the lapsed lease",
+  );
   expect((await callError(alice, "heartbeat", { identifier: issue.identifier, claimToken: first.claimToken })).code).toBe("STALE_CLAIM");
   const again = await callOk(bob, "claim_issue", { identifier: issue.identifier });
   expect(again.fence).toBe(2);
