@@ -99,7 +99,11 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
       const relayed = await probe("relayed");
       await services.db.execute(sql`update outbox set relayed_at = now() where id = ${relayed}`);
       await queue.add("test.probe", { outboxId: relayed, payload: { tag: "relayed", sleepMs: 0, failTimes: 0, permanent: false, orgId: org.orgId } }, { jobId: outboxJobId(relayed), attempts: 3 });
-      await sleep(1_500);
+      // The worker has put the relayed job off, and the relay has made a pass since both were
+      // enqueued: a job of no org, enqueued after them, was relayed and ran.
+      await waitFor(async () => (await (await queue.getJob(outboxJobId(relayed)))?.getState()) === "delayed", 15_000, "the worker to put the frozen org's job off");
+      const later = await transactionWithNotices(services.db, (tx) => enqueueProbe(tx, "test.probe", { tag: "later" }));
+      await waitFor(async () => (await outboxState([later]))[0]!.completed, 15_000, "a job of no org, enqueued after, to run");
       expect(await outboxState([waiting, relayed])).toMatchObject([
         { relayed: false, completed: false, failed: false },
         { relayed: true, completed: false, failed: false },
@@ -172,6 +176,8 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("BullMQ runner (Po
         for (let i = 0; i < 30; i++) during.push(await write(`during-${i}`));
         const writeMs = Date.now() - writeStarted;
         expect(writeMs).toBeLessThan(3_000);
+        // A fixed window, as nothing must happen in it: the relay's polls (every 300 ms) find Redis
+        // down and relay none of these rows.
         await sleep(1_500);
         const pendingDuring = await outboxState(during);
         expect(pendingDuring.every((r) => !r.relayed && !r.completed)).toBe(true);

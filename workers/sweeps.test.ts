@@ -15,7 +15,7 @@ import { QUEUE_NAME } from "./bullmq.ts";
 import { startWorkers } from "./index.ts";
 import { redisTestsCanRun, testRedis, uniquePrefix } from "./testing/redis-url.ts";
 import { spawnWorker, type WorkerProcess } from "./testing/spawn.ts";
-import { sleep, waitFor } from "../server/testing/wait.ts";
+import { waitFor } from "../server/testing/wait.ts";
 
 /**
  * The sweeps against the real dispatch engine, with nobody calling: an expired lease shows as
@@ -141,7 +141,10 @@ describe.runIf(testDriver === "postgres" && redisTestsCanRun)("sweeps with three
   });
 
   it("runs the reclaim sweep once per tick, not once per worker", async () => {
-    await sleep(4_000);
+    // Three ticks more with all three workers up, each of which any of them could have run twice.
+    const receipts = async () => (await query<{ n: number }>(services.db, sql`select count(*)::int as n from job_receipts where job = 'sweep.reclaim'`))[0]!.n;
+    const from = await receipts();
+    await waitFor(async () => (await receipts()) >= from + 3, 30_000, "three more reclaim ticks");
     expect(await queue.getWorkersCount()).toBe(3);
     const stopAt = Date.now();
     const exitCodes = await Promise.all(workers.map((w) => w.terminate()));

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { githubDelivery } from "../../test/fakes/github.ts";
 import { testDriver } from "../testing/db.ts";
 import { waitFor } from "../testing/wait.ts";
+import { cliPost } from "../testing/world.ts";
 import { FREEZE_RETRY_AFTER_SECONDS, FREEZE_SETTLES_MS } from "./freeze.ts";
 import { KEY_CACHE_MS } from "./key-cache.ts";
 import { call, closeRolesWorld, emptyRolesWorld, OK, openRolesWorld, type RolesWorld } from "./testing/roles-doors.ts";
@@ -28,8 +29,11 @@ const examples = JSON.parse(fs.readFileSync(path.resolve("node_modules/@octokit/
 describe.runIf(testDriver === "postgres")("a frozen org, through every door", () => {
   const w: RolesWorld = emptyRolesWorld();
   let sql: postgres.Sql;
+  /** Another org of the owner's, never frozen: its job shows the runner at work. */
+  let otherOrgId: string;
   beforeAll(async () => {
     await openRolesWorld(w);
+    otherOrgId = (await cliPost(w.url, w.people.owner.token, "orgs", { name: "Never frozen" })).orgId;
     sql = postgres(w.database!.directUrl ?? w.database!.url!, { max: 2, onnotice: () => {} });
   }, 300_000);
   afterAll(async () => {
@@ -169,8 +173,13 @@ describe.runIf(testDriver === "postgres")("a frozen org, through every door", ()
     expect(await agent("get_issue", { identifier: held })).toBe(OK);
     expect(await agent("list_issues", {})).toBe(OK);
     expect((await fetch(`${w.url}/api/cli/members?orgId=${w.orgId}`, { headers: { authorization: `Bearer ${w.people.owner.token}` } })).status).toBe(200);
-    // The runner's poll (OUTBOX_POLL_MS) passes meanwhile: it takes nothing of the org's either.
-    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    // The runner looks for work meanwhile and takes nothing of the org's either: a job of another
+    // org, queued after the frozen one, is taken, so a pass of the runner saw the frozen job and left it.
+    const [sentinel] = await sql`insert into outbox (org_id, job, payload)
+      values (${otherOrgId}, 'notify.send', ${sql.json({ orgId: otherOrgId, issueId: null, kind: "test", userId: w.people.owner.userId, channel: "email" })})
+      returning id`;
+    await sql`select pg_notify('retasc_outbox', '')`;
+    await waitFor(async () => ((await sql`select 1 from outbox where id = ${sentinel!.id} and attempts > 0`).length ? true : undefined), 30_000, "the runner to take another org's job");
     expect(await orgRows()).toEqual(before);
 
     await freeze(false);
