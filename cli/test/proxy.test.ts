@@ -4,12 +4,13 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { folderLaunch } from "../../server/testing/mcp-marker.ts";
+import { waitFor } from "../../server/testing/wait.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { alive, boundFolder, cliEnv, removeTemps, startServer, tempDir, workspaceBin, sleep, type Person, type Server } from "./testing.ts";
 
 /**
  * The watchdog: an agent whose .mcp.json runs `retasc mcp proxy` claims through it with a
- * 3-second lease and RETASC_HEARTBEAT_MS=1000, sits idle for three lease lengths and still
+ * 3-second lease and RETASC_HEARTBEAT_MS=1000, sits idle for two lease lengths and still
  * holds the lease; SIGKILLed, its proxy exits with it, the heartbeats stop, and the lease
  * lapses and is reclaimed. (A short lease shows the same as a long one, in a fraction of the time.) The agent is its own process speaking MCP over stdio with the SDK's client.
  */
@@ -69,9 +70,10 @@ it("keeps an idle agent's lease alive while it lives, and lets it lapse once the
   expect(started.claim.identifier).toBe(filed.identifier);
   const claimedAt = Date.now();
 
-  // Idle for three lease lengths. Without the proxy's heartbeats the lease would end at 3 s.
-  while (Date.now() - claimedAt < 3 * LEASE_SECONDS * 1000) {
-    await sleep(1_500);
+  // Idle for two lease lengths, looked at every second: a fixed stretch, as the lease must outlive its length.
+  // Without the proxy's heartbeats it would end at 3 s; held past 6 s, it was renewed twice or more.
+  while (Date.now() - claimedAt < 2 * LEASE_SECONDS * 1000) {
+    await sleep(1_000);
     const issue = await tool("get_issue", { identifier: filed.identifier });
     expect(issue.held, `at ${Math.round((Date.now() - claimedAt) / 1000)} s`).toBe(true);
     expect(Date.parse(issue.lease.expiresAt)).toBeGreaterThan(Date.now());
@@ -86,9 +88,10 @@ it("keeps an idle agent's lease alive while it lives, and lets it lapse once the
   while (alive(started.proxyPid) && Date.now() < deadline) await sleep(100);
   expect(alive(started.proxyPid)).toBe(false);
 
+  // The lease lapses when it says, not before: nothing released it, the heartbeats just stopped.
   const lapsesBy = Date.parse((await tool("get_issue", { identifier: filed.identifier })).lease.expiresAt);
-  await sleep(Math.max(0, lapsesBy - Date.now()) + 1_000);
-  expect(await tool("get_issue", { identifier: filed.identifier })).toMatchObject({ held: false });
+  await waitFor(async () => !(await tool("get_issue", { identifier: filed.identifier })).held, Math.max(0, lapsesBy - Date.now()) + 10_000, "the lease to lapse");
+  expect(Date.now()).toBeGreaterThanOrEqual(lapsesBy);
   const reclaimed = await tool("next_issue");
   expect(reclaimed).toMatchObject({ identifier: filed.identifier, fence: started.claim.fence + 1 });
 });
