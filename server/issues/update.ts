@@ -235,10 +235,10 @@ async function write(scope: WriteScope, { row, graphLocked, rankGraph }: Locked,
   const ranks = rankGraph ? rankChanges(rankGraph, new Map([[row.id, { ownLevel: patch.ownLevel!, dueAt: patch.dueAt !== undefined ? patch.dueAt : row.dueAt }]])) : [];
   const own = ranks.find((c) => c.id === row.id);
   const [written] = await inOrder(
-    () =>
-      rankGraph
-        ? tx.update(issues).set(own ? { ...patch, effectiveLevel: own.level, effectiveDueAt: own.due } : patch).where(eq(issues.id, row.id)).returning()
-        : tx.update(issues).set(patch).where(eq(issues.id, row.id)),
+    () => {
+      const update = tx.update(issues).set(own ? { ...patch, effectiveLevel: own.level, effectiveDueAt: own.due } : patch).where(eq(issues.id, row.id));
+      return rankGraph ? update.returning() : update;
+    },
     // Whatever this gated loses a blocker; whatever blocks it loses its urgency (the rerank).
     // Closing without the graph lock means the locked read found no dependency edges (and none
     // can be added while the row is locked), so there is nothing to decrement.

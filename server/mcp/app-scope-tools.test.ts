@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { beforeAll, describe, expect, test } from "vitest";
-import { callError, callOk } from "./testing.ts";
-import { useScopedOrg, work, type ScopedOrg } from "./testing/scoped-org.ts";
+import { callError, callOk, newIssue } from "./testing.ts";
+import { useScopedOrg, type ScopedOrg } from "./testing/scoped-org.ts";
 
 /**
  * Project scoping (decision 042) over /mcp (server/mcp/testing/scoped-org.ts): Mia's agent key
@@ -38,9 +38,9 @@ async function walkEveryTool(agent: Client) {
   };
   // Filing under the hidden project, or a child of the hidden issue, is as unknown as reading it.
   const filed: Record<string, Record<string, unknown>>[] = [
-    { save_issue: work("x", { project: "HID" }) },
+    { save_issue: newIssue("x", { project: "HID" }) },
     { save_issue: { title: "x", work: true, changeType: "feat", blockedBy: [hidden.identifier] } },
-    { save_issue: work("x", { parent: hidden.identifier }) },
+    { save_issue: newIssue("x", { parent: hidden.identifier }) },
     { list_issues: { project: "HID" } },
     // Finishing with the hidden claim's live token (the one-statement finish path) is as unknown too.
     { save_issue: { identifier: hidden.identifier, claimToken: hidden.claimToken, status: "done" } },
@@ -123,14 +123,14 @@ describe("a member scoped to one project", () => {
   });
 
   test("an issue of theirs related to the other project's issues shows none of them, on every door, and still waits on its hidden blocker", async () => {
-    const hid = (title: string, extra: Record<string, unknown> = {}) => callOk(ownerAgent, "save_issue", work(title, { project: "HID", ...extra }));
+    const hid = (title: string, extra: Record<string, unknown> = {}) => callOk(ownerAgent, "save_issue", newIssue(title, { project: "HID", ...extra }));
     const epic = await callOk(ownerAgent, "save_issue", { title: "Hidden epic", project: "HID", work: false, changeType: "feat", noDependency: "a container" });
     const blocker = await hid("Hidden blocker");
     const gated = await hid("Hidden gated", { priority: 1 });
     const relatedTo = await hid("Hidden related");
     const duplicate = await hid("Hidden duplicate");
     // Made by the unscoped owner across the two projects.
-    const linked = (await callOk(ownerAgent, "save_issue", work("Linked work", { project: "SEE", priority: 4, parent: epic.identifier }))).identifier;
+    const linked = (await callOk(ownerAgent, "save_issue", newIssue("Linked work", { project: "SEE", priority: 4, parent: epic.identifier }))).identifier;
     const container = (await callOk(ownerAgent, "save_issue", { title: "Linked epic", project: "SEE", work: false, changeType: "feat", noDependency: "a container" })).identifier;
     await hid("Hidden child", { parent: container });
     const waiting = (await callOk(ownerAgent, "save_issue", { title: "Waiting work", work: true, changeType: "feat", project: "SEE", blockedBy: [blocker.identifier] })).identifier;

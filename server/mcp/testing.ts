@@ -161,19 +161,20 @@ export const initialize = {
 export const call = (name: string, args: unknown, id: unknown = 1) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
 
 /**
- * For raw requests to the /mcp handlers (server/mcp/protocol-*.test.ts; call at a test file's top
- * level): services on a database of the file's own with a 4 KiB body limit, a seeded org, and one
- * issue of Alice's, all set before the file's tests.
+ * For raw requests to the /mcp handlers (server/mcp/protocol-*.test.ts, http*.test.ts; call at a
+ * test file's top level): services on a database of the file's own with a 4 KiB body limit (and
+ * `env`), a seeded org, and unless `issue` is false one issue of Alice's, all set before the file's tests.
  */
-export function useMcpServices() {
+export function useMcpServices({ issue = true, env = {} }: { issue?: boolean; env?: Record<string, string> } = {}) {
   const world = { services: undefined as unknown as Services, org: undefined as unknown as SeededOrg, identifier: "" };
   let testDb: TestDatabase | undefined;
   beforeAll(async () => {
     testDb = await createTestDatabase();
-    world.services = servicesFor(testDb.database, { config: testConfig({ MCP_MAX_BODY_BYTES: "4096" }) });
+    world.services = servicesFor(testDb.database, { config: testConfig({ MCP_MAX_BODY_BYTES: "4096", ...env }) });
     world.org = await seedOrg(world.services);
-    const issue = await saveIssue(withPrincipal(world.services, world.org.agents.alice.principal), { title: "Parity", work: true, changeType: "feat", noDependency: "test" });
-    world.identifier = (issue as { identifier: string }).identifier;
+    if (!issue) return;
+    const saved = await saveIssue(withPrincipal(world.services, world.org.agents.alice.principal), { title: "Parity", work: true, changeType: "feat", noDependency: "test" });
+    world.identifier = (saved as { identifier: string }).identifier;
   });
   afterAll(() => testDb?.close());
   return world;

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll } from "vitest";
-import { createTestDatabase, servicesFor, testConfig, type TestDatabase } from "../../testing/db.ts";
+import { beforeAll } from "vitest";
 import type { Services } from "../../context.ts";
-import { seedOrg, type SeededOrg } from "../../testing/fixtures.ts";
-import { inProcessFetch, inProcessOrigin, jsonHeaders } from "../testing.ts";
+import type { SeededOrg } from "../../testing/fixtures.ts";
+import { inProcessFetch, inProcessOrigin, jsonHeaders, useMcpServices } from "../testing.ts";
 
 /** For http*.test.ts: the file's database with one seeded org, and its /mcp in process (bodies up to 4 KiB). */
 export const endpoint = `${inProcessOrigin}/mcp`;
@@ -13,19 +12,13 @@ export interface McpOrg {
   mcpFetch: typeof fetch;
 }
 
-/** Seeds the org before the file's tests. Read its fields inside tests only. */
+/** Seeds the org before the file's tests (no issue: the projects test counts none open). Read its fields inside tests only. */
 export function useMcpOrg() {
+  const world = useMcpServices({ issue: false, env: { PUBLIC_URL: "https://retasc.example.com" } });
   const s = {} as McpOrg;
-  let testDb: TestDatabase;
-  beforeAll(async () => {
-    testDb = await createTestDatabase();
-    s.services = servicesFor(testDb.database, {
-      config: testConfig({ MCP_MAX_BODY_BYTES: "4096", PUBLIC_URL: "https://retasc.example.com" }),
-    });
-    s.org = await seedOrg(s.services);
-    s.mcpFetch = inProcessFetch(s.services);
+  beforeAll(() => {
+    Object.assign(s, { services: world.services, org: world.org, mcpFetch: inProcessFetch(world.services) });
   });
-  afterAll(() => testDb?.close());
 
   /** A raw POST to /mcp with Alice's key (the org's owner), headers added or overridden. */
   function post(body: string, headers: Record<string, string> = {}) {

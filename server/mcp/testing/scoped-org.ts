@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
 import { startApp, tempDataDir, type AppProcess } from "../../testing/app-process.ts";
 import { cliPost, signUp } from "../../testing/world.ts";
-import { callOk, connectClient } from "../testing.ts";
+import { callOk, connectClient, newIssue } from "../testing.ts";
 
 /**
  * Project scoping (decision 042) on the built app, for app-scope*.test.ts: an owner with projects
@@ -24,8 +24,6 @@ export interface ScopedOrg {
   hidden: { identifier: string; claimToken: string; commentId: string; attachmentId: string; other: string; title: string };
   visible: string;
 }
-
-export const work = (title: string, extra: Record<string, unknown> = {}) => ({ title, work: true, changeType: "feat", noDependency: "independent", ...extra });
 
 /** Starts the app and seeds the org before the file's tests. Read the org's fields inside tests only. */
 export function useScopedOrg() {
@@ -54,15 +52,15 @@ export function useScopedOrg() {
     s.ownerAgent = await connect((await post(s.owner.token, "keys", { orgId: s.orgId, action: "mint" })).key, "owner");
 
     // HID's issues outrank SEE's, so a dispatch that ignored the scope would hand them out first.
-    const secret = await callOk(s.ownerAgent, "save_issue", work("Hidden roadmap", { project: "HID", priority: 1 }));
-    const other = await callOk(s.ownerAgent, "save_issue", work("Hidden second", { project: "HID", priority: 1 }));
-    await callOk(s.ownerAgent, "save_issue", work("Hidden third", { project: "HID", priority: 1 }));
+    const secret = await callOk(s.ownerAgent, "save_issue", newIssue("Hidden roadmap", { project: "HID", priority: 1 }));
+    const other = await callOk(s.ownerAgent, "save_issue", newIssue("Hidden second", { project: "HID", priority: 1 }));
+    await callOk(s.ownerAgent, "save_issue", newIssue("Hidden third", { project: "HID", priority: 1 }));
     await callOk(s.ownerAgent, "add_relation", { sourceId: secret.identifier, targetId: other.identifier, type: "related" });
     const comment = await callOk(s.ownerAgent, "save_comment", { issue: secret.identifier, body: "hidden note" });
     const attachment = await callOk(s.ownerAgent, "save_attachment", { issue: secret.identifier, url: "https://example.com/hidden" });
     const claim = await callOk(s.ownerAgent, "claim_issue", { identifier: secret.identifier });
     s.hidden = { identifier: secret.identifier, claimToken: claim.claimToken, commentId: comment.id, attachmentId: attachment.id, other: other.identifier, title: "Hidden roadmap" };
-    s.visible = (await callOk(s.ownerAgent, "save_issue", work("Visible work", { project: "SEE", priority: 3 }))).identifier;
+    s.visible = (await callOk(s.ownerAgent, "save_issue", newIssue("Visible work", { project: "SEE", priority: 3 }))).identifier;
 
     const invite = await post(s.owner.token, "members", { orgId: s.orgId, action: "invite", projectIds: [s.see.id] });
     expect(invite.projectIds).toEqual([s.see.id]);
