@@ -17,6 +17,8 @@ export interface BenchDatabase {
   /** One Services per pool. */
   pools: Services[];
   org: SeededOrg;
+  /** The keyring's master key, for a process of the product started on this database (`RETASC_MASTER_KEY`, base64). */
+  masterKey: string;
   close(): Promise<void>;
 }
 
@@ -25,7 +27,8 @@ export async function openBenchDatabase(options: { pools: number; connectionsPer
   const tdb = await createTestDatabase({ max: options.connectionsPerPool });
   const databases: Database[] = [tdb.database];
   for (let i = 1; i < options.pools; i++) databases.push(await tdb.openAnother(options.connectionsPerPool));
-  const keyring = new Keyring(crypto.randomBytes(32));
+  const masterKey = crypto.randomBytes(32);
+  const keyring = new Keyring(masterKey);
   const config = testConfig();
   const pools = databases.map((database) => servicesFor(database, { keyring, config }));
   const org = await seedOrg(pools[0]!, { prefix: options.prefix, name: "Bench" });
@@ -33,7 +36,7 @@ export async function openBenchDatabase(options: { pools: number; connectionsPer
   await Promise.all(
     pools.flatMap((services) => Array.from({ length: options.connectionsPerPool }, () => services.db.execute(sql`select pg_sleep(0.01)`))),
   );
-  return { tdb, url: tdb.url!, pools, org, close: () => tdb.close() };
+  return { tdb, url: tdb.url!, pools, org, masterKey: masterKey.toString("base64"), close: () => tdb.close() };
 }
 
 const HUMANS = ["alice", "bob", "carol"] as const;

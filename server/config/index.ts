@@ -55,6 +55,12 @@ export const configSchema = z.object({
   SESSION_KEY_TTL_SECONDS: positiveInt(86_400),
   /** Exports the Dash imports at once in one process; a person imports one at a time (decision 037). */
   IMPORT_UPLOADS_AT_ONCE: positiveInt(2),
+  /**
+   * How often the process reading an import writes the run's heartbeat, whatever the tracker's
+   * pace. A run whose heartbeat is six of these old lost its reader (the process died, taking the
+   * credential): the next status read marks it FETCH_INTERRUPTED, freeing the org's import slot.
+   */
+  IMPORT_FETCH_HEARTBEAT_MS: positiveInt(10_000),
   /** Dash pages and large MCP list replies answered at once in one process, and waiting past those (decision 058). */
   HEAVY_READS_AT_ONCE: positiveInt(2),
   HEAVY_READS_QUEUED: positiveInt(64),

@@ -10,8 +10,8 @@ import { writeExport } from "../testing.ts";
 import { applyImportRun } from "./apply-run.ts";
 import { FILES_AT_ONCE } from "./files.ts";
 import { beginImport } from "./start.ts";
-import { pagedReader, type SourceIssue, type SourceReader } from "./stream.ts";
-import { importToEnd } from "./testing.ts";
+import { pagedReader, type SourceReader } from "./stream.ts";
+import { importToEnd, person, sourceIssues } from "./testing.ts";
 import { waitFor } from "../../testing/wait.ts";
 
 /**
@@ -20,42 +20,6 @@ import { waitFor } from "../../testing/wait.ts";
  */
 const env = useTestServices();
 afterAll(removeTemps);
-
-const person = (n: number) => ({ id: `p${n}`, name: `Person ${n}`, email: `person${n}@source.example` });
-function sourceIssues(count: number, prefix: string): SourceIssue[] {
-  return Array.from({ length: count }, (_, n) => {
-    const at = (m: number) => new Date(Date.UTC(2026, 0, 1 + n, 9, m)).toISOString();
-    const id = `src-${n + 1}`;
-    return {
-      id,
-      number: n + 1,
-      key: `${prefix}-${n + 1}`,
-      title: `Issue ${n + 1}`,
-      body: `Body **${n + 1}**`,
-      status: n % 3 === 0 ? "done" : "todo",
-      priority: n % 5,
-      estimate: null,
-      dueDate: n % 4 === 0 ? "2026-03-01" : null,
-      createdAt: at(0),
-      updatedAt: at(30),
-      startedAt: null,
-      completedAt: n % 3 === 0 ? at(20) : null,
-      canceledAt: null,
-      parentId: n > 0 && n % 10 === 0 ? "src-1" : null,
-      creator: person(n % 4),
-      assignee: n % 2 ? person((n + 1) % 4) : null,
-      labels: [{ id: `l${n % 3}`, name: `label-${n % 3}`, color: "#aabbcc" }],
-      // Two comments in the same millisecond: a restored org's comments are matched in turn.
-      comments: [
-        { id: `${id}-c1`, body: "First", createdAt: at(1), retractedAt: null, parentId: null, author: person(1) },
-        { id: `${id}-c2`, body: "Reply", createdAt: at(2), retractedAt: null, parentId: `${id}-c1`, author: person(2) },
-        { id: `${id}-c3`, body: "Same time", createdAt: at(2), retractedAt: at(5), parentId: null, author: null },
-      ],
-      attachments: [{ id: `${id}-a1`, title: "Spec", url: `https://docs.example/${n}`, createdAt: at(3), author: person(3) }],
-      relations: n > 1 ? [{ id: `${id}-r1`, type: "blocks", targetId: `src-${n}`, createdAt: at(4) }] : [],
-    };
-  });
-}
 
 const counted = async (orgId: string) =>
   (

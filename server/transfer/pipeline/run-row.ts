@@ -2,9 +2,14 @@ import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../db/client.ts";
 import { importStagedFiles, linearImportPages, linearImportRuns, type LinearImportPhase } from "../../../db/schema/index.ts";
 import type { Services } from "../../context.ts";
+import { transactionWithNotices } from "../../events/index.ts";
 
-/** A fetcher silent this long died with its process, and the key with it: its run cannot go on. */
-export const FETCH_STALE_MS = 15 * 60_000;
+/**
+ * A fetcher silent this long died with its process, and the key with it: its run cannot go on.
+ * Its process beats every `IMPORT_FETCH_HEARTBEAT_MS` however slow the tracker (./start.ts), so
+ * six missed beats leave no doubt, and the org's import slot is free again within a minute.
+ */
+export const fetchStaleMs = (config: Pick<Services["config"], "IMPORT_FETCH_HEARTBEAT_MS">) => config.IMPORT_FETCH_HEARTBEAT_MS * 6;
 
 /**
  * Marks the org's run failed when the outbox has given up on its `linear.apply` job in a way
@@ -31,14 +36,23 @@ export async function expireFailedApply(services: Pick<Services, "events">, tx: 
 
 export type RunRow = typeof linearImportRuns.$inferSelect;
 
-/** Marks the org's run failed when its fetcher has gone quiet (its process crashed): the key is gone, so the owner starts again. */
-export async function expireStaleFetch(tx: Db, orgId: string, now: Date): Promise<void> {
-  const stale = await tx
+/**
+ * Marks the org's run failed when its fetcher has gone quiet (its process died): the key is gone,
+ * so the owner starts again, and a re-import reconciles what was applied. The stream hears it.
+ */
+export async function expireStaleFetch(services: Pick<Services, "events" | "config">, db: Db, orgId: string, now: Date): Promise<void> {
+  const stale = await db
     .update(linearImportRuns)
     .set({ phase: "failed", error: "FETCH_INTERRUPTED", finishedAt: now, updatedAt: now })
-    .where(and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - FETCH_STALE_MS))))
-    .returning({ id: linearImportRuns.id });
-  for (const run of stale) await dropStaging(tx, run.id);
+    .where(and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - fetchStaleMs(services.config)))))
+    .returning();
+  if (stale.length === 0) return;
+  await transactionWithNotices(db, async (tx) => {
+    for (const run of stale) {
+      await dropStaging(tx, run.id);
+      await publishProgress(services, tx, { ...run, phase: "failed" });
+    }
+  });
 }
 
 /** Progress on the live stream the Dash listens to: ids and counts, never content. */

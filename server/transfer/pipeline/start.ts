@@ -73,7 +73,7 @@ export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTar
   const prefix = target.prefix.toUpperCase();
   let projectId = target.projectId;
   await transactionWithNotices(ctx.db, async (tx) => {
-    await expireStaleFetch(tx, orgId, now);
+    await expireStaleFetch(ctx, tx, orgId, now);
     await expireFailedApply(ctx, tx, orgId, now);
     if (projectId) {
       // The source's key names the project by its prefix now or one it had before a rename (decision 089): ENG-123 is CORE-123 there.
@@ -130,6 +130,16 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
       });
     },
   };
+  // The run's heartbeat while this process reads, however long a page or a Retry-After takes: a
+  // silent run is one whose reader died (run-row.ts, fetchStaleMs). A beat that fails is retried by the next.
+  const beat = setInterval(() => {
+    const now = services.clock.now();
+    services.db
+      .update(linearImportRuns)
+      .set({ fetchHeartbeatAt: now })
+      .where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")))
+      .catch(() => {});
+  }, services.config.IMPORT_FETCH_HEARTBEAT_MS);
   let reading = reader.readPage(cursor, notice);
   try {
     for (;;) {
@@ -168,5 +178,7 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
       await dropStaging(tx, runId);
       await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase: "failed", done: 0, total: 0, error: code });
     }).catch(() => {});
+  } finally {
+    clearInterval(beat);
   }
 }

@@ -1,0 +1,69 @@
+/**
+ * What bench/imports.ts checks after a re-import with changes and after an import killed half
+ * way and resumed, on the project as the tests see it (server/transfer/linear/testing.ts's
+ * snapshot, decrypted, keyed by identifier, with no Retasc ids in it).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { sql } from "drizzle-orm";
+import { query } from "../../db/client.ts";
+import type { Services } from "../../server/context.ts";
+import { cleanEnv } from "../../server/testing/app-process.ts";
+import { snapshotProject, type ImportedIssue } from "../../server/transfer/linear/testing.ts";
+import { changedTitle, lateComment } from "./import-fake.ts";
+
+type Snapshot = Map<string, ImportedIssue>;
+const repoRoot = path.resolve(import.meta.dirname, "../..");
+
+/** A project's issues as the tests see them, and how many of its issues have a link to their source item (one each, or something was duplicated). */
+export async function projectNow(services: Services, orgId: string, projectId: string): Promise<{ prefix: string; issues: Snapshot; linked: number }> {
+  const [project] = await query<{ prefix: string; linked: number }>(
+    services.db,
+    sql`select p.prefix, (select count(*)::int from linear_links l join issues i on i.id = l.retasc_id where l.org_id = ${orgId} and l.kind = 'issue' and i.project_id = p.id) as linked
+          from projects p where p.id = ${projectId} and p.org_id = ${orgId}`,
+  );
+  return { prefix: project!.prefix, issues: await snapshotProject(services, orgId, project!.prefix), linked: project!.linked };
+}
+
+const commentsIn = (s: Snapshot) => [...s.values()].reduce((n, i) => n + i.comments.length, 0);
+
+/**
+ * What is wrong with `after`, the project re-imported after `k` items were changed at the source
+ * (./import-fake.ts's `change`): nothing when no issue was added or lost, each changed item's issue
+ * carries its new title once with its late comment last, and no comment was copied.
+ */
+export function changesMissed(before: Snapshot, after: Snapshot, linked: number, k: number): string[] {
+  const wrong: string[] = [];
+  if (after.size !== before.size) wrong.push(`${after.size} issues, ${before.size} before`);
+  if (linked !== after.size) wrong.push(`${linked} source links for ${after.size} issues`);
+  if (commentsIn(after) !== commentsIn(before) + k) wrong.push(`${commentsIn(after)} comments, ${commentsIn(before)} before and ${k} added`);
+  const titled = new Map<string, ImportedIssue[]>();
+  for (const issue of after.values()) titled.set(issue.title, [...(titled.get(issue.title) ?? []), issue]);
+  for (let j = 0; j < k; j++) {
+    const found = titled.get(changedTitle(j)) ?? [];
+    if (found.length !== 1) wrong.push(`${found.length} issues titled "${changedTitle(j)}"`);
+    else if (found[0]!.comments.at(-1)?.body !== lateComment(j)) wrong.push(`"${changedTitle(j)}" ends with ${JSON.stringify(found[0]!.comments.at(-1)?.body)}`);
+  }
+  return wrong;
+}
+
+/**
+ * Where `resumed` (an import killed half way and resumed) differs from `whole` (the same source
+ * imported without a stop): nothing, or the first few identifiers that differ. History is left out:
+ * the whole project was imported and then re-imported with changes, which adds `updated` entries.
+ */
+export function differences(whole: Snapshot, resumed: Snapshot): string[] {
+  const wrong: string[] = [];
+  if (resumed.size !== whole.size) wrong.push(`${resumed.size} issues, ${whole.size} in the whole import`);
+  const plain = (i: ImportedIssue | undefined) => (i ? JSON.stringify({ ...i, history: [] }) : "missing");
+  for (const [identifier, issue] of whole) {
+    if (plain(resumed.get(identifier)) !== plain(issue)) wrong.push(`${identifier}: ${plain(resumed.get(identifier)).slice(0, 300)} / ${plain(issue).slice(0, 300)}`);
+    if (wrong.length >= 3) break;
+  }
+  return wrong;
+}
+
+/** The product's worker process (`npm run workers`) on the bench's database, applying what the bench stages. */
+export function startWorker(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], { cwd: repoRoot, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "ignore", "inherit"] });
+}
