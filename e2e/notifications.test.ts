@@ -105,8 +105,12 @@ test("connects Telegram, email, Slack and Discord from the page; forged requests
   await page.reload();
   await expect.poll(() => page.getByRole("button", { name: "Unmute: An issue you wrote is done" }).count()).toBe(1);
 
-  // Send test: through the outbox and the worker to each fake.
-  for (const channel of ["telegram", "email", "slack", "discord"]) await card(channel).getByRole("button", { name: "Send test" }).click();
+  // Send test: through the outbox and the worker to each fake. Each form's answer is waited for: a
+  // form posted while another is in flight cancels that one in the browser (React Router), sent or not.
+  for (const [channel, name] of [["telegram", "Telegram"], ["email", "Email"], ["slack", "Slack"], ["discord", "Discord"]]) {
+    await card(channel).getByRole("button", { name: "Send test" }).click();
+    await expect.poll(() => page.getByText(`A test message is on its way to ${name}`).count()).toBe(1);
+  }
   await expect.poll(() => telegram.messagesTo(4242).filter((m) => String(m.body.text).includes("Retasc test message")).length, { timeout: 15_000 }).toBe(1);
   await expect.poll(() => smtp.mailsTo(ada.email).filter((m) => m.subject.includes("Retasc test message")).length, { timeout: 15_000 }).toBe(1);
   await expect.poll(() => slack.messagesTo("UADA").length, { timeout: 15_000 }).toBe(1);
