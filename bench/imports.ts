@@ -193,7 +193,7 @@ try {
       let killedMs = 0;
       const resumed = await waitForEnd(otherCtx, killed.runId, async (s) => {
         // The fetch goes on in this process meanwhile: only the applying worker is killed.
-        if (killedAt || appliedOf(s) < status.done / 2) return;
+        if (killedAt || s.phase === "done" || appliedOf(s) < status.done / 2) return;
         worker.process!.kill("SIGKILL");
         await once(worker.process!, "exit");
         killedMs = performance.now();
@@ -204,6 +204,7 @@ try {
         worker.process = startWorker(workerEnv);
       });
       const wholeMs = performance.now() - t3;
+      if (!killedAt) wrong.push("the worker was never killed: the run ended before half was applied");
       const resumeMs = performance.now() - killedMs;
       // A page applied twice would count its issues again, as unchanged the second time.
       const { created, updated, unchanged } = resumed.counts;

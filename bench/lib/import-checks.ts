@@ -26,6 +26,8 @@ export async function projectNow(services: Services, orgId: string, projectId: s
 }
 
 const commentsIn = (s: Snapshot) => [...s.values()].reduce((n, i) => n + i.comments.length, 0);
+/** An issue as compared across two imports: its history without the `updated` entries a re-import adds. */
+const plain = (i: ImportedIssue | undefined) => (i ? JSON.stringify({ ...i, history: i.history.filter((h) => !h.startsWith("updated@")) }) : "missing");
 
 /**
  * What is wrong with `after`, the project re-imported after `k` items were changed at the source
@@ -44,18 +46,22 @@ export function changesMissed(before: Snapshot, after: Snapshot, linked: number,
     if (found.length !== 1) wrong.push(`${found.length} issues titled "${changedTitle(j)}"`);
     else if (found[0]!.comments.at(-1)?.body !== lateComment(j)) wrong.push(`"${changedTitle(j)}" ends with ${JSON.stringify(found[0]!.comments.at(-1)?.body)}`);
   }
+  // Every issue not changed at the source is as the first import left it.
+  const changed = new Set(Array.from({ length: k }, (_, j) => changedTitle(j)));
+  const moved = [...after].filter(([identifier, issue]) => !changed.has(issue.title) && plain(issue) !== plain(before.get(identifier)));
+  if (moved.length > 0) wrong.push(`${moved.length} issues not changed at the source differ, ${moved[0]![0]} the first`);
   return wrong;
 }
 
 /**
  * Where `resumed` (an import killed half way and resumed) differs from `whole` (the same source
- * imported without a stop): nothing, or the first few identifiers that differ. History is left out:
- * the whole project was imported and then re-imported with changes, which adds `updated` entries.
+ * imported without a stop): nothing, or the first few identifiers that differ. The whole project
+ * was imported and then re-imported with changes, which added `updated` entries to its history;
+ * those are left out of both.
  */
 export function differences(whole: Snapshot, resumed: Snapshot): string[] {
   const wrong: string[] = [];
   if (resumed.size !== whole.size) wrong.push(`${resumed.size} issues, ${whole.size} in the whole import`);
-  const plain = (i: ImportedIssue | undefined) => (i ? JSON.stringify({ ...i, history: [] }) : "missing");
   for (const [identifier, issue] of whole) {
     if (plain(resumed.get(identifier)) !== plain(issue)) wrong.push(`${identifier}: ${plain(resumed.get(identifier)).slice(0, 300)} / ${plain(issue).slice(0, 300)}`);
     if (wrong.length >= 3) break;

@@ -161,6 +161,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
       "the instances' backends to exit",
     );
     const [{ deadlocks }] = await sql`select deadlocks::int from pg_stat_database where datname = current_database()`;
+    console.log(`last credit: deadlocks: ${deadlocks}`);
     expect(deadlocks).toBe(0);
   } finally {
     clearInterval(watch);

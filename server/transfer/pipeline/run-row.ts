@@ -41,13 +41,12 @@ export type RunRow = typeof linearImportRuns.$inferSelect;
  * so the owner starts again, and a re-import reconciles what was applied. The stream hears it.
  */
 export async function expireStaleFetch(services: Pick<Services, "events" | "config">, db: Db, orgId: string, now: Date): Promise<void> {
-  const stale = await db
-    .update(linearImportRuns)
-    .set({ phase: "failed", error: "FETCH_INTERRUPTED", finishedAt: now, updatedAt: now })
-    .where(and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - fetchStaleMs(services.config)))))
-    .returning();
-  if (stale.length === 0) return;
+  const silent = and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - fetchStaleMs(services.config))));
+  // Every status read asks: one cheap read, and a transaction only for a run to let go.
+  const [candidate] = await db.select({ id: linearImportRuns.id }).from(linearImportRuns).where(silent).limit(1);
+  if (!candidate) return;
   await transactionWithNotices(db, async (tx) => {
+    const stale = await tx.update(linearImportRuns).set({ phase: "failed", error: "FETCH_INTERRUPTED", finishedAt: now, updatedAt: now }).where(silent).returning();
     for (const run of stale) {
       await dropStaging(tx, run.id);
       await publishProgress(services, tx, { ...run, phase: "failed" });

@@ -130,18 +130,9 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
       });
     },
   };
-  // The run's heartbeat while this process reads, however long a page or a Retry-After takes: a
-  // silent run is one whose reader died (run-row.ts, fetchStaleMs). A beat that fails is retried by the next.
-  const beat = setInterval(() => {
-    const now = services.clock.now();
-    services.db
-      .update(linearImportRuns)
-      .set({ fetchHeartbeatAt: now })
-      .where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")))
-      .catch(() => {});
-  }, services.config.IMPORT_FETCH_HEARTBEAT_MS);
-  let reading = reader.readPage(cursor, notice);
+  const beat = heartbeat(services, runId);
   try {
+    let reading = reader.readPage(cursor, notice);
     for (;;) {
       const page = await reading;
       if (page.next !== null) {
@@ -179,6 +170,34 @@ async function stage(services: Services, runId: string, orgId: string, reader: S
       await publishProgress(services, tx, { id: runId, orgId, source: reader.source, phase: "failed", done: 0, total: 0, error: code });
     }).catch(() => {});
   } finally {
-    clearInterval(beat);
+    beat.stop();
   }
+}
+
+/**
+ * The run's heartbeat while this process reads, however long a page, its files or a Retry-After
+ * take: a silent run is one whose reader died (run-row.ts, fetchStaleMs). One beat at a time, the
+ * next scheduled when it ends; a failed beat is retried by the next. Never keeps the process alive.
+ */
+function heartbeat(services: Services, runId: string): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const beat = async () => {
+    await services.db
+      .update(linearImportRuns)
+      .set({ fetchHeartbeatAt: sql`greatest(${linearImportRuns.fetchHeartbeatAt}, ${services.clock.now().toISOString()}::timestamptz)` })
+      .where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.phase, "fetching")))
+      .catch(() => {});
+    schedule();
+  };
+  const schedule = () => {
+    if (!stopped) timer = setTimeout(() => void beat(), services.config.IMPORT_FETCH_HEARTBEAT_MS).unref();
+  };
+  schedule();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
