@@ -169,12 +169,15 @@ function counted<Q extends object>(pending: Q, use: { inUse: number }): Q {
   return proxy;
 }
 
-/** PGlite in `dataDir`, or in memory when dataDir is undefined (tests). */
-export async function openPglite(dataDir?: string): Promise<Database> {
+/**
+ * PGlite in `dataDir`, or in memory when dataDir is undefined (tests); in memory, `loadDataDir` starts
+ * it from another one's `dumpDataDir()` instead of an empty cluster (a migrated template, for tests).
+ */
+export async function openPglite(dataDir?: string, options: { loadDataDir?: Blob } = {}): Promise<Database & { dumpDataDir(): Promise<Blob> }> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   if (dataDir) fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const client = dataDir ? new PGlite(dataDir) : new PGlite();
+  const client = dataDir ? new PGlite(dataDir) : new PGlite(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
   await client.waitReady;
   // A fresh cluster is written 0666 whatever the umask; make it private as soon as it exists.
   if (dataDir) tightenDataDir(dataDir);
@@ -189,6 +192,7 @@ export async function openPglite(dataDir?: string): Promise<Database> {
     // One connection, transactions one at a time: nothing to count that would help an operator.
     pool: () => ({ max: 1, inUse: 0 }),
     close: () => client.close(),
+    dumpDataDir: () => client.dumpDataDir("none"),
   };
 }
 

@@ -84,9 +84,28 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
+/**
+ * A migrated PGlite cluster, dumped once per process: each test's database starts from it, about
+ * a second, rather than from an empty cluster (initdb) and every migration, about three.
+ */
+let pgliteTemplate: Promise<Blob> | undefined;
+async function migratedPglite(): Promise<Blob> {
+  pgliteTemplate ??= (async () => {
+    const template = await openPglite();
+    try {
+      await migrateDatabase(template);
+      return await template.dumpDataDir();
+    } finally {
+      await template.close();
+    }
+  })();
+  return pgliteTemplate;
+}
+
 export async function createTestDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
   if (testDriver === "pglite") {
-    const database = await openPglite();
+    const database = await openPglite(undefined, { loadDataDir: await migratedPglite() });
+    // Nothing left to apply: it checks the template is current, as a new process's boot does.
     await migrateDatabase(database);
     await applyMutant(database);
     return {
