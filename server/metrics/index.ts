@@ -256,7 +256,8 @@ interface DatabaseReading {
   outboxOldestAgeSeconds: number;
 }
 
-async function readDatabase(db: Db): Promise<DatabaseReading> {
+/** What the database gauges show, read once for every gauge of a scrape. */
+export async function readDatabase(db: Db): Promise<DatabaseReading> {
   const statuses = await readIssueCounts(db);
   // Each figure through its partial index (outbox_open_idx, outbox_failed_idx): the week of
   // completed rows kept for the prune is never read.
