@@ -211,7 +211,7 @@ try {
       if (created !== status.done || updated + unchanged > 0) wrong.push(`the resumed run counted ${created} created, ${updated} updated, ${unchanged} unchanged; the source has ${status.done}`);
       const other = await projectNow(services, org.orgId, resumed.projectId);
       if (other.linked !== other.issues.size) wrong.push(`${other.linked} source links for ${other.issues.size} issues after the resume`);
-      wrong.push(...differences(changed.issues, other.issues));
+      wrong.push(...differences(changed.issues, other.issues, changes));
       sequels.push({ source: name, againMs, again: again.counts, killedAt, resumeMs, wholeMs, wrong });
       log(`${name}: killed at ${killedAt}, resumed and done in ${(resumeMs / 1000).toFixed(2)} s (${(wholeMs / 1000).toFixed(2)} s in all); ${wrong.length ? `WRONG: ${wrong.join("; ")}` : "the same project as the import that did not stop"}`);
     } finally {
