@@ -8,7 +8,7 @@
  * the issue existing, beside the HTTP floor measured in the same run: the same POSTs to an
  * unknown connector id (404, read and refused at the door).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -24,7 +24,8 @@ useBenchPostgres();
 const repoRoot = path.resolve(import.meta.dirname, "..");
 process.env.RETASC_TEST_BUILD_DIR ??= path.join(repoRoot, "node_modules/.cache/retasc-test-build", `bench-${crypto.randomBytes(4).toString("hex")}`);
 const { startSeededApp } = await import("../server/mcp/testing.ts");
-const { cleanEnv, freePort, runEntry } = await import("../server/testing/app-process.ts");
+const { freePort, runEntry } = await import("../server/testing/app-process.ts");
+const { startWorker } = await import("./lib/worker-process.ts");
 const { PrivateRedis } = await import("../server/testing/redis.ts");
 const { githubDelivery } = await import("../test/fakes/github.ts");
 
@@ -63,10 +64,6 @@ async function postAll(n: number, make: (i: number) => Promise<Request>, expecte
   return { answeredAt, seconds: (performance.now() - t0) / 1000, latencies };
 }
 
-function startWorker(env: Record<string, string>, port: number): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], { cwd: repoRoot, env: { ...cleanEnv(), ...env, METRICS_PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"] });
-}
-
 log("intake: building and starting the app (RETASC_WORKERS=off) on PostgreSQL, a private Redis");
 const redis = await PrivateRedis.start();
 const queueEnv = { REDIS_URL: redis.url, BULLMQ_PREFIX: `intake${crypto.randomBytes(3).toString("hex")}`, LOG_LEVEL: "warn", OUTBOX_POLL_MS: "200" };
@@ -88,7 +85,7 @@ try {
   const [{ before }] = await sql<{ before: number }[]>`select count(*)::int as before from issues where org_id = ${org.orgId}`;
   const workerPort = await freePort();
   const workerEnv = { ...seeded.env, ...queueEnv, RETASC_WORKERS: "off" };
-  worker = startWorker(workerEnv, workerPort);
+  worker = startWorker({ ...workerEnv, METRICS_PORT: String(workerPort) });
 
   // Which source issues exist, and since when: polled every 20 ms.
   const existsAt = new Map<string, number>();
@@ -110,7 +107,7 @@ try {
     await new Promise((r) => worker!.once("exit", r));
     killed = true;
     log(`intake: worker SIGKILLed with ${existsAt.size} issues in; restarting`);
-    worker = startWorker(workerEnv, workerPort);
+    worker = startWorker({ ...workerEnv, METRICS_PORT: String(workerPort) });
   })();
 
   log(`intake: ${DELIVERIES} signed issues.opened deliveries, ${CONCURRENCY} in flight`);

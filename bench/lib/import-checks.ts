@@ -3,17 +3,13 @@
  * way and resumed, on the project as the tests see it (server/transfer/linear/testing.ts's
  * snapshot, decrypted, keyed by identifier, with no Retasc ids in it).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import { query } from "../../db/client.ts";
 import type { Services } from "../../server/context.ts";
-import { cleanEnv } from "../../server/testing/app-process.ts";
 import { snapshotProject, type ImportedIssue } from "../../server/transfer/linear/testing.ts";
 import { changedTitle, lateComment } from "./import-fake.ts";
 
 type Snapshot = Map<string, ImportedIssue>;
-const repoRoot = path.resolve(import.meta.dirname, "../..");
 
 /** A project's issues as the tests see them, and how many of its issues have a link to their source item (one each, or something was duplicated). */
 export async function projectNow(services: Services, orgId: string, projectId: string): Promise<{ prefix: string; issues: Snapshot; linked: number }> {
@@ -25,6 +21,8 @@ export async function projectNow(services: Services, orgId: string, projectId: s
   return { prefix: project!.prefix, issues: await snapshotProject(services, orgId, project!.prefix), linked: project!.linked };
 }
 
+/** The titles `k` changed items carry after the change. */
+const changedTitles = (k: number) => new Set(Array.from({ length: k }, (_, j) => changedTitle(j)));
 const commentsIn = (s: Snapshot) => [...s.values()].reduce((n, i) => n + i.comments.length, 0);
 /** An issue as compared across two imports: its history without the `updated` entries a re-import adds. */
 const plain = (i: ImportedIssue | undefined) => (i ? JSON.stringify({ ...i, history: i.history.filter((h) => !h.startsWith("updated@")) }) : "missing");
@@ -47,7 +45,7 @@ export function changesMissed(before: Snapshot, after: Snapshot, linked: number,
     else if (found[0]!.comments.at(-1)?.body !== lateComment(j)) wrong.push(`"${changedTitle(j)}" ends with ${JSON.stringify(found[0]!.comments.at(-1)?.body)}`);
   }
   // Every issue not changed at the source is as the first import left it.
-  const changed = new Set(Array.from({ length: k }, (_, j) => changedTitle(j)));
+  const changed = changedTitles(k);
   const moved = [...after].filter(([identifier, issue]) => !changed.has(issue.title) && plain(issue) !== plain(before.get(identifier)));
   if (moved.length > 0) wrong.push(`${moved.length} issues not changed at the source differ, ${moved[0]![0]} the first`);
   return wrong;
@@ -64,7 +62,7 @@ export function changesMissed(before: Snapshot, after: Snapshot, linked: number,
 export function differences(whole: Snapshot, resumed: Snapshot, k: number): string[] {
   const wrong: string[] = [];
   if (resumed.size !== whole.size) wrong.push(`${resumed.size} issues, ${whole.size} in the whole import`);
-  const changed = new Set(Array.from({ length: k }, (_, j) => changedTitle(j)));
+  const changed = changedTitles(k);
   const compared = (i: ImportedIssue | undefined) => (i && changed.has(i.title) ? plain({ ...i, history: [] }) : plain(i));
   for (const [identifier, issue] of whole) {
     const other = resumed.get(identifier);
@@ -76,9 +74,4 @@ export function differences(whole: Snapshot, resumed: Snapshot, k: number): stri
     if (wrong.length >= 3) break;
   }
   return wrong;
-}
-
-/** The product's worker process (`npm run workers`) on the bench's database, applying what the bench stages. */
-export function startWorker(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], { cwd: repoRoot, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "ignore", "inherit"] });
 }

@@ -45,7 +45,7 @@ export async function setupStatus(ctx: Ctx) {
     ]);
   }
 
-  await expireStaleFetch(ctx, ctx.db, principal.orgId, ctx.clock.now());
+  await expireStaleFetch(ctx, ctx.db, principal.orgId);
   const [run] = await ctx.db
     .select({ phase: linearImportRuns.phase, source: linearImportRuns.source, done: linearImportRuns.done, total: linearImportRuns.total, error: linearImportRuns.error })
     .from(linearImportRuns)

@@ -105,8 +105,6 @@ async function migratedPglite(): Promise<Blob> {
 export async function createTestDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
   if (testDriver === "pglite") {
     const database = await openPglite(undefined, { loadDataDir: await migratedPglite() });
-    // Nothing left to apply: it checks the template is current, as a new process's boot does.
-    await migrateDatabase(database);
     await applyMutant(database);
     return {
       database,

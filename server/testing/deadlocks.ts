@@ -35,3 +35,18 @@ export async function deadlocksOnceClosed(pool: postgres.Sql, url: string): Prom
     await reader.end();
   }
 }
+
+/**
+ * The database's deadlock count once every client backend but `pool`'s own (a countedPool) has
+ * exited: the statements ran in processes the test has stopped (app instances), not on a pool of its own.
+ */
+export async function deadlocksOnceOthersExited(pool: postgres.Sql): Promise<number> {
+  const name = pool.options.connection.application_name;
+  await waitFor(
+    async () =>
+      (await pool`select count(*)::int as n from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and application_name <> ${name!}`)[0]!.n === 0,
+    30_000,
+    "the other backends to exit",
+  );
+  return deadlocks(pool);
+}

@@ -1,9 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import postgres from "postgres";
 import { expect, test } from "vitest";
 import { callOk, connectClient, useTwoInstances } from "../mcp/testing.ts";
 import { testDriver } from "../testing/db.ts";
-import { waitFor } from "../testing/wait.ts";
+import { countedPool, deadlocksOnceOthersExited } from "../testing/deadlocks.ts";
 
 /**
  * The last-credit race: 64 agents on two app instances over one PostgreSQL, claiming and
@@ -47,7 +46,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
   );
   race.clients.push(...agents);
 
-  const sql = postgres(race.seeded.env.DATABASE_URL!, { max: 2, onnotice: () => {}, connection: { application_name: "last-credit-test" } });
+  const sql = countedPool(race.seeded.env.DATABASE_URL!, 2);
   let watch: ReturnType<typeof setInterval> | undefined;
   try {
     const balance = async () =>
@@ -155,12 +154,7 @@ test.skipIf(postgresOnly)(`${AGENTS} agents on two instances spend the last cred
     clearInterval(watch);
     await Promise.all(race.clients.map((c) => c.close().catch(() => {})));
     await Promise.all([race.second.stop(), race.seeded.app.stop()]);
-    await waitFor(
-      async () => ((await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and application_name <> 'last-credit-test'`)[0]!.n === 0 ? true : null),
-      30_000,
-      "the instances' backends to exit",
-    );
-    const [{ deadlocks }] = await sql`select deadlocks::int from pg_stat_database where datname = current_database()`;
+    const deadlocks = await deadlocksOnceOthersExited(sql);
     console.log(`last credit: deadlocks: ${deadlocks}`);
     expect(deadlocks).toBe(0);
   } finally {

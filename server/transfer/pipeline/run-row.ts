@@ -40,7 +40,8 @@ export type RunRow = typeof linearImportRuns.$inferSelect;
  * Marks the org's run failed when its fetcher has gone quiet (its process died): the key is gone,
  * so the owner starts again, and a re-import reconciles what was applied. The stream hears it.
  */
-export async function expireStaleFetch(services: Pick<Services, "events" | "config">, db: Db, orgId: string, now: Date): Promise<void> {
+export async function expireStaleFetch(services: Pick<Services, "events" | "config" | "clock">, db: Db, orgId: string): Promise<void> {
+  const now = services.clock.now();
   const silent = and(eq(linearImportRuns.orgId, orgId), eq(linearImportRuns.phase, "fetching"), lt(linearImportRuns.fetchHeartbeatAt, new Date(now.getTime() - fetchStaleMs(services.config))));
   // Every status read asks: one cheap read, and a transaction only for a run to let go.
   const [candidate] = await db.select({ id: linearImportRuns.id }).from(linearImportRuns).where(silent).limit(1);

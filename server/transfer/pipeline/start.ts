@@ -73,7 +73,7 @@ export async function beginImport(ctx: Ctx, reader: SourceReader, target: RunTar
   const prefix = target.prefix.toUpperCase();
   let projectId = target.projectId;
   await transactionWithNotices(ctx.db, async (tx) => {
-    await expireStaleFetch(ctx, tx, orgId, now);
+    await expireStaleFetch(ctx, tx, orgId);
     await expireFailedApply(ctx, tx, orgId, now);
     if (projectId) {
       // The source's key names the project by its prefix now or one it had before a rename (decision 089): ENG-123 is CORE-123 there.

@@ -18,7 +18,7 @@ export async function importStatus(ctx: Ctx, raw: z.input<typeof statusInput>) {
   const { runId } = statusInput.parse(raw);
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing");
   const orgId = ctx.principal.orgId;
-  await expireStaleFetch(ctx, ctx.db, orgId, ctx.clock.now());
+  await expireStaleFetch(ctx, ctx.db, orgId);
   const [run] = await ctx.db.select().from(linearImportRuns).where(and(eq(linearImportRuns.id, runId), eq(linearImportRuns.orgId, orgId)));
   if (!run) throw notFound(`import ${runId}`, "Starting an import answers the run's id.");
   const { failure, ...status } = await statusOf(ctx, run);
@@ -75,7 +75,7 @@ function runView(ctx: Ctx, run: RunRow) {
 export async function latestImport(ctx: Ctx) {
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing");
   const orgId = ctx.principal.orgId;
-  await expireStaleFetch(ctx, ctx.db, orgId, ctx.clock.now());
+  await expireStaleFetch(ctx, ctx.db, orgId);
   const [run] = await ctx.db.select().from(linearImportRuns).where(eq(linearImportRuns.orgId, orgId)).orderBy(desc(linearImportRuns.createdAt), desc(linearImportRuns.id)).limit(1);
   if (!run) throw notFound("import in this org", "No import has run here yet: a dry run of run_import shows what one would bring.");
   return statusOf(ctx, run);
@@ -90,7 +90,7 @@ export async function importHistory(ctx: Ctx, raw: z.input<typeof importHistoryI
   requireRole(await actorOf(ctx), ["owner", "admin"], "importing");
   const orgId = ctx.principal.orgId;
   const after = decodeCursor(cursor, historyCursor);
-  await expireStaleFetch(ctx, ctx.db, orgId, ctx.clock.now());
+  await expireStaleFetch(ctx, ctx.db, orgId);
   const at = after ? new Date(after.at) : null;
   const rows = await ctx.db
     .select()
