@@ -1,4 +1,4 @@
-import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed, outboxRowState } from "../server/outbox/index.ts";
 import { errorLabel, executeJob } from "./catalog.ts";
@@ -28,6 +28,8 @@ function tickOf(job: Job): number {
  * `UnrecoverableError`; failed jobs are kept in Redis and marked on their outbox row.
  */
 export async function startBullmqRunner(options: RunnerOptions & { redisUrl: string }): Promise<JobRunner> {
+  // Loaded here, not at the top: a process without Redis runs the inline runner and never needs it.
+  const { DelayedError, Queue, UnrecoverableError, Worker } = await import("bullmq");
   const { services, database, log, catalog, sweeps, redisUrl } = options;
   const { config, db } = services;
   const prefix = config.BULLMQ_PREFIX;

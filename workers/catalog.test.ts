@@ -1,10 +1,9 @@
-import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { testConfig } from "../server/testing/db.ts";
 import { DomainError } from "../server/errors.ts";
 import { backoffMs, errorLabel } from "./catalog.ts";
-import { isPermanent } from "./job.ts";
+import { isPermanent, PermanentJobError } from "./job.ts";
 
 describe("job failure policy", () => {
   it("retries what may pass and gives up on what cannot", () => {
@@ -14,7 +13,7 @@ describe("job failure policy", () => {
     expect(isPermanent(new DomainError("RATE_LIMITED", "slow down", "later"))).toBe(false);
     expect(isPermanent(new DomainError("NOT_FOUND", "issue gone", "none"))).toBe(true);
     expect(isPermanent(new DomainError("INVALID_INPUT", "bad", "none"))).toBe(true);
-    expect(isPermanent(new UnrecoverableError("no"))).toBe(true);
+    expect(isPermanent(new PermanentJobError("no"))).toBe(true);
     expect(isPermanent(z.object({ a: z.string() }).safeParse({}).error)).toBe(true);
   });
 

@@ -1,4 +1,3 @@
-import { UnrecoverableError } from "bullmq";
 import { z } from "zod";
 import { DomainError } from "../server/errors.ts";
 import { jobSchemas, type JobSchemas } from "../server/outbox/jobs.ts";
@@ -8,7 +7,7 @@ import { notifyIssueEvent } from "./handlers/notify-issue-event.ts";
 import { notifySend } from "./handlers/notify-send.ts";
 import { orgPurge } from "./handlers/org-purge.ts";
 import { writeBackClose } from "./handlers/writeback-close.ts";
-import type { JobContext, JobHandler } from "./job.ts";
+import { PermanentJobError, type JobContext, type JobHandler } from "./job.ts";
 
 /** Job schemas with one handler each: what a runner can execute. */
 export interface JobCatalog {
@@ -44,9 +43,9 @@ export const retascJobs = jobCatalog(jobSchemas, {
 export async function executeJob(catalog: JobCatalog, ctx: JobContext, name: string, payload: unknown): Promise<unknown> {
   const schema = catalog.schemas[name];
   const handler = catalog.handlers[name];
-  if (!schema || !handler) throw new UnrecoverableError(`unknown job ${name}`);
+  if (!schema || !handler) throw new PermanentJobError(`unknown job ${name}`);
   const parsed = schema.safeParse(payload);
-  if (!parsed.success) throw new UnrecoverableError(`invalid payload for job ${name}`);
+  if (!parsed.success) throw new PermanentJobError(`invalid payload for job ${name}`);
   return handler(ctx, parsed.data);
 }
 

@@ -54,8 +54,8 @@ export async function buyCredit(ctx: Ctx, raw: z.input<typeof buyCreditInput>, d
   });
   const metadata = { orgId, purchaseId, pack: String(pack), userId: ctx.principal.userId ?? "" };
   const back = `${door.baseUrl}/dash/settings/billing`;
-  const session = await stripeOf(ctx.config)
-    .checkout.sessions.create(
+  const session = await (await stripeOf(ctx.config)).checkout.sessions
+    .create(
       {
         mode: "payment",
         client_reference_id: orgId,

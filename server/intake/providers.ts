@@ -1,8 +1,8 @@
-import { Gitlab } from "@gitbeaker/rest";
 import { Octokit } from "@octokit/rest";
 import type { Agent as HttpAgent } from "node:http";
 import type { ConnectorProvider } from "../../db/schema/index.ts";
 import type { Config } from "../config/index.ts";
+import { onFirstUse } from "../on-first-use.ts";
 import { outboundAgent, outboundRefusalOf } from "../outbound/address.ts";
 import { gitlabHostOf } from "./urls.ts";
 
@@ -45,7 +45,10 @@ async function refusalsAsTokenRefused<T>(call: () => Promise<T>): Promise<T> {
  * A GitLab client for the connector: a base URL a person entered is called only through the
  * outbound guard (server/outbound/address.ts); GITLAB_URL is the operator's. Close it when done.
  */
-function gitlabFor(config: Config, source: SourceRepo & { token: string }, queryTimeout?: number) {
+const gitbeaker = onFirstUse(() => import("@gitbeaker/rest"));
+
+async function gitlabFor(config: Config, source: SourceRepo & { token: string }, queryTimeout?: number) {
+  const { Gitlab } = await gitbeaker.load();
   const host = gitlabHostOf(config, source.baseUrl);
   const agent = source.baseUrl ? outboundAgent(config, host) : undefined;
   // Gitbeaker types `agent` as Node's http.Agent but hands it to fetch as its undici `dispatcher`.
@@ -74,7 +77,7 @@ export async function closeAtSource(config: Config, source: SourceRepo & { token
       if (closed) await octokit.rest.issues.update({ ...at, state: "closed", state_reason: reason });
       return { commented, closed };
     }
-    const { api, close } = gitlabFor(config, source);
+    const { api, close } = await gitlabFor(config, source);
     try {
       const notes = await api.IssueNotes.all(source.repo, number);
       const commented = !notes.some((n) => String(n.body ?? "").includes(marker));
@@ -99,7 +102,7 @@ const GITLAB_DEVELOPER = 30;
  */
 export async function gitlabAuthorIsOutsider(config: Config, source: SourceRepo, authorId: number | null): Promise<boolean> {
   if (source.provider !== "gitlab" || !source.token || authorId === null) return true;
-  const { api, close } = gitlabFor(config, { ...source, token: source.token });
+  const { api, close } = await gitlabFor(config, { ...source, token: source.token });
   try {
     const member = await api.ProjectMembers.show(source.repo, authorId, { includeInherited: true });
     return !(Number(member.access_level) >= GITLAB_DEVELOPER);
@@ -142,7 +145,7 @@ export async function openRequestAtSource(config: Config, source: SourceRepo & {
       const pull = data[0];
       return pull ? { number: pull.number, url: pull.html_url } : null;
     }
-    const { api, close } = gitlabFor(config, source, LOOKUP_TIMEOUT_MS);
+    const { api, close } = await gitlabFor(config, source, LOOKUP_TIMEOUT_MS);
     try {
       const found = await api.MergeRequests.all({ projectId: source.repo, sourceBranch: branch, state: "opened", orderBy: "created_at", sort: "desc", perPage: 1, maxPages: 1 });
       const request = found[0] as { iid?: unknown; web_url?: unknown } | undefined;

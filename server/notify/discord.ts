@@ -1,11 +1,14 @@
 import crypto from "node:crypto";
-import { InteractionResponseType, InteractionType, MessageFlags } from "discord-api-types/v10";
 import { z } from "zod";
 import type { Services } from "../context.ts";
 import type { Logger } from "../log.ts";
+import { onFirstUse } from "../on-first-use.ts";
 import { bindChannel, consumeCode } from "./bindings.ts";
 import { openDiscordDm } from "./senders/discord.ts";
 import { firstSighting, refused, type WebhookReply } from "./webhook-auth.ts";
+
+/** Discord's API constants: loaded with the first interaction, as most servers never set Discord up. */
+const discordApiTypes = onFirstUse(() => import("discord-api-types/v10"));
 
 /** A signed interaction older (or further ahead) than this is refused as a replay. */
 const DISCORD_MAX_SKEW_S = 5 * 60;
@@ -57,6 +60,7 @@ export async function receiveDiscordInteraction(services: Services, log: Logger,
   }
   if (!parsed.success) return refused(400, "not a Discord interaction");
   const interaction = parsed.data;
+  const { InteractionResponseType, InteractionType, MessageFlags } = await discordApiTypes.load();
   if (interaction.type === InteractionType.Ping) return { status: 200, body: { type: InteractionResponseType.Pong } };
   const say = (content: string): WebhookReply => ({ status: 200, body: { type: InteractionResponseType.ChannelMessageWithSource, data: { content, flags: MessageFlags.Ephemeral } } });
   const code = interaction.data?.options?.find((o) => o.name === "code")?.value;

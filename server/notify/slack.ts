@@ -50,8 +50,8 @@ export async function completeSlackInstall(ctx: Ctx, input: { code: string | nul
     parts.length === 4 && mac !== undefined && mac.length === expected.length && crypto.timingSafeEqual(Buffer.from(mac), Buffer.from(expected)) &&
     orgId === actor.orgId && userId === actor.userId && Number(expires) > ctx.clock.now().getTime();
   if (!valid || !input.code) throw invalidInput("this Slack sign-in link is not valid any more", "Start again from the Notifications page.");
-  const reply = await slackClient(ctx.config)
-    .oauth.v2.access({ client_id: ctx.config.SLACK_CLIENT_ID!, client_secret: ctx.config.SLACK_CLIENT_SECRET!, code: input.code, redirect_uri: redirectUri(input.baseUrl) })
+  const reply = await (await slackClient(ctx.config)).oauth.v2
+    .access({ client_id: ctx.config.SLACK_CLIENT_ID!, client_secret: ctx.config.SLACK_CLIENT_SECRET!, code: input.code, redirect_uri: redirectUri(input.baseUrl) })
     .catch(() => {
       throw new DomainError("UNAVAILABLE", "Slack did not accept the installation", "Try adding the app again.");
     });

@@ -47,7 +47,7 @@ export async function receiveTelegramUpdate(services: Services, log: Logger, bod
     ? "Connected: Retasc will tell you here when work you are tied to moves. Mute kinds on the Dash Notifications page."
     : "That link has expired or was already used. Open the Dash Notifications page for a new one.";
   await telegramApi(services.config)
-    .sendMessage(chatId, answer)
+    .then((api) => api.sendMessage(chatId, answer))
     .catch((error: unknown) => log.warn({ err: error }, "telegram: the connect answer could not be sent"));
   return { status: 200, body: { ok: true, connected: Boolean(owner) } };
 }

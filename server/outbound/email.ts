@@ -1,18 +1,20 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Config } from "../config/index.ts";
+import { onFirstUse } from "../on-first-use.ts";
 import { SendFailure, shortReason } from "./failure.ts";
 
+const nodemailer = onFirstUse(async () => (await import("nodemailer")).default);
 const transports = new WeakMap<Config, Transporter>();
 
 export function emailConfigured(config: Config): boolean {
   return Boolean(config.SMTP_URL && config.SMTP_FROM);
 }
 
-function transportFor(config: Config): Transporter {
+async function transportFor(config: Config): Promise<Transporter> {
   let transport = transports.get(config);
   if (!transport) {
     if (!emailConfigured(config)) throw new SendFailure("permanent", "email is not configured on this server (SMTP_URL, SMTP_FROM)");
-    transport = nodemailer.createTransport(config.SMTP_URL!);
+    transport = (await nodemailer.load()).createTransport(config.SMTP_URL!);
     transports.set(config, transport);
   }
   return transport;
@@ -24,7 +26,7 @@ function transportFor(config: Config): Transporter {
  */
 export async function sendEmail(config: Config, to: string, mail: { subject: string; text: string; messageId: string }): Promise<string> {
   try {
-    const info = await transportFor(config).sendMail({ from: config.SMTP_FROM, to, subject: mail.subject, text: mail.text, messageId: mail.messageId });
+    const info = await (await transportFor(config)).sendMail({ from: config.SMTP_FROM, to, subject: mail.subject, text: mail.text, messageId: mail.messageId });
     return String(info.messageId ?? mail.messageId);
   } catch (error) {
     if (error instanceof SendFailure) throw error;

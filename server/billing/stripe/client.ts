@@ -1,7 +1,10 @@
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import type { Config } from "../../config/index.ts";
 import { DomainError } from "../../errors.ts";
+import { onFirstUse } from "../../on-first-use.ts";
 
+/** The SDK; its error classes are `stripeSdk.loaded?.errors` once a client has been made. */
+export const stripeSdk = onFirstUse(async () => (await import("stripe")).default);
 const clients = new WeakMap<Config, Stripe>();
 
 /**
@@ -9,13 +12,14 @@ const clients = new WeakMap<Config, Stripe>();
  * point it at test/fakes/stripe.ts). Built once per Config. The SDK retries network
  * failures with idempotency keys of its own, so a retried create makes one session.
  */
-export function stripeOf(config: Config): Stripe {
+export async function stripeOf(config: Config): Promise<Stripe> {
   let client = clients.get(config);
   if (!client) {
     if (!config.STRIPE_SECRET_KEY) throw billingNotConfigured();
     const api = new URL(config.STRIPE_API_URL);
     const protocol = api.protocol === "http:" ? "http" : "https";
-    client = new Stripe(config.STRIPE_SECRET_KEY, {
+    const StripeClient = await stripeSdk.load();
+    client = new StripeClient(config.STRIPE_SECRET_KEY, {
       host: api.hostname,
       port: api.port || (protocol === "http" ? 80 : 443),
       protocol,

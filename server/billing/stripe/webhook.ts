@@ -1,9 +1,9 @@
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import { z } from "zod";
 import type { Services } from "../../context.ts";
 import { DomainError, inputErrorOf } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { stripeOf } from "./client.ts";
+import { stripeOf, stripeSdk } from "./client.ts";
 import { metrics } from "../../metrics/index.ts";
 import { closeSession, recordReversal, saveReceiptUrl, settleSession, type Settled } from "./settle.ts";
 
@@ -83,9 +83,10 @@ async function receive(services: Services, log: Logger, body: Buffer, signature:
   if (!signature) return refusal(400, "INVALID_INPUT", "the Stripe-Signature header is missing", "Only Stripe's signed webhook deliveries are accepted here.");
   let event: Stripe.Event;
   try {
-    event = stripeOf(services.config).webhooks.constructEvent(body, signature, secret);
+    event = (await stripeOf(services.config)).webhooks.constructEvent(body, signature, secret);
   } catch (error) {
-    if (error instanceof Stripe.errors.StripeSignatureVerificationError) {
+    const errors = stripeSdk.loaded?.errors;
+    if (errors && error instanceof errors.StripeSignatureVerificationError) {
       log.warn({ reason: error.message.slice(0, 120) }, "Stripe webhook refused: bad signature");
       return refusal(400, "INVALID_INPUT", "the Stripe signature does not verify", "Check STRIPE_WEBHOOK_SECRET is this endpoint's signing secret.");
     }
@@ -151,7 +152,7 @@ async function receive(services: Services, log: Logger, body: Buffer, signature:
  * completion. A failure to read it fails the delivery (503), and Stripe delivers it again.
  */
 async function orgOfPayment(services: Services, paymentIntentId: string): Promise<string | null> {
-  const intent = await stripeOf(services.config).paymentIntents.retrieve(paymentIntentId, {}, { timeout: 5_000, maxNetworkRetries: 0 });
+  const intent = await (await stripeOf(services.config)).paymentIntents.retrieve(paymentIntentId, {}, { timeout: 5_000, maxNetworkRetries: 0 });
   return intent.metadata?.orgId || null;
 }
 
@@ -162,7 +163,7 @@ async function orgOfPayment(services: Services, paymentIntentId: string): Promis
  */
 async function fetchReceipt(services: Services, log: Logger, sessionId: string, paymentIntentId: string): Promise<void> {
   try {
-    const intent = await stripeOf(services.config).paymentIntents.retrieve(paymentIntentId, { expand: ["latest_charge"] }, { timeout: 5_000, maxNetworkRetries: 0 });
+    const intent = await (await stripeOf(services.config)).paymentIntents.retrieve(paymentIntentId, { expand: ["latest_charge"] }, { timeout: 5_000, maxNetworkRetries: 0 });
     const charge = intent.latest_charge;
     if (charge && typeof charge === "object" && charge.receipt_url) await saveReceiptUrl(services.db, sessionId, charge.receipt_url);
   } catch (error) {

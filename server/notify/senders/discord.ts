@@ -1,16 +1,19 @@
 import crypto from "node:crypto";
-import { DiscordAPIError, RateLimitError, REST } from "@discordjs/rest";
-import { Routes, type RESTPostAPIChannelMessageJSONBody, type RESTPostAPIChannelMessageResult } from "discord-api-types/v10";
+import type { REST } from "@discordjs/rest";
+import type { RESTPostAPIChannelMessageJSONBody, RESTPostAPIChannelMessageResult } from "discord-api-types/v10";
 import type { Config } from "../../config/index.ts";
+import { onFirstUse } from "../../on-first-use.ts";
 import { SendFailure, shortReason } from "../../outbound/failure.ts";
 
+const discordJs = onFirstUse(async () => ({ ...(await import("@discordjs/rest")), Routes: (await import("discord-api-types/v10")).Routes }));
 const clients = new WeakMap<Config, REST>();
 
 /** @discordjs/rest on DISCORD_API_URL, rejecting 429s instead of queueing them, so the delivery honours Retry-After itself. */
-export function discordRest(config: Config): REST {
+async function discordRest(config: Config): Promise<REST> {
   let rest = clients.get(config);
   if (!rest) {
     if (!config.DISCORD_BOT_TOKEN) throw new SendFailure("permanent", "Discord is not configured on this server (DISCORD_BOT_TOKEN)");
+    const { REST } = await discordJs.load();
     rest = new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
     clients.set(config, rest);
   }
@@ -23,19 +26,24 @@ const nonceOf = (key: string) => crypto.createHash("sha256").update(key).digest(
 export async function sendDiscord(config: Config, channelId: string, content: string, key: string): Promise<string> {
   const body: RESTPostAPIChannelMessageJSONBody = { content, nonce: nonceOf(key), enforce_nonce: true, allowed_mentions: { parse: [] } };
   try {
-    const sent = (await discordRest(config).post(Routes.channelMessages(channelId), { body })) as RESTPostAPIChannelMessageResult;
+    const rest = await discordRest(config);
+    const { Routes } = await discordJs.load();
+    const sent = (await rest.post(Routes.channelMessages(channelId), { body })) as RESTPostAPIChannelMessageResult;
     return sent.id;
   } catch (error) {
     if (error instanceof SendFailure) throw error;
-    if (error instanceof RateLimitError) throw new SendFailure("rate", "rate limited", Math.max(0, error.retryAfter));
+    const loaded = discordJs.loaded;
+    if (loaded && error instanceof loaded.RateLimitError) throw new SendFailure("rate", "rate limited", Math.max(0, error.retryAfter));
     // 403 (50007: cannot send messages to this user), 404 unknown channel, 401 bad token.
-    if (error instanceof DiscordAPIError && error.status >= 400 && error.status < 500) throw new SendFailure("permanent", shortReason(error.message));
+    if (loaded && error instanceof loaded.DiscordAPIError && error.status >= 400 && error.status < 500) throw new SendFailure("permanent", shortReason(error.message));
     throw new SendFailure("retry", "Discord could not be reached");
   }
 }
 
 /** Opens (or finds) the bot's DM channel with a user: where their messages go. */
 export async function openDiscordDm(config: Config, userId: string): Promise<string> {
-  const channel = (await discordRest(config).post(Routes.userChannels(), { body: { recipient_id: userId } })) as { id: string };
+  const rest = await discordRest(config);
+  const { Routes } = await discordJs.load();
+  const channel = (await rest.post(Routes.userChannels(), { body: { recipient_id: userId } })) as { id: string };
   return channel.id;
 }

@@ -1,5 +1,6 @@
-import { HttpException, Version3Client } from "jira.js";
+import type { HttpException, Version3Client } from "jira.js";
 import type { Config } from "../../config/index.ts";
+import { onFirstUse } from "../../on-first-use.ts";
 import { DomainError, invalidInput } from "../../errors.ts";
 import { outboundNodeAgents, outboundRefusalOf, requireOutboundUrl } from "../../outbound/address.ts";
 import { downloadFile, type FetchFile } from "../pipeline/files.ts";
@@ -42,6 +43,10 @@ export interface JiraApi {
   fetchFile: FetchFile;
 }
 
+const jiraJs = onFirstUse(() => import("jira.js"));
+/** Whether an error is jira.js's answer from the site (it carries the HTTP status). */
+const isHttpException = (error: unknown): error is HttpException => jiraJs.loaded !== undefined && error instanceof jiraJs.loaded.HttpException;
+
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** The longest single wait: a longer Retry-After is waited out in steps the run shows. */
 const MAX_WAIT_MS = 60_000;
@@ -55,6 +60,7 @@ export async function jiraSite(config: Pick<Config, "outboundAllowHosts">, raw: 
 export async function jiraApi(config: Pick<Config, "outboundAllowHosts">, credentials: JiraCredentials, backoff: JiraBackoff = {}): Promise<JiraApi> {
   const site = await jiraSite(config, credentials.site);
   const email = credentials.email?.trim() || undefined;
+  const { Version3Client } = await jiraJs.load();
   const clientOf = (authentication: { basic: { email: string; apiToken: string } } | undefined, headers: Record<string, string> = {}) =>
     new Version3Client({ host: site, ...(authentication ? { authentication } : {}), baseRequestConfig: { ...outboundNodeAgents(config, site), maxRedirects: 0, timeout: 60_000, proxy: false, headers } });
   const deployment = await jiraDeployment(retrying(clientOf(undefined), backoff, "cloud"), email);
@@ -101,7 +107,7 @@ function retrying(client: Version3Client, backoff: JiraBackoff, deployment: Jira
       try {
         return await request(client);
       } catch (error) {
-        const status = error instanceof HttpException ? error.status : null;
+        const status = isHttpException(error) ? error.status : null;
         const retryable = status === 429 || (status !== null && status >= 500) || (status === null && !outboundRefusalOf(error) && isNetworkError(error));
         if (!retryable || attempt >= tries) throw jiraRefusal(error, deployment);
         const wait = status === 429 ? retryAfterMs(error as HttpException, attempt) : Math.min(250 * 2 ** (attempt - 1), MAX_WAIT_MS);
@@ -130,7 +136,7 @@ export function jiraRefusal(error: unknown, deployment: JiraDeployment = "cloud"
   if (error instanceof DomainError) return error;
   const refused = outboundRefusalOf(error);
   if (refused) return invalidInput(`site: ${refused.message}`, "Use your Jira site's https URL (https://your-team.atlassian.net).");
-  const status = error instanceof HttpException ? error.status : null;
+  const status = isHttpException(error) ? error.status : null;
   if (status === 401 && deployment === "dataCenter") return new DomainError("UNAUTHORIZED", "Jira refused the personal access token", "Make a personal access token in Jira: your profile → Personal Access Tokens (the account must see the project).");
   if (status === 401) return new DomainError("UNAUTHORIZED", "Jira refused the email and API token", "Use the email of your Atlassian account and an API token from id.atlassian.com → Security → API tokens.");
   if (status === 403) return new DomainError("UNAUTHORIZED", "Jira refused this account access", "The account needs Browse projects permission on the project.");

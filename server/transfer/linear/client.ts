@@ -1,6 +1,7 @@
-import { LinearClient, LinearError, LinearErrorType, RatelimitedLinearError } from "@linear/sdk";
+import type { LinearClient, RatelimitedLinearError } from "@linear/sdk";
 import type { Config } from "../../config/index.ts";
 import { DomainError, invalidInput } from "../../errors.ts";
+import { onFirstUse } from "../../on-first-use.ts";
 import { downloadFile, type FetchFile } from "../pipeline/files.ts";
 
 /**
@@ -23,12 +24,14 @@ export interface Backoff {
   tries?: number;
 }
 
+const linearSdk = onFirstUse(() => import("@linear/sdk"));
+
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** The longest single wait: a reset an hour away is waited out in steps the caller can show. */
 const MAX_WAIT_MS = 60_000;
 
 export function linearApi(config: Pick<Config, "LINEAR_API_URL" | "LINEAR_UPLOADS_URL" | "outboundAllowHosts">, apiKey: string, backoff: Backoff = {}): LinearApi {
-  const client = new LinearClient({ apiKey, apiUrl: config.LINEAR_API_URL });
+  let client: LinearClient | undefined;
   const sleep = backoff.sleep ?? sleepFor;
   const tries = backoff.tries ?? 8;
   const uploads = new URL(config.LINEAR_UPLOADS_URL).origin;
@@ -36,13 +39,15 @@ export function linearApi(config: Pick<Config, "LINEAR_API_URL" | "LINEAR_UPLOAD
     uploads,
     fetchFile: (attachment) => downloadFile(config, attachment.url, uploads, { authorization: apiKey }),
     async request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+      const sdk = await linearSdk.load();
+      client ??= new sdk.LinearClient({ apiKey, apiUrl: config.LINEAR_API_URL });
       for (let attempt = 1; ; attempt++) {
         try {
           const response = await client.client.rawRequest<T, Record<string, unknown>>(query, variables);
           await waitForBudget(response.headers, sleep);
           return response.data as T;
         } catch (error) {
-          if (error instanceof RatelimitedLinearError && attempt < tries) {
+          if (error instanceof sdk.RatelimitedLinearError && attempt < tries) {
             await sleep(rateLimitWait(error, attempt));
             continue;
           }
@@ -78,7 +83,10 @@ async function waitForBudget(headers: Headers | undefined, sleep: (ms: number) =
 /** Linear's refusals as our coded errors; the message never carries the key (the SDK's never does). */
 export function linearRefusal(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
-  if (error instanceof LinearError) {
+  // An error of the SDK's can only come once the SDK is loaded.
+  const sdk = linearSdk.loaded;
+  if (sdk && error instanceof sdk.LinearError) {
+    const { LinearErrorType } = sdk;
     if (error.type === LinearErrorType.AuthenticationError || error.type === LinearErrorType.Forbidden) {
       return new DomainError("UNAUTHORIZED", "Linear refused the API key", "Paste a personal API key from Linear's Settings → Security & access.");
     }

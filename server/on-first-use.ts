@@ -1,0 +1,33 @@
+/**
+ * A package loaded on its first use rather than when the process starts (decision 115). The
+ * clients of outside services each load hundreds of files: loaded at boot, they made a third
+ * of the app's start, for integrations most deployments never configure.
+ */
+export interface OnFirstUse<T> {
+  /** The package, loaded once (later calls share the first load). */
+  load(): Promise<T>;
+  /**
+   * The package if something has loaded it, else undefined. An error of one of its classes can
+   * only exist once it is loaded, so a check of such an error needs no load of its own.
+   */
+  readonly loaded: T | undefined;
+}
+
+export function onFirstUse<T>(importPackage: () => Promise<T>): OnFirstUse<T> {
+  let loaded: T | undefined;
+  let loading: Promise<T> | undefined;
+  return {
+    load: () =>
+      (loading ??= importPackage().then(
+        (module) => (loaded = module),
+        (error: unknown) => {
+          // A failed load (a missing package) is tried again by the next use, not remembered.
+          loading = undefined;
+          throw error;
+        },
+      )),
+    get loaded() {
+      return loaded;
+    },
+  };
+}
