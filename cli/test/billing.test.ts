@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
+import { startApp, migratedDataDir, type AppProcess } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
 import { startFakeStripe, type FakeStripe } from "../../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
@@ -27,7 +27,7 @@ beforeAll(async () => {
   fake = await startFakeStripe();
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   app = await startApp({
-    ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }),
+    ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: migratedDataDir() }),
     RETASC_EMAIL_PASSWORD: "on",
     RETASC_BILLING: "on",
     STRIPE_SECRET_KEY: fake.secretKey,

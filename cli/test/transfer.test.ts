@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, tempDataDir, type AppProcess } from "../../server/testing/app-process.ts";
+import { startApp, migratedDataDir, type AppProcess } from "../../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../server/testing/db.ts";
 import { cliPost, signUp } from "../../server/testing/world.ts";
 import { retasc as runCli } from "./testing.ts";
@@ -29,7 +29,7 @@ function storeSession(who: "owner" | "member", person: { token: string; userId: 
 
 beforeAll(async () => {
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
-  app = await startApp({ ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: tempDataDir() }), RETASC_EMAIL_PASSWORD: "on" });
+  app = await startApp({ ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: migratedDataDir() }), RETASC_EMAIL_PASSWORD: "on" });
   const owner = await signUp(app.url, "Olga");
   orgId = (await cliPost(app.url, owner.token, "orgs", { name: "Olga's org" })).orgId;
   const project = await cliPost(app.url, owner.token, "projects", { orgId, name: "Web", prefix: "WEB" });

@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import { boot } from "../boot.ts";
 import { loadConfig } from "../config/index.ts";
 import { createTestDatabase, testConfig, testDriver } from "../testing/db.ts";
-import { runEntry, tempDataDir } from "../testing/app-process.ts";
+import { runEntry, migratedDataDir } from "../testing/app-process.ts";
 import { createAuth } from "../auth/index.ts";
 import { authenticateAgentKey } from "../orgs/index.ts";
 import { bootstrap, mintKey, setPassword } from "./commands.ts";
@@ -79,7 +79,7 @@ it("the admin command refuses such an account in one line and exits non-zero", a
   const database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const childEnv: Record<string, string> = database
     ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), RETASC_EMAIL_PASSWORD: "on" }
-    : { RETASC_DATA_DIR: tempDataDir(), RETASC_EMAIL_PASSWORD: "on" };
+    : { RETASC_DATA_DIR: migratedDataDir(), RETASC_EMAIL_PASSWORD: "on" };
   try {
     // The sign-up goes through the deployment's own better-auth, on the database the command then opens.
     const booted = await boot(loadConfig({ ...childEnv, LOG_LEVEL: "silent" }), { warn: () => {}, poolSize: 1 });

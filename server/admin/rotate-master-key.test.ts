@@ -6,7 +6,7 @@ import { Keyring } from "../crypto/index.ts";
 import { createIssue } from "../issues/create.ts";
 import { issues } from "../../db/schema/index.ts";
 import { eq } from "drizzle-orm";
-import { runEntry, tempDataDir } from "../testing/app-process.ts";
+import { runEntry, migratedDataDir } from "../testing/app-process.ts";
 import { testConfig, testDriver } from "../testing/db.ts";
 import { useTestServices } from "../testing/database.ts";
 import { seedOrg } from "../testing/fixtures.ts";
@@ -49,7 +49,7 @@ describe.skipIf(testDriver !== "pglite")("npm run admin -- rotate-master-key, in
   const admin = (dir: string, args: string[], input?: string) => runEntry("server/admin/main.ts", args, { RETASC_DATA_DIR: dir }, input);
 
   test("takes the new key on stdin, replaces the data dir's master.key, and the data still opens", async () => {
-    const dir = tempDataDir();
+    const dir = migratedDataDir();
     try {
       const boot = admin(dir, ["bootstrap", "--org", "Acme", "--project", "Core", "--prefix", "CORE", "--email", "ops@example.com", "--json"]);
       expect(boot.status, boot.stderr).toBe(0);

@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { cleanEnv, runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { cleanEnv, runEntry, startApp, migratedDataDir, type AppProcess } from "../testing/app-process.ts";
 
 /**
  * `npm run admin -- set-password` as an operator runs it: its own process, the password on
@@ -66,7 +66,7 @@ it("sets a bootstrapped person's password from stdin; they sign in with it over 
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const env: Record<string, string> = database
     ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), RETASC_EMAIL_PASSWORD: "on" }
-    : { RETASC_DATA_DIR: tempDataDir() };
+    : { RETASC_DATA_DIR: migratedDataDir() };
   const outputs: string[] = [];
   const admin = (args: string[], input?: string) => {
     const result = runEntry("server/admin/main.ts", args, env, input);

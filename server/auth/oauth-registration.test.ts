@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { REGISTRATION_LIMITS } from "./oauth.ts";
 
 /**
@@ -10,7 +10,7 @@ import { REGISTRATION_LIMITS } from "./oauth.ts";
  */
 let app: AppProcess;
 beforeAll(async () => {
-  app = await startApp({ RETASC_DATA_DIR: tempDataDir(), RATE_LIMIT_OAUTH_REGISTER_PER_HOUR: "8" });
+  app = await startApp({ RATE_LIMIT_OAUTH_REGISTER_PER_HOUR: "8" });
 });
 afterAll(async () => {
   await app?.stop();

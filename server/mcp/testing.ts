@@ -4,7 +4,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import crypto from "node:crypto";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { createTestDatabase, servicesFor, testConfig, testDriver, type TestDatabase } from "../testing/db.ts";
-import { runEntry, startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { runEntry, startApp, migratedDataDir, type AppProcess } from "../testing/app-process.ts";
 import { seedOrg, type SeededOrg } from "../testing/fixtures.ts";
 import type { SeededOrgJson } from "../testing/seed-orgs.ts";
 import type { Services } from "../context.ts";
@@ -79,7 +79,7 @@ export async function startSeededApp(prefixes: string[], env: Record<string, str
         ...(testDb.directUrl ? { DATABASE_DIRECT_URL: testDb.directUrl } : {}),
         RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
       }
-    : { RETASC_DATA_DIR: tempDataDir() };
+    : { RETASC_DATA_DIR: migratedDataDir() };
   const seeded = runEntry("server/testing/seed-orgs.ts", prefixes, databaseEnv);
   if (seeded.status !== 0) throw new Error(`seeding failed:\n${seeded.stdout}\n${seeded.stderr}`);
   const orgs = Object.fromEntries(

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { user } from "../../db/schema/index.ts";
-import { startApp, tempDataDir, type AppProcess } from "../testing/app-process.ts";
+import { startApp, type AppProcess } from "../testing/app-process.ts";
 import { signUpOverHttp } from "../testing/dash.ts";
 import { startFakeSmtp, type FakeSmtp } from "../../test/fakes/smtp.ts";
 import { TestClock, testConfig } from "../testing/db.ts";
@@ -233,7 +233,7 @@ describe("the Members page over HTTP, with a mail server", () => {
   beforeAll(async () => {
     smtp = await startFakeSmtp();
     // The embedded mode, as `npm start` runs it, so this holds on either test driver.
-    app = await startApp({ RETASC_DATA_DIR: tempDataDir(), SMTP_URL: smtp.url, SMTP_FROM: "Retasc <retasc@example.com>" }, { timeoutMs: 240_000 });
+    app = await startApp({ SMTP_URL: smtp.url, SMTP_FROM: "Retasc <retasc@example.com>" }, { timeoutMs: 240_000 });
     ({ cookie: owner } = await signUpOverHttp(app.url, unique("olive"), "Olive"));
     const created = await form("/dash/orgs/new", owner, { name: "Mailed", projectName: "Web", prefix: "WEB" });
     expect(created.status).toBe(302);

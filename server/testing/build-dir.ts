@@ -4,7 +4,7 @@ import path from "node:path";
 /**
  * Where a test run's build lives: RETASC_TEST_BUILD_DIR (global-setup.ts, `npm test`, the swarm and
  * the benches each give their run one), else a shared ad hoc one. The app's build goes in it
- * (app-process.ts); the entries' bundles beside it (entry-bundle.ts), since the app's build empties
+ * (app-process.ts); the entries' bundles beside it (entry-bundle.ts; app-process.ts keeps its migrated embedded cluster there too), since the app's build empties
  * its own directory first.
  */
 export const testBuildPath = (): string =>

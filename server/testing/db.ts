@@ -37,7 +37,8 @@ function withDatabase(url: string, name: string): string {
  */
 const mutantSql = process.env.RETASC_TEST_MUTANT_SQL ? fs.readFileSync(process.env.RETASC_TEST_MUTANT_SQL, "utf8") : undefined;
 
-function migrationsHash(): string {
+/** The migrations (and the mutant, when one is applied): what a migrated template is named after. */
+export function migrationsHash(): string {
   const hash = crypto.createHash("sha256");
   for (const file of fs.readdirSync(migrationsFolder).sort()) {
     if (file.endsWith(".sql")) hash.update(fs.readFileSync(path.join(migrationsFolder, file)));

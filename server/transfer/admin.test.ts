@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../testing/db.ts";
-import { runEntry, tempDataDir } from "../testing/app-process.ts";
+import { runEntry, migratedDataDir } from "../testing/app-process.ts";
 import { removeTemps, tempDir } from "../testing/temp-dirs.ts";
 
 /**
@@ -17,7 +17,7 @@ afterAll(async () => {
 
 it("exports an org to stdout and imports it back as a new org", async () => {
   database = testDriver === "postgres" ? await createTestDatabase({ max: 1 }) : null;
-  const env = database ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: Buffer.alloc(32, 7).toString("base64") } : { RETASC_DATA_DIR: tempDataDir() };
+  const env = database ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: Buffer.alloc(32, 7).toString("base64") } : { RETASC_DATA_DIR: migratedDataDir() };
   const admin = (args: string[]) => {
     const result = runEntry("server/admin/main.ts", args, env);
     expect(result.status, result.stderr).toBe(0);

@@ -5,7 +5,7 @@ import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { startApp, tempDataDir, type AppProcess } from "../../testing/app-process.ts";
+import { migratedDataDir, startApp, tempDataDir, type AppProcess } from "../../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
 import { MemoryOAuthClient } from "../../testing/oauth-client.ts";
 
@@ -47,8 +47,8 @@ export function oauthApp() {
   };
 
   beforeAll(async () => {
-    world.dataDir = tempDataDir();
     if (testDriver === "postgres") world.database = await createTestDatabase({ max: 2 });
+    world.dataDir = world.database ? tempDataDir() : migratedDataDir();
     const { database } = world;
     world.started = await startApp({ RETASC_EMAIL_PASSWORD: "on", RETASC_DATA_DIR: world.dataDir, MCP_ALLOWED_ORIGINS: `${inspectorOrigin}, https://other.example`, ...(database ? { DATABASE_URL: database.url! } : {}) });
   });
