@@ -9,7 +9,8 @@ export default defineConfig({
     hookTimeout: 180_000,
     globalSetup: ["server/testing/global-setup.ts", "cli/test/global-setup.ts"],
     pool: "forks",
-    maxWorkers: 2,
+    // Three workers on two CPUs: the files wait on their pages, apps and CLI runs (decision 116).
+    maxWorkers: 3,
     reporters: ["default"],
     // The longest files first, by their recorded seconds (decision 113).
     sequence: { sequencer: LongestFirst },
