@@ -10,7 +10,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { sql } from "drizzle-orm";
 import { openPglite, query } from "../db/client.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
-import { startApp, migratedDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { migratedDataDir, startApp, tempDataDir, type AppProcess } from "../server/testing/app-process.ts";
 import { folderLaunch } from "../server/testing/mcp-marker.ts";
 import { gitRepo, removeTemps, tempDir } from "../server/testing/temp-dirs.ts";
 
@@ -34,7 +34,7 @@ export interface E2eApp {
 /** `extraEnv`: more configuration for the app (outside services' fakes). */
 export async function startE2eApp(extraEnv: Record<string, string> = {}): Promise<E2eApp> {
   const database: TestDatabase | null = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
-  const dataDir = migratedDataDir();
+  const dataDir = database ? tempDataDir() : migratedDataDir();
   const env: Record<string, string> = database
     ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64"), RETASC_EMAIL_PASSWORD: "on" }
     : { RETASC_DATA_DIR: dataDir };

@@ -2,7 +2,7 @@ import type { Job } from "bullmq";
 import { metrics } from "../server/metrics/index.ts";
 import { markOutboxCompleted, markOutboxFailed, outboxRowState } from "../server/outbox/index.ts";
 import { errorLabel, executeJob } from "./catalog.ts";
-import { isPermanent } from "./job.ts";
+import { isPermanent, PermanentJobError } from "./job.ts";
 import { startOutboxRelay, type OutboxJobData } from "./relay.ts";
 import { SHUTDOWN_GRACE_MS, settleWithin, type JobRunner, type RunnerOptions } from "./runner.ts";
 import { runSweepTick, type SweepDefinition } from "./sweeps.ts";
@@ -69,6 +69,9 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
         await markOutboxCompleted(db, outboxId);
         return result ?? null;
       } catch (error) {
+        // Our own permanent failures say what is wrong (an unknown job, a refused token) and carry no
+        // data; any other keeps only its label, as on the outbox row.
+        if (error instanceof PermanentJobError) throw new UnrecoverableError(error.message);
         if (isPermanent(error) && !(error instanceof UnrecoverableError)) throw new UnrecoverableError(errorLabel(error));
         throw error;
       }

@@ -14,7 +14,9 @@ async function transportFor(config: Config): Promise<Transporter> {
   let transport = transports.get(config);
   if (!transport) {
     if (!emailConfigured(config)) throw new SendFailure("permanent", "email is not configured on this server (SMTP_URL, SMTP_FROM)");
-    transport = (await nodemailer.load()).createTransport(config.SMTP_URL!);
+    const mailer = await nodemailer.load();
+    // Another send may have made one while the package loaded: one transport per configuration.
+    transport = transports.get(config) ?? mailer.createTransport(config.SMTP_URL!);
     transports.set(config, transport);
   }
   return transport;

@@ -61,23 +61,34 @@ export function tempDataDir(): string {
 }
 
 /**
- * A data directory for an embedded app whose cluster already carries every migration: a copy of
- * one made once per test run beside the entries' bundles (removed with them). An embedded app starts from it in about 2 s of CPU
- * rather than 6 (initdb and every migration). A test of the first start from nothing
- * (server/boot.test.ts, e2e/newcomer.test.ts) uses tempDataDir().
+ * The cluster embedded apps in tests copy (migratedDataDir): every migration applied, made once
+ * per test run under a lock, beside the entries' bundles (removed with them). `npm test` makes it
+ * beside the type check (build-for-run.ts).
  */
-export function migratedDataDir(): string {
-  const seed = path.join(entriesBeside(testBuildPath()), `pgdata-${migrationsHash()}`);
+export function migratedClusterSeed(): string {
+  // Named by what shapes it, so a build directory that outlives a run never serves a stale one.
+  const pglite = (JSON.parse(fs.readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string }).version;
+  const seed = path.join(entriesBeside(testBuildPath()), `pgdata-${migrationsHash()}-pglite-${pglite}`);
   makeOnce(`${seed}.lock`, () => fs.existsSync(seed), () => {
     // Made beside and renamed: a worker waiting on the lock never copies half a cluster.
     const partial = `${seed}.${process.pid}.partial`;
     fs.rmSync(partial, { recursive: true, force: true });
-    const result = spawnSync(process.execPath, ["--import", "tsx", "server/testing/migrated-data-dir.ts", partial], { cwd: root, env: cleanEnv(), encoding: "utf8" });
-    if (result.status !== 0) throw new Error(`making the migrated data directory failed:\n${result.stdout}\n${result.stderr}`);
+    const result = spawnSync(process.execPath, ["--import", "tsx", "server/testing/migrated-data-dir.ts", partial], { cwd: root, env: cleanEnv(), encoding: "utf8", timeout: 180_000 });
+    if (result.status !== 0) throw new Error(`making the migrated data directory failed (${result.error?.message ?? `exit ${result.status}`}):\n${result.stdout}\n${result.stderr}`);
     fs.renameSync(partial, seed);
   });
+  return seed;
+}
+
+/**
+ * A data directory for an embedded app whose cluster already carries every migration, copied from
+ * migratedClusterSeed(). An embedded app starts from it in about 2 s of CPU rather than 6 (initdb
+ * and every migration). A test of the first start from nothing (server/boot.test.ts,
+ * e2e/newcomer.test.ts) uses tempDataDir().
+ */
+export function migratedDataDir(): string {
   const dir = tempDataDir();
-  fs.cpSync(seed, path.join(dir, "pgdata"), { recursive: true });
+  fs.cpSync(migratedClusterSeed(), path.join(dir, "pgdata"), { recursive: true });
   return dir;
 }
 

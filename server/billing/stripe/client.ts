@@ -19,7 +19,8 @@ export async function stripeOf(config: Config): Promise<Stripe> {
     const api = new URL(config.STRIPE_API_URL);
     const protocol = api.protocol === "http:" ? "http" : "https";
     const StripeClient = await stripeSdk.load();
-    client = new StripeClient(config.STRIPE_SECRET_KEY, {
+    // Another call may have made one while the SDK loaded: one client per configuration.
+    client = clients.get(config) ?? new StripeClient(config.STRIPE_SECRET_KEY, {
       host: api.hostname,
       port: api.port || (protocol === "http" ? 80 : 443),
       protocol,

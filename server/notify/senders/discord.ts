@@ -14,7 +14,8 @@ async function discordRest(config: Config): Promise<REST> {
   if (!rest) {
     if (!config.DISCORD_BOT_TOKEN) throw new SendFailure("permanent", "Discord is not configured on this server (DISCORD_BOT_TOKEN)");
     const { REST } = await discordJs.load();
-    rest = new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
+    // Another send may have made one while the package loaded: one client per configuration.
+    rest = clients.get(config) ?? new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
     clients.set(config, rest);
   }
   return rest;

@@ -12,7 +12,8 @@ export async function telegramApi(config: Config): Promise<Api> {
   if (!api) {
     if (!config.TELEGRAM_BOT_TOKEN) throw new SendFailure("permanent", "Telegram is not configured on this server (TELEGRAM_BOT_TOKEN)");
     const { Api } = await grammy.load();
-    api = new Api(config.TELEGRAM_BOT_TOKEN, { apiRoot: config.TELEGRAM_API_URL.replace(/\/+$/, "") });
+    // Another send may have made one while the package loaded: one client per configuration.
+    api = apis.get(config) ?? new Api(config.TELEGRAM_BOT_TOKEN, { apiRoot: config.TELEGRAM_API_URL.replace(/\/+$/, "") });
     apis.set(config, api);
   }
   return api;
