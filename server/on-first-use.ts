@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+
 /**
  * A package loaded on its first use rather than when the process starts (decision 115). The
  * clients of outside services each load hundreds of files: loaded at boot, they made a third
@@ -30,4 +32,13 @@ export function onFirstUse<T>(importPackage: () => Promise<T>): OnFirstUse<T> {
       return loaded;
     },
   };
+}
+
+/**
+ * A CommonJS package required on its first use, synchronously: for a client that code builds in
+ * a synchronous function (undici's dispatcher, ioredis's connection). Same rule as onFirstUse.
+ */
+export function requireOnFirstUse<T>(name: string): () => T {
+  let loaded: T | undefined;
+  return () => (loaded ??= createRequire(import.meta.url)(name) as T);
 }

@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Config } from "../config/index.ts";
+import { limitCounterRedis } from "../limit-redis.ts";
 import type { Logger } from "../log.ts";
 import { bearerKeyOf } from "../orgs/index.ts";
 import { UPLOAD_FORM_SLACK_BYTES, UPLOAD_MAX_BYTES, UPLOAD_PATH } from "../transfer/import.ts";
@@ -61,9 +61,7 @@ const DEVICE_PATH = /^\/device(?:\.data)?$/;
 export const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?better-auth\.session_token=([^;]+)/;
 
 export function createRequestGuard(config: Config, log: Logger): RequestGuard {
-  const redis = config.REDIS_URL
-    ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 })
-    : null;
+  const redis = config.REDIS_URL ? limitCounterRedis(config.REDIS_URL) : null;
   let redisDown = false;
   redis?.on("error", (err) => {
     if (!redisDown) log.warn({ err }, "Redis unreachable: rate limits count per instance until it is back");

@@ -2,9 +2,10 @@ import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { Agent, buildConnector } from "undici";
+import type { Agent, buildConnector } from "undici";
 import type { Config } from "../config/index.ts";
 import { invalidInput } from "../errors.ts";
+import { requireOnFirstUse } from "../on-first-use.ts";
 
 /**
  * The one guard for URLs people and orgs type that the server then calls (a self-hosted GitLab's
@@ -147,6 +148,9 @@ function publicLookup(hostname: string, options: dns.LookupOptions, callback: (.
   });
 }
 
+/** undici, the fetch and dispatcher outbound calls use, loaded with the first of them (decision 115). */
+export const undici = requireOnFirstUse<typeof import("undici")>("undici");
+
 /**
  * The dispatcher (undici, which global fetch and the API clients take as `dispatcher`/`agent`) for
  * calls to the URL a person entered at `origin`: it opens connections only to that origin's host
@@ -155,6 +159,7 @@ function publicLookup(hostname: string, options: dns.LookupOptions, callback: (.
  */
 export function outboundAgent(config: Pick<Config, "outboundAllowHosts">, origin: string): Agent {
   const home = new URL(origin);
+  const { Agent, buildConnector } = undici();
   const connect = buildConnector({});
   const connectPublic = buildConnector({ lookup: publicLookup } as buildConnector.BuildOptions);
   return new Agent({

@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
-import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Config } from "../config/index.ts";
 import { DomainError } from "../errors.ts";
+import { limitCounterRedis } from "../limit-redis.ts";
 
 /**
  * Mail a person's action sends to an address they typed (an email confirmation code, an emailed
@@ -21,7 +21,7 @@ const byConfig = new WeakMap<Config, MailLimiters>();
 function limitersFor(config: Config): MailLimiters {
   let limiters = byConfig.get(config);
   if (limiters) return limiters;
-  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500, lazyConnect: false }) : null;
+  const redis = config.REDIS_URL ? limitCounterRedis(config.REDIS_URL) : null;
   redis?.on("error", () => {});
   const limiter = (name: string, points: number): RateLimiterAbstract => {
     const memory = new RateLimiterMemory({ keyPrefix: `mail-${name}`, points, duration: 3600 });

@@ -1,12 +1,11 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { fetch } from "undici";
 import { attachmentFiles, linearLinks } from "../../../db/schema/index.ts";
 import type { Config } from "../../config/index.ts";
 import type { OrgCipher } from "../../crypto/index.ts";
 import type { Services } from "../../context.ts";
 import { MAX_FILE_BYTES } from "../../issues/attachments-files.ts";
 import { sniffContentType } from "../../issues/attachments-sniff.ts";
-import { outboundAgent } from "../../outbound/address.ts";
+import { outboundAgent, undici } from "../../outbound/address.ts";
 import type { Download, FetchFile, SourceAttachment, SourceIssue } from "./stream.ts";
 
 /**
@@ -35,7 +34,7 @@ export async function downloadFile(config: Pick<Config, "outboundAllowHosts">, u
   if (!sameOrigin(url, home)) return { keptAsLink: "failed" };
   try {
     const agent = agentFor(config, new URL(home).origin);
-    const res = await fetch(url, { headers, redirect: "manual", dispatcher: agent, signal: AbortSignal.timeout(DOWNLOAD_MS) });
+    const res = await undici().fetch(url, { headers, redirect: "manual", dispatcher: agent, signal: AbortSignal.timeout(DOWNLOAD_MS) });
     if (res.status !== 200 || !res.body) {
       await res.body?.cancel();
       return { keptAsLink: "failed" };

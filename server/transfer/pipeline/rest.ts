@@ -1,5 +1,5 @@
-import { fetch } from "undici";
 import { DomainError } from "../../errors.ts";
+import { undici } from "../../outbound/address.ts";
 import type { ReadNotice } from "./stream.ts";
 
 /**
@@ -43,7 +43,7 @@ export function restApi(options: { base: string; headers: Record<string, string>
         let status: number | null = null;
         let wait = Math.min(250 * 2 ** (attempt - 1), MAX_WAIT_MS);
         try {
-          const res = await fetch(url, { headers: { accept: "application/json", ...options.headers }, redirect: "manual", signal: AbortSignal.timeout(REQUEST_MS) });
+          const res = await undici().fetch(url, { headers: { accept: "application/json", ...options.headers }, redirect: "manual", signal: AbortSignal.timeout(REQUEST_MS) });
           status = res.status;
           if (status === 200) return (await res.json()) as T;
           await res.body?.cancel();
