@@ -35,6 +35,24 @@ export function onFirstUse<T>(importPackage: () => Promise<T>): OnFirstUse<T> {
 }
 
 /**
+ * One client per configuration, made on its first use (which loads its package): concurrent first
+ * uses share one make, and a make that fails (not configured, a failed load) is tried again by the
+ * next use rather than remembered.
+ */
+export function clientPerConfig<K extends object, T>(make: (key: K) => Promise<T>): (key: K) => Promise<T> {
+  const made = new WeakMap<K, Promise<T>>();
+  return (key) => {
+    let client = made.get(key);
+    if (!client) {
+      client = make(key);
+      made.set(key, client);
+      client.catch(() => made.delete(key));
+    }
+    return client;
+  };
+}
+
+/**
  * A CommonJS package required on its first use, synchronously: for a client that code builds in
  * a synchronous function (undici's dispatcher, ioredis's connection). Same rule as onFirstUse.
  */

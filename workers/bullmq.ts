@@ -71,8 +71,7 @@ export async function startBullmqRunner(options: RunnerOptions & { redisUrl: str
       } catch (error) {
         // Our own permanent failures say what is wrong (an unknown job, a refused token) and carry no
         // data; any other keeps only its label, as on the outbox row.
-        if (error instanceof PermanentJobError) throw new UnrecoverableError(error.message);
-        if (isPermanent(error) && !(error instanceof UnrecoverableError)) throw new UnrecoverableError(errorLabel(error));
+        if (isPermanent(error)) throw new UnrecoverableError(error instanceof PermanentJobError ? error.message : errorLabel(error));
         throw error;
       }
     },

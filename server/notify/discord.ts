@@ -2,13 +2,9 @@ import crypto from "node:crypto";
 import { z } from "zod";
 import type { Services } from "../context.ts";
 import type { Logger } from "../log.ts";
-import { onFirstUse } from "../on-first-use.ts";
 import { bindChannel, consumeCode } from "./bindings.ts";
-import { openDiscordDm } from "./senders/discord.ts";
+import { discordApiTypes, openDiscordDm } from "./senders/discord.ts";
 import { firstSighting, refused, type WebhookReply } from "./webhook-auth.ts";
-
-/** Discord's API constants: loaded with the first interaction, as most servers never set Discord up. */
-const discordApiTypes = onFirstUse(() => import("discord-api-types/v10"));
 
 /** A signed interaction older (or further ahead) than this is refused as a replay. */
 const DISCORD_MAX_SKEW_S = 5 * 60;

@@ -1,26 +1,18 @@
 import type { Transporter } from "nodemailer";
 import type { Config } from "../config/index.ts";
-import { onFirstUse } from "../on-first-use.ts";
+import { clientPerConfig, onFirstUse } from "../on-first-use.ts";
 import { SendFailure, shortReason } from "./failure.ts";
 
 const nodemailer = onFirstUse(async () => (await import("nodemailer")).default);
-const transports = new WeakMap<Config, Transporter>();
 
 export function emailConfigured(config: Config): boolean {
   return Boolean(config.SMTP_URL && config.SMTP_FROM);
 }
 
-async function transportFor(config: Config): Promise<Transporter> {
-  let transport = transports.get(config);
-  if (!transport) {
-    if (!emailConfigured(config)) throw new SendFailure("permanent", "email is not configured on this server (SMTP_URL, SMTP_FROM)");
-    const mailer = await nodemailer.load();
-    // Another send may have made one while the package loaded: one transport per configuration.
-    transport = transports.get(config) ?? mailer.createTransport(config.SMTP_URL!);
-    transports.set(config, transport);
-  }
-  return transport;
-}
+const transportFor = clientPerConfig(async (config: Config): Promise<Transporter> => {
+  if (!emailConfigured(config)) throw new SendFailure("permanent", "email is not configured on this server (SMTP_URL, SMTP_FROM)");
+  return (await nodemailer.load()).createTransport(config.SMTP_URL!);
+});
 
 /**
  * Sends a plain-text email over SMTP_URL. `messageId` is stable per message (the delivery key),

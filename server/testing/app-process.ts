@@ -65,10 +65,12 @@ export function tempDataDir(): string {
  * per test run under a lock, beside the entries' bundles (removed with them). `npm test` makes it
  * beside the type check (build-for-run.ts).
  */
+let seedName: string | undefined;
 export function migratedClusterSeed(): string {
-  // Named by what shapes it, so a build directory that outlives a run never serves a stale one.
-  const pglite = (JSON.parse(fs.readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string }).version;
-  const seed = path.join(entriesBeside(testBuildPath()), `pgdata-${migrationsHash()}-pglite-${pglite}`);
+  // Named by what shapes it, so a build directory that outlives a run never serves a stale one;
+  // worked out once per process, as it reads every migration.
+  seedName ??= `pgdata-${migrationsHash()}-pglite-${(JSON.parse(fs.readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string }).version}`;
+  const seed = path.join(entriesBeside(testBuildPath()), seedName);
   makeOnce(`${seed}.lock`, () => fs.existsSync(seed), () => {
     // Made beside and renamed: a worker waiting on the lock never copies half a cluster.
     const partial = `${seed}.${process.pid}.partial`;

@@ -2,24 +2,19 @@ import crypto from "node:crypto";
 import type { REST } from "@discordjs/rest";
 import type { RESTPostAPIChannelMessageJSONBody, RESTPostAPIChannelMessageResult } from "discord-api-types/v10";
 import type { Config } from "../../config/index.ts";
-import { onFirstUse } from "../../on-first-use.ts";
+import { clientPerConfig, onFirstUse } from "../../on-first-use.ts";
 import { SendFailure, shortReason } from "../../outbound/failure.ts";
 
-const discordJs = onFirstUse(async () => ({ ...(await import("@discordjs/rest")), Routes: (await import("discord-api-types/v10")).Routes }));
-const clients = new WeakMap<Config, REST>();
+const discordJs = onFirstUse(() => import("@discordjs/rest"));
+/** Discord's API routes and constants (the interactions endpoint reads them too), loaded with the first use. */
+export const discordApiTypes = onFirstUse(() => import("discord-api-types/v10"));
 
 /** @discordjs/rest on DISCORD_API_URL, rejecting 429s instead of queueing them, so the delivery honours Retry-After itself. */
-async function discordRest(config: Config): Promise<REST> {
-  let rest = clients.get(config);
-  if (!rest) {
-    if (!config.DISCORD_BOT_TOKEN) throw new SendFailure("permanent", "Discord is not configured on this server (DISCORD_BOT_TOKEN)");
-    const { REST } = await discordJs.load();
-    // Another send may have made one while the package loaded: one client per configuration.
-    rest = clients.get(config) ?? new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
-    clients.set(config, rest);
-  }
-  return rest;
-}
+const discordRest = clientPerConfig(async (config: Config): Promise<REST> => {
+  if (!config.DISCORD_BOT_TOKEN) throw new SendFailure("permanent", "Discord is not configured on this server (DISCORD_BOT_TOKEN)");
+  const { REST } = await discordJs.load();
+  return new REST({ api: config.DISCORD_API_URL.replace(/\/+$/, ""), version: "10", retries: 0, rejectOnRateLimit: () => true }).setToken(config.DISCORD_BOT_TOKEN);
+});
 
 /** Discord's nonce is at most 25 characters: a digest of the delivery key, enforced so a resend within minutes is not posted twice. */
 const nonceOf = (key: string) => crypto.createHash("sha256").update(key).digest("base64url").slice(0, 25);
@@ -28,7 +23,7 @@ export async function sendDiscord(config: Config, channelId: string, content: st
   const body: RESTPostAPIChannelMessageJSONBody = { content, nonce: nonceOf(key), enforce_nonce: true, allowed_mentions: { parse: [] } };
   try {
     const rest = await discordRest(config);
-    const { Routes } = await discordJs.load();
+    const { Routes } = await discordApiTypes.load();
     const sent = (await rest.post(Routes.channelMessages(channelId), { body })) as RESTPostAPIChannelMessageResult;
     return sent.id;
   } catch (error) {
@@ -44,7 +39,7 @@ export async function sendDiscord(config: Config, channelId: string, content: st
 /** Opens (or finds) the bot's DM channel with a user: where their messages go. */
 export async function openDiscordDm(config: Config, userId: string): Promise<string> {
   const rest = await discordRest(config);
-  const { Routes } = await discordJs.load();
+  const { Routes } = await discordApiTypes.load();
   const channel = (await rest.post(Routes.userChannels(), { body: { recipient_id: userId } })) as { id: string };
   return channel.id;
 }

@@ -1,23 +1,15 @@
 import type { Api } from "grammy";
 import type { Config } from "../../config/index.ts";
-import { onFirstUse } from "../../on-first-use.ts";
+import { clientPerConfig, onFirstUse } from "../../on-first-use.ts";
 import { retryAfterMs, SendFailure, shortReason } from "../../outbound/failure.ts";
 
 const grammy = onFirstUse(() => import("grammy"));
-const apis = new WeakMap<Config, Api>();
-
 /** grammY's Api on TELEGRAM_API_URL (one per configuration). */
-export async function telegramApi(config: Config): Promise<Api> {
-  let api = apis.get(config);
-  if (!api) {
-    if (!config.TELEGRAM_BOT_TOKEN) throw new SendFailure("permanent", "Telegram is not configured on this server (TELEGRAM_BOT_TOKEN)");
-    const { Api } = await grammy.load();
-    // Another send may have made one while the package loaded: one client per configuration.
-    api = apis.get(config) ?? new Api(config.TELEGRAM_BOT_TOKEN, { apiRoot: config.TELEGRAM_API_URL.replace(/\/+$/, "") });
-    apis.set(config, api);
-  }
-  return api;
-}
+export const telegramApi = clientPerConfig(async (config: Config): Promise<Api> => {
+  if (!config.TELEGRAM_BOT_TOKEN) throw new SendFailure("permanent", "Telegram is not configured on this server (TELEGRAM_BOT_TOKEN)");
+  const { Api } = await grammy.load();
+  return new Api(config.TELEGRAM_BOT_TOKEN, { apiRoot: config.TELEGRAM_API_URL.replace(/\/+$/, "") });
+});
 
 /** Sends an HTML message to a chat; the message id, or a SendFailure. */
 export async function sendTelegram(config: Config, chatId: string, html: string): Promise<string> {
