@@ -15,7 +15,7 @@ const lanes = `(p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id
             AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)`;
 
 export const dispatchStatements: HotStatement[] = [
-  // ── retasc_next_issue (0070_org_keyed_statements) ──
+  // ── retasc_next_issue (0084_pick_locks_as_it_reads) ──
   {
     name: "next_issue: SLA due, org-wide",
     source: nextIssue,
@@ -83,6 +83,38 @@ export const dispatchStatements: HotStatement[] = [
        AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
        AND ${lanes}
        FOR NO KEY UPDATE SKIP LOCKED`,
+  },
+  {
+    name: "next_issue: a lapsed lease within reach",
+    source: nextIssue,
+    sql: `SELECT 1 FROM issues i
+       WHERE i.org_id = p_org_id AND (p_project_id IS NULL OR i.project_id = p_project_id)
+         AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))
+         AND ${dispatchable}
+         AND i.lease_check_at <= p_now AND i.lease_expires_at <= p_now`,
+  },
+  {
+    name: "next_issue: the pick locked as read, org-wide",
+    source: nextIssue,
+    sql: `SELECT i.id FROM issues i
+       WHERE i.org_id = p_org_id AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))
+         AND ${dispatchable} AND i.lease_check_at IS NULL
+         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
+         AND ${lanes}
+       ${orderBy}
+       LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
+  },
+  {
+    name: "next_issue: the pick locked as read, a project key",
+    wide: projectIndexes,
+    source: nextIssue,
+    sql: `SELECT i.id FROM issues i
+       WHERE i.project_id = p_project_id
+         AND ${dispatchable} AND i.lease_check_at IS NULL
+         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
+         AND ${lanes}
+       ${orderBy}
+       LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
   },
   // ── retasc_key_budget (0070_org_keyed_statements) ──
   {

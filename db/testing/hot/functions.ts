@@ -6,8 +6,8 @@
 /** The functions the statements come from: signature → the md5 of their definition and the migration that wrote it. */
 export const hotFunctions: Record<string, { md5: string; migration: string }> = {
   "retasc_next_issue(text,text,boolean,boolean,integer,text,text,text,timestamp with time zone,text,text,bigint,jsonb,text,text[])": {
-    md5: "d6b9fae5f2664b69d25d77c0a332a99b",
-    migration: "0070_org_keyed_statements",
+    md5: "7bd33827952f6d8afedf72be54ac442c",
+    migration: "0084_pick_locks_as_it_reads",
   },
   "retasc_key_budget(text,timestamp with time zone,text)": { md5: "2da897a320fa20bd89ade0a24a499fd7", migration: "0070_org_keyed_statements" },
   "retasc_take_lease(text,text,text,text,text,timestamp with time zone,text,text,bigint,text)": {
