@@ -66,6 +66,15 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     // By its org too, so it reads one partition (decision 099).
     const lock = sql`where i.org_id = p_org_id and i.id = v_id and ${dispatchable(i, sql.raw("p_now"))} and ${lanes} for no key update skip locked`;
     expect(occurrences(body, normal(text(lock))), "claim exclusivity (next_issue): the pick locks its row").toBe(1);
+    // The pick that locks as it reads (decision 118): the unleased half, no live lease, the lanes and the order, for
+    // both scopes, taken only when no lapsed row (the other half, in any lane) is within reach.
+    const live = "(i.lease_expires_at is null or i.lease_expires_at <= p_now)";
+    for (const scope of ["i.project_id = p_project_id", `i.org_id = p_org_id and ${scoped}`]) {
+      const lockedRead = `where ${scope} and ${text(unleased(i))} and ${live} and ${text(lanes)} ${text(ordered)} for no key update skip locked;`;
+      expect(occurrences(body, normal(lockedRead)), "the locked read follows the rule").toBe(1);
+    }
+    const lapsedInReach = `where i.org_id = p_org_id and (p_project_id is null or i.project_id = p_project_id) and ${scoped} and ${text(lapsed(i, sql.raw("p_now")))})`;
+    expect(occurrences(body, normal(lapsedInReach)), "the locked read waits for no lapsed row").toBe(1);
     expect(body).toContain(normal("if v_foreign or not (p_project_ids is null or p_project_id = any(p_project_ids)) then"));
   });
 
