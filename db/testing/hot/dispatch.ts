@@ -14,6 +14,15 @@ const dispatchable = `i.work AND i.status IN ('todo', 'doing', 'review') AND i.o
 const lanes = `(p_user_id IS NULL OR NOT (i.status = 'review' AND i.submitter_id IS NOT DISTINCT FROM p_user_id))
             AND (p_all_lanes OR p_user_id IS NULL OR i.assignee_id IS NULL OR i.assignee_id = p_user_id)`;
 
+/** The pick that locks as it reads (0084), for a scope: the unleased half with no live lease, locked as the walk reaches it. */
+const lockedRead = (scope: string) => `SELECT i.id FROM issues i
+       WHERE ${scope}
+         AND ${dispatchable} AND i.lease_check_at IS NULL
+         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
+         AND ${lanes}
+       ${orderBy}
+       LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`;
+
 export const dispatchStatements: HotStatement[] = [
   // ── retasc_next_issue (0084_pick_locks_as_it_reads) ──
   {
@@ -96,25 +105,13 @@ export const dispatchStatements: HotStatement[] = [
   {
     name: "next_issue: the pick locked as read, org-wide",
     source: nextIssue,
-    sql: `SELECT i.id FROM issues i
-       WHERE i.org_id = p_org_id AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))
-         AND ${dispatchable} AND i.lease_check_at IS NULL
-         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
-         AND ${lanes}
-       ${orderBy}
-       LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
+    sql: lockedRead("i.org_id = p_org_id AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))"),
   },
   {
     name: "next_issue: the pick locked as read, a project key",
     wide: projectIndexes,
     source: nextIssue,
-    sql: `SELECT i.id FROM issues i
-       WHERE i.project_id = p_project_id
-         AND ${dispatchable} AND i.lease_check_at IS NULL
-         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= p_now)
-         AND ${lanes}
-       ${orderBy}
-       LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
+    sql: lockedRead("i.project_id = p_project_id"),
   },
   // ── retasc_key_budget (0070_org_keyed_statements) ──
   {
