@@ -55,3 +55,34 @@ describe.skipIf(testDriver !== "postgres")("the PostgreSQL driver when things fa
     expect(await numbers("{7}")).toEqual([{ n: 7 }]);
   });
 });
+
+/**
+ * What `retasc_db_pool_busy` reports (server/metrics): the pool's count of open transactions and
+ * statements outside one, back to 0 when they end. A scrape samples it at one instant, so a run's
+ * scrapes can find it 0 each time (swarm/swarm.test.ts leaves it out of what must move); this holds it.
+ */
+describe.skipIf(testDriver !== "postgres")("the pool's use (needs TEST_DATABASE_URL)", () => {
+  let tdb: TestDatabase;
+  beforeAll(async () => {
+    tdb = await createTestDatabase({ max: 3 });
+  });
+  afterAll(async () => {
+    await tdb?.close();
+  });
+
+  it("counts each open transaction and each statement in flight, and falls back to 0", async () => {
+    const { db } = tdb.database;
+    const pool = () => tdb.database.pool();
+    expect(pool()).toEqual({ max: 3, inUse: 0 });
+    let inside = 0;
+    const statement = query(db, sql`select pg_sleep(0.2)`);
+    await new Promise((r) => setTimeout(r, 50));
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`);
+      inside = pool().inUse;
+    });
+    expect(inside).toBe(2);
+    await statement;
+    expect(pool().inUse).toBe(0);
+  });
+});
