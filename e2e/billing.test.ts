@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { startApp, migratedDataDir, type AppProcess } from "../server/testing/app-process.ts";
+import { startApp, type AppProcess } from "../server/testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../server/testing/db.ts";
 import { startFakeStripe, type FakeStripe } from "../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../server/testing/world.ts";
@@ -30,7 +30,7 @@ beforeAll(async () => {
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   [app, browser] = await Promise.all([
     startApp({
-      ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: migratedDataDir() }),
+      ...(database ? { DATABASE_URL: database.url! } : {}),
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_BILLING: "on",
       // The signup credit pays for minting the agent's key (plumbing, 1,000), and no more: the org is then at zero.

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createTestDatabase, testDriver, type TestDatabase } from "./db.ts";
 import { callOk, connectClient } from "../mcp/testing.ts";
-import { startApp, migratedDataDir, type AppProcess } from "./app-process.ts";
+import { startApp, type AppProcess } from "./app-process.ts";
 
 /**
  * Two tenants on the built app, set up only through its doors (sign-up, the CLI endpoints,
@@ -84,7 +84,7 @@ async function tenant(url: string, name: string, prefix: string): Promise<Tenant
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const database: TestDatabase | null = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const app = await startApp({
-    ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: migratedDataDir() }),
+    ...(database ? { DATABASE_URL: database.url! } : {}),
     RETASC_EMAIL_PASSWORD: "on",
     ...env,
   });

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, migratedDataDir, type AppProcess } from "../../testing/app-process.ts";
+import { startApp, type AppProcess } from "../../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
 import { startFakeStripe, type FakeStripe } from "../../../test/fakes/stripe.ts";
 import { cliPost, signUp } from "../../testing/world.ts";
@@ -20,7 +20,7 @@ beforeAll(async () => {
   fake = await startFakeStripe();
   database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
   const env = {
-    ...(database ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64") } : { RETASC_DATA_DIR: migratedDataDir() }),
+    ...(database ? { DATABASE_URL: database.url!, RETASC_MASTER_KEY: crypto.randomBytes(32).toString("base64") } : {}),
     RETASC_EMAIL_PASSWORD: "on",
     RETASC_BILLING: "on",
     STRIPE_SECRET_KEY: fake.secretKey,

@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
-import { startApp, migratedDataDir, type AppProcess } from "../../testing/app-process.ts";
+import { startApp, type AppProcess } from "../../testing/app-process.ts";
 import { cliPost, signUp } from "../../testing/world.ts";
 import { callOk, connectClient, newIssue } from "../testing.ts";
 
@@ -39,7 +39,7 @@ export function useScopedOrg() {
 
   beforeAll(async () => {
     database = testDriver === "postgres" ? await createTestDatabase({ max: 2 }) : null;
-    s.app = await startApp({ ...(database ? { DATABASE_URL: database.url! } : { RETASC_DATA_DIR: migratedDataDir() }), RETASC_EMAIL_PASSWORD: "on" });
+    s.app = await startApp({ ...(database ? { DATABASE_URL: database.url! } : {}), RETASC_EMAIL_PASSWORD: "on" });
     s.owner = await signUp(s.app.url, "Olga");
     const org = await post(s.owner.token, "orgs", { name: "Scoped org" });
     s.orgId = org.orgId ?? org.id;

@@ -3,7 +3,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import crypto from "node:crypto";
 import { expect } from "vitest";
 import { connectClient } from "../../mcp/testing.ts";
-import { startApp, migratedDataDir, type AppProcess } from "../../testing/app-process.ts";
+import { startApp, type AppProcess } from "../../testing/app-process.ts";
 import { createTestDatabase, testDriver, type TestDatabase } from "../../testing/db.ts";
 import { generateWorkspace } from "../../../test/fakes/linear-workspace.ts";
 import { type FakeLinear, startFakeLinear } from "../../../test/fakes/linear.ts";
@@ -68,7 +68,7 @@ export async function openRolesWorld(w: RolesWorld): Promise<void> {
   w.linear = await startFakeLinear({ workspace: generateWorkspace({ issues: 1 }) });
   w.app = await startApp(
     {
-      ...(w.database ? { DATABASE_URL: w.database.url! } : { RETASC_DATA_DIR: migratedDataDir() }),
+      ...(w.database ? { DATABASE_URL: w.database.url! } : {}),
       RETASC_EMAIL_PASSWORD: "on",
       RETASC_WORKERS: "inline",
       RETASC_BILLING: "on",
