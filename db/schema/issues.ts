@@ -95,6 +95,13 @@ export const issues = pgTable(
     /** Set when that run reached the project's threshold: blocked until a person releases it. */
     quarantinedAt: timestamp("quarantined_at", { withTimezone: true }),
     quarantineReason: text("quarantine_reason"),
+    /**
+     * Which sections of the issue's view may hold rows, one bit each (relations 1, labels 2,
+     * children 4, checkpoints 8, comments 16, attachments 32): a trigger sets a bit with the first
+     * such row and nothing clears it, so a clear bit means the view skips that read (decision 119,
+     * migration 0085). Issues filed before it start with every bit set.
+     */
+    viewExtras: smallint("view_extras").notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },

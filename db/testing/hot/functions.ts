@@ -11,13 +11,15 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
   },
   "retasc_key_budget(text,timestamp with time zone,text)": { md5: "2da897a320fa20bd89ade0a24a499fd7", migration: "0070_org_keyed_statements" },
   "retasc_take_lease(text,text,text,text,text,timestamp with time zone,text,text,bigint,text)": {
-    md5: "e6b7e4017e1d4fcd2c4f30f7e1415271",
-    migration: "0080_narrow_claim_and_finish_results",
+    md5: "54a6eec40d1ddb6bcce089cb53500268",
+    migration: "0085_view_extras",
   },
   "retasc_record_expiry(text,text,text,timestamp with time zone,text)": { md5: "b5bf914d85867e412dee3bb1ab22bb94", migration: "0070_org_keyed_statements" },
   "retasc_abandoned_claim(text,text,text,timestamp with time zone)": { md5: "b0c296f4a8424ce93d1e1d03580c04f1", migration: "0070_org_keyed_statements" },
-  "retasc_view_reads(text,timestamp with time zone,text)": { md5: "20c8fddc22e558b6c341afc788b278ed", migration: "0070_org_keyed_statements" },
-  "retasc_claim_discussion(text,text)": { md5: "2fcc8af91b384a81e6515921b1b31818", migration: "0070_org_keyed_statements" },
+  "retasc_view_reads(text,timestamp with time zone,text)": { md5: "52225bff488e9482ea9a121e04271f79", migration: "0085_view_extras" },
+  "retasc_claim_discussion(text,text)": { md5: "9166ffc2ed4db59a06229f34e94be028", migration: "0085_view_extras" },
+  "retasc_issue_view_reads(issues,timestamp with time zone,boolean)": { md5: "b6eb87aca03e75799cf02380bb27cd6b", migration: "0085_view_extras" },
+  "retasc_issue_discussion(issues)": { md5: "025faf9de8cb1b8473cf398e53ce5364", migration: "0085_view_extras" },
   "retasc_session_claims(text,text,timestamp with time zone,text,text)": { md5: "5e03246456f17282a8eb7182b50e5f28", migration: "0070_org_keyed_statements" },
   "retasc_next_wave(text,text,text[],text,boolean,timestamp with time zone)": { md5: "e61d680c407ca4fe787736d6e74639a5", migration: "0064_picks_read_lease_check" },
   "retasc_empty_poll(text,text,text[],text,boolean,timestamp with time zone,integer)": {
@@ -25,8 +27,8 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
     migration: "0070_org_keyed_statements",
   },
   "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": {
-    md5: "5c65771f75a9c60a6c3f325de2c9190d",
-    migration: "0080_narrow_claim_and_finish_results",
+    md5: "c5ef1fc6aef378c9a948ebf1913fe694",
+    migration: "0085_view_extras",
   },
   "retasc_charge(text,text,text,text,text,text,bigint,text,boolean,timestamp with time zone)": {
     md5: "1c083ba61186964d9b34c981756dc8d4",
@@ -56,6 +58,12 @@ export const variableTypes: Record<string, [string, string | null]> = {
   p_tool: ["text", "next_issue"],
   p_tier: ["text", "dispatch"],
   v_passed: ["text[]", "{}"],
+  "p_issue.id": ["text", "iss_a"],
+  "p_issue.org_id": ["text", "org_a"],
+  "p_issue.parent_id": ["text", "iss_b"],
+  "p_issue.lease_id": ["text", "lse_a"],
+  "p_issue.assignee_id": ["text", "user_a"],
+  "p_issue.author_id": ["text", "user_a"],
   v_id: ["text", "iss_a"],
   v_now: ["timestamptz", "2026-12-06T12:00:00Z"],
   v_fence: ["integer", "2"],
@@ -104,6 +112,8 @@ export const recordExpiry = "retasc_record_expiry(text,text,text,timestamp with 
 export const abandonedClaim = "retasc_abandoned_claim(text,text,text,timestamp with time zone)";
 export const viewReads = "retasc_view_reads(text,timestamp with time zone,text)";
 export const claimDiscussion = "retasc_claim_discussion(text,text)";
+export const issueViewReads = "retasc_issue_view_reads(issues,timestamp with time zone,boolean)";
+export const issueDiscussion = "retasc_issue_discussion(issues)";
 export const sessionClaims = "retasc_session_claims(text,text,timestamp with time zone,text,text)";
 export const nextWave = "retasc_next_wave(text,text,text[],text,boolean,timestamp with time zone)";
 export const emptyPoll = "retasc_empty_poll(text,text,text[],text,boolean,timestamp with time zone,integer)";

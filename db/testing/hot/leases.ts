@@ -2,7 +2,7 @@
 import { abandonedClaim, finish, recordExpiry, sessionClaims, takeLease, type HotStatement } from "./functions.ts";
 
 export const leaseStatements: HotStatement[] = [
-  // ── retasc_take_lease (0080_narrow_claim_and_finish_results; its statements as in 0070) ──
+  // ── retasc_take_lease (0085_view_extras; its statements as in 0070) ──
   { name: "take_lease: the issue", source: takeLease, sql: `SELECT * FROM issues WHERE org_id = p_org_id AND id = p_issue_id` },
   { name: "take_lease: quarantined by the lapse", source: takeLease, sql: `SELECT 1 FROM issues WHERE org_id = p_org_id AND id = p_issue_id AND quarantined_at IS NOT NULL` },
   {
@@ -120,7 +120,7 @@ export const leaseStatements: HotStatement[] = [
           )
           select id, identifier, fence from renewed`,
   },
-  // ── retasc_finish (0080_narrow_claim_and_finish_results; its statements as in 0075) ──
+  // ── retasc_finish (0085_view_extras; its statements as in 0075) ──
   {
     name: "finish: the issue and whether it has edges",
     source: finish,
