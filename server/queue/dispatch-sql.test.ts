@@ -78,18 +78,22 @@ describe("the dispatch functions and indexes follow the TypeScript dispatch rule
     expect(body).toContain(normal("if v_foreign or not (p_project_ids is null or p_project_id = any(p_project_ids)) then"));
   });
 
-  it("retasc_next_wave reads the pick's two halves with the rule's predicate, lanes and order, for both scopes (five, not one)", async () => {
+  it("retasc_next_wave reads the pick's two halves with the rule's predicate, lanes and order, for both scopes (five, not one); the unleased half alone with no lapsed row in reach", async () => {
     const lanes = inLanes(i, sql.raw("p_user_id"), sql.raw("p_all_lanes"));
     const ordered = sql`order by ${sql.join(dispatchOrder(i), sql`, `)} limit 5`;
     const body = await functionText("retasc_next_wave");
     const scoped = "(p_project_ids is null or i.project_id = any(p_project_ids))";
+    // The unleased half twice a scope: alone when no lapsed row is in reach (decision 119), and in the union.
     for (const scope of ["i.project_id = p_project_id", `i.org_id = p_org_id and ${scoped}`]) {
-      expect(occurrences(body, normal(`where ${scope} and ${text(unleased(i))} and ${text(lanes)} ${text(ordered)}`))).toBe(1);
+      expect(occurrences(body, normal(`where ${scope} and ${text(unleased(i))} and ${text(lanes)} ${text(ordered)}`))).toBe(2);
+      expect(occurrences(body, normal(`where ${scope} and ${text(unleased(i))} and ${text(lanes)} ${text(ordered)}) i;`))).toBe(1);
     }
     for (const scope of ["i.org_id = p_org_id and i.project_id = p_project_id", `i.org_id = p_org_id and ${scoped}`]) {
       expect(occurrences(body, normal(`where ${scope} and ${text(lapsed(i, sql.raw("p_now")))} offset 0) i where ${text(lanes)} ${text(ordered)}`))).toBe(1);
     }
     expect(occurrences(body, normal(`) i ${text(ordered)}) i;`))).toBe(2);
+    const lapsedInReach = `if not exists (select 1 from issues i where i.org_id = p_org_id and (p_project_id is null or i.project_id = p_project_id) and ${scoped} and ${text(lapsed(i, sql.raw("p_now")))}) then`;
+    expect(occurrences(body, normal(lapsedInReach)), "the unleased half alone only with no lapsed row in reach").toBe(1);
   });
 
   it("retasc_finish and retasc_finishes take the graph lock lockOrgGraph takes", async () => {

@@ -23,6 +23,21 @@ const lockedRead = (scope: string) => `SELECT i.id FROM issues i
        ${orderBy}
        LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`;
 
+/** Whether a lapsed lease is within the caller's reach, in any lane (0084's pick and 0086's wave ask it). */
+const lapsedInReach = `SELECT 1 FROM issues i
+       WHERE i.org_id = p_org_id AND (p_project_id IS NULL OR i.project_id = p_project_id)
+         AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))
+         AND ${dispatchable}
+         AND i.lease_check_at <= p_now AND i.lease_expires_at <= p_now`;
+
+/** The wave's unleased half alone (0086), for a scope: five in the dispatch order. */
+const unleasedFive = (scope: string) => `SELECT i.identifier FROM issues i
+          WHERE ${scope}
+            AND ${dispatchable} AND i.lease_check_at IS NULL
+            AND ${lanes}
+          ${orderBy}
+          LIMIT 5`;
+
 export const dispatchStatements: HotStatement[] = [
   // ── retasc_next_issue (0084_pick_locks_as_it_reads) ──
   {
@@ -93,15 +108,7 @@ export const dispatchStatements: HotStatement[] = [
        AND ${lanes}
        FOR NO KEY UPDATE SKIP LOCKED`,
   },
-  {
-    name: "next_issue: a lapsed lease within reach",
-    source: nextIssue,
-    sql: `SELECT 1 FROM issues i
-       WHERE i.org_id = p_org_id AND (p_project_id IS NULL OR i.project_id = p_project_id)
-         AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))
-         AND ${dispatchable}
-         AND i.lease_check_at <= p_now AND i.lease_expires_at <= p_now`,
-  },
+  { name: "next_issue: a lapsed lease within reach", source: nextIssue, sql: lapsedInReach },
   {
     name: "next_issue: the pick locked as read, org-wide",
     source: nextIssue,
@@ -119,7 +126,10 @@ export const dispatchStatements: HotStatement[] = [
     source: keyBudget,
     sql: `SELECT count(*) FROM leases WHERE org_id = p_org_id AND key_id = p_key_id AND ended_at IS NULL AND expires_at > p_now`,
   },
-  // ── retasc_next_wave (0064_picks_read_lease_check) ──
+  // ── retasc_next_wave (0086_wave_without_lapsed_half; both halves as in 0064) ──
+  { name: "next_wave: a lapsed lease within reach", source: nextWave, sql: lapsedInReach },
+  { name: "next_wave: the unleased half alone, org-wide", source: nextWave, sql: unleasedFive("i.org_id = p_org_id AND (p_project_ids IS NULL OR i.project_id = ANY(p_project_ids))") },
+  { name: "next_wave: the unleased half alone, a project key", wide: projectIndexes, source: nextWave, sql: unleasedFive("i.project_id = p_project_id") },
   {
     name: "next_wave: org-wide",
     source: nextWave,

@@ -21,7 +21,7 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
   "retasc_issue_view_reads(issues,timestamp with time zone,boolean)": { md5: "b6eb87aca03e75799cf02380bb27cd6b", migration: "0085_view_extras" },
   "retasc_issue_discussion(issues)": { md5: "025faf9de8cb1b8473cf398e53ce5364", migration: "0085_view_extras" },
   "retasc_session_claims(text,text,timestamp with time zone,text,text)": { md5: "5e03246456f17282a8eb7182b50e5f28", migration: "0070_org_keyed_statements" },
-  "retasc_next_wave(text,text,text[],text,boolean,timestamp with time zone)": { md5: "e61d680c407ca4fe787736d6e74639a5", migration: "0064_picks_read_lease_check" },
+  "retasc_next_wave(text,text,text[],text,boolean,timestamp with time zone)": { md5: "554b32980c0bb6fd278bc78018c88d41", migration: "0086_wave_without_lapsed_half" },
   "retasc_empty_poll(text,text,text[],text,boolean,timestamp with time zone,integer)": {
     md5: "d866b4e8da6c99d8d27282ec703eb3e8",
     migration: "0070_org_keyed_statements",
