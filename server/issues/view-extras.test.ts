@@ -3,9 +3,11 @@ import path from "node:path";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migrationsFolder, query, type Db } from "../../db/client.ts";
+import { retryingConflicts } from "../../db/retry.ts";
 import { checkpoint, claimIssue } from "../queue/index.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
+import { testDriver } from "../testing/db.ts";
 import { saveAttachment } from "./attachments.ts";
 import { saveComment } from "./comments.ts";
 import { saveIssue } from "./index.ts";
@@ -86,6 +88,47 @@ describe("the view's sections by view_extras (decision 119)", () => {
     );
     const bits = await bitsOf(db, org.orgId);
     expect([bits[loose.identifier], bits[other.identifier]]).toEqual([16, 16]);
+  });
+
+  it(`concurrent writers of every kind of row leave no issue with rows behind a clear bit (${testDriver})`, async () => {
+    const org = await seedOrg(env.services, { prefix: "VC" });
+    const a = org.agents.alice.ctx;
+    const db = env.services.db;
+    for (let n = 0; n < 8; n++) await saveIssue(a, { title: `Busy ${n}`, work: true, changeType: "feat", noDependency: "none" });
+    const ids = (await query<{ id: string }>(db, sql`select id from issues where org_id = ${org.orgId} order by number`)).map((r) => r.id);
+    const [label] = await query<{ id: string }>(db, sql`insert into labels (id, org_id, name) values (gen_random_uuid()::text, ${org.orgId}, 'busy') returning id`);
+    const o = org.orgId;
+    // Each statement on its own connection of the pool (10), many on the same issues at once: both
+    // ends of a pair related both ways, a parent taking children, every kind of row on every issue.
+    // Two first marks can lock two issues in opposite orders (a relation's trigger marks both ends
+    // in id order, a child's move holds the child while it marks the parent): PostgreSQL ends one
+    // with a deadlock, and the statement runs again, as every door's write does (retryingConflicts).
+    const writes = ids.flatMap((id, n) => {
+      const next = ids[(n + 1) % ids.length]!;
+      return [
+        ...Array.from({ length: 3 }, () => sql`insert into comments (id, org_id, issue_id, body_enc, created_at) values (gen_random_uuid()::text, ${o}, ${id}, 'x', now())`),
+        sql`insert into relations (id, org_id, source_id, target_id, type) values (gen_random_uuid()::text, ${o}, ${id}, ${next}, 'related')`,
+        sql`insert into relations (id, org_id, source_id, target_id, type) values (gen_random_uuid()::text, ${o}, ${next}, ${id}, 'related')`,
+        sql`insert into issue_labels (issue_id, label_id) values (${id}, ${label!.id})`,
+        sql`insert into checkpoints (id, org_id, issue_id, created_at) values (gen_random_uuid()::text, ${o}, ${id}, now())`,
+        sql`insert into attachments (id, org_id, issue_id, url_enc, created_at) values (gen_random_uuid()::text, ${o}, ${id}, 'x', now())`,
+        ...(n % 2 === 1 ? [sql`update issues set parent_id = ${ids[n - 1]!} where id = ${id}`] : []),
+      ];
+    });
+    await Promise.all(writes.map((statement) => retryingConflicts(() => db.execute(statement))));
+    const hidden = await query<{ n: number; missing: number }>(
+      db,
+      sql`select i.number as n,
+                 (case when exists (select 1 from relations r where r.source_id = i.id or r.target_id = i.id) then 1 else 0 end
+                | case when exists (select 1 from issue_labels l where l.issue_id = i.id) then 2 else 0 end
+                | case when exists (select 1 from issues c where c.parent_id = i.id) then 4 else 0 end
+                | case when exists (select 1 from checkpoints c where c.issue_id = i.id) then 8 else 0 end
+                | case when exists (select 1 from comments c where c.issue_id = i.id) then 16 else 0 end
+                | case when exists (select 1 from attachments c where c.issue_id = i.id) then 32 else 0 end) & ~i.view_extras as missing
+            from issues i where i.org_id = ${o}`,
+    );
+    expect(hidden.filter((r) => r.missing !== 0)).toEqual([]);
+    expect((await bitsOf(db, o))["VC-1"]).toBe(63); // a parent, with a row of every kind
   });
 
   it("an issue filed before the migration reads every section: the column's first statements give existing rows all bits", async () => {
