@@ -10,7 +10,8 @@ ALTER TABLE "issues" ALTER COLUMN "view_extras" SET DEFAULT 0;--> statement-brea
 -- The bits, one home: relations 1, labels 2, children 4, checkpoints 8, comments 16, attachments 32.
 -- Set after each statement that inserts rows, for the issues those rows belong to, only where the
 -- bit is still clear: an issue's row is written once per section in its life. Relations mark both
--- ends; the issues are locked in id order, so two statements marking the same pair cannot deadlock.
+-- ends; the issues are locked in id order, so two relations marking the same pair cannot deadlock
+-- each other (a child's move, which holds the child while it marks the parent, can: decision 119).
 CREATE FUNCTION retasc_mark_view_extras() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_TABLE_NAME = 'relations' THEN
