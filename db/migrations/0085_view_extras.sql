@@ -7,41 +7,33 @@
 -- filed before this migration starts with every bit set: it reads every section, as before.
 ALTER TABLE "issues" ADD COLUMN "view_extras" smallint DEFAULT 63 NOT NULL;--> statement-breakpoint
 ALTER TABLE "issues" ALTER COLUMN "view_extras" SET DEFAULT 0;--> statement-breakpoint
--- The bits, one home: relations 1, labels 2, children 4, checkpoints 8, comments 16, attachments 32.
--- Set after each statement that inserts rows, for the issues those rows belong to, only where the
--- bit is still clear: an issue's row is written once per section in its life. Relations mark both
--- ends; the issues are locked in id order, so two relations marking the same pair cannot deadlock
--- each other (a child's move, which holds the child while it marks the parent, can: decision 119).
+-- The bits, one home: relations 1, labels 2, children 4, checkpoints 8, comments 16, attachments 32,
+-- each trigger's argument below (children: retasc_mark_parent_view_extras). Set after each
+-- statement that inserts rows, for the issues those rows belong to, only where the bit is still
+-- clear: an issue's row is written once per section in its life. Relations mark both ends; the
+-- issues are locked in id order, so two relations marking the same pair cannot deadlock each
+-- other (a child's move, which holds the child while it marks the parent, can: decision 119).
 CREATE FUNCTION retasc_mark_view_extras() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  v_bit smallint := TG_ARGV[0]::smallint;
 BEGIN
   IF TG_TABLE_NAME = 'relations' THEN
-    UPDATE issues SET view_extras = view_extras | 1
+    UPDATE issues SET view_extras = view_extras | v_bit
      WHERE id IN (SELECT i.id FROM issues i
-                   WHERE i.id IN (SELECT a.source_id FROM added a UNION SELECT a.target_id FROM added a) AND i.view_extras & 1 = 0
+                   WHERE i.id IN (SELECT a.source_id FROM added a UNION SELECT a.target_id FROM added a) AND i.view_extras & v_bit = 0
                    ORDER BY i.id FOR NO KEY UPDATE);
-  ELSIF TG_TABLE_NAME = 'issue_labels' THEN
-    UPDATE issues SET view_extras = view_extras | 2
-     WHERE id IN (SELECT i.id FROM issues i WHERE i.id IN (SELECT a.issue_id FROM added a) AND i.view_extras & 2 = 0 ORDER BY i.id FOR NO KEY UPDATE);
-  ELSIF TG_TABLE_NAME = 'checkpoints' THEN
-    UPDATE issues SET view_extras = view_extras | 8
-     WHERE id IN (SELECT i.id FROM issues i WHERE i.id IN (SELECT a.issue_id FROM added a) AND i.view_extras & 8 = 0 ORDER BY i.id FOR NO KEY UPDATE);
-  ELSIF TG_TABLE_NAME = 'comments' THEN
-    UPDATE issues SET view_extras = view_extras | 16
-     WHERE id IN (SELECT i.id FROM issues i WHERE i.id IN (SELECT a.issue_id FROM added a) AND i.view_extras & 16 = 0 ORDER BY i.id FOR NO KEY UPDATE);
-  ELSIF TG_TABLE_NAME = 'attachments' THEN
-    UPDATE issues SET view_extras = view_extras | 32
-     WHERE id IN (SELECT i.id FROM issues i WHERE i.id IN (SELECT a.issue_id FROM added a) AND i.view_extras & 32 = 0 ORDER BY i.id FOR NO KEY UPDATE);
   ELSE
-    RAISE EXCEPTION 'retasc_mark_view_extras: no bit for %', TG_TABLE_NAME;
+    UPDATE issues SET view_extras = view_extras | v_bit
+     WHERE id IN (SELECT i.id FROM issues i WHERE i.id IN (SELECT a.issue_id FROM added a) AND i.view_extras & v_bit = 0 ORDER BY i.id FOR NO KEY UPDATE);
   END IF;
   RETURN NULL;
 END
 $$;--> statement-breakpoint
-CREATE TRIGGER relations_view_extras AFTER INSERT ON relations REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras();--> statement-breakpoint
-CREATE TRIGGER issue_labels_view_extras AFTER INSERT ON issue_labels REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras();--> statement-breakpoint
-CREATE TRIGGER checkpoints_view_extras AFTER INSERT ON checkpoints REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras();--> statement-breakpoint
-CREATE TRIGGER comments_view_extras AFTER INSERT ON comments REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras();--> statement-breakpoint
-CREATE TRIGGER attachments_view_extras AFTER INSERT ON attachments REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras();--> statement-breakpoint
+CREATE TRIGGER relations_view_extras AFTER INSERT ON relations REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras(1);--> statement-breakpoint
+CREATE TRIGGER issue_labels_view_extras AFTER INSERT ON issue_labels REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras(2);--> statement-breakpoint
+CREATE TRIGGER checkpoints_view_extras AFTER INSERT ON checkpoints REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras(8);--> statement-breakpoint
+CREATE TRIGGER comments_view_extras AFTER INSERT ON comments REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras(16);--> statement-breakpoint
+CREATE TRIGGER attachments_view_extras AFTER INSERT ON attachments REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION retasc_mark_view_extras(32);--> statement-breakpoint
 -- A child marks its parent, when it is filed under it or moved there.
 CREATE FUNCTION retasc_mark_parent_view_extras() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
