@@ -27,8 +27,8 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
     migration: "0070_org_keyed_statements",
   },
   "retasc_finish(text,text,text,timestamp with time zone,text,text,text,jsonb)": {
-    md5: "c5ef1fc6aef378c9a948ebf1913fe694",
-    migration: "0085_view_extras",
+    md5: "ed9ea127595509546f631e0a55bfb5d1",
+    migration: "0087_claim_and_finish_read_less",
   },
   "retasc_charge(text,text,text,text,text,text,bigint,text,boolean,timestamp with time zone)": {
     md5: "1c083ba61186964d9b34c981756dc8d4",

@@ -120,11 +120,12 @@ export const leaseStatements: HotStatement[] = [
           )
           select id, identifier, fence from renewed`,
   },
-  // ── retasc_finish (0085_view_extras; its statements as in 0075) ──
+  // ── retasc_finish (0087_claim_and_finish_read_less; its other statements as in 0075) ──
   {
     name: "finish: the issue and whether it has edges",
     source: finish,
-    sql: `SELECT EXISTS (SELECT 1 FROM relations r WHERE r.org_id = p_org_id AND r.type = 'blocks' AND (r.source_id = i.id OR r.target_id = i.id))
+    sql: `SELECT (i.view_extras & 1) <> 0
+         AND EXISTS (SELECT 1 FROM relations r WHERE r.org_id = p_org_id AND r.type = 'blocks' AND (r.source_id = i.id OR r.target_id = i.id))
     FROM issues i WHERE i.org_id = p_org_id AND i.identifier = p_identifier`,
   },
   { name: "finish: the issue locked", source: finish, sql: `SELECT * FROM issues WHERE org_id = p_org_id AND identifier = p_identifier FOR UPDATE` },

@@ -1,0 +1,116 @@
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { query, type Db } from "../../db/client.ts";
+import type { Ctx } from "../context.ts";
+import { randomToken, sha256 } from "../crypto/index.ts";
+import { saveIssue } from "../issues/index.ts";
+import { addRelation } from "../issues/relations.ts";
+import { seedOrg } from "../testing/fixtures.ts";
+import { useTestServices } from "../testing/database.ts";
+import { sqlCharge } from "../usage/meter.ts";
+import { leaseFields } from "./claim.ts";
+import { nextIssue } from "./index.ts";
+
+/**
+ * What a batch of claims and a finish read (migration 0087, decision 120): the wave once per
+ * batch and set of lanes, after every claim of the batch; a finish's relations only when its
+ * issue's relations bit says it may have some. Both are called here as the doors call them, one
+ * statement for the batch (server/queue/next.ts claimNext, server/issues/finish.ts).
+ */
+
+const env = useTestServices();
+
+/** A next_issue call as claimNext builds it for `ctx`. */
+function claimCall(ctx: Ctx, now: Date) {
+  const p = ctx.principal;
+  return {
+    orgId: p.orgId,
+    projectId: p.projectId,
+    projectIds: p.projectIds,
+    allLanes: false,
+    checkSla: true,
+    cap: 10,
+    charge: sqlCharge(ctx, "next_issue", "dispatch"),
+    ...leaseFields(ctx, now, randomToken("rtclm_", 24)),
+  };
+}
+
+type Claimed = { index: number; outcome: string; issue: { identifier: string }; wave: { identifier: string }[] };
+
+async function claimBatch(db: Db, calls: ReturnType<typeof claimCall>[]) {
+  const [row] = await query<{ results: Claimed[] }>(db, sql`select retasc_next_issues(${JSON.stringify(calls)}::jsonb) as results`);
+  return row!.results.sort((a, b) => a.index - b.index);
+}
+
+describe("a batch of claims and a finish read less (decision 120)", () => {
+  it("the claims of one batch in the same lanes share one wave, read after all of them: it names none of the issues they took", async () => {
+    const org = await seedOrg(env.services, { prefix: "BW" });
+    const { alice, bob } = org.agents;
+    const filed: string[] = [];
+    // One after another at one priority: the dispatch order is the filing order.
+    for (let i = 0; i < 12; i++) filed.push((await saveIssue(alice.ctx, { title: `Queued ${i}`, work: true, changeType: "feat", priority: 2, noDependency: "independent" })).identifier);
+    const second = await org.agentFor("alice", "second-runtime");
+    const now = new Date();
+    const results = await claimBatch(env.services.db, [
+      claimCall(alice.ctx, now),
+      claimCall(second.ctx, now),
+      claimCall(alice.ctx, now),
+      claimCall(bob.ctx, now),
+    ]);
+
+    expect(results.map((r) => r.outcome)).toEqual(["claimed", "claimed", "claimed", "claimed"]);
+    const taken = results.map((r) => r.issue.identifier);
+    expect(new Set(taken)).toEqual(new Set(filed.slice(0, 4)));
+    // Alice's three claims (two keys) share their lanes, and so their wave; Bob's lanes are his own.
+    const aliceWave = results[0]!.wave.map((w) => w.identifier);
+    expect(results[1]!.wave.map((w) => w.identifier)).toEqual(aliceWave);
+    expect(results[2]!.wave.map((w) => w.identifier)).toEqual(aliceWave);
+    // Read once every claim was taken: the next five, none of them taken by the batch.
+    expect(aliceWave).toEqual(filed.slice(4, 9));
+    expect(results[3]!.wave.map((w) => w.identifier)).toEqual(filed.slice(4, 9));
+  });
+
+  it("a finish reads an issue's relations only when its relations bit is set, and one with an edge still unblocks what it blocked", async () => {
+    const org = await seedOrg(env.services, { prefix: "BF" });
+    const { alice, bob } = org.agents;
+    const db = env.services.db;
+    const file = (title: string, priority: number) => saveIssue(alice.ctx, { title, work: true, changeType: "feat", priority, noDependency: "independent" });
+    const finish = async (identifier: string, claimToken: string) => {
+      const call = {
+        orgId: org.orgId,
+        identifier,
+        tokenHash: sha256(claimToken),
+        now: new Date().toISOString(),
+        userId: bob.ctx.principal.userId,
+        keyId: bob.ctx.principal.keyId,
+        runtime: bob.ctx.principal.runtime,
+        charge: sqlCharge(bob.ctx, "save_issue", "bookkeeping"),
+      };
+      const [row] = await query<{ results: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify([call])}::jsonb) as results`);
+      return row!.results[0]!.outcome;
+    };
+    const blockersOf = async (identifier: string) =>
+      (await query<{ n: number }>(db, sql`select open_blocker_count as n from issues where org_id = ${org.orgId} and identifier = ${identifier}`))[0]!.n;
+
+    // The real path: the edge set the bit, the finish finds the edge and frees what it blocked.
+    const blocker = await file("Blocker", 1);
+    const blocked = await file("Blocked", 3);
+    await addRelation(alice.ctx, { sourceId: blocker.identifier, targetId: blocked.identifier, type: "blocks" });
+    const held = await nextIssue(bob.ctx, {});
+    expect(held.identifier).toBe(blocker.identifier);
+    expect(await finish(blocker.identifier, held.claimToken!)).toBe("finished");
+    expect(await blockersOf(blocked.identifier)).toBe(0);
+
+    // The bit is read first: cleared by hand on an issue that has an edge, the finish takes its
+    // word and never reads the relations, so what the issue blocked stays blocked. (Nothing but
+    // this test clears a bit: the triggers set it with the first relation, decision 119.)
+    const second = await file("Second blocker", 1);
+    const waiting = await file("Waiting", 3);
+    await addRelation(alice.ctx, { sourceId: second.identifier, targetId: waiting.identifier, type: "blocks" });
+    const again = await nextIssue(bob.ctx, {});
+    expect(again.identifier).toBe(second.identifier);
+    await db.execute(sql`update issues set view_extras = 0 where org_id = ${org.orgId} and identifier = ${second.identifier}`);
+    expect(await finish(second.identifier, again.claimToken!)).toBe("finished");
+    expect(await blockersOf(waiting.identifier)).toBe(1);
+  });
+});
