@@ -8,7 +8,9 @@
  *   fold, with 1,000 and with 10,000 changes waiting (10 s of 100 or 1,000 status changes a
  *   second: the fold sweep runs every 10 s); the whole exposition (`renderMetrics`, every gauge read from the
  *   database) beside it; and the fold of those 10,000 changes;
- * - the write path, with the counting trigger on and off, alternated, so its cost is a ratio:
+ * - the write path, with the status-change trigger (which keeps the counts, and the duplicate
+ *   gate's terms and intake's write-back beside them, decision 121) on and off, alternated, so
+ *   its cost is a ratio:
  *   bare single-row status changes from 8 connections, and claim + finish through the service
  *   layer with 8 agents (bench/throughput.ts's agent).
  * At the end the kept counts are checked against a count from scratch. Not run in CI (the fill
@@ -85,7 +87,7 @@ try {
     ratioP50: round(afterPending.p50 / before.p50, 4),
   };
 
-  // The write path: status changes with the counting trigger on and off, alternated.
+  // The write path: status changes with the status-change trigger on and off, alternated.
   const ids = (await query<{ id: string }>(db, sql`select id from issues where status = 'todo' limit ${WRITES_PER_ROUND * 4}`)).map((r) => r.id);
   const round4 = async (slice: string[]) => {
     let next = 0;
@@ -104,10 +106,10 @@ try {
   const rates: { on: number[]; off: number[] } = { on: [], off: [] };
   for (let r = 0; r < 4; r++) {
     const on = r % 2 === 0;
-    await db.execute(on ? sql`alter table issues enable trigger issues_count_status` : sql`alter table issues disable trigger issues_count_status`);
+    await db.execute(on ? sql`alter table issues enable trigger issues_status_changed` : sql`alter table issues disable trigger issues_status_changed`);
     rates[on ? "on" : "off"].push(await round4(ids.slice(r * WRITES_PER_ROUND, (r + 1) * WRITES_PER_ROUND)));
   }
-  await db.execute(sql`alter table issues enable trigger issues_count_status`);
+  await db.execute(sql`alter table issues enable trigger issues_status_changed`);
   report.statusChangesPerSecond = { triggerOn: round(mean(rates.on)), triggerOff: round(mean(rates.off)), ratio: round(mean(rates.on) / mean(rates.off), 3) };
 
   // Claim + finish through the service layer, 8 agents, trigger on and off alternated.
@@ -118,12 +120,12 @@ try {
     for (let i = 0; i < CLAIMS_PER_ROUND; i++) {
       await saveIssue(agents[i % WRITERS]!, { title: `scrape ${r}-${i}`, work: true, changeType: "feat", noDependency: "bench" });
     }
-    await db.execute(on ? sql`alter table issues enable trigger issues_count_status` : sql`alter table issues disable trigger issues_count_status`);
+    await db.execute(on ? sql`alter table issues enable trigger issues_status_changed` : sql`alter table issues disable trigger issues_status_changed`);
     const started = performance.now();
     const done = (await Promise.all(agents.map((ctx) => retascAgent(ctx)))).reduce((a, b) => a + b, 0);
     claimRates[on ? "on" : "off"].push(done / ((performance.now() - started) / 1000));
   }
-  await db.execute(sql`alter table issues enable trigger issues_count_status`);
+  await db.execute(sql`alter table issues enable trigger issues_status_changed`);
   report.claimPlusFinishPerSecond = { triggerOn: round(mean(claimRates.on)), triggerOff: round(mean(claimRates.off)), ratio: round(mean(claimRates.on) / mean(claimRates.off), 3) };
 
   // The rounds with the trigger off left the counts behind on purpose: recount, then check.

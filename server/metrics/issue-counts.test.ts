@@ -67,6 +67,24 @@ describe("issue counts for /metrics", () => {
     await expectExact();
   });
 
+  it("come from one status-change trigger with no WHEN clause (decision 121)", async () => {
+    // PostgreSQL compiles a row trigger's WHEN clause again in every statement that updates its
+    // columns; a claim and a finish each update the status, so the rules ask their questions inside.
+    const triggers = await query<{ name: string; when: boolean }>(
+      env.services.db,
+      sql`select tgname as name, tgqual is not null as "when" from pg_trigger
+           where tgrelid = 'issues'::regclass and not tgisinternal and (tgtype & 1) = 1 and (tgtype & 16) = 16
+           order by tgname`,
+    );
+    expect(triggers.filter((t) => t.when)).toEqual([{ name: "issues_parent_view_extras", when: true }]);
+    const onStatus = await query<{ name: string }>(
+      env.services.db,
+      sql`select t.tgname as name from pg_trigger t join pg_attribute a on a.attrelid = t.tgrelid and a.attnum = any (t.tgattr::int2[])
+           where t.tgrelid = 'issues'::regclass and not t.tgisinternal and a.attname = 'status'`,
+    );
+    expect(onStatus).toEqual([{ name: "issues_status_changed" }]);
+  });
+
   it("stay exact under concurrent claims, finishes and folds", async () => {
     if (testDriver !== "postgres") return; // PGlite runs one transaction at a time
     const org = await seedOrg(env.services, { prefix: "RACE" });

@@ -37,7 +37,7 @@ export const jobSchemas = {
     .strict(),
   /** A verified intake delivery (server/intake) to apply: its payload is read, encrypted, from intake_deliveries. */
   "intake.delivery": z.object({ orgId: id, deliveryId: id }).strict(),
-  /** A synced issue became done or canceled: close its source (enqueued by the issues_intake_write_back trigger). */
+  /** A synced issue became done or canceled: close its source (enqueued by the issues_status_changed trigger, decision 121). */
   "intake.write_back": z.object({ orgId: id, issueId: id }).strict(),
   /** A Linear import whose pages are all staged (encrypted, linear_import_pages): apply them. Never the key. */
   "linear.apply": z.object({ orgId: id, runId: id }).strict(),

@@ -1,0 +1,122 @@
+/**
+ * PostgreSQL's CPU per claim + finish in one backend, with batches of a fixed size (issue 30,
+ * decision 121): the statements the doors send (`retasc_next_issues`, then `retasc_finishes` with
+ * the claims' tokens), built as server/queue/next.ts and server/issues/finish.ts build them, from
+ * one connection, one batch at a time. The backend's CPU is read from /proc around the measured
+ * rounds. Unlike `claim-cpu.ts`, nothing here depends on how calls happen to gather into batches
+ * or on what else runs, so two commits compare on one run each within a few per cent.
+ * Beside it, in the same backend, the baseline: a one-row UPDATE by primary key, one transaction
+ * each, as many times as there were claim + finish cycles, in ten slices alternated with the
+ * claims' so that a change in the machine's speed meets both.
+ *
+ * `npx tsx bench/claim-loop.ts [--batch 14] [--cycles 2100]`: `--batch 14` is the service
+ * layer's batch in `claim-cpu.ts` (32 agents over two pools), `--batch 1` a lone call's, as over
+ * `/mcp`. About 20 s.
+ */
+import fs from "node:fs";
+import { sql } from "drizzle-orm";
+import { useBenchPostgres } from "./lib/postgres-env.ts";
+
+useBenchPostgres();
+const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
+const { seedGraph } = await import("./lib/seed.ts");
+const { query } = await import("../db/client.ts");
+const { cpuSecondsByPid } = await import("./lib/cpu.ts");
+const { leaseFields } = await import("../server/queue/claim.ts");
+const { sqlCharge } = await import("../server/usage/meter.ts");
+const { randomToken } = await import("../server/crypto/index.ts");
+const { log } = await import("./lib/stats.ts");
+
+const argument = (name: string, fallback: number) => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? Number(process.argv[at + 1]) : fallback;
+};
+const BATCH = argument("--batch", 14);
+const CYCLES = argument("--cycles", 2_100);
+const WARMUP_ROUNDS = 20;
+const rounds = Math.ceil(CYCLES / BATCH);
+
+const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix: "LOOP" });
+try {
+  const agents = await makeAgents(bench, BATCH);
+  const total = (rounds + WARMUP_ROUNDS) * BATCH;
+  const start = Date.now() - total * 1000;
+  const seed = Array.from({ length: total }, (_, i) => ({
+    title: `Issue ${i + 1}`,
+    priority: i % 5,
+    dueAt: null,
+    assigneeId: null,
+    createdAt: new Date(start + i * 1000),
+  }));
+  await seedGraph(bench.pools[0]!, { ...bench.org, authorId: bench.org.agents.alice.userId }, { issues: seed, edges: [] }, new Date());
+  const db = bench.pools[0]!.db;
+  await db.execute(sql`analyze`);
+  const [{ pid }] = (await query<{ pid: number }>(db, sql`select pg_backend_pid() as pid`)) as [{ pid: number }];
+  const backendSeconds = () => cpuSecondsByPid((p) => (p === pid ? "backend" : null)).get(pid)?.seconds ?? NaN;
+
+  /** One round: every agent's claim in one statement, then every finish in one. */
+  const round = async () => {
+    const now = new Date();
+    const calls = agents.map((ctx) => ({
+      orgId: ctx.principal.orgId,
+      projectId: ctx.principal.projectId,
+      projectIds: ctx.principal.projectIds,
+      allLanes: false,
+      checkSla: true,
+      cap: ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT,
+      charge: sqlCharge(ctx, "next_issue", "dispatch"),
+      ...leaseFields(ctx, now, randomToken("rtclm_", 24)),
+    }));
+    const [claimed] = await query<{ results: { index: number; outcome: string; issue: { identifier: string } }[] }>(
+      db,
+      sql`select retasc_next_issues(${JSON.stringify(calls)}::jsonb) as results`,
+    );
+    const finishes = claimed!.results.map((result) => {
+      if (result.outcome !== "claimed") throw new Error(`a claim came back ${result.outcome}`);
+      const call = calls[result.index]!;
+      const ctx = agents[result.index]!;
+      return {
+        orgId: call.orgId,
+        identifier: result.issue.identifier,
+        tokenHash: call.tokenHash,
+        now: new Date().toISOString(),
+        userId: call.userId,
+        keyId: call.keyId,
+        runtime: call.runtime,
+        charge: sqlCharge(ctx, "save_issue", "bookkeeping"),
+      };
+    });
+    const [finished] = await query<{ results: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify(finishes)}::jsonb) as results`);
+    for (const result of finished!.results) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);
+  };
+
+  await db.execute(sql`create table bench_row (id integer primary key, n integer not null, filler text not null)`);
+  await db.execute(sql`insert into bench_row select g, 0, repeat('x', 90) from generate_series(1, 1000) g`);
+  let updates = 0;
+  const update = () => db.execute(sql`update bench_row set n = n + 1 where id = ${(updates++ % 1000) + 1}`);
+  for (let r = 0; r < WARMUP_ROUNDS; r++) await round();
+  for (let k = 0; k < 100; k++) await update();
+
+  // Claims and the baseline alternate in ten slices, so that both see the machine alike.
+  const SLICES = 10;
+  let claimSeconds = 0;
+  let updateSeconds = 0;
+  for (let slice = 0; slice < SLICES; slice++) {
+    let before = backendSeconds();
+    for (let r = Math.floor((slice * rounds) / SLICES); r < Math.floor(((slice + 1) * rounds) / SLICES); r++) await round();
+    claimSeconds += backendSeconds() - before;
+    before = backendSeconds();
+    for (let k = 0; k < (rounds * BATCH) / SLICES; k++) await update();
+    updateSeconds += backendSeconds() - before;
+  }
+  const cycles = rounds * BATCH;
+  const claimMs = (claimSeconds * 1000) / cycles;
+  const updateMs = (updateSeconds * 1000) / cycles;
+
+  log(`PostgreSQL CPU per claim + finish, one backend, batches of ${BATCH}, ${cycles} cycles: ${claimMs.toFixed(3)} ms`);
+  log(`baseline, a one-row UPDATE by primary key in the same backend: ${updateMs.toFixed(3)} ms (claim + finish ${(claimMs / updateMs).toFixed(2)}x)`);
+  log(`load average ${fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+} finally {
+  await bench.close();
+}
+process.exit(0);
