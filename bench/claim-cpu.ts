@@ -22,7 +22,7 @@ import { useBenchPostgres } from "./lib/postgres-env.ts";
 
 useBenchPostgres();
 const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
-const { seedGraph } = await import("./lib/seed.ts");
+const { seedClaimQueue } = await import("./lib/seed.ts");
 const { bossAgent, QUEUE, retascAgent, runPgBoss, startPgBoss } = await import("./throughput.ts");
 const { query } = await import("../db/client.ts");
 const { cpuSecondsByPid, cpuMsPerByPid } = await import("./lib/cpu.ts");
@@ -40,17 +40,8 @@ const bench = await openBenchDatabase({ pools: 2, connectionsPerPool: Math.ceil(
 try {
   const agents = await makeAgents(bench, AGENTS);
   const total = JOBS + AGENTS * WARMUP;
-  const start = Date.now() - total * 1000;
-  const seed = Array.from({ length: total }, (_, i) => ({
-    title: `Issue ${i + 1}`,
-    priority: i % 5,
-    dueAt: null,
-    assigneeId: null,
-    createdAt: new Date(start + i * 1000),
-  }));
-  await seedGraph(bench.pools[0]!, { ...bench.org, authorId: bench.org.agents.alice.userId }, { issues: seed, edges: [] }, new Date());
+  await seedClaimQueue(bench, total);
   const db = bench.pools[0]!.db;
-  await db.execute(sql`analyze`);
   const database = new URL(bench.url).pathname.slice(1);
   const groupOf = (pid: number, cmdline: string) =>
     cmdline.startsWith("postgres:") && cmdline.includes(` ${database} `) ? "postgres" : pid === process.pid ? "node" : null;

@@ -19,7 +19,7 @@ import { useBenchPostgres } from "./lib/postgres-env.ts";
 
 useBenchPostgres();
 const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
-const { seedGraph } = await import("./lib/seed.ts");
+const { seedClaimQueue } = await import("./lib/seed.ts");
 const { query } = await import("../db/client.ts");
 const { cpuSecondsByPid } = await import("./lib/cpu.ts");
 const { leaseFields } = await import("../server/queue/claim.ts");
@@ -40,17 +40,8 @@ const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix:
 try {
   const agents = await makeAgents(bench, BATCH);
   const total = (rounds + WARMUP_ROUNDS) * BATCH;
-  const start = Date.now() - total * 1000;
-  const seed = Array.from({ length: total }, (_, i) => ({
-    title: `Issue ${i + 1}`,
-    priority: i % 5,
-    dueAt: null,
-    assigneeId: null,
-    createdAt: new Date(start + i * 1000),
-  }));
-  await seedGraph(bench.pools[0]!, { ...bench.org, authorId: bench.org.agents.alice.userId }, { issues: seed, edges: [] }, new Date());
+  await seedClaimQueue(bench, total);
   const db = bench.pools[0]!.db;
-  await db.execute(sql`analyze`);
   const [{ pid }] = (await query<{ pid: number }>(db, sql`select pg_backend_pid() as pid`)) as [{ pid: number }];
   const backendSeconds = () => cpuSecondsByPid((p) => (p === pid ? "backend" : null)).get(pid)?.seconds ?? NaN;
 

@@ -5,6 +5,7 @@ import { issues, projects, relations } from "../../db/schema/index.ts";
 import type { Services } from "../../server/context.ts";
 import { ownLevelOf, slaOf } from "../../server/issues/levels.ts";
 import { newId } from "../../server/orgs/index.ts";
+import type { BenchDatabase } from "./env.ts";
 
 /**
  * Bulk seeding for the benchmarks: issues and `blocks` edges go in with multi-row inserts,
@@ -191,4 +192,22 @@ export async function analyze(db: Db): Promise<void> {
   await db.execute(sql`analyze issues`);
   await db.execute(sql`analyze relations`);
   await db.execute(sql`analyze leases`);
+}
+
+/**
+ * `count` ready issues for a claim loop (`claim-cpu.ts`, `claim-loop.ts`): priorities 0 to 4 in
+ * turn, created a second apart so the dispatch order is total, written by the org's alice; then
+ * ANALYZE, so the picks plan on real statistics.
+ */
+export async function seedClaimQueue(bench: BenchDatabase, count: number): Promise<void> {
+  const start = Date.now() - count * 1000;
+  const seed = Array.from({ length: count }, (_, i) => ({
+    title: `Issue ${i + 1}`,
+    priority: i % 5,
+    dueAt: null,
+    assigneeId: null,
+    createdAt: new Date(start + i * 1000),
+  }));
+  await seedGraph(bench.pools[0]!, { ...bench.org, authorId: bench.org.agents.alice.userId }, { issues: seed, edges: [] }, new Date());
+  await bench.pools[0]!.db.execute(sql`analyze`);
 }
