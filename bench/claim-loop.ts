@@ -9,9 +9,10 @@
  * each, as many times as there were claim + finish cycles, in ten slices alternated with the
  * claims' so that a change in the machine's speed meets both.
  *
- * `npx tsx bench/claim-loop.ts [--batch 14] [--cycles 2100]`: `--batch 14` is the service
- * layer's batch in `claim-cpu.ts` (32 agents over two pools), `--batch 1` a lone call's, as over
- * `/mcp`. About 20 s.
+ * `npx tsx bench/claim-loop.ts [--batch 14] [--cycles 2100] [--billing]`: `--batch 14` is the
+ * service layer's batch in `claim-cpu.ts` (32 agents over two pools), `--batch 1` a lone call's,
+ * as over `/mcp`; `--billing` charges each claim and finish (billing on, credit enough for all).
+ * About 10 s.
  */
 import fs from "node:fs";
 import { sql } from "drizzle-orm";
@@ -26,6 +27,8 @@ const { leaseFields } = await import("../server/queue/claim.ts");
 const { sqlCharge } = await import("../server/usage/meter.ts");
 const { randomToken } = await import("../server/crypto/index.ts");
 const { log } = await import("./lib/stats.ts");
+const { billingOnConfig } = await import("../server/usage/testing.ts");
+const { withPrincipal } = await import("../server/with-principal.ts");
 
 const argument = (name: string, fallback: number) => {
   const at = process.argv.indexOf(name);
@@ -34,15 +37,19 @@ const argument = (name: string, fallback: number) => {
 const BATCH = argument("--batch", 14);
 const CYCLES = argument("--cycles", 2_100);
 const WARMUP_ROUNDS = 20;
+const BILLING = process.argv.includes("--billing");
 const rounds = Math.ceil(CYCLES / BATCH);
 
 const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix: "LOOP" });
 try {
-  const agents = await makeAgents(bench, BATCH);
+  const billingOn = billingOnConfig();
+  const agents = (await makeAgents(bench, BATCH)).map((ctx) => (BILLING ? withPrincipal({ ...ctx, config: billingOn }, ctx.principal) : ctx));
   const total = (rounds + WARMUP_ROUNDS) * BATCH;
   await seedClaimQueue(bench, total);
   const db = bench.pools[0]!.db;
+  if (BILLING) await db.execute(sql`select retasc_add_credit(${bench.org.orgId}::text, 'given', ${1_000_000_000_000}::bigint, 'bench', 'bench', null, now())`);
   const [{ pid }] = (await query<{ pid: number }>(db, sql`select pg_backend_pid() as pid`)) as [{ pid: number }];
+  log(`the backend is pid ${pid} (perf record -p ${pid} profiles it alone)`);
   const backendSeconds = () => cpuSecondsByPid((p) => (p === pid ? "backend" : null)).get(pid)?.seconds ?? NaN;
 
   /** One round: every agent's claim in one statement, then every finish in one. */
@@ -104,7 +111,7 @@ try {
   const claimMs = (claimSeconds * 1000) / cycles;
   const updateMs = (updateSeconds * 1000) / cycles;
 
-  log(`PostgreSQL CPU per claim + finish, one backend, batches of ${BATCH}, ${cycles} cycles: ${claimMs.toFixed(3)} ms`);
+  log(`PostgreSQL CPU per claim + finish${BILLING ? " (billing on)" : ""}, one backend, batches of ${BATCH}, ${cycles} cycles: ${claimMs.toFixed(3)} ms`);
   log(`baseline, a one-row UPDATE by primary key in the same backend: ${updateMs.toFixed(3)} ms (claim + finish ${(claimMs / updateMs).toFixed(2)}x)`);
   log(`load average ${fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 } finally {

@@ -1,6 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "vitest";
+import { query } from "../../db/client.ts";
 import { billingCredits, issues, orgs } from "../../db/schema/index.ts";
 import { grantCredit } from "../admin/commands.ts";
 import { setSpendCap } from "../billing/index.ts";
@@ -100,6 +101,13 @@ describe("the monthly spend cap", () => {
       monthStartsAt: "2026-06-30T12:00:00.000Z",
       timeZone: "Pacific/Auckland",
     });
+    // Each charge reads the month's start: in PL/pgSQL its statement keeps one plan per
+    // connection, where a SQL function's body was parsed and planned again in every transaction (decision 121).
+    const languages = await query<{ lanname: string }>(
+      env.services.db,
+      sql`select l.lanname from pg_proc p join pg_language l on l.oid = p.prolang where p.proname = 'retasc_billing_month_start'`,
+    );
+    expect(languages).toEqual([{ lanname: "plpgsql" }]);
     // Lifting the cap lifts the refusal.
     await setSpendCap(owner, { monthlyUsd: null });
     await file(alice, "Three");
