@@ -3,8 +3,9 @@
  * decision 121): the statements the doors send (`retasc_next_issues`, then `retasc_finishes` with
  * the claims' tokens), built as server/queue/next.ts and server/issues/finish.ts build them, from
  * one connection, one batch at a time. The backend's CPU is read from /proc around the measured
- * rounds. Unlike `claim-cpu.ts`, nothing here depends on how calls happen to gather into batches
- * or on what else runs, so two commits compare on one run each within a few per cent.
+ * rounds. Unlike `claim-cpu.ts`, nothing here depends on how calls happen to gather into batches,
+ * so the figure moves only with the machine's speed (about 10% between runs on this 2-core one):
+ * compare two commits over several alternated runs.
  * Beside it, in the same backend, the baseline: a one-row UPDATE by primary key, one transaction
  * each, as many times as there were claim + finish cycles, in ten slices alternated with the
  * claims' so that a change in the machine's speed meets both.
@@ -38,6 +39,10 @@ const BATCH = argument("--batch", 14);
 const CYCLES = argument("--cycles", 2_100);
 const WARMUP_ROUNDS = 20;
 const BILLING = process.argv.includes("--billing");
+if (!Number.isInteger(BATCH) || BATCH < 1 || !Number.isInteger(CYCLES) || CYCLES < BATCH) {
+  console.error("usage: npx tsx bench/claim-loop.ts [--batch N >= 1] [--cycles N >= the batch] [--billing]");
+  process.exit(2);
+}
 const rounds = Math.ceil(CYCLES / BATCH);
 
 const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix: "LOOP" });
