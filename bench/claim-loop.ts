@@ -24,8 +24,8 @@ const { makeAgents, openBenchDatabase } = await import("./lib/env.ts");
 const { seedClaimQueue } = await import("./lib/seed.ts");
 const { query } = await import("../db/client.ts");
 const { cpuSecondsByPid } = await import("./lib/cpu.ts");
-const { leaseFields } = await import("../server/queue/claim.ts");
-const { sqlCharge } = await import("../server/usage/meter.ts");
+const { nextIssueCall } = await import("../server/queue/next.ts");
+const { finishCall } = await import("../server/issues/finish.ts");
 const { randomToken } = await import("../server/crypto/index.ts");
 const { log } = await import("./lib/stats.ts");
 const { billingOnConfig } = await import("../server/usage/testing.ts");
@@ -60,34 +60,15 @@ try {
   /** One round: every agent's claim in one statement, then every finish in one. */
   const round = async () => {
     const now = new Date();
-    const calls = agents.map((ctx) => ({
-      orgId: ctx.principal.orgId,
-      projectId: ctx.principal.projectId,
-      projectIds: ctx.principal.projectIds,
-      allLanes: false,
-      checkSla: true,
-      cap: ctx.principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT,
-      charge: sqlCharge(ctx, "next_issue", "dispatch"),
-      ...leaseFields(ctx, now, randomToken("rtclm_", 24)),
-    }));
+    const tokens = agents.map(() => randomToken("rtclm_", 24));
+    const calls = agents.map((ctx, n) => nextIssueCall(ctx, now, tokens[n]!, { allLanes: false, checkSla: true }));
     const [claimed] = await query<{ results: { index: number; outcome: string; issue: { identifier: string } }[] }>(
       db,
       sql`select retasc_next_issues(${JSON.stringify(calls)}::jsonb) as results`,
     );
     const finishes = claimed!.results.map((result) => {
       if (result.outcome !== "claimed") throw new Error(`a claim came back ${result.outcome}`);
-      const call = calls[result.index]!;
-      const ctx = agents[result.index]!;
-      return {
-        orgId: call.orgId,
-        identifier: result.issue.identifier,
-        tokenHash: call.tokenHash,
-        now: new Date().toISOString(),
-        userId: call.userId,
-        keyId: call.keyId,
-        runtime: call.runtime,
-        charge: sqlCharge(ctx, "save_issue", "bookkeeping"),
-      };
+      return finishCall(agents[result.index]!, result.issue.identifier, tokens[result.index]!, new Date());
     });
     const [finished] = await query<{ results: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify(finishes)}::jsonb) as results`);
     for (const result of finished!.results) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);

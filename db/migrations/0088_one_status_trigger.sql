@@ -56,8 +56,11 @@ DECLARE
   v_extras jsonb[] := '{}';
   -- Each result's call, by the result's place in v_results.
   v_calls jsonb[] := '{}';
+  -- Each claim's lanes as text (the key of its wave), by the result's place; null for a call
+  -- that took nothing.
+  v_lanes text[] := '{}';
   v_n integer;
-  v_lanes text;
+  v_claimed boolean;
   -- The wave of each set of lanes this batch has read one for.
   v_waves jsonb := '{}';
 BEGIN
@@ -70,10 +73,13 @@ BEGIN
       v_call->>'orgId', v_call->>'projectId', (v_call->>'allLanes')::boolean, (v_call->>'checkSla')::boolean,
       (v_call->>'cap')::integer, v_call->>'userId', v_call->>'keyId', v_call->>'runtime', (v_call->>'now')::timestamptz,
       v_call->>'leaseId', v_call->>'tokenHash', (v_call->>'ttlMs')::bigint, v_call->'charge', v_call->>'sessionId', v_project_ids);
+    v_claimed := v_result->>'outcome' = 'claimed' AND NOT v_result ? 'quarantined';
     v_results := array_append(v_results, v_result);
     v_calls := array_append(v_calls, v_call);
+    v_lanes := array_append(v_lanes, CASE WHEN v_claimed
+      THEN jsonb_build_array(v_call->'orgId', v_call->'projectId', v_call->'projectIds', v_call->'userId', v_call->'allLanes')::text END);
     v_extras := array_append(v_extras, CASE
-      WHEN v_result->>'outcome' = 'claimed' AND NOT v_result ? 'quarantined' THEN jsonb_build_object('index', v_index,
+      WHEN v_claimed THEN jsonb_build_object('index', v_index,
         'activeClaims', CASE WHEN (v_result->>'otherClaims')::integer > 0 AND v_call->>'sessionId' IS NOT NULL
                              THEN retasc_session_claims(v_call->>'sessionId', v_call->>'keyId', (v_call->>'now')::timestamptz, v_result->'issue'->>'id')
                              ELSE '[]' END)
@@ -86,16 +92,15 @@ BEGIN
   -- project key's project, the member's projects, the person, all lanes or not), shared by the
   -- batch's claims in those lanes, none of whose issues it names.
   FOR v_n IN 1 .. cardinality(v_results) LOOP
-    IF v_results[v_n]->>'outcome' = 'claimed' AND NOT v_results[v_n] ? 'quarantined' THEN
-      v_call := v_calls[v_n];
-      v_lanes := jsonb_build_array(v_call->'orgId', v_call->'projectId', v_call->'projectIds', v_call->'userId', v_call->'allLanes')::text;
-      IF NOT v_waves ? v_lanes THEN
+    IF v_lanes[v_n] IS NOT NULL THEN
+      IF NOT v_waves ? v_lanes[v_n] THEN
+        v_call := v_calls[v_n];
         v_project_ids := CASE WHEN jsonb_typeof(v_call->'projectIds') = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(v_call->'projectIds')) END;
-        v_waves := v_waves || jsonb_build_object(v_lanes,
+        v_waves := v_waves || jsonb_build_object(v_lanes[v_n],
           retasc_next_wave(v_call->>'orgId', v_call->>'projectId', v_project_ids, v_call->>'userId', (v_call->>'allLanes')::boolean,
                            (v_call->>'now')::timestamptz));
       END IF;
-      v_extras[v_n] := v_extras[v_n] || jsonb_build_object('wave', v_waves->v_lanes);
+      v_extras[v_n] := v_extras[v_n] || jsonb_build_object('wave', v_waves->v_lanes[v_n]);
     END IF;
     v_results[v_n] := v_results[v_n] || v_extras[v_n];
   END LOOP;

@@ -21,7 +21,7 @@ export function isPlainFinish(input: SaveInput): input is SaveInput & { claimTok
 type FinishOutcome = { outcome: "fallback" } | { outcome: "finished"; issue: Record<string, unknown>; reads: ViewReadsJson; notices: Notice[] };
 
 /** retasc_finish's arguments by name. */
-interface FinishCall {
+export interface FinishCall {
   orgId: string;
   identifier: string;
   tokenHash: string;
@@ -31,6 +31,24 @@ interface FinishCall {
   runtime: string | null;
   /** What the finish pays, when billing is on; a refused charge falls back to the general path, which refuses. */
   charge: ReturnType<typeof sqlCharge>;
+}
+
+/**
+ * The finish of `identifier` under `claimToken` by the caller, as retasc_finish takes it.
+ * Exported for the benches and tests that send the batch statement themselves.
+ */
+export function finishCall(ctx: Ctx, identifier: string, claimToken: string, now: Date): FinishCall {
+  const { principal } = ctx;
+  return {
+    orgId: principal.orgId,
+    identifier,
+    tokenHash: sha256(claimToken),
+    now: now.toISOString(),
+    userId: principal.userId,
+    keyId: principal.keyId,
+    runtime: principal.runtime,
+    charge: sqlCharge(ctx, "save_issue", "bookkeeping"),
+  };
 }
 
 /** Finishes that arrive together go out as one statement (retasc_finishes). */
@@ -54,16 +72,7 @@ export async function finishHeld(ctx: Ctx, identifier: string, claimToken: strin
   if (principal.projectIds !== null) return null;
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
   const now = ctx.clock.now();
-  const result = await finishTogether(ctx.db, {
-    orgId: principal.orgId,
-    identifier,
-    tokenHash: sha256(claimToken),
-    now: now.toISOString(),
-    userId: principal.userId,
-    keyId: principal.keyId,
-    runtime: principal.runtime,
-    charge: sqlCharge(ctx, "save_issue", "bookkeeping"),
-  });
+  const result = await finishTogether(ctx.db, finishCall(ctx, identifier, claimToken, now));
   if (result.outcome === "fallback") return null;
   sendNotices(ctx.db, result.notices);
   const row = issueRowFrom(result.issue);

@@ -2,14 +2,14 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { query, type Db } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
-import { randomToken, sha256 } from "../crypto/index.ts";
+import { randomToken } from "../crypto/index.ts";
+import { finishCall } from "../issues/finish.ts";
 import { saveIssue } from "../issues/index.ts";
 import { addRelation } from "../issues/relations.ts";
 import { seedOrg } from "../testing/fixtures.ts";
 import { useTestServices } from "../testing/database.ts";
-import { sqlCharge } from "../usage/meter.ts";
-import { leaseFields } from "./claim.ts";
 import { nextIssue } from "./index.ts";
+import { nextIssueCall, type NextIssueCall } from "./next.ts";
 
 /**
  * What a batch of claims and a finish read (migration 0087, decision 120): the wave once per
@@ -20,24 +20,12 @@ import { nextIssue } from "./index.ts";
 
 const env = useTestServices();
 
-/** A next_issue call as claimNext builds it for `ctx`. */
-function claimCall(ctx: Ctx, now: Date) {
-  const p = ctx.principal;
-  return {
-    orgId: p.orgId,
-    projectId: p.projectId,
-    projectIds: p.projectIds,
-    allLanes: false,
-    checkSla: true,
-    cap: 10,
-    charge: sqlCharge(ctx, "next_issue", "dispatch"),
-    ...leaseFields(ctx, now, randomToken("rtclm_", 24)),
-  };
-}
+/** A next_issue call as nextIssue sends it for `ctx`. */
+const claimCall = (ctx: Ctx, now: Date) => nextIssueCall(ctx, now, randomToken("rtclm_", 24), { allLanes: false, checkSla: true });
 
 type Claimed = { index: number; outcome: string; issue: { identifier: string }; wave: { identifier: string }[] };
 
-async function claimBatch(db: Db, calls: ReturnType<typeof claimCall>[]) {
+async function claimBatch(db: Db, calls: NextIssueCall[]) {
   const [row] = await query<{ results: Claimed[] }>(db, sql`select retasc_next_issues(${JSON.stringify(calls)}::jsonb) as results`);
   return row!.results.sort((a, b) => a.index - b.index);
 }
@@ -76,16 +64,7 @@ describe("a batch of claims and a finish read less (decision 120)", () => {
     const db = env.services.db;
     const file = (title: string, priority: number) => saveIssue(alice.ctx, { title, work: true, changeType: "feat", priority, noDependency: "independent" });
     const finish = async (identifier: string, claimToken: string) => {
-      const call = {
-        orgId: org.orgId,
-        identifier,
-        tokenHash: sha256(claimToken),
-        now: new Date().toISOString(),
-        userId: bob.ctx.principal.userId,
-        keyId: bob.ctx.principal.keyId,
-        runtime: bob.ctx.principal.runtime,
-        charge: sqlCharge(bob.ctx, "save_issue", "bookkeeping"),
-      };
+      const call = finishCall(bob.ctx, identifier, claimToken, new Date());
       const [row] = await query<{ results: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify([call])}::jsonb) as results`);
       return row!.results[0]!.outcome;
     };

@@ -30,7 +30,7 @@ type NextIssueOutcome =
   | (QuarantinedAtClaim & { outcome: "claimed" });
 
 /** retasc_next_issue's arguments by name. */
-type NextIssueCall = ReturnType<typeof leaseFields> & {
+export type NextIssueCall = ReturnType<typeof leaseFields> & {
   orgId: string;
   projectId: string | null;
   /** The member's project scope (server/orgs/scope.ts), or null for every project. */
@@ -41,6 +41,25 @@ type NextIssueCall = ReturnType<typeof leaseFields> & {
   /** What a claim pays, when billing is on (retasc_charge, inside the claim's statement). */
   charge: ReturnType<typeof sqlCharge>;
 };
+
+/**
+ * A next_issue call as retasc_next_issue takes it: the caller's org, lanes and cap, what it pays,
+ * and the lease it would take under `claimToken`. Exported for the benches and tests that send
+ * the batch statement themselves.
+ */
+export function nextIssueCall(ctx: Ctx, now: Date, claimToken: string, options: { allLanes: boolean; checkSla: boolean }): NextIssueCall {
+  const { principal } = ctx;
+  return {
+    orgId: principal.orgId,
+    projectId: principal.projectId,
+    projectIds: principal.projectIds,
+    allLanes: options.allLanes,
+    checkSla: options.checkSla,
+    cap: principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT,
+    charge: sqlCharge(ctx, "next_issue", "dispatch"),
+    ...leaseFields(ctx, now, claimToken),
+  };
+}
 
 /** next_issue calls that arrive together go out as one statement (retasc_next_issues), at one instant. */
 const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) => {
@@ -66,19 +85,10 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
   const { principal } = ctx;
   refuseWhileFrozen(principal);
   const cipher = await ctx.keyring.forOrg(ctx.db, principal.orgId);
-  const cap = principal.claimCap ?? ctx.config.CLAIM_CAP_DEFAULT;
   for (let attempt = 0; ; attempt++) {
     const claimToken = randomToken("rtclm_", 24);
-    const result = await claimNext(ctx.db, {
-      orgId: principal.orgId,
-      projectId: principal.projectId,
-      projectIds: principal.projectIds,
-      allLanes: input.allLanes ?? false,
-      checkSla: attempt < 3,
-      cap,
-      charge: sqlCharge(ctx, "next_issue", "dispatch"),
-      ...leaseFields(ctx, ctx.clock.now(), claimToken),
-    });
+    const call = nextIssueCall(ctx, ctx.clock.now(), claimToken, { allLanes: input.allLanes ?? false, checkSla: attempt < 3 });
+    const result = await claimNext(ctx.db, call);
     switch (result.outcome) {
       case "sla":
         await slaSweepOrg(ctx, principal.orgId);
@@ -90,7 +100,7 @@ export async function nextIssue(ctx: Ctx, raw: z.input<typeof nextIssueInput> = 
         return { ...empty, message: `${empty.message} You already hold ${activeClaims.join(", ")}: resume ${activeClaims.length > 1 ? "those" : "it"}.` };
       }
       case "cap":
-        throw claimCapError(cap);
+        throw claimCapError(call.cap);
       case "billing":
         throw await billingRefusal(ctx.db, ctx, result.code);
       case "claimed":
