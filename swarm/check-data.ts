@@ -109,7 +109,13 @@ export async function readRun(
     push(blocksOf, e.source_id, e.target_id);
   }
   const activity: ActivityRow[] = activityRows.map((a) => {
-    const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as { fence?: number; by?: string; verification?: string };
+    const detail = activityDetail(cipher, { detailEnc: a.detail_enc, facts: a.facts }) as {
+      fence?: number;
+      by?: string;
+      verification?: string;
+      beats?: number;
+      lastAt?: string;
+    };
     return {
       id: Number(a.id),
       issue_id: a.issue_id,
@@ -120,6 +126,8 @@ export async function readRun(
       fence: ["verified", "verification_failed", "quarantined"].includes(a.kind) ? null : (detail.fence ?? null),
       by: detail.by ?? null,
       verification: detail.verification ?? null,
+      beats: detail.beats ?? 1,
+      last_ms: detail.lastAt ? Date.parse(detail.lastAt) : Number(a.created_ms),
     };
   });
   const checkpointsOf = new Map<string, CheckpointRow[]>();

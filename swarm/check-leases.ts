@@ -33,7 +33,8 @@ export function checkLeases(d: RunData, ttlMs: number, violation: Violation): vo
         }
       }
       // Replay the lease: each accepted write must arrive before the expiry in force at that moment.
-      // A heartbeat or checkpoint renews it at a known moment (its activity row); a call of the
+      // A heartbeat or checkpoint renews it at a known moment (its activity row; a run of beats is
+      // one row with its first and last beat's times, decision 105); a call of the
       // holding session may renew it too (decision 036), leaving no row: only that it happened
       // within one of the session's calls, so each such call extends the latest possible expiry
       // to its answer + TTL, if it began while the lease could still be live.
@@ -63,6 +64,17 @@ export function checkLeases(d: RunData, ttlMs: number, violation: Violation): vo
           expiry = w.created_ms + ttlMs;
           latest = Math.max(latest, expiry);
           renewedAt = w.created_ms;
+        }
+        if (w.kind === "heartbeat" && w.beats > 1) {
+          // The run's last beat renewed it again. Its middle beats left no time, so only a run of
+          // two has a last beat whose expiry in force is known.
+          renewUpTo(w.last_ms);
+          if (w.beats === 2 && w.last_ms >= latest) {
+            violation("write-after-expiry", `${identifier} fence ${lease.fence}: heartbeat accepted at ${iso(w.last_ms)}, after the lease expired at ${iso(latest)}`);
+          }
+          expiry = w.last_ms + ttlMs;
+          latest = Math.max(latest, expiry);
+          renewedAt = w.last_ms;
         }
       }
       if (lease.renewed_by === "calls") {

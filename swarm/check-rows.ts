@@ -41,6 +41,9 @@ export interface ActivityRow {
   by: string | null;
   /** verified: what the verification became (passed). */
   verification: string | null;
+  /** heartbeat: how many beats its run holds, and the last one's time (a run is one row, decision 105). */
+  beats: number;
+  last_ms: number;
 }
 export interface CheckpointRow {
   issue_id: string;

@@ -5,7 +5,7 @@ import { testDriver } from "../server/testing/db.ts";
 import { boot, type Booted } from "../server/boot.ts";
 import { loadConfig } from "../server/config/index.ts";
 import { saveIssue } from "../server/issues/index.ts";
-import { checkpoint, claimIssue, nextIssue, releaseIssue } from "../server/queue/index.ts";
+import { checkpoint, claimIssue, heartbeat, nextIssue, releaseIssue } from "../server/queue/index.ts";
 import { seedOrg, type SeededOrg } from "../server/testing/fixtures.ts";
 import { withPrincipal } from "../server/with-principal.ts";
 import { checkInvariants } from "./checker.ts";
@@ -123,6 +123,26 @@ describe.skipIf(testDriver !== "postgres" || !privatePostgresAvailable)("the swa
     expect(await kinds([{ ...renewing, outcome: "STALE_CLAIM", sentAt: lease!.claimed_ms + 15 }])).toEqual(["lease-expiry"]);
     await db.execute(sql`update leases set session_id = null, renewed_by = null, heartbeat_at = claimed_at, expires_at = claimed_at + interval '60 seconds'
       where session_id = 'renewing'`);
+
+    // A run of two heartbeats is one row (decision 105): its last beat is the lease's renewal.
+    await create("beaten", 2);
+    const beaten = (await nextIssue(ctx, {})) as Claim;
+    await heartbeat(ctx, { identifier: beaten.identifier, claimToken: beaten.claimToken });
+    await new Promise((r) => setTimeout(r, 20));
+    await heartbeat(ctx, { identifier: beaten.identifier, claimToken: beaten.claimToken });
+    await finish(beaten.identifier, beaten.claimToken);
+    expect(await kinds()).toEqual([]);
+    // Its last beat accepted after the expiry its first one gave.
+    const run = sql`(select id from activity where kind = 'heartbeat' and org_id = ${org.orgId}
+      and issue_id = (select id from issues where identifier = ${beaten.identifier} and org_id = ${org.orgId}))`;
+    const moveLastBeat = (by: string) =>
+      db.execute(sql`with moved as (
+          update activity set facts = facts || jsonb_build_object('lastAt', (facts->>'lastAt')::timestamptz + ${by}::interval)
+           where id = ${run} returning issue_id
+        ) update leases set expires_at = expires_at + ${by}::interval where issue_id = (select issue_id from moved)`);
+    await moveLastBeat("61 seconds");
+    expect(await kinds()).toEqual(["write-after-expiry"]);
+    await moveLastBeat("-61 seconds");
 
     // Dispatched out of order: a low-priority issue taken by name while an urgent one waits.
     const urgent = await create("urgent", 1);
