@@ -2,19 +2,12 @@
 import { charge, consolidate, type HotStatement } from "./functions.ts";
 
 export const billingStatements: HotStatement[] = [
-  // ── retasc_charge (0058) ──
+  // ── retasc_charge (0090; its pick as in 0058) ──
   {
     name: "charge: the month's spend",
     source: charge,
     sql: `SELECT coalesce(sum(s.month_spent), 0) FROM billing_credit_slices s
                                           WHERE s.org_id = p_org_id AND s.month_start = v_month`,
-  },
-  {
-    name: "charge: the slice this transaction holds",
-    source: charge,
-    sql: `SELECT s.slice FROM billing_credit_slices s
-     WHERE s.org_id = p_org_id AND s.slice = split_part(v_held, ':', 2)::integer AND s.given_remaining + s.bought_remaining >= p_amount
-       FOR UPDATE`,
   },
   {
     name: "charge: a free covering slice",
@@ -36,14 +29,15 @@ export const billingStatements: HotStatement[] = [
        ORDER BY s.slice LIMIT 1 FOR UPDATE`,
   },
   {
-    name: "charge: the slice paid from",
+    name: "charge: the slice paid from (the one held, or the one picked)",
     source: charge,
     sql: `UPDATE billing_credit_slices
        SET given_remaining = given_remaining - least(given_remaining, p_amount),
            bought_remaining = bought_remaining - (p_amount - least(given_remaining, p_amount)),
            month_spent = CASE WHEN month_start = v_month THEN month_spent + p_amount ELSE p_amount END,
            month_start = v_month
-     WHERE org_id = p_org_id AND slice = v_slice`,
+     WHERE org_id = p_org_id AND slice = v_slice AND given_remaining + bought_remaining >= p_amount
+    RETURNING slice`,
   },
   {
     name: "charge: the ledger row",

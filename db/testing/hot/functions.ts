@@ -31,8 +31,8 @@ export const hotFunctions: Record<string, { md5: string; migration: string }> = 
     migration: "0087_claim_and_finish_read_less",
   },
   "retasc_charge(text,text,text,text,text,text,bigint,text,boolean,timestamp with time zone)": {
-    md5: "1c083ba61186964d9b34c981756dc8d4",
-    migration: "0058_passed_over_slice_is_held",
+    md5: "9adb3268c8e32b3f99641246fa42c7a0",
+    migration: "0090_held_slice_charge_in_one_step",
   },
   "retasc_consolidate_credit(text,bigint)": { md5: "fe3d3ef756dbb08155db0354758bb22c", migration: "0010_billing_functions" },
 };
@@ -80,7 +80,6 @@ export const variableTypes: Record<string, [string, string | null]> = {
   "v_issue.status": ["text", "doing"],
   v_count: ["integer", "3"],
   v_reason: ["text", "quarantined after 3 abandoned claims"],
-  v_held: ["text", "org_a:3"],
   v_start: ["integer", "5"],
   v_month: ["timestamptz", "2026-12-01T00:00:00Z"],
   v_slice: ["integer", "3"],
