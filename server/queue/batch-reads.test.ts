@@ -97,4 +97,30 @@ describe("a batch of claims and a finish read less (decision 120)", () => {
     expect(await finish(second.identifier, again.claimToken)).toBe("finished");
     expect(await blockersOf(waiting.identifier)).toBe(1);
   });
+
+  it("a batch of finishes finds each issue by its key: it reads one issue a call, however many issues the table holds", async () => {
+    const org = await seedOrg(env.services, { prefix: "BK" });
+    const { alice, bob } = org.agents;
+    const db = env.services.db;
+    const filed = await saveIssue(alice.ctx, { title: "To finish", work: true, changeType: "feat", priority: 1, noDependency: "independent" });
+    // 400 more issues, done, beside it: copies of its row under new keys.
+    await db.execute(sql`insert into issues
+      select (jsonb_populate_record(null::issues, to_jsonb(i) || jsonb_build_object(
+        'id', i.id || '-' || g, 'identifier', i.identifier || '-' || g, 'number', i.number + g, 'status', 'done'))).*
+        from issues i, generate_series(1, 400) g where i.org_id = ${org.orgId} and i.identifier = ${filed.identifier}`);
+    await db.execute(sql`analyze issues`);
+    const held = await nextIssue(bob.ctx, {});
+    if (!("claimToken" in held)) throw new Error("expected a claim");
+    expect(held.identifier).toBe(filed.identifier);
+    const call = finishCall(bob.ctx, held.identifier, held.claimToken, new Date());
+    // Issue rows fetched through an index by this transaction (PostgreSQL's own count).
+    const { outcome, fetched } = await db.transaction(async (tx) => {
+      const [row] = await query<{ results: { outcome: string }[] }>(tx, sql`select retasc_finishes(${JSON.stringify([call])}::jsonb) as results`);
+      const [stats] = await query<{ fetched: number }>(tx, sql`select idx_tup_fetch::int as fetched from pg_stat_xact_user_tables where relname = 'issues'`);
+      return { outcome: row!.results[0]!.outcome, fetched: stats!.fetched };
+    });
+    expect(outcome).toBe("finished");
+    // The finish's own reads of its issue, a few; a join that read the whole table would fetch 401.
+    expect(fetched).toBeLessThan(20);
+  });
 });
