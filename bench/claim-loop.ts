@@ -17,6 +17,7 @@
  */
 import fs from "node:fs";
 import { sql } from "drizzle-orm";
+import { wholeNumberOption } from "./lib/args.ts";
 import { useBenchPostgres } from "./lib/postgres-env.ts";
 
 useBenchPostgres();
@@ -31,18 +32,10 @@ const { log } = await import("./lib/stats.ts");
 const { billingOnConfig } = await import("../server/usage/testing.ts");
 const { withPrincipal } = await import("../server/with-principal.ts");
 
-const argument = (name: string, fallback: number) => {
-  const at = process.argv.indexOf(name);
-  return at > 0 ? Number(process.argv[at + 1]) : fallback;
-};
-const BATCH = argument("--batch", 14);
-const CYCLES = argument("--cycles", 2_100);
+const BATCH = wholeNumberOption("batch", 14);
+const CYCLES = wholeNumberOption("cycles", 2_100, { least: BATCH });
 const WARMUP_ROUNDS = 20;
 const BILLING = process.argv.includes("--billing");
-if (!Number.isInteger(BATCH) || BATCH < 1 || !Number.isInteger(CYCLES) || CYCLES < BATCH) {
-  console.error("usage: npx tsx bench/claim-loop.ts [--batch N >= 1] [--cycles N >= the batch] [--billing]");
-  process.exit(2);
-}
 const rounds = Math.ceil(CYCLES / BATCH);
 
 const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix: "LOOP" });
@@ -85,15 +78,17 @@ try {
   const SLICES = 10;
   let claimSeconds = 0;
   let updateSeconds = 0;
+  const cycles = rounds * BATCH;
+  // Slice `slice`'s share of `total`, whole: the slices add up to exactly `total`.
+  const share = (total: number, slice: number) => Math.floor(((slice + 1) * total) / SLICES) - Math.floor((slice * total) / SLICES);
   for (let slice = 0; slice < SLICES; slice++) {
     let before = backendSeconds();
-    for (let r = Math.floor((slice * rounds) / SLICES); r < Math.floor(((slice + 1) * rounds) / SLICES); r++) await round();
+    for (let r = 0; r < share(rounds, slice); r++) await round();
     claimSeconds += backendSeconds() - before;
     before = backendSeconds();
-    for (let k = 0; k < (rounds * BATCH) / SLICES; k++) await update();
+    for (let k = 0; k < share(cycles, slice); k++) await update();
     updateSeconds += backendSeconds() - before;
   }
-  const cycles = rounds * BATCH;
   const claimMs = (claimSeconds * 1000) / cycles;
   const updateMs = (updateSeconds * 1000) / cycles;
 

@@ -9,16 +9,18 @@
 -- One trigger now runs one function, which asks the three questions itself. What each part does
 -- is unchanged.
 CREATE OR REPLACE FUNCTION retasc_issue_status_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  -- The open statuses: constants/statuses.ts's openStatuses.
+  v_open CONSTANT text[] := '{todo,doing,blocked,review}';
 BEGIN
   IF OLD.status IS NOT DISTINCT FROM NEW.status THEN
     RETURN NULL;
   END IF;
   -- The status counts (0045): folded by the sweep, read by the scrape.
   INSERT INTO issue_count_changes (from_status, to_status, n) VALUES (OLD.status, NEW.status, 1);
-  -- The duplicate gate's terms follow whether the issue is open (0044); the open statuses are
-  -- constants/statuses.ts's openStatuses.
-  IF (OLD.status IN ('todo', 'doing', 'blocked', 'review')) IS DISTINCT FROM (NEW.status IN ('todo', 'doing', 'blocked', 'review')) THEN
-    UPDATE issue_terms SET open = NEW.status IN ('todo', 'doing', 'blocked', 'review') WHERE issue_id = NEW.id;
+  -- The duplicate gate's terms follow whether the issue is open (0044).
+  IF (OLD.status = ANY (v_open)) IS DISTINCT FROM (NEW.status = ANY (v_open)) THEN
+    UPDATE issue_terms SET open = NEW.status = ANY (v_open) WHERE issue_id = NEW.id;
   END IF;
   -- A synced issue that became done or canceled closes its source (0015). Intake marks the
   -- link's source closed before it cancels an issue the source closed, so nothing is written
