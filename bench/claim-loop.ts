@@ -12,8 +12,9 @@
  *
  * `npx tsx bench/claim-loop.ts [--batch 14] [--cycles 2100] [--billing]`: `--batch 14` is the
  * service layer's batch in `claim-cpu.ts` (32 agents over two pools), `--batch 1` a lone call's,
- * as over `/mcp`; `--billing` charges each claim and finish (billing on, credit enough for all).
- * About 10 s.
+ * as over `/mcp`; `--billing` charges each claim and finish (billing on, credit enough for all);
+ * `--together` sends each batch's claims with the previous batch's finishes in one statement, as
+ * server/issues/hot-batch.ts does when both wait on a pool (decision 124). About 10 s.
  */
 import fs from "node:fs";
 import { sql } from "drizzle-orm";
@@ -36,6 +37,7 @@ const BATCH = wholeNumberOption("batch", 14);
 const CYCLES = wholeNumberOption("cycles", 2_100, { least: BATCH });
 const WARMUP_ROUNDS = 20;
 const BILLING = process.argv.includes("--billing");
+const TOGETHER = process.argv.includes("--together");
 const rounds = Math.ceil(CYCLES / BATCH);
 
 const bench = await openBenchDatabase({ pools: 1, connectionsPerPool: 1, prefix: "LOOP" });
@@ -50,21 +52,48 @@ try {
   log(`the backend is pid ${pid} (perf record -p ${pid} profiles it alone)`);
   const backendSeconds = () => cpuSecondsByPid((p) => (p === pid ? "backend" : null)).get(pid)?.seconds ?? NaN;
 
-  /** One round: every agent's claim in one statement, then every finish in one. */
-  const round = async () => {
-    const now = new Date();
-    const tokens = agents.map(() => randomToken("rtclm_", 24));
-    const calls = agents.map((ctx, n) => nextIssueCall(ctx, now, tokens[n]!, { allLanes: false, checkSla: true }));
-    const [claimed] = await query<{ results: { index: number; outcome: string; issue: { identifier: string } }[] }>(
-      db,
-      sql`select retasc_next_issues(${JSON.stringify(calls)}::jsonb) as results`,
-    );
-    const finishes = claimed!.results.map((result) => {
+  const claimsOf = (now: Date, tokens: string[]) => agents.map((ctx, n) => nextIssueCall(ctx, now, tokens[n]!, { allLanes: false, checkSla: true }));
+  type Claimed = { index: number; outcome: string; issue: { identifier: string } };
+  const finishesOf = (claimed: Claimed[], tokens: string[]) =>
+    claimed.map((result) => {
       if (result.outcome !== "claimed") throw new Error(`a claim came back ${result.outcome}`);
       return finishCall(agents[result.index]!, result.issue.identifier, tokens[result.index]!, new Date());
     });
-    const [finished] = await query<{ results: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify(finishes)}::jsonb) as results`);
-    for (const result of finished!.results) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);
+  const checkFinished = (finished: { outcome: string }[]) => {
+    for (const result of finished) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);
+  };
+
+  /** One round: every agent's claim in one statement, then every finish in one. */
+  const apart = async () => {
+    const tokens = agents.map(() => randomToken("rtclm_", 24));
+    const [claimed] = await query<{ results: Claimed[] }>(db, sql`select retasc_next_issues(${JSON.stringify(claimsOf(new Date(), tokens))}::jsonb) as results`);
+    const [finished] = await query<{ results: { outcome: string }[] }>(
+      db,
+      sql`select retasc_finishes(${JSON.stringify(finishesOf(claimed!.results, tokens))}::jsonb) as results`,
+    );
+    checkFinished(finished!.results);
+  };
+  /** `--together`: the previous round's finishes and this round's claims in one statement, as server/issues/hot-batch.ts sends them. */
+  let unfinished: ReturnType<typeof finishesOf> = [];
+  const together = async () => {
+    const tokens = agents.map(() => randomToken("rtclm_", 24));
+    const claims = sql`retasc_next_issues(${JSON.stringify(claimsOf(new Date(), tokens))}::jsonb) as claimed`;
+    const [row] = await query<{ finished?: { outcome: string }[]; claimed: Claimed[] }>(
+      db,
+      unfinished.length === 0
+        ? sql`select ${claims}`
+        : sql`select retasc_finishes(${JSON.stringify(unfinished)}::jsonb) as finished, ${claims}`,
+    );
+    checkFinished(row!.finished ?? []);
+    unfinished = finishesOf(row!.claimed, tokens);
+  };
+  const round = TOGETHER ? together : apart;
+  /** The last `--together` round's finishes, in a statement of their own. */
+  const finishLeftover = async () => {
+    if (unfinished.length === 0) return;
+    const [row] = await query<{ finished: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify(unfinished)}::jsonb) as finished`);
+    checkFinished(row!.finished);
+    unfinished = [];
   };
 
   await db.execute(sql`create table bench_row (id integer primary key, n integer not null, filler text not null)`);
@@ -84,6 +113,7 @@ try {
   for (let slice = 0; slice < SLICES; slice++) {
     let before = backendSeconds();
     for (let r = 0; r < share(rounds, slice); r++) await round();
+    if (slice === SLICES - 1) await finishLeftover();
     claimSeconds += backendSeconds() - before;
     before = backendSeconds();
     for (let k = 0; k < share(cycles, slice); k++) await update();
@@ -92,7 +122,8 @@ try {
   const claimMs = (claimSeconds * 1000) / cycles;
   const updateMs = (updateSeconds * 1000) / cycles;
 
-  log(`PostgreSQL CPU per claim + finish${BILLING ? " (billing on)" : ""}, one backend, batches of ${BATCH}, ${cycles} cycles: ${claimMs.toFixed(3)} ms`);
+  const shape = TOGETHER ? ", each statement with the previous batch's finishes" : "";
+  log(`PostgreSQL CPU per claim + finish${BILLING ? " (billing on)" : ""}, one backend, batches of ${BATCH}${shape}, ${cycles} cycles: ${claimMs.toFixed(3)} ms`);
   log(`baseline, a one-row UPDATE by primary key in the same backend: ${updateMs.toFixed(3)} ms (claim + finish ${(claimMs / updateMs).toFixed(2)}x)`);
   log(`load average ${fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 } finally {

@@ -29,7 +29,7 @@ const LAYERS: [RegExp, string][] = [
   [/\/server\/metrics\//, "server/metrics"],
   [/\/server\/crypto\//, "server/crypto (token hash, title decrypt)"],
   [/\/server\/issues\/views\.ts|\/server\/issues\/store\.ts|\/server\/queue\/claim-discussion\.ts/, "server/issues views and rows (reply rendering)"],
-  [/\/server\/issues\/batching\.ts/, "server/issues/batching.ts"],
+  [/\/server\/issues\/(batching|hot-batch)\.ts/, "server/issues/batching.ts and hot-batch.ts"],
   [/\/server\/(queue|issues)\//, "server/queue and server/issues (other)"],
   [/\/server\//, "server (other)"],
   [/\/db\//, "db"],

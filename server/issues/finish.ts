@@ -1,11 +1,9 @@
-import { sql } from "drizzle-orm";
-import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { sha256 } from "../crypto/index.ts";
 import { sendNotices, type Notice } from "../events/index.ts";
-import { batching, inCallOrder } from "./batching.ts";
+import { hotBatchCall } from "./hot-batch.ts";
 import type { SaveInput } from "./schemas.ts";
-import { issueRowFrom, retryingConflicts } from "./store.ts";
+import { issueRowFrom } from "./store.ts";
 import { renderIssueView, viewReadsFrom, type ViewReadsJson } from "./views.ts";
 import { sqlCharge } from "../usage/meter.ts";
 
@@ -51,13 +49,8 @@ export function finishCall(ctx: Ctx, identifier: string, claimToken: string, now
   };
 }
 
-/** Finishes that arrive together go out as one statement (retasc_finishes). */
-const finishTogether = batching<FinishCall, FinishOutcome>(async (db, calls) => {
-  const [row] = await retryingConflicts(() =>
-    query<{ results: (FinishOutcome & { index: number })[] }>(db, sql`select retasc_finishes(${JSON.stringify(calls)}::jsonb) as results`),
-  );
-  return inCallOrder(row!.results);
-});
+/** Finishes go out with the hot calls waiting on their pool (retasc_finishes in one statement, beside any claims, decision 124). */
+const finishTogether = hotBatchCall<FinishCall, FinishOutcome>("retasc_finishes");
 
 /**
  * Finishes held work as done in one statement (retasc_finish, the hot path's other half).

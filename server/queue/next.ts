@@ -1,11 +1,8 @@
 import type { z } from "zod";
-import { sql } from "drizzle-orm";
-import { query } from "../../db/client.ts";
 import type { Ctx } from "../context.ts";
 import { randomToken } from "../crypto/index.ts";
 import { sendNotices } from "../events/index.ts";
-import { batching, inCallOrder } from "../issues/batching.ts";
-import { retryingConflicts } from "../issues/store.ts";
+import { hotBatchCall } from "../issues/hot-batch.ts";
 import { claimCapError, claimReply, leaseFields, type QuarantinedAtClaim, type TakenLease } from "./claim.ts";
 import { emptyReply, type EmptyFigures } from "./dispatch.ts";
 import { nextIssueInput } from "./schemas.ts";
@@ -61,16 +58,13 @@ export function nextIssueCall(ctx: Ctx, now: Date, claimToken: string, options: 
   };
 }
 
-/** next_issue calls that arrive together go out as one statement (retasc_next_issues), at one instant. */
-const claimNext = batching<NextIssueCall, NextIssueOutcome>(async (db, calls) => {
+/**
+ * next_issue calls go out with the hot calls waiting on their pool (retasc_next_issues in one
+ * statement, beside any finishes, decision 124), at one instant: the latest of their clocks.
+ */
+const claimNext = hotBatchCall<NextIssueCall, NextIssueOutcome>("retasc_next_issues", (calls) => {
   const now = calls.reduce((latest, call) => (call.now > latest ? call.now : latest), calls[0]!.now);
-  const [row] = await retryingConflicts(() =>
-    query<{ results: (NextIssueOutcome & { index: number })[] }>(
-      db,
-      sql`select retasc_next_issues(${JSON.stringify(calls.map((call) => ({ ...call, now })))}::jsonb) as results`,
-    ),
-  );
-  return inCallOrder(row!.results);
+  return calls.map((call) => ({ ...call, now }));
 });
 
 /**

@@ -1,0 +1,65 @@
+import { sql } from "drizzle-orm";
+import { query, type Db } from "../../db/client.ts";
+import { retryingConflicts } from "../../db/retry.ts";
+import { batching, inCallOrder } from "./batching.ts";
+
+/**
+ * The hot path's two batch functions, in the order one statement calls them. Finishes go first,
+ * so a claim in the same statement can take work a finish just unblocked; nothing else depends
+ * on the order, as each call is checked on its own as if it came alone.
+ */
+const FUNCTIONS = ["retasc_finishes", "retasc_next_issues"] as const;
+export type HotBatchFunction = (typeof FUNCTIONS)[number];
+
+interface Tagged {
+  fn: HotBatchFunction;
+  call: unknown;
+}
+
+/** How each function's calls are put together before they leave (a claim's batch takes one instant). */
+const prepares = new Map<HotBatchFunction, (calls: unknown[]) => unknown[]>();
+
+/**
+ * Claims and finishes share one lane per pool (decision 124): the calls of both that wait while a
+ * batch runs leave together as one statement, `select retasc_finishes($1), retasc_next_issues($2)`
+ * with only the functions that have calls, so they share a round trip, a transaction and its
+ * commit's flush. Over /mcp, where each call is its own request, a batch holds one or two calls
+ * of each kind, and the flush and the statement's fixed costs are most of PostgreSQL's work for
+ * it. A failed batch reruns its calls one by one (`batching`), each alone in its statement.
+ */
+const together = batching<Tagged, unknown>(async (db, tagged) => {
+  const byFunction = new Map<HotBatchFunction, { places: number[]; calls: unknown[] }>();
+  tagged.forEach(({ fn, call }, place) => {
+    const group = byFunction.get(fn) ?? { places: [], calls: [] };
+    group.places.push(place);
+    group.calls.push(call);
+    byFunction.set(fn, group);
+  });
+  const present = FUNCTIONS.filter((fn) => byFunction.has(fn));
+  const columns = present.map((fn) => {
+    const calls = byFunction.get(fn)!.calls;
+    const prepared = prepares.get(fn)?.(calls) ?? calls;
+    return sql`${sql.raw(fn)}(${JSON.stringify(prepared)}::jsonb) as ${sql.raw(fn)}`;
+  });
+  const [row] = await retryingConflicts(() =>
+    query<Record<HotBatchFunction, { index: number }[]>>(db, sql`select ${sql.join(columns, sql`, `)}`),
+  );
+  const results: unknown[] = new Array(tagged.length);
+  for (const fn of present) {
+    const { places } = byFunction.get(fn)!;
+    inCallOrder(row![fn]).forEach((result, k) => {
+      results[places[k]!] = result;
+    });
+  }
+  return results;
+});
+
+/**
+ * A call of `fn` that leaves with the other hot calls waiting on its pool; `prepare` puts a
+ * batch's calls of `fn` together before they leave. Results come back tagged with their call's
+ * index within `fn`'s calls, as the database functions return them.
+ */
+export function hotBatchCall<Call, Result>(fn: HotBatchFunction, prepare?: (calls: Call[]) => Call[]) {
+  if (prepare) prepares.set(fn, prepare as (calls: unknown[]) => unknown[]);
+  return (db: Db, call: Call) => together(db, { fn, call }) as Promise<Result>;
+}
