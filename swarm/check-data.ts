@@ -50,6 +50,14 @@ export interface RunData {
 /** The key of a lease in RunData.underLease. */
 export const leaseKey = (issueId: string, fence: number) => `${issueId}#${fence}`;
 
+/**
+ * Whether `b` was written before `a`: it committed earlier, or it was written earlier in `a`'s own
+ * transaction (a finish and the claims of its statement, decision 124, commit together). Two
+ * transactions committing in the same millisecond are not ordered: neither is before the other.
+ */
+export const writtenBefore = (b: ActivityRow, a: ActivityRow) =>
+  (b.committed_ms ?? b.created_ms) < (a.committed_ms ?? a.created_ms) || (b.xid === a.xid && b.id < a.id);
+
 /** Activity in commit order (the creation time where no commit timestamp was recorded), then by id. */
 export const byCommit = (a: ActivityRow, b: ActivityRow) => (a.committed_ms ?? a.created_ms) - (b.committed_ms ?? b.created_ms) || a.id - b.id;
 
@@ -82,10 +90,10 @@ export async function readRun(
           ${ms("heartbeat_at")} as renewed_ms, renewed_by, ${ms("ended_at")} as ended_ms, end_reason
         from leases where org_id = ${orgId}`,
   );
-  const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; detail_enc: string | null; facts: unknown }>(
+  const activityRows = await query<{ id: number; issue_id: string; kind: string; created_ms: number; committed_ms: number | null; xid: string; detail_enc: string | null; facts: unknown }>(
     db,
     sql`select id, issue_id, kind, ${ms("created_at")} as created_ms,
-          ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, detail_enc, facts
+          ${ms("pg_xact_commit_timestamp(xmin)")} as committed_ms, xmin::text as xid, detail_enc, facts
         from activity
         where org_id = ${orgId} and kind in ('claimed', 'heartbeat', 'checkpoint', 'finished', 'released', 'reclaimed',
           'verified', 'verification_failed', 'quarantined')`,
@@ -122,6 +130,7 @@ export async function readRun(
       kind: a.kind,
       created_ms: Number(a.created_ms),
       committed_ms: a.committed_ms === null ? null : Number(a.committed_ms),
+      xid: a.xid,
       // Only lease writes carry their fence; a verdict's or a quarantine's facts name none of ours.
       fence: ["verified", "verification_failed", "quarantined"].includes(a.kind) ? null : (detail.fence ?? null),
       by: detail.by ?? null,

@@ -1,6 +1,6 @@
 import type { ActivityRow, Violation } from "./check-rows.ts";
 import { iso, push } from "./check-rows.ts";
-import { byCommit, type RunData } from "./check-data.ts";
+import { byCommit, writtenBefore, type RunData } from "./check-data.ts";
 
 /**
  * The swarm checker's checks of finishing (swarm/checker.ts runs them): 1. every issue finished
@@ -14,11 +14,12 @@ export interface Finishing {
   /** Failed verifications followed by a new claim of the issue. */
   redispatched: number;
   /**
-   * When each issue stopped gating its dependents, by commit: its finish, or where the project
+   * What ended each issue's gating of its dependents, committed: its finish, or where the project
    * verifies finishes, its pass. A claim locks its row, which either of them updates (the
-   * dependents' blocker counts), so commit order is exact.
+   * dependents' blocker counts), so commit order is exact, and within one transaction the order
+   * of the rows (writtenBefore).
    */
-  gateEnd: Map<string, number>;
+  gateEnd: Map<string, ActivityRow>;
   /** When each issue was out of dispatch: [finish, failure) per failed round, [last finish, ∞); the checker adds [quarantine, ∞). */
   doneSpans: Map<string, [number, number][]>;
 }
@@ -32,7 +33,7 @@ export interface Finishing {
 export function checkFinishes(d: RunData, poison: Set<string>, violation: Violation): Finishing {
   const { issues, finishesOf, failuresOf, passesOf, leasesOf, claimsOf, verifies } = d;
   let finished = 0;
-  const gateEnd = new Map<string, number>();
+  const gateEnd = new Map<string, ActivityRow>();
   const doneSpans = new Map<string, [number, number][]>();
   let redispatched = 0;
   for (const issue of issues) {
@@ -85,7 +86,7 @@ export function checkFinishes(d: RunData, poison: Set<string>, violation: Violat
       violation("finished-twice", `${issue.identifier}: ${finishedLeases.length} leases ended by finishing; expected ${finishes.length}, the last one last`);
     }
     const end = verifies(issue) ? passes[0] : finishes[0];
-    if (end?.committed_ms != null) gateEnd.set(issue.id, end.committed_ms);
+    if (end?.committed_ms != null) gateEnd.set(issue.id, end);
   }
   return { finished, redispatched, gateEnd, doneSpans };
 }
@@ -95,7 +96,7 @@ export function checkFinishes(d: RunData, poison: Set<string>, violation: Violat
  *    its finish, or where the project verifies finishes, its pass: never while a blocker was
  *    open, done with verification pending, or reopened by a failed verification.
  */
-export function checkBlockedDispatch(d: RunData, gateEnd: Map<string, number>, violation: Violation): { gatedClaims: number; claimsOnUnverifiedBlocker: number } {
+export function checkBlockedDispatch(d: RunData, gateEnd: Map<string, ActivityRow>, violation: Violation): { gatedClaims: number; claimsOnUnverifiedBlocker: number } {
   const { activity, blockersOf, finishesOf, failuresOf, byId, verifies } = d;
   let gatedClaims = 0;
   let claimsOnUnverifiedBlocker = 0;
@@ -106,9 +107,9 @@ export function checkBlockedDispatch(d: RunData, gateEnd: Map<string, number>, v
     let held = false;
     for (const blocker of blockers) {
       const letGo = gateEnd.get(blocker);
-      if (letGo !== undefined && letGo < a.committed_ms) continue;
+      if (letGo !== undefined && writtenBefore(letGo, a)) continue;
       held = true;
-      const before = (b: ActivityRow) => (b.committed_ms ?? b.created_ms) < a.committed_ms!;
+      const before = (b: ActivityRow) => writtenBefore(b, a);
       const lastFinish = (finishesOf.get(blocker) ?? []).filter(before).at(-1);
       const lastFailure = (failuresOf.get(blocker) ?? []).filter(before).at(-1);
       const state = !lastFinish

@@ -37,6 +37,8 @@ export interface ActivityRow {
   kind: string;
   created_ms: number;
   committed_ms: number | null;
+  /** The transaction that wrote it (`xmin`): a claim and a finish can share one (decision 124). */
+  xid: string;
   fence: number | null;
   by: string | null;
   /** verified: what the verification became (passed). */

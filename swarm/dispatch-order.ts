@@ -59,7 +59,7 @@ export interface OrderCheck {
   leasesOf: Map<string, LeaseRow[]>;
   blockersOf: Map<string, string[]>;
   /** When each issue stopped gating its dependents (its finish, or its verification's pass). */
-  gateEnd: Map<string, number>;
+  gateEnd: Map<string, ActivityRow>;
   /** When each issue was out of dispatch: done (pending or passed) or quarantined. */
   doneSpans: Map<string, [number, number][]>;
   claimOf: (issueId: string, fence: number) => ActivityRow | undefined;
@@ -126,8 +126,8 @@ export function checkDispatchOrder(c: OrderCheck): { checked: number; nearMisses
     if (issue.created_ms > from) return false;
     for (const [doneFrom, doneTo] of c.doneSpans.get(issue.id) ?? []) if (doneFrom <= to && doneTo > from) return false;
     for (const blocker of c.blockersOf.get(issue.id) ?? []) {
-      const letGo = c.gateEnd.get(blocker);
-      if (letGo === undefined || letGo >= from) return false;
+      const letGo = c.gateEnd.get(blocker)?.committed_ms;
+      if (letGo == null || letGo >= from) return false;
     }
     for (const [start, end] of busy.get(issue.id) ?? []) if (start <= to && end >= from) return false;
     return true;
@@ -190,7 +190,7 @@ function historyAround(c: OrderCheck, issue: IssueRow, T: number): string {
   const activity = c.activity
     .filter((a) => a.issue_id === issue.id && (near(a.created_ms) || near(a.committed_ms)))
     .map((a) => `${a.kind} created ${rel(a.created_ms)} committed ${rel(a.committed_ms)}`);
-  const ready = (c.blockersOf.get(issue.id) ?? []).map((b) => c.gateEnd.get(b) ?? null);
+  const ready = (c.blockersOf.get(issue.id) ?? []).map((b) => c.gateEnd.get(b)?.committed_ms ?? null);
   const readySince = ready.length === 0 ? "no blockers" : `ready since ${rel(Math.max(...ready.map((at) => at ?? Infinity)))}`;
   return [readySince, ...leases, ...activity].join("; ");
 }

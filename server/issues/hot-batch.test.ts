@@ -57,6 +57,26 @@ describe("claims and finishes that wait together (decision 124)", () => {
     expect(claimedBy[second.identifier]).toBe(finishedBy[first.identifier]);
   });
 
+  it("records no claim before a finish of its statement, whatever the callers' clocks: its claims take the statement's latest", async () => {
+    const org = await seedOrg(env.services, { prefix: "HT" });
+    const { alice, bob } = org.agents;
+    const first = await saveIssue(alice.ctx, task("First", 1));
+    const second = await saveIssue(alice.ctx, task("Second", 2));
+    const held = await claim(alice.ctx);
+    // Bob's instance runs five seconds behind Alice's.
+    const behind = { ...bob.ctx, clock: { now: () => new Date(Date.now() - 5_000) } };
+    await Promise.all([saveIssue(alice.ctx, { identifier: first.identifier, status: "done", claimToken: held.claimToken }), claim(behind)]);
+
+    const [times] = await query<{ finished: string; claimed: string; same: boolean }>(
+      env.services.db,
+      sql`select f.created_at::text as finished, c.created_at::text as claimed, f.xmin = c.xmin as same
+            from activity f, activity c join issues i on i.org_id = c.org_id and i.id = c.issue_id
+           where f.org_id = ${org.orgId} and f.kind = 'finished' and c.kind = 'claimed' and i.identifier = ${second.identifier}`,
+    );
+    expect(times!.same).toBe(true);
+    expect(Date.parse(times!.claimed)).toBeGreaterThanOrEqual(Date.parse(times!.finished));
+  });
+
   it("runs the finishes first, so a claim of the same statement can take the work a finish unblocked", async () => {
     const org = await seedOrg(env.services, { prefix: "HU" });
     const { alice, bob } = org.agents;

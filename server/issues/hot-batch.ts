@@ -11,13 +11,22 @@ import { batching, inCallOrder } from "./batching.ts";
 const FUNCTIONS = ["retasc_finishes", "retasc_next_issues"] as const;
 export type HotBatchFunction = (typeof FUNCTIONS)[number];
 
-interface Tagged {
-  fn: HotBatchFunction;
-  call: unknown;
+/** Every call carries its caller's clock (ISO, UTC). */
+interface Timed {
+  now: string;
 }
 
-/** How each function's calls are put together before they leave (a claim's batch takes one instant). */
-const prepares = new Map<HotBatchFunction, (calls: unknown[]) => unknown[]>();
+interface Tagged {
+  fn: HotBatchFunction;
+  call: Timed;
+}
+
+/**
+ * How each function's calls are put together before they leave, given the statement's instant:
+ * the latest clock of all its calls (a claim batch takes it, so that no claim is recorded before a
+ * finish its statement ran first).
+ */
+const prepares = new Map<HotBatchFunction, (calls: Timed[], instant: string) => Timed[]>();
 
 /**
  * Claims and finishes share one lane per pool (decision 124): the calls of both that wait while a
@@ -28,7 +37,8 @@ const prepares = new Map<HotBatchFunction, (calls: unknown[]) => unknown[]>();
  * it. A failed batch reruns its calls one by one (`batching`), each alone in its statement.
  */
 const together = batching<Tagged, unknown>(async (db, tagged) => {
-  const byFunction = new Map<HotBatchFunction, { places: number[]; calls: unknown[] }>();
+  const byFunction = new Map<HotBatchFunction, { places: number[]; calls: Timed[] }>();
+  const instant = tagged.reduce((latest, { call }) => (call.now > latest ? call.now : latest), tagged[0]!.call.now);
   tagged.forEach(({ fn, call }, place) => {
     const group = byFunction.get(fn) ?? { places: [], calls: [] };
     group.places.push(place);
@@ -38,7 +48,7 @@ const together = batching<Tagged, unknown>(async (db, tagged) => {
   const present = FUNCTIONS.filter((fn) => byFunction.has(fn));
   const columns = present.map((fn) => {
     const calls = byFunction.get(fn)!.calls;
-    const prepared = prepares.get(fn)?.(calls) ?? calls;
+    const prepared = prepares.get(fn)?.(calls, instant) ?? calls;
     return sql`${sql.raw(fn)}(${JSON.stringify(prepared)}::jsonb) as ${sql.raw(fn)}`;
   });
   const [row] = await retryingConflicts(() =>
@@ -56,10 +66,11 @@ const together = batching<Tagged, unknown>(async (db, tagged) => {
 
 /**
  * A call of `fn` that leaves with the other hot calls waiting on its pool; `prepare` puts a
- * batch's calls of `fn` together before they leave. Results come back tagged with their call's
- * index within `fn`'s calls, as the database functions return them.
+ * batch's calls of `fn` together before they leave, given the statement's instant. Results come
+ * back tagged with their call's index within `fn`'s calls, as the database functions return them.
  */
-export function hotBatchCall<Call, Result>(fn: HotBatchFunction, prepare?: (calls: Call[]) => Call[]) {
-  if (prepare) prepares.set(fn, prepare as (calls: unknown[]) => unknown[]);
+export function hotBatchCall<Call extends Timed, Result>(fn: HotBatchFunction, prepare?: (calls: Call[], instant: string) => Call[]) {
+  // Each function is registered once, with its own call type; the runner hands it back only its own calls.
+  if (prepare) prepares.set(fn, prepare as unknown as (calls: Timed[], instant: string) => Timed[]);
   return (db: Db, call: Call) => together(db, { fn, call }) as Promise<Result>;
 }

@@ -60,12 +60,12 @@ export function nextIssueCall(ctx: Ctx, now: Date, claimToken: string, options: 
 
 /**
  * next_issue calls go out with the hot calls waiting on their pool (retasc_next_issues in one
- * statement, beside any finishes, decision 124), at one instant: the latest of their clocks.
+ * statement, beside any finishes, decision 124), at one instant: the latest clock of the
+ * statement's calls, so that a claim is never recorded before a finish the statement ran first.
  */
-const claimNext = hotBatchCall<NextIssueCall, NextIssueOutcome>("retasc_next_issues", (calls) => {
-  const now = calls.reduce((latest, call) => (call.now > latest ? call.now : latest), calls[0]!.now);
-  return calls.map((call) => ({ ...call, now }));
-});
+const claimNext = hotBatchCall<NextIssueCall, NextIssueOutcome>("retasc_next_issues", (calls, instant) =>
+  calls.map((call) => ({ ...call, now: instant })),
+);
 
 /**
  * Claims the single most urgent dispatchable issue in the caller's lanes: one statement
