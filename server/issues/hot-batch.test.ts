@@ -24,7 +24,7 @@ async function claim(ctx: Parameters<typeof nextIssue>[0]) {
   return reply;
 }
 
-/** The transaction that wrote each issue's latest `kind` activity row. */
+/** The transaction that wrote each issue's `kind` activity row (one each here). */
 async function writers(orgId: string, kind: string, identifiers: string[]) {
   const rows = await query<{ identifier: string; xid: string }>(
     env.services.db,
@@ -34,14 +34,20 @@ async function writers(orgId: string, kind: string, identifiers: string[]) {
   return Object.fromEntries(rows.map((r) => [r.identifier, r.xid]));
 }
 
+/** An org with two issues queued, Alice holding the first. */
+async function firstHeld(prefix: string) {
+  const org = await seedOrg(env.services, { prefix });
+  const { alice, bob } = org.agents;
+  const first = await saveIssue(alice.ctx, task("First", 1));
+  const second = await saveIssue(alice.ctx, task("Second", 2));
+  const held = await claim(alice.ctx);
+  expect(held.identifier).toBe(first.identifier);
+  return { org, alice, bob, first, second, held };
+}
+
 describe("claims and finishes that wait together (decision 124)", () => {
   it("leave as one statement: one transaction takes the claim and ends the other lease, and each call gets its own answer", async () => {
-    const org = await seedOrg(env.services, { prefix: "HB" });
-    const { alice, bob } = org.agents;
-    const first = await saveIssue(alice.ctx, task("First", 1));
-    const second = await saveIssue(alice.ctx, task("Second", 2));
-    const held = await claim(alice.ctx);
-    expect(held.identifier).toBe(first.identifier);
+    const { org, alice, bob, first, second, held } = await firstHeld("HB");
 
     // Called in one turn, as two requests arriving together on one instance.
     const [finished, taken] = await Promise.all([
@@ -58,11 +64,7 @@ describe("claims and finishes that wait together (decision 124)", () => {
   });
 
   it("records no claim before a finish of its statement, whatever the callers' clocks: its claims take the statement's latest", async () => {
-    const org = await seedOrg(env.services, { prefix: "HT" });
-    const { alice, bob } = org.agents;
-    const first = await saveIssue(alice.ctx, task("First", 1));
-    const second = await saveIssue(alice.ctx, task("Second", 2));
-    const held = await claim(alice.ctx);
+    const { org, alice, bob, first, second, held } = await firstHeld("HT");
     // Bob's instance runs five seconds behind Alice's.
     const behind = { ...bob.ctx, clock: { now: () => new Date(Date.now() - 5_000) } };
     await Promise.all([saveIssue(alice.ctx, { identifier: first.identifier, status: "done", claimToken: held.claimToken }), claim(behind)]);

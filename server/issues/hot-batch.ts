@@ -32,9 +32,9 @@ const prepares = new Map<HotBatchFunction, (calls: Timed[], instant: string) => 
  * Claims and finishes share one lane per pool (decision 124): the calls of both that wait while a
  * batch runs leave together as one statement, `select retasc_finishes($1), retasc_next_issues($2)`
  * with only the functions that have calls, so they share a round trip, a transaction and its
- * commit's flush. Over /mcp, where each call is its own request, a batch holds one or two calls
- * of each kind, and the flush and the statement's fixed costs are most of PostgreSQL's work for
- * it. A failed batch reruns its calls one by one (`batching`), each alone in its statement.
+ * commit's flush. Over /mcp, where each call is its own request, a batch holds one to three
+ * calls, and the commit and the statement's fixed costs are about two fifths of PostgreSQL's work
+ * for a batch of one. A failed batch reruns its calls one by one (`batching`), each alone.
  */
 const together = batching<Tagged, unknown>(async (db, tagged) => {
   const byFunction = new Map<HotBatchFunction, { places: number[]; calls: Timed[] }>();
