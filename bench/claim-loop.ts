@@ -1,8 +1,9 @@
 /**
  * PostgreSQL's CPU per claim + finish in one backend, with batches of a fixed size (issue 30,
  * decision 121): the statements the doors send (`retasc_next_issues`, then `retasc_finishes` with
- * the claims' tokens), built as server/queue/next.ts and server/issues/finish.ts build them, from
- * one connection, one batch at a time. The backend's CPU is read from /proc around the measured
+ * the claims' tokens), built as server/queue/next.ts and server/issues/finish.ts build them and
+ * sent as server/issues/hot-batch.ts sends them (hotBatchStatement), from one connection, one
+ * batch at a time. The backend's CPU is read from /proc around the measured
  * rounds. Unlike `claim-cpu.ts`, nothing here depends on how calls happen to gather into batches,
  * so the figure moves only with the machine's speed (about 10% between runs on this 2-core one):
  * compare two commits over several alternated runs.
@@ -28,6 +29,7 @@ const { query } = await import("../db/client.ts");
 const { cpuSecondsByPid } = await import("./lib/cpu.ts");
 const { nextIssueCall } = await import("../server/queue/next.ts");
 const { finishCall } = await import("../server/issues/finish.ts");
+const { hotBatchStatement } = await import("../server/issues/hot-batch.ts");
 const { randomToken } = await import("../server/crypto/index.ts");
 const { log } = await import("./lib/stats.ts");
 const { billingOnConfig } = await import("../server/usage/testing.ts");
@@ -59,40 +61,32 @@ try {
       if (result.outcome !== "claimed") throw new Error(`a claim came back ${result.outcome}`);
       return finishCall(agents[result.index]!, result.issue.identifier, tokens[result.index]!, new Date());
     });
-  const checkFinished = (finished: { outcome: string }[]) => {
-    for (const result of finished) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);
+  /** One statement as a pool sends it (server/issues/hot-batch.ts): the finishes, then the claims; their claims' results. */
+  const send = async (finishes: ReturnType<typeof finishesOf>, claims: ReturnType<typeof claimsOf>) => {
+    const [row] = await query<{ retasc_finishes?: { outcome: string }[]; retasc_next_issues?: Claimed[] }>(
+      db,
+      hotBatchStatement({ retasc_finishes: finishes, retasc_next_issues: claims }),
+    );
+    for (const result of row!.retasc_finishes ?? []) if (result.outcome !== "finished") throw new Error(`a finish came back ${result.outcome}`);
+    return row!.retasc_next_issues ?? [];
   };
 
   /** One round: every agent's claim in one statement, then every finish in one. */
   const apart = async () => {
     const tokens = agents.map(() => randomToken("rtclm_", 24));
-    const [claimed] = await query<{ results: Claimed[] }>(db, sql`select retasc_next_issues(${JSON.stringify(claimsOf(new Date(), tokens))}::jsonb) as results`);
-    const [finished] = await query<{ results: { outcome: string }[] }>(
-      db,
-      sql`select retasc_finishes(${JSON.stringify(finishesOf(claimed!.results, tokens))}::jsonb) as results`,
-    );
-    checkFinished(finished!.results);
+    const claimed = await send([], claimsOf(new Date(), tokens));
+    await send(finishesOf(claimed, tokens), []);
   };
-  /** `--together`: the previous round's finishes and this round's claims in one statement, as server/issues/hot-batch.ts sends them. */
+  /** `--together`: the previous round's finishes and this round's claims in one statement. */
   let unfinished: ReturnType<typeof finishesOf> = [];
   const together = async () => {
     const tokens = agents.map(() => randomToken("rtclm_", 24));
-    const claims = sql`retasc_next_issues(${JSON.stringify(claimsOf(new Date(), tokens))}::jsonb) as claimed`;
-    const [row] = await query<{ finished?: { outcome: string }[]; claimed: Claimed[] }>(
-      db,
-      unfinished.length === 0
-        ? sql`select ${claims}`
-        : sql`select retasc_finishes(${JSON.stringify(unfinished)}::jsonb) as finished, ${claims}`,
-    );
-    checkFinished(row!.finished ?? []);
-    unfinished = finishesOf(row!.claimed, tokens);
+    unfinished = finishesOf(await send(unfinished, claimsOf(new Date(), tokens)), tokens);
   };
   const round = TOGETHER ? together : apart;
   /** The last `--together` round's finishes, in a statement of their own. */
   const finishLeftover = async () => {
-    if (unfinished.length === 0) return;
-    const [row] = await query<{ finished: { outcome: string }[] }>(db, sql`select retasc_finishes(${JSON.stringify(unfinished)}::jsonb) as finished`);
-    checkFinished(row!.finished);
+    if (unfinished.length > 0) await send(unfinished, []);
     unfinished = [];
   };
 

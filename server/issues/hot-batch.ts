@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { query, type Db } from "../../db/client.ts";
 import { retryingConflicts } from "../../db/retry.ts";
 import { batching, inCallOrder } from "./batching.ts";
@@ -46,14 +46,11 @@ const together = batching<Tagged, unknown>(async (db, tagged) => {
     byFunction.set(fn, group);
   });
   const present = FUNCTIONS.filter((fn) => byFunction.has(fn));
-  const columns = present.map((fn) => {
+  const prepared = Object.fromEntries(present.map((fn) => {
     const calls = byFunction.get(fn)!.calls;
-    const prepared = prepares.get(fn)?.(calls, instant) ?? calls;
-    return sql`${sql.raw(fn)}(${JSON.stringify(prepared)}::jsonb) as ${sql.raw(fn)}`;
-  });
-  const [row] = await retryingConflicts(() =>
-    query<Record<HotBatchFunction, { index: number }[]>>(db, sql`select ${sql.join(columns, sql`, `)}`),
-  );
+    return [fn, prepares.get(fn)?.(calls, instant) ?? calls];
+  }));
+  const [row] = await retryingConflicts(() => query<Record<HotBatchFunction, { index: number }[]>>(db, hotBatchStatement(prepared)));
   const results: unknown[] = new Array(tagged.length);
   for (const fn of present) {
     const { places } = byFunction.get(fn)!;
@@ -63,6 +60,18 @@ const together = batching<Tagged, unknown>(async (db, tagged) => {
   }
   return results;
 });
+
+/**
+ * The statement for calls of the hot functions, by function, as they leave: only the functions
+ * with calls, in FUNCTIONS' order, each result in a column named after its function. Exported for
+ * the benches that send it themselves (bench/claim-loop.ts).
+ */
+export function hotBatchStatement(calls: Partial<Record<HotBatchFunction, readonly unknown[]>>): SQL {
+  const columns = FUNCTIONS.filter((fn) => (calls[fn]?.length ?? 0) > 0).map(
+    (fn) => sql`${sql.raw(fn)}(${JSON.stringify(calls[fn])}::jsonb) as ${sql.raw(fn)}`,
+  );
+  return sql`select ${sql.join(columns, sql`, `)}`;
+}
 
 /**
  * A call of `fn` that leaves with the other hot calls waiting on its pool; `prepare` puts a
