@@ -109,7 +109,7 @@ export function retasc(person: { retascDir: string; home?: string }, args: strin
     let stderr = "";
     child.stdout!.on("data", (d) => (stdout += d));
     child.stderr!.on("data", (d) => (stderr += d));
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
     child.stdin!.end(options.input ?? "");
   });
 }
@@ -121,7 +121,7 @@ export async function login(server: Server, person: Person, options: RunOptions 
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
-  const exited = new Promise<CliResult>((resolve) => child.on("exit", (code) => resolve({ code, stdout, stderr })));
+  const exited = new Promise<CliResult>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
   const code = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`retasc login printed no code:\n${stderr}`)), 30_000);
     child.stderr!.on("data", (d) => {
